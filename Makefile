@@ -1,0 +1,86 @@
+# kvfs build. `make` builds ./kvfs; `make test` installs missing Debian
+# packages, builds, and runs the unit tests and the bats suites; `make asan`
+# runs the same suite against an ASan+UBSan build.
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+BUILD   ?= build
+PKGS    := fuse3 lmdb
+
+CC      ?= cc
+WARN    := -Wall -Wextra -Werror -Wmissing-prototypes -Wstrict-prototypes \
+           -Wwrite-strings -Wvla -Wshadow
+OPT     ?= -O2 -g
+SANITIZE ?=
+ifneq ($(SANITIZE),)
+OPT     := -O1 -g -fno-omit-frame-pointer -fsanitize=$(SANITIZE) -fno-sanitize-recover=all
+endif
+
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CPPFLAGS += -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -I.
+CFLAGS   += -std=c11 $(WARN) $(OPT) $(PKG_CFLAGS)
+LDFLAGS  += $(OPT)
+LDLIBS   += $(PKG_LIBS) -lpthread
+
+STORE_SRC := $(wildcard store/*.c)
+MODEL_SRC := $(wildcard model/*.c)
+FS_SRC    := $(wildcard fs/*.c)
+CLI_SRC   := $(wildcard cli/*.c)
+
+STORE_OBJ := $(STORE_SRC:%.c=$(BUILD)/%.o)
+MODEL_OBJ := $(MODEL_SRC:%.c=$(BUILD)/%.o)
+FS_OBJ    := $(FS_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
+
+# Unit tests: tests/unit/test_store_*.c link the store layer only,
+# tests/unit/test_model_*.c link model and store.
+UNIT_STORE := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_store*.c))
+UNIT_MODEL := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_model*.c))
+
+.PHONY: all store model unit test test-unit test-bats asan install clean deps bench
+all: kvfs
+
+kvfs: $(CLI_OBJ) $(FS_OBJ) $(MODEL_OBJ) $(STORE_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+store: $(STORE_OBJ)
+model: $(MODEL_OBJ) $(STORE_OBJ)
+
+$(BUILD)/%.o: %.c $(wildcard */*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/tests/test_store%: tests/unit/test_store%.c tests/unit/unit.h $(STORE_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STORE_OBJ) $(LDLIBS)
+
+$(BUILD)/tests/test_model%: tests/unit/test_model%.c tests/unit/unit.h $(MODEL_OBJ) $(STORE_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(MODEL_OBJ) $(STORE_OBJ) $(LDLIBS)
+
+unit: $(UNIT_STORE) $(UNIT_MODEL)
+
+deps:
+	@bash scripts/deps.sh
+
+# The whole suite: unit programs and bats files, one summary line at the end.
+test: deps
+	@$(MAKE) --no-print-directory kvfs unit
+	@bash scripts/run-tests.sh $(BUILD)
+
+asan: deps
+	@$(MAKE) --no-print-directory BUILD=build-asan SANITIZE=address,undefined kvfs unit
+	@KVFS_ASAN=1 bash scripts/run-tests.sh build-asan
+
+bench: kvfs
+	@bash scripts/bench.sh
+
+install: kvfs
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)/sbin
+	install -m 0755 kvfs $(DESTDIR)$(PREFIX)/bin/kvfs
+	install -m 0755 scripts/mount.kvfs $(DESTDIR)/sbin/mount.kvfs
+	install -m 0644 docs/kvfs.1 $(DESTDIR)$(PREFIX)/share/man/man1/kvfs.1
+
+clean:
+	rm -rf build build-asan kvfs

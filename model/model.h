@@ -1,0 +1,181 @@
+/*
+ * model/model.h - the public face of the document model: paths as shown in
+ * the mount <-> tuple keys, typed leaves and their text form, JSON documents
+ * flattened into keys and rendered back, dump/load/check. No FUSE here and
+ * no LMDB: every operation is one store transaction (store/store.h).
+ *
+ * Paths are '/'-separated names as the mount shows them ("/users/42/name";
+ * "" and "/" are the root). Names are escaped keys (docs/FORMAT.md, "Names");
+ * in an array, names are decimal indices. A last name ending in ".json" that
+ * names no real node is the JSON view of the node before the suffix.
+ *
+ * Every operation returns 0 or -errno and, when `err` is not NULL, writes a
+ * one-line message naming the path to err->msg on failure.
+ */
+#ifndef KVFS_MODEL_H
+#define KVFS_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#define MODEL_DEPTH_MAX 256	/* deepest JSON nesting accepted */
+
+struct model;
+struct model_list;
+
+struct model_error {
+	char msg[512];
+};
+
+enum model_open_flags {
+	MODEL_OPEN_CREATE = 1 << 0,
+	MODEL_OPEN_READONLY = 1 << 1,
+	MODEL_OPEN_NOSYNC = 1 << 2,
+};
+
+enum model_kind {
+	MODEL_KIND_LEAF = 1,
+	MODEL_KIND_OBJECT,
+	MODEL_KIND_ARRAY,
+	MODEL_KIND_VIEW,	/* NAME.json: the JSON rendering of NAME */
+};
+
+enum model_type {
+	MODEL_TYPE_STRING = 1,
+	MODEL_TYPE_INTEGER,
+	MODEL_TYPE_DOUBLE,
+	MODEL_TYPE_BOOLEAN,
+	MODEL_TYPE_NULL,
+	MODEL_TYPE_BYTES,
+};
+
+struct model_node {
+	enum model_kind kind;
+	enum model_type type;	/* leaves only */
+	uint64_t ino;		/* stable per path: a hash of the key */
+	uint64_t size;		/* leaves and views: exact bytes that reading returns */
+	int64_t mtime_ns;	/* leaves: stored time; containers, views: store creation time */
+	bool empty;		/* containers: no children */
+	uint32_t subdirs;	/* containers, with MODEL_STAT_SUBDIRS: child containers */
+};
+
+struct model_info {
+	uint64_t used_bytes;
+	uint64_t map_size;
+	uint64_t entries;
+	uint64_t generation;	/* changes whenever anyone commits */
+};
+
+/* *out is heap; close it with model_close. */
+int model_open(const char *dir, unsigned flags, struct model **out, struct model_error *err);
+void model_close(struct model *m);
+int model_info(struct model *m, struct model_info *out);
+/* Cheap: changes whenever any process commits to the store. */
+uint64_t model_generation(struct model *m);
+int model_sync(struct model *m);
+/* Compacting hot copy of the whole store into the empty directory dir. */
+int model_backup(struct model *m, const char *dir, struct model_error *err);
+
+const char *model_type_name(enum model_type type);	/* "string", "integer", ... */
+int model_type_parse(const char *name, enum model_type *out);
+const char *model_kind_name(enum model_kind kind);	/* "leaf", "object", "array", "view" */
+
+/* ---- reading ---- */
+enum model_stat_flags {
+	MODEL_STAT_SUBDIRS = 1 << 0,	/* also count child containers (one seek each) */
+};
+int model_stat(struct model *m, const char *path, unsigned flags,
+	       struct model_node *out, struct model_error *err);
+/*
+ * Copies up to `size` bytes of the text form of a leaf or view, starting at
+ * `offset`, into dst. Returns the number of bytes copied (0 at the end).
+ */
+ssize_t model_read(struct model *m, const char *path, void *dst, size_t size,
+		   uint64_t offset, struct model_error *err);
+/* The whole text form; *out is heap (free()), NUL-terminated for convenience. */
+int model_read_all(struct model *m, const char *path, char **out, size_t *len,
+		   struct model_error *err);
+
+/*
+ * Directory listing, streamed: each model_list_fill call runs one read
+ * transaction, resumes after the last child handed out, and calls fn per
+ * child (escaped name, node) until fn returns nonzero (that child is handed
+ * out again next time) or the children end. Returns 1 when stopped by fn,
+ * 0 at the end, <0 on error. The list is heap; close with model_list_close.
+ */
+typedef int (*model_list_fn)(void *arg, const char *name, const struct model_node *node);
+int model_list_open(struct model *m, const char *path, struct model_list **out,
+		    struct model_error *err);
+int model_list_fill(struct model_list *list, model_list_fn fn, void *arg);
+void model_list_rewind(struct model_list *list);
+void model_list_close(struct model_list *list);
+
+/* ---- writing leaves and views ---- */
+enum model_write_flags {
+	/*
+	 * `data` is the bytes written to a file: they are exactly the bytes read
+	 * back. Without it, `data` is a value (CLI put): it reads back with
+	 * one trailing newline.
+	 */
+	MODEL_WRITE_TEXT = 1 << 0,
+	MODEL_WRITE_APPEND_JSON = 1 << 1,	/* views: append each JSON value to the array */
+	MODEL_WRITE_NO_CREATE = 1 << 2,		/* fail with -ENOENT if the leaf is missing */
+};
+/*
+ * Commits new content for a leaf or a view in one transaction.
+ * Leaf: the type rules of docs/FORMAT.md (`type` 0 = keep the existing type
+ * when the text parses as it, else string, or bytes when not UTF-8).
+ * View: replaces the subtree with the parsed JSON (-EINVAL on invalid JSON,
+ * nothing changed), or appends with MODEL_WRITE_APPEND_JSON.
+ */
+int model_write(struct model *m, const char *path, const void *data, size_t len,
+		enum model_type type, unsigned flags, struct model_error *err);
+/* Creates an empty string leaf (views: checks the name only). -EEXIST if present. */
+int model_create(struct model *m, const char *path, struct model_error *err);
+/* Imports a JSON document at path (one transaction); progress(arg, done, total) may be NULL. */
+typedef void (*model_progress_fn)(void *arg, uint64_t done, uint64_t total);
+int model_import(struct model *m, const char *path, const char *json, size_t len,
+		 model_progress_fn progress, void *arg, struct model_error *err);
+
+/* ---- tree operations ---- */
+/* Creates an empty object (or array with kind MODEL_KIND_ARRAY). */
+int model_mkdir(struct model *m, const char *path, enum model_kind kind, struct model_error *err);
+enum model_remove_flags {
+	MODEL_REMOVE_LEAF = 1 << 0,	/* unlink: -EISDIR on a container */
+	MODEL_REMOVE_DIR = 1 << 1,	/* rmdir: -ENOTDIR on a leaf, -ENOTEMPTY */
+	MODEL_REMOVE_RECURSIVE = 1 << 2,	/* rm -r: any node, whole subtree */
+};
+int model_remove(struct model *m, const char *path, unsigned flags, struct model_error *err);
+enum model_rename_flags {
+	MODEL_RENAME_NOREPLACE = 1 << 0,
+	MODEL_RENAME_EXCHANGE = 1 << 1,
+};
+/* Moves a leaf or subtree atomically; onto NAME.json: parses the source as JSON. */
+int model_rename(struct model *m, const char *from, const char *to, unsigned flags,
+		 struct model_error *err);
+int model_set_mtime(struct model *m, const char *path, int64_t mtime_ns, struct model_error *err);
+/* Type names: leaves as model_type_name, containers "object"/"array". */
+int model_get_type(struct model *m, const char *path, char *buf, size_t cap, struct model_error *err);
+/* Converts a leaf's type (the text must parse) or a container's kind (array <-> object). */
+int model_set_type(struct model *m, const char *path, const char *name, struct model_error *err);
+
+/* ---- JSON, dump, load, check ---- */
+enum model_json_flags {
+	MODEL_JSON_COMPACT = 1 << 0,	/* default is pretty, two-space indent, final newline */
+};
+/* Renders the subtree or leaf at path as JSON; *out is heap (free()). */
+int model_export(struct model *m, const char *path, unsigned flags, char **out, size_t *len,
+		 struct model_error *err);
+int model_export_file(struct model *m, const char *path, unsigned flags, FILE *out,
+		      struct model_error *err);
+/* Lossless, versioned, line-oriented backup of the whole store. */
+int model_dump(struct model *m, FILE *out, struct model_error *err);
+/* Loads a dump into an empty store (-EEXIST when not empty). */
+int model_load(struct model *m, FILE *in, struct model_error *err);
+/* Verifies every key and value; prints one line per problem; *problems counts them. */
+int model_check(struct model *m, FILE *report, uint64_t *problems, struct model_error *err);
+
+#endif

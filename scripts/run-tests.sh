@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Runs every unit-test program and every bats suite, counts results, and ends
+# with the single line "N passed, N failed" that CI reads.
+# Usage: scripts/run-tests.sh BUILD_DIR   (kvfs binary: ./kvfs)
+set -u
+build=${1:-build}
+cd "$(dirname "$0")/.."
+passed=0 failed=0
+export KVFS_BIN=${KVFS_BIN:-$PWD/kvfs}
+if [ -n "${KVFS_ASAN:-}" ]; then
+	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+	export KVFS_BIN=$PWD/$build/kvfs
+	cp -f kvfs "$build/kvfs" 2>/dev/null || true
+fi
+
+# Unit programs print TAP lines: "ok N - name" / "not ok N - name".
+for t in "$build"/tests/test_*; do
+	[ -x "$t" ] || continue
+	out=$("$t" 2>&1); rc=$?
+	printf '%s\n' "$out"
+	p=$(grep -c '^ok ' <<<"$out"); f=$(grep -c '^not ok ' <<<"$out")
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		echo "not ok - $t exited with status $rc"; f=1
+	fi
+	passed=$((passed + p)); failed=$((failed + f))
+done
+
+# bats suites, in TAP form so they can be counted the same way.
+if ls tests/*.bats >/dev/null 2>&1; then
+	out=$(bats --tap tests/*.bats 2>&1); rc=$?
+	printf '%s\n' "$out"
+	p=$(grep -c '^ok ' <<<"$out"); f=$(grep -c '^not ok ' <<<"$out")
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		echo "not ok - bats exited with status $rc"; f=1
+	fi
+	passed=$((passed + p)); failed=$((failed + f))
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

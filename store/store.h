@@ -1,0 +1,118 @@
+/*
+ * store/store.h - the public face of the storage layer: an ordered key-value
+ * store with transactions and prefix range scans. Backend-neutral: only
+ * store/*.c know that LMDB sits behind it. Keys are tuple-encoded by callers
+ * (store/tuple.h); the store itself treats keys and values as bytes.
+ */
+#ifndef KVFS_STORE_H
+#define KVFS_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/tuple.h"
+
+#define STORE_KEY_MAX 511	/* longest key the backend accepts, in bytes */
+#define STORE_FORMAT_VERSION 1	/* written on creation, checked on open */
+
+/* Key spaces (LMDB named databases). */
+enum store_space {
+	STORE_SPACE_META,	/* format version, creation time, ... */
+	STORE_SPACE_DATA,	/* document keys -> leaf values */
+	STORE_SPACE_COUNT,
+};
+
+enum store_open_flags {
+	STORE_OPEN_CREATE = 1 << 0,	/* create the directory/store if missing */
+	STORE_OPEN_READONLY = 1 << 1,
+	STORE_OPEN_NOSYNC = 1 << 2,	/* commits not fsynced; store_sync() makes them durable */
+};
+
+struct store;
+struct store_txn;
+struct store_scan;
+
+/* A borrowed byte span: valid until its transaction ends or the next write in it. */
+struct store_val {
+	const void *data;
+	size_t len;
+};
+
+struct store_info {
+	uint64_t map_size;	/* bytes currently mapped */
+	uint64_t used_bytes;	/* pages in use * page size */
+	uint64_t page_size;
+	uint64_t entries;	/* keys in the data space */
+	uint64_t last_txn_id;	/* grows with every commit, by any process */
+	int64_t created_ns;	/* when the store was created */
+};
+
+/*
+ * Opens (or with STORE_OPEN_CREATE creates, mode 0700 dir / 0600 files) the
+ * store in directory `dir`. On failure returns -errno and writes a one-line
+ * reason to `why` (e.g. "store format 3 is newer than this kvfs (1)").
+ * *out is heap; the caller closes it with store_close.
+ */
+int store_open(const char *dir, unsigned flags, struct store **out, char *why, size_t why_len);
+void store_close(struct store *st);
+int store_info(struct store *st, struct store_info *out);
+/* Flushes committed writes to disk (fsync). */
+int store_sync(struct store *st);
+/* Writes a compacted copy of the live store into the empty directory `dir`. */
+int store_copy(struct store *st, const char *dir);
+
+/*
+ * Read transactions: a consistent snapshot; never block writers or other
+ * readers. *out is heap; end it with store_txn_end on every path.
+ */
+int store_read_begin(struct store *st, struct store_txn **out);
+void store_txn_end(struct store_txn *txn);
+uint64_t store_txn_id(const struct store_txn *txn);
+
+/*
+ * Write transactions run `fn` inside one transaction and commit it when fn
+ * returns 0; any other return aborts and is passed back. When the map is
+ * full the transaction is aborted, the map grown, and fn run again from the
+ * start, so fn must not keep state outside `txn` between attempts. Writes
+ * from threads of one process are serialized. A really full disk gives
+ * -ENOSPC. Do not call from inside another transaction of the same thread.
+ */
+typedef int (*store_write_fn)(struct store_txn *txn, void *arg);
+int store_write(struct store *st, store_write_fn fn, void *arg);
+
+/* Point operations. get: 0 or -ENOENT; the value is borrowed (see store_val). */
+int store_get(struct store_txn *txn, enum store_space space,
+	      const void *key, size_t key_len, struct store_val *out);
+/* put: 0, -ENAMETOOLONG (key > STORE_KEY_MAX), -ENOSPC, -EROFS. */
+int store_put(struct store_txn *txn, enum store_space space,
+	      const void *key, size_t key_len, const void *val, size_t val_len);
+/* del: 0 or -ENOENT. */
+int store_del(struct store_txn *txn, enum store_space space, const void *key, size_t key_len);
+/* Deletes every key that starts with prefix; *deleted (may be NULL) counts them. */
+int store_del_prefix(struct store_txn *txn, enum store_space space,
+		     const void *prefix, size_t prefix_len, uint64_t *deleted);
+
+/*
+ * Range scans over the keys that start with `prefix`, in key order.
+ * The scan is heap; close it before its transaction ends.
+ */
+int store_scan_open(struct store_txn *txn, enum store_space space,
+		    const void *prefix, size_t prefix_len, struct store_scan **out);
+/* Next key: 1 with key/val filled (borrowed), 0 past the last key, <0 error. */
+int store_scan_next(struct store_scan *scan, struct store_val *key, struct store_val *val);
+/* Moves so that the next key returned is the first one >= key. */
+int store_scan_seek(struct store_scan *scan, const void *key, size_t key_len);
+/*
+ * Distinct children: returns the first key of the next distinct tuple element
+ * at `depth` elements after the scan prefix (depth 1 = the children), with
+ * *child_end set to the length of key that names that element; the next call
+ * skips that whole subtree with one cursor seek. 1 found, 0 end, <0 error.
+ */
+int store_scan_next_distinct(struct store_scan *scan, int depth,
+			     struct store_val *key, struct store_val *val, size_t *child_end);
+/* How many cursor positionings this scan made (tests prove skips with it). */
+uint64_t store_scan_steps(const struct store_scan *scan);
+void store_scan_close(struct store_scan *scan);
+
+#endif
