@@ -1,0 +1,152 @@
+/*
+ * model/model_int.h - private interfaces shared by the files of model/:
+ * a growable byte buffer, the streaming JSON reader and writer, and the
+ * leaf record codec with its text form. Nothing outside model/ includes it.
+ */
+#ifndef KVFS_MODEL_INT_H
+#define KVFS_MODEL_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "model/model.h"
+
+/* ---- growable buffer (heap; release with strbuf_release) ---- */
+struct strbuf {
+	char *buf;		/* NUL-terminated when not NULL */
+	size_t len;
+	size_t cap;
+	bool failed;		/* an allocation failed; later appends do nothing */
+};
+void strbuf_init(struct strbuf *sb);
+void strbuf_release(struct strbuf *sb);
+void strbuf_add(struct strbuf *sb, const void *data, size_t len);
+void strbuf_addc(struct strbuf *sb, char c);
+void strbuf_addf(struct strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void strbuf_reset(struct strbuf *sb);
+/* Hands the buffer to the caller (heap, free()); sb is left empty. */
+char *strbuf_detach(struct strbuf *sb, size_t *len);
+
+/* ---- JSON reader: strict RFC 8259, streaming events ---- */
+enum json_event {
+	JSON_OBJECT_BEGIN,
+	JSON_OBJECT_END,
+	JSON_ARRAY_BEGIN,
+	JSON_ARRAY_END,
+	JSON_KEY,		/* str/len: the member name */
+	JSON_STRING,		/* str/len: the value (may hold NUL bytes) */
+	JSON_INTEGER,		/* a number without fraction/exponent that fits int64 */
+	JSON_DOUBLE,		/* any other number; "-0" is the double -0.0 */
+	JSON_TRUE,
+	JSON_FALSE,
+	JSON_NULL,
+	JSON_VALUE_END,		/* a top-level value is complete */
+};
+
+/* One event. str is unescaped, borrowed, valid until the callback returns. */
+struct json_token {
+	enum json_event event;
+	const char *str;
+	size_t len;
+	int64_t integer;
+	double real;
+	int depth;		/* containers open around this token */
+};
+
+enum json_parse_flags {
+	/* Accept several top-level values separated by whitespace or RS (0x1e). */
+	JSON_PARSE_SEQUENCE = 1 << 0,
+};
+
+/*
+ * Calls fn for each token of `text`. Stops at the first error: malformed
+ * input gives -EINVAL with err->msg "line L, column C: what", nesting deeper
+ * than max_depth gives -EINVAL too; a nonzero return of fn stops and is
+ * returned. Empty input is invalid (unless JSON_PARSE_SEQUENCE).
+ * progress (may be NULL) is called now and then with bytes consumed.
+ */
+typedef int (*json_token_fn)(void *arg, const struct json_token *tok);
+int json_parse(const char *text, size_t len, unsigned flags, int max_depth,
+	       json_token_fn fn, void *arg, model_progress_fn progress, void *progress_arg,
+	       struct model_error *err);
+
+/* JSON writer into a strbuf, optionally flushed to a FILE as it grows. */
+struct json_writer {
+	struct strbuf *out;
+	FILE *flush_to;		/* NULL: keep everything in out */
+	bool pretty;
+	int depth;
+	bool first;		/* no member/element yet at this depth */
+	bool after_key;
+};
+void json_writer_init(struct json_writer *w, struct strbuf *out, FILE *flush_to, bool pretty);
+void json_write_object_begin(struct json_writer *w);
+void json_write_object_end(struct json_writer *w);
+void json_write_array_begin(struct json_writer *w);
+void json_write_array_end(struct json_writer *w);
+void json_write_key(struct json_writer *w, const char *str, size_t len);
+void json_write_string(struct json_writer *w, const char *str, size_t len);
+void json_write_integer(struct json_writer *w, int64_t value);
+void json_write_double(struct json_writer *w, double value);
+void json_write_bool(struct json_writer *w, bool value);
+void json_write_null(struct json_writer *w);
+/* Ends the document (pretty: final newline) and flushes; -EIO/-ENOMEM on failure. */
+int json_writer_finish(struct json_writer *w);
+
+/* ---- numbers: canonical text forms ---- */
+#define NUMBER_TEXT_MAX 32
+/* Shortest text that reads back to the same double; always has '.' or 'e'. */
+size_t number_format_double(double value, char buf[NUMBER_TEXT_MAX]);
+size_t number_format_integer(int64_t value, char buf[NUMBER_TEXT_MAX]);
+/* True when text is exactly the canonical form of some int64 / double. */
+bool number_parse_integer(const char *text, size_t len, int64_t *out);
+bool number_parse_double(const char *text, size_t len, double *out);
+
+/* ---- leaf records (docs/FORMAT.md, "leaf records") ---- */
+enum leaf_tag {
+	LEAF_STRING = 0x01,
+	LEAF_INTEGER = 0x02,
+	LEAF_DOUBLE = 0x03,
+	LEAF_FALSE = 0x04,
+	LEAF_TRUE = 0x05,
+	LEAF_NULL = 0x06,
+	LEAF_BYTES = 0x07,
+	LEAF_EMPTY_OBJECT = 0x10,
+	LEAF_EMPTY_ARRAY = 0x11,
+};
+#define LEAF_FLAG_NEWLINE 0x01
+#define LEAF_HEADER_SIZE 10
+
+/* A decoded record; payload is borrowed from the record. */
+struct leaf {
+	enum leaf_tag tag;
+	uint8_t flags;
+	int64_t mtime_ns;
+	const uint8_t *payload;
+	size_t payload_len;
+	int64_t integer;	/* LEAF_INTEGER */
+	double real;		/* LEAF_DOUBLE */
+};
+
+/* -EINVAL when the record is malformed (bad tag, size, or string not UTF-8). */
+int leaf_decode(const void *record, size_t len, struct leaf *out);
+/* Appends the record for leaf to sb (payload taken from integer/real for numbers). */
+void leaf_encode(const struct leaf *leaf, struct strbuf *sb);
+bool leaf_is_marker(const struct leaf *leaf);
+enum model_type leaf_model_type(const struct leaf *leaf);
+/* Text form (docs/FORMAT.md): its exact size, and a window of it. */
+uint64_t leaf_text_size(const struct leaf *leaf);
+size_t leaf_text_read(const struct leaf *leaf, void *dst, size_t size, uint64_t offset);
+/*
+ * Builds the leaf for text written to a file (MODEL_WRITE_TEXT) or for a
+ * value (CLI put), following the type rules. `old` is the existing leaf or
+ * NULL; `type` 0 means infer. The result's payload may point into `text`.
+ * -EINVAL when an explicit type does not parse.
+ */
+int leaf_from_text(const void *text, size_t len, bool is_file_text, const struct leaf *old,
+		   enum model_type type, int64_t mtime_ns, struct leaf *out);
+bool utf8_is_valid(const void *data, size_t len);
+
+#endif
