@@ -103,6 +103,11 @@ size_t number_format_integer(int64_t value, char buf[NUMBER_TEXT_MAX]);
 /* True when text is exactly the canonical form of some int64 / double. */
 bool number_parse_integer(const char *text, size_t len, int64_t *out);
 bool number_parse_double(const char *text, size_t len, double *out);
+/*
+ * Any text of JSON number grammar (already validated) -> nearest double;
+ * false when it overflows. scratch is a caller-owned work buffer.
+ */
+bool number_read_double(const char *text, size_t len, struct strbuf *scratch, double *out);
 
 /* ---- leaf records (docs/FORMAT.md, "leaf records") ---- */
 enum leaf_tag {
