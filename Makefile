@@ -5,6 +5,7 @@
 PREFIX  ?= /usr/local
 DESTDIR ?=
 BUILD   ?= build
+BIN     ?= kvfs
 PKGS    := fuse3 lmdb
 
 CC      ?= cc
@@ -39,9 +40,13 @@ UNIT_STORE := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/t
 UNIT_MODEL := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_model*.c))
 
 .PHONY: all store model unit test test-unit test-bats asan install clean deps bench
-all: kvfs
+all: $(BIN)
 
-kvfs: $(CLI_OBJ) $(FS_OBJ) $(MODEL_OBJ) $(STORE_OBJ)
+.PHONY: kvfs
+kvfs: $(BIN)
+
+$(BIN): $(CLI_OBJ) $(FS_OBJ) $(MODEL_OBJ) $(STORE_OBJ)
+	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 store: $(STORE_OBJ)
@@ -67,11 +72,12 @@ deps:
 # The whole suite: unit programs and bats files, one summary line at the end.
 test: deps
 	@$(MAKE) --no-print-directory kvfs unit
-	@bash scripts/run-tests.sh $(BUILD)
+	@KVFS_BIN=$(CURDIR)/$(BIN) bash scripts/run-tests.sh $(BUILD)
 
+# The sanitizer build lives entirely in build-asan/ (binary build-asan/kvfs).
 asan: deps
-	@$(MAKE) --no-print-directory BUILD=build-asan SANITIZE=address,undefined kvfs unit
-	@KVFS_ASAN=1 bash scripts/run-tests.sh build-asan
+	@$(MAKE) --no-print-directory BUILD=build-asan BIN=build-asan/kvfs SANITIZE=address,undefined kvfs unit
+	@KVFS_BIN=$(CURDIR)/build-asan/kvfs KVFS_ASAN=1 bash scripts/run-tests.sh build-asan
 
 bench: kvfs
 	@bash scripts/bench.sh

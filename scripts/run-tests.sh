@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every unit-test program and every bats suite, counts results, and ends
 # with the single line "N passed, N failed" that CI reads.
-# Usage: scripts/run-tests.sh BUILD_DIR   (kvfs binary: ./kvfs)
+# Usage: scripts/run-tests.sh BUILD_DIR   (binary: $KVFS_BIN, default ./kvfs)
 set -u
 build=${1:-build}
 cd "$(dirname "$0")/.."
@@ -10,8 +10,6 @@ export KVFS_BIN=${KVFS_BIN:-$PWD/kvfs}
 if [ -n "${KVFS_ASAN:-}" ]; then
 	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-	export KVFS_BIN=$PWD/$build/kvfs
-	cp -f kvfs "$build/kvfs" 2>/dev/null || true
 fi
 
 # Unit programs print TAP lines: "ok N - name" / "not ok N - name".
