@@ -42,9 +42,6 @@ UNIT_MODEL := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/t
 .PHONY: all store model unit test test-unit test-bats asan install clean deps bench
 all: $(BIN)
 
-.PHONY: kvfs
-kvfs: $(BIN)
-
 $(BIN): $(CLI_OBJ) $(FS_OBJ) $(MODEL_OBJ) $(STORE_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -71,18 +68,18 @@ deps:
 
 # The whole suite: unit programs and bats files, one summary line at the end.
 test: deps
-	@$(MAKE) --no-print-directory kvfs unit
+	@$(MAKE) --no-print-directory all unit
 	@KVFS_BIN=$(CURDIR)/$(BIN) bash scripts/run-tests.sh $(BUILD)
 
 # The sanitizer build lives entirely in build-asan/ (binary build-asan/kvfs).
 asan: deps
-	@$(MAKE) --no-print-directory BUILD=build-asan BIN=build-asan/kvfs SANITIZE=address,undefined kvfs unit
+	@$(MAKE) --no-print-directory BUILD=build-asan BIN=build-asan/kvfs SANITIZE=address,undefined all unit
 	@KVFS_BIN=$(CURDIR)/build-asan/kvfs KVFS_ASAN=1 bash scripts/run-tests.sh build-asan
 
-bench: kvfs
+bench: all
 	@bash scripts/bench.sh
 
-install: kvfs
+install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)/sbin
 	install -m 0755 kvfs $(DESTDIR)$(PREFIX)/bin/kvfs
 	install -m 0755 scripts/mount.kvfs $(DESTDIR)/sbin/mount.kvfs
