@@ -39,7 +39,7 @@ CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
 UNIT_STORE := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_store*.c))
 UNIT_MODEL := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_model*.c))
 
-.PHONY: all store model unit test test-unit test-bats asan install clean deps bench
+.PHONY: all store model unit test asan install clean deps bench demo
 all: $(BIN)
 
 $(BIN): $(CLI_OBJ) $(FS_OBJ) $(MODEL_OBJ) $(STORE_OBJ)
@@ -75,6 +75,9 @@ test: deps
 asan: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan BIN=build-asan/kvfs SANITIZE=address,undefined all unit
 	@KVFS_BIN=$(CURDIR)/build-asan/kvfs KVFS_ASAN=1 bash scripts/run-tests.sh build-asan
+
+demo:
+	@bash scripts/demo.sh
 
 bench: all
 	@bash scripts/bench.sh
