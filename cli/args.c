@@ -1,0 +1,231 @@
+/*
+ * cli/args.c - the argument parser, error reporting and store opening that
+ * every verb of the `kvfs` command shares.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/cli.h"
+
+void cli_parse_init(struct cli_parse *p, const struct cli_verb *verb,
+		    const struct cli_opt *opts, int argc, char **argv)
+{
+	memset(p, 0, sizeof(*p));
+	p->verb = verb;
+	p->opts = opts;
+	p->argc = argc;
+	p->argv = argv;
+	p->next = 1;
+}
+
+int cli_parse_exit(int result)
+{
+	return result == CLI_PARSE_HELP ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+}
+
+/* "-5", "-0.5", "-.5": a value, not an option. */
+static bool looks_negative_number(const char *s)
+{
+	return s[0] == '-' && ((s[1] >= '0' && s[1] <= '9') ||
+			       (s[1] == '.' && s[2] >= '0' && s[2] <= '9'));
+}
+
+static int add_operand(struct cli_parse *p, char *arg)
+{
+	if (p->noperands >= p->verb->max_operands)
+		return cli_usage_error(p->verb, "unexpected argument '%s'", arg), CLI_PARSE_ERROR;
+	p->operands[p->noperands++] = arg;
+	return 0;
+}
+
+static const struct cli_opt *find_long(const struct cli_parse *p, const char *name, size_t len)
+{
+	for (const struct cli_opt *o = p->opts; o && o->id; o++)
+		if (o->long_name && strlen(o->long_name) == len &&
+		    memcmp(o->long_name, name, len) == 0)
+			return o;
+	return NULL;
+}
+
+static const struct cli_opt *find_short(const struct cli_parse *p, char c)
+{
+	for (const struct cli_opt *o = p->opts; o && o->id; o++)
+		if (o->short_name == c)
+			return o;
+	return NULL;
+}
+
+/* "--name" or "--name=value". */
+static int parse_long(struct cli_parse *p, const char *word, const char **arg)
+{
+	const char *name = word + 2;
+	const char *eq = strchr(name, '=');
+	size_t len = eq ? (size_t)(eq - name) : strlen(name);
+	const struct cli_opt *o;
+
+	if (len == 4 && memcmp(name, "help", 4) == 0 && !eq) {
+		cli_verb_help(p->verb);
+		return CLI_PARSE_HELP;
+	}
+	o = find_long(p, name, len);
+	if (!o)
+		return cli_usage_error(p->verb, "unknown option '--%.*s'", (int)len, name),
+		       CLI_PARSE_ERROR;
+	if (!o->has_arg) {
+		if (eq)
+			return cli_usage_error(p->verb, "option '--%s' takes no value", o->long_name),
+			       CLI_PARSE_ERROR;
+		return o->id;
+	}
+	if (eq) {
+		*arg = eq + 1;
+	} else {
+		if (p->next >= p->argc)
+			return cli_usage_error(p->verb, "option '--%s' needs a value", o->long_name),
+			       CLI_PARSE_ERROR;
+		*arg = p->argv[p->next++];
+	}
+	return o->id;
+}
+
+/* The next letter of a "-abc" cluster; "-oVALUE" and "-o VALUE" both work. */
+static int parse_short(struct cli_parse *p, const char **arg)
+{
+	char c = *p->cluster++;
+	const struct cli_opt *o;
+
+	if (!*p->cluster)
+		p->cluster = NULL;
+	if (c == 'h') {
+		cli_verb_help(p->verb);
+		return CLI_PARSE_HELP;
+	}
+	o = find_short(p, c);
+	if (!o)
+		return cli_usage_error(p->verb, "unknown option '-%c'", c), CLI_PARSE_ERROR;
+	if (!o->has_arg)
+		return o->id;
+	if (p->cluster) {
+		*arg = p->cluster;
+		p->cluster = NULL;
+		return o->id;
+	}
+	if (p->next >= p->argc)
+		return cli_usage_error(p->verb, "option '-%c' needs a value", c), CLI_PARSE_ERROR;
+	*arg = p->argv[p->next++];
+	return o->id;
+}
+
+int cli_parse_next(struct cli_parse *p, const char **arg)
+{
+	const struct cli_verb *v = p->verb;
+	int ret;
+
+	*arg = NULL;
+	if (p->cluster)
+		return parse_short(p, arg);
+	while (p->next < p->argc) {
+		char *word = p->argv[p->next++];
+
+		if (p->operands_only || word[0] != '-' || word[1] == '\0' ||
+		    looks_negative_number(word)) {
+			ret = add_operand(p, word);
+			if (ret < 0)
+				return ret;
+			continue;
+		}
+		if (strcmp(word, "--") == 0) {
+			p->operands_only = true;
+			continue;
+		}
+		if (word[1] == '-')
+			return parse_long(p, word, arg);
+		p->cluster = word + 1;
+		return parse_short(p, arg);
+	}
+	if (p->noperands < v->min_operands)
+		return cli_usage_error(v, "missing %s", v->operand_names[p->noperands]),
+		       CLI_PARSE_ERROR;
+	return CLI_PARSE_END;
+}
+
+/* ---- reporting ---- */
+
+int cli_usage_error(const struct cli_verb *verb, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "kvfs: %s: ", verb->name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nusage: kvfs %s %s\n", verb->name, verb->synopsis);
+	fprintf(stderr, "Try 'kvfs %s --help' for more information.\n", verb->name);
+	return CLI_EXIT_USAGE;
+}
+
+int cli_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("kvfs: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return CLI_EXIT_FAIL;
+}
+
+int cli_model_fail(int ret, const struct model_error *err, const char *what)
+{
+	if (err && err->msg[0])
+		return cli_fail("%s", err->msg);
+	return cli_fail("%s: %s", what, strerror(ret < 0 ? -ret : ret));
+}
+
+void cli_verb_help(const struct cli_verb *verb)
+{
+	printf("usage: kvfs %s %s\n\n%s\n", verb->name, verb->synopsis, verb->summary);
+	if (verb->help && verb->help[0])
+		printf("\n%s", verb->help);
+}
+
+int cli_finish_stdout(int code)
+{
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		int saved = errno;
+
+		cli_fail("write error on standard output: %s", strerror(saved));
+		return CLI_EXIT_FAIL;
+	}
+	return code;
+}
+
+/* ---- stores ---- */
+
+int cli_open(const char *dir, enum cli_open_mode mode, struct model **out)
+{
+	struct model_error err = { .msg = "" };
+	unsigned flags = 0;
+	struct stat st;
+	int ret;
+
+	*out = NULL;
+	if (mode == CLI_OPEN_READ)
+		flags |= MODEL_OPEN_READONLY;
+	if (mode == CLI_OPEN_CREATE)
+		flags |= MODEL_OPEN_CREATE;
+	if (mode != CLI_OPEN_CREATE && stat(dir, &st) != 0 && errno == ENOENT)
+		return cli_fail("no store at %s", dir);
+	if (mode != CLI_OPEN_CREATE && stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
+		return cli_fail("no store at %s: not a directory", dir);
+	ret = model_open(dir, flags, out, &err);
+	if (ret == -ENOENT && mode != CLI_OPEN_CREATE)
+		return cli_fail("no store at %s", dir);
+	if (ret < 0)
+		return cli_model_fail(ret, &err, dir);
+	return CLI_EXIT_OK;
+}

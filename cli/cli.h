@@ -1,0 +1,156 @@
+/*
+ * cli/cli.h - private interfaces shared by the files of cli/: the verb
+ * table, a small argument parser, error reporting with the exit codes of
+ * docs/kvfs.1, opening a store, and reading a whole input. The CLI talks to
+ * the document model only through model/model.h and mounts through fs/fs.h.
+ *
+ * Exit codes: 0 success, 1 the operation failed or was refused (not found,
+ * invalid JSON, problems found by check...), 2 the command line is wrong.
+ */
+#ifndef KVFS_CLI_H
+#define KVFS_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "model/model.h"
+
+#ifndef KVFS_VERSION
+#define KVFS_VERSION "0.1.0"
+#endif
+
+enum cli_exit {
+	CLI_EXIT_OK = 0,
+	CLI_EXIT_FAIL = 1,
+	CLI_EXIT_USAGE = 2,
+};
+
+#define CLI_OPERANDS_MAX 4
+
+struct cli_verb;
+typedef int (*cli_verb_fn)(const struct cli_verb *verb, int argc, char **argv);
+
+/* One verb of the command: `kvfs NAME ...`. */
+struct cli_verb {
+	const char *name;
+	cli_verb_fn run;
+	const char *synopsis;	/* options and operands, after "kvfs NAME " */
+	const char *summary;	/* one line for `kvfs --help` */
+	const char *help;	/* the rest of `kvfs NAME --help`: description, options */
+	int min_operands;
+	int max_operands;
+	const char *operand_names[CLI_OPERANDS_MAX];	/* for "missing STORE" */
+};
+
+/* ---- argument parsing ---- */
+
+/* One option a verb accepts; id > 0. "--help"/"-h" is accepted everywhere. */
+struct cli_opt {
+	int id;
+	char short_name;	/* 0: long form only */
+	const char *long_name;	/* NULL: short form only */
+	bool has_arg;
+};
+
+enum cli_parse_result {
+	CLI_PARSE_END = 0,
+	CLI_PARSE_HELP = -1,	/* --help was given and printed: exit 0 */
+	CLI_PARSE_ERROR = -2,	/* a usage error was printed: exit 2 */
+};
+
+/*
+ * Parser state. Options may appear anywhere before "--"; operands are
+ * collected in order. "-" and arguments that look like negative numbers
+ * ("-5", "-1.5e3", "-.5") are operands, so `kvfs put S /n -5` works.
+ */
+struct cli_parse {
+	const struct cli_verb *verb;
+	const struct cli_opt *opts;	/* terminated by an entry with id 0 */
+	int argc;
+	char **argv;
+	int next;		/* index of the next argument to look at */
+	const char *cluster;	/* rest of a "-abc" cluster, or NULL */
+	bool operands_only;	/* after "--" */
+	int noperands;
+	char *operands[CLI_OPERANDS_MAX];
+};
+
+/* argv[0] is the verb name; opts may be NULL when the verb has none. */
+void cli_parse_init(struct cli_parse *p, const struct cli_verb *verb,
+		    const struct cli_opt *opts, int argc, char **argv);
+/*
+ * Returns the id of the next option (its argument in *arg, borrowed from
+ * argv), CLI_PARSE_END when the arguments are used up and the operand count
+ * fits the verb, CLI_PARSE_HELP or CLI_PARSE_ERROR (already printed).
+ */
+int cli_parse_next(struct cli_parse *p, const char **arg);
+/* The exit code for a negative cli_parse_next result. */
+int cli_parse_exit(int result);
+
+/* ---- reporting ---- */
+
+/* Prints "kvfs: VERB: <msg>" and the verb's usage line to stderr; returns 2. */
+int cli_usage_error(const struct cli_verb *verb, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Prints "kvfs: <msg>" to stderr; returns 1. */
+int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * Reports a failed model call: err->msg when the model wrote one, else
+ * "<what>: <strerror(-ret)>". Returns 1.
+ */
+int cli_model_fail(int ret, const struct model_error *err, const char *what);
+/* Prints the full help of a verb to stdout. */
+void cli_verb_help(const struct cli_verb *verb);
+/* Flushes stdout; reports a write error (a full disk, a closed pipe). */
+int cli_finish_stdout(int code);
+
+/* ---- stores ---- */
+
+enum cli_open_mode {
+	CLI_OPEN_READ,		/* read-only; the store must exist */
+	CLI_OPEN_WRITE,		/* read-write; the store must exist */
+	CLI_OPEN_CREATE,	/* read-write; created when missing */
+};
+/*
+ * Opens the store in dir; on failure prints why ("kvfs: no store at DIR"
+ * when it does not exist) and returns 1. *out is heap; close it with
+ * model_close.
+ */
+int cli_open(const char *dir, enum cli_open_mode mode, struct model **out);
+
+/* ---- whole inputs ---- */
+
+/* A whole file or stdin in memory: mapped, or read into a heap buffer. */
+struct cli_input {
+	const char *data;	/* NULL only when len is 0 */
+	size_t len;
+	bool mapped;		/* data is an mmap of len bytes */
+	char *heap;		/* data when read into memory (heap, free()) */
+};
+/*
+ * Reads all of `name` ("-" is stdin): regular files are mapped, anything
+ * else is read into a growing buffer. On failure prints why (naming the
+ * file, and saying so when the memory is not available) and returns 1.
+ * Release with cli_input_release.
+ */
+int cli_input_read(const char *name, struct cli_input *in);
+void cli_input_release(struct cli_input *in);
+
+/* ---- verbs ---- */
+
+int cli_cmd_get(const struct cli_verb *verb, int argc, char **argv);
+int cli_cmd_ls(const struct cli_verb *verb, int argc, char **argv);
+int cli_cmd_export(const struct cli_verb *verb, int argc, char **argv);
+int cli_cmd_dump(const struct cli_verb *verb, int argc, char **argv);
+int cli_cmd_check(const struct cli_verb *verb, int argc, char **argv);
+int cli_cmd_info(const struct cli_verb *verb, int argc, char **argv);
+int cli_cmd_backup(const struct cli_verb *verb, int argc, char **argv);
+int cli_cmd_put(const struct cli_verb *verb, int argc, char **argv);
+int cli_cmd_rm(const struct cli_verb *verb, int argc, char **argv);
+int cli_cmd_mkdir(const struct cli_verb *verb, int argc, char **argv);
+int cli_cmd_import(const struct cli_verb *verb, int argc, char **argv);
+int cli_cmd_load(const struct cli_verb *verb, int argc, char **argv);
+int cli_cmd_mount(const struct cli_verb *verb, int argc, char **argv);
+int cli_cmd_umount(const struct cli_verb *verb, int argc, char **argv);
+
+#endif

@@ -1,0 +1,377 @@
+/*
+ * cli/cmd_read.c - the verbs that only read a store: get, ls, export, dump,
+ * check, info and backup. Each opens the store read-only, which LMDB allows
+ * while the store is mounted and being written.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+#define MIB (1024.0 * 1024.0)
+
+enum {
+	OPT_JSON = 1,
+	OPT_COMPACT,
+	OPT_LONG,
+};
+
+static bool node_is_container(const struct model_node *node)
+{
+	return node->kind == MODEL_KIND_OBJECT || node->kind == MODEL_KIND_ARRAY;
+}
+
+/* The leaf at path, exactly as `cat` prints it in the mount. */
+static int get_text(struct model *m, const char *path)
+{
+	struct model_error err = { .msg = "" };
+	struct model_node node;
+	char *text;
+	size_t len;
+	int ret;
+
+	ret = model_stat(m, path, 0, &node, &err);
+	if (ret < 0)
+		return cli_model_fail(ret, &err, path);
+	if (node_is_container(&node))
+		return cli_fail("%s: is a directory, use --json", path);
+	ret = model_read_all(m, path, &text, &len, &err);
+	if (ret < 0)
+		return cli_model_fail(ret, &err, path);
+	fwrite(text, 1, len, stdout);
+	free(text);
+	return CLI_EXIT_OK;
+}
+
+int cli_cmd_get(const struct cli_verb *verb, int argc, char **argv)
+{
+	static const struct cli_opt opts[] = {
+		{ OPT_JSON, 0, "json", false },
+		{ OPT_COMPACT, 0, "compact", false },
+		{ 0, 0, NULL, false },
+	};
+	struct model_error err = { .msg = "" };
+	bool json = false, compact = false;
+	struct cli_parse p;
+	struct model *m;
+	const char *arg;
+	int id, ret;
+
+	cli_parse_init(&p, verb, opts, argc, argv);
+	while ((id = cli_parse_next(&p, &arg)) > 0)
+		if (id == OPT_JSON)
+			json = true;
+		else if (id == OPT_COMPACT)
+			compact = json = true;
+	if (id < 0)
+		return cli_parse_exit(id);
+	if (cli_open(p.operands[0], CLI_OPEN_READ, &m))
+		return CLI_EXIT_FAIL;
+	if (json) {
+		ret = model_export_file(m, p.operands[1], compact ? MODEL_JSON_COMPACT : 0,
+					stdout, &err);
+		ret = ret < 0 ? cli_model_fail(ret, &err, p.operands[1]) : CLI_EXIT_OK;
+	} else {
+		ret = get_text(m, p.operands[1]);
+	}
+	model_close(m);
+	return ret;
+}
+
+/* ---- ls ---- */
+
+static void ls_print(const char *name, const struct model_node *node, bool long_form)
+{
+	if (!long_form) {
+		printf("%s\n", name);
+		return;
+	}
+	if (node_is_container(node))
+		printf("%-7s %12s  %s\n", model_kind_name(node->kind), "-", name);
+	else
+		printf("%-7s %12" PRIu64 "  %s\n", node->kind == MODEL_KIND_LEAF ?
+		       model_type_name(node->type) : model_kind_name(node->kind),
+		       node->size, name);
+}
+
+static int ls_one(void *arg, const char *name, const struct model_node *node)
+{
+	ls_print(name, node, *(bool *)arg);
+	return 0;
+}
+
+/* `ls FILE` prints FILE's own name, as ls(1) does. */
+static const char *last_name(const char *path)
+{
+	const char *end = path + strlen(path), *start;
+
+	while (end > path && end[-1] == '/')
+		end--;
+	for (start = end; start > path && start[-1] != '/'; start--)
+		;
+	return start;
+}
+
+static int ls_run(struct model *m, const char *path, bool long_form)
+{
+	struct model_error err = { .msg = "" };
+	struct model_list *list;
+	struct model_node node;
+	int ret;
+
+	ret = model_stat(m, path, 0, &node, &err);
+	if (ret < 0)
+		return cli_model_fail(ret, &err, path);
+	if (!node_is_container(&node)) {
+		ls_print(last_name(path), &node, long_form);
+		return CLI_EXIT_OK;
+	}
+	ret = model_list_open(m, path, &list, &err);
+	if (ret < 0)
+		return cli_model_fail(ret, &err, path);
+	do
+		ret = model_list_fill(list, ls_one, &long_form);
+	while (ret == 1);
+	model_list_close(list);
+	if (ret < 0)
+		return cli_fail("%s: cannot list: %s", path, strerror(-ret));
+	return CLI_EXIT_OK;
+}
+
+int cli_cmd_ls(const struct cli_verb *verb, int argc, char **argv)
+{
+	static const struct cli_opt opts[] = {
+		{ OPT_LONG, 'l', "long", false },
+		{ 0, 0, NULL, false },
+	};
+	bool long_form = false;
+	struct cli_parse p;
+	struct model *m;
+	const char *arg;
+	int id, ret;
+
+	cli_parse_init(&p, verb, opts, argc, argv);
+	while ((id = cli_parse_next(&p, &arg)) > 0)
+		long_form = true;
+	if (id < 0)
+		return cli_parse_exit(id);
+	if (cli_open(p.operands[0], CLI_OPEN_READ, &m))
+		return CLI_EXIT_FAIL;
+	ret = ls_run(m, p.noperands > 1 ? p.operands[1] : "/", long_form);
+	model_close(m);
+	return ret;
+}
+
+/* ---- export, dump ---- */
+
+int cli_cmd_export(const struct cli_verb *verb, int argc, char **argv)
+{
+	static const struct cli_opt opts[] = {
+		{ OPT_COMPACT, 0, "compact", false },
+		{ 0, 0, NULL, false },
+	};
+	struct model_error err = { .msg = "" };
+	bool compact = false;
+	struct cli_parse p;
+	const char *arg, *path;
+	struct model *m;
+	int id, ret;
+
+	cli_parse_init(&p, verb, opts, argc, argv);
+	while ((id = cli_parse_next(&p, &arg)) > 0)
+		compact = true;
+	if (id < 0)
+		return cli_parse_exit(id);
+	path = p.noperands > 1 ? p.operands[1] : "/";
+	if (cli_open(p.operands[0], CLI_OPEN_READ, &m))
+		return CLI_EXIT_FAIL;
+	ret = model_export_file(m, path, compact ? MODEL_JSON_COMPACT : 0, stdout, &err);
+	model_close(m);
+	return ret < 0 ? cli_model_fail(ret, &err, path) : CLI_EXIT_OK;
+}
+
+int cli_cmd_dump(const struct cli_verb *verb, int argc, char **argv)
+{
+	struct model_error err = { .msg = "" };
+	struct cli_parse p;
+	struct model *m;
+	const char *arg;
+	int id, ret;
+
+	cli_parse_init(&p, verb, NULL, argc, argv);
+	id = cli_parse_next(&p, &arg);
+	if (id < 0)
+		return cli_parse_exit(id);
+	if (cli_open(p.operands[0], CLI_OPEN_READ, &m))
+		return CLI_EXIT_FAIL;
+	ret = model_dump(m, stdout, &err);
+	model_close(m);
+	return ret < 0 ? cli_model_fail(ret, &err, p.operands[0]) : CLI_EXIT_OK;
+}
+
+/* ---- check, info ---- */
+
+int cli_cmd_check(const struct cli_verb *verb, int argc, char **argv)
+{
+	struct model_error err = { .msg = "" };
+	struct model_info info = { 0 };
+	uint64_t problems = 0;
+	struct cli_parse p;
+	struct model *m;
+	const char *arg;
+	int id, ret;
+
+	cli_parse_init(&p, verb, NULL, argc, argv);
+	id = cli_parse_next(&p, &arg);
+	if (id < 0)
+		return cli_parse_exit(id);
+	if (cli_open(p.operands[0], CLI_OPEN_READ, &m))
+		return CLI_EXIT_FAIL;
+	ret = model_check(m, stdout, &problems, &err);
+	if (ret < 0) {
+		model_close(m);
+		return cli_model_fail(ret, &err, p.operands[0]);
+	}
+	model_info(m, &info);
+	model_close(m);
+	printf("check: %" PRIu64 " keys, %" PRIu64 " problems\n", info.entries, problems);
+	return problems ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+}
+
+int cli_cmd_info(const struct cli_verb *verb, int argc, char **argv)
+{
+	struct model_info info;
+	struct cli_parse p;
+	struct model *m;
+	const char *arg;
+	int id, ret;
+
+	cli_parse_init(&p, verb, NULL, argc, argv);
+	id = cli_parse_next(&p, &arg);
+	if (id < 0)
+		return cli_parse_exit(id);
+	if (cli_open(p.operands[0], CLI_OPEN_READ, &m))
+		return CLI_EXIT_FAIL;
+	ret = model_info(m, &info);
+	model_close(m);
+	if (ret < 0)
+		return cli_fail("%s: %s", p.operands[0], strerror(-ret));
+	printf("store:      %s\n", p.operands[0]);
+	printf("keys:       %" PRIu64 "\n", info.entries);
+	printf("used:       %" PRIu64 " bytes (%.1f MiB)\n", info.used_bytes,
+	       (double)info.used_bytes / MIB);
+	printf("map size:   %" PRIu64 " bytes (%.1f MiB)\n", info.map_size,
+	       (double)info.map_size / MIB);
+	printf("generation: %" PRIu64 "\n", info.generation);
+	return CLI_EXIT_OK;
+}
+
+/* ---- backup ---- */
+
+/* 1 when dir is an empty directory, 0 when it does not exist, else prints why and -1. */
+static int backup_target_state(const char *dir)
+{
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+
+	if (stat(dir, &st) != 0) {
+		if (errno == ENOENT)
+			return 0;
+		cli_fail("%s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		cli_fail("%s: exists and is not a directory", dir);
+		return -1;
+	}
+	d = opendir(dir);
+	if (!d) {
+		cli_fail("%s: %s", dir, strerror(errno));
+		return -1;
+	}
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+			break;
+	closedir(d);
+	if (de) {
+		cli_fail("%s: not empty; a backup needs a new or empty directory", dir);
+		return -1;
+	}
+	return 1;
+}
+
+/* Removes what a failed backup left in dir (the store's two files). */
+static void backup_cleanup(const char *dir, bool created)
+{
+	static const char *const files[] = { "data.mdb", "lock.mdb" };
+	char path[4096];
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		if (snprintf(path, sizeof(path), "%s/%s", dir, files[i]) < (int)sizeof(path))
+			unlink(path);
+	}
+	if (created)
+		rmdir(dir);
+}
+
+/* Opens the copy to prove it is a usable store, and tells how to use it. */
+static int backup_report(const char *store, const char *dir)
+{
+	struct model_info info = { 0 };
+	struct model *copy;
+
+	if (cli_open(dir, CLI_OPEN_READ, &copy))
+		return cli_fail("%s: the backup was written but cannot be opened", dir);
+	model_info(copy, &info);
+	model_close(copy);
+	printf("backup: copied %s to %s (%" PRIu64 " keys, %.1f MiB)\n", store, dir,
+	       info.entries, (double)info.used_bytes / MIB);
+	printf("The copy is a complete store: read it with `kvfs export %s`, mount it\n"
+	       "with `kvfs mount %s MNT`, or restore it by unmounting %s and putting\n"
+	       "%s in its place.\n", dir, dir, store, dir);
+	return CLI_EXIT_OK;
+}
+
+int cli_cmd_backup(const struct cli_verb *verb, int argc, char **argv)
+{
+	struct model_error err = { .msg = "" };
+	const char *store, *dir, *arg;
+	struct cli_parse p;
+	struct model *m;
+	bool created;
+	int id, ret, state;
+
+	cli_parse_init(&p, verb, NULL, argc, argv);
+	id = cli_parse_next(&p, &arg);
+	if (id < 0)
+		return cli_parse_exit(id);
+	store = p.operands[0];
+	dir = p.operands[1];
+	state = backup_target_state(dir);
+	if (state < 0)
+		return CLI_EXIT_FAIL;
+	if (cli_open(store, CLI_OPEN_READ, &m))
+		return CLI_EXIT_FAIL;
+	created = state == 0;
+	if (created && mkdir(dir, 0700) != 0) {
+		ret = cli_fail("%s: cannot create: %s", dir, strerror(errno));
+		goto out_close;
+	}
+	ret = model_backup(m, dir, &err);
+	if (ret < 0) {
+		ret = cli_model_fail(ret, &err, dir);
+		backup_cleanup(dir, created);
+		goto out_close;
+	}
+	ret = CLI_EXIT_OK;
+out_close:
+	model_close(m);
+	return ret ? ret : backup_report(store, dir);
+}

@@ -1,0 +1,202 @@
+/*
+ * cli/kvfs.c - the `kvfs` command: the verb table with each verb's help,
+ * `kvfs --help`, `kvfs --version`, and dispatch to cli/cmd_*.c.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const struct cli_verb verbs[] = {
+	{
+		.name = "mount", .run = cli_cmd_mount,
+		.synopsis = "[-f] [-o OPTIONS] [--create] STORE MNT",
+		.summary = "Serve the store in directory STORE as a filesystem at MNT.",
+		.help =
+		"Runs as a daemon until `kvfs umount MNT`; with -f it stays in the foreground.\n"
+		"\n"
+		"  -f, --foreground  do not detach from the terminal\n"
+		"  -o OPTIONS        comma-separated mount options: ro (read-only),\n"
+		"                    debug (trace every FUSE call, implies -f), and any\n"
+		"                    FUSE option (allow_other, default_permissions, ...)\n"
+		"      --create      create the store when it does not exist\n",
+		.min_operands = 2, .max_operands = 2, .operand_names = { "STORE", "MNT" },
+	},
+	{
+		.name = "umount", .run = cli_cmd_umount,
+		.synopsis = "MNT",
+		.summary = "Unmount a kvfs filesystem (runs fusermount3 -u MNT).",
+		.help = "",
+		.min_operands = 1, .max_operands = 1, .operand_names = { "MNT" },
+	},
+	{
+		.name = "get", .run = cli_cmd_get,
+		.synopsis = "[--json [--compact]] STORE PATH",
+		.summary = "Print the leaf at PATH exactly as `cat` prints it in the mount.",
+		.help =
+		"  --json     print the subtree (or leaf) at PATH as JSON, pretty-printed\n"
+		"  --compact  with --json: on one line\n",
+		.min_operands = 2, .max_operands = 2, .operand_names = { "STORE", "PATH" },
+	},
+	{
+		.name = "put", .run = cli_cmd_put,
+		.synopsis = "[--type TYPE] [--create] STORE PATH VALUE",
+		.summary = "Set the leaf at PATH to VALUE; it reads back followed by one newline.",
+		.help =
+		"VALUE is the value itself, not the text of a file: `kvfs put S /a hi` makes\n"
+		"`kvfs get S /a` print \"hi\\n\". VALUE \"-\" reads the value from standard\n"
+		"input, exactly (a trailing newline is part of it).\n"
+		"\n"
+		"  --type TYPE  string, integer, double, boolean, null or bytes; VALUE must\n"
+		"               parse as TYPE. Without it an existing leaf keeps its type\n"
+		"               when VALUE parses as that type, else it becomes a string\n"
+		"               (bytes when VALUE is not UTF-8).\n"
+		"  --create     create the store when it does not exist\n",
+		.min_operands = 3, .max_operands = 3,
+		.operand_names = { "STORE", "PATH", "VALUE" },
+	},
+	{
+		.name = "ls", .run = cli_cmd_ls,
+		.synopsis = "[-l] STORE [PATH]",
+		.summary = "List the children of PATH (default: the root), one per line.",
+		.help =
+		"Names are shown as the mount shows them (escaped as in docs/FORMAT.md);\n"
+		"array elements come in index order.\n"
+		"\n"
+		"  -l, --long  also show the kind or leaf type, and the size in bytes\n",
+		.min_operands = 1, .max_operands = 2, .operand_names = { "STORE", "PATH" },
+	},
+	{
+		.name = "rm", .run = cli_cmd_rm,
+		.synopsis = "[-r] STORE PATH",
+		.summary = "Remove the leaf or empty directory at PATH.",
+		.help = "  -r, --recursive  remove a whole subtree (one transaction)\n",
+		.min_operands = 2, .max_operands = 2, .operand_names = { "STORE", "PATH" },
+	},
+	{
+		.name = "mkdir", .run = cli_cmd_mkdir,
+		.synopsis = "[--array] [--create] STORE PATH",
+		.summary = "Create an empty object (a directory) at PATH.",
+		.help =
+		"  --array   create an empty array instead\n"
+		"  --create  create the store when it does not exist\n",
+		.min_operands = 2, .max_operands = 2, .operand_names = { "STORE", "PATH" },
+	},
+	{
+		.name = "import", .run = cli_cmd_import,
+		.synopsis = "STORE PATH FILE|-",
+		.summary = "Replace the subtree at PATH with the JSON document in FILE.",
+		.help =
+		"One transaction: invalid JSON is refused and nothing changes. \"-\" reads\n"
+		"standard input. The store is created when it does not exist. Shows a\n"
+		"progress bar on a terminal for inputs over 1 MiB.\n",
+		.min_operands = 3, .max_operands = 3,
+		.operand_names = { "STORE", "PATH", "FILE" },
+	},
+	{
+		.name = "export", .run = cli_cmd_export,
+		.synopsis = "[--compact] STORE [PATH]",
+		.summary = "Print the subtree at PATH (default: everything) as JSON.",
+		.help = "  --compact  on one line instead of pretty-printed\n",
+		.min_operands = 1, .max_operands = 2, .operand_names = { "STORE", "PATH" },
+	},
+	{
+		.name = "dump", .run = cli_cmd_dump,
+		.synopsis = "STORE",
+		.summary = "Write a lossless, versioned dump of the whole store to standard output.",
+		.help = "Types, bytes leaves and modification times survive `kvfs load`.\n",
+		.min_operands = 1, .max_operands = 1, .operand_names = { "STORE" },
+	},
+	{
+		.name = "load", .run = cli_cmd_load,
+		.synopsis = "STORE [FILE|-]",
+		.summary = "Load a dump (default: from standard input) into an empty store.",
+		.help = "The store is created when it does not exist; a store with data is refused.\n",
+		.min_operands = 1, .max_operands = 2, .operand_names = { "STORE", "FILE" },
+	},
+	{
+		.name = "check", .run = cli_cmd_check,
+		.synopsis = "STORE",
+		.summary = "Verify every key and value against the on-disk format.",
+		.help = "Prints each problem, then \"check: N keys, M problems\"; exits 1 on problems.\n",
+		.min_operands = 1, .max_operands = 1, .operand_names = { "STORE" },
+	},
+	{
+		.name = "backup", .run = cli_cmd_backup,
+		.synopsis = "STORE DIR",
+		.summary = "Write a compacted copy of the store into DIR, safely while mounted.",
+		.help =
+		"DIR must not exist or be empty. The copy is a store of its own: mount it,\n"
+		"or read it with any kvfs verb.\n",
+		.min_operands = 2, .max_operands = 2, .operand_names = { "STORE", "DIR" },
+	},
+	{
+		.name = "info", .run = cli_cmd_info,
+		.synopsis = "STORE",
+		.summary = "Show the size and key count of the store.",
+		.help = "",
+		.min_operands = 1, .max_operands = 1, .operand_names = { "STORE" },
+	},
+};
+
+#define NVERBS (sizeof(verbs) / sizeof(verbs[0]))
+
+static void print_help(FILE *f)
+{
+	fputs("usage: kvfs VERB [OPTIONS] ARGS...\n"
+	      "       kvfs --help | --version | VERB --help\n"
+	      "\n"
+	      "kvfs shows documents kept in an LMDB store (a directory) as files and\n"
+	      "directories. The offline verbs work on a store whether it is mounted or not.\n"
+	      "\n"
+	      "verbs:\n", f);
+	for (size_t i = 0; i < NVERBS; i++)
+		fprintf(f, "  %-7s %s\n", verbs[i].name, verbs[i].summary);
+	fputs("\nSee kvfs(1) for details.\n", f);
+}
+
+static const struct cli_verb *find_verb(const char *name)
+{
+	for (size_t i = 0; i < NVERBS; i++)
+		if (strcmp(verbs[i].name, name) == 0)
+			return &verbs[i];
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	const struct cli_verb *verb;
+
+	if (argc < 2) {
+		print_help(stderr);
+		return CLI_EXIT_USAGE;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		if (argc > 2 && strcmp(argv[1], "help") == 0) {
+			verb = find_verb(argv[2]);
+			if (!verb) {
+				cli_fail("unknown verb '%s' (see kvfs --help)", argv[2]);
+				return CLI_EXIT_USAGE;
+			}
+			cli_verb_help(verb);
+			return cli_finish_stdout(CLI_EXIT_OK);
+		}
+		print_help(stdout);
+		return cli_finish_stdout(CLI_EXIT_OK);
+	}
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
+		printf("kvfs %s\n", KVFS_VERSION);
+		return cli_finish_stdout(CLI_EXIT_OK);
+	}
+	if (argv[1][0] == '-') {
+		cli_fail("unknown option '%s' (see kvfs --help)", argv[1]);
+		return CLI_EXIT_USAGE;
+	}
+	verb = find_verb(argv[1]);
+	if (!verb) {
+		cli_fail("unknown verb '%s' (see kvfs --help)", argv[1]);
+		return CLI_EXIT_USAGE;
+	}
+	return cli_finish_stdout(verb->run(verb, argc - 1, argv + 1));
+}
