@@ -16,6 +16,9 @@
  * All conversions use a private "C" locale, so a host program that calls
  * setlocale() cannot turn '.' into ','.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE	/* strtod_l, uselocale */
+#endif
 #include <errno.h>
 #include <locale.h>
 #include <math.h>
