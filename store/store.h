@@ -1,7 +1,7 @@
 /*
  * store/store.h - the public face of the storage layer: an ordered key-value
  * store with transactions and prefix range scans. Backend-neutral: only
- * store/*.c know that LMDB sits behind it. Keys are tuple-encoded by callers
+ * the .c files in store/ know that LMDB sits behind it. Keys are tuple-encoded by callers
  * (store/tuple.h); the store itself treats keys and values as bytes.
  */
 #ifndef KVFS_STORE_H
