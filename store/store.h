@@ -1,8 +1,9 @@
 /*
  * store/store.h - the public face of the storage layer: an ordered key-value
  * store with transactions and prefix range scans. Backend-neutral: only
- * the .c files in store/ know that LMDB sits behind it. Keys are tuple-encoded by callers
- * (store/tuple.h); the store itself treats keys and values as bytes.
+ * the .c files in store/ know that LMDB sits behind it. Keys are
+ * tuple-encoded by callers (store/tuple.h); the store itself treats keys
+ * and values as bytes.
  */
 #ifndef KVFS_STORE_H
 #define KVFS_STORE_H
