@@ -36,6 +36,8 @@ static void mount_sort_options(const char *list, struct fs_options *fo, char *ex
 			fo->read_only = false;
 		} else if (len == 5 && memcmp(opt, "debug", 5) == 0) {
 			fo->debug = true;
+		} else if (len == 6 && memcmp(opt, "create", 6) == 0) {
+			fo->create = true;
 		} else if (len > 0) {
 			if (*extra)
 				strcat(extra, ",");

@@ -17,8 +17,9 @@ static const struct cli_verb verbs[] = {
 		"\n"
 		"  -f, --foreground  do not detach from the terminal\n"
 		"  -o OPTIONS        comma-separated mount options: ro (read-only),\n"
-		"                    debug (trace every FUSE call, implies -f), and any\n"
-		"                    FUSE option (allow_other, default_permissions, ...)\n"
+		"                    debug (trace every FUSE call, implies -f), create\n"
+		"                    (as --create), and any FUSE option (allow_other,\n"
+		"                    default_permissions, ...)\n"
 		"      --create      create the store when it does not exist\n",
 		.min_operands = 2, .max_operands = 2, .operand_names = { "STORE", "MNT" },
 	},
