@@ -1,0 +1,663 @@
+/*
+ * model/doc.c - JSON documents <-> keys. Flattening streams json_parse
+ * events straight into store_put calls (a stack of open containers over
+ * one key buffer; no DOM). Rendering is one prefix scan turned into
+ * json_writer calls. Also the public export/import entry points.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/tree_int.h"
+
+/* ---- flatten ---- */
+
+struct flat_frame {
+	size_t len;		/* key length of the container */
+	bool array;
+	bool has_child;
+	int64_t next;		/* arrays: the next index */
+};
+
+struct flat {
+	struct store_txn *txn;
+	const struct tree_path *p;
+	struct model_error *err;
+	struct tuple_writer w;
+	uint8_t key[STORE_KEY_MAX];
+	struct flat_frame stack[MODEL_DEPTH_MAX + 2];
+	int depth;
+	bool append;
+	int64_t next_top;	/* append: the next index of the target array */
+	uint64_t appended;
+	int64_t now;
+	bool failed;		/* the error came from a callback, not the parser */
+};
+
+static int flat_fail(struct flat *f, int ret)
+{
+	struct strbuf sb;
+
+	f->failed = true;
+	if (ret == -ENAMETOOLONG) {
+		strbuf_init(&sb);
+		tree_key_to_path(f->key, f->w.len, &sb);
+		tree_fail(f->err, ret, "path too long for a key: %s/... (in %s)",
+			  sb.buf ? sb.buf : "", f->p->text);
+		strbuf_release(&sb);
+		return ret;
+	}
+	return tree_fail(f->err, ret, "%s: %s", f->p->text, strerror(-ret));
+}
+
+/* A member name again: last wins, so the earlier value goes first. */
+static int flat_drop_duplicate(struct flat *f)
+{
+	struct tree_node n;
+	int ret = tree_lookup(f->txn, f->key, f->w.len, &n);
+
+	if (ret < 0 || !n.exists)
+		return ret;
+	return tree_delete(f->txn, f->key, f->w.len);
+}
+
+/* Sets the key for the value about to come. */
+static int flat_value_key(struct flat *f, bool container)
+{
+	struct flat_frame *top;
+
+	if (f->depth == 0) {
+		f->w.len = f->p->len;
+		if (f->append) {
+			tuple_put_int(&f->w, f->next_top++);
+			f->appended++;
+		} else if (f->p->len == 0 && !container) {
+			f->failed = true;
+			return tree_fail(f->err, -EINVAL, "%s: the root must be an object",
+					 f->p->text);
+		}
+	} else {
+		top = &f->stack[f->depth - 1];
+		top->has_child = true;
+		if (top->array) {
+			f->w.len = top->len;
+			tuple_put_int(&f->w, top->next++);
+		}
+	}
+	return f->w.overflow ? flat_fail(f, -ENAMETOOLONG) : 0;
+}
+
+static int flat_begin(struct flat *f, bool array)
+{
+	struct flat_frame *fr;
+	int ret = flat_value_key(f, true);
+
+	if (ret < 0)
+		return ret;
+	if (f->depth == 0 && f->p->len == 0 && !f->append && array) {
+		f->failed = true;
+		return tree_fail(f->err, -EINVAL, "%s: the root must be an object", f->p->text);
+	}
+	if (f->depth > MODEL_DEPTH_MAX) {
+		f->failed = true;
+		return tree_fail(f->err, -EINVAL, "%s: invalid JSON: nested deeper than %d",
+				 f->p->text, MODEL_DEPTH_MAX);
+	}
+	fr = &f->stack[f->depth++];
+	fr->len = f->w.len;
+	fr->array = array;
+	fr->has_child = false;
+	fr->next = 0;
+	return 0;
+}
+
+static int flat_end(struct flat *f)
+{
+	struct flat_frame *fr = &f->stack[--f->depth];
+	int ret;
+
+	if (fr->has_child || fr->len == 0)
+		return 0;
+	ret = tree_put_marker(f->txn, f->key, fr->len,
+			      fr->array ? MODEL_KIND_ARRAY : MODEL_KIND_OBJECT);
+	return ret < 0 ? flat_fail(f, ret) : 0;
+}
+
+static int flat_key(struct flat *f, const struct json_token *tok)
+{
+	int ret;
+
+	f->w.len = f->stack[f->depth - 1].len;
+	tuple_put_string(&f->w, tok->str, tok->len);
+	if (f->w.overflow)
+		return flat_fail(f, -ENAMETOOLONG);
+	ret = flat_drop_duplicate(f);
+	return ret < 0 ? flat_fail(f, ret) : 0;
+}
+
+static int flat_scalar(struct flat *f, const struct json_token *tok)
+{
+	struct leaf leaf;
+	int ret = flat_value_key(f, false);
+
+	if (ret < 0)
+		return ret;
+	memset(&leaf, 0, sizeof(leaf));
+	leaf.flags = LEAF_FLAG_NEWLINE;
+	leaf.mtime_ns = f->now;
+	switch (tok->event) {
+	case JSON_STRING:
+		leaf.tag = LEAF_STRING;
+		leaf.payload = (const uint8_t *)tok->str;
+		leaf.payload_len = tok->len;
+		break;
+	case JSON_INTEGER:
+		leaf.tag = LEAF_INTEGER;
+		leaf.integer = tok->integer;
+		break;
+	case JSON_DOUBLE:
+		leaf.tag = LEAF_DOUBLE;
+		leaf.real = tok->real;
+		break;
+	case JSON_TRUE:
+		leaf.tag = LEAF_TRUE;
+		break;
+	case JSON_FALSE:
+		leaf.tag = LEAF_FALSE;
+		break;
+	default:
+		leaf.tag = LEAF_NULL;
+		break;
+	}
+	ret = tree_put_leaf(f->txn, f->key, f->w.len, &leaf);
+	return ret < 0 ? flat_fail(f, ret) : 0;
+}
+
+static int flat_event(void *arg, const struct json_token *tok)
+{
+	struct flat *f = arg;
+
+	switch (tok->event) {
+	case JSON_OBJECT_BEGIN:
+		return flat_begin(f, false);
+	case JSON_ARRAY_BEGIN:
+		return flat_begin(f, true);
+	case JSON_OBJECT_END:
+	case JSON_ARRAY_END:
+		return flat_end(f);
+	case JSON_KEY:
+		return flat_key(f, tok);
+	case JSON_VALUE_END:
+		return 0;
+	default:
+		return flat_scalar(f, tok);
+	}
+}
+
+/* ---- the last index of an array ---- */
+
+/* 1 when the array at prefix has an element with index >= i. */
+static int has_index_from(struct store_scan *scan, const uint8_t *prefix, size_t len, int64_t i)
+{
+	uint8_t buf[STORE_KEY_MAX + 16];
+	struct tuple_writer w;
+	struct store_val k, v;
+	int ret;
+
+	memcpy(buf, prefix, len);
+	tuple_writer_init(&w, buf, sizeof(buf));
+	w.len = len;
+	tuple_put_int(&w, i);
+	ret = store_scan_seek(scan, buf, w.len);
+	if (ret == 0)
+		ret = store_scan_next(scan, &k, &v);
+	if (ret <= 0)
+		return ret;
+	return k.len > len && ((const uint8_t *)k.data)[len] != 0xFF;
+}
+
+/* The next free index of the non-empty array at key[0..len]: galloping search. */
+static int array_next_index(struct store_txn *txn, const uint8_t *key, size_t len, int64_t *out)
+{
+	struct store_scan *scan;
+	int64_t lo = 0, hi = 1, mid;
+	int ret = store_scan_open(txn, STORE_SPACE_DATA, key, len, &scan);
+
+	if (ret < 0)
+		return ret;
+	while ((ret = has_index_from(scan, key, len, hi)) == 1 && hi < INT64_MAX) {
+		lo = hi;
+		hi = hi > INT64_MAX / 2 ? INT64_MAX : hi * 2;
+	}
+	while (ret >= 0 && hi - lo > 1) {
+		mid = lo + (hi - lo) / 2;
+		ret = has_index_from(scan, key, len, mid);
+		if (ret == 1)
+			lo = mid;
+		else if (ret == 0)
+			hi = mid;
+	}
+	store_scan_close(scan);
+	if (ret < 0)
+		return ret;
+	if (lo == INT64_MAX)
+		return -EOVERFLOW;
+	*out = lo + 1;
+	return 0;
+}
+
+/* ---- write ---- */
+
+static int prepare_append(struct flat *f, const struct tree_node *n)
+{
+	const struct tree_path *p = f->p;
+	int ret;
+
+	if (!n->exists)
+		return tree_attach(f->txn, p, f->err);
+	if (n->kind == MODEL_KIND_LEAF)
+		return tree_fail(f->err, -ENOTDIR, "%s: cannot append to a leaf", p->text);
+	if (n->kind == MODEL_KIND_OBJECT)
+		return tree_fail(f->err, -EINVAL, "%s: cannot append to an object", p->text);
+	if (n->marker)
+		return store_del(f->txn, STORE_SPACE_DATA, p->key, p->len);
+	ret = array_next_index(f->txn, p->key, p->len, &f->next_top);
+	if (ret < 0)
+		return tree_fail(f->err, ret, "%s: %s", p->text, strerror(-ret));
+	return 0;
+}
+
+static int prepare_replace(struct flat *f, const struct tree_node *n)
+{
+	int ret;
+
+	if (!n->exists)
+		return tree_attach(f->txn, f->p, f->err);
+	ret = tree_delete(f->txn, f->p->key, f->p->len);
+	if (ret < 0)
+		return tree_fail(f->err, ret, "%s: %s", f->p->text, strerror(-ret));
+	return 0;
+}
+
+static int flat_parse(struct flat *f, const char *json, size_t len,
+		      model_progress_fn progress, void *arg)
+{
+	struct model_error perr;
+	int ret;
+
+	perr.msg[0] = '\0';
+	ret = json_parse(json, len, f->append ? JSON_PARSE_SEQUENCE : 0, MODEL_DEPTH_MAX,
+			 flat_event, f, progress, arg, &perr);
+	if (ret < 0 && !f->failed)
+		return tree_fail(f->err, ret, "%s: invalid JSON: %s", f->p->text,
+				 perr.msg[0] ? perr.msg : strerror(-ret));
+	return ret;
+}
+
+int doc_write(struct store_txn *txn, const struct tree_path *p, const char *json, size_t len,
+	      unsigned flags, model_progress_fn progress, void *arg, struct model_error *err)
+{
+	struct tree_node n;
+	struct flat *f;
+	int ret;
+
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return tree_fail(err, -ENOMEM, "%s: out of memory", p->text);
+	f->txn = txn;
+	f->p = p;
+	f->err = err;
+	f->append = flags & DOC_APPEND;
+	f->now = tree_now_ns();
+	memcpy(f->key, p->key, p->len);
+	tuple_writer_init(&f->w, f->key, sizeof(f->key));
+	ret = tree_get(txn, p, &n, err);
+	if (ret == -ENOENT)
+		ret = 0;
+	if (ret == 0)
+		ret = f->append ? prepare_append(f, &n) : prepare_replace(f, &n);
+	if (ret == 0)
+		ret = flat_parse(f, json, len, progress, arg);
+	if (ret == 0 && f->append && !f->appended && (!n.exists || n.marker))
+		ret = tree_put_marker(txn, p->key, p->len, MODEL_KIND_ARRAY);
+	free(f);
+	return ret;
+}
+
+/* ---- render ---- */
+
+static void base64_encode(const uint8_t *data, size_t len, struct strbuf *sb)
+{
+	static const char abc[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	char quad[4];
+
+	for (size_t i = 0; i < len; i += 3) {
+		uint32_t v = (uint32_t)data[i] << 16;
+		size_t n = len - i < 3 ? len - i : 3;
+
+		if (n > 1)
+			v |= (uint32_t)data[i + 1] << 8;
+		if (n > 2)
+			v |= data[i + 2];
+		quad[0] = abc[v >> 18 & 63];
+		quad[1] = abc[v >> 12 & 63];
+		quad[2] = n > 1 ? abc[v >> 6 & 63] : '=';
+		quad[3] = n > 2 ? abc[v & 63] : '=';
+		strbuf_add(sb, quad, 4);
+	}
+}
+
+static void render_bytes(struct json_writer *w, const struct leaf *leaf)
+{
+	struct strbuf sb;
+
+	if (utf8_is_valid(leaf->payload, leaf->payload_len)) {
+		json_write_string(w, (const char *)leaf->payload, leaf->payload_len);
+		return;
+	}
+	strbuf_init(&sb);
+	base64_encode(leaf->payload, leaf->payload_len, &sb);
+	json_write_object_begin(w);
+	json_write_key(w, "$base64", 7);
+	json_write_string(w, sb.buf ? sb.buf : "", sb.len);
+	json_write_object_end(w);
+	strbuf_release(&sb);
+}
+
+static int render_value(struct json_writer *w, const struct store_val *val)
+{
+	struct leaf leaf;
+
+	if (leaf_decode(val->data, val->len, &leaf) < 0)
+		return -EIO;
+	switch (leaf.tag) {
+	case LEAF_STRING:
+		json_write_string(w, (const char *)leaf.payload, leaf.payload_len);
+		break;
+	case LEAF_INTEGER:
+		json_write_integer(w, leaf.integer);
+		break;
+	case LEAF_DOUBLE:
+		json_write_double(w, leaf.real);
+		break;
+	case LEAF_FALSE:
+	case LEAF_TRUE:
+		json_write_bool(w, leaf.tag == LEAF_TRUE);
+		break;
+	case LEAF_NULL:
+		json_write_null(w);
+		break;
+	case LEAF_BYTES:
+		render_bytes(w, &leaf);
+		break;
+	case LEAF_EMPTY_OBJECT:
+		json_write_object_begin(w);
+		json_write_object_end(w);
+		break;
+	case LEAF_EMPTY_ARRAY:
+		json_write_array_begin(w);
+		json_write_array_end(w);
+		break;
+	}
+	return 0;
+}
+
+/* The containers open while rendering: their key lengths and kinds. */
+struct render {
+	struct json_writer *w;
+	uint8_t prev[STORE_KEY_MAX];
+	size_t prev_len;
+	size_t open[STORE_KEY_MAX + 1];
+	bool array[STORE_KEY_MAX + 1];
+	int nopen;
+};
+
+static void render_close_to(struct render *r, int keep)
+{
+	while (r->nopen > keep) {
+		r->nopen--;
+		if (r->array[r->nopen])
+			json_write_array_end(r->w);
+		else
+			json_write_object_end(r->w);
+	}
+}
+
+static void render_open(struct render *r, size_t end, enum tuple_type next)
+{
+	bool array = next == TUPLE_TYPE_INT;
+
+	if (array)
+		json_write_array_begin(r->w);
+	else
+		json_write_object_begin(r->w);
+	r->open[r->nopen] = end;
+	r->array[r->nopen++] = array;
+}
+
+static void render_member(struct render *r, const struct tuple_elem *e)
+{
+	char raw[STORE_KEY_MAX];
+	char num[NUMBER_TEXT_MAX];
+
+	if (r->array[r->nopen - 1])
+		return;
+	if (e->type == TUPLE_TYPE_STRING) {
+		tuple_elem_copy(e, raw);
+		json_write_key(r->w, raw, e->len);
+	} else {
+		json_write_key(r->w, num, number_format_integer(e->integer, num));
+	}
+}
+
+/* Renders one key: closes what it leaves, opens what it enters, writes its value. */
+static int render_key(struct render *r, const uint8_t *k, size_t klen, const struct store_val *val)
+{
+	struct tuple_reader tr;
+	struct tuple_elem e, next;
+	size_t common = 0, pos;
+
+	while (common < klen && common < r->prev_len && k[common] == r->prev[common])
+		common++;
+	while (r->nopen > 1 && r->open[r->nopen - 1] > common)
+		render_close_to(r, r->nopen - 1);
+	pos = r->open[r->nopen - 1];
+	tuple_reader_init(&tr, k + pos, klen - pos);
+	while (tuple_next(&tr, &e) == 1) {
+		render_member(r, &e);
+		if (pos + tr.pos == klen)
+			break;
+		struct tuple_reader peek = tr;
+		if (tuple_next(&peek, &next) != 1 || r->nopen > STORE_KEY_MAX)
+			return -EIO;
+		render_open(r, pos + tr.pos, next.type);
+	}
+	if (pos + tr.pos != klen)
+		return -EIO;
+	memcpy(r->prev, k, klen);
+	r->prev_len = klen;
+	return render_value(r->w, val);
+}
+
+static int render_scan(struct store_scan *scan, size_t len, struct render *r)
+{
+	struct store_val k, v;
+	int ret;
+
+	while ((ret = store_scan_next(scan, &k, &v)) == 1) {
+		if (((const uint8_t *)k.data)[len] == 0xFF)
+			break;
+		ret = render_key(r, k.data, k.len, &v);
+		if (ret < 0)
+			return ret;
+	}
+	render_close_to(r, 0);
+	return ret;
+}
+
+static int render_first(struct store_scan *scan, const uint8_t *key, size_t len, struct render *r)
+{
+	struct store_val k, v;
+	struct tuple_reader tr;
+	struct tuple_elem e;
+	int ret = store_scan_next(scan, &k, &v);
+
+	if (ret < 0)
+		return ret;
+	if (ret == 0 || ((const uint8_t *)k.data)[len] == 0xFF) {
+		if (len > 0)
+			return -ENOENT;
+		json_write_object_begin(r->w);	/* the empty root */
+		json_write_object_end(r->w);
+		return 0;
+	}
+	if (k.len == len)
+		return render_value(r->w, &v);
+	tuple_reader_init(&tr, (const uint8_t *)k.data + len, k.len - len);
+	if (tuple_next(&tr, &e) != 1)
+		return -EIO;
+	render_open(r, len, len == 0 ? TUPLE_TYPE_STRING : e.type);
+	memcpy(r->prev, key, len);
+	r->prev_len = len;
+	ret = render_key(r, k.data, k.len, &v);
+	return ret < 0 ? ret : render_scan(scan, len, r);
+}
+
+int doc_render(struct store_txn *txn, const uint8_t *key, size_t len, struct json_writer *w)
+{
+	struct store_scan *scan;
+	struct render *r;
+	int ret;
+
+	r = malloc(sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->w = w;
+	r->nopen = 0;
+	r->prev_len = 0;
+	ret = store_scan_open(txn, STORE_SPACE_DATA, key, len, &scan);
+	if (ret == 0) {
+		ret = render_first(scan, key, len, r);
+		store_scan_close(scan);
+	}
+	free(r);
+	return ret;
+}
+
+int doc_render_buf(struct store_txn *txn, const uint8_t *key, size_t len, unsigned flags,
+		   struct strbuf *out)
+{
+	struct json_writer w;
+	int ret;
+
+	json_writer_init(&w, out, NULL, !(flags & MODEL_JSON_COMPACT));
+	ret = doc_render(txn, key, len, &w);
+	if (ret < 0)
+		return ret;
+	return json_writer_finish(&w);
+}
+
+/* ---- export / import ---- */
+
+static int export_in(struct store_txn *txn, const char *path, struct json_writer *w,
+		     struct model_error *err)
+{
+	struct tree_path p;
+	struct tree_node n;
+	int ret = tree_resolve(txn, path, 0, &p, err);
+
+	if (ret < 0)
+		return ret;
+	ret = tree_get(txn, &p, &n, err);
+	if (ret < 0)
+		return ret;
+	ret = doc_render(txn, p.key, p.len, w);
+	if (ret == 0)
+		ret = json_writer_finish(w);
+	if (ret < 0)
+		return tree_fail(err, ret, "%s: cannot render: %s", path, strerror(-ret));
+	return 0;
+}
+
+static int export_run(struct model *m, const char *path, unsigned flags, struct strbuf *sb,
+		      FILE *out, struct model_error *err)
+{
+	struct store_txn *txn;
+	struct json_writer w;
+	int ret = store_read_begin(m->st, &txn);
+
+	if (ret < 0)
+		return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
+	json_writer_init(&w, sb, out, !(flags & MODEL_JSON_COMPACT));
+	ret = export_in(txn, path, &w, err);
+	store_txn_end(txn);
+	return ret;
+}
+
+int model_export(struct model *m, const char *path, unsigned flags, char **out, size_t *len,
+		 struct model_error *err)
+{
+	struct strbuf sb;
+	int ret;
+
+	strbuf_init(&sb);
+	ret = export_run(m, path, flags, &sb, NULL, err);
+	if (ret == 0 && sb.failed)
+		ret = tree_fail(err, -ENOMEM, "%s: out of memory", path);
+	if (ret == 0) {
+		*out = strbuf_detach(&sb, len);
+		if (!*out)
+			ret = tree_fail(err, -ENOMEM, "%s: out of memory", path);
+	}
+	strbuf_release(&sb);
+	return ret;
+}
+
+int model_export_file(struct model *m, const char *path, unsigned flags, FILE *out,
+		      struct model_error *err)
+{
+	struct strbuf sb;
+	int ret;
+
+	strbuf_init(&sb);
+	ret = export_run(m, path, flags, &sb, out, err);
+	strbuf_release(&sb);
+	return ret;
+}
+
+struct import_op {
+	const char *path;
+	const char *json;
+	size_t len;
+	model_progress_fn progress;
+	void *arg;
+	struct model_error *err;
+};
+
+static int import_txn(struct store_txn *txn, void *arg)
+{
+	struct import_op *op = arg;
+	struct tree_path p;
+	int ret = tree_resolve(txn, op->path, TREE_FOR_CREATE, &p, op->err);
+
+	if (ret < 0)
+		return ret;
+	return doc_write(txn, &p, op->json, op->len, 0, op->progress, op->arg, op->err);
+}
+
+int model_import(struct model *m, const char *path, const char *json, size_t len,
+		 model_progress_fn progress, void *arg, struct model_error *err)
+{
+	struct import_op op = { path, json, len, progress, arg, err };
+	int ret;
+
+	if (m->readonly)
+		return tree_fail(err, -EROFS, "%s: the store is read-only", path);
+	if (err)
+		err->msg[0] = '\0';
+	ret = store_write(m->st, import_txn, &op);
+	if (ret < 0 && err && !err->msg[0])
+		tree_fail(err, ret, "%s: %s", path, strerror(-ret));
+	return ret;
+}

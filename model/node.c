@@ -1,0 +1,723 @@
+/*
+ * model/node.c - the model handle and the per-node operations: open/close,
+ * info, stat, read, directory listing, leaf writes, create, mkdir, remove,
+ * mtime and type names. Each operation is one store transaction.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/tree_int.h"
+
+/* ---- handle ---- */
+
+int model_open(const char *dir, unsigned flags, struct model **out, struct model_error *err)
+{
+	struct store_info info;
+	struct model *m;
+	char why[256] = "";
+	unsigned sflags = 0;
+	int ret;
+
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return tree_fail(err, -ENOMEM, "%s: out of memory", dir);
+	sflags |= (flags & MODEL_OPEN_CREATE) ? STORE_OPEN_CREATE : 0;
+	sflags |= (flags & MODEL_OPEN_READONLY) ? STORE_OPEN_READONLY : 0;
+	sflags |= (flags & MODEL_OPEN_NOSYNC) ? STORE_OPEN_NOSYNC : 0;
+	ret = store_open(dir, sflags, &m->st, why, sizeof(why));
+	if (ret < 0) {
+		tree_fail(err, ret, "%s: %s", dir, why[0] ? why : strerror(-ret));
+		goto out_free;
+	}
+	ret = store_info(m->st, &info);
+	if (ret < 0) {
+		tree_fail(err, ret, "%s: %s", dir, strerror(-ret));
+		goto out_close;
+	}
+	m->created_ns = info.created_ns;
+	m->readonly = flags & MODEL_OPEN_READONLY;
+	*out = m;
+	return 0;
+
+out_close:
+	store_close(m->st);
+out_free:
+	free(m);
+	return ret;
+}
+
+void model_close(struct model *m)
+{
+	if (!m)
+		return;
+	store_close(m->st);
+	free(m);
+}
+
+int model_info(struct model *m, struct model_info *out)
+{
+	struct store_info info;
+	int ret = store_info(m->st, &info);
+
+	if (ret < 0)
+		return ret;
+	out->used_bytes = info.used_bytes;
+	out->map_size = info.map_size;
+	out->entries = info.entries;
+	out->generation = info.last_txn_id;
+	return 0;
+}
+
+uint64_t model_generation(struct model *m)
+{
+	struct store_info info;
+
+	return store_info(m->st, &info) < 0 ? 0 : info.last_txn_id;
+}
+
+int model_sync(struct model *m)
+{
+	return store_sync(m->st);
+}
+
+int model_backup(struct model *m, const char *dir, struct model_error *err)
+{
+	int ret = store_copy(m->st, dir);
+
+	if (ret < 0)
+		return tree_fail(err, ret, "%s: backup failed: %s", dir, strerror(-ret));
+	return 0;
+}
+
+/* ---- names of types and kinds ---- */
+
+static const char *const type_names[] = {
+	[MODEL_TYPE_STRING] = "string",
+	[MODEL_TYPE_INTEGER] = "integer",
+	[MODEL_TYPE_DOUBLE] = "double",
+	[MODEL_TYPE_BOOLEAN] = "boolean",
+	[MODEL_TYPE_NULL] = "null",
+	[MODEL_TYPE_BYTES] = "bytes",
+};
+
+const char *model_type_name(enum model_type type)
+{
+	if (type < MODEL_TYPE_STRING || type > MODEL_TYPE_BYTES)
+		return "unknown";
+	return type_names[type];
+}
+
+int model_type_parse(const char *name, enum model_type *out)
+{
+	for (int t = MODEL_TYPE_STRING; t <= MODEL_TYPE_BYTES; t++) {
+		if (strcmp(name, type_names[t]) == 0) {
+			*out = (enum model_type)t;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+const char *model_kind_name(enum model_kind kind)
+{
+	switch (kind) {
+	case MODEL_KIND_LEAF:
+		return "leaf";
+	case MODEL_KIND_OBJECT:
+		return "object";
+	case MODEL_KIND_ARRAY:
+		return "array";
+	case MODEL_KIND_VIEW:
+		return "view";
+	}
+	return "unknown";
+}
+
+/* ---- reading ---- */
+
+static int count_subdirs(struct store_txn *txn, const struct tree_path *p, uint32_t *out)
+{
+	struct store_scan *scan;
+	struct tree_child c;
+	struct tree_node n;
+	int ret;
+
+	*out = 0;
+	ret = store_scan_open(txn, STORE_SPACE_DATA, p->key, p->len, &scan);
+	if (ret < 0)
+		return ret;
+	for (ret = tree_child_first(scan, p->key, p->len, NULL, 0, &c); ret == 1;
+	     ret = tree_child_next(scan, p->len, &c)) {
+		if (tree_child_node(&c, &n) == 0 && n.kind != MODEL_KIND_LEAF)
+			(*out)++;
+	}
+	store_scan_close(scan);
+	return ret;
+}
+
+static int view_stat(struct model *m, struct store_txn *txn, const struct tree_path *p,
+		     struct model_node *out, struct model_error *err)
+{
+	struct tree_node n;
+	struct strbuf sb;
+	int ret = tree_get(txn, p, &n, err);
+
+	if (ret < 0)
+		return ret;
+	strbuf_init(&sb);
+	ret = doc_render_buf(txn, p->key, p->len, 0, &sb);
+	if (ret < 0) {
+		strbuf_release(&sb);
+		return tree_fail(err, ret, "%s: cannot render: %s", p->text, strerror(-ret));
+	}
+	memset(out, 0, sizeof(*out));
+	out->kind = MODEL_KIND_VIEW;
+	out->ino = tree_ino(p->key, p->len, true);
+	out->size = sb.len;
+	out->mtime_ns = n.kind == MODEL_KIND_LEAF ? n.leaf.mtime_ns : m->created_ns;
+	strbuf_release(&sb);
+	return 0;
+}
+
+static int stat_in(struct model *m, struct store_txn *txn, const char *path, unsigned flags,
+		   struct model_node *out, struct model_error *err)
+{
+	struct tree_path p;
+	struct tree_node n;
+	int ret = tree_resolve(txn, path, 0, &p, err);
+
+	if (ret < 0)
+		return ret;
+	if (p.is_view)
+		return view_stat(m, txn, &p, out, err);
+	ret = tree_get(txn, &p, &n, err);
+	if (ret < 0)
+		return ret;
+	tree_node_fill(m, p.key, p.len, &n, out);
+	if ((flags & MODEL_STAT_SUBDIRS) && n.kind != MODEL_KIND_LEAF && !n.empty) {
+		ret = count_subdirs(txn, &p, &out->subdirs);
+		if (ret < 0)
+			return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
+	}
+	return 0;
+}
+
+int model_stat(struct model *m, const char *path, unsigned flags,
+	       struct model_node *out, struct model_error *err)
+{
+	struct store_txn *txn;
+	int ret = store_read_begin(m->st, &txn);
+
+	if (ret < 0)
+		return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
+	ret = stat_in(m, txn, path, flags, out, err);
+	store_txn_end(txn);
+	return ret;
+}
+
+/*
+ * Hands the text of a leaf or view at path to fn: a leaf as its borrowed
+ * record, a view rendered into a buffer.
+ */
+typedef int (*text_fn)(void *arg, const struct leaf *leaf, const struct strbuf *view);
+
+static int text_in(struct store_txn *txn, const char *path, text_fn fn, void *arg,
+		   struct model_error *err)
+{
+	struct tree_path p;
+	struct tree_node n;
+	struct strbuf sb;
+	int ret = tree_resolve(txn, path, 0, &p, err);
+
+	if (ret < 0)
+		return ret;
+	ret = tree_get(txn, &p, &n, err);
+	if (ret < 0)
+		return ret;
+	if (!p.is_view) {
+		if (n.kind != MODEL_KIND_LEAF)
+			return tree_fail(err, -EISDIR, "%s: is a directory", path);
+		return fn(arg, &n.leaf, NULL);
+	}
+	strbuf_init(&sb);
+	ret = doc_render_buf(txn, p.key, p.len, 0, &sb);
+	if (ret < 0)
+		tree_fail(err, ret, "%s: cannot render: %s", path, strerror(-ret));
+	else
+		ret = fn(arg, NULL, &sb);
+	strbuf_release(&sb);
+	return ret;
+}
+
+static int text_run(struct model *m, const char *path, text_fn fn, void *arg,
+		    struct model_error *err)
+{
+	struct store_txn *txn;
+	int ret = store_read_begin(m->st, &txn);
+
+	if (ret < 0)
+		return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
+	ret = text_in(txn, path, fn, arg, err);
+	store_txn_end(txn);
+	return ret;
+}
+
+struct read_window {
+	void *dst;
+	size_t size;
+	uint64_t offset;
+	size_t done;
+};
+
+static int read_window_fn(void *arg, const struct leaf *leaf, const struct strbuf *view)
+{
+	struct read_window *rw = arg;
+
+	if (leaf) {
+		rw->done = leaf_text_read(leaf, rw->dst, rw->size, rw->offset);
+		return 0;
+	}
+	if (rw->offset >= view->len)
+		return 0;
+	rw->done = view->len - rw->offset < rw->size ? view->len - rw->offset : rw->size;
+	memcpy(rw->dst, view->buf + rw->offset, rw->done);
+	return 0;
+}
+
+ssize_t model_read(struct model *m, const char *path, void *dst, size_t size,
+		   uint64_t offset, struct model_error *err)
+{
+	struct read_window rw = { dst, size, offset, 0 };
+	int ret = text_run(m, path, read_window_fn, &rw, err);
+
+	return ret < 0 ? ret : (ssize_t)rw.done;
+}
+
+struct read_whole {
+	char *buf;
+	size_t len;
+};
+
+static int read_whole_fn(void *arg, const struct leaf *leaf, const struct strbuf *view)
+{
+	struct read_whole *rw = arg;
+	size_t len = leaf ? leaf_text_size(leaf) : view->len;
+
+	rw->buf = malloc(len + 1);
+	if (!rw->buf)
+		return -ENOMEM;
+	if (leaf)
+		rw->len = leaf_text_read(leaf, rw->buf, len, 0);
+	else
+		memcpy(rw->buf, view->buf, rw->len = len);
+	rw->buf[rw->len] = '\0';
+	return 0;
+}
+
+int model_read_all(struct model *m, const char *path, char **out, size_t *len,
+		   struct model_error *err)
+{
+	struct read_whole rw = { NULL, 0 };
+	int ret = text_run(m, path, read_whole_fn, &rw, err);
+
+	if (ret == -ENOMEM)
+		tree_fail(err, ret, "%s: out of memory", path);
+	if (ret < 0)
+		return ret;
+	*out = rw.buf;
+	if (len)
+		*len = rw.len;
+	return 0;
+}
+
+/* ---- listing ---- */
+
+struct model_list {
+	struct model *m;
+	uint8_t key[STORE_KEY_MAX];
+	size_t len;
+	uint8_t last[STORE_KEY_MAX];	/* the last child handed out */
+	size_t last_len;
+};
+
+static int list_open_in(struct store_txn *txn, const char *path, struct model_list *l,
+			struct model_error *err)
+{
+	struct tree_path p;
+	struct tree_node n;
+	int ret = tree_resolve(txn, path, 0, &p, err);
+
+	if (ret < 0)
+		return ret;
+	ret = tree_get(txn, &p, &n, err);
+	if (ret < 0)
+		return ret;
+	if (p.is_view || n.kind == MODEL_KIND_LEAF)
+		return tree_fail(err, -ENOTDIR, "%s: not a directory", path);
+	memcpy(l->key, p.key, p.len);
+	l->len = p.len;
+	return 0;
+}
+
+int model_list_open(struct model *m, const char *path, struct model_list **out,
+		    struct model_error *err)
+{
+	struct store_txn *txn;
+	struct model_list *l;
+	int ret;
+
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return tree_fail(err, -ENOMEM, "%s: out of memory", path);
+	l->m = m;
+	ret = store_read_begin(m->st, &txn);
+	if (ret < 0) {
+		tree_fail(err, ret, "%s: %s", path, strerror(-ret));
+		goto out_free;
+	}
+	ret = list_open_in(txn, path, l, err);
+	store_txn_end(txn);
+	if (ret < 0)
+		goto out_free;
+	*out = l;
+	return 0;
+
+out_free:
+	free(l);
+	return ret;
+}
+
+/* Calls fn for one child; 1 when fn asks to stop. */
+static int list_hand_out(struct model_list *l, const struct tree_child *c,
+			 model_list_fn fn, void *arg)
+{
+	char raw[STORE_KEY_MAX], name[TREE_NAME_MAX];
+	struct model_node node;
+	struct tree_node n;
+	int ret = tree_child_node(c, &n);
+
+	if (ret < 0)
+		return ret;
+	if (c->elem.type == TUPLE_TYPE_STRING) {
+		tuple_elem_copy(&c->elem, raw);
+		tree_name_escape(raw, c->elem.len, name);
+	} else {
+		snprintf(name, sizeof(name), "%lld", (long long)c->elem.integer);
+	}
+	tree_node_fill(l->m, c->key, c->end, &n, &node);
+	if (fn(arg, name, &node))
+		return 1;
+	memcpy(l->last, c->key, c->end);
+	l->last_len = c->end;
+	return 0;
+}
+
+static int list_fill_in(struct model_list *l, struct store_txn *txn, model_list_fn fn, void *arg)
+{
+	struct store_scan *scan;
+	struct tree_child c;
+	int ret = store_scan_open(txn, STORE_SPACE_DATA, l->key, l->len, &scan);
+
+	if (ret < 0)
+		return ret;
+	ret = tree_child_first(scan, l->key, l->len, l->last_len ? l->last : NULL,
+			       l->last_len, &c);
+	while (ret == 1) {
+		ret = list_hand_out(l, &c, fn, arg);
+		if (ret != 0)
+			break;
+		ret = tree_child_next(scan, l->len, &c);
+	}
+	store_scan_close(scan);
+	return ret;
+}
+
+int model_list_fill(struct model_list *list, model_list_fn fn, void *arg)
+{
+	struct store_txn *txn;
+	int ret = store_read_begin(list->m->st, &txn);
+
+	if (ret < 0)
+		return ret;
+	ret = list_fill_in(list, txn, fn, arg);
+	store_txn_end(txn);
+	return ret;
+}
+
+void model_list_rewind(struct model_list *list)
+{
+	list->last_len = 0;
+}
+
+void model_list_close(struct model_list *list)
+{
+	free(list);
+}
+
+/* ---- writing ---- */
+
+/* The arguments of one write operation, for its store_write callback. */
+struct node_op {
+	struct model *m;
+	const char *path;
+	const void *data;
+	size_t len;
+	enum model_type type;
+	unsigned flags;
+	enum model_kind kind;
+	int64_t mtime_ns;
+	struct model_error *err;
+};
+
+static int write_leaf(struct store_txn *txn, struct node_op *op, struct tree_path *p)
+{
+	struct tree_node n;
+	struct leaf leaf;
+	int ret = tree_lookup(txn, p->key, p->len, &n);
+
+	if (ret < 0)
+		return tree_fail(op->err, ret, "%s: %s", op->path, strerror(-ret));
+	if (n.exists && n.kind != MODEL_KIND_LEAF)
+		return tree_fail(op->err, -EISDIR, "%s: is a directory", op->path);
+	if (!n.exists && (op->flags & MODEL_WRITE_NO_CREATE))
+		return tree_missing(txn, p, op->err);
+	ret = leaf_from_text(op->data, op->len, op->flags & MODEL_WRITE_TEXT,
+			     n.exists ? &n.leaf : NULL, op->type, tree_now_ns(), &leaf);
+	if (ret < 0)
+		return tree_fail(op->err, ret, "%s: not a valid %s", op->path,
+				 model_type_name(op->type));
+	if (!n.exists) {
+		ret = tree_attach(txn, p, op->err);
+		if (ret < 0)
+			return ret;
+	}
+	ret = tree_put_leaf(txn, p->key, p->len, &leaf);
+	if (ret < 0)
+		return tree_fail(op->err, ret, "%s: %s", op->path, strerror(-ret));
+	return 0;
+}
+
+static int write_txn(struct store_txn *txn, void *arg)
+{
+	struct node_op *op = arg;
+	struct tree_path p;
+	unsigned rflags = (op->flags & MODEL_WRITE_NO_CREATE) ? 0 : TREE_FOR_CREATE;
+	int ret = tree_resolve(txn, op->path, rflags, &p, op->err);
+
+	if (ret < 0)
+		return ret;
+	if (p.is_view)
+		return doc_write(txn, &p, op->data, op->len,
+				 (op->flags & MODEL_WRITE_APPEND_JSON) ? DOC_APPEND : 0,
+				 NULL, NULL, op->err);
+	if (p.len == 0)
+		return tree_fail(op->err, -EISDIR, "%s: is a directory", op->path);
+	return write_leaf(txn, op, &p);
+}
+
+static int node_run(struct model *m, store_write_fn fn, struct node_op *op)
+{
+	int ret;
+
+	if (m->readonly)
+		return tree_fail(op->err, -EROFS, "%s: the store is read-only", op->path);
+	ret = store_write(m->st, fn, op);
+	if (ret < 0 && op->err && !op->err->msg[0])
+		tree_fail(op->err, ret, "%s: %s", op->path, strerror(-ret));
+	return ret;
+}
+
+int model_write(struct model *m, const char *path, const void *data, size_t len,
+		enum model_type type, unsigned flags, struct model_error *err)
+{
+	struct node_op op = { .m = m, .path = path, .data = data, .len = len,
+			      .type = type, .flags = flags, .err = err };
+
+	if (err)
+		err->msg[0] = '\0';
+	return node_run(m, write_txn, &op);
+}
+
+static int create_txn(struct store_txn *txn, void *arg)
+{
+	struct node_op *op = arg;
+	struct tree_path p;
+	struct tree_node n;
+	struct leaf leaf;
+	int ret = tree_resolve(txn, op->path, TREE_FOR_CREATE, &p, op->err);
+
+	if (ret < 0)
+		return ret;
+	ret = tree_lookup(txn, p.key, p.len, &n);
+	if (ret < 0)
+		return ret;
+	if (p.is_view)
+		return n.exists || p.len == 0 ? 0 : tree_parent_check(txn, &p, &n, op->err);
+	if (n.exists)
+		return tree_fail(op->err, -EEXIST, "%s: already exists", op->path);
+	ret = tree_attach(txn, &p, op->err);
+	if (ret < 0)
+		return ret;
+	memset(&leaf, 0, sizeof(leaf));
+	leaf.tag = LEAF_STRING;
+	leaf.mtime_ns = tree_now_ns();
+	leaf.payload = (const uint8_t *)"";
+	return tree_put_leaf(txn, p.key, p.len, &leaf);
+}
+
+int model_create(struct model *m, const char *path, struct model_error *err)
+{
+	struct node_op op = { .m = m, .path = path, .err = err };
+
+	if (err)
+		err->msg[0] = '\0';
+	return node_run(m, create_txn, &op);
+}
+
+static int mkdir_txn(struct store_txn *txn, void *arg)
+{
+	struct node_op *op = arg;
+	struct tree_path p;
+	struct tree_node n;
+	int ret = tree_resolve(txn, op->path, TREE_FOR_CREATE, &p, op->err);
+
+	if (ret < 0)
+		return ret;
+	if (p.is_view)
+		return tree_fail(op->err, -EINVAL, "%s: names ending in .json are views", op->path);
+	ret = tree_lookup(txn, p.key, p.len, &n);
+	if (ret < 0)
+		return ret;
+	if (n.exists)
+		return tree_fail(op->err, -EEXIST, "%s: already exists", op->path);
+	ret = tree_attach(txn, &p, op->err);
+	if (ret < 0)
+		return ret;
+	return tree_put_marker(txn, p.key, p.len, op->kind);
+}
+
+int model_mkdir(struct model *m, const char *path, enum model_kind kind, struct model_error *err)
+{
+	struct node_op op = { .m = m, .path = path, .err = err,
+			      .kind = kind == MODEL_KIND_ARRAY ? kind : MODEL_KIND_OBJECT };
+
+	if (err)
+		err->msg[0] = '\0';
+	return node_run(m, mkdir_txn, &op);
+}
+
+static int remove_check(const struct node_op *op, const struct tree_path *p,
+			const struct tree_node *n)
+{
+	if (p->len == 0)
+		return tree_fail(op->err, -EBUSY, "%s: the root cannot be removed", op->path);
+	if (p->is_view) {
+		if (op->flags & MODEL_REMOVE_DIR)
+			return tree_fail(op->err, -ENOTDIR, "%s: not a directory", op->path);
+		return 0;
+	}
+	if (op->flags & MODEL_REMOVE_RECURSIVE)
+		return 0;
+	if ((op->flags & MODEL_REMOVE_LEAF) && n->kind != MODEL_KIND_LEAF)
+		return tree_fail(op->err, -EISDIR, "%s: is a directory", op->path);
+	if ((op->flags & MODEL_REMOVE_DIR) && n->kind == MODEL_KIND_LEAF)
+		return tree_fail(op->err, -ENOTDIR, "%s: not a directory", op->path);
+	if ((op->flags & MODEL_REMOVE_DIR) && !n->empty)
+		return tree_fail(op->err, -ENOTEMPTY, "%s: directory not empty", op->path);
+	return 0;
+}
+
+static int remove_txn(struct store_txn *txn, void *arg)
+{
+	struct node_op *op = arg;
+	struct tree_path p;
+	struct tree_node n;
+	int ret = tree_resolve(txn, op->path, 0, &p, op->err);
+
+	if (ret < 0)
+		return ret;
+	ret = tree_get(txn, &p, &n, op->err);
+	if (ret < 0)
+		return ret;
+	ret = remove_check(op, &p, &n);
+	if (ret < 0)
+		return ret;
+	ret = tree_delete(txn, p.key, p.len);
+	if (ret == 0)
+		ret = tree_keep_parent(txn, p.key, p.parent_len);
+	return ret;
+}
+
+int model_remove(struct model *m, const char *path, unsigned flags, struct model_error *err)
+{
+	struct node_op op = { .m = m, .path = path, .flags = flags, .err = err };
+
+	if (err)
+		err->msg[0] = '\0';
+	return node_run(m, remove_txn, &op);
+}
+
+static int mtime_txn(struct store_txn *txn, void *arg)
+{
+	struct node_op *op = arg;
+	struct tree_path p;
+	struct tree_node n;
+	struct leaf leaf;
+	int ret = tree_resolve(txn, op->path, 0, &p, op->err);
+
+	if (ret < 0)
+		return ret;
+	ret = tree_get(txn, &p, &n, op->err);
+	if (ret < 0 || p.is_view || n.kind != MODEL_KIND_LEAF)
+		return ret;	/* containers and views show the store's creation time */
+	leaf = n.leaf;
+	leaf.mtime_ns = op->mtime_ns;
+	return tree_put_leaf(txn, p.key, p.len, &leaf);
+}
+
+int model_set_mtime(struct model *m, const char *path, int64_t mtime_ns, struct model_error *err)
+{
+	struct node_op op = { .m = m, .path = path, .mtime_ns = mtime_ns, .err = err };
+
+	if (err)
+		err->msg[0] = '\0';
+	return node_run(m, mtime_txn, &op);
+}
+
+static int get_type_in(struct store_txn *txn, const char *path, char *buf, size_t cap,
+		       struct model_error *err)
+{
+	struct tree_path p;
+	struct tree_node n;
+	const char *name;
+	int ret = tree_resolve(txn, path, 0, &p, err);
+
+	if (ret < 0)
+		return ret;
+	ret = tree_get(txn, &p, &n, err);
+	if (ret < 0)
+		return ret;
+	if (p.is_view)
+		name = model_kind_name(MODEL_KIND_VIEW);
+	else if (n.kind == MODEL_KIND_LEAF)
+		name = model_type_name(leaf_model_type(&n.leaf));
+	else
+		name = model_kind_name(n.kind);
+	if (strlen(name) >= cap)
+		return tree_fail(err, -ERANGE, "%s: buffer too small for the type", path);
+	strcpy(buf, name);
+	return 0;
+}
+
+int model_get_type(struct model *m, const char *path, char *buf, size_t cap, struct model_error *err)
+{
+	struct store_txn *txn;
+	int ret = store_read_begin(m->st, &txn);
+
+	if (ret < 0)
+		return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
+	ret = get_type_in(txn, path, buf, cap, err);
+	store_txn_end(txn);
+	return ret;
+}

@@ -1,0 +1,578 @@
+/*
+ * model/path.c - names and paths: escaping object keys into file names and
+ * back (docs/FORMAT.md, "Names"), resolving a mount path to a tuple key,
+ * and the small node primitives every operation shares: lookup, attach to
+ * a parent, delete a subtree, keep an emptied parent, iterate children.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "model/tree_int.h"
+
+int tree_fail(struct model_error *err, int ret, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err) {
+		va_start(ap, fmt);
+		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		va_end(ap);
+	}
+	return ret;
+}
+
+int64_t tree_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- names ---- */
+
+static bool name_needs_escape(const uint8_t *k, size_t len)
+{
+	if (len == 0 || k[0] == '%')
+		return true;
+	if ((len == 1 && k[0] == '.') || (len == 2 && k[0] == '.' && k[1] == '.'))
+		return true;
+	if (len >= 5 && memcmp(k + len - 5, ".json", 5) == 0)
+		return true;
+	return memchr(k, '/', len) || memchr(k, '\0', len);
+}
+
+size_t tree_name_escape(const void *key, size_t len, char *out)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	const uint8_t *k = key;
+	size_t n = 0;
+
+	if (!name_needs_escape(k, len)) {
+		memcpy(out, k, len);
+		out[len] = '\0';
+		return len;
+	}
+	out[n++] = '%';
+	for (size_t i = 0; i < len; i++) {
+		if (k[i] == '%' || k[i] == '/' || k[i] == '\0' || k[i] == '.') {
+			out[n++] = '%';
+			out[n++] = hex[k[i] >> 4];
+			out[n++] = hex[k[i] & 15];
+		} else {
+			out[n++] = (char)k[i];
+		}
+	}
+	out[n] = '\0';
+	return n;
+}
+
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Decodes "%..." and accepts it only when encoding gives the name back. */
+static ssize_t name_decode(const char *name, size_t len, char *dst, size_t cap)
+{
+	char check[TREE_NAME_MAX];
+	size_t n = 0;
+
+	for (size_t i = 1; i < len; i++) {
+		if (n >= cap)
+			return -1;
+		if (name[i] != '%') {
+			dst[n++] = name[i];
+			continue;
+		}
+		if (i + 2 >= len)
+			return -1;
+		int hi = hex_digit(name[i + 1]), lo = hex_digit(name[i + 2]);
+		if (hi < 0 || lo < 0)
+			return -1;
+		dst[n++] = (char)(hi << 4 | lo);
+		i += 2;
+	}
+	if (n > STORE_KEY_MAX || tree_name_escape(dst, n, check) != len ||
+	    memcmp(check, name, len) != 0)
+		return -1;
+	return (ssize_t)n;
+}
+
+ssize_t tree_name_unescape(const char *name, size_t len, char *dst, size_t cap)
+{
+	if (len == 0)
+		return -1;
+	if (name[0] == '%')
+		return name_decode(name, len, dst, cap);
+	if (name_needs_escape((const uint8_t *)name, len) || len > cap)
+		return -1;
+	memcpy(dst, name, len);
+	return (ssize_t)len;
+}
+
+bool tree_name_index(const char *name, size_t len, int64_t *out)
+{
+	uint64_t v = 0;
+
+	if (len == 0 || len > 19 || (name[0] == '0' && len > 1))
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		if (name[i] < '0' || name[i] > '9')
+			return false;
+		v = v * 10 + (uint64_t)(name[i] - '0');
+	}
+	if (v > INT64_MAX)
+		return false;
+	*out = (int64_t)v;
+	return true;
+}
+
+void tree_key_to_path(const uint8_t *key, size_t len, struct strbuf *sb)
+{
+	struct tuple_reader r;
+	struct tuple_elem e;
+	char raw[STORE_KEY_MAX], name[TREE_NAME_MAX];
+
+	tuple_reader_init(&r, key, len);
+	if (len == 0)
+		strbuf_addc(sb, '/');
+	while (tuple_next(&r, &e) == 1) {
+		strbuf_addc(sb, '/');
+		if (e.type == TUPLE_TYPE_STRING && e.len <= sizeof(raw)) {
+			tuple_elem_copy(&e, raw);
+			strbuf_add(sb, name, tree_name_escape(raw, e.len, name));
+		} else if (e.type == TUPLE_TYPE_INT) {
+			strbuf_addf(sb, "%lld", (long long)e.integer);
+		} else {
+			strbuf_add(sb, "?", 1);
+		}
+	}
+}
+
+/* ---- paths ---- */
+
+struct component {
+	const char *name;
+	size_t len;
+	bool last;
+};
+
+/* Finds the component after *pos; false at the end of the path. */
+static bool next_component(const char *path, size_t *pos, struct component *c)
+{
+	size_t i = *pos;
+
+	while (path[i] == '/')
+		i++;
+	if (!path[i])
+		return false;
+	c->name = path + i;
+	while (path[i] && path[i] != '/')
+		i++;
+	c->len = (size_t)(path + i - c->name);
+	*pos = i;
+	while (path[i] == '/')
+		i++;
+	c->last = !path[i];
+	return true;
+}
+
+/* Decides between an array index and a string for a decimal name. */
+static int decimal_is_index(struct store_txn *txn, struct tree_path *p, bool *is_index)
+{
+	struct tree_node parent;
+	int ret = tree_lookup(txn, p->key, p->len, &parent);
+
+	if (ret < 0)
+		return ret;
+	if (parent.exists && parent.kind == MODEL_KIND_LEAF)
+		return -ENOTDIR;
+	*is_index = parent.exists && parent.kind == MODEL_KIND_ARRAY;
+	return 0;
+}
+
+static int append_name(struct store_txn *txn, struct tree_path *p, struct tuple_writer *w,
+		       const char *name, size_t len, unsigned flags)
+{
+	char raw[STORE_KEY_MAX + 1];
+	int64_t index;
+	bool is_index = false;
+	ssize_t n;
+	int ret;
+
+	if (tree_name_index(name, len, &index)) {
+		ret = decimal_is_index(txn, p, &is_index);
+		if (ret < 0)
+			return ret;
+	}
+	if (is_index) {
+		tuple_put_int(w, index);
+		return 0;
+	}
+	n = tree_name_unescape(name, len, raw, sizeof(raw));
+	if (n < 0)
+		return len > STORE_KEY_MAX ? -ENAMETOOLONG
+			: (flags & TREE_FOR_CREATE) ? -EINVAL : -ENOENT;
+	if ((flags & TREE_FOR_CREATE) && !utf8_is_valid(raw, (size_t)n))
+		return -EINVAL;
+	tuple_put_string(w, raw, (size_t)n);
+	return 0;
+}
+
+static int resolve_fail(const char *path, int ret, struct model_error *err)
+{
+	switch (ret) {
+	case -ENAMETOOLONG:
+		return tree_fail(err, ret, "path too long for a key: %s", path);
+	case -ENOTDIR:
+		return tree_fail(err, ret, "%s: a leaf is not a directory", path);
+	case -EINVAL:
+		return tree_fail(err, ret, "%s: invalid name", path);
+	case -ENOENT:
+		return tree_fail(err, ret, "%s: no such file or directory", path);
+	default:
+		return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
+	}
+}
+
+int tree_resolve(struct store_txn *txn, const char *path, unsigned flags,
+		 struct tree_path *out, struct model_error *err)
+{
+	struct tuple_writer w;
+	struct component c;
+	size_t pos = 0;
+	int ret;
+
+	out->text = path;
+	out->len = out->parent_len = 0;
+	out->depth = 0;
+	out->is_view = false;
+	tuple_writer_init(&w, out->key, sizeof(out->key));
+	while (next_component(path, &pos, &c)) {
+		if (c.last && c.len >= 5 && memcmp(c.name + c.len - 5, ".json", 5) == 0) {
+			out->is_view = true;
+			c.len -= 5;
+			if (c.len == 0)
+				break;
+		}
+		out->parent_len = w.len;
+		ret = append_name(txn, out, &w, c.name, c.len, flags);
+		if (ret == 0 && w.overflow)
+			ret = -ENAMETOOLONG;
+		if (ret < 0)
+			return resolve_fail(path, ret, err);
+		out->len = w.len;
+		out->depth++;
+	}
+	return 0;
+}
+
+/* ---- nodes ---- */
+
+static int node_from_record(const struct store_val *val, struct tree_node *out)
+{
+	if (leaf_decode(val->data, val->len, &out->leaf) < 0)
+		return -EIO;
+	out->exists = true;
+	out->marker = leaf_is_marker(&out->leaf);
+	out->empty = out->marker;
+	if (!out->marker)
+		out->kind = MODEL_KIND_LEAF;
+	else
+		out->kind = out->leaf.tag == LEAF_EMPTY_ARRAY ? MODEL_KIND_ARRAY : MODEL_KIND_OBJECT;
+	return 0;
+}
+
+/* The kind of the container whose first descendant is key, from key[len]. */
+static int kind_at(const uint8_t *key, size_t key_len, size_t len, enum model_kind *kind)
+{
+	struct tuple_reader r;
+	struct tuple_elem e;
+
+	tuple_reader_init(&r, key + len, key_len - len);
+	if (tuple_next(&r, &e) != 1)
+		return -EIO;
+	if (e.type == TUPLE_TYPE_INT)
+		*kind = MODEL_KIND_ARRAY;
+	else
+		*kind = MODEL_KIND_OBJECT;
+	return 0;
+}
+
+static int lookup_first(struct store_scan *scan, size_t len, struct tree_node *out)
+{
+	struct store_val k, v;
+	int ret = store_scan_next(scan, &k, &v);
+
+	if (ret <= 0)
+		return ret;
+	if (k.len == len)
+		return node_from_record(&v, out);
+	/* 0xFF after the prefix: an escaped NUL of a sibling string, not a child. */
+	if (((const uint8_t *)k.data)[len] == 0xFF)
+		return 0;
+	out->exists = true;
+	out->marker = out->empty = false;
+	return kind_at(k.data, k.len, len, &out->kind);
+}
+
+int tree_lookup(struct store_txn *txn, const uint8_t *key, size_t len, struct tree_node *out)
+{
+	struct store_scan *scan;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	ret = store_scan_open(txn, STORE_SPACE_DATA, key, len, &scan);
+	if (ret < 0)
+		return ret;
+	ret = lookup_first(scan, len, out);
+	store_scan_close(scan);
+	if (ret < 0)
+		return ret;
+	if (len == 0) {		/* the root: always an object */
+		out->empty = !out->exists;
+		out->exists = true;
+		out->kind = MODEL_KIND_OBJECT;
+		out->marker = false;
+	}
+	return 0;
+}
+
+int tree_get(struct store_txn *txn, const struct tree_path *p, struct tree_node *out,
+	     struct model_error *err)
+{
+	int ret = tree_lookup(txn, p->key, p->len, out);
+
+	if (ret == -EIO)
+		return tree_fail(err, ret, "%s: corrupt record in the store", p->text);
+	if (ret < 0)
+		return tree_fail(err, ret, "%s: %s", p->text, strerror(-ret));
+	if (!out->exists)
+		return tree_missing(txn, p, err);
+	return 0;
+}
+
+int tree_missing(struct store_txn *txn, const struct tree_path *p, struct model_error *err)
+{
+	struct tuple_reader r;
+	struct tuple_elem e;
+	struct store_val v;
+	struct leaf leaf;
+
+	tuple_reader_init(&r, p->key, p->len);
+	while (tuple_next(&r, &e) == 1 && r.pos < p->len) {
+		if (store_get(txn, STORE_SPACE_DATA, p->key, r.pos, &v) == 0 &&
+		    leaf_decode(v.data, v.len, &leaf) == 0 && !leaf_is_marker(&leaf))
+			return tree_fail(err, -ENOTDIR, "%s: a leaf is not a directory", p->text);
+	}
+	return tree_fail(err, -ENOENT, "%s: no such file or directory", p->text);
+}
+
+static bool last_is_int(const struct tree_path *p)
+{
+	return p->parent_len < p->len && p->key[p->parent_len] != 0x02;
+}
+
+int tree_parent_check(struct store_txn *txn, const struct tree_path *p, struct tree_node *out,
+		      struct model_error *err)
+{
+	struct tree_path parent = *p;
+	struct tree_node n;
+	int ret;
+
+	parent.len = p->parent_len;
+	ret = tree_get(txn, &parent, &n, err);
+	if (ret == -ENOENT)
+		return tree_fail(err, ret, "%s: the parent directory does not exist", p->text);
+	if (ret < 0)
+		return ret;
+	if (n.kind == MODEL_KIND_LEAF)
+		return tree_fail(err, -ENOTDIR, "%s: the parent is a leaf, not a directory", p->text);
+	if (n.kind == MODEL_KIND_ARRAY && !last_is_int(p))
+		return tree_fail(err, -EINVAL, "%s: names in an array are indices (0, 1, ...)",
+				 p->text);
+	if (n.kind == MODEL_KIND_OBJECT && last_is_int(p))
+		return tree_fail(err, -EINVAL, "%s: an index in an object", p->text);
+	*out = n;
+	return 0;
+}
+
+int tree_attach(struct store_txn *txn, const struct tree_path *p, struct model_error *err)
+{
+	struct tree_node n;
+	int ret;
+
+	if (p->len == 0)
+		return 0;
+	ret = tree_parent_check(txn, p, &n, err);
+	if (ret < 0)
+		return ret;
+	if (n.marker)
+		return store_del(txn, STORE_SPACE_DATA, p->key, p->parent_len);
+	return 0;
+}
+
+int tree_delete(struct store_txn *txn, const uint8_t *key, size_t len)
+{
+	/* Children start with a string (0x02) or an index (0x14..0x1c) element;
+	 * a plain prefix delete would also take siblings whose name continues
+	 * with an escaped NUL (0x00 0xFF). */
+	uint8_t buf[STORE_KEY_MAX + 1];
+	int ret;
+
+	if (len > 0) {
+		ret = store_del(txn, STORE_SPACE_DATA, key, len);
+		if (ret < 0 && ret != -ENOENT)
+			return ret;
+	}
+	memcpy(buf, key, len);
+	for (int code = 0x00; code < 0xFF; code++) {
+		if (code != 0x02 && (code < 0x14 || code > 0x1c))
+			continue;
+		buf[len] = (uint8_t)code;
+		ret = store_del_prefix(txn, STORE_SPACE_DATA, buf, len + 1, NULL);
+		if (ret < 0 && ret != -ENOENT)
+			return ret;
+	}
+	return 0;
+}
+
+int tree_put_leaf(struct store_txn *txn, const uint8_t *key, size_t len, const struct leaf *leaf)
+{
+	struct strbuf sb;
+	int ret;
+
+	strbuf_init(&sb);
+	leaf_encode(leaf, &sb);
+	ret = sb.failed ? -ENOMEM : store_put(txn, STORE_SPACE_DATA, key, len, sb.buf, sb.len);
+	strbuf_release(&sb);
+	return ret;
+}
+
+int tree_put_marker(struct store_txn *txn, const uint8_t *key, size_t len, enum model_kind kind)
+{
+	struct leaf leaf;
+
+	memset(&leaf, 0, sizeof(leaf));
+	leaf.tag = kind == MODEL_KIND_ARRAY ? LEAF_EMPTY_ARRAY : LEAF_EMPTY_OBJECT;
+	leaf.mtime_ns = tree_now_ns();
+	return tree_put_leaf(txn, key, len, &leaf);
+}
+
+int tree_keep_parent(struct store_txn *txn, const uint8_t *key, size_t parent_len)
+{
+	enum model_kind kind = key[parent_len] == 0x02 ? MODEL_KIND_OBJECT : MODEL_KIND_ARRAY;
+	struct tree_node n;
+	int ret;
+
+	if (parent_len == 0)
+		return 0;
+	ret = tree_lookup(txn, key, parent_len, &n);
+	if (ret < 0 || n.exists)
+		return ret;
+	return tree_put_marker(txn, key, parent_len, kind);
+}
+
+uint64_t tree_ino(const uint8_t *key, size_t len, bool view)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= key[i];
+		h *= 0x100000001b3ULL;
+	}
+	if (view) {
+		h ^= 0xFF;	/* never a key byte after a whole key: views differ */
+		h *= 0x100000001b3ULL;
+	} else if (len == 0) {
+		return 1;
+	}
+	return h <= 1 ? h + 2 : h;
+}
+
+void tree_node_fill(struct model *m, const uint8_t *key, size_t len,
+		    const struct tree_node *n, struct model_node *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->kind = n->kind;
+	out->ino = tree_ino(key, len, false);
+	out->mtime_ns = m->created_ns;
+	out->empty = n->empty;
+	if (n->kind == MODEL_KIND_LEAF) {
+		out->type = leaf_model_type(&n->leaf);
+		out->size = leaf_text_size(&n->leaf);
+		out->mtime_ns = n->leaf.mtime_ns;
+	}
+}
+
+/* ---- children ---- */
+
+static int child_fill(struct store_scan *scan, size_t len, struct tree_child *c)
+{
+	struct store_val k;
+	struct tuple_reader r;
+	int ret = store_scan_next(scan, &k, &c->val);
+
+	if (ret <= 0)
+		return ret;
+	if (k.len <= len || ((const uint8_t *)k.data)[len] == 0xFF)
+		return 0;	/* the prefix itself or a NUL-continued sibling: no children */
+	c->key = k.data;
+	c->key_len = k.len;
+	tuple_reader_init(&r, c->key + len, k.len - len);
+	if (tuple_next(&r, &c->elem) != 1)
+		return -EIO;
+	c->end = len + r.pos;
+	return 1;
+}
+
+/* Positions the scan after every key under key[0..end]. */
+static int child_skip(struct store_scan *scan, const uint8_t *key, size_t end)
+{
+	uint8_t buf[STORE_KEY_MAX + 1];
+
+	if (end >= STORE_KEY_MAX)
+		return 0;	/* a full-length key has nothing under it */
+	memcpy(buf, key, end);
+	buf[end] = 0xFF;
+	return store_scan_seek(scan, buf, end + 1);
+}
+
+int tree_child_first(struct store_scan *scan, const uint8_t *prefix, size_t len,
+		     const uint8_t *after, size_t after_len, struct tree_child *c)
+{
+	int ret;
+
+	if (after) {
+		ret = child_skip(scan, after, after_len);
+		if (ret < 0)
+			return ret;
+	}
+	(void)prefix;
+	return child_fill(scan, len, c);
+}
+
+int tree_child_next(struct store_scan *scan, size_t len, struct tree_child *c)
+{
+	int ret = child_skip(scan, c->key, c->end);
+
+	return ret < 0 ? ret : child_fill(scan, len, c);
+}
+
+int tree_child_node(const struct tree_child *c, struct tree_node *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (c->key_len == c->end)
+		return node_from_record(&c->val, out);
+	out->exists = true;
+	return kind_at(c->key, c->key_len, c->end, &out->kind);
+}

@@ -1,0 +1,131 @@
+/*
+ * model/tree_int.h - private interfaces of the tree half of model/: the
+ * model handle, names <-> key elements, path resolution, node lookup,
+ * child iteration, and the document flattener/renderer shared by the
+ * node, document, rename, dump and check files. Nothing outside model/
+ * includes it.
+ */
+#ifndef KVFS_MODEL_TREE_INT_H
+#define KVFS_MODEL_TREE_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/model.h"
+#include "model/model_int.h"
+#include "store/store.h"
+
+struct model {
+	struct store *st;
+	int64_t created_ns;
+	bool readonly;
+};
+
+/* Longest escaped name a key element can produce, with its NUL. */
+#define TREE_NAME_MAX (1 + 3 * STORE_KEY_MAX + 1)
+
+/* ---- errors ---- */
+/* Writes "fmt..." into err (may be NULL) and returns ret. */
+int tree_fail(struct model_error *err, int ret, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int64_t tree_now_ns(void);
+
+/* ---- names ---- */
+/* Escapes one key string into out (TREE_NAME_MAX bytes); returns its length. */
+size_t tree_name_escape(const void *key, size_t len, char *out);
+/* Unescapes a name into dst (cap bytes): its length, or -1 when invalid. */
+ssize_t tree_name_unescape(const char *name, size_t len, char *dst, size_t cap);
+/* True when name is a canonical non-negative decimal ("0", "17"). */
+bool tree_name_index(const char *name, size_t len, int64_t *out);
+/* Appends the mount path of key (every element escaped) to sb. */
+void tree_key_to_path(const uint8_t *key, size_t len, struct strbuf *sb);
+
+/* ---- paths ---- */
+enum tree_resolve_flags {
+	TREE_FOR_CREATE = 1 << 0,	/* bad names give -EINVAL, not -ENOENT */
+};
+
+/* A path resolved to a key. */
+struct tree_path {
+	const char *text;	/* the path as given, for messages */
+	uint8_t key[STORE_KEY_MAX];
+	size_t len;
+	size_t parent_len;	/* key length of the parent (== len at the root) */
+	int depth;		/* elements in key */
+	bool is_view;		/* NAME.json: key is NAME's */
+};
+
+int tree_resolve(struct store_txn *txn, const char *path, unsigned flags,
+		 struct tree_path *out, struct model_error *err);
+
+/* ---- nodes ---- */
+struct tree_node {
+	bool exists;
+	enum model_kind kind;	/* LEAF, OBJECT or ARRAY */
+	bool marker;		/* an empty container kept as a marker record */
+	bool empty;
+	struct leaf leaf;	/* kind LEAF or marker: borrowed from txn */
+};
+
+/* What is at key[0..len]: one seek. -EIO on a corrupt record. */
+int tree_lookup(struct store_txn *txn, const uint8_t *key, size_t len, struct tree_node *out);
+/* The node at a resolved path, with -ENOENT/-ENOTDIR and a message when missing. */
+int tree_get(struct store_txn *txn, const struct tree_path *p, struct tree_node *out,
+	     struct model_error *err);
+/* -ENOTDIR when an ancestor of p is a leaf, else -ENOENT; with message. */
+int tree_missing(struct store_txn *txn, const struct tree_path *p, struct model_error *err);
+/*
+ * Prepares the parent of p to receive p as a new child: the parent must be
+ * a container whose kind matches p's last element; an empty container's
+ * marker is deleted. Nothing is written for the root.
+ */
+/* The checks of tree_attach without writing; *parent is the parent node. */
+int tree_parent_check(struct store_txn *txn, const struct tree_path *p, struct tree_node *parent,
+		      struct model_error *err);
+int tree_attach(struct store_txn *txn, const struct tree_path *p, struct model_error *err);
+/* Deletes key[0..len] and its whole subtree. */
+int tree_delete(struct store_txn *txn, const uint8_t *key, size_t len);
+/* After removing a child of the container at key[0..parent_len] that ended
+ * with element type `child`, writes a marker when the container is now empty. */
+int tree_keep_parent(struct store_txn *txn, const uint8_t *key, size_t parent_len);
+int tree_put_marker(struct store_txn *txn, const uint8_t *key, size_t len, enum model_kind kind);
+int tree_put_leaf(struct store_txn *txn, const uint8_t *key, size_t len, const struct leaf *leaf);
+uint64_t tree_ino(const uint8_t *key, size_t len, bool view);
+void tree_node_fill(struct model *m, const uint8_t *key, size_t len,
+		    const struct tree_node *n, struct model_node *out);
+
+/* ---- children ---- */
+struct tree_child {
+	const uint8_t *key;	/* first key under the child (borrowed) */
+	size_t key_len;
+	size_t end;		/* key[0..end] is the child's own key */
+	struct store_val val;
+	struct tuple_elem elem;	/* the child's element */
+};
+
+/*
+ * Children of the container at prefix[0..len], one seek each. Open a scan
+ * with prefix, then call tree_child_next: 1 with c filled, 0 at the end.
+ * after (may be NULL) resumes after that child key of length after_len.
+ */
+int tree_child_first(struct store_scan *scan, const uint8_t *prefix, size_t len,
+		     const uint8_t *after, size_t after_len, struct tree_child *c);
+int tree_child_next(struct store_scan *scan, size_t len, struct tree_child *c);
+/* The node a child stands for (from its first key). */
+int tree_child_node(const struct tree_child *c, struct tree_node *out);
+
+/* ---- documents (doc.c) ---- */
+enum doc_flags {
+	DOC_APPEND = 1 << 0,	/* append each value as the next array element */
+};
+/* Replaces (or appends to) the node at p with parsed JSON, inside txn. */
+int doc_write(struct store_txn *txn, const struct tree_path *p, const char *json, size_t len,
+	      unsigned flags, model_progress_fn progress, void *arg, struct model_error *err);
+/* Renders the node at key[0..len] into w. -ENOENT when nothing is there. */
+int doc_render(struct store_txn *txn, const uint8_t *key, size_t len, struct json_writer *w);
+/* Renders into out (MODEL_JSON_* flags), finished. */
+int doc_render_buf(struct store_txn *txn, const uint8_t *key, size_t len, unsigned flags,
+		   struct strbuf *out);
+
+#endif
