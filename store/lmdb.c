@@ -1,0 +1,897 @@
+/*
+ * store/lmdb.c - the LMDB backend of store/store.h: the environment and its
+ * format check, transactions, map-size growth, point operations and prefix
+ * scans with subtree skipping. The only file in kvfs that includes lmdb.h.
+ *
+ * Locking. mdb_env_set_mapsize() may only run while this process has no
+ * transaction open, so every transaction is counted in a "gate" for its
+ * whole life, and growth waits until the count is zero. The order is always
+ *     write_mutex  ->  gate (shared)  ->  LMDB's writer lock
+ * and growth runs holding write_mutex only, after its own transaction has
+ * ended and left the gate. So a writer never waits for the gate while
+ * holding LMDB's writer lock, and a thread waiting for LMDB's writer lock
+ * holds the write mutex, which keeps every other writer of this process out.
+ * The gate is a counter under a mutex rather than a pthread_rwlock because
+ * a read transaction may be ended by another thread of a FUSE pool
+ * (MDB_NOTLS), and a rwlock must be unlocked by the thread that locked it.
+ * A thread must not begin a write while it holds a read transaction.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <lmdb.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store/store.h"
+
+#define MAPSIZE_DEFAULT ((size_t)64 << 20)
+#define MAX_READERS 254
+
+static const char *const space_names[STORE_SPACE_COUNT] = { "meta", "data" };
+
+struct store {
+	MDB_env *env;
+	MDB_dbi dbi[STORE_SPACE_COUNT];
+	bool readonly;
+	int64_t created_ns;
+	pthread_mutex_t write_mutex;	/* one writer of this process at a time */
+	pthread_mutex_t gate_mutex;	/* guards the two fields below */
+	pthread_cond_t gate_cond;
+	unsigned active_txns;		/* transactions open in this process */
+	bool resizing;			/* mapsize change in progress */
+};
+
+struct store_txn {
+	struct store *st;
+	MDB_txn *txn;
+	bool write;
+	bool map_full;		/* an operation hit MDB_MAP_FULL: grow and retry */
+};
+
+enum scan_state { SCAN_START, SCAN_SEEK, SCAN_NEXT, SCAN_END };
+
+struct store_scan {
+	struct store_txn *txn;
+	MDB_cursor *cursor;
+	enum scan_state state;
+	uint64_t steps;
+	size_t prefix_len;
+	size_t target_len;
+	uint8_t prefix[STORE_KEY_MAX];
+	uint8_t target[STORE_KEY_MAX];	/* where SCAN_SEEK positions next */
+};
+
+/* ---- errors: the one place LMDB codes become -errno ---- */
+
+static int store_err(int rc)
+{
+	switch (rc) {
+	case MDB_SUCCESS: return 0;
+	case MDB_NOTFOUND: return -ENOENT;
+	case MDB_KEYEXIST: return -EEXIST;
+	case MDB_MAP_FULL: return -ENOSPC;
+	case MDB_BAD_VALSIZE: return -ENAMETOOLONG;
+	case MDB_TXN_FULL: case MDB_CURSOR_FULL: case MDB_PAGE_FULL: return -EFBIG;
+	case MDB_READERS_FULL: case MDB_TLS_FULL: case MDB_MAP_RESIZED: return -EAGAIN;
+	case MDB_DBS_FULL: return -EMFILE;
+	case MDB_BAD_RSLOT: case MDB_BAD_DBI: case MDB_INCOMPATIBLE: return -EINVAL;
+	case MDB_CORRUPTED: case MDB_PAGE_NOTFOUND: case MDB_INVALID:
+	case MDB_PANIC: case MDB_VERSION_MISMATCH: case MDB_BAD_TXN: return -EIO;
+	default: return rc > 0 ? -rc : -EIO;
+	}
+}
+
+/* Maps an operation's result, remembering a full map for store_write. */
+static int txn_err(struct store_txn *t, int rc)
+{
+	if (rc == MDB_MAP_FULL)
+		t->map_full = true;
+	if (rc == EACCES && !t->write)
+		return -EROFS;
+	return store_err(rc);
+}
+
+static void say(char *why, size_t why_len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!why || !why_len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, why_len, fmt, ap);
+	va_end(ap);
+}
+
+/* ---- the gate (see the top of the file) ---- */
+
+static void gate_enter(struct store *st)
+{
+	pthread_mutex_lock(&st->gate_mutex);
+	while (st->resizing)
+		pthread_cond_wait(&st->gate_cond, &st->gate_mutex);
+	st->active_txns++;
+	pthread_mutex_unlock(&st->gate_mutex);
+}
+
+static void gate_leave(struct store *st)
+{
+	pthread_mutex_lock(&st->gate_mutex);
+	if (--st->active_txns == 0)
+		pthread_cond_broadcast(&st->gate_cond);
+	pthread_mutex_unlock(&st->gate_mutex);
+}
+
+/* Waits until no transaction is open and keeps new ones out. */
+static void gate_close(struct store *st)
+{
+	pthread_mutex_lock(&st->gate_mutex);
+	while (st->resizing || st->active_txns > 0)
+		pthread_cond_wait(&st->gate_cond, &st->gate_mutex);
+	st->resizing = true;
+	pthread_mutex_unlock(&st->gate_mutex);
+}
+
+static void gate_open(struct store *st)
+{
+	pthread_mutex_lock(&st->gate_mutex);
+	st->resizing = false;
+	pthread_cond_broadcast(&st->gate_cond);
+	pthread_mutex_unlock(&st->gate_mutex);
+}
+
+/* ---- map size ---- */
+
+/* KVFS_MAPSIZE: bytes, optionally with a k/m/g suffix (tests use small maps). */
+static size_t initial_mapsize(void)
+{
+	const char *s = getenv("KVFS_MAPSIZE");
+	unsigned long long v;
+	char *end;
+
+	if (!s || !*s)
+		return MAPSIZE_DEFAULT;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return MAPSIZE_DEFAULT;
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; break;
+	case 'm': case 'M': v <<= 20; break;
+	case 'g': case 'G': v <<= 30; break;
+	}
+	return v < 65536 ? 65536 : (size_t)v;
+}
+
+static size_t current_mapsize(struct store *st)
+{
+	MDB_envinfo info;
+
+	mdb_env_info(st->env, &info);
+	return info.me_mapsize;
+}
+
+/*
+ * Another process grew the map past our mapping: adopt its size.
+ * Called with no transaction of ours open.
+ */
+static int adopt_mapsize(struct store *st)
+{
+	int rc;
+
+	gate_close(st);
+	rc = mdb_env_set_mapsize(st->env, 0);
+	gate_open(st);
+	return store_err(rc);
+}
+
+/*
+ * Doubles the map (or takes another process's larger size). Called holding
+ * write_mutex, with no transaction of ours open. Failure means the address
+ * space or the disk cannot hold more: -ENOSPC.
+ */
+static int grow_mapsize(struct store *st)
+{
+	size_t old, adopted;
+	int rc;
+
+	gate_close(st);
+	old = current_mapsize(st);
+	rc = mdb_env_set_mapsize(st->env, 0);
+	adopted = current_mapsize(st);
+	if (rc == 0 && adopted <= old)
+		rc = old > SIZE_MAX / 2 ? ENOMEM : mdb_env_set_mapsize(st->env, old * 2);
+	gate_open(st);
+	return rc ? -ENOSPC : 0;
+}
+
+/* ---- opening ---- */
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void put_be(uint8_t *p, uint64_t v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
+}
+
+static uint64_t get_be(const uint8_t *p, size_t n)
+{
+	uint64_t v = 0;
+
+	for (size_t i = 0; i < n; i++)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static int meta_put(MDB_txn *txn, MDB_dbi dbi, const char *name, uint64_t v, size_t n)
+{
+	uint8_t buf[8];
+	MDB_val k = { strlen(name), (void *)name }, d = { n, buf };
+
+	put_be(buf, v, n);
+	return mdb_put(txn, dbi, &k, &d, 0);
+}
+
+/* Fills a new store's meta space: format version and creation time. */
+static int init_meta(struct store *st, MDB_txn *txn)
+{
+	int rc;
+
+	st->created_ns = now_ns();
+	rc = meta_put(txn, st->dbi[STORE_SPACE_META], "format", STORE_FORMAT_VERSION, 4);
+	if (rc == 0)
+		rc = meta_put(txn, st->dbi[STORE_SPACE_META], "created", (uint64_t)st->created_ns, 8);
+	return rc;
+}
+
+/* Checks the format version of an existing store and reads its creation time. */
+static int check_meta(struct store *st, MDB_txn *txn, const char *dir, char *why, size_t why_len)
+{
+	MDB_val k = { 6, (void *)"format" }, v;
+	uint64_t version;
+
+	if (mdb_get(txn, st->dbi[STORE_SPACE_META], &k, &v) != 0 || v.mv_size != 4) {
+		say(why, why_len, "%s: not a kvfs store (no format version)", dir);
+		return -EINVAL;
+	}
+	version = get_be(v.mv_data, 4);
+	if (version > STORE_FORMAT_VERSION) {
+		say(why, why_len, "store format %llu is newer than this kvfs supports (%d)",
+		    (unsigned long long)version, STORE_FORMAT_VERSION);
+		return -EPROTONOSUPPORT;
+	}
+	if (version == 0) {
+		say(why, why_len, "%s: not a kvfs store (format 0)", dir);
+		return -EINVAL;
+	}
+	k = (MDB_val){ 7, (void *)"created" };
+	if (mdb_get(txn, st->dbi[STORE_SPACE_META], &k, &v) == 0 && v.mv_size == 8)
+		st->created_ns = (int64_t)get_be(v.mv_data, 8);
+	return 0;
+}
+
+static bool main_db_empty(MDB_txn *txn)
+{
+	MDB_stat ms;
+
+	return mdb_stat(txn, 0, &ms) == 0 && ms.ms_entries == 0;
+}
+
+/*
+ * Opens the named databases in one transaction: an empty writable LMDB
+ * becomes a kvfs store, anything else must carry our format.
+ */
+static int open_spaces(struct store *st, const char *dir, char *why, size_t why_len)
+{
+	unsigned create = st->readonly ? 0 : MDB_CREATE;
+	MDB_txn *txn;
+	bool fresh;
+	int rc;
+
+	rc = mdb_txn_begin(st->env, NULL, st->readonly ? MDB_RDONLY : 0, &txn);
+	if (rc) {
+		say(why, why_len, "%s: %s", dir, mdb_strerror(rc));
+		return store_err(rc);
+	}
+	rc = mdb_dbi_open(txn, space_names[STORE_SPACE_META], 0, &st->dbi[STORE_SPACE_META]);
+	fresh = rc == MDB_NOTFOUND && main_db_empty(txn) && !st->readonly;
+	if (fresh)
+		rc = mdb_dbi_open(txn, space_names[STORE_SPACE_META], MDB_CREATE,
+				  &st->dbi[STORE_SPACE_META]);
+	if (rc) {
+		say(why, why_len, "%s: not a kvfs store", dir);
+		rc = rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE ? -EINVAL : store_err(rc);
+		goto out_abort_txn;
+	}
+	rc = fresh ? store_err(init_meta(st, txn)) : check_meta(st, txn, dir, why, why_len);
+	if (rc)
+		goto out_abort_txn;
+	rc = mdb_dbi_open(txn, space_names[STORE_SPACE_DATA], create, &st->dbi[STORE_SPACE_DATA]);
+	if (rc) {
+		say(why, why_len, "%s: not a kvfs store (no data space)", dir);
+		rc = store_err(rc);
+		goto out_abort_txn;
+	}
+	rc = mdb_txn_commit(txn);	/* also keeps the dbi handles */
+	if (rc)
+		say(why, why_len, "%s: %s", dir, mdb_strerror(rc));
+	return store_err(rc);
+
+out_abort_txn:
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+/* Makes sure dir exists (creating it 0700 if allowed); *created_file tells
+ * whether data.mdb is about to be created. */
+static int prepare_dir(const char *dir, unsigned flags, bool *created_file, char *why, size_t why_len)
+{
+	char path[PATH_MAX];
+	struct stat sb;
+	int err;
+
+	if (stat(dir, &sb) < 0) {
+		err = errno;
+		if (err != ENOENT || !(flags & STORE_OPEN_CREATE)) {
+			say(why, why_len, "%s: %s", dir, strerror(err));
+			return -err;
+		}
+		if (mkdir(dir, 0700) < 0 || chmod(dir, 0700) < 0) {
+			err = errno;
+			say(why, why_len, "cannot create %s: %s", dir, strerror(err));
+			return -err;
+		}
+	} else if (!S_ISDIR(sb.st_mode)) {
+		say(why, why_len, "%s: not a directory", dir);
+		return -ENOTDIR;
+	}
+	snprintf(path, sizeof(path), "%s/data.mdb", dir);
+	*created_file = access(path, F_OK) < 0;
+	if (*created_file && (!(flags & STORE_OPEN_CREATE) || (flags & STORE_OPEN_READONLY))) {
+		say(why, why_len, "%s: no kvfs store here (no data.mdb)", dir);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/* LMDB creates its files 0600 minus the umask; make them exactly 0600. */
+static int fix_file_modes(const char *dir)
+{
+	static const char *const files[] = { "data.mdb", "lock.mdb" };
+	char path[PATH_MAX];
+
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+		if (chmod(path, 0600) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+static int env_open(struct store *st, const char *dir, unsigned flags, char *why, size_t why_len)
+{
+	unsigned envflags = MDB_NOTLS;
+	int rc;
+
+	if (flags & STORE_OPEN_READONLY)
+		envflags |= MDB_RDONLY;
+	if (flags & STORE_OPEN_NOSYNC)
+		envflags |= MDB_NOSYNC;
+	rc = mdb_env_create(&st->env);
+	if (rc == 0)
+		rc = mdb_env_set_maxdbs(st->env, 4);
+	if (rc == 0)
+		rc = mdb_env_set_maxreaders(st->env, MAX_READERS);
+	if (rc == 0)
+		rc = mdb_env_open(st->env, dir, envflags, 0600);
+	if (rc) {
+		say(why, why_len, "%s: %s", dir,
+		    rc == MDB_INVALID ? "not a kvfs store (not an LMDB file)" : mdb_strerror(rc));
+		if (st->env)
+			mdb_env_close(st->env);
+		st->env = NULL;
+		return store_err(rc);
+	}
+	/* Grow to the wanted size, never shrink a store another run grew. */
+	if (!st->readonly && current_mapsize(st) < initial_mapsize())
+		mdb_env_set_mapsize(st->env, initial_mapsize());
+	return 0;
+}
+
+static struct store *store_alloc(unsigned flags)
+{
+	struct store *st = calloc(1, sizeof(*st));
+
+	if (!st)
+		return NULL;
+	st->readonly = flags & STORE_OPEN_READONLY;
+	pthread_mutex_init(&st->write_mutex, NULL);
+	pthread_mutex_init(&st->gate_mutex, NULL);
+	pthread_cond_init(&st->gate_cond, NULL);
+	return st;
+}
+
+static void store_free(struct store *st)
+{
+	pthread_cond_destroy(&st->gate_cond);
+	pthread_mutex_destroy(&st->gate_mutex);
+	pthread_mutex_destroy(&st->write_mutex);
+	free(st);
+}
+
+int store_open(const char *dir, unsigned flags, struct store **out, char *why, size_t why_len)
+{
+	struct store *st;
+	bool created_file = false;
+	int rc;
+
+	*out = NULL;
+	rc = prepare_dir(dir, flags, &created_file, why, why_len);
+	if (rc)
+		return rc;
+	st = store_alloc(flags);
+	if (!st) {
+		say(why, why_len, "out of memory");
+		return -ENOMEM;
+	}
+	rc = env_open(st, dir, flags, why, why_len);
+	if (rc)
+		goto out_free_store;
+	if (created_file && (rc = fix_file_modes(dir)) < 0) {
+		say(why, why_len, "%s: cannot set file modes: %s", dir, strerror(-rc));
+		goto out_close_env;
+	}
+	rc = open_spaces(st, dir, why, why_len);
+	if (rc)
+		goto out_close_env;
+	*out = st;
+	return 0;
+
+out_close_env:
+	mdb_env_close(st->env);
+out_free_store:
+	store_free(st);
+	return rc;
+}
+
+void store_close(struct store *st)
+{
+	if (!st)
+		return;
+	mdb_env_close(st->env);
+	store_free(st);
+}
+
+int store_info(struct store *st, struct store_info *out)
+{
+	struct store_txn *txn;
+	MDB_envinfo info;
+	MDB_stat ms;
+	int rc;
+
+	rc = store_read_begin(st, &txn);
+	if (rc)
+		return rc;
+	mdb_env_info(st->env, &info);
+	mdb_env_stat(st->env, &ms);
+	memset(out, 0, sizeof(*out));
+	out->map_size = info.me_mapsize;
+	out->page_size = ms.ms_psize;
+	out->used_bytes = ((uint64_t)info.me_last_pgno + 1) * ms.ms_psize;
+	out->last_txn_id = info.me_last_txnid;
+	out->created_ns = st->created_ns;
+	rc = mdb_stat(txn->txn, st->dbi[STORE_SPACE_DATA], &ms);
+	out->entries = ms.ms_entries;
+	store_txn_end(txn);
+	return store_err(rc);
+}
+
+int store_sync(struct store *st)
+{
+	if (st->readonly)
+		return 0;	/* nothing of ours to flush */
+	return store_err(mdb_env_sync(st->env, 1));
+}
+
+/* The copy runs its own read transaction, so it stays inside the gate. */
+int store_copy(struct store *st, const char *dir)
+{
+	char path[PATH_MAX];
+	int rc;
+
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	gate_enter(st);
+	rc = mdb_env_copy2(st->env, dir, MDB_CP_COMPACT);
+	gate_leave(st);
+	if (rc)
+		return store_err(rc);
+	snprintf(path, sizeof(path), "%s/data.mdb", dir);
+	return chmod(path, 0600) < 0 ? -errno : 0;
+}
+
+/* ---- transactions ---- */
+
+/* Begins an LMDB transaction inside the gate, adopting a map grown elsewhere. */
+static int txn_begin(struct store *st, unsigned flags, MDB_txn **out)
+{
+	int rc;
+
+	for (;;) {
+		gate_enter(st);
+		rc = mdb_txn_begin(st->env, NULL, flags, out);
+		if (rc == 0)
+			return 0;
+		gate_leave(st);
+		if (rc != MDB_MAP_RESIZED)
+			return store_err(rc);
+		rc = adopt_mapsize(st);
+		if (rc)
+			return rc;
+	}
+}
+
+int store_read_begin(struct store *st, struct store_txn **out)
+{
+	struct store_txn *t = calloc(1, sizeof(*t));
+	int rc;
+
+	*out = NULL;
+	if (!t)
+		return -ENOMEM;
+	t->st = st;
+	rc = txn_begin(st, MDB_RDONLY, &t->txn);
+	if (rc) {
+		free(t);
+		return rc;
+	}
+	*out = t;
+	return 0;
+}
+
+/* Ends a read transaction. Write transactions belong to store_write: no-op. */
+void store_txn_end(struct store_txn *txn)
+{
+	if (!txn || txn->write)
+		return;
+	mdb_txn_abort(txn->txn);
+	gate_leave(txn->st);
+	free(txn);
+}
+
+uint64_t store_txn_id(const struct store_txn *txn)
+{
+	return mdb_txn_id(txn->txn);
+}
+
+/*
+ * One attempt: begin, run fn, commit. *retry is set when the map was full
+ * (the transaction is then gone and the caller grows the map).
+ */
+static int write_attempt(struct store *st, store_write_fn fn, void *arg, bool *retry)
+{
+	struct store_txn t = { .st = st, .write = true };
+	int rc;
+
+	*retry = false;
+	rc = txn_begin(st, 0, &t.txn);
+	if (rc)
+		return rc;
+	rc = fn(&t, arg);
+	if (t.map_full || rc) {
+		*retry = t.map_full;
+		goto out_abort_txn;
+	}
+	rc = mdb_txn_commit(t.txn);	/* frees the transaction even on failure */
+	gate_leave(st);
+	*retry = rc == MDB_MAP_FULL;
+	return store_err(rc);
+
+out_abort_txn:
+	mdb_txn_abort(t.txn);
+	gate_leave(st);
+	return rc;
+}
+
+int store_write(struct store *st, store_write_fn fn, void *arg)
+{
+	bool retry;
+	int rc;
+
+	if (st->readonly)
+		return -EROFS;
+	pthread_mutex_lock(&st->write_mutex);
+	for (;;) {
+		rc = write_attempt(st, fn, arg, &retry);
+		if (!retry)
+			break;
+		rc = grow_mapsize(st);
+		if (rc)
+			break;
+	}
+	pthread_mutex_unlock(&st->write_mutex);
+	return rc;
+}
+
+/* ---- point operations ---- */
+
+static int check_key(size_t key_len)
+{
+	return key_len > STORE_KEY_MAX ? -ENAMETOOLONG : 0;
+}
+
+int store_get(struct store_txn *txn, enum store_space space,
+	      const void *key, size_t key_len, struct store_val *out)
+{
+	MDB_val k = { key_len, (void *)key }, v;
+	int rc;
+
+	if (key_len == 0)
+		return -ENOENT;	/* the root has no key */
+	if ((rc = check_key(key_len)))
+		return rc;
+	rc = mdb_get(txn->txn, txn->st->dbi[space], &k, &v);
+	if (rc)
+		return txn_err(txn, rc);
+	out->data = v.mv_data;
+	out->len = v.mv_size;
+	return 0;
+}
+
+int store_put(struct store_txn *txn, enum store_space space,
+	      const void *key, size_t key_len, const void *val, size_t val_len)
+{
+	MDB_val k = { key_len, (void *)key }, v = { val_len, (void *)val };
+	int rc;
+
+	if (!txn->write)
+		return -EROFS;
+	if (txn->map_full)
+		return -ENOSPC;	/* store_write will grow the map and retry */
+	if (key_len == 0)
+		return -EINVAL;
+	if ((rc = check_key(key_len)))
+		return rc;
+	return txn_err(txn, mdb_put(txn->txn, txn->st->dbi[space], &k, &v, 0));
+}
+
+int store_del(struct store_txn *txn, enum store_space space, const void *key, size_t key_len)
+{
+	MDB_val k = { key_len, (void *)key };
+	int rc;
+
+	if (!txn->write)
+		return -EROFS;
+	if (txn->map_full)
+		return -ENOSPC;
+	if (key_len == 0)
+		return -ENOENT;
+	if ((rc = check_key(key_len)))
+		return rc;
+	return txn_err(txn, mdb_del(txn->txn, txn->st->dbi[space], &k, NULL));
+}
+
+static bool has_prefix(const MDB_val *k, const void *prefix, size_t prefix_len)
+{
+	return prefix_len == 0 ||
+	       (k->mv_size >= prefix_len && memcmp(k->mv_data, prefix, prefix_len) == 0);
+}
+
+/* Positions c at the first key >= key (the first key at all for an empty key). */
+static int cursor_seek(MDB_cursor *c, const void *key, size_t key_len, MDB_val *k, MDB_val *v)
+{
+	*k = (MDB_val){ key_len, (void *)key };
+	return mdb_cursor_get(c, k, v, key_len ? MDB_SET_RANGE : MDB_FIRST);
+}
+
+/*
+ * Each deletion re-seeks to the prefix: everything before it is gone, so the
+ * first key >= prefix is the next victim, whatever LMDB does with a cursor
+ * after mdb_cursor_del.
+ */
+int store_del_prefix(struct store_txn *txn, enum store_space space,
+		     const void *prefix, size_t prefix_len, uint64_t *deleted)
+{
+	MDB_cursor *c;
+	MDB_val k, v;
+	uint64_t n = 0;
+	int rc;
+
+	if (deleted)
+		*deleted = 0;
+	if (!txn->write)
+		return -EROFS;
+	if (txn->map_full)
+		return -ENOSPC;
+	if ((rc = check_key(prefix_len)))
+		return rc;
+	rc = mdb_cursor_open(txn->txn, txn->st->dbi[space], &c);
+	if (rc)
+		return txn_err(txn, rc);
+	while ((rc = cursor_seek(c, prefix, prefix_len, &k, &v)) == 0 &&
+	       has_prefix(&k, prefix, prefix_len)) {
+		rc = mdb_cursor_del(c, 0);
+		if (rc)
+			break;
+		n++;
+	}
+	mdb_cursor_close(c);
+	if (deleted)
+		*deleted = n;
+	return rc == MDB_NOTFOUND ? 0 : txn_err(txn, rc);
+}
+
+/* ---- scans ---- */
+
+int store_scan_open(struct store_txn *txn, enum store_space space,
+		    const void *prefix, size_t prefix_len, struct store_scan **out)
+{
+	struct store_scan *s;
+	int rc;
+
+	*out = NULL;
+	if ((rc = check_key(prefix_len)))
+		return rc;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	rc = mdb_cursor_open(txn->txn, txn->st->dbi[space], &s->cursor);
+	if (rc) {
+		free(s);
+		return txn_err(txn, rc);
+	}
+	s->txn = txn;
+	s->state = SCAN_START;
+	if (prefix_len)
+		memcpy(s->prefix, prefix, prefix_len);
+	s->prefix_len = prefix_len;
+	*out = s;
+	return 0;
+}
+
+void store_scan_close(struct store_scan *scan)
+{
+	if (!scan)
+		return;
+	mdb_cursor_close(scan->cursor);
+	free(scan);
+}
+
+uint64_t store_scan_steps(const struct store_scan *scan)
+{
+	return scan->steps;
+}
+
+/* One cursor move, as the state says; counts it. */
+static int scan_move(struct store_scan *s, MDB_val *k, MDB_val *v)
+{
+	s->steps++;
+	switch (s->state) {
+	case SCAN_START:
+		return cursor_seek(s->cursor, s->prefix, s->prefix_len, k, v);
+	case SCAN_SEEK:
+		return cursor_seek(s->cursor, s->target, s->target_len, k, v);
+	default:
+		return mdb_cursor_get(s->cursor, k, v, MDB_NEXT);
+	}
+}
+
+int store_scan_next(struct store_scan *scan, struct store_val *key, struct store_val *val)
+{
+	MDB_val k, v;
+	int rc;
+
+	if (scan->state == SCAN_END)
+		return 0;
+	rc = scan_move(scan, &k, &v);
+	if (rc == 0 && !has_prefix(&k, scan->prefix, scan->prefix_len))
+		rc = MDB_NOTFOUND;
+	if (rc) {
+		scan->state = SCAN_END;
+		return rc == MDB_NOTFOUND ? 0 : txn_err(scan->txn, rc);
+	}
+	scan->state = SCAN_NEXT;
+	key->data = k.mv_data;
+	key->len = k.mv_size;
+	val->data = v.mv_data;
+	val->len = v.mv_size;
+	return 1;
+}
+
+/* Keys below the prefix seek to the prefix; keys past it end the scan on the next step. */
+int store_scan_seek(struct store_scan *scan, const void *key, size_t key_len)
+{
+	size_t n = key_len < scan->prefix_len ? key_len : scan->prefix_len;
+	int c = n ? memcmp(key, scan->prefix, n) : 0;
+
+	if (key_len > STORE_KEY_MAX)
+		return -ENAMETOOLONG;
+	if (c < 0 || (c == 0 && key_len <= scan->prefix_len)) {
+		scan->state = SCAN_START;
+		return 0;
+	}
+	memcpy(scan->target, key, key_len);
+	scan->target_len = key_len;
+	scan->state = SCAN_SEEK;
+	return 0;
+}
+
+/*
+ * The successor of every key starting with key[0..len): drop trailing 0xff
+ * bytes and increment the last byte ("strinc"). false when none exists.
+ */
+static bool prefix_successor(const uint8_t *key, size_t len, uint8_t *out, size_t *out_len)
+{
+	while (len > 0 && key[len - 1] == 0xff)
+		len--;
+	if (len == 0)
+		return false;
+	memcpy(out, key, len);
+	out[len - 1]++;
+	*out_len = len;
+	return true;
+}
+
+/*
+ * Length of key up to the end of the depth-th element after the prefix:
+ * 1 with *end set, 0 when the key has fewer elements, -EIO if it does not
+ * decode (keys in the data space are tuples).
+ */
+static int child_boundary(const struct store_scan *s, const struct store_val *key,
+			  int depth, size_t *end)
+{
+	struct tuple_reader r;
+	struct tuple_elem e;
+	int rc = 1;
+
+	tuple_reader_init(&r, (const uint8_t *)key->data + s->prefix_len, key->len - s->prefix_len);
+	for (int i = 0; i < depth && rc == 1; i++)
+		rc = tuple_next(&r, &e);
+	if (rc < 0)
+		return -EIO;
+	*end = s->prefix_len + r.pos;
+	return rc;
+}
+
+/*
+ * Keys with fewer than `depth` elements after the prefix (the prefix's own
+ * key, or a leaf above the wanted depth) name no element there: skipped.
+ */
+int store_scan_next_distinct(struct store_scan *scan, int depth,
+			     struct store_val *key, struct store_val *val, size_t *child_end)
+{
+	size_t end;
+	int rc;
+
+	if (depth < 1)
+		return -EINVAL;
+	for (;;) {
+		rc = store_scan_next(scan, key, val);
+		if (rc != 1)
+			return rc;
+		rc = child_boundary(scan, key, depth, &end);
+		if (rc < 0)
+			return rc;
+		if (rc == 1)
+			break;
+	}
+	*child_end = end;
+	if (prefix_successor(key->data, end, scan->target, &scan->target_len))
+		scan->state = SCAN_SEEK;
+	else
+		scan->state = SCAN_END;
+	return 1;
+}
