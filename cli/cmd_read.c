@@ -27,6 +27,20 @@ static bool node_is_container(const struct model_node *node)
 	return node->kind == MODEL_KIND_OBJECT || node->kind == MODEL_KIND_ARRAY;
 }
 
+/* JSON to stdout; compact JSON is one line, so it gets its newline here. */
+static int export_run(struct model *m, const char *path, bool compact)
+{
+	struct model_error err = { .msg = "" };
+	int ret;
+
+	ret = model_export_file(m, path, compact ? MODEL_JSON_COMPACT : 0, stdout, &err);
+	if (ret < 0)
+		return cli_model_fail(ret, &err, path);
+	if (compact)
+		putchar('\n');
+	return CLI_EXIT_OK;
+}
+
 /* The leaf at path, exactly as `cat` prints it in the mount. */
 static int get_text(struct model *m, const char *path)
 {
@@ -56,7 +70,6 @@ int cli_cmd_get(const struct cli_verb *verb, int argc, char **argv)
 		{ OPT_COMPACT, 0, "compact", false },
 		{ 0, 0, NULL, false },
 	};
-	struct model_error err = { .msg = "" };
 	bool json = false, compact = false;
 	struct cli_parse p;
 	struct model *m;
@@ -74,9 +87,7 @@ int cli_cmd_get(const struct cli_verb *verb, int argc, char **argv)
 	if (cli_open(p.operands[0], CLI_OPEN_READ, &m))
 		return CLI_EXIT_FAIL;
 	if (json) {
-		ret = model_export_file(m, p.operands[1], compact ? MODEL_JSON_COMPACT : 0,
-					stdout, &err);
-		ret = ret < 0 ? cli_model_fail(ret, &err, p.operands[1]) : CLI_EXIT_OK;
+		ret = export_run(m, p.operands[1], compact);
 	} else {
 		ret = get_text(m, p.operands[1]);
 	}
@@ -176,7 +187,6 @@ int cli_cmd_export(const struct cli_verb *verb, int argc, char **argv)
 		{ OPT_COMPACT, 0, "compact", false },
 		{ 0, 0, NULL, false },
 	};
-	struct model_error err = { .msg = "" };
 	bool compact = false;
 	struct cli_parse p;
 	const char *arg, *path;
@@ -191,9 +201,9 @@ int cli_cmd_export(const struct cli_verb *verb, int argc, char **argv)
 	path = p.noperands > 1 ? p.operands[1] : "/";
 	if (cli_open(p.operands[0], CLI_OPEN_READ, &m))
 		return CLI_EXIT_FAIL;
-	ret = model_export_file(m, path, compact ? MODEL_JSON_COMPACT : 0, stdout, &err);
+	ret = export_run(m, path, compact);
 	model_close(m);
-	return ret < 0 ? cli_model_fail(ret, &err, path) : CLI_EXIT_OK;
+	return ret;
 }
 
 int cli_cmd_dump(const struct cli_verb *verb, int argc, char **argv)

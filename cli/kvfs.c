@@ -36,7 +36,7 @@ static const struct cli_verb verbs[] = {
 		.summary = "Print the leaf at PATH exactly as `cat` prints it in the mount.",
 		.help =
 		"  --json     print the subtree (or leaf) at PATH as JSON, pretty-printed\n"
-		"  --compact  with --json: on one line\n",
+		"  --compact  print the JSON on one line (implies --json)\n",
 		.min_operands = 2, .max_operands = 2, .operand_names = { "STORE", "PATH" },
 	},
 	{
@@ -98,7 +98,7 @@ static const struct cli_verb verbs[] = {
 		.name = "export", .run = cli_cmd_export,
 		.synopsis = "[--compact] STORE [PATH]",
 		.summary = "Print the subtree at PATH (default: everything) as JSON.",
-		.help = "  --compact  on one line instead of pretty-printed\n",
+		.help = "  --compact  one line (and a newline) instead of pretty-printed\n",
 		.min_operands = 1, .max_operands = 2, .operand_names = { "STORE", "PATH" },
 	},
 	{

@@ -113,8 +113,8 @@ VERBS="mount umount get put ls rm mkdir import export dump load check backup inf
 
 @test "put and get doubles in their canonical text form" {
 	kvfs put --create --type double "$STORE" /a 1.5
-	kvfs put --type double "$STORE" /b 1
-	kvfs put --type double "$STORE" /c 1e308
+	kvfs put --type double "$STORE" /b 1.0
+	kvfs put --type double "$STORE" /c 1e+308
 	kvfs put --type double "$STORE" /d -0.25
 	run -0 kvfs get "$STORE" /a
 	assert_output '1.5'
@@ -124,6 +124,12 @@ VERBS="mount umount get put ls rm mkdir import export dump load check backup inf
 	assert_output '1e+308'
 	kvfs get "$STORE" /d >"$BATS_TEST_TMPDIR/out"
 	assert_file_bytes "$BATS_TEST_TMPDIR/out" '%s\n' -0.25
+	# with an explicit type the value must be written canonically
+	run -1 kvfs put --type double "$STORE" /e 1
+	assert_output --regexp '^kvfs: .*/e'
+	run -1 kvfs put --type double "$STORE" /e 1e308
+	run -1 kvfs put --type double "$STORE" /e nan
+	run -1 kvfs get "$STORE" /e
 }
 
 @test "put and get booleans and null" {
@@ -175,7 +181,8 @@ VERBS="mount umount get put ls rm mkdir import export dump load check backup inf
 }
 
 @test "get on a container asks for --json; --json and --compact render it" {
-	kvfs put --create "$STORE" /u/name Bob
+	kvfs mkdir --create "$STORE" /u
+	kvfs put "$STORE" /u/name Bob
 	kvfs put --type integer "$STORE" /u/age 42
 	run -1 kvfs get "$STORE" /u
 	assert_output 'kvfs: /u: is a directory, use --json'
@@ -189,6 +196,8 @@ VERBS="mount umount get put ls rm mkdir import export dump load check backup inf
 
 @test "get of a missing path exits 1 and names the path" {
 	kvfs put --create "$STORE" /a 1
+	run -1 kvfs put "$STORE" /no/parent v
+	assert_output --regexp '^kvfs: .*/no/parent'
 	run -1 kvfs get "$STORE" /nope/deeper
 	assert_output --regexp '^kvfs: .*/nope'
 	run -1 kvfs get "$STORE" /a/b
