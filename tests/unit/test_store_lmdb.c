@@ -497,7 +497,7 @@ static int load_tree(struct store_txn *txn, void *arg)
 {
 	uint8_t k[STORE_KEY_MAX];
 	struct tuple_writer w;
-	char name[16];
+	char name[24];
 	int rc = 0;
 
 	(void)arg;
@@ -520,7 +520,7 @@ static int load_tree(struct store_txn *txn, void *arg)
 
 static void test_skip_proof(void)
 {
-	char dir[128], want[16];
+	char dir[128], want[24];
 	struct store *st = open_new(dir, sizeof(dir));
 	uint8_t p[STORE_KEY_MAX];
 	size_t pl = key1(p, "tree"), end;
