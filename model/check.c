@@ -1,0 +1,147 @@
+/*
+ * model/check.c - verifies a store against docs/FORMAT.md: the format
+ * version, every data key a tuple of strings and non-negative integers,
+ * every record decodable, no leaf or marker with keys under it, no
+ * container mixing names and indices. One line per problem.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/tree_int.h"
+
+struct check {
+	FILE *report;
+	uint64_t problems;
+	uint8_t prev[STORE_KEY_MAX];
+	size_t prev_len;
+	bool prev_is_record;
+};
+
+static void check_report(struct check *c, const void *key, size_t len, const char *what)
+{
+	const uint8_t *k = key;
+
+	if (c->report) {
+		fputs("check: ", c->report);
+		for (size_t i = 0; i < len; i++)
+			fprintf(c->report, "%02x", k[i]);
+		if (len == 0)
+			fputc('-', c->report);
+		fprintf(c->report, ": %s\n", what);
+	}
+	c->problems++;
+}
+
+static bool check_tuple(const struct store_val *k)
+{
+	struct tuple_reader r;
+	struct tuple_elem e;
+	int ret;
+
+	tuple_reader_init(&r, k->data, k->len);
+	while ((ret = tuple_next(&r, &e)) == 1) {
+		if (e.type != TUPLE_TYPE_STRING && (e.type != TUPLE_TYPE_INT || e.integer < 0))
+			return false;
+	}
+	return ret == 0 && k->len > 0;
+}
+
+/*
+ * Compares with the previous key: where the two first differ in an
+ * element, both elements are siblings and must be of one kind; a
+ * previous key that is a whole prefix of this one must not be a record.
+ */
+static void check_siblings(struct check *c, const struct store_val *k)
+{
+	struct tuple_reader a, b;
+	struct tuple_elem ea, eb;
+	const uint8_t *key = k->data;
+
+	tuple_reader_init(&a, c->prev, c->prev_len);
+	tuple_reader_init(&b, key, k->len);
+	while (tuple_next(&a, &ea) == 1) {
+		if (tuple_next(&b, &eb) != 1)
+			return;
+		if (a.pos == b.pos && memcmp(c->prev, key, a.pos) == 0)
+			continue;
+		if ((ea.type == TUPLE_TYPE_INT) != (eb.type == TUPLE_TYPE_INT))
+			check_report(c, key, k->len, "a container mixes names and indices");
+		return;
+	}
+	if (c->prev_is_record && c->prev_len < k->len)
+		check_report(c, c->prev, c->prev_len, "a leaf or marker has keys under it");
+}
+
+static void check_key(struct check *c, const struct store_val *k, const struct store_val *v)
+{
+	struct leaf leaf;
+	bool tuple_ok = check_tuple(k);
+
+	if (!tuple_ok)
+		check_report(c, k->data, k->len, "key is not a tuple of names and indices");
+	if (leaf_decode(v->data, v->len, &leaf) < 0)
+		check_report(c, k->data, k->len, "record does not decode");
+	if (tuple_ok && c->prev_len)
+		check_siblings(c, k);
+	memcpy(c->prev, k->data, k->len);
+	c->prev_len = tuple_ok ? k->len : 0;
+	c->prev_is_record = true;
+}
+
+static int check_meta(struct store_txn *txn, struct check *c)
+{
+	struct store_val v;
+	int ret = store_get(txn, STORE_SPACE_META, "format", 6, &v);
+
+	if (ret == -ENOENT) {
+		check_report(c, "format", 6, "format version missing");
+		return 0;
+	}
+	if (ret < 0)
+		return ret;
+	if (v.len != 4 || memcmp(v.data, "\0\0\0\1", 4) != 0)
+		check_report(c, "format", 6, "format version is not 1");
+	if (store_get(txn, STORE_SPACE_META, "created", 7, &v) != 0 || v.len != 8)
+		check_report(c, "created", 7, "creation time missing or malformed");
+	return 0;
+}
+
+static int check_data(struct store_txn *txn, struct check *c)
+{
+	struct store_scan *scan;
+	struct store_val k, v;
+	int ret = store_scan_open(txn, STORE_SPACE_DATA, NULL, 0, &scan);
+
+	if (ret < 0)
+		return ret;
+	while ((ret = store_scan_next(scan, &k, &v)) == 1)
+		check_key(c, &k, &v);
+	store_scan_close(scan);
+	return ret;
+}
+
+int model_check(struct model *m, FILE *report, uint64_t *problems, struct model_error *err)
+{
+	struct store_txn *txn;
+	struct check *c;
+	int ret;
+
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return tree_fail(err, -ENOMEM, "check: out of memory");
+	c->report = report;
+	ret = store_read_begin(m->st, &txn);
+	if (ret == 0) {
+		ret = check_meta(txn, c);
+		if (ret == 0)
+			ret = check_data(txn, c);
+		store_txn_end(txn);
+	}
+	if (ret < 0)
+		tree_fail(err, ret, "check: %s", strerror(-ret));
+	if (problems)
+		*problems = c->problems;
+	free(c);
+	return ret;
+}

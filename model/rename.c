@@ -1,0 +1,419 @@
+/*
+ * model/rename.c - operations that re-key a subtree in one transaction:
+ * rename (POSIX replacement rules, type-keeping leaf replacement, saving
+ * a leaf over a NAME.json view) and type conversion of leaves and of
+ * containers (array <-> object).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/tree_int.h"
+
+struct rename_op {
+	const char *from;
+	const char *to;
+	unsigned flags;
+	const char *type;
+	struct model_error *err;
+};
+
+/* ---- rename ---- */
+
+/* Copies every key under src[0..src_len] to dst + the rest of the key. */
+static int copy_subtree(struct store_txn *txn, const struct tree_path *src,
+			const struct tree_path *dst, struct model_error *err)
+{
+	uint8_t key[STORE_KEY_MAX];
+	struct store_scan *scan;
+	struct store_val k, v;
+	struct strbuf val;
+	size_t rest;
+	int ret = store_scan_open(txn, STORE_SPACE_DATA, src->key, src->len, &scan);
+
+	if (ret < 0)
+		return ret;
+	strbuf_init(&val);
+	memcpy(key, dst->key, dst->len);
+	while ((ret = store_scan_next(scan, &k, &v)) == 1) {
+		rest = k.len - src->len;
+		if (rest && ((const uint8_t *)k.data)[src->len] == 0xFF)
+			break;
+		if (dst->len + rest > STORE_KEY_MAX) {
+			ret = tree_fail(err, -ENAMETOOLONG, "path too long for a key: %s/...",
+					dst->text);
+			break;
+		}
+		memcpy(key + dst->len, (const uint8_t *)k.data + src->len, rest);
+		strbuf_reset(&val);
+		strbuf_add(&val, v.data, v.len);	/* the put may move the page under v */
+		ret = val.failed ? -ENOMEM
+			: store_put(txn, STORE_SPACE_DATA, key, dst->len + rest, val.buf, val.len);
+		if (ret < 0)
+			break;
+	}
+	strbuf_release(&val);
+	store_scan_close(scan);
+	return ret;
+}
+
+/* Source string leaf onto a typed leaf: keep the target's type when it parses. */
+static int put_typed_leaf(struct store_txn *txn, const struct tree_path *dst,
+			  const struct leaf *src, const struct leaf *old)
+{
+	uint64_t size = leaf_text_size(src);
+	struct leaf leaf;
+	char *text;
+	int ret;
+
+	text = malloc(size + 1);
+	if (!text)
+		return -ENOMEM;
+	leaf_text_read(src, text, size, 0);
+	ret = leaf_from_text(text, size, true, old, 0, src->mtime_ns, &leaf);
+	if (ret == 0)
+		ret = tree_put_leaf(txn, dst->key, dst->len, &leaf);
+	free(text);
+	return ret;
+}
+
+static bool keeps_target_type(const struct tree_node *s, const struct tree_node *d)
+{
+	return s->kind == MODEL_KIND_LEAF && d->exists && d->kind == MODEL_KIND_LEAF &&
+	       s->leaf.tag == LEAF_STRING && d->leaf.tag != LEAF_STRING &&
+	       d->leaf.tag != LEAF_BYTES;
+}
+
+static int replace_check(const struct rename_op *op, const struct tree_node *s,
+			 const struct tree_node *d)
+{
+	if (!d->exists)
+		return 0;
+	if (op->flags & MODEL_RENAME_NOREPLACE)
+		return tree_fail(op->err, -EEXIST, "%s: already exists", op->to);
+	if (s->kind == MODEL_KIND_LEAF && d->kind != MODEL_KIND_LEAF)
+		return tree_fail(op->err, -EISDIR, "%s: is a directory", op->to);
+	if (s->kind != MODEL_KIND_LEAF && d->kind == MODEL_KIND_LEAF)
+		return tree_fail(op->err, -ENOTDIR, "%s: not a directory", op->to);
+	if (s->kind != MODEL_KIND_LEAF && !d->empty)
+		return tree_fail(op->err, -ENOTEMPTY, "%s: directory not empty", op->to);
+	return 0;
+}
+
+/* Saving a leaf as NAME.json: its text is the new document of NAME. */
+static int rename_onto_view(struct store_txn *txn, const struct rename_op *op,
+			    const struct tree_path *src, const struct tree_node *s,
+			    const struct tree_path *dst)
+{
+	uint64_t size;
+	char *text;
+	int ret;
+
+	if (s->kind != MODEL_KIND_LEAF)
+		return tree_fail(op->err, -EISDIR, "%s: a directory cannot replace a view",
+				 op->from);
+	size = leaf_text_size(&s->leaf);
+	text = malloc(size + 1);
+	if (!text)
+		return tree_fail(op->err, -ENOMEM, "%s: out of memory", op->from);
+	leaf_text_read(&s->leaf, text, size, 0);
+	/* The source goes first: it may sit inside the subtree being replaced. */
+	ret = tree_delete(txn, src->key, src->len);
+	if (ret == 0)
+		ret = tree_keep_parent(txn, src->key, src->parent_len);
+	if (ret == 0)
+		ret = doc_write(txn, dst, text, size, 0, NULL, NULL, op->err);
+	free(text);
+	return ret;
+}
+
+static bool is_inside(const struct tree_path *outer, const struct tree_path *inner)
+{
+	return inner->len > outer->len && memcmp(inner->key, outer->key, outer->len) == 0 &&
+	       inner->key[outer->len] != 0xFF;
+}
+
+static int rename_move(struct store_txn *txn, const struct rename_op *op,
+		       const struct tree_path *src, const struct tree_node *s,
+		       const struct tree_path *dst)
+{
+	struct tree_node d;
+	int ret = tree_lookup(txn, dst->key, dst->len, &d);
+
+	if (ret < 0)
+		return ret;
+	ret = replace_check(op, s, &d);
+	if (ret < 0)
+		return ret;
+	if (keeps_target_type(s, &d))
+		ret = put_typed_leaf(txn, dst, &s->leaf, &d.leaf);
+	else if (d.exists)
+		ret = tree_delete(txn, dst->key, dst->len);
+	else
+		ret = tree_attach(txn, dst, op->err);
+	if (ret == 0 && !keeps_target_type(s, &d))
+		ret = copy_subtree(txn, src, dst, op->err);
+	if (ret == 0)
+		ret = tree_delete(txn, src->key, src->len);
+	if (ret == 0)
+		ret = tree_keep_parent(txn, src->key, src->parent_len);
+	return ret;
+}
+
+static int rename_txn(struct store_txn *txn, void *arg)
+{
+	struct rename_op *op = arg;
+	struct tree_path *src, *dst;
+	struct tree_node s;
+	int ret = -ENOMEM;
+
+	src = malloc(sizeof(*src));
+	dst = malloc(sizeof(*dst));
+	if (!src || !dst)
+		goto out_free;
+	ret = tree_resolve(txn, op->from, 0, src, op->err);
+	if (ret == 0)
+		ret = tree_resolve(txn, op->to, TREE_FOR_CREATE, dst, op->err);
+	if (ret == 0)
+		ret = tree_get(txn, src, &s, op->err);
+	if (ret < 0)
+		goto out_free;
+	if (src->is_view || src->len == 0 || dst->len == 0) {
+		ret = tree_fail(op->err, -EINVAL, "%s: cannot move views or the root", op->from);
+		goto out_free;
+	}
+	if (is_inside(src, dst)) {
+		ret = tree_fail(op->err, -EINVAL, "%s: cannot move into itself", op->to);
+		goto out_free;
+	}
+	if (dst->is_view)
+		ret = rename_onto_view(txn, op, src, &s, dst);
+	else if (dst->len != src->len || memcmp(dst->key, src->key, src->len) != 0)
+		ret = rename_move(txn, op, src, &s, dst);
+out_free:
+	free(dst);
+	free(src);
+	return ret;
+}
+
+static int rename_run(struct model *m, store_write_fn fn, struct rename_op *op, const char *path)
+{
+	int ret;
+
+	if (op->err)
+		op->err->msg[0] = '\0';
+	if (m->readonly)
+		return tree_fail(op->err, -EROFS, "%s: the store is read-only", path);
+	ret = store_write(m->st, fn, op);
+	if (ret < 0 && op->err && !op->err->msg[0])
+		tree_fail(op->err, ret, "%s: %s", path, strerror(-ret));
+	return ret;
+}
+
+int model_rename(struct model *m, const char *from, const char *to, unsigned flags,
+		 struct model_error *err)
+{
+	struct rename_op op = { .from = from, .to = to, .flags = flags, .err = err };
+
+	if (flags & MODEL_RENAME_EXCHANGE)
+		return tree_fail(err, -EINVAL, "%s: exchanging names is not supported", from);
+	return rename_run(m, rename_txn, &op, from);
+}
+
+/* ---- types ---- */
+
+/* Writes the key k (child element e ending at elem_end) re-keyed for the other kind. */
+static int rekey_one(struct store_txn *txn, const struct tree_path *p, const struct store_val *k,
+		     const struct store_val *v, const struct tuple_elem *e, size_t elem_end,
+		     bool to_array, struct strbuf *val)
+{
+	uint8_t key[STORE_KEY_MAX + 1];
+	char raw[STORE_KEY_MAX], num[NUMBER_TEXT_MAX];
+	size_t rest = k->len - elem_end;
+	struct tuple_writer w;
+	int64_t index = 0;
+
+	tuple_writer_init(&w, key, sizeof(key));
+	memcpy(key, p->key, p->len);
+	w.len = p->len;
+	if (to_array) {
+		tuple_elem_copy(e, raw);
+		tree_name_index(raw, e->len, &index);
+		tuple_put_int(&w, index);
+	} else {
+		tuple_put_string(&w, num, number_format_integer(e->integer, num));
+	}
+	if (w.overflow || w.len + rest > STORE_KEY_MAX)
+		return -ENAMETOOLONG;
+	memcpy(key + w.len, (const uint8_t *)k->data + elem_end, rest);
+	strbuf_reset(val);
+	strbuf_add(val, v->data, v->len);	/* the put may move the page under v */
+	if (val->failed)
+		return -ENOMEM;
+	return store_put(txn, STORE_SPACE_DATA, key, w.len + rest, val->buf, val->len);
+}
+
+/*
+ * Re-keys every key under p: index i <-> name "i". The new keys of an
+ * array sort after every string key, and those of an object before every
+ * index, so one forward scan meets each old key once.
+ */
+static int rekey_children(struct store_txn *txn, const struct tree_path *p, bool to_array)
+{
+	struct store_scan *scan;
+	struct store_val k, v;
+	struct tuple_reader r;
+	struct tuple_elem e;
+	struct strbuf val;
+	int ret = store_scan_open(txn, STORE_SPACE_DATA, p->key, p->len, &scan);
+
+	if (ret < 0)
+		return ret;
+	strbuf_init(&val);
+	while ((ret = store_scan_next(scan, &k, &v)) == 1) {
+		if (k.len <= p->len || ((const uint8_t *)k.data)[p->len] == 0xFF)
+			break;
+		tuple_reader_init(&r, (const uint8_t *)k.data + p->len, k.len - p->len);
+		if (tuple_next(&r, &e) != 1) {
+			ret = -EIO;
+			break;
+		}
+		if ((e.type == TUPLE_TYPE_INT) == to_array) {
+			if (to_array)
+				break;	/* the keys this pass wrote */
+			continue;
+		}
+		ret = rekey_one(txn, p, &k, &v, &e, p->len + r.pos, to_array, &val);
+		if (ret < 0)
+			break;
+	}
+	strbuf_release(&val);
+	store_scan_close(scan);
+	return ret;
+}
+
+/* Deletes the children of p named by strings (ints false) or by indices. */
+static int delete_children(struct store_txn *txn, const struct tree_path *p, bool ints)
+{
+	uint8_t buf[STORE_KEY_MAX + 1];
+	int ret = 0;
+
+	memcpy(buf, p->key, p->len);
+	for (int code = ints ? 0x14 : 0x02; code <= (ints ? 0x1c : 0x02) && ret >= 0; code++) {
+		buf[p->len] = (uint8_t)code;
+		ret = store_del_prefix(txn, STORE_SPACE_DATA, buf, p->len + 1, NULL);
+		if (ret == -ENOENT)
+			ret = 0;
+	}
+	return ret;
+}
+
+/* An object becomes an array only when its names are exactly 0..n-1. */
+static int check_indices(struct store_txn *txn, const struct tree_path *p, struct model_error *err)
+{
+	char raw[STORE_KEY_MAX];
+	struct store_scan *scan;
+	struct tree_child c;
+	uint64_t count = 0;
+	int64_t index, max = -1;
+	int ret = store_scan_open(txn, STORE_SPACE_DATA, p->key, p->len, &scan);
+
+	if (ret < 0)
+		return ret;
+	for (ret = tree_child_first(scan, p->key, p->len, NULL, 0, &c); ret == 1;
+	     ret = tree_child_next(scan, p->len, &c)) {
+		if (c.elem.type == TUPLE_TYPE_STRING)
+			tuple_elem_copy(&c.elem, raw);
+		if (c.elem.type != TUPLE_TYPE_STRING || !tree_name_index(raw, c.elem.len, &index)) {
+			ret = -EINVAL;
+			break;
+		}
+		count++;
+		max = index > max ? index : max;
+	}
+	store_scan_close(scan);
+	if (ret == 0 && (uint64_t)(max + 1) != count)
+		ret = -EINVAL;
+	if (ret == -EINVAL)
+		return tree_fail(err, ret, "%s: names are not the indices 0..n-1", p->text);
+	return ret;
+}
+
+static int set_kind(struct store_txn *txn, const struct rename_op *op, const struct tree_path *p,
+		    const struct tree_node *n, bool to_array)
+{
+	int ret;
+
+	if ((n->kind == MODEL_KIND_ARRAY) == to_array)
+		return 0;
+	if (n->kind == MODEL_KIND_LEAF)
+		return tree_fail(op->err, -EINVAL, "%s: a leaf cannot become %s", op->from,
+				 op->type);
+	if (p->len == 0)
+		return tree_fail(op->err, -EINVAL, "%s: the root is always an object", op->from);
+	if (n->marker)
+		return tree_put_marker(txn, p->key, p->len,
+				       to_array ? MODEL_KIND_ARRAY : MODEL_KIND_OBJECT);
+	if (to_array) {
+		ret = check_indices(txn, p, op->err);
+		if (ret < 0)
+			return ret;
+	}
+	ret = rekey_children(txn, p, to_array);
+	if (ret == 0)
+		ret = delete_children(txn, p, !to_array);
+	return ret;
+}
+
+static int set_leaf_type(struct store_txn *txn, const struct rename_op *op,
+			 const struct tree_path *p, const struct tree_node *n, enum model_type type)
+{
+	uint64_t size;
+	struct leaf leaf;
+	char *text;
+	int ret;
+
+	if (n->kind != MODEL_KIND_LEAF)
+		return tree_fail(op->err, -EISDIR, "%s: a directory cannot become %s", op->from,
+				 op->type);
+	size = leaf_text_size(&n->leaf);
+	text = malloc(size + 1);
+	if (!text)
+		return -ENOMEM;
+	leaf_text_read(&n->leaf, text, size, 0);
+	ret = leaf_from_text(text, size, true, NULL, type, n->leaf.mtime_ns, &leaf);
+	if (ret < 0)
+		tree_fail(op->err, ret, "%s: the value is not a valid %s", op->from, op->type);
+	else
+		ret = tree_put_leaf(txn, p->key, p->len, &leaf);
+	free(text);
+	return ret;
+}
+
+static int set_type_txn(struct store_txn *txn, void *arg)
+{
+	struct rename_op *op = arg;
+	enum model_type type;
+	struct tree_path p;
+	struct tree_node n;
+	int ret = tree_resolve(txn, op->from, 0, &p, op->err);
+
+	if (ret == 0)
+		ret = tree_get(txn, &p, &n, op->err);
+	if (ret < 0)
+		return ret;
+	if (p.is_view)
+		return tree_fail(op->err, -EINVAL, "%s: a view has no type to set", op->from);
+	if (strcmp(op->type, "object") == 0 || strcmp(op->type, "array") == 0)
+		return set_kind(txn, op, &p, &n, strcmp(op->type, "array") == 0);
+	if (model_type_parse(op->type, &type) < 0)
+		return tree_fail(op->err, -EINVAL, "%s: unknown type %s", op->from, op->type);
+	return set_leaf_type(txn, op, &p, &n, type);
+}
+
+int model_set_type(struct model *m, const char *path, const char *name, struct model_error *err)
+{
+	struct rename_op op = { .from = path, .type = name, .err = err };
+
+	return rename_run(m, set_type_txn, &op, path);
+}
