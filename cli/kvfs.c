@@ -20,14 +20,15 @@ static const struct cli_verb verbs[] = {
 		"                    debug (trace every FUSE call, implies -f), create\n"
 		"                    (as --create), and any FUSE option (allow_other,\n"
 		"                    default_permissions, ...)\n"
-		"      --create      create the store when it does not exist\n",
+		"      --create      create the store when it does not exist\n"
+		"  -d, --debug       the same as -o debug\n",
 		.min_operands = 2, .max_operands = 2, .operand_names = { "STORE", "MNT" },
 	},
 	{
 		.name = "umount", .run = cli_cmd_umount,
-		.synopsis = "MNT",
+		.synopsis = "[-z] MNT",
 		.summary = "Unmount a kvfs filesystem (runs fusermount3 -u MNT).",
-		.help = "",
+		.help = "  -z, --lazy  detach the filesystem even while it is busy\n",
 		.min_operands = 1, .max_operands = 1, .operand_names = { "MNT" },
 	},
 	{
