@@ -279,8 +279,10 @@ static int rekey_children(struct store_txn *txn, const struct tree_path *p, bool
 			break;
 		}
 		if ((e.type == TUPLE_TYPE_INT) == to_array) {
-			if (to_array)
+			if (to_array) {
+				ret = 0;
 				break;	/* the keys this pass wrote */
+			}
 			continue;
 		}
 		ret = rekey_one(txn, p, &k, &v, &e, p->len + r.pos, to_array, &val);
