@@ -148,6 +148,16 @@ inject() {
 	assert_output '0'
 }
 
+@test "import refuses clearly when it cannot get the memory for its input" {
+	[ -z "${KVFS_ASAN:-}" ] || skip "ASan reserves more address space than the limit"
+	truncate -s 300M "$T/huge.json"
+	run -1 bash -c "ulimit -v 100000; head -c 300000000 /dev/zero | \"\$KVFS_BIN\" import \"\$STORE\" / -"
+	assert_output --regexp '^kvfs: standard input: not enough memory to read the input \([0-9.]+ MiB read'
+	run -1 bash -c "ulimit -v 100000; \"\$KVFS_BIN\" import \"\$STORE\" / \"$T/huge.json\""
+	assert_output "kvfs: $T/huge.json: cannot map 300.0 MiB into memory: Cannot allocate memory"
+	[ ! -e "$STORE" ]
+}
+
 # ---- dump and load ----
 
 @test "dump | load | dump is byte-identical, modification times included" {
