@@ -54,7 +54,7 @@ static int get_text(struct model *m, const char *path)
 	if (ret < 0)
 		return cli_model_fail(ret, &err, path);
 	if (node_is_container(&node))
-		return cli_fail("%s: is a directory, use --json", path);
+		return cli_fail("%s: is a directory, use --json", *path ? path : "/");
 	ret = model_read_all(m, path, &text, &len, &err);
 	if (ret < 0)
 		return cli_model_fail(ret, &err, path);

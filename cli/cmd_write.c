@@ -91,10 +91,14 @@ static int rm_flags(struct model *m, const char *path, bool recursive, unsigned 
 	ret = model_stat(m, path, 0, &node, &err);
 	if (ret < 0)
 		return cli_model_fail(ret, &err, path);
-	if (node.kind == MODEL_KIND_LEAF || node.kind == MODEL_KIND_VIEW) {
+	if (node.kind == MODEL_KIND_LEAF) {
 		*flags = MODEL_REMOVE_LEAF;
 		return CLI_EXIT_OK;
 	}
+	/* Removing NAME.json removes all of NAME: say so rather than do it. */
+	if (node.kind == MODEL_KIND_VIEW)
+		return cli_fail("%s: is the JSON view of a subtree; use rm -r to remove "
+				"the whole subtree", path);
 	if (!node.empty)
 		return cli_fail("%s: is a directory and not empty, use -r", path);
 	*flags = MODEL_REMOVE_DIR;

@@ -186,6 +186,10 @@ VERBS="mount umount get put ls rm mkdir import export dump load check backup inf
 	kvfs put --type integer "$STORE" /u/age 42
 	run -1 kvfs get "$STORE" /u
 	assert_output 'kvfs: /u: is a directory, use --json'
+	run -1 kvfs get "$STORE" /
+	assert_output 'kvfs: /: is a directory, use --json'
+	run -0 kvfs get "$STORE" /u.json
+	assert_output "$(kvfs get --json "$STORE" /u)"
 	kvfs get --json "$STORE" /u >"$BATS_TEST_TMPDIR/out"
 	assert_file_bytes "$BATS_TEST_TMPDIR/out" '{\n  "age": 42,\n  "name": "Bob"\n}\n'
 	run -0 kvfs get "$STORE" /u --compact
@@ -250,6 +254,9 @@ VERBS="mount umount get put ls rm mkdir import export dump load check backup inf
 	assert_output 'kvfs: /d: is a directory and not empty, use -r'
 	run -0 kvfs get "$STORE" /d/y/z
 	assert_output '2'
+	run -1 kvfs rm "$STORE" /d.json
+	assert_output 'kvfs: /d.json: is the JSON view of a subtree; use rm -r to remove the whole subtree'
+	run -0 kvfs get "$STORE" /d/x
 	run -0 kvfs rm -r "$STORE" /d
 	run -0 kvfs export --compact "$STORE"
 	assert_output '{}'
