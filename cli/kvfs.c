@@ -49,11 +49,12 @@ static const struct cli_verb verbs[] = {
 		"`kvfs get S /a` print \"hi\\n\". VALUE \"-\" reads the value from standard\n"
 		"input, exactly (a trailing newline is part of it).\n"
 		"\n"
-		"  --type TYPE  string, integer, double, boolean, null or bytes; VALUE must\n"
-		"               parse as TYPE. Without it an existing leaf keeps its type\n"
-		"               when VALUE parses as that type, else it becomes a string\n"
-		"               (bytes when VALUE is not UTF-8).\n"
-		"  --create     create the store when it does not exist\n",
+		"  -t, --type TYPE  string, integer, double, boolean, null or bytes; VALUE\n"
+		"                   must be written as get prints it (42, 1.0, 1e+308,\n"
+		"                   true, null). Without it an existing leaf keeps its\n"
+		"                   type when VALUE is written as that type prints, else\n"
+		"                   it becomes a string (bytes when VALUE is not UTF-8).\n"
+		"      --create     create the store when it does not exist\n",
 		.min_operands = 3, .max_operands = 3,
 		.operand_names = { "STORE", "PATH", "VALUE" },
 	},
