@@ -263,6 +263,23 @@ inject() {
 	assert_output "kvfs: $T/file: exists and is not a directory"
 }
 
+@test "backup is a consistent copy while another process keeps writing" {
+	kvfs import "$STORE" / "$T/canonical.json"
+	kvfs put --type integer "$STORE" /n 0
+	( for i in $(seq 1 150); do kvfs put --type integer "$STORE" /n "$i" || exit 1; done ) &
+	writer=$!
+	run -0 kvfs backup "$STORE" "$T/copy"
+	wait "$writer"
+	run -0 kvfs check "$T/copy"
+	run -0 kvfs get "$T/copy" /n
+	[[ "$output" =~ ^[0-9]+$ ]] && [ "$output" -le 150 ]
+	run -0 kvfs get "$STORE" /n
+	assert_output '150'
+	kvfs export "$T/copy" /arr >"$T/a1"
+	kvfs export "$STORE" /arr >"$T/a2"
+	cmp "$T/a1" "$T/a2"
+}
+
 # ---- format versions ----
 
 @test "a store written by a newer kvfs is refused and left alone" {
