@@ -26,6 +26,26 @@ int cli_parse_exit(int result)
 	return result == CLI_PARSE_HELP ? CLI_EXIT_OK : CLI_EXIT_USAGE;
 }
 
+static void usage_verror(const struct cli_verb *verb, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "kvfs: %s: ", verb->name);
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\nusage: kvfs %s %s\n", verb->name, verb->synopsis);
+	fprintf(stderr, "Try 'kvfs %s --help' for more information.\n", verb->name);
+}
+
+/* Prints a usage error for the verb being parsed; returns CLI_PARSE_ERROR. */
+__attribute__((format(printf, 2, 3)))
+static int parse_fail(const struct cli_parse *p, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	usage_verror(p->verb, fmt, ap);
+	va_end(ap);
+	return CLI_PARSE_ERROR;
+}
+
 /* "-5", "-0.5", "-.5": a value, not an option. */
 static bool looks_negative_number(const char *s)
 {
@@ -36,7 +56,7 @@ static bool looks_negative_number(const char *s)
 static int add_operand(struct cli_parse *p, char *arg)
 {
 	if (p->noperands >= p->verb->max_operands)
-		return cli_usage_error(p->verb, "unexpected argument '%s'", arg), CLI_PARSE_ERROR;
+		return parse_fail(p, "unexpected argument '%s'", arg);
 	p->operands[p->noperands++] = arg;
 	return 0;
 }
@@ -72,20 +92,17 @@ static int parse_long(struct cli_parse *p, const char *word, const char **arg)
 	}
 	o = find_long(p, name, len);
 	if (!o)
-		return cli_usage_error(p->verb, "unknown option '--%.*s'", (int)len, name),
-		       CLI_PARSE_ERROR;
+		return parse_fail(p, "unknown option '--%.*s'", (int)len, name);
 	if (!o->has_arg) {
 		if (eq)
-			return cli_usage_error(p->verb, "option '--%s' takes no value", o->long_name),
-			       CLI_PARSE_ERROR;
+			return parse_fail(p, "option '--%s' takes no value", o->long_name);
 		return o->id;
 	}
 	if (eq) {
 		*arg = eq + 1;
 	} else {
 		if (p->next >= p->argc)
-			return cli_usage_error(p->verb, "option '--%s' needs a value", o->long_name),
-			       CLI_PARSE_ERROR;
+			return parse_fail(p, "option '--%s' needs a value", o->long_name);
 		*arg = p->argv[p->next++];
 	}
 	return o->id;
@@ -105,7 +122,7 @@ static int parse_short(struct cli_parse *p, const char **arg)
 	}
 	o = find_short(p, c);
 	if (!o)
-		return cli_usage_error(p->verb, "unknown option '-%c'", c), CLI_PARSE_ERROR;
+		return parse_fail(p, "unknown option '-%c'", c);
 	if (!o->has_arg)
 		return o->id;
 	if (p->cluster) {
@@ -114,7 +131,7 @@ static int parse_short(struct cli_parse *p, const char **arg)
 		return o->id;
 	}
 	if (p->next >= p->argc)
-		return cli_usage_error(p->verb, "option '-%c' needs a value", c), CLI_PARSE_ERROR;
+		return parse_fail(p, "option '-%c' needs a value", c);
 	*arg = p->argv[p->next++];
 	return o->id;
 }
@@ -147,8 +164,7 @@ int cli_parse_next(struct cli_parse *p, const char **arg)
 		return parse_short(p, arg);
 	}
 	if (p->noperands < v->min_operands)
-		return cli_usage_error(v, "missing %s", v->operand_names[p->noperands]),
-		       CLI_PARSE_ERROR;
+		return parse_fail(p, "missing %s", v->operand_names[p->noperands]);
 	return CLI_PARSE_END;
 }
 
@@ -158,12 +174,9 @@ int cli_usage_error(const struct cli_verb *verb, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "kvfs: %s: ", verb->name);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	usage_verror(verb, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nusage: kvfs %s %s\n", verb->name, verb->synopsis);
-	fprintf(stderr, "Try 'kvfs %s --help' for more information.\n", verb->name);
 	return CLI_EXIT_USAGE;
 }
 
