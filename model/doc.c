@@ -460,7 +460,11 @@ static int render_key(struct render *r, const uint8_t *k, size_t klen, const str
 
 	while (common < klen && common < r->prev_len && k[common] == r->prev[common])
 		common++;
-	while (r->nopen > 1 && r->open[r->nopen - 1] > common)
+	/* A container stays open while k starts with its whole key; 0xFF after
+	 * it means k names a sibling whose string continues with a NUL. */
+	while (r->nopen > 1 && (r->open[r->nopen - 1] > common ||
+				(r->open[r->nopen - 1] < klen &&
+				 k[r->open[r->nopen - 1]] == 0xFF)))
 		render_close_to(r, r->nopen - 1);
 	pos = r->open[r->nopen - 1];
 	tuple_reader_init(&tr, k + pos, klen - pos);

@@ -301,6 +301,26 @@ static void test_list(void)
 	close_fresh(m);
 }
 
+/* ("a") is a byte prefix of ("a\0b"): neither may be taken for the other's subtree. */
+static void test_nul_sibling(void)
+{
+	struct model *m = open_fresh();
+	struct model_error err;
+	struct model_list *l;
+	struct names n = { "", 0, -1 };
+
+	CHECK_EQ_INT(import(m, "/", "{\"a\":{\"x\":1},\"a\\u0000b\":2}"), 0);
+	check_export(m, "/", "{\"a\":{\"x\":1},\"a\\u0000b\":2}");
+	check_export(m, "/a", "{\"x\":1}");
+	CHECK_EQ_INT(model_list_open(m, "/", &l, &err), 0);
+	CHECK_EQ_INT(model_list_fill(l, collect, &n), 0);
+	CHECK(strcmp(n.buf, "a,%a%00b,") == 0);
+	model_list_close(l);
+	CHECK_EQ_INT(model_remove(m, "/a", MODEL_REMOVE_RECURSIVE, &err), 0);
+	check_export(m, "/", "{\"a\\u0000b\":2}");
+	close_fresh(m);
+}
+
 static void test_leaf_write_and_create(void)
 {
 	struct model *m = open_fresh();
@@ -471,6 +491,7 @@ int main(void)
 	TEST(test_append);
 	TEST(test_remove_keeps_parent);
 	TEST(test_list);
+	TEST(test_nul_sibling);
 	TEST(test_leaf_write_and_create);
 	TEST(test_rename);
 	TEST(test_set_type);
