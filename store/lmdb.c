@@ -65,7 +65,7 @@ struct store_scan {
 	size_t prefix_len;
 	size_t target_len;
 	uint8_t prefix[STORE_KEY_MAX];
-	uint8_t target[STORE_KEY_MAX];	/* where SCAN_SEEK positions next */
+	uint8_t target[STORE_KEY_MAX + 1];	/* where SCAN_SEEK positions next */
 };
 
 /* ---- errors: the one place LMDB codes become -errno ---- */
@@ -830,19 +830,17 @@ int store_scan_seek(struct store_scan *scan, const void *key, size_t key_len)
 }
 
 /*
- * The successor of every key starting with key[0..len): drop trailing 0xff
- * bytes and increment the last byte ("strinc"). false when none exists.
+ * Where the subtree of the element ending at key[len] ends: key[0..len) + 0xff.
+ * No tuple element starts with 0xff, so every key below that element sorts
+ * before it, while a sibling that merely continues the element's bytes (the
+ * string "a\0b" after "a": 02 61 00 ff 62 00) sorts after it. A plain byte
+ * successor ("strinc") would skip such siblings.
  */
-static bool prefix_successor(const uint8_t *key, size_t len, uint8_t *out, size_t *out_len)
+static void subtree_end(const uint8_t *key, size_t len, uint8_t *out, size_t *out_len)
 {
-	while (len > 0 && key[len - 1] == 0xff)
-		len--;
-	if (len == 0)
-		return false;
 	memcpy(out, key, len);
-	out[len - 1]++;
-	*out_len = len;
-	return true;
+	out[len] = 0xff;
+	*out_len = len + 1;
 }
 
 /*
@@ -889,9 +887,7 @@ int store_scan_next_distinct(struct store_scan *scan, int depth,
 			break;
 	}
 	*child_end = end;
-	if (prefix_successor(key->data, end, scan->target, &scan->target_len))
-		scan->state = SCAN_SEEK;
-	else
-		scan->state = SCAN_END;
+	subtree_end(key->data, end, scan->target, &scan->target_len);
+	scan->state = SCAN_SEEK;
 	return 1;
 }

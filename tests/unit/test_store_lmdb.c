@@ -634,6 +634,58 @@ static void test_distinct_bad_key(void)
 	store_close(st);
 }
 
+/*
+ * Children "a" and "a\0b" of ("d"): the key of "a" is a byte prefix of the
+ * key of "a\0b", so skipping "a"'s subtree must not skip its sibling.
+ */
+static int load_nul_siblings(struct store_txn *txn, void *arg)
+{
+	static const char *const names[] = { "a", "a\0b", "a\0b\0" };
+	static const size_t lens[] = { 1, 3, 4 };
+	uint8_t k[STORE_KEY_MAX];
+	struct tuple_writer w;
+	int rc = 0;
+
+	(void)arg;
+	for (int i = 0; i < 3 && rc == 0; i++) {
+		for (int64_t j = 0; j < 3 && rc == 0; j++) {
+			tuple_writer_init(&w, k, sizeof(k));
+			tuple_put_string(&w, "d", 1);
+			tuple_put_string(&w, names[i], lens[i]);
+			tuple_put_int(&w, j);
+			rc = store_put(txn, STORE_SPACE_DATA, k, w.len, "", 0);
+		}
+	}
+	return rc;
+}
+
+static void test_distinct_nul_sibling(void)
+{
+	char dir[128];
+	struct store *st = open_new(dir, sizeof(dir));
+	uint8_t p[STORE_KEY_MAX];
+	size_t pl = key1(p, "d"), end;
+	struct store_txn *txn;
+	struct store_scan *scan;
+	struct store_val k, v;
+	size_t lens[4];
+	int n = 0;
+
+	CHECK_EQ_INT(store_write(st, load_nul_siblings, NULL), 0);
+	CHECK_EQ_INT(store_read_begin(st, &txn), 0);
+	CHECK_EQ_INT(store_scan_open(txn, STORE_SPACE_DATA, p, pl, &scan), 0);
+	while (n < 4 && store_scan_next_distinct(scan, 1, &k, &v, &end) == 1)
+		lens[n++] = end - pl;
+	CHECK_EQ_INT(n, 3);
+	/* 02 'a' 00, 02 'a' 00 ff 'b' 00, 02 'a' 00 ff 'b' 00 ff 00 */
+	CHECK_EQ_INT(lens[0], 3);
+	CHECK_EQ_INT(lens[1], 6);
+	CHECK_EQ_INT(lens[2], 8);
+	store_scan_close(scan);
+	store_txn_end(txn);
+	store_close(st);
+}
+
 /* ---- info, copy, sync, txn ids ---- */
 
 static void test_info_copy_sync(void)
@@ -708,6 +760,7 @@ int main(void)
 	TEST(test_skip_proof);
 	TEST(test_depth2_distinct);
 	TEST(test_distinct_bad_key);
+	TEST(test_distinct_nul_sibling);
 	TEST(test_info_copy_sync);
 	TEST(test_nosync);
 	rc = UNIT_DONE();
