@@ -95,7 +95,9 @@ int store_del_prefix(struct store_txn *txn, enum store_space space,
 		     const void *prefix, size_t prefix_len, uint64_t *deleted);
 
 /*
- * Range scans over the keys that start with `prefix`, in key order.
+ * Range scans over the keys that start with `prefix` (a byte prefix), in key
+ * order. Note that the tuple ("a") is a byte prefix of the tuple ("a\0b"):
+ * a tuple subtree is the range [P, P + 0xff), which model/ walks itself.
  * The scan is heap; close it before its transaction ends.
  */
 int store_scan_open(struct store_txn *txn, enum store_space space,
