@@ -1,0 +1,32 @@
+/*
+ * fs/fs.h - the public face of the FUSE adapter: `kvfs mount` serves a store
+ * as a live filesystem. Only fs/ includes the FUSE headers; everything it
+ * shows comes from model/model.h.
+ */
+#ifndef KVFS_FS_H
+#define KVFS_FS_H
+
+#include <stdbool.h>
+
+struct fs_options {
+	const char *store_dir;		/* directory holding the LMDB store */
+	const char *mountpoint;		/* an existing directory */
+	bool foreground;		/* -f: do not detach; log to stderr */
+	bool read_only;			/* -o ro: read-only store, writes get EROFS */
+	bool create;			/* --create: create a missing store */
+	bool debug;			/* -o debug: trace every operation */
+	const char *extra_options;	/* comma list passed to FUSE -o (may be NULL) */
+};
+
+/*
+ * Mounts the store and serves it until it is unmounted (fusermount3 -u,
+ * `kvfs umount`, SIGTERM, SIGINT or SIGHUP). Errors found before serving
+ * starts (store cannot be opened, bad mountpoint, bad options) are printed to
+ * stderr and give a non-zero result, also when daemonizing: the parent waits
+ * until the detached child has mounted. Returns a process exit code: in the
+ * foreground (and in the detached child) when serving ends, in the parent of
+ * a daemon once the child is serving.
+ */
+int fs_mount_main(const struct fs_options *opts);
+
+#endif

@@ -1,0 +1,181 @@
+/*
+ * fs/fs_int.h - private interfaces shared by the files of fs/: the daemon's
+ * one context, the table of nodes the kernel knows, open files, logging and
+ * the invalidation worker. Nothing outside fs/ includes it.
+ *
+ * kvfs uses the libfuse LOW-LEVEL API: the kernel names files by node ids
+ * that we hand out, so we can tell the kernel precisely which cached names to
+ * forget (fuse_lowlevel_notify_inval_entry) when a write changes a subtree
+ * behind its back (a NAME.json commit, a rename onto a view, a type change).
+ *
+ * Node ids: the root is FUSE_ROOT_ID; any other node id is the address of its
+ * struct fs_node. A node lives while the kernel holds lookups on it
+ * (nlookup), a child node refers to it, or an open file or directory refers
+ * to it (refs). Every node knows its parent and its name, so a rename moves
+ * a whole subtree by relinking one node, and a path is rebuilt on demand.
+ *
+ * Locking: ctx->lock protects the node table, every node's fields and the
+ * list of open writers. No model call is made while holding it (the model
+ * takes store locks; the list callback takes ctx->lock inside a read
+ * transaction). Each open file has its own lock for its buffer.
+ */
+#ifndef KVFS_FS_INT_H
+#define KVFS_FS_INT_H
+
+#define FUSE_USE_VERSION 312
+
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <syslog.h>
+
+#include "fs/fs.h"
+#include "model/model.h"
+
+struct fs_node {
+	struct fs_node *parent;	/* holds one ref; NULL for the root */
+	char *name;		/* the name as shown (escaped); "" for the root */
+	struct fs_node *hnext;	/* chain in the table, by (parent, name) */
+	struct fs_node *prev, *next;	/* ctx->nodes: every live node but the root */
+	uint64_t nlookup;	/* lookups the kernel holds */
+	uint64_t refs;		/* child nodes, open files and directories */
+	bool hashed;		/* reachable by (parent, name); false once removed */
+	bool cache_known;	/* cache_* recorded at an earlier open */
+	int64_t cache_mtime;	/* leaf mtime and size at the last open or commit */
+	uint64_t cache_size;
+	uint64_t dir_gen;	/* store generation when last listed (+1; 0 never) */
+};
+
+/* What fi->fh points to: told apart by the first field (setattr gets either). */
+enum fs_handle_type {
+	FS_HANDLE_FILE = 0x6b764601,
+	FS_HANDLE_DIR = 0x6b764402,
+};
+
+/* One open file (fi->fh). */
+struct fs_file {
+	enum fs_handle_type type;
+	struct fs_node *node;	/* holds one ref */
+	struct fs_file *prev, *next;	/* ctx->files (ctx->lock) */
+	unsigned refs;		/* the kernel's handle + committers at work (ctx->lock) */
+	bool pend;		/* getattr answers pend_len/pend_mtime (ctx->lock) */
+	uint64_t pend_len;
+	int64_t pend_mtime;
+	pthread_mutex_t lock;	/* buf, len, cap, flags below */
+	char *buf;		/* writers: the new content; view readers: the rendering */
+	size_t len, cap;
+	bool buffered;		/* reads are served from buf */
+	bool writable;
+	bool view;		/* NAME.json */
+	bool append;		/* O_APPEND: writes go to the end */
+	bool append_json;	/* O_APPEND on a view: buf holds only the appended bytes */
+	bool dirty;		/* buf differs from the store: commit at flush */
+	bool pending;		/* created view, not yet in the store */
+	int64_t wmtime_ns;	/* time of the last change to buf */
+};
+
+/* One open directory (fi->fh): a streamed listing. */
+struct fs_dir {
+	enum fs_handle_type type;
+	struct fs_node *node;	/* holds one ref */
+	struct model_list *list;
+	off_t pos;		/* offset of the next entry: 0 ".", 1 "..", 2 + i child i */
+};
+
+enum fs_inval_kind {
+	FS_INVAL_ENTRY,		/* the name in the parent (and, for a directory, its subtree) */
+	FS_INVAL_ATTR,		/* the attributes of a node */
+	FS_INVAL_DATA,		/* the attributes and cached pages of a node */
+	FS_INVAL_ROOT_CHILDREN,	/* every name in the root */
+};
+
+struct fs_inval {
+	struct fs_inval *next;
+	enum fs_inval_kind kind;
+	fuse_ino_t ino;		/* the node, or the parent for FS_INVAL_ENTRY */
+	char name[];		/* FS_INVAL_ENTRY */
+};
+
+/* All the daemon's state: fuse_req_userdata() of every request. */
+struct fs_ctx {
+	struct model *model;
+	struct fuse_session *se;
+	char *store_dir;	/* absolute */
+	char *mountpoint;	/* absolute */
+	bool foreground, read_only, debug;
+	uid_t uid;
+	gid_t gid;
+	double entry_timeout;	/* seconds the kernel may trust a name */
+	double attr_timeout;	/* seconds the kernel may trust attributes */
+
+	pthread_mutex_t lock;	/* see the file comment */
+	struct fs_node root;
+	struct fs_node **buckets;
+	size_t nbuckets, nnodes;
+	struct fs_node *nodes;
+	struct fs_file *files;	/* every open file */
+
+	/* invalidation worker: notifications must not run inside an operation */
+	pthread_mutex_t inval_lock;
+	pthread_cond_t inval_cond;
+	struct fs_inval *inval_head, *inval_tail;
+	bool inval_stop, inval_started;
+	pthread_t inval_thread;
+};
+
+/* ---- logging (mount.c) ---- */
+/* stderr in the foreground, syslog when detached. */
+void fs_log(struct fs_ctx *ctx, int prio, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+#define fs_trace(ctx, ...) do { if ((ctx)->debug) fs_log((ctx), LOG_DEBUG, __VA_ARGS__); } while (0)
+/* Logs a failed model call: its message, else "<what>: strerror". */
+void fs_log_model(struct fs_ctx *ctx, int ret, const struct model_error *err, const char *what);
+
+/* ---- invalidation worker (mount.c) ---- */
+void fs_inval_entry(struct fs_ctx *ctx, fuse_ino_t parent, const char *name, size_t len);
+void fs_inval_node(struct fs_ctx *ctx, fuse_ino_t ino, enum fs_inval_kind kind);
+int fs_inval_start(struct fs_ctx *ctx);
+void fs_inval_stop(struct fs_ctx *ctx);
+
+/* ---- the node table (node.c) ---- */
+int fs_nodes_init(struct fs_ctx *ctx);
+void fs_nodes_release(struct fs_ctx *ctx);
+struct fs_node *fs_node_from_ino(struct fs_ctx *ctx, fuse_ino_t ino);
+fuse_ino_t fs_node_ino(struct fs_ctx *ctx, const struct fs_node *node);
+/*
+ * The path of node (plus "/name" when name is not NULL) as the model takes
+ * it. *out is heap (free()). -ENOENT when the node or an ancestor was
+ * removed.
+ */
+int fs_node_path(struct fs_ctx *ctx, struct fs_node *node, const char *name, char **out);
+/* ctx->lock held. The child of parent called name, made when missing; NULL: no memory. */
+struct fs_node *fs_node_child_locked(struct fs_ctx *ctx, struct fs_node *parent,
+				     const char *name, bool make);
+void fs_node_ref_locked(struct fs_node *node);
+/* ctx->lock held. Drops a ref; frees the node (and maybe its parents) when unused. */
+void fs_node_unref_locked(struct fs_ctx *ctx, struct fs_node *node);
+/* ctx->lock held. Frees a node nobody uses (a child made but not handed out). */
+void fs_node_drop_unused_locked(struct fs_ctx *ctx, struct fs_node *node);
+void fs_node_forget(struct fs_ctx *ctx, fuse_ino_t ino, uint64_t nlookup);
+/* The name was removed: later paths through its node fail with ENOENT. */
+void fs_node_detach(struct fs_ctx *ctx, struct fs_node *parent, const char *name);
+/* Mirrors a successful rename in the table. */
+void fs_node_move(struct fs_ctx *ctx, struct fs_node *parent, const char *name,
+		  struct fs_node *newparent, const char *newname, bool exchange);
+/* Queues FS_INVAL_ENTRY for every name in the table under the root. */
+void fs_node_inval_root_children(struct fs_ctx *ctx);
+
+/* ---- operations (ops.c) ---- */
+extern const struct fuse_lowlevel_ops fs_ops;
+/* At the end: commits every dirty open file (logging failures) and frees them. */
+void fs_files_commit_all(struct fs_ctx *ctx);
+
+/* ---- helpers ---- */
+static inline bool fs_name_is_view(const char *name, size_t len)
+{
+	return len >= 5 && name[len - 5] == '.' && name[len - 4] == 'j' &&
+	       name[len - 3] == 's' && name[len - 2] == 'o' && name[len - 1] == 'n';
+}
+
+#endif

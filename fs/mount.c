@@ -1,0 +1,504 @@
+/*
+ * fs/mount.c - the daemon around the operations: options, opening the model,
+ * mounting, detaching, the multi-threaded loop, logging, the invalidation
+ * worker and a clean end (unmount, commit what is pending, close the store).
+ *
+ * Detaching: LMDB environments must not cross a fork (its locks and reader
+ * slots belong to the opening process), so the store is opened after the
+ * fork. The parent waits on a pipe until the child reports that the store
+ * is open and the mount is made, and exits with the child's status; the
+ * child prints its own errors to the still-shared stderr until then.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fs/fs_int.h"
+
+/* ---- logging ---- */
+
+void fs_log(struct fs_ctx *ctx, int prio, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (ctx->foreground) {
+		char line[1024];
+
+		vsnprintf(line, sizeof(line), fmt, ap);
+		fprintf(stderr, "kvfs: %s%s\n", prio == LOG_DEBUG ? "debug: " : "", line);
+	} else {
+		vsyslog(prio, fmt, ap);
+	}
+	va_end(ap);
+}
+
+void fs_log_model(struct fs_ctx *ctx, int ret, const struct model_error *err, const char *what)
+{
+	int prio = LOG_ERR;
+
+	/* Refusals a user asked for are not the daemon's errors. */
+	if (ret == -ENOENT || ret == -EEXIST || ret == -ENOTEMPTY || ret == -EISDIR ||
+	    ret == -ENOTDIR || ret == -EXDEV || ret == -EROFS) {
+		if (!ctx->debug)
+			return;
+		prio = LOG_DEBUG;
+	}
+	if (err && err->msg[0])
+		fs_log(ctx, prio, "%s", err->msg);
+	else
+		fs_log(ctx, prio, "%s: %s", what, strerror(-ret));
+}
+
+/* ---- invalidation worker ---- */
+
+static void inval_push(struct fs_ctx *ctx, struct fs_inval *iv)
+{
+	pthread_mutex_lock(&ctx->inval_lock);
+	if (!ctx->inval_started || ctx->inval_stop) {
+		pthread_mutex_unlock(&ctx->inval_lock);
+		free(iv);
+		return;
+	}
+	if (ctx->inval_tail)
+		ctx->inval_tail->next = iv;
+	else
+		ctx->inval_head = iv;
+	ctx->inval_tail = iv;
+	pthread_cond_signal(&ctx->inval_cond);
+	pthread_mutex_unlock(&ctx->inval_lock);
+}
+
+void fs_inval_entry(struct fs_ctx *ctx, fuse_ino_t parent, const char *name, size_t len)
+{
+	struct fs_inval *iv = calloc(1, sizeof(*iv) + len + 1);
+
+	if (!iv)
+		return;		/* the entry expires by itself within entry_timeout */
+	iv->kind = FS_INVAL_ENTRY;
+	iv->ino = parent;
+	memcpy(iv->name, name, len);
+	inval_push(ctx, iv);
+}
+
+void fs_inval_node(struct fs_ctx *ctx, fuse_ino_t ino, enum fs_inval_kind kind)
+{
+	struct fs_inval *iv = calloc(1, sizeof(*iv) + 1);
+
+	if (!iv)
+		return;
+	iv->kind = kind;
+	iv->ino = ino;
+	inval_push(ctx, iv);
+}
+
+/* Sends one notification; the kernel answers ENOENT for what it no longer caches. */
+static void inval_send(struct fs_ctx *ctx, const struct fs_inval *iv)
+{
+	int ret = 0;
+
+	switch (iv->kind) {
+	case FS_INVAL_ENTRY:
+		ret = fuse_lowlevel_notify_inval_entry(ctx->se, iv->ino, iv->name, strlen(iv->name));
+		break;
+	case FS_INVAL_ATTR:
+		ret = fuse_lowlevel_notify_inval_inode(ctx->se, iv->ino, -1, 0);
+		break;
+	case FS_INVAL_DATA:
+		ret = fuse_lowlevel_notify_inval_inode(ctx->se, iv->ino, 0, 0);
+		break;
+	case FS_INVAL_ROOT_CHILDREN:
+		fs_node_inval_root_children(ctx);
+		break;
+	}
+	if (ret < 0 && ret != -ENOENT)
+		fs_trace(ctx, "invalidate %lu %s: %s", (unsigned long)iv->ino, iv->name,
+			 strerror(-ret));
+}
+
+static void *inval_main(void *arg)
+{
+	struct fs_ctx *ctx = arg;
+
+	pthread_mutex_lock(&ctx->inval_lock);
+	for (;;) {
+		struct fs_inval *iv;
+
+		while (!ctx->inval_head && !ctx->inval_stop)
+			pthread_cond_wait(&ctx->inval_cond, &ctx->inval_lock);
+		if (ctx->inval_stop)
+			break;
+		iv = ctx->inval_head;
+		ctx->inval_head = iv->next;
+		if (!ctx->inval_head)
+			ctx->inval_tail = NULL;
+		pthread_mutex_unlock(&ctx->inval_lock);
+		inval_send(ctx, iv);
+		free(iv);
+		pthread_mutex_lock(&ctx->inval_lock);
+	}
+	pthread_mutex_unlock(&ctx->inval_lock);
+	return NULL;
+}
+
+int fs_inval_start(struct fs_ctx *ctx)
+{
+	int ret;
+
+	pthread_mutex_lock(&ctx->inval_lock);
+	ret = pthread_create(&ctx->inval_thread, NULL, inval_main, ctx);
+	ctx->inval_started = ret == 0;
+	pthread_mutex_unlock(&ctx->inval_lock);
+	return -ret;
+}
+
+void fs_inval_stop(struct fs_ctx *ctx)
+{
+	struct fs_inval *iv, *next;
+
+	pthread_mutex_lock(&ctx->inval_lock);
+	if (!ctx->inval_started) {
+		pthread_mutex_unlock(&ctx->inval_lock);
+		return;
+	}
+	ctx->inval_stop = true;
+	pthread_cond_signal(&ctx->inval_cond);
+	pthread_mutex_unlock(&ctx->inval_lock);
+	pthread_join(ctx->inval_thread, NULL);
+	for (iv = ctx->inval_head; iv; iv = next) {
+		next = iv->next;
+		free(iv);
+	}
+	ctx->inval_head = ctx->inval_tail = NULL;
+	ctx->inval_started = false;
+}
+
+/* ---- options ---- */
+
+struct fs_optvals {
+	double entry_timeout;
+	double attr_timeout;
+	int debug;
+};
+
+#define FS_OPT(t, field) { t, offsetof(struct fs_optvals, field), 1 }
+static const struct fuse_opt fs_opt_spec[] = {
+	{ "entry_timeout=%lf", offsetof(struct fs_optvals, entry_timeout), 0 },
+	{ "attr_timeout=%lf", offsetof(struct fs_optvals, attr_timeout), 0 },
+	FS_OPT("debug", debug),
+	FUSE_OPT_END
+};
+
+/* Keeps every option the spec does not name for FUSE. */
+static int fs_opt_keep(void *data, const char *arg, int key, struct fuse_args *outargs)
+{
+	(void)data;
+	(void)arg;
+	(void)key;
+	(void)outargs;
+	return 1;
+}
+
+/* Absolute form of path (which may not exist yet); heap. */
+static char *abs_path(const char *path)
+{
+	char cwd[PATH_MAX], *out;
+
+	out = realpath(path, NULL);
+	if (out || path[0] == '/')
+		return out ? out : strdup(path);
+	if (!getcwd(cwd, sizeof(cwd)))
+		return NULL;
+	out = malloc(strlen(cwd) + strlen(path) + 2);
+	if (out)
+		sprintf(out, "%s/%s", cwd, path);
+	return out;
+}
+
+/*
+ * Builds the FUSE argument list: our defaults, then the user's -o list with
+ * kvfs's own options (timeouts, debug) taken out into ctx.
+ */
+static int build_args(struct fs_ctx *ctx, const struct fs_options *opts, struct fuse_args *args)
+{
+	struct fs_optvals v = { 1.0, 1.0, 0 };
+	char *fsname = NULL;
+	int ret = -1;
+
+	if (fuse_opt_add_arg(args, "kvfs") < 0)
+		return -1;
+	if (opts->extra_options && *opts->extra_options &&
+	    (fuse_opt_add_arg(args, "-o") < 0 ||
+	     fuse_opt_add_arg(args, opts->extra_options) < 0))
+		return -1;
+	if (fuse_opt_parse(args, &v, fs_opt_spec, fs_opt_keep) < 0)
+		return -1;
+	if (v.entry_timeout < 0 || v.attr_timeout < 0) {
+		fprintf(stderr, "kvfs: mount: timeouts cannot be negative\n");
+		return -1;
+	}
+	ctx->entry_timeout = v.entry_timeout;
+	ctx->attr_timeout = v.attr_timeout;
+	ctx->debug = opts->debug || v.debug;
+	if (fuse_opt_add_opt_escaped(&fsname, ctx->store_dir) < 0)
+		return -1;
+	if (fuse_opt_add_arg(args, "-o") == 0 &&
+	    fuse_opt_add_arg(args, "default_permissions,subtype=kvfs") == 0 &&
+	    fuse_opt_add_arg(args, "-o") == 0) {
+		char *o = malloc(strlen(fsname) + 8);
+
+		if (o) {
+			sprintf(o, "fsname=%s", fsname);
+			ret = fuse_opt_add_arg(args, o);
+			free(o);
+		}
+	}
+	if (ret == 0 && ctx->read_only)
+		ret = fuse_opt_add_arg(args, "-oro");
+	free(fsname);
+	return ret;
+}
+
+/* ---- detaching ---- */
+
+/*
+ * Forks. The parent waits for the child's status byte and returns it as an
+ * exit code (1 when the child died first); the child returns -1 and keeps
+ * the write end of the pipe in *report.
+ */
+static int detach_fork(int *report)
+{
+	int fds[2], status;
+	unsigned char code;
+	pid_t pid;
+	ssize_t n;
+
+	if (pipe(fds) < 0) {
+		fprintf(stderr, "kvfs: mount: pipe: %s\n", strerror(errno));
+		return 1;
+	}
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "kvfs: mount: fork: %s\n", strerror(errno));
+		close(fds[0]);
+		close(fds[1]);
+		return 1;
+	}
+	if (pid == 0) {
+		close(fds[0]);
+		*report = fds[1];
+		return -1;
+	}
+	close(fds[1]);
+	do {
+		n = read(fds[0], &code, 1);
+	} while (n < 0 && errno == EINTR);
+	close(fds[0]);
+	if (n == 1)
+		return code;
+	/* The child ended before reporting: reap it if it is gone. */
+	if (waitpid(pid, &status, WNOHANG) == pid && WIFEXITED(status) && WEXITSTATUS(status))
+		return WEXITSTATUS(status);
+	return 1;
+}
+
+static void detach_report(int *report, unsigned char code)
+{
+	ssize_t n;
+
+	if (*report < 0)
+		return;
+	do {
+		n = write(*report, &code, 1);
+	} while (n < 0 && errno == EINTR);
+	close(*report);
+	*report = -1;
+}
+
+/* The child, once serving: a new session, "/" as cwd, stdio on /dev/null. */
+static void detach_finish(struct fs_ctx *ctx, int *report)
+{
+	int fd;
+
+	openlog("kvfs", LOG_PID, LOG_DAEMON);
+	setsid();
+	if (chdir("/") < 0)
+		fs_log(ctx, LOG_WARNING, "chdir /: %s", strerror(errno));
+	fd = open("/dev/null", O_RDWR);
+	detach_report(report, 0);
+	if (fd >= 0) {
+		dup2(fd, STDIN_FILENO);
+		dup2(fd, STDOUT_FILENO);
+		dup2(fd, STDERR_FILENO);
+		if (fd > STDERR_FILENO)
+			close(fd);
+	}
+}
+
+/* ---- the daemon ---- */
+
+static struct fs_ctx *ctx_new(const struct fs_options *opts)
+{
+	struct fs_ctx *ctx = calloc(1, sizeof(*ctx));
+
+	if (!ctx)
+		return NULL;
+	ctx->store_dir = abs_path(opts->store_dir);
+	ctx->mountpoint = abs_path(opts->mountpoint);
+	if (!ctx->store_dir || !ctx->mountpoint || fs_nodes_init(ctx) < 0) {
+		free(ctx->store_dir);
+		free(ctx->mountpoint);
+		free(ctx->buckets);
+		free(ctx);
+		return NULL;
+	}
+	ctx->foreground = opts->foreground;
+	ctx->read_only = opts->read_only;
+	ctx->uid = getuid();
+	ctx->gid = getgid();
+	pthread_mutex_init(&ctx->lock, NULL);
+	pthread_mutex_init(&ctx->inval_lock, NULL);
+	pthread_cond_init(&ctx->inval_cond, NULL);
+	return ctx;
+}
+
+static void ctx_free(struct fs_ctx *ctx)
+{
+	fs_nodes_release(ctx);
+	pthread_mutex_destroy(&ctx->lock);
+	pthread_mutex_destroy(&ctx->inval_lock);
+	pthread_cond_destroy(&ctx->inval_cond);
+	free(ctx->store_dir);
+	free(ctx->mountpoint);
+	free(ctx);
+}
+
+static int check_mountpoint(const char *mnt)
+{
+	struct stat st;
+
+	if (stat(mnt, &st) < 0) {
+		fprintf(stderr, "kvfs: mount: %s: %s\n", mnt, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "kvfs: mount: %s: %s\n", mnt, strerror(ENOTDIR));
+		return -1;
+	}
+	return 0;
+}
+
+static int open_model(struct fs_ctx *ctx, const struct fs_options *opts)
+{
+	unsigned flags = (opts->create ? MODEL_OPEN_CREATE : 0) |
+			 (opts->read_only ? MODEL_OPEN_READONLY : 0);
+	struct model_error err = { { 0 } };
+	struct stat st;
+	int ret;
+
+	if (!opts->create && stat(ctx->store_dir, &st) < 0 && errno == ENOENT) {
+		fprintf(stderr, "kvfs: mount: no store at %s (use --create to make one)\n",
+			opts->store_dir);
+		return -1;
+	}
+	ret = model_open(ctx->store_dir, flags, &ctx->model, &err);
+	if (ret < 0) {
+		fprintf(stderr, "kvfs: mount: %s\n", err.msg[0] ? err.msg : strerror(-ret));
+		return -1;
+	}
+	return 0;
+}
+
+/* Runs the session until it is unmounted or signalled; 0 on a clean end. */
+static int serve(struct fs_ctx *ctx, int *report)
+{
+	struct fuse_loop_config *cfg;
+	int ret;
+
+	if (fuse_set_signal_handlers(ctx->se) < 0) {
+		fprintf(stderr, "kvfs: mount: cannot set signal handlers\n");
+		return -1;
+	}
+	if (fuse_session_mount(ctx->se, ctx->mountpoint) < 0) {
+		fprintf(stderr, "kvfs: mount: cannot mount %s\n", ctx->mountpoint);
+		ret = -1;
+		goto out_signals;
+	}
+	if (fs_inval_start(ctx) < 0)
+		fs_log(ctx, LOG_WARNING, "no invalidation thread: names expire by timeout");
+	if (!ctx->foreground)
+		detach_finish(ctx, report);
+	fs_log(ctx, LOG_INFO, "serving %s at %s%s", ctx->store_dir, ctx->mountpoint,
+	       ctx->read_only ? " (read-only)" : "");
+	cfg = fuse_loop_cfg_create();
+	if (!cfg) {
+		ret = -1;
+	} else {
+		fuse_loop_cfg_set_max_threads(cfg, 32);
+		ret = fuse_session_loop_mt(ctx->se, cfg);
+		fuse_loop_cfg_destroy(cfg);
+	}
+	fs_inval_stop(ctx);
+	fuse_session_unmount(ctx->se);
+	fs_log(ctx, LOG_INFO, "unmounted %s", ctx->mountpoint);
+out_signals:
+	fuse_remove_signal_handlers(ctx->se);
+	return ret >= 0 ? 0 : -1;	/* > 0: the number of the signal that ended it */
+}
+
+int fs_mount_main(const struct fs_options *opts)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	int report = -1, code = 1;
+	struct fs_ctx *ctx;
+
+	if (!opts->store_dir || !opts->mountpoint) {
+		fprintf(stderr, "kvfs: mount: a store and a mountpoint are needed\n");
+		return 2;
+	}
+	if (check_mountpoint(opts->mountpoint) < 0)
+		return 1;
+	if (!opts->foreground) {
+		code = detach_fork(&report);
+		if (code >= 0)
+			return code;
+		code = 1;
+	}
+	ctx = ctx_new(opts);
+	if (!ctx) {
+		fprintf(stderr, "kvfs: mount: out of memory\n");
+		goto out_report;
+	}
+	if (build_args(ctx, opts, &args) < 0)
+		goto out_ctx;
+	if (open_model(ctx, opts) < 0)
+		goto out_args;
+	ctx->se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), ctx);
+	if (!ctx->se)
+		goto out_model;
+	code = serve(ctx, &report) == 0 ? 0 : 1;
+	fuse_session_destroy(ctx->se);	/* runs fs_ops.destroy: commits what is pending */
+out_model:
+	fs_files_commit_all(ctx);
+	model_close(ctx->model);
+out_args:
+	fuse_opt_free_args(&args);
+out_ctx:
+	ctx_free(ctx);
+out_report:
+	detach_report(&report, (unsigned char)code);
+	if (!opts->foreground)
+		closelog();
+	return code;
+}

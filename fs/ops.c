@@ -1,0 +1,1552 @@
+/*
+ * fs/ops.c - the FUSE operations: each maps its node to a path, calls the
+ * model and replies 0 or -errno. File contents written through the mount
+ * are buffered per open file and committed in one model_write at flush
+ * (close), fsync or release, so readers see old or new, never half.
+ *
+ * Caching: names and attributes are trusted for entry_timeout/attr_timeout
+ * (1 s by default, so offline CLI changes show within a second); views
+ * (NAME.json) never, and they are read with direct I/O from a snapshot
+ * rendered at open. Leaves keep their page cache across opens while their
+ * mtime and size are unchanged. Directory listings are cached by the kernel
+ * while the store's generation is unchanged. Whatever a commit changes
+ * behind the kernel's back (a subtree replaced through NAME.json, a rename
+ * onto a view, a type change) is invalidated by the worker in mount.c.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fs/fs_int.h"
+
+#define FS_FILE_MAX ((size_t)1 << 30)	/* largest content buffered for one file */
+#define FS_XATTR_TYPE "user.kvfs.type"
+
+static struct fs_ctx *req_ctx(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static struct timespec ns_to_ts(int64_t ns)
+{
+	struct timespec ts = { ns / 1000000000, ns % 1000000000 };
+
+	if (ts.tv_nsec < 0) {
+		ts.tv_nsec += 1000000000;
+		ts.tv_sec--;
+	}
+	return ts;
+}
+
+static void reply_err(fuse_req_t req, int ret)
+{
+	fuse_reply_err(req, ret < 0 ? -ret : ret);
+}
+
+/* ---- attributes ---- */
+
+static bool kind_is_dir(enum model_kind kind)
+{
+	return kind == MODEL_KIND_OBJECT || kind == MODEL_KIND_ARRAY;
+}
+
+static void stat_fill(const struct fs_ctx *ctx, const struct model_node *n, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = n->ino;
+	st->st_uid = ctx->uid;
+	st->st_gid = ctx->gid;
+	st->st_blksize = 4096;
+	if (kind_is_dir(n->kind)) {
+		st->st_mode = S_IFDIR | (ctx->read_only ? 0555 : 0755);
+		st->st_nlink = 2 + n->subdirs;
+	} else {
+		st->st_mode = S_IFREG | (ctx->read_only ? 0444 : 0644);
+		st->st_nlink = 1;
+		st->st_size = (off_t)n->size;
+		st->st_blocks = (blkcnt_t)((n->size + 511) / 512);
+	}
+	st->st_mtim = ns_to_ts(n->mtime_ns);
+	st->st_ctim = st->st_mtim;	/* ctime = mtime: tar does not see "changed as we read it" */
+	st->st_atim = st->st_mtim;
+}
+
+/* ctx->lock held. An open file whose unsaved content getattr must show. */
+static struct fs_file *pending_file_locked(struct fs_ctx *ctx, const struct fs_node *node)
+{
+	for (struct fs_file *f = ctx->files; f; f = f->next)
+		if (f->node == node && f->pend)
+			return f;
+	return NULL;
+}
+
+/* ctx->lock held. Overrides st with a pending file's content; false when none. */
+static bool stat_pending_locked(struct fs_ctx *ctx, const struct fs_node *node, bool exists,
+				struct stat *st)
+{
+	struct fs_file *f = pending_file_locked(ctx, node);
+
+	if (!f)
+		return false;
+	if (!exists) {
+		struct model_node n = { .kind = MODEL_KIND_VIEW, .ino = (uint64_t)(uintptr_t)node };
+
+		stat_fill(ctx, &n, st);
+	}
+	st->st_size = (off_t)f->pend_len;
+	st->st_blocks = (blkcnt_t)((f->pend_len + 511) / 512);
+	st->st_mtim = ns_to_ts(f->pend_mtime);
+	st->st_ctim = st->st_mtim;
+	return true;
+}
+
+/*
+ * Attributes of node at path: the model's, or an open file's unsaved ones.
+ * *kind (may be NULL) gets the kind; *volatile_ is set when the kernel
+ * should not cache them.
+ */
+static int node_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path,
+		     struct stat *st, enum model_kind *kind, bool *volatile_)
+{
+	struct model_error err = { { 0 } };
+	struct model_node n;
+	bool pending;
+	int ret = model_stat(ctx->model, path, MODEL_STAT_SUBDIRS, &n, &err);
+
+	if (ret == 0)
+		stat_fill(ctx, &n, st);
+	pthread_mutex_lock(&ctx->lock);
+	pending = stat_pending_locked(ctx, node, ret == 0, st);
+	pthread_mutex_unlock(&ctx->lock);
+	if (pending) {
+		n.kind = ret == 0 ? n.kind : MODEL_KIND_VIEW;
+		ret = 0;
+	}
+	if (ret < 0) {
+		fs_log_model(ctx, ret, &err, path);
+		return ret;
+	}
+	if (kind)
+		*kind = n.kind;
+	if (volatile_)
+		*volatile_ = pending || n.kind == MODEL_KIND_VIEW;
+	return 0;
+}
+
+static double attr_timeout_for(const struct fs_ctx *ctx, bool volatile_)
+{
+	return volatile_ ? 0.0 : ctx->attr_timeout;
+}
+
+/*
+ * Fills e for the child name of dir (at path) and counts one kernel lookup
+ * on its node. 0 or -errno.
+ */
+static int entry_make(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
+		      const char *path, struct fuse_entry_param *e)
+{
+	struct fs_node *child;
+	bool vol = false;
+	int ret;
+
+	memset(e, 0, sizeof(*e));
+	pthread_mutex_lock(&ctx->lock);
+	child = fs_node_child_locked(ctx, dir, name, true);
+	if (child)
+		fs_node_ref_locked(child);	/* pinned while the model is asked */
+	pthread_mutex_unlock(&ctx->lock);
+	if (!child)
+		return -ENOMEM;
+	ret = node_stat(ctx, child, path, &e->attr, NULL, &vol);
+	pthread_mutex_lock(&ctx->lock);
+	if (ret == 0)
+		child->nlookup++;
+	fs_node_unref_locked(ctx, child);
+	pthread_mutex_unlock(&ctx->lock);
+	if (ret < 0)
+		return ret;
+	e->ino = fs_node_ino(ctx, child);
+	e->attr_timeout = attr_timeout_for(ctx, vol);
+	e->entry_timeout = vol ? 0.0 : ctx->entry_timeout;
+	return 0;
+}
+
+/* Replies with a fresh entry for name in dir (mkdir, mknod). */
+static void reply_entry_for(fuse_req_t req, struct fs_ctx *ctx, struct fs_node *dir,
+			    const char *name, const char *path)
+{
+	struct fuse_entry_param e;
+	int ret = entry_make(ctx, dir, name, path, &e);
+
+	if (ret < 0)
+		reply_err(req, ret);
+	else if (fuse_reply_entry(req, &e) < 0)
+		fs_node_forget(ctx, e.ino, 1);
+}
+
+/* ---- invalidation after commits ---- */
+
+/*
+ * After node changed behind the kernel: for a view NAME.json, forget the
+ * name NAME (and so its cached subtree); "/.json" (or "DIR/.json") stands
+ * for the directory itself.
+ */
+static void inval_after_change(struct fs_ctx *ctx, struct fs_node *node, bool view)
+{
+	struct fs_node *target;
+	size_t len;
+
+	pthread_mutex_lock(&ctx->lock);
+	if (!node->hashed || node == &ctx->root)
+		goto out_unlock;
+	if (!view) {
+		fs_inval_node(ctx, fs_node_ino(ctx, node), FS_INVAL_ATTR);
+		goto out_unlock;
+	}
+	len = strlen(node->name);
+	if (!fs_name_is_view(node->name, len))
+		goto out_unlock;
+	if (len > 5) {
+		fs_inval_entry(ctx, fs_node_ino(ctx, node->parent), node->name, len - 5);
+		goto out_unlock;
+	}
+	target = node->parent;
+	if (target == &ctx->root)
+		fs_inval_node(ctx, FUSE_ROOT_ID, FS_INVAL_ROOT_CHILDREN);
+	else
+		fs_inval_entry(ctx, fs_node_ino(ctx, target->parent), target->name,
+			       strlen(target->name));
+out_unlock:
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+/* The same, for a name in dir that may not be in the table. */
+static void inval_name(struct fs_ctx *ctx, struct fs_node *dir, const char *name)
+{
+	size_t len = strlen(name);
+
+	if (!fs_name_is_view(name, len))
+		return;
+	if (len > 5) {
+		fs_inval_entry(ctx, fs_node_ino(ctx, dir), name, len - 5);
+		return;
+	}
+	pthread_mutex_lock(&ctx->lock);
+	if (dir == &ctx->root)
+		fs_inval_node(ctx, FUSE_ROOT_ID, FS_INVAL_ROOT_CHILDREN);
+	else if (dir->hashed)
+		fs_inval_entry(ctx, fs_node_ino(ctx, dir->parent), dir->name, strlen(dir->name));
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+/* ---- open files ---- */
+
+static struct fs_file *file_new(struct fs_ctx *ctx, struct fs_node *node)
+{
+	struct fs_file *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return NULL;
+	f->type = FS_HANDLE_FILE;
+	f->node = node;
+	f->refs = 1;
+	pthread_mutex_init(&f->lock, NULL);
+	pthread_mutex_lock(&ctx->lock);
+	fs_node_ref_locked(node);
+	f->next = ctx->files;
+	if (ctx->files)
+		ctx->files->prev = f;
+	ctx->files = f;
+	pthread_mutex_unlock(&ctx->lock);
+	return f;
+}
+
+/* ctx->lock held. Drops a ref; true when the caller must free f. */
+static bool file_unref_locked(struct fs_ctx *ctx, struct fs_file *f)
+{
+	if (--f->refs > 0)
+		return false;
+	if (f->prev)
+		f->prev->next = f->next;
+	else
+		ctx->files = f->next;
+	if (f->next)
+		f->next->prev = f->prev;
+	fs_node_unref_locked(ctx, f->node);
+	return true;
+}
+
+static void file_free(struct fs_file *f)
+{
+	pthread_mutex_destroy(&f->lock);
+	free(f->buf);
+	free(f);
+}
+
+static void file_put(struct fs_ctx *ctx, struct fs_file *f)
+{
+	bool last;
+
+	pthread_mutex_lock(&ctx->lock);
+	last = file_unref_locked(ctx, f);
+	pthread_mutex_unlock(&ctx->lock);
+	if (last)
+		file_free(f);
+}
+
+/* f->lock held. Shows getattr what f holds now. */
+static void file_publish(struct fs_ctx *ctx, struct fs_file *f)
+{
+	pthread_mutex_lock(&ctx->lock);
+	f->pend = (f->dirty || f->pending) && !f->append_json;
+	f->pend_len = f->len;
+	f->pend_mtime = f->wmtime_ns;
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+/* f->lock held. Makes buf hold len bytes, zero-filling a gap. */
+static int file_resize(struct fs_file *f, size_t len)
+{
+	if (len > FS_FILE_MAX)
+		return -EFBIG;
+	if (len > f->cap) {
+		size_t cap = f->cap ? f->cap : 4096;
+		char *buf;
+
+		while (cap < len)
+			cap *= 2;
+		buf = realloc(f->buf, cap);
+		if (!buf)
+			return -ENOMEM;
+		f->buf = buf;
+		f->cap = cap;
+	}
+	if (len > f->len)
+		memset(f->buf + f->len, 0, len - f->len);
+	f->len = len;
+	return 0;
+}
+
+/* Remembers a leaf's mtime and size as what the kernel's page cache holds. */
+static void note_cache(struct fs_ctx *ctx, struct fs_node *node, const struct model_node *n)
+{
+	pthread_mutex_lock(&ctx->lock);
+	node->cache_known = true;
+	node->cache_mtime = n->mtime_ns;
+	node->cache_size = n->size;
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+/*
+ * f->lock held. Commits a dirty buffer in one model_write. A file whose name
+ * was removed meanwhile is dropped, as on a local filesystem. 0 or -errno
+ * (logged: an invalid document's parser message names the path).
+ */
+static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
+{
+	unsigned flags = MODEL_WRITE_TEXT | (f->append_json ? MODEL_WRITE_APPEND_JSON : 0);
+	struct model_error err = { { 0 } };
+	struct model_node n;
+	char *path;
+	int ret;
+
+	if (!f->dirty)
+		return 0;
+	ret = fs_node_path(ctx, f->node, NULL, &path);
+	if (ret < 0) {
+		if (ret == -ENOENT) {
+			f->dirty = false;
+			file_publish(ctx, f);
+			return 0;
+		}
+		return ret;
+	}
+	ret = model_write(ctx->model, path, f->len ? f->buf : "", f->len, 0, flags, &err);
+	f->dirty = false;
+	if (ret < 0) {
+		fs_log_model(ctx, ret, &err, path);
+		file_publish(ctx, f);
+		free(path);
+		return ret;
+	}
+	fs_trace(ctx, "commit %s (%zu bytes)", path, f->len);
+	if (f->append_json)
+		f->len = 0;
+	f->pending = false;
+	if (!f->view && model_stat(ctx->model, path, 0, &n, NULL) == 0)
+		note_cache(ctx, f->node, &n);
+	file_publish(ctx, f);
+	inval_after_change(ctx, f->node, f->view);
+	free(path);
+	return 0;
+}
+
+/*
+ * Commits the unsaved content of every open file of node, so that a change
+ * of mtime or type applies to the new content (cp -a sets both on its open
+ * descriptor before closing it).
+ */
+static int node_commit_files(struct fs_ctx *ctx, struct fs_node *node)
+{
+	int ret = 0;
+
+	for (int round = 0; round < 64; round++) {
+		struct fs_file *f;
+		bool last;
+		int r;
+
+		pthread_mutex_lock(&ctx->lock);
+		f = pending_file_locked(ctx, node);
+		if (f)
+			f->refs++;
+		pthread_mutex_unlock(&ctx->lock);
+		if (!f)
+			break;
+		pthread_mutex_lock(&f->lock);
+		r = file_commit_locked(ctx, f);
+		if (f->pending) {	/* a created view never written: nothing to save */
+			f->pending = false;
+			file_publish(ctx, f);
+		}
+		pthread_mutex_unlock(&f->lock);
+		if (r < 0)
+			ret = r;
+		pthread_mutex_lock(&ctx->lock);
+		last = file_unref_locked(ctx, f);
+		pthread_mutex_unlock(&ctx->lock);
+		if (last)
+			file_free(f);
+	}
+	return ret;
+}
+
+void fs_files_commit_all(struct fs_ctx *ctx)
+{
+	struct fs_file *f, *next;
+
+	/* The loop has ended: no operation runs concurrently any more. */
+	for (f = ctx->files; f; f = next) {
+		next = f->next;
+		pthread_mutex_lock(&f->lock);
+		file_commit_locked(ctx, f);
+		pthread_mutex_unlock(&f->lock);
+	}
+	pthread_mutex_lock(&ctx->lock);
+	for (f = ctx->files; f; f = next) {
+		next = f->next;
+		fs_node_unref_locked(ctx, f->node);
+		file_free(f);
+	}
+	ctx->files = NULL;
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+static struct fs_file *fi_file(const struct fuse_file_info *fi)
+{
+	struct fs_file *f = fi ? (struct fs_file *)(uintptr_t)fi->fh : NULL;
+
+	return f && f->type == FS_HANDLE_FILE ? f : NULL;
+}
+
+/* ---- lookup, forget, getattr ---- */
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fs_ctx *ctx = req_ctx(req);
+	struct fs_node *dir = fs_node_from_ino(ctx, parent);
+	char *path;
+	int ret = fs_node_path(ctx, dir, name, &path);
+
+	if (ret < 0) {
+		reply_err(req, ret);
+		return;
+	}
+	fs_trace(ctx, "lookup %s", path);
+	reply_entry_for(req, ctx, dir, name, path);
+	free(path);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	fs_node_forget(req_ctx(req), ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	struct fs_ctx *ctx = req_ctx(req);
+
+	for (size_t i = 0; i < count; i++)
+		fs_node_forget(ctx, forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs_ctx *ctx = req_ctx(req);
+	struct fs_node *node = fs_node_from_ino(ctx, ino);
+	struct stat st;
+	bool vol = false;
+	char *path;
+	int ret = fs_node_path(ctx, node, NULL, &path);
+
+	(void)fi;
+	if (ret < 0) {
+		reply_err(req, ret);
+		return;
+	}
+	fs_trace(ctx, "getattr %s", path);
+	ret = node_stat(ctx, node, path, &st, NULL, &vol);
+	free(path);
+	if (ret < 0)
+		reply_err(req, ret);
+	else
+		fuse_reply_attr(req, &st, attr_timeout_for(ctx, vol));
+}
+
+/* truncate(2) on a path without an open file: read, resize, commit at once. */
+static int truncate_path(struct fs_ctx *ctx, const char *path, off_t size)
+{
+	struct model_error err = { { 0 } };
+	size_t len = 0;
+	char *text = NULL, *grown;
+	int ret;
+
+	if ((uint64_t)size > FS_FILE_MAX)
+		return -EFBIG;
+	ret = model_read_all(ctx->model, path, &text, &len, &err);
+	if (ret < 0)
+		goto out_log;
+	grown = realloc(text, (size_t)size + 1);
+	if (!grown) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+	text = grown;
+	if ((size_t)size > len)
+		memset(text + len, 0, (size_t)size - len);
+	ret = model_write(ctx->model, path, text, (size_t)size, 0, MODEL_WRITE_TEXT, &err);
+out_log:
+	if (ret < 0)
+		fs_log_model(ctx, ret, &err, path);
+out_free:
+	free(text);
+	return ret;
+}
+
+static int setattr_size(struct fs_ctx *ctx, struct fs_file *f, const char *path, off_t size)
+{
+	int ret;
+
+	if (!f || !f->writable)
+		return truncate_path(ctx, path, size);
+	pthread_mutex_lock(&f->lock);
+	if (f->append_json) {
+		ret = size == 0 ? 0 : -EINVAL;	/* only the bytes appended are held */
+		if (ret == 0)
+			f->len = 0;
+	} else {
+		ret = file_resize(f, (size_t)size);
+		if (ret == 0) {
+			f->dirty = true;
+			f->wmtime_ns = now_ns();
+			file_publish(ctx, f);
+		}
+	}
+	pthread_mutex_unlock(&f->lock);
+	return ret;
+}
+
+static int setattr_mtime(struct fs_ctx *ctx, struct fs_node *node, const char *path,
+			 const struct stat *attr, int to_set)
+{
+	struct model_error err = { { 0 } };
+	int64_t ns = (to_set & FUSE_SET_ATTR_MTIME_NOW) ? now_ns() :
+		     (int64_t)attr->st_mtim.tv_sec * 1000000000 + attr->st_mtim.tv_nsec;
+	struct model_node n;
+	int ret = node_commit_files(ctx, node);
+
+	if (ret < 0)
+		return ret;
+	ret = model_stat(ctx->model, path, 0, &n, &err);
+	if (ret < 0 || n.kind != MODEL_KIND_LEAF)
+		return ret < 0 ? ret : 0;	/* directories and views: accepted, not kept */
+	ret = model_set_mtime(ctx->model, path, ns, &err);
+	if (ret < 0)
+		fs_log_model(ctx, ret, &err, path);
+	return ret;
+}
+
+/*
+ * chmod and chown are accepted and ignored: every file shows the mounting
+ * user and fixed modes, and cp -a / rsync -a would fail on EPERM.
+ */
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		       struct fuse_file_info *fi)
+{
+	struct fs_ctx *ctx = req_ctx(req);
+	struct fs_node *node = fs_node_from_ino(ctx, ino);
+	struct stat st;
+	bool vol = false;
+	char *path;
+	int ret = fs_node_path(ctx, node, NULL, &path);
+
+	if (ret < 0) {
+		reply_err(req, ret);
+		return;
+	}
+	fs_trace(ctx, "setattr %s 0x%x", path, (unsigned)to_set);
+	if (ctx->read_only && (to_set & (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_MTIME |
+					 FUSE_SET_ATTR_MTIME_NOW))) {
+		ret = -EROFS;
+		goto out_reply;
+	}
+	if (to_set & FUSE_SET_ATTR_SIZE)
+		ret = setattr_size(ctx, fi_file(fi), path, attr->st_size);
+	if (ret == 0 && (to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW)))
+		ret = setattr_mtime(ctx, node, path, attr, to_set);
+	if (ret == 0)
+		ret = node_stat(ctx, node, path, &st, NULL, &vol);
+out_reply:
+	free(path);
+	if (ret < 0)
+		reply_err(req, ret);
+	else
+		fuse_reply_attr(req, &st, attr_timeout_for(ctx, vol));
+}
+
+/* ---- open, read, write, flush, release ---- */
+
+/* A writer's starting content: empty (O_TRUNC, appends to a view) or the current text. */
+static int file_load(struct fs_ctx *ctx, struct fs_file *f, const char *path, int flags)
+{
+	struct model_error err = { { 0 } };
+	int ret;
+
+	f->writable = true;
+	f->buffered = true;
+	f->append = flags & O_APPEND;
+	f->wmtime_ns = now_ns();
+	if (f->view && f->append) {
+		f->append_json = true;
+		return 0;
+	}
+	if (flags & O_TRUNC) {
+		f->dirty = true;
+		file_publish(ctx, f);
+		return 0;
+	}
+	ret = model_read_all(ctx->model, path, &f->buf, &f->len, &err);
+	if (ret < 0) {
+		fs_log_model(ctx, ret, &err, path);
+		return ret;
+	}
+	f->cap = f->len + 1;
+	return 0;
+}
+
+/* A reader of a view gets the rendering of the moment it opened. */
+static int file_snapshot(struct fs_ctx *ctx, struct fs_file *f, const char *path)
+{
+	struct model_error err = { { 0 } };
+	int ret = model_read_all(ctx->model, path, &f->buf, &f->len, &err);
+
+	if (ret < 0) {
+		fs_log_model(ctx, ret, &err, path);
+		return ret;
+	}
+	f->cap = f->len + 1;
+	f->buffered = true;
+	return 0;
+}
+
+/* keep_cache while the leaf's mtime and size are what the page cache was filled from. */
+static bool leaf_cache_valid(struct fs_ctx *ctx, struct fs_node *node, const struct model_node *n)
+{
+	bool keep, changed;
+
+	pthread_mutex_lock(&ctx->lock);
+	keep = node->cache_known && node->cache_mtime == n->mtime_ns &&
+	       node->cache_size == n->size;
+	changed = node->cache_known && !keep;
+	node->cache_known = true;
+	node->cache_mtime = n->mtime_ns;
+	node->cache_size = n->size;
+	pthread_mutex_unlock(&ctx->lock);
+	if (changed)	/* changed elsewhere: let the kernel fetch the new size */
+		fs_inval_node(ctx, fs_node_ino(ctx, node), FS_INVAL_ATTR);
+	return keep;
+}
+
+/* Opens node (at path) for fi->flags; the reply is sent by the caller. */
+static int file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
+		     struct fuse_file_info *fi, struct fs_file **out)
+{
+	struct model_error err = { { 0 } };
+	int acc = fi->flags & O_ACCMODE;
+	struct model_node n;
+	struct fs_file *f;
+	int ret;
+
+	ret = model_stat(ctx->model, path, 0, &n, &err);
+	if (ret < 0) {
+		fs_log_model(ctx, ret, &err, path);
+		return ret;
+	}
+	if (kind_is_dir(n.kind))
+		return -EISDIR;
+	if (acc != O_RDONLY && ctx->read_only)
+		return -EROFS;
+	f = file_new(ctx, node);
+	if (!f)
+		return -ENOMEM;
+	f->view = n.kind == MODEL_KIND_VIEW;
+	if (acc != O_RDONLY)
+		ret = file_load(ctx, f, path, fi->flags);
+	else if (f->view)
+		ret = file_snapshot(ctx, f, path);
+	if (ret < 0) {
+		file_put(ctx, f);
+		return ret;
+	}
+	if (f->view)
+		fi->direct_io = 1;	/* its size is whatever the rendering is now */
+	else
+		fi->keep_cache = leaf_cache_valid(ctx, node, &n);
+	fi->fh = (uintptr_t)f;
+	*out = f;
+	return 0;
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs_ctx *ctx = req_ctx(req);
+	struct fs_node *node = fs_node_from_ino(ctx, ino);
+	struct fs_file *f;
+	char *path;
+	int ret = fs_node_path(ctx, node, NULL, &path);
+
+	if (ret < 0) {
+		reply_err(req, ret);
+		return;
+	}
+	fs_trace(ctx, "open %s 0%o", path, (unsigned)fi->flags);
+	ret = file_open(ctx, node, path, fi, &f);
+	free(path);
+	if (ret < 0)
+		reply_err(req, ret);
+	else if (fuse_reply_open(req, fi) < 0)
+		file_put(ctx, f);
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	struct fs_ctx *ctx = req_ctx(req);
+	struct fs_node *dir = fs_node_from_ino(ctx, parent);
+	struct model_error err = { { 0 } };
+	struct fuse_entry_param e;
+	struct fs_file *f = NULL;
+	bool view = fs_name_is_view(name, strlen(name));
+	char *path;
+	int ret = fs_node_path(ctx, dir, name, &path);
+
+	if (ret < 0)
+		goto out_reply;
+	fs_trace(ctx, "create %s", path);
+	if (!S_ISREG(mode)) {
+		ret = -EPERM;
+		goto out_free;
+	}
+	if (ctx->read_only) {
+		ret = -EROFS;
+		goto out_free;
+	}
+	ret = model_create(ctx->model, path, &err);
+	if (ret == -EEXIST && !(fi->flags & O_EXCL))
+		view = false;	/* made meanwhile (by the CLI): open what is there */
+	else if (ret < 0) {
+		fs_log_model(ctx, ret, &err, path);
+		goto out_free;
+	}
+	if (view) {
+		/* A view is only checked: it exists once its first content is committed. */
+		struct fs_node *node;
+
+		pthread_mutex_lock(&ctx->lock);
+		node = fs_node_child_locked(ctx, dir, name, true);
+		pthread_mutex_unlock(&ctx->lock);
+		if (!node) {
+			ret = -ENOMEM;
+			goto out_free;
+		}
+		f = file_new(ctx, node);
+		if (!f) {
+			pthread_mutex_lock(&ctx->lock);
+			fs_node_drop_unused_locked(ctx, node);
+			pthread_mutex_unlock(&ctx->lock);
+			ret = -ENOMEM;
+			goto out_free;
+		}
+		f->view = true;
+		f->writable = f->buffered = true;
+		f->pending = true;
+		f->wmtime_ns = now_ns();
+		pthread_mutex_lock(&f->lock);
+		file_publish(ctx, f);
+		pthread_mutex_unlock(&f->lock);
+		fi->direct_io = 1;
+		fi->fh = (uintptr_t)f;
+	}
+	ret = entry_make(ctx, dir, name, path, &e);
+	if (ret < 0)
+		goto out_file;
+	if (!f) {
+		ret = file_open(ctx, fs_node_from_ino(ctx, e.ino), path, fi, &f);
+		if (ret < 0) {
+			fs_node_forget(ctx, e.ino, 1);
+			goto out_free;
+		}
+	}
+	free(path);
+	if (fuse_reply_create(req, &e, fi) < 0) {
+		file_put(ctx, f);
+		fs_node_forget(ctx, e.ino, 1);
+	}
+	return;
+
+out_file:
+	if (f)
+		file_put(ctx, f);
+out_free:
+	free(path);
+out_reply:
+	reply_err(req, ret);
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct fs_ctx *ctx = req_ctx(req);
+	struct fs_file *f = fi_file(fi);
+	struct model_error err = { { 0 } };
+	char *path, *buf;
+	ssize_t n;
+	int ret;
+
+	if (!f) {
+		reply_err(req, -EBADF);
+		return;
+	}
+	if (f->buffered) {
+		pthread_mutex_lock(&f->lock);
+		if ((uint64_t)off >= f->len)
+			fuse_reply_buf(req, NULL, 0);
+		else
+			fuse_reply_buf(req, f->buf + off,
+				       f->len - (size_t)off < size ? f->len - (size_t)off : size);
+		pthread_mutex_unlock(&f->lock);
+		return;
+	}
+	ret = fs_node_path(ctx, fs_node_from_ino(ctx, ino), NULL, &path);
+	if (ret < 0) {
+		reply_err(req, ret);
+		return;
+	}
+	buf = malloc(size ? size : 1);
+	if (!buf) {
+		free(path);
+		reply_err(req, -ENOMEM);
+		return;
+	}
+	n = model_read(ctx->model, path, buf, size, (uint64_t)off, &err);
+	if (n < 0) {
+		fs_log_model(ctx, (int)n, &err, path);
+		reply_err(req, (int)n);
+	} else {
+		fuse_reply_buf(req, buf, (size_t)n);
+	}
+	free(buf);
+	free(path);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+		     off_t off, struct fuse_file_info *fi)
+{
+	struct fs_ctx *ctx = req_ctx(req);
+	struct fs_file *f = fi_file(fi);
+	size_t end, start;
+	int ret;
+
+	(void)ino;
+	if (!f || !f->writable) {
+		reply_err(req, -EBADF);
+		return;
+	}
+	pthread_mutex_lock(&f->lock);
+	start = f->append ? f->len : (size_t)off;
+	end = start + size;
+	ret = end > f->len ? file_resize(f, end) : 0;
+	if (ret == 0) {
+		memcpy(f->buf + start, buf, size);
+		f->dirty = true;
+		f->wmtime_ns = now_ns();
+		file_publish(ctx, f);
+	}
+	pthread_mutex_unlock(&f->lock);
+	if (ret < 0)
+		reply_err(req, ret);
+	else
+		fuse_reply_write(req, size);
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs_ctx *ctx = req_ctx(req);
+	struct fs_file *f = fi_file(fi);
+	int ret = 0;
+
+	(void)ino;
+	if (f && f->writable) {
+		pthread_mutex_lock(&f->lock);
+		ret = file_commit_locked(ctx, f);
+		pthread_mutex_unlock(&f->lock);
+	}
+	reply_err(req, ret);
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	struct fs_ctx *ctx = req_ctx(req);
+	struct fs_file *f = fi_file(fi);
+	int ret = 0;
+
+	(void)ino;
+	(void)datasync;
+	if (f && f->writable) {
+		pthread_mutex_lock(&f->lock);
+		ret = file_commit_locked(ctx, f);
+		pthread_mutex_unlock(&f->lock);
+	}
+	if (ret == 0 && !ctx->read_only)
+		ret = model_sync(ctx->model);
+	reply_err(req, ret);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs_ctx *ctx = req_ctx(req);
+	struct fs_file *f = fi_file(fi);
+
+	(void)ino;
+	if (f) {
+		pthread_mutex_lock(&f->lock);
+		file_commit_locked(ctx, f);	/* still dirty: nobody can see an error now */
+		f->pending = false;
+		file_publish(ctx, f);
+		pthread_mutex_unlock(&f->lock);
+		file_put(ctx, f);
+	}
+	reply_err(req, 0);
+}
+
+/* ---- directories ---- */
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs_ctx *ctx = req_ctx(req);
+	struct fs_node *node = fs_node_from_ino(ctx, ino);
+	struct model_error err = { { 0 } };
+	struct fs_dir *d;
+	uint64_t gen;
+	char *path;
+	int ret = fs_node_path(ctx, node, NULL, &path);
+
+	if (ret < 0) {
+		reply_err(req, ret);
+		return;
+	}
+	fs_trace(ctx, "opendir %s", path);
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+	d->type = FS_HANDLE_DIR;
+	gen = model_generation(ctx->model);
+	ret = model_list_open(ctx->model, path, &d->list, &err);
+	if (ret < 0) {
+		fs_log_model(ctx, ret, &err, path);
+		free(d);
+		goto out_free;
+	}
+	d->node = node;
+	pthread_mutex_lock(&ctx->lock);
+	fs_node_ref_locked(node);
+	/* The kernel's cached listing is good while nobody has committed since. */
+	fi->keep_cache = node->dir_gen == gen + 1;
+	node->dir_gen = gen + 1;
+	pthread_mutex_unlock(&ctx->lock);
+	fi->cache_readdir = 1;
+	fi->fh = (uintptr_t)d;
+	if (fuse_reply_open(req, fi) < 0) {
+		model_list_close(d->list);
+		pthread_mutex_lock(&ctx->lock);
+		fs_node_unref_locked(ctx, node);
+		pthread_mutex_unlock(&ctx->lock);
+		free(d);
+	}
+out_free:
+	free(path);
+	if (ret < 0)
+		reply_err(req, ret);
+}
+
+struct dir_fill {
+	fuse_req_t req;
+	struct fs_ctx *ctx;
+	struct fs_dir *d;
+	bool plus;
+	char *buf;
+	size_t size, used;
+	off_t skip_to;		/* seeking: children to pass over */
+	int err;
+};
+
+static int dir_skip_fn(void *arg, const char *name, const struct model_node *node)
+{
+	struct dir_fill *s = arg;
+
+	(void)name;
+	(void)node;
+	if (s->d->pos >= s->skip_to)
+		return 1;
+	s->d->pos++;
+	return 0;
+}
+
+/* Moves the listing to offset off (a seekdir or a rewind). */
+static int dir_seek(struct dir_fill *s, off_t off)
+{
+	int ret;
+
+	model_list_rewind(s->d->list);
+	s->d->pos = off < 2 ? off : 2;
+	if (off <= 2)
+		return 0;
+	s->skip_to = off;
+	ret = model_list_fill(s->d->list, dir_skip_fn, s);
+	return ret < 0 ? ret : 0;
+}
+
+/* Adds one entry; false when the buffer is full. ctx->lock held in plus mode. */
+static bool dir_add(struct dir_fill *s, const char *name, struct fuse_entry_param *e)
+{
+	size_t room = s->size - s->used, need;
+
+	if (s->plus)
+		need = fuse_add_direntry_plus(s->req, s->buf + s->used, room, name, e,
+					      s->d->pos + 1);
+	else
+		need = fuse_add_direntry(s->req, s->buf + s->used, room, name, &e->attr,
+					 s->d->pos + 1);
+	if (need > room)
+		return false;
+	s->used += need;
+	s->d->pos++;
+	return true;
+}
+
+static int dir_fill_fn(void *arg, const char *name, const struct model_node *node)
+{
+	struct dir_fill *s = arg;
+	struct fs_ctx *ctx = s->ctx;
+	struct fuse_entry_param e;
+	struct fs_node *child;
+	bool vol;
+
+	memset(&e, 0, sizeof(e));
+	stat_fill(ctx, node, &e.attr);
+	if (!s->plus)
+		return dir_add(s, name, &e) ? 0 : 1;
+	pthread_mutex_lock(&ctx->lock);
+	child = fs_node_child_locked(ctx, s->d->node, name, true);
+	if (!child) {
+		pthread_mutex_unlock(&ctx->lock);
+		s->err = -ENOMEM;
+		return 1;
+	}
+	vol = stat_pending_locked(ctx, child, true, &e.attr);
+	e.ino = fs_node_ino(ctx, child);
+	e.entry_timeout = vol ? 0.0 : ctx->entry_timeout;
+	/* The listing does not count subdirectories: let stat ask for nlink. */
+	e.attr_timeout = vol || kind_is_dir(node->kind) ? 0.0 : ctx->attr_timeout;
+	if (!dir_add(s, name, &e)) {
+		fs_node_drop_unused_locked(ctx, child);
+		pthread_mutex_unlock(&ctx->lock);
+		return 1;
+	}
+	child->nlookup++;
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
+/* "." and "..": no lookup is counted for them (ino 0 in readdirplus). */
+static bool dir_add_dot(struct dir_fill *s, const char *name)
+{
+	struct fuse_entry_param e;
+
+	memset(&e, 0, sizeof(e));
+	e.attr.st_mode = S_IFDIR;
+	e.attr.st_ino = (ino_t)fs_node_ino(s->ctx, s->d->node);
+	return dir_add(s, name, &e);
+}
+
+static void dir_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi,
+		     bool plus)
+{
+	struct fs_dir *d = (struct fs_dir *)(uintptr_t)fi->fh;
+	struct dir_fill s = { .req = req, .ctx = req_ctx(req), .d = d, .plus = plus,
+			      .size = size };
+	int ret = 0;
+
+	s.buf = malloc(size ? size : 1);
+	if (!s.buf) {
+		reply_err(req, -ENOMEM);
+		return;
+	}
+	if (off != d->pos)
+		ret = dir_seek(&s, off);
+	if (ret == 0 && d->pos == 0 && !dir_add_dot(&s, "."))
+		goto out_reply;
+	if (ret == 0 && d->pos == 1 && !dir_add_dot(&s, ".."))
+		goto out_reply;
+	if (ret == 0)
+		ret = model_list_fill(d->list, dir_fill_fn, &s);
+	if (ret >= 0 && s.err < 0)
+		ret = s.err;
+out_reply:
+	if (ret < 0 && s.used == 0)
+		reply_err(req, ret);
+	else
+		fuse_reply_buf(req, s.buf, s.used);
+	free(s.buf);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	(void)ino;
+	dir_read(req, size, off, fi, false);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	(void)ino;
+	dir_read(req, size, off, fi, true);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs_ctx *ctx = req_ctx(req);
+	struct fs_dir *d = (struct fs_dir *)(uintptr_t)fi->fh;
+
+	(void)ino;
+	model_list_close(d->list);
+	pthread_mutex_lock(&ctx->lock);
+	fs_node_unref_locked(ctx, d->node);
+	pthread_mutex_unlock(&ctx->lock);
+	free(d);
+	reply_err(req, 0);
+}
+
+static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	struct fs_ctx *ctx = req_ctx(req);
+
+	(void)ino;
+	(void)datasync;
+	(void)fi;
+	reply_err(req, ctx->read_only ? 0 : model_sync(ctx->model));
+}
+
+/* ---- names: mkdir, mknod, unlink, rmdir, rename ---- */
+
+/* Starts an operation that changes name in the directory parent. */
+static int name_begin(fuse_req_t req, fuse_ino_t parent, const char *name, const char *what,
+		      struct fs_node **dir, char **path)
+{
+	struct fs_ctx *ctx = req_ctx(req);
+	int ret;
+
+	*dir = fs_node_from_ino(ctx, parent);
+	ret = fs_node_path(ctx, *dir, name, path);
+	if (ret < 0)
+		return ret;
+	fs_trace(ctx, "%s %s", what, *path);
+	if (ctx->read_only) {
+		free(*path);
+		return -EROFS;
+	}
+	return 0;
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	struct fs_ctx *ctx = req_ctx(req);
+	struct model_error err = { { 0 } };
+	struct fs_node *dir;
+	char *path;
+	int ret = name_begin(req, parent, name, "mkdir", &dir, &path);
+
+	(void)mode;
+	if (ret < 0) {
+		reply_err(req, ret);
+		return;
+	}
+	ret = model_mkdir(ctx->model, path, MODEL_KIND_OBJECT, &err);
+	if (ret < 0) {
+		fs_log_model(ctx, ret, &err, path);
+		reply_err(req, ret);
+	} else {
+		reply_entry_for(req, ctx, dir, name, path);
+	}
+	free(path);
+}
+
+/* Regular files only: devices, FIFOs and sockets cannot be stored. */
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		     dev_t rdev)
+{
+	struct fs_ctx *ctx = req_ctx(req);
+	struct model_error err = { { 0 } };
+	struct fs_node *dir;
+	char *path;
+	int ret;
+
+	(void)rdev;
+	if (!S_ISREG(mode)) {
+		reply_err(req, -EPERM);
+		return;
+	}
+	ret = name_begin(req, parent, name, "mknod", &dir, &path);
+	if (ret < 0) {
+		reply_err(req, ret);
+		return;
+	}
+	ret = model_create(ctx->model, path, &err);
+	if (ret < 0) {
+		fs_log_model(ctx, ret, &err, path);
+		reply_err(req, ret);
+	} else {
+		reply_entry_for(req, ctx, dir, name, path);
+	}
+	free(path);
+}
+
+static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, unsigned flags,
+			const char *what)
+{
+	struct fs_ctx *ctx = req_ctx(req);
+	struct model_error err = { { 0 } };
+	struct fs_node *dir;
+	char *path;
+	int ret = name_begin(req, parent, name, what, &dir, &path);
+
+	if (ret < 0) {
+		reply_err(req, ret);
+		return;
+	}
+	ret = model_remove(ctx->model, path, flags, &err);
+	if (ret < 0) {
+		fs_log_model(ctx, ret, &err, path);
+	} else {
+		fs_node_detach(ctx, dir, name);
+		inval_name(ctx, dir, name);
+	}
+	free(path);
+	reply_err(req, ret);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	remove_name(req, parent, name, MODEL_REMOVE_LEAF, "unlink");
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	remove_name(req, parent, name, MODEL_REMOVE_DIR, "rmdir");
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      fuse_ino_t newparent, const char *newname, unsigned int flags)
+{
+	struct fs_ctx *ctx = req_ctx(req);
+	struct model_error err = { { 0 } };
+	struct fs_node *dir, *newdir = fs_node_from_ino(ctx, newparent);
+	unsigned mflags = 0;
+	char *from, *to = NULL;
+	int ret = name_begin(req, parent, name, "rename", &dir, &from);
+
+	if (ret < 0) {
+		reply_err(req, ret);
+		return;
+	}
+	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
+		ret = -EINVAL;	/* RENAME_WHITEOUT: no overlay upper layers here */
+		goto out_free;
+	}
+	if (flags & RENAME_NOREPLACE)
+		mflags |= MODEL_RENAME_NOREPLACE;
+	if (flags & RENAME_EXCHANGE)
+		mflags |= MODEL_RENAME_EXCHANGE;
+	ret = fs_node_path(ctx, newdir, newname, &to);
+	if (ret < 0)
+		goto out_free;
+	ret = model_rename(ctx->model, from, to, mflags, &err);
+	if (ret < 0) {
+		fs_log_model(ctx, ret, &err, to);
+		goto out_free;
+	}
+	fs_node_move(ctx, dir, name, newdir, newname, flags & RENAME_EXCHANGE);
+	inval_name(ctx, dir, name);
+	inval_name(ctx, newdir, newname);
+	if (fs_name_is_view(newname, strlen(newname)))	/* the moved file is a view now */
+		fs_inval_entry(ctx, newparent, newname, strlen(newname));
+out_free:
+	free(from);
+	free(to);
+	reply_err(req, ret);
+}
+
+static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	(void)link;
+	(void)parent;
+	(void)name;
+	reply_err(req, -EPERM);	/* a store holds no links */
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	(void)ino;
+	(void)newparent;
+	(void)newname;
+	reply_err(req, -EPERM);
+}
+
+/* ---- statfs and xattrs ---- */
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct fs_ctx *ctx = req_ctx(req);
+	struct statvfs sv, host;
+	struct model_info info;
+	uint64_t free_bytes = 0, files_free;
+	int ret = model_info(ctx->model, &info);
+
+	(void)ino;
+	if (ret < 0) {
+		reply_err(req, ret);
+		return;
+	}
+	if (statvfs(ctx->store_dir, &host) == 0)
+		free_bytes = (uint64_t)host.f_bavail * host.f_frsize;
+	memset(&sv, 0, sizeof(sv));
+	sv.f_bsize = sv.f_frsize = 4096;
+	sv.f_blocks = (info.used_bytes + free_bytes) / 4096;
+	sv.f_bfree = sv.f_bavail = free_bytes / 4096;
+	files_free = free_bytes / 64;	/* a small leaf takes some tens of bytes */
+	sv.f_files = info.entries + files_free;
+	sv.f_ffree = sv.f_favail = files_free;
+	sv.f_namemax = 255;
+	if (ctx->read_only)
+		sv.f_flag |= ST_RDONLY;
+	fuse_reply_statfs(req, &sv);
+}
+
+/* Replies to a get/list xattr request with value (len bytes) or its size. */
+static void reply_xattr_value(fuse_req_t req, size_t size, const char *value, size_t len)
+{
+	if (size == 0)
+		fuse_reply_xattr(req, len);
+	else if (size < len)
+		reply_err(req, -ERANGE);
+	else
+		fuse_reply_buf(req, value, len);
+}
+
+static int node_type(struct fs_ctx *ctx, fuse_ino_t ino, char *buf, size_t cap)
+{
+	struct model_error err = { { 0 } };
+	char *path;
+	int ret = fs_node_path(ctx, fs_node_from_ino(ctx, ino), NULL, &path);
+
+	if (ret < 0)
+		return ret;
+	ret = model_get_type(ctx->model, path, buf, cap, &err);
+	free(path);
+	return ret;
+}
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	struct fs_ctx *ctx = req_ctx(req);
+	char type[64];
+	int ret;
+
+	if (strcmp(name, FS_XATTR_TYPE) != 0) {
+		reply_err(req, -ENODATA);
+		return;
+	}
+	ret = node_type(ctx, ino, type, sizeof(type));
+	if (ret == -ENOENT || ret == -EINVAL)
+		ret = -ENODATA;	/* views and unsaved files have no type yet */
+	if (ret < 0)
+		reply_err(req, ret);
+	else
+		reply_xattr_value(req, size, type, strlen(type));
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	static const char list[] = FS_XATTR_TYPE;	/* one name and its NUL */
+	struct fs_ctx *ctx = req_ctx(req);
+	char type[64];
+	int ret = node_type(ctx, ino, type, sizeof(type));
+
+	if (ret < 0)
+		reply_xattr_value(req, size, "", 0);
+	else
+		reply_xattr_value(req, size, list, sizeof(list));
+}
+
+static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			size_t size, int flags)
+{
+	struct fs_ctx *ctx = req_ctx(req);
+	struct fs_node *node = fs_node_from_ino(ctx, ino);
+	struct model_error err = { { 0 } };
+	char type[64], *path;
+	int ret;
+
+	if (strcmp(name, FS_XATTR_TYPE) != 0) {
+		reply_err(req, -ENOTSUP);	/* cp -a, rsync -X: skipped quietly */
+		return;
+	}
+	if (ctx->read_only) {
+		reply_err(req, -EROFS);
+		return;
+	}
+	if (flags & XATTR_CREATE) {
+		reply_err(req, -EEXIST);	/* every node has a type */
+		return;
+	}
+	if (size >= sizeof(type)) {
+		reply_err(req, -EINVAL);
+		return;
+	}
+	memcpy(type, value, size);
+	type[size] = '\0';
+	ret = node_commit_files(ctx, node);
+	if (ret == 0)
+		ret = fs_node_path(ctx, node, NULL, &path);
+	if (ret < 0) {
+		reply_err(req, ret);
+		return;
+	}
+	fs_trace(ctx, "set type %s %s", path, type);
+	ret = model_set_type(ctx->model, path, type, &err);
+	if (ret < 0) {
+		fs_log_model(ctx, ret, &err, path);
+	} else {
+		/* The text or the children's names may read differently now. */
+		fs_inval_node(ctx, ino, FS_INVAL_DATA);
+		pthread_mutex_lock(&ctx->lock);
+		if (node != &ctx->root && node->hashed)
+			fs_inval_entry(ctx, fs_node_ino(ctx, node->parent), node->name,
+				       strlen(node->name));
+		pthread_mutex_unlock(&ctx->lock);
+	}
+	free(path);
+	reply_err(req, ret);
+}
+
+static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	(void)ino;
+	/* The type cannot be removed, only changed; other names never exist. */
+	reply_err(req, strcmp(name, FS_XATTR_TYPE) == 0 ? -ENOTSUP : -ENODATA);
+}
+
+/* ---- init and destroy ---- */
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct fs_ctx *ctx = userdata;
+	unsigned want = FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_READDIRPLUS |
+			FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_PARALLEL_DIROPS |
+			FUSE_CAP_AUTO_INVAL_DATA;
+
+	conn->want |= want & conn->capable;
+	/* Writes must reach the per-open buffer at once: no kernel write-back. */
+	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
+	conn->max_write = 1U << 20;
+	conn->time_gran = 1;
+	fs_trace(ctx, "init: capable 0x%x want 0x%x", conn->capable, conn->want);
+}
+
+static void op_destroy(void *userdata)
+{
+	fs_files_commit_all(userdata);
+}
+
+const struct fuse_lowlevel_ops fs_ops = {
+	.init = op_init,
+	.destroy = op_destroy,
+	.lookup = op_lookup,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
+	.getattr = op_getattr,
+	.setattr = op_setattr,
+	.mknod = op_mknod,
+	.mkdir = op_mkdir,
+	.unlink = op_unlink,
+	.rmdir = op_rmdir,
+	.symlink = op_symlink,
+	.link = op_link,
+	.rename = op_rename,
+	.open = op_open,
+	.create = op_create,
+	.read = op_read,
+	.write = op_write,
+	.flush = op_flush,
+	.fsync = op_fsync,
+	.release = op_release,
+	.opendir = op_opendir,
+	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
+	.releasedir = op_releasedir,
+	.fsyncdir = op_fsyncdir,
+	.statfs = op_statfs,
+	.setxattr = op_setxattr,
+	.getxattr = op_getxattr,
+	.listxattr = op_listxattr,
+	.removexattr = op_removexattr,
+};
