@@ -70,7 +70,8 @@ struct fs_file {
 	bool view;		/* NAME.json */
 	bool append;		/* O_APPEND: writes go to the end */
 	bool append_json;	/* O_APPEND on a view: buf holds only the appended bytes */
-	bool dirty;		/* buf differs from the store: commit at flush */
+	bool dirty;		/* written since the last commit: commit at flush */
+	bool trunc;		/* opened with O_TRUNC, not written: commit at release */
 	bool pending;		/* created view, not yet in the store */
 	int64_t wmtime_ns;	/* time of the last change to buf */
 };

@@ -313,7 +313,7 @@ static void file_put(struct fs_ctx *ctx, struct fs_file *f)
 static void file_publish(struct fs_ctx *ctx, struct fs_file *f)
 {
 	pthread_mutex_lock(&ctx->lock);
-	f->pend = (f->dirty || f->pending) && !f->append_json;
+	f->pend = (f->dirty || f->trunc || f->pending) && !f->append_json;
 	f->pend_len = f->len;
 	f->pend_mtime = f->wmtime_ns;
 	pthread_mutex_unlock(&ctx->lock);
@@ -370,14 +370,14 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 	ret = fs_node_path(ctx, f->node, NULL, &path);
 	if (ret < 0) {
 		if (ret == -ENOENT) {
-			f->dirty = false;
+			f->dirty = f->trunc = false;
 			file_publish(ctx, f);
 			return 0;
 		}
 		return ret;
 	}
 	ret = model_write(ctx->model, path, f->len ? f->buf : "", f->len, 0, flags, &err);
-	f->dirty = false;
+	f->dirty = f->trunc = false;
 	if (ret < 0) {
 		fs_log_model(ctx, ret, &err, path);
 		file_publish(ctx, f);
@@ -385,6 +385,7 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 		return ret;
 	}
 	fs_trace(ctx, "commit %s (%zu bytes)", path, f->len);
+	f->trunc = false;
 	if (f->append_json)
 		f->len = 0;
 	f->pending = false;
@@ -443,6 +444,8 @@ void fs_files_commit_all(struct fs_ctx *ctx)
 	for (f = ctx->files; f; f = next) {
 		next = f->next;
 		pthread_mutex_lock(&f->lock);
+		if (f->trunc)
+			f->dirty = true;
 		file_commit_locked(ctx, f);
 		pthread_mutex_unlock(&f->lock);
 	}
@@ -647,7 +650,12 @@ static int file_load(struct fs_ctx *ctx, struct fs_file *f, const char *path, in
 		return 0;
 	}
 	if (flags & O_TRUNC) {
-		f->dirty = true;
+		/*
+		 * Not dirty: the shell's `> FILE` closes a dup of the descriptor
+		 * (a flush) before anything is written, and committing "" then
+		 * would lose a leaf's type. An empty leaf is committed at release.
+		 */
+		f->trunc = !f->view;
 		file_publish(ctx, f);
 		return 0;
 	}
@@ -905,6 +913,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	if (ret == 0) {
 		memcpy(f->buf + start, buf, size);
 		f->dirty = true;
+		f->trunc = false;
 		f->wmtime_ns = now_ns();
 		file_publish(ctx, f);
 	}
@@ -956,6 +965,8 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	(void)ino;
 	if (f) {
 		pthread_mutex_lock(&f->lock);
+		if (f->trunc)
+			f->dirty = true;
 		file_commit_locked(ctx, f);	/* still dirty: nobody can see an error now */
 		f->pending = false;
 		file_publish(ctx, f);

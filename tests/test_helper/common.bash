@@ -42,3 +42,94 @@ assert_file_bytes() {
 }
 
 # ---- mount helpers (owned by the fs engineer; append below) ----
+
+# mount_store [MOUNT OPTIONS...]
+# Mounts a fresh store ($STORE, created) at $BATS_TEST_TMPDIR/mnt in the
+# foreground, in the background of the test; sets MNT, MOUNT_PID, MOUNT_LOG.
+# Fails (with the daemon's log) when the mount does not appear within 10 s.
+mount_store() {
+	MNT=$BATS_TEST_TMPDIR/mnt
+	MOUNT_LOG=$BATS_TEST_TMPDIR/mount.log
+	mkdir -p "$MNT"
+	"$KVFS_BIN" mount -f --create "$@" "$STORE" "$MNT" >>"$MOUNT_LOG" 2>&1 3>&- &
+	MOUNT_PID=$!
+	export MNT MOUNT_PID MOUNT_LOG
+	local i
+	for ((i = 0; i < 200; i++)); do
+		mountpoint -q "$MNT" && return 0
+		if ! kill -0 "$MOUNT_PID" 2>/dev/null; then
+			echo "mount_store: kvfs mount exited before mounting; log:" >&2
+			cat "$MOUNT_LOG" >&2
+			MOUNT_PID=
+			return 1
+		fi
+		sleep 0.05
+	done
+	echo "mount_store: $MNT not mounted after 10 s; log:" >&2
+	cat "$MOUNT_LOG" >&2
+	return 1
+}
+
+# Waits up to $2 tenths of a second for process $1 to end; fails if it does not.
+wait_gone() {
+	local i
+	for ((i = 0; i < $2; i++)); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# Fails when the daemon's log shows a sanitizer report.
+assert_log_clean() {
+	if grep -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$MOUNT_LOG" >/dev/null 2>&1; then
+		echo "sanitizer report in the kvfs log:" >&2
+		cat "$MOUNT_LOG" >&2
+		return 1
+	fi
+}
+
+# unmount_store: unmounts $MNT (lazily if busy), waits for the daemon to exit
+# (killing it after 10 s), and fails on a non-zero exit or a sanitizer report.
+unmount_store() {
+	[ -n "${MOUNT_PID:-}" ] || return 0
+	local pid=$MOUNT_PID status=0
+	MOUNT_PID=
+	if mountpoint -q "$MNT"; then
+		fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -uz "$MNT"
+	fi
+	if ! wait_gone "$pid" 100; then
+		echo "unmount_store: kvfs did not exit after unmounting; killing it" >&2
+		kill -9 "$pid" 2>/dev/null
+		mountpoint -q "$MNT" && fusermount3 -uz "$MNT"
+		return 1
+	fi
+	wait "$pid" || status=$?
+	assert_log_clean || return 1
+	if [ "$status" -ne 0 ]; then
+		echo "unmount_store: kvfs mount exited with status $status; log:" >&2
+		cat "$MOUNT_LOG" >&2
+		return 1
+	fi
+}
+
+# A test file with mounts uses these as its setup and teardown.
+mount_setup() {
+	common_setup
+	mount_store
+}
+
+mount_teardown() {
+	unmount_store
+}
+
+# eventually SECONDS CMD...: retries CMD every 0.1 s until it succeeds.
+eventually() {
+	local tries=$(($1 * 10)) i
+	shift
+	for ((i = 0; i < tries; i++)); do
+		"$@" && return 0
+		sleep 0.1
+	done
+	"$@"
+}
