@@ -1,0 +1,231 @@
+#!/usr/bin/env bats
+# The mount, writing side: echo, printf, cp, dd, truncate, mkdir/rmdir/rm/mv,
+# mtimes, xattrs, and changes made by the CLI while mounted.
+
+load 'test_helper/common'
+
+setup() {
+	mount_setup
+}
+
+teardown() {
+	mount_teardown
+}
+
+@test "echo > creates a string leaf; the bytes written are the bytes read" {
+	echo hello >"$MNT/a"
+	assert_file_bytes "$MNT/a" 'hello\n'
+	run -0 kvfs get "$STORE" /a
+	assert_output hello
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/a"
+	assert_output string
+	printf 'no newline' >"$MNT/b"
+	assert_file_bytes "$MNT/b" 'no newline'
+	printf 'two\n\n' >"$MNT/c"
+	assert_file_bytes "$MNT/c" 'two\n\n'
+	printf '' >"$MNT/e"
+	assert_file_bytes "$MNT/e" ''
+	run -0 stat -c %s "$MNT/a" "$MNT/b" "$MNT/c" "$MNT/e"
+	assert_output $'6\n10\n5\n0'
+}
+
+@test "echo > keeps an existing leaf's type when the text parses as it" {
+	run -0 kvfs put --create -t integer "$STORE" /n 42
+	echo 43 >"$MNT/n"
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/n"
+	assert_output integer
+	run -0 jq -c . "$MNT/.json"
+	assert_output '{"n":43}'
+	echo forty >"$MNT/n"
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/n"
+	assert_output string
+}
+
+@test "echo >> appends to a leaf" {
+	echo one >"$MNT/log"
+	echo two >>"$MNT/log"
+	assert_file_bytes "$MNT/log" 'one\ntwo\n'
+}
+
+@test "cp of a binary file reads back equal" {
+	head -c 300000 /dev/urandom >"$BATS_TEST_TMPDIR/bin"
+	cp "$BATS_TEST_TMPDIR/bin" "$MNT/bin"
+	cmp "$BATS_TEST_TMPDIR/bin" "$MNT/bin"
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/bin"
+	assert_output bytes
+	run -0 stat -c %s "$MNT/bin"
+	assert_output 300000
+	cat "$MNT/bin" | cmp - "$BATS_TEST_TMPDIR/bin"
+}
+
+@test "dd writes at offsets, sparse writes fill with zeros" {
+	printf 'abcdefghij' >"$MNT/f"
+	printf 'XY' | dd of="$MNT/f" bs=1 seek=3 conv=notrunc status=none
+	assert_file_bytes "$MNT/f" 'abcXYfghij'
+	printf 'Z' | dd of="$MNT/f" bs=1 seek=12 conv=notrunc status=none
+	assert_file_bytes "$MNT/f" 'abcXYfghij\0\0Z'
+	printf 'Q' | dd of="$MNT/f" bs=1 seek=1 status=none
+	assert_file_bytes "$MNT/f" 'aQ'
+}
+
+@test "truncate grows with zeros and shrinks" {
+	printf 'hello world' >"$MNT/t"
+	truncate -s 5 "$MNT/t"
+	assert_file_bytes "$MNT/t" 'hello'
+	truncate -s 8 "$MNT/t"
+	assert_file_bytes "$MNT/t" 'hello\0\0\0'
+	run -0 stat -c %s "$MNT/t"
+	assert_output 8
+	truncate -s 0 "$MNT/t"
+	assert_file_bytes "$MNT/t" ''
+	: >"$MNT/u"
+	run -0 stat -c %s "$MNT/u"
+	assert_output 0
+}
+
+@test "a file opened for writing but not written keeps its mtime" {
+	echo v >"$MNT/a"
+	touch -d '2001-02-03 04:05:06' "$MNT/a"
+	exec 5>>"$MNT/a"
+	exec 5>&-
+	run -0 stat -c %y "$MNT/a"
+	assert_output --partial '2001-02-03 04:05:06'
+	assert_file_bytes "$MNT/a" 'v\n'
+}
+
+@test "mkdir, rmdir (ENOTEMPTY), rm, rm -r" {
+	mkdir "$MNT/d"
+	run -0 stat -c %F "$MNT/d"
+	assert_output directory
+	run -0 jq -c . "$MNT/d.json"
+	assert_output '{}'
+	echo x >"$MNT/d/x"
+	run ! rmdir "$MNT/d"
+	assert_output --partial 'Directory not empty'
+	run ! rm "$MNT/d"
+	rm "$MNT/d/x"
+	run -0 ls "$MNT/d"
+	assert_output ''
+	rmdir "$MNT/d"
+	run ! ls "$MNT/d"
+	mkdir -p "$MNT/t/a/b"
+	echo 1 >"$MNT/t/a/b/c"
+	echo 2 >"$MNT/t/a/d"
+	run ! mkdir "$MNT/t/a/d/e"
+	assert_output --partial 'Not a directory'
+	rm -r "$MNT/t"
+	run -0 ls -A "$MNT"
+	assert_output ''
+	run -0 kvfs export "$STORE" /
+	assert_output '{}'
+}
+
+@test "mv renames a leaf and moves a subtree; replaces a target" {
+	echo 1 >"$MNT/a"
+	mv "$MNT/a" "$MNT/b"
+	run ! cat "$MNT/a"
+	run -0 cat "$MNT/b"
+	assert_output 1
+	mkdir -p "$MNT/x/y"
+	echo 2 >"$MNT/x/y/z"
+	mkdir "$MNT/dst"
+	mv "$MNT/x" "$MNT/dst/"
+	run -0 cat "$MNT/dst/x/y/z"
+	assert_output 2
+	run ! ls "$MNT/x"
+	echo 3 >"$MNT/c"
+	mv -f "$MNT/c" "$MNT/b"
+	run -0 cat "$MNT/b"
+	assert_output 3
+	run -0 ls "$MNT"
+	assert_output $'b\ndst'
+	run ! mv -T "$MNT/b" "$MNT/dst"
+}
+
+@test "touch and utimens keep per-leaf mtimes; cp -p preserves them" {
+	echo v >"$MNT/a"
+	touch -d '2010-01-02 03:04:05.123456789' "$MNT/a"
+	run -0 stat -c %y "$MNT/a"
+	assert_output --partial '2010-01-02 03:04:05.123456789'
+	echo w >"$BATS_TEST_TMPDIR/src"
+	touch -d '2011-01-01 00:00:00' "$BATS_TEST_TMPDIR/src"
+	cp -p "$BATS_TEST_TMPDIR/src" "$MNT/p"
+	run -0 stat -c %y "$MNT/p"
+	assert_output --partial '2011-01-01 00:00:00'
+	assert_file_bytes "$MNT/p" 'w\n'
+	touch "$MNT/dir-ok" && mkdir "$MNT/dd" && touch "$MNT/dd"
+}
+
+@test "chmod and chown are accepted and change nothing" {
+	echo v >"$MNT/a"
+	chmod 600 "$MNT/a"
+	chown "$(id -u):$(id -g)" "$MNT/a"
+	run -0 stat -c %a "$MNT/a"
+	assert_output 644
+}
+
+@test "xattr user.kvfs.type shows and sets a type; other names are refused" {
+	echo 42 >"$MNT/n"
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/n"
+	assert_output string
+	setfattr -n user.kvfs.type -v integer "$MNT/n"
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/n"
+	assert_output integer
+	run -0 jq -c . "$MNT/.json"
+	assert_output '{"n":42}'
+	run ! setfattr -n user.kvfs.type -v integer "$MNT/nothere"
+	echo abc >"$MNT/s"
+	run ! setfattr -n user.kvfs.type -v integer "$MNT/s"
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/s"
+	assert_output string
+	run -0 getfattr --absolute-names -d -m - "$MNT/n"
+	assert_output --partial 'user.kvfs.type="integer"'
+	mkdir "$MNT/d"
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/d"
+	assert_output object
+	run ! setfattr -n user.other -v 1 "$MNT/n"
+	assert_output --partial 'Operation not supported'
+	run ! getfattr --absolute-names -n user.other "$MNT/n"
+	assert_output --partial 'No such attribute'
+	run ! setfattr -x user.other "$MNT/n"
+	assert_output --partial 'No such attribute'
+}
+
+@test "CLI changes while mounted show through the mount within a second" {
+	echo old >"$MNT/a"
+	run -0 cat "$MNT/a"
+	ls "$MNT" >/dev/null
+	run -0 kvfs put "$STORE" /a newer-value
+	run -0 kvfs put --create "$STORE" /b fresh
+	check_a() { [ "$(cat "$MNT/a")" = newer-value ]; }
+	check_b() { [ "$(cat "$MNT/b" 2>/dev/null)" = fresh ]; }
+	check_ls() { [ "$(ls "$MNT" | tr '\n' ' ')" = 'a b ' ]; }
+	eventually 2 check_a
+	eventually 2 check_b
+	eventually 2 check_ls
+	run -0 kvfs rm "$STORE" /b
+	check_gone() { ! [ -e "$MNT/b" ]; }
+	eventually 2 check_gone
+	run -0 stat -c %s "$MNT/a"
+	assert_output 12
+}
+
+@test "fsync commits; close reports the commit's error" {
+	run -0 python3 - "$MNT" <<'PY'
+import os, sys
+m = sys.argv[1]
+fd = os.open(m + "/f", os.O_WRONLY | os.O_CREAT, 0o644)
+os.write(fd, b"synced\n")
+os.fsync(fd)
+print(open(m + "/f").read().strip())
+os.close(fd)
+fd = os.open(m + "/bad.json", os.O_WRONLY | os.O_CREAT, 0o644)
+os.write(fd, b"{not json")
+try:
+    os.close(fd)
+    print("closed")
+except OSError as e:
+    print(e.strerror)
+PY
+	assert_output $'synced\nInvalid argument'
+}
