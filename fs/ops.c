@@ -313,7 +313,7 @@ static void file_put(struct fs_ctx *ctx, struct fs_file *f)
 static void file_publish(struct fs_ctx *ctx, struct fs_file *f)
 {
 	pthread_mutex_lock(&ctx->lock);
-	f->pend = (f->dirty || f->trunc || f->pending) && !f->append_json;
+	f->pend = f->pending || ((f->dirty || f->trunc) && !f->append_json);
 	f->pend_len = f->len;
 	f->pend_mtime = f->wmtime_ns;
 	pthread_mutex_unlock(&ctx->lock);
@@ -814,6 +814,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		f->view = true;
 		f->writable = f->buffered = true;
 		f->pending = true;
+		f->append = f->append_json = fi->flags & O_APPEND;
 		f->wmtime_ns = now_ns();
 		pthread_mutex_lock(&f->lock);
 		file_publish(ctx, f);

@@ -1,0 +1,177 @@
+#!/usr/bin/env bats
+# NAME.json views through the mount: whole-document writes in one
+# transaction, invalid JSON refused, appends, editors (sed -i, vim), and
+# concurrent readers that never see half a document.
+
+load 'test_helper/common'
+
+setup() {
+	mount_setup
+	DOC=$BATS_TEST_TMPDIR/doc.json
+	cat >"$DOC" <<'JSON'
+{"name": "Bob Smith", "age": 42, "ratio": 0.25, "admin": false, "nothing": null,
+ "tags": ["admin", "ops"], "empty": {}, "none": [],
+ "nested": {"deep": {"deeper": [1, [2, 3], {"k": "v"}]}},
+ "text": "line1\nline2", "unicode": "caf\u00e9 \u2603"}
+JSON
+}
+
+teardown() {
+	mount_teardown
+}
+
+@test "cp doc.json MNT/x.json stores the document; files and the view read back" {
+	mkdir "$MNT/users"
+	cp "$DOC" "$MNT/users/42.json"
+	run -0 ls "$MNT/users/42"
+	assert_output $'admin\nage\nempty\nname\nnested\nnone\nnothing\nratio\ntags\ntext\nunicode'
+	run -0 cat "$MNT/users/42/name" "$MNT/users/42/age" "$MNT/users/42/tags/1" "$MNT/users/42/nested/deep/deeper/1/0"
+	assert_output $'Bob Smith\n42\nops\n2'
+	run -0 diff <(jq -S . "$DOC") <(cat "$MNT/users/42.json" | jq -S .)
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/users/42/tags"
+	assert_output array
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/users/42/ratio"
+	assert_output double
+	run -0 kvfs export "$STORE" /users/42
+	run -0 diff <(jq -S . "$DOC") <(kvfs export "$STORE" /users/42 | jq -S .)
+}
+
+@test "a view write replaces the whole subtree; cached names follow at once" {
+	echo '{"a": {"b": 1, "c": 2}, "k": 1}' >"$MNT/x.json"
+	ls -lR "$MNT/x" >/dev/null
+	run -0 cat "$MNT/x/a/b"
+	assert_output 1
+	# a directory becomes a leaf, and a leaf a directory
+	echo '{"a": "now a leaf", "k": {"sub": true}}' >"$MNT/x.json"
+	run -0 cat "$MNT/x/a"
+	assert_output 'now a leaf'
+	run -0 cat "$MNT/x/k/sub"
+	assert_output true
+	run ! ls "$MNT/x/a/b"
+	# the node itself changes kind
+	echo '"scalar"' >"$MNT/x.json"
+	run -0 cat "$MNT/x"
+	assert_output scalar
+	run -0 stat -c %F "$MNT/x"
+	assert_output 'regular file'
+	echo '[10, 20]' >"$MNT/x.json"
+	run -0 ls "$MNT/x"
+	assert_output $'0\n1'
+	# the root view
+	echo '{"r": 1}' >"$MNT/.json"
+	run -0 ls "$MNT"
+	assert_output r
+}
+
+@test "invalid JSON is refused at close; nothing changes" {
+	cp "$DOC" "$MNT/x.json"
+	# tee reports close(2) errors; a shell's `echo >` cannot (it ignores them)
+	run ! bash -c "echo '{\"name\": \"Eve\", broken' | tee '$MNT/x.json'"
+	assert_output --partial 'Invalid argument'
+	echo '{"name": "Eve", broken' >"$MNT/x.json" || true
+	printf '{"a": 1} trailing' >"$BATS_TEST_TMPDIR/bad.json"
+	run ! cp "$BATS_TEST_TMPDIR/bad.json" "$MNT/x.json"
+	assert_output --partial 'Invalid argument'
+	run -0 cat "$MNT/x/name"
+	assert_output 'Bob Smith'
+	run -0 diff <(jq -S . "$DOC") <(jq -S . "$MNT/x.json")
+	grep -q 'x.json: invalid JSON' "$MOUNT_LOG"
+	# a new view with invalid JSON leaves nothing behind
+	run ! bash -c "echo nope | tee '$MNT/y.json'"
+	run ! ls "$MNT/y"
+}
+
+@test "echo >> NAME.json appends each value to the array, atomically" {
+	echo '[]' >"$MNT/log.json"
+	echo '{"n": 1}' >>"$MNT/log.json"
+	printf '{"n": 2}\n{"n": 3}\n' >>"$MNT/log.json"
+	run -0 ls "$MNT/log"
+	assert_output $'0\n1\n2'
+	run -0 jq -c '[.[].n]' "$MNT/log.json"
+	assert_output '[1,2,3]'
+	run ! bash -c "echo '{broken' | tee -a '$MNT/log.json'"
+	run -0 jq -c 'length' "$MNT/log.json"
+	assert_output 3
+	# appending to a missing array creates it
+	echo '"first"' >>"$MNT/new.json"
+	run -0 cat "$MNT/new/0"
+	assert_output first
+}
+
+@test "sed -i on a leaf keeps its type; on a view it rewrites the document" {
+	echo '{"age": 41, "name": "Bob"}' >"$MNT/p.json"
+	sed -i 's/41/42/' "$MNT/p/age"
+	run -0 cat "$MNT/p/age"
+	assert_output 42
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/p/age"
+	assert_output integer
+	sed -i 's/Bob/Robert/' "$MNT/p.json"
+	run -0 cat "$MNT/p/name"
+	assert_output Robert
+	run -0 jq -c . "$MNT/p.json"
+	assert_output '{"age":42,"name":"Robert"}'
+	run -0 ls -A "$MNT" "$MNT/p"
+	refute_output --partial sed
+}
+
+@test "vim (ex mode, default save) edits a view" {
+	echo '{"a": 1, "b": [1, 2]}' >"$MNT/v.json"
+	run -0 vim -E -s -u NONE -N -c '%s/"a": 1/"a": 5/' -c 'wq' "$MNT/v.json"
+	run -0 cat "$MNT/v/a"
+	assert_output 5
+	run -0 jq -c . "$MNT/v.json"
+	assert_output '{"a":5,"b":[1,2]}'
+	run -0 ls -A "$MNT"
+	assert_output v
+	# and a leaf
+	run -0 vim -E -s -u NONE -N -c 's/5/6/' -c 'wq' "$MNT/v/a"
+	run -0 cat "$MNT/v/a"
+	assert_output 6
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/v/a"
+	assert_output integer
+}
+
+@test "a temporary file renamed onto NAME.json replaces the subtree" {
+	echo '{"old": 1}' >"$MNT/r.json"
+	cp "$DOC" "$MNT/tmp123"
+	mv "$MNT/tmp123" "$MNT/r.json"
+	run ! ls "$MNT/tmp123"
+	run ! cat "$MNT/r/old"
+	run -0 diff <(jq -S . "$DOC") <(jq -S . "$MNT/r.json")
+	run -0 stat -c %s "$MNT/r.json"
+	assert_output "$(cat "$MNT/r.json" | wc -c)"
+	echo 'not json' >"$MNT/tmp2"
+	run ! mv "$MNT/tmp2" "$MNT/r.json"
+	run -0 cat "$MNT/r/name"
+	assert_output 'Bob Smith'
+}
+
+@test "concurrent readers never see half a document" {
+	local i
+	python3 -c '
+import json
+for i in range(2):
+    doc = {"v": i, "pad": ["x" * 50] * (2000 * (i + 1))}
+    open("'"$BATS_TEST_TMPDIR"'/d%d.json" % i, "w").write(json.dumps(doc))
+'
+	cp "$BATS_TEST_TMPDIR/d0.json" "$MNT/c.json"
+	(
+		for ((i = 0; i < 30; i++)); do
+			cp "$BATS_TEST_TMPDIR/d$((i % 2)).json" "$MNT/c.json" || exit 1
+		done
+	) 3>&- &
+	local writer=$!
+	readers() {
+		local j
+		for ((j = 0; j < 40; j++)); do
+			jq -e '.v as $v | (.pad | length) == 2000 * ($v + 1)' "$MNT/c.json" >/dev/null || return 1
+		done
+	}
+	readers 3>&- &
+	local r1=$!
+	readers 3>&- &
+	local r2=$!
+	wait "$writer"
+	wait "$r1"
+	wait "$r2"
+}
