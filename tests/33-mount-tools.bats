@@ -1,0 +1,88 @@
+#!/usr/bin/env bats
+# Backups with the tools people trust: cp -a, tar, rsync -a out of the mount
+# and back into another mount restore the same tree, types included.
+
+load 'test_helper/common'
+
+setup() {
+	mount_setup
+	cat >"$BATS_TEST_TMPDIR/doc.json" <<'JSON'
+{"users": {"42": {"name": "Bob", "age": 42, "ratio": 1.5, "ok": true, "tags": ["a", "b"],
+  "empty": {}, "none": []}, "7": {"name": "Ann", "age": 7}}, "blob": "x"}
+JSON
+	cp "$BATS_TEST_TMPDIR/doc.json" "$MNT/.json"
+	head -c 5000 /dev/urandom >"$MNT/bin"
+	touch -d '2020-05-06 07:08:09' "$MNT/users/42/name"
+}
+
+teardown() {
+	mount_teardown
+	if [ -n "${MNT2_PID:-}" ]; then
+		fusermount3 -u "$MNT2" 2>/dev/null || fusermount3 -uz "$MNT2"
+		wait_gone "$MNT2_PID" 100 || kill -9 "$MNT2_PID"
+	fi
+}
+
+# A second, empty mount at $MNT2.
+mount_second() {
+	MNT2=$BATS_TEST_TMPDIR/mnt2
+	mkdir -p "$MNT2"
+	"$KVFS_BIN" mount -f --create "$BATS_TEST_TMPDIR/store2" "$MNT2" \
+		>>"$BATS_TEST_TMPDIR/mount2.log" 2>&1 3>&- &
+	MNT2_PID=$!
+	eventually 10 mountpoint -q "$MNT2"
+}
+
+# The tree and types of a mount, as text (directories show the store's
+# creation time, so only file mtimes are compared).
+tree_of() {
+	(cd "$1" && find . -type d -printf '%y %p\n' | sort &&
+		find . -type f -printf '%y %p %s %T@\n' | sort &&
+		find . -mindepth 1 -exec getfattr --absolute-names --only-values -n user.kvfs.type {} \; -printf ' %p\n')
+}
+
+@test "cp -a out and back restores the same tree, types and mtimes" {
+	cp -a "$MNT" "$BATS_TEST_TMPDIR/copy"
+	cmp "$MNT/bin" "$BATS_TEST_TMPDIR/copy/bin"
+	run -0 stat -c %y "$BATS_TEST_TMPDIR/copy/users/42/name"
+	assert_output --partial '2020-05-06 07:08:09'
+	mount_second
+	cp -a "$BATS_TEST_TMPDIR/copy/." "$MNT2/"
+	run -0 diff <(tree_of "$MNT") <(tree_of "$MNT2")
+	run -0 diff <(jq -S . "$MNT/users.json") <(jq -S . "$MNT2/users.json")
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT2/users/42/age"
+	assert_output integer
+}
+
+@test "tar -c out of the mount and -x into another restores the tree" {
+	tar -C "$MNT" -cf "$BATS_TEST_TMPDIR/t.tar" .
+	run -0 tar -tf "$BATS_TEST_TMPDIR/t.tar"
+	refute_output --partial '.json'
+	mount_second
+	tar -C "$MNT2" -xf "$BATS_TEST_TMPDIR/t.tar"
+	cmp "$MNT/bin" "$MNT2/bin"
+	# tar keeps whole seconds
+	run -0 diff <(cd "$MNT" && find . -type f -printf '%p %s %T@\n' | sed 's/\.[0-9]*$//' | sort) \
+		<(cd "$MNT2" && find . -type f -printf '%p %s %T@\n' | sed 's/\.[0-9]*$//' | sort)
+	run -0 diff <(cd "$MNT" && find . | sort) <(cd "$MNT2" && find . | sort)
+}
+
+# -X carries the types (user.kvfs.type); --inplace because an array
+# directory cannot hold rsync's temporary names (".0.XXXXXX").
+@test "rsync -a round trip; a second run transfers nothing; one change transfers one file" {
+	mount_second
+	rsync -aX --inplace "$MNT/" "$MNT2/"
+	run -0 diff <(tree_of "$MNT") <(tree_of "$MNT2")
+	run -0 rsync -aX --inplace --itemize-changes "$MNT/" "$MNT2/"
+	assert_output ''
+	# same size, new value (a second later: rsync compares whole seconds)
+	sleep 1
+	echo 43 >"$MNT/users/42/age"
+	run -0 rsync -aX --inplace --itemize-changes "$MNT/" "$MNT2/"
+	assert_output --regexp '^>f[^ ]* users/42/age$'
+	assert_equal "${#lines[@]}" 1
+	run -0 cat "$MNT2/users/42/age"
+	assert_output 43
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT2/users/42/age"
+	assert_output integer
+}
