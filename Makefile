@@ -86,6 +86,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)/sbin
 	install -m 0755 kvfs $(DESTDIR)$(PREFIX)/bin/kvfs
 	install -m 0755 scripts/mount.kvfs $(DESTDIR)/sbin/mount.kvfs
+	ln -sf mount.kvfs $(DESTDIR)/sbin/mount.fuse.kvfs	# mount -t fuse.kvfs looks for this name
 	install -m 0644 docs/kvfs.1 $(DESTDIR)$(PREFIX)/share/man/man1/kvfs.1
 
 clean:
