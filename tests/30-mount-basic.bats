@@ -221,3 +221,18 @@ JSON
 	run -0 cat "$MNT/a"
 	assert_output v
 }
+
+@test "mount options: timeouts are tunable, unknown options are refused" {
+	local m2=$BATS_TEST_TMPDIR/m2
+	mkdir "$m2"
+	run -1 kvfs mount --create -o bogus_option "$BATS_TEST_TMPDIR/s2" "$m2"
+	assert_output --partial 'bogus_option'
+	run ! mountpoint -q "$m2"
+	run -0 kvfs mount --create -o entry_timeout=0.2,attr_timeout=0.2 "$BATS_TEST_TMPDIR/s2" "$m2"
+	echo 1 >"$m2/a"
+	run -0 kvfs put "$BATS_TEST_TMPDIR/s2" /a 22
+	check() { [ "$(cat "$m2/a")" = 22 ]; }
+	eventually 1 check
+	run -0 kvfs umount "$m2"
+	eventually 5 bash -c "! pgrep -f 'kvfs mount --create -o entry_timeout=0.2,attr_timeout=0.2 $BATS_TEST_TMPDIR/s2' >/dev/null"
+}
