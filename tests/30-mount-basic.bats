@@ -233,6 +233,8 @@ JSON
 	run -0 kvfs put "$BATS_TEST_TMPDIR/s2" /a 22
 	check() { [ "$(cat "$m2/a")" = 22 ]; }
 	eventually 1 check
+	pid=$(pgrep -f "mount --create -o entry_timeout=0.2,attr_timeout=0.2 $BATS_TEST_TMPDIR/s2")
+	[ -n "$pid" ]
 	run -0 kvfs umount "$m2"
-	eventually 5 bash -c "! pgrep -f 'kvfs mount --create -o entry_timeout=0.2,attr_timeout=0.2 $BATS_TEST_TMPDIR/s2' >/dev/null"
+	wait_gone "$pid" 50
 }
