@@ -5,7 +5,7 @@
 set -u
 build=${1:-build}
 cd "$(dirname "$0")/.."
-passed=0 failed=0
+passed=0 failed=0 skipped=0
 export KVFS_BIN=${KVFS_BIN:-$PWD/kvfs}
 if [ -n "${KVFS_ASAN:-}" ]; then
 	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
@@ -28,12 +28,15 @@ done
 if ls tests/*.bats >/dev/null 2>&1; then
 	out=$(bats --tap tests/*.bats 2>&1); rc=$?
 	printf '%s\n' "$out"
-	p=$(grep -c '^ok ' <<<"$out"); f=$(grep -c '^not ok ' <<<"$out")
+	# A skipped test ("ok N name # skip why") is neither passed nor failed.
+	skipped=$(grep -c '^ok .* # skip' <<<"$out")
+	p=$(($(grep -c '^ok ' <<<"$out") - skipped)); f=$(grep -c '^not ok ' <<<"$out")
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 		echo "not ok - bats exited with status $rc"; f=1
 	fi
 	passed=$((passed + p)); failed=$((failed + f))
 fi
 
+[ "$skipped" -eq 0 ] || echo "# $skipped skipped (see '# skip' lines above for why)"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

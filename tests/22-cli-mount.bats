@@ -5,8 +5,6 @@
 load 'test_helper/common'
 
 setup() {
-	[ -w /dev/fuse ] || skip "no /dev/fuse"
-	command -v fusermount3 >/dev/null || skip "no fusermount3"
 	common_setup
 	MNT=$BATS_TEST_TMPDIR/mnt
 	mkdir "$MNT"
