@@ -50,8 +50,9 @@ static const struct cli_verb verbs[] = {
 		"input, exactly (a trailing newline is part of it).\n"
 		"\n"
 		"  -t, --type TYPE  string, integer, double, boolean, null or bytes; VALUE\n"
-		"                   must be written as get prints it (42, 1.0, 1e+308,\n"
-		"                   true, null). Without it an existing leaf keeps its\n"
+		"                   must parse as that type (any JSON number for the\n"
+		"                   numbers: 1 and 1e308 make the doubles 1.0 and\n"
+		"                   1e+308). Without it an existing leaf keeps its\n"
 		"                   type when VALUE is written as that type prints, else\n"
 		"                   it becomes a string (bytes when VALUE is not UTF-8).\n"
 		"      --create     create the store when it does not exist\n",

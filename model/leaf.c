@@ -309,6 +309,48 @@ static bool leaf_parse_as(enum model_type type, const char *v, size_t len, struc
 }
 
 /*
+ * A CLI value (not file text) given an explicit numeric type may be spelled
+ * as any JSON number: `put --type double x 1` stores 1.0, `1e308` stores
+ * 1e+308. File writes stay strict, since their bytes must read back exactly.
+ */
+struct leaf_number {
+	int count;
+	struct json_token tok;
+};
+
+static int leaf_number_token(void *arg, const struct json_token *tok)
+{
+	struct leaf_number *n = arg;
+
+	if (tok->event == JSON_VALUE_END)
+		return 0;
+	n->tok = *tok;
+	return ++n->count > 1;
+}
+
+static bool leaf_value_as_number(enum model_type type, const char *v, size_t len,
+				 struct leaf *out)
+{
+	struct leaf_number n = { 0 };
+
+	if (json_parse(v, len, 0, 1, leaf_number_token, &n, NULL, NULL, NULL) != 0 || n.count != 1)
+		return false;
+	if (type == MODEL_TYPE_DOUBLE && n.tok.event == JSON_INTEGER) {
+		out->real = (double)n.tok.integer;
+		return true;
+	}
+	if (type == MODEL_TYPE_DOUBLE && n.tok.event == JSON_DOUBLE) {
+		out->real = n.tok.real;
+		return true;
+	}
+	if (type == MODEL_TYPE_INTEGER && n.tok.event == JSON_INTEGER) {
+		out->integer = n.tok.integer;
+		return true;
+	}
+	return false;
+}
+
+/*
  * See docs/FORMAT.md "Writing text T". File text: one trailing '\n' is split
  * off into the flag. Value (CLI put): the whole text is the value and the
  * flag is set, so it reads back as the value plus a newline. Bytes never
@@ -334,8 +376,13 @@ int leaf_from_text(const void *text, size_t len, bool is_file_text, const struct
 		type = MODEL_TYPE_BYTES;
 	if (type == MODEL_TYPE_BYTES)
 		goto bytes;
-	if (type != 0)
-		return leaf_parse_as(type, t, vlen, out) ? 0 : -EINVAL;
+	if (type != 0) {
+		if (leaf_parse_as(type, t, vlen, out))
+			return 0;
+		if (!is_file_text && leaf_value_as_number(type, t, vlen, out))
+			return 0;
+		return -EINVAL;
+	}
 	if (old_type && leaf_parse_as(old_type, t, vlen, out))
 		return 0;
 	if (leaf_parse_as(MODEL_TYPE_STRING, t, vlen, out))
