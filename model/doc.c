@@ -29,6 +29,7 @@ struct flat {
 	int depth;
 	bool append;
 	int64_t next_top;	/* append: the next index of the target array */
+	bool top_full;		/* append: next_top is past INT64_MAX */
 	uint64_t appended;
 	int64_t now;
 	bool failed;		/* the error came from a callback, not the parser */
@@ -50,6 +51,14 @@ static int flat_fail(struct flat *f, int ret)
 	return tree_fail(f->err, ret, "%s: %s", f->p->text, strerror(-ret));
 }
 
+/* Append ran out of indices: the last one, INT64_MAX, is taken. */
+static int flat_no_index(struct flat *f)
+{
+	f->failed = true;
+	return tree_fail(f->err, -EOVERFLOW, "%s: cannot append: the array already ends at "
+			 "index %lld", f->p->text, (long long)INT64_MAX);
+}
+
 /* A member name again: last wins, so the earlier value goes first. */
 static int flat_drop_duplicate(struct flat *f)
 {
@@ -69,7 +78,13 @@ static int flat_value_key(struct flat *f, bool container)
 	if (f->depth == 0) {
 		f->w.len = f->p->len;
 		if (f->append) {
-			tuple_put_int(&f->w, f->next_top++);
+			if (f->top_full)
+				return flat_no_index(f);
+			tuple_put_int(&f->w, f->next_top);
+			if (f->next_top == INT64_MAX)
+				f->top_full = true;
+			else
+				f->next_top++;
 			f->appended++;
 		} else if (f->p->len == 0 && !container) {
 			f->failed = true;
@@ -225,8 +240,10 @@ static int array_next_index(struct store_txn *txn, const uint8_t *key, size_t le
 
 	if (ret < 0)
 		return ret;
-	while ((ret = has_index_from(scan, key, len, hi)) == 1 && hi < INT64_MAX) {
+	while ((ret = has_index_from(scan, key, len, hi)) == 1) {
 		lo = hi;
+		if (hi == INT64_MAX)
+			break;	/* the last index is taken: lo == hi, no search */
 		hi = hi > INT64_MAX / 2 ? INT64_MAX : hi * 2;
 	}
 	while (ret >= 0 && hi - lo > 1) {
@@ -262,7 +279,9 @@ static int prepare_append(struct flat *f, const struct tree_node *n)
 	if (n->marker)
 		return store_del(f->txn, STORE_SPACE_DATA, p->key, p->len);
 	ret = array_next_index(f->txn, p->key, p->len, &f->next_top);
-	if (ret < 0)
+	if (ret == -EOVERFLOW)
+		f->top_full = true;	/* fails at the first value: an empty append is fine */
+	else if (ret < 0)
 		return tree_fail(f->err, ret, "%s: %s", p->text, strerror(-ret));
 	return 0;
 }

@@ -1,0 +1,146 @@
+/*
+ * tests/unit/test_model_edge.c - the document model at its limits: array
+ * indices at INT64_MAX, keys of exactly STORE_KEY_MAX bytes, long names,
+ * views of big leaves, and the rule that a failed write changes nothing.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "model/model.h"
+#include "model/model_int.h"
+#include "model/tree_int.h"
+#include "store/store.h"
+#include "unit.h"
+
+static char store_dir[64];
+
+static struct model *open_fresh(void)
+{
+	struct model_error err;
+	struct model *m = NULL;
+
+	strcpy(store_dir, "/tmp/kvfs-edge-XXXXXX");
+	if (!mkdtemp(store_dir))
+		return NULL;
+	if (model_open(store_dir, MODEL_OPEN_CREATE | MODEL_OPEN_NOSYNC, &m, &err) < 0) {
+		fprintf(stderr, "# open: %s\n", err.msg);
+		return NULL;
+	}
+	return m;
+}
+
+static void close_fresh(struct model *m)
+{
+	char cmd[128];
+
+	model_close(m);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", store_dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "# could not remove %s\n", store_dir);
+}
+
+/* The whole store as dump text (heap), to prove that nothing changed. */
+static char *dump_text(struct model *m, size_t *len)
+{
+	struct model_error err;
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+
+	if (!f)
+		return NULL;
+	if (model_dump(m, f, &err) < 0)
+		fprintf(stderr, "# dump: %s\n", err.msg);
+	fclose(f);
+	return buf;
+}
+
+/* Compares the dump with `before` and frees both. */
+static void check_unchanged(struct model *m, char *before, size_t blen)
+{
+	size_t alen = 0;
+	char *after = dump_text(m, &alen);
+
+	CHECK(after != NULL);
+	if (after)
+		CHECK_MEM(after, alen, before, blen);
+	free(after);
+	free(before);
+}
+
+static void check_text(struct model *m, const char *path, const char *want, size_t wlen)
+{
+	struct model_error err;
+	char *out = NULL;
+	size_t len = 0;
+	int ret = model_read_all(m, path, &out, &len, &err);
+
+	CHECK_EQ_INT(ret, 0);
+	if (ret == 0)
+		CHECK_MEM(out, len, want, wlen);
+	else
+		fprintf(stderr, "# read %s: %s\n", path, err.msg);
+	free(out);
+}
+
+static uint64_t problems_of(struct model *m)
+{
+	struct model_error err;
+	uint64_t problems = 99;
+
+	CHECK_EQ_INT(model_check(m, NULL, &problems, &err), 0);
+	return problems;
+}
+
+/* ---- append at the end of the index space ---- */
+
+static void test_append_at_int64_max(void)
+{
+	struct model *m = open_fresh();
+	struct model_error err;
+	size_t blen = 0;
+	char *before;
+
+	CHECK_EQ_INT(model_mkdir(m, "/arr", MODEL_KIND_ARRAY, &err), 0);
+	CHECK_EQ_INT(model_write(m, "/arr/9223372036854775807", "precious\n", 9, 0,
+				 MODEL_WRITE_TEXT, &err), 0);
+	before = dump_text(m, &blen);
+	CHECK_EQ_INT(model_write(m, "/arr.json", "\"new\"", 5, 0,
+				 MODEL_WRITE_TEXT | MODEL_WRITE_APPEND_JSON, &err), -EOVERFLOW);
+	CHECK(strstr(err.msg, "/arr.json") != NULL);
+	check_unchanged(m, before, blen);
+	check_text(m, "/arr/9223372036854775807", "precious\n", 9);
+	close_fresh(m);
+}
+
+static void test_append_past_int64_max(void)
+{
+	struct model *m = open_fresh();
+	struct model_error err;
+	size_t blen = 0;
+	char *before;
+
+	CHECK_EQ_INT(model_mkdir(m, "/arr", MODEL_KIND_ARRAY, &err), 0);
+	CHECK_EQ_INT(model_write(m, "/arr/9223372036854775806", "x\n", 2, 0,
+				 MODEL_WRITE_TEXT, &err), 0);
+	before = dump_text(m, &blen);
+	/* One value fits (index INT64_MAX), the second has no index left. */
+	CHECK_EQ_INT(model_write(m, "/arr.json", "1 2", 3, 0,
+				 MODEL_WRITE_TEXT | MODEL_WRITE_APPEND_JSON, &err), -EOVERFLOW);
+	CHECK(strstr(err.msg, "/arr.json") != NULL);
+	check_unchanged(m, before, blen);
+	CHECK_EQ_INT(problems_of(m), 0);
+	CHECK_EQ_INT(model_write(m, "/arr.json", "1", 1, 0,
+				 MODEL_WRITE_TEXT | MODEL_WRITE_APPEND_JSON, &err), 0);
+	check_text(m, "/arr/9223372036854775807", "1\n", 2);
+	close_fresh(m);
+}
+
+int main(void)
+{
+	TEST(test_append_at_int64_max);
+	TEST(test_append_past_int64_max);
+	return UNIT_DONE();
+}
