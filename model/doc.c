@@ -211,7 +211,11 @@ static int flat_event(void *arg, const struct json_token *tok)
 
 /* ---- the last index of an array ---- */
 
-/* 1 when the array at prefix has an element with index >= i. */
+/*
+ * 1 when the array at prefix has an element with index >= i. A probe key
+ * longer than the key limit means no: an element with index >= i would
+ * have a key at least as long.
+ */
 static int has_index_from(struct store_scan *scan, const uint8_t *prefix, size_t len, int64_t i)
 {
 	uint8_t buf[STORE_KEY_MAX + 16];
@@ -224,6 +228,8 @@ static int has_index_from(struct store_scan *scan, const uint8_t *prefix, size_t
 	w.len = len;
 	tuple_put_int(&w, i);
 	ret = store_scan_seek(scan, buf, w.len);
+	if (ret == -ENAMETOOLONG)
+		return 0;
 	if (ret == 0)
 		ret = store_scan_next(scan, &k, &v);
 	if (ret <= 0)

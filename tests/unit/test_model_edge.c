@@ -138,9 +138,60 @@ static void test_append_past_int64_max(void)
 	close_fresh(m);
 }
 
+/*
+ * A path of three names whose key is `want` bytes long (want in 490..511),
+ * with its two parent objects created in m.
+ */
+static void long_path(struct model *m, char *path, size_t want)
+{
+	struct model_error err;
+	char parent[600];
+
+	size_t n = 0, last = want - 2 * 242 - 2;
+
+	path[n++] = '/';
+	memset(path + n, 'a', 240);
+	n += 240;
+	path[n++] = '/';
+	memset(path + n, 'b', 240);
+	n += 240;
+	path[n++] = '/';
+	memset(path + n, 'c', last);
+	n += last;
+	path[n] = '\0';
+	memcpy(parent, path, 241);
+	parent[241] = '\0';
+	CHECK_EQ_INT(model_mkdir(m, parent, MODEL_KIND_OBJECT, &err), 0);
+	memcpy(parent, path, 482);
+	parent[482] = '\0';
+	CHECK_EQ_INT(model_mkdir(m, parent, MODEL_KIND_OBJECT, &err), 0);
+}
+
+/* Gallop probes longer than the key limit mean "no such index", not an error. */
+static void test_append_probe_past_key_limit(void)
+{
+	struct model *m = open_fresh();
+	struct model_error err;
+	char path[600], view[620], elem[620];
+
+	long_path(m, path, 505);	/* index 2^39: 511 bytes; probe 2^40: 512 */
+	CHECK_EQ_INT(model_mkdir(m, path, MODEL_KIND_ARRAY, &err), 0);
+	snprintf(elem, sizeof(elem), "%s/0", path);
+	CHECK_EQ_INT(model_write(m, elem, "first\n", 6, 0, MODEL_WRITE_TEXT, &err), 0);
+	snprintf(elem, sizeof(elem), "%s/549755813888", path);
+	CHECK_EQ_INT(model_write(m, elem, "far\n", 4, 0, MODEL_WRITE_TEXT, &err), 0);
+	snprintf(view, sizeof(view), "%s.json", path);
+	CHECK_EQ_INT(model_write(m, view, "2 3", 3, 0,
+				 MODEL_WRITE_TEXT | MODEL_WRITE_APPEND_JSON, &err), 0);
+	snprintf(elem, sizeof(elem), "%s/549755813890", path);
+	check_text(m, elem, "3\n", 2);
+	close_fresh(m);
+}
+
 int main(void)
 {
 	TEST(test_append_at_int64_max);
 	TEST(test_append_past_int64_max);
+	TEST(test_append_probe_past_key_limit);
 	return UNIT_DONE();
 }
