@@ -534,7 +534,8 @@ static int render_first(struct store_scan *scan, const uint8_t *key, size_t len,
 
 	if (ret < 0)
 		return ret;
-	if (ret == 0 || ((const uint8_t *)k.data)[len] == 0xFF) {
+	/* k.len == len is the node itself: there is no byte [len] to look at. */
+	if (ret == 0 || (k.len > len && ((const uint8_t *)k.data)[len] == 0xFF)) {
 		if (len > 0)
 			return -ENOENT;
 		json_write_object_begin(r->w);	/* the empty root */
