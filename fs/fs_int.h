@@ -45,6 +45,9 @@ struct fs_node {
 	int64_t cache_mtime;	/* leaf mtime and size at the last open or commit */
 	uint64_t cache_size;
 	uint64_t dir_gen;	/* store generation when last listed (+1; 0 never) */
+	uint64_t nlink_gen;	/* containers: store generation of nlink (+1; 0 never) */
+	uint32_t nlink;		/* containers: st_nlink as last counted */
+	unsigned npend;		/* open files whose unsaved content getattr shows */
 };
 
 /* What fi->fh points to: told apart by the first field (setattr gets either). */
@@ -89,6 +92,7 @@ enum fs_inval_kind {
 	FS_INVAL_ATTR,		/* the attributes of a node */
 	FS_INVAL_DATA,		/* the attributes and cached pages of a node */
 	FS_INVAL_ROOT_CHILDREN,	/* every name in the root */
+	FS_INVAL_ALL,		/* the store changed elsewhere: everything the kernel caches */
 };
 
 struct fs_inval {
@@ -123,7 +127,27 @@ struct fs_ctx {
 	struct fs_inval *inval_head, *inval_tail;
 	bool inval_stop, inval_started;
 	pthread_t inval_thread;
+
+	/*
+	 * Noticing commits by other processes (the offline CLI). The store's
+	 * generation is its last transaction id. Our own writes run between
+	 * fs_write_begin and fs_write_end, one at a time (the store serializes
+	 * writers anyway): a generation that moves by more than our one commit,
+	 * or moves while we are not writing, was moved by someone else. The
+	 * watcher thread polls every FS_WATCH_MS and then invalidates what the
+	 * kernel caches, so that long entry and attribute timeouts stay honest.
+	 */
+	pthread_mutex_t gen_lock;
+	uint64_t gen_known;	/* the generation accounted for */
+	bool gen_foreign;	/* someone else committed since the last poll */
+	pthread_mutex_t watch_lock;
+	pthread_cond_t watch_cond;
+	bool watch_stop, watch_started;
+	pthread_t watch_thread;
 };
+
+#define FS_WATCH_MS 150
+#define FS_TIMEOUT_DEFAULT 86400.0	/* entry and attr timeouts: the watcher keeps them honest */
 
 /* ---- logging (mount.c) ---- */
 /* stderr in the foreground, syslog when detached. */
@@ -138,6 +162,13 @@ void fs_inval_entry(struct fs_ctx *ctx, fuse_ino_t parent, const char *name, siz
 void fs_inval_node(struct fs_ctx *ctx, fuse_ino_t ino, enum fs_inval_kind kind);
 int fs_inval_start(struct fs_ctx *ctx);
 void fs_inval_stop(struct fs_ctx *ctx);
+
+/* ---- noticing other processes' commits (mount.c) ---- */
+/* Around every model call that may commit: serializes our writes and accounts for them. */
+void fs_write_begin(struct fs_ctx *ctx);
+void fs_write_end(struct fs_ctx *ctx, int ret);
+int fs_watch_start(struct fs_ctx *ctx);
+void fs_watch_stop(struct fs_ctx *ctx);
 
 /* ---- the node table (node.c) ---- */
 int fs_nodes_init(struct fs_ctx *ctx);
@@ -166,6 +197,12 @@ void fs_node_move(struct fs_ctx *ctx, struct fs_node *parent, const char *name,
 		  struct fs_node *newparent, const char *newname, bool exchange);
 /* Queues FS_INVAL_ENTRY for every name in the table under the root. */
 void fs_node_inval_root_children(struct fs_ctx *ctx);
+/*
+ * Queues what forgets everything the kernel caches: every name in the root
+ * (a dentry takes its subtree with it), the root's attributes and listing,
+ * and the attributes and pages of every leaf whose pages were filled.
+ */
+void fs_node_inval_all(struct fs_ctx *ctx);
 
 /* ---- operations (ops.c) ---- */
 extern const struct fuse_lowlevel_ops fs_ops;

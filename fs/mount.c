@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fs/fs_int.h"
@@ -119,6 +120,9 @@ static void inval_send(struct fs_ctx *ctx, const struct fs_inval *iv)
 	case FS_INVAL_ROOT_CHILDREN:
 		fs_node_inval_root_children(ctx);
 		break;
+	case FS_INVAL_ALL:
+		fs_node_inval_all(ctx);
+		break;
 	}
 	if (ret < 0 && ret != -ENOENT)
 		fs_trace(ctx, "invalidate %lu %s: %s", (unsigned long)iv->ino, iv->name,
@@ -182,6 +186,102 @@ void fs_inval_stop(struct fs_ctx *ctx)
 	ctx->inval_started = false;
 }
 
+/* ---- noticing other processes' commits ---- */
+
+void fs_write_begin(struct fs_ctx *ctx)
+{
+	uint64_t gen;
+
+	pthread_mutex_lock(&ctx->gen_lock);
+	gen = model_generation(ctx->model);
+	if (gen != ctx->gen_known)
+		ctx->gen_foreign = true;
+	ctx->gen_known = gen;
+}
+
+void fs_write_end(struct fs_ctx *ctx, int ret)
+{
+	uint64_t gen = model_generation(ctx->model);
+
+	/* A call commits at most one transaction, and none when it fails. */
+	if (gen - ctx->gen_known > (ret < 0 ? 0u : 1u))
+		ctx->gen_foreign = true;
+	ctx->gen_known = gen;
+	pthread_mutex_unlock(&ctx->gen_lock);
+}
+
+/* true once per change of the store by another process. */
+static bool store_changed_elsewhere(struct fs_ctx *ctx)
+{
+	uint64_t gen;
+	bool changed;
+
+	pthread_mutex_lock(&ctx->gen_lock);
+	gen = model_generation(ctx->model);
+	changed = ctx->gen_foreign || gen != ctx->gen_known;
+	ctx->gen_known = gen;
+	ctx->gen_foreign = false;
+	pthread_mutex_unlock(&ctx->gen_lock);
+	return changed;
+}
+
+static void *watch_main(void *arg)
+{
+	struct fs_ctx *ctx = arg;
+	struct timespec until;
+
+	pthread_mutex_lock(&ctx->watch_lock);
+	while (!ctx->watch_stop) {
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_nsec += FS_WATCH_MS * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_nsec -= 1000000000L;
+			until.tv_sec++;
+		}
+		while (!ctx->watch_stop &&
+		       pthread_cond_timedwait(&ctx->watch_cond, &ctx->watch_lock, &until) != ETIMEDOUT)
+			;
+		if (ctx->watch_stop)
+			break;
+		pthread_mutex_unlock(&ctx->watch_lock);
+		if (store_changed_elsewhere(ctx)) {
+			fs_trace(ctx, "the store changed elsewhere: invalidating");
+			fs_inval_node(ctx, FUSE_ROOT_ID, FS_INVAL_ALL);
+		}
+		pthread_mutex_lock(&ctx->watch_lock);
+	}
+	pthread_mutex_unlock(&ctx->watch_lock);
+	return NULL;
+}
+
+int fs_watch_start(struct fs_ctx *ctx)
+{
+	int ret;
+
+	pthread_mutex_lock(&ctx->gen_lock);
+	ctx->gen_known = model_generation(ctx->model);
+	pthread_mutex_unlock(&ctx->gen_lock);
+	pthread_mutex_lock(&ctx->watch_lock);
+	ret = pthread_create(&ctx->watch_thread, NULL, watch_main, ctx);
+	ctx->watch_started = ret == 0;
+	pthread_mutex_unlock(&ctx->watch_lock);
+	return -ret;
+}
+
+void fs_watch_stop(struct fs_ctx *ctx)
+{
+	pthread_mutex_lock(&ctx->watch_lock);
+	if (!ctx->watch_started) {
+		pthread_mutex_unlock(&ctx->watch_lock);
+		return;
+	}
+	ctx->watch_stop = true;
+	pthread_cond_signal(&ctx->watch_cond);
+	pthread_mutex_unlock(&ctx->watch_lock);
+	pthread_join(ctx->watch_thread, NULL);
+	ctx->watch_started = false;
+}
+
 /* ---- options ---- */
 
 struct fs_optvals {
@@ -230,7 +330,7 @@ static char *abs_path(const char *path)
  */
 static int build_args(struct fs_ctx *ctx, const struct fs_options *opts, struct fuse_args *args)
 {
-	struct fs_optvals v = { 1.0, 1.0, 0 };
+	struct fs_optvals v = { FS_TIMEOUT_DEFAULT, FS_TIMEOUT_DEFAULT, 0 };
 	char *fsname = NULL;
 	int ret = -1;
 
@@ -348,6 +448,20 @@ static void detach_finish(struct fs_ctx *ctx, int *report)
 
 /* ---- the daemon ---- */
 
+/* The watcher sleeps on the monotonic clock: a clock change must not stall it. */
+static int watch_cond_init(pthread_cond_t *cond)
+{
+	pthread_condattr_t attr;
+	int ret;
+
+	pthread_condattr_init(&attr);
+	ret = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	if (ret == 0)
+		ret = pthread_cond_init(cond, &attr);
+	pthread_condattr_destroy(&attr);
+	return ret;
+}
+
 static struct fs_ctx *ctx_new(const struct fs_options *opts)
 {
 	struct fs_ctx *ctx = calloc(1, sizeof(*ctx));
@@ -356,7 +470,14 @@ static struct fs_ctx *ctx_new(const struct fs_options *opts)
 		return NULL;
 	ctx->store_dir = abs_path(opts->store_dir);
 	ctx->mountpoint = abs_path(opts->mountpoint);
-	if (!ctx->store_dir || !ctx->mountpoint || fs_nodes_init(ctx) < 0) {
+	if (!ctx->store_dir || !ctx->mountpoint || watch_cond_init(&ctx->watch_cond) != 0) {
+		free(ctx->store_dir);
+		free(ctx->mountpoint);
+		free(ctx);
+		return NULL;
+	}
+	if (fs_nodes_init(ctx) < 0) {
+		pthread_cond_destroy(&ctx->watch_cond);
 		free(ctx->store_dir);
 		free(ctx->mountpoint);
 		free(ctx->buckets);
@@ -370,6 +491,8 @@ static struct fs_ctx *ctx_new(const struct fs_options *opts)
 	pthread_mutex_init(&ctx->lock, NULL);
 	pthread_mutex_init(&ctx->inval_lock, NULL);
 	pthread_cond_init(&ctx->inval_cond, NULL);
+	pthread_mutex_init(&ctx->gen_lock, NULL);
+	pthread_mutex_init(&ctx->watch_lock, NULL);
 	return ctx;
 }
 
@@ -379,6 +502,9 @@ static void ctx_free(struct fs_ctx *ctx)
 	pthread_mutex_destroy(&ctx->lock);
 	pthread_mutex_destroy(&ctx->inval_lock);
 	pthread_cond_destroy(&ctx->inval_cond);
+	pthread_mutex_destroy(&ctx->gen_lock);
+	pthread_mutex_destroy(&ctx->watch_lock);
+	pthread_cond_destroy(&ctx->watch_cond);
 	free(ctx->store_dir);
 	free(ctx->mountpoint);
 	free(ctx);
@@ -437,6 +563,8 @@ static int serve(struct fs_ctx *ctx, int *report)
 	}
 	if (fs_inval_start(ctx) < 0)
 		fs_log(ctx, LOG_WARNING, "no invalidation thread: names expire by timeout");
+	if (fs_watch_start(ctx) < 0)
+		fs_log(ctx, LOG_WARNING, "no watcher thread: changes by other processes show late");
 	if (!ctx->foreground)
 		detach_finish(ctx, report);
 	fs_log(ctx, LOG_INFO, "serving %s at %s%s", ctx->store_dir, ctx->mountpoint,
@@ -449,6 +577,7 @@ static int serve(struct fs_ctx *ctx, int *report)
 		ret = fuse_session_loop_mt(ctx->se, cfg);
 		fuse_loop_cfg_destroy(cfg);
 	}
+	fs_watch_stop(ctx);
 	fs_inval_stop(ctx);
 	fuse_session_unmount(ctx->se);
 	fs_log(ctx, LOG_INFO, "unmounted %s", ctx->mountpoint);

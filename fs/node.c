@@ -296,9 +296,19 @@ void fs_node_move(struct fs_ctx *ctx, struct fs_node *parent, const char *name,
 void fs_node_inval_root_children(struct fs_ctx *ctx)
 {
 	pthread_mutex_lock(&ctx->lock);
-	for (size_t i = 0; i < ctx->nbuckets; i++)
-		for (struct fs_node *n = ctx->buckets[i]; n; n = n->hnext)
-			if (n->parent == &ctx->root)
-				fs_inval_entry(ctx, FUSE_ROOT_ID, n->name, strlen(n->name));
+	for (struct fs_node *n = ctx->nodes; n; n = n->next)
+		if (n->parent == &ctx->root && n->hashed)
+			fs_inval_entry(ctx, FUSE_ROOT_ID, n->name, strlen(n->name));
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+void fs_node_inval_all(struct fs_ctx *ctx)
+{
+	fs_node_inval_root_children(ctx);
+	fs_inval_node(ctx, FUSE_ROOT_ID, FS_INVAL_DATA);
+	pthread_mutex_lock(&ctx->lock);
+	for (struct fs_node *n = ctx->nodes; n; n = n->next)
+		if (n->nlookup > 0 && n->cache_known)
+			fs_inval_node(ctx, fs_node_ino(ctx, n), FS_INVAL_DATA);
 	pthread_mutex_unlock(&ctx->lock);
 }

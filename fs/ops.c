@@ -5,9 +5,10 @@
  * (close), fsync or release, so readers see old or new, never half.
  *
  * Caching: names and attributes are trusted for entry_timeout/attr_timeout
- * (1 s by default, so offline CLI changes show within a second); views
+ * (a day by default: the watcher in mount.c invalidates everything the
+ * kernel caches within FS_WATCH_MS of a commit by another process); views
  * (NAME.json) never, and they are read with direct I/O from a snapshot
- * rendered at open. Leaves keep their page cache across opens while their
+ * rendered at open. Read-only opens skip the flush at close (noflush). Leaves keep their page cache across opens while their
  * mtime and size are unchanged. Directory listings are cached by the kernel
  * while the store's generation is unchanged. Whatever a commit changes
  * behind the kernel's back (a subtree replaced through NAME.json, a rename
@@ -89,6 +90,8 @@ static void stat_fill(const struct fs_ctx *ctx, const struct model_node *n, stru
 /* ctx->lock held. An open file whose unsaved content getattr must show. */
 static struct fs_file *pending_file_locked(struct fs_ctx *ctx, const struct fs_node *node)
 {
+	if (node->npend == 0)
+		return NULL;	/* the common case: no walk over the open files */
 	for (struct fs_file *f = ctx->files; f; f = f->next)
 		if (f->node == node && f->pend)
 			return f;
@@ -123,6 +126,7 @@ static bool stat_pending_locked(struct fs_ctx *ctx, const struct fs_node *node, 
 static int node_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 		     struct stat *st, enum model_kind *kind, bool *volatile_)
 {
+	uint64_t gen = model_generation(ctx->model);
 	struct model_error err = { { 0 } };
 	struct model_node n;
 	bool pending;
@@ -131,6 +135,10 @@ static int node_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 	if (ret == 0)
 		stat_fill(ctx, &n, st);
 	pthread_mutex_lock(&ctx->lock);
+	if (ret == 0 && kind_is_dir(n.kind)) {
+		node->nlink = (uint32_t)st->st_nlink;	/* for readdirplus, while gen holds */
+		node->nlink_gen = gen + 1;
+	}
 	pending = stat_pending_locked(ctx, node, ret == 0, st);
 	pthread_mutex_unlock(&ctx->lock);
 	if (pending) {
@@ -276,6 +284,16 @@ static struct fs_file *file_new(struct fs_ctx *ctx, struct fs_node *node)
 	return f;
 }
 
+/* ctx->lock held. Sets f->pend, keeping its node's count of pending files. */
+static void file_set_pend_locked(struct fs_file *f, bool pend)
+{
+	if (pend && !f->pend)
+		f->node->npend++;
+	else if (!pend && f->pend)
+		f->node->npend--;
+	f->pend = pend;
+}
+
 /* ctx->lock held. Drops a ref; true when the caller must free f. */
 static bool file_unref_locked(struct fs_ctx *ctx, struct fs_file *f)
 {
@@ -287,6 +305,7 @@ static bool file_unref_locked(struct fs_ctx *ctx, struct fs_file *f)
 		ctx->files = f->next;
 	if (f->next)
 		f->next->prev = f->prev;
+	file_set_pend_locked(f, false);
 	fs_node_unref_locked(ctx, f->node);
 	return true;
 }
@@ -313,7 +332,7 @@ static void file_put(struct fs_ctx *ctx, struct fs_file *f)
 static void file_publish(struct fs_ctx *ctx, struct fs_file *f)
 {
 	pthread_mutex_lock(&ctx->lock);
-	f->pend = f->pending || ((f->dirty || f->trunc) && !f->append_json);
+	file_set_pend_locked(f, f->pending || ((f->dirty || f->trunc) && !f->append_json));
 	f->pend_len = f->len;
 	f->pend_mtime = f->wmtime_ns;
 	pthread_mutex_unlock(&ctx->lock);
@@ -376,7 +395,9 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 		}
 		return ret;
 	}
+	fs_write_begin(ctx);
 	ret = model_write(ctx->model, path, f->len ? f->buf : "", f->len, 0, flags, &err);
+	fs_write_end(ctx, ret);
 	f->dirty = f->trunc = false;
 	if (ret < 0) {
 		fs_log_model(ctx, ret, &err, path);
@@ -543,7 +564,9 @@ static int truncate_path(struct fs_ctx *ctx, const char *path, off_t size)
 	text = grown;
 	if ((size_t)size > len)
 		memset(text + len, 0, (size_t)size - len);
+	fs_write_begin(ctx);
 	ret = model_write(ctx->model, path, text, (size_t)size, 0, MODEL_WRITE_TEXT, &err);
+	fs_write_end(ctx, ret);
 out_log:
 	if (ret < 0)
 		fs_log_model(ctx, ret, &err, path);
@@ -589,7 +612,9 @@ static int setattr_mtime(struct fs_ctx *ctx, struct fs_node *node, const char *p
 	ret = model_stat(ctx->model, path, 0, &n, &err);
 	if (ret < 0 || n.kind != MODEL_KIND_LEAF)
 		return ret < 0 ? ret : 0;	/* directories and views: accepted, not kept */
+	fs_write_begin(ctx);
 	ret = model_set_mtime(ctx->model, path, ns, &err);
+	fs_write_end(ctx, ret);
 	if (ret < 0)
 		fs_log_model(ctx, ret, &err, path);
 	return ret;
@@ -736,6 +761,7 @@ static int file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 		fi->direct_io = 1;	/* its size is whatever the rendering is now */
 	else
 		fi->keep_cache = leaf_cache_valid(ctx, node, &n);
+	fi->noflush = acc == O_RDONLY;	/* nothing to commit: close needs no round trip */
 	fi->fh = (uintptr_t)f;
 	*out = f;
 	return 0;
@@ -785,7 +811,9 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		ret = -EROFS;
 		goto out_free;
 	}
+	fs_write_begin(ctx);
 	ret = model_create(ctx->model, path, &err);
+	fs_write_end(ctx, ret);
 	if (ret == -EEXIST && !(fi->flags & O_EXCL))
 		view = false;	/* made meanwhile (by the CLI): open what is there */
 	else if (ret < 0) {
@@ -1034,6 +1062,7 @@ struct dir_fill {
 	struct fs_ctx *ctx;
 	struct fs_dir *d;
 	bool plus;
+	uint64_t gen;		/* the store's generation before the listing was read */
 	char *buf;
 	size_t size, used;
 	off_t skip_to;		/* seeking: children to pass over */
@@ -1106,8 +1135,16 @@ static int dir_fill_fn(void *arg, const char *name, const struct model_node *nod
 	vol = stat_pending_locked(ctx, child, true, &e.attr);
 	e.ino = fs_node_ino(ctx, child);
 	e.entry_timeout = vol ? 0.0 : ctx->entry_timeout;
-	/* The listing does not count subdirectories: let stat ask for nlink. */
-	e.attr_timeout = vol || kind_is_dir(node->kind) ? 0.0 : ctx->attr_timeout;
+	/*
+	 * The listing does not count subdirectories (that would cost a scan of
+	 * every child): a directory's nlink is known only when a stat counted
+	 * it at this generation; otherwise let stat ask for it.
+	 */
+	if (kind_is_dir(node->kind) && child->nlink_gen == s->gen + 1)
+		e.attr.st_nlink = child->nlink;
+	else if (kind_is_dir(node->kind))
+		vol = true;
+	e.attr_timeout = attr_timeout_for(ctx, vol);
 	if (!dir_add(s, name, &e)) {
 		fs_node_drop_unused_locked(ctx, child);
 		pthread_mutex_unlock(&ctx->lock);
@@ -1142,6 +1179,8 @@ static void dir_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_in
 		reply_err(req, -ENOMEM);
 		return;
 	}
+	if (plus)
+		s.gen = model_generation(s.ctx->model);
 	if (off != d->pos)
 		ret = dir_seek(&s, off);
 	if (ret == 0 && d->pos == 0 && !dir_add_dot(&s, "."))
@@ -1232,7 +1271,9 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 		reply_err(req, ret);
 		return;
 	}
+	fs_write_begin(ctx);
 	ret = model_mkdir(ctx->model, path, MODEL_KIND_OBJECT, &err);
+	fs_write_end(ctx, ret);
 	if (ret < 0) {
 		fs_log_model(ctx, ret, &err, path);
 		reply_err(req, ret);
@@ -1262,7 +1303,9 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 		reply_err(req, ret);
 		return;
 	}
+	fs_write_begin(ctx);
 	ret = model_create(ctx->model, path, &err);
+	fs_write_end(ctx, ret);
 	if (ret < 0) {
 		fs_log_model(ctx, ret, &err, path);
 		reply_err(req, ret);
@@ -1285,7 +1328,9 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, uns
 		reply_err(req, ret);
 		return;
 	}
+	fs_write_begin(ctx);
 	ret = model_remove(ctx->model, path, flags, &err);
+	fs_write_end(ctx, ret);
 	if (ret < 0) {
 		fs_log_model(ctx, ret, &err, path);
 	} else {
@@ -1331,7 +1376,9 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	ret = fs_node_path(ctx, newdir, newname, &to);
 	if (ret < 0)
 		goto out_free;
+	fs_write_begin(ctx);
 	ret = model_rename(ctx->model, from, to, mflags, &err);
+	fs_write_end(ctx, ret);
 	if (ret < 0) {
 		fs_log_model(ctx, ret, &err, to);
 		goto out_free;
@@ -1424,7 +1471,13 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 	int ret;
 
 	if (strcmp(name, FS_XATTR_TYPE) != 0) {
-		reply_err(req, -ENODATA);
+		/*
+		 * Only the user namespace exists here. ENOTSUP for security.* and
+		 * system.* (SELinux labels, POSIX ACLs) lets ls -l, cp -a and
+		 * rsync remember that the filesystem has none, instead of asking
+		 * for every file (three round trips per file for ls -l).
+		 */
+		reply_err(req, strncmp(name, "user.", 5) == 0 ? -ENODATA : -ENOTSUP);
 		return;
 	}
 	ret = node_type(ctx, ino, type, sizeof(type));
@@ -1484,7 +1537,9 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 		return;
 	}
 	fs_trace(ctx, "set type %s %s", path, type);
+	fs_write_begin(ctx);
 	ret = model_set_type(ctx->model, path, type, &err);
+	fs_write_end(ctx, ret);
 	if (ret < 0) {
 		fs_log_model(ctx, ret, &err, path);
 	} else {
