@@ -434,6 +434,8 @@ int tree_delete(struct store_txn *txn, const uint8_t *key, size_t len)
 		if (ret < 0 && ret != -ENOENT)
 			return ret;
 	}
+	if (len >= STORE_KEY_MAX)
+		return 0;	/* a full-length key has nothing under it */
 	memcpy(buf, key, len);
 	for (int code = 0x00; code < 0xFF; code++) {
 		if (code != 0x02 && (code < 0x14 || code > 0x1c))

@@ -90,7 +90,10 @@ int store_put(struct store_txn *txn, enum store_space space,
 	      const void *key, size_t key_len, const void *val, size_t val_len);
 /* del: 0 or -ENOENT. */
 int store_del(struct store_txn *txn, enum store_space space, const void *key, size_t key_len);
-/* Deletes every key that starts with prefix; *deleted (may be NULL) counts them. */
+/*
+ * Deletes every key that starts with prefix; *deleted (may be NULL) counts
+ * them. A prefix longer than STORE_KEY_MAX deletes nothing and gives 0.
+ */
 int store_del_prefix(struct store_txn *txn, enum store_space space,
 		     const void *prefix, size_t prefix_len, uint64_t *deleted);
 

@@ -218,11 +218,35 @@ static void test_views_of_big_leaves(void)
 	close_fresh(m);
 }
 
+/* A node whose key is exactly STORE_KEY_MAX bytes can be removed, replaced and moved. */
+static void test_full_length_key(void)
+{
+	struct model *m = open_fresh();
+	struct model_error err;
+	char path[600], view[620];
+
+	long_path(m, path, STORE_KEY_MAX);
+	snprintf(view, sizeof(view), "%s.json", path);
+	CHECK_EQ_INT(model_write(m, path, "v\n", 2, 0, MODEL_WRITE_TEXT, &err), 0);
+	CHECK_EQ_INT(model_remove(m, path, MODEL_REMOVE_LEAF, &err), 0);
+	CHECK_EQ_INT(model_write(m, path, "v\n", 2, 0, MODEL_WRITE_TEXT, &err), 0);
+	CHECK_EQ_INT(model_write(m, view, "1", 1, 0, MODEL_WRITE_TEXT, &err), 0);
+	check_text(m, path, "1\n", 2);
+	CHECK_EQ_INT(model_write(m, "/b", "w\n", 2, 0, MODEL_WRITE_TEXT, &err), 0);
+	CHECK_EQ_INT(model_rename(m, "/b", path, 0, &err), 0);
+	check_text(m, path, "w\n", 2);
+	CHECK_EQ_INT(model_rename(m, path, "/b", 0, &err), 0);
+	check_text(m, "/b", "w\n", 2);
+	CHECK_EQ_INT(problems_of(m), 0);
+	close_fresh(m);
+}
+
 int main(void)
 {
 	TEST(test_append_at_int64_max);
 	TEST(test_append_past_int64_max);
 	TEST(test_append_probe_past_key_limit);
 	TEST(test_views_of_big_leaves);
+	TEST(test_full_length_key);
 	return UNIT_DONE();
 }

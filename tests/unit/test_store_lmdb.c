@@ -487,6 +487,41 @@ static void test_growth_many_txns_with_readers(void)
 	store_close(st);
 }
 
+/* ---- prefixes longer than any key ---- */
+
+struct del_prefix_arg {
+	const uint8_t *prefix;
+	size_t len;
+	uint64_t deleted;
+};
+
+static int del_prefix_fn(struct store_txn *txn, void *arg)
+{
+	struct del_prefix_arg *a = arg;
+
+	return store_del_prefix(txn, STORE_SPACE_DATA, a->prefix, a->len, &a->deleted);
+}
+
+/* No key starts with a prefix longer than STORE_KEY_MAX: nothing to delete. */
+static void test_del_prefix_too_long(void)
+{
+	char dir[128];
+	struct store *st = open_new(dir, sizeof(dir));
+	uint8_t key[STORE_KEY_MAX + 1];
+	struct del_prefix_arg a = { key, STORE_KEY_MAX + 1, 99 };
+	char got[8];
+
+	memset(key, 'k', sizeof(key));
+	CHECK_EQ_INT(put_kv(st, STORE_SPACE_DATA, key, STORE_KEY_MAX, "v", 1), 0);
+	CHECK_EQ_INT(store_write(st, del_prefix_fn, &a), 0);
+	CHECK_EQ_INT(a.deleted, 0);
+	CHECK_EQ_INT(get_kv(st, STORE_SPACE_DATA, key, STORE_KEY_MAX, got, sizeof(got)), 1);
+	a.len = STORE_KEY_MAX;
+	CHECK_EQ_INT(store_write(st, del_prefix_fn, &a), 0);
+	CHECK_EQ_INT(a.deleted, 1);
+	store_close(st);
+}
+
 /* ---- the skip proof ---- */
 
 #define CHILDREN 10
@@ -755,6 +790,7 @@ int main(void)
 	TEST(test_point_ops);
 	TEST(test_prefix_scan_and_delete);
 	TEST(test_scan_seek);
+	TEST(test_del_prefix_too_long);
 	TEST(test_growth_one_txn);
 	TEST(test_growth_many_txns_with_readers);
 	TEST(test_skip_proof);
