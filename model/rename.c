@@ -105,6 +105,7 @@ static int rename_onto_view(struct store_txn *txn, const struct rename_op *op,
 			    const struct tree_path *src, const struct tree_node *s,
 			    const struct tree_path *dst)
 {
+	struct tree_node d;
 	uint64_t size;
 	char *text;
 	int ret;
@@ -112,6 +113,13 @@ static int rename_onto_view(struct store_txn *txn, const struct rename_op *op,
 	if (s->kind != MODEL_KIND_LEAF)
 		return tree_fail(op->err, -EISDIR, "%s: a directory cannot replace a view",
 				 op->from);
+	if (op->flags & MODEL_RENAME_NOREPLACE) {
+		ret = tree_lookup(txn, dst->key, dst->len, &d);
+		if (ret < 0)
+			return ret;
+		if (d.exists)
+			return tree_fail(op->err, -EEXIST, "%s: already exists", op->to);
+	}
 	size = leaf_text_size(&s->leaf);
 	text = malloc(size + 1);
 	if (!text)

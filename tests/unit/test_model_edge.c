@@ -241,6 +241,26 @@ static void test_full_length_key(void)
 	close_fresh(m);
 }
 
+/* Saving over NAME.json with NOREPLACE: EEXIST when NAME exists, nothing changed. */
+static void test_rename_noreplace_onto_view(void)
+{
+	struct model *m = open_fresh();
+	struct model_error err;
+	size_t blen = 0;
+	char *before;
+
+	CHECK_EQ_INT(model_import(m, "/doc", "{\"a\":1}", 7, NULL, NULL, &err), 0);
+	CHECK_EQ_INT(model_write(m, "/tmp", "{\"b\":2}\n", 8, 0, MODEL_WRITE_TEXT, &err), 0);
+	before = dump_text(m, &blen);
+	CHECK_EQ_INT(model_rename(m, "/tmp", "/doc.json", MODEL_RENAME_NOREPLACE, &err),
+		     -EEXIST);
+	CHECK(strstr(err.msg, "/doc.json") != NULL);
+	check_unchanged(m, before, blen);
+	CHECK_EQ_INT(model_rename(m, "/tmp", "/new.json", MODEL_RENAME_NOREPLACE, &err), 0);
+	check_text(m, "/new/b", "2\n", 2);
+	close_fresh(m);
+}
+
 int main(void)
 {
 	TEST(test_append_at_int64_max);
@@ -248,5 +268,6 @@ int main(void)
 	TEST(test_append_probe_past_key_limit);
 	TEST(test_views_of_big_leaves);
 	TEST(test_full_length_key);
+	TEST(test_rename_noreplace_onto_view);
 	return UNIT_DONE();
 }
