@@ -324,8 +324,8 @@ static int check_indices(struct store_txn *txn, const struct tree_path *p, struc
 	char raw[STORE_KEY_MAX];
 	struct store_scan *scan;
 	struct tree_child c;
-	uint64_t count = 0;
-	int64_t index, max = -1;
+	uint64_t count = 0, end = 0;	/* end: the largest index + 1, unsigned */
+	int64_t index;
 	int ret = store_scan_open(txn, STORE_SPACE_DATA, p->key, p->len, &scan);
 
 	if (ret < 0)
@@ -339,10 +339,11 @@ static int check_indices(struct store_txn *txn, const struct tree_path *p, struc
 			break;
 		}
 		count++;
-		max = index > max ? index : max;
+		if ((uint64_t)index >= end)
+			end = (uint64_t)index + 1;
 	}
 	store_scan_close(scan);
-	if (ret == 0 && (uint64_t)(max + 1) != count)
+	if (ret == 0 && end != count)
 		ret = -EINVAL;
 	if (ret == -EINVAL)
 		return tree_fail(err, ret, "%s: names are not the indices 0..n-1", p->text);

@@ -261,6 +261,21 @@ static void test_rename_noreplace_onto_view(void)
 	close_fresh(m);
 }
 
+/* The name "9223372036854775807" is an index, but 0..n-1 it is not (no overflow). */
+static void test_object_to_array_at_int64_max(void)
+{
+	struct model *m = open_fresh();
+	struct model_error err;
+	const char *doc = "{\"9223372036854775807\":1}";
+
+	CHECK_EQ_INT(model_import(m, "/o", doc, strlen(doc), NULL, NULL, &err), 0);
+	CHECK_EQ_INT(model_set_type(m, "/o", "array", &err), -EINVAL);
+	CHECK(strstr(err.msg, "0..n-1") != NULL);
+	CHECK_EQ_INT(model_import(m, "/p", "{\"1\":1,\"0\":0}", 13, NULL, NULL, &err), 0);
+	CHECK_EQ_INT(model_set_type(m, "/p", "array", &err), 0);
+	close_fresh(m);
+}
+
 int main(void)
 {
 	TEST(test_append_at_int64_max);
@@ -269,5 +284,6 @@ int main(void)
 	TEST(test_views_of_big_leaves);
 	TEST(test_full_length_key);
 	TEST(test_rename_noreplace_onto_view);
+	TEST(test_object_to_array_at_int64_max);
 	return UNIT_DONE();
 }
