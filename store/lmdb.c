@@ -14,7 +14,21 @@
  * The gate is a counter under a mutex rather than a pthread_rwlock because
  * a read transaction may be ended by another thread of a FUSE pool
  * (MDB_NOTLS), and a rwlock must be unlocked by the thread that locked it.
- * A thread must not begin a write while it holds a read transaction.
+ *
+ * The gate prefers whoever wants to close it: a closer first counts itself
+ * in `closers`, which keeps new transactions out, and then waits for the
+ * open ones to end. Otherwise readers that overlap one another would keep
+ * the count above zero forever and a growing writer (holding write_mutex)
+ * would never get in. Hence a thread must not begin any transaction while
+ * it holds one: the inner begin could wait for a closer that waits for the
+ * outer transaction.
+ *
+ * store_copy (a backup) stays in the gate for the whole copy, because
+ * mdb_env_copy2 runs its own read transaction all along and the map must
+ * not be resized under it. A closer waits for running copies to finish
+ * before it counts itself, so readers and other copies are not held up by
+ * a backup; only a write that needs to grow the map (and writers queued
+ * behind it on write_mutex) waits for the backup to end.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -45,6 +59,8 @@ struct store {
 	pthread_mutex_t gate_mutex;	/* guards the two fields below */
 	pthread_cond_t gate_cond;
 	unsigned active_txns;		/* transactions open in this process */
+	unsigned copies;		/* store_copy calls inside the gate */
+	unsigned closers;		/* waiting to close the gate: no new txns */
 	bool resizing;			/* mapsize change in progress */
 };
 
@@ -111,29 +127,39 @@ static void say(char *why, size_t why_len, const char *fmt, ...)
 
 /* ---- the gate (see the top of the file) ---- */
 
-static void gate_enter(struct store *st)
+/* Counts a transaction (or a copy) in; waits while a closer is pending. */
+static void gate_enter(struct store *st, bool copy)
 {
 	pthread_mutex_lock(&st->gate_mutex);
-	while (st->resizing)
+	while (st->resizing || st->closers > 0)
 		pthread_cond_wait(&st->gate_cond, &st->gate_mutex);
 	st->active_txns++;
+	st->copies += copy;
 	pthread_mutex_unlock(&st->gate_mutex);
 }
 
-static void gate_leave(struct store *st)
+static void gate_leave(struct store *st, bool copy)
 {
 	pthread_mutex_lock(&st->gate_mutex);
-	if (--st->active_txns == 0)
+	st->copies -= copy;
+	if (--st->active_txns == 0 || copy)
 		pthread_cond_broadcast(&st->gate_cond);
 	pthread_mutex_unlock(&st->gate_mutex);
 }
 
-/* Waits until no transaction is open and keeps new ones out. */
+/*
+ * Keeps new transactions out, then waits until no transaction is open.
+ * A running copy is waited for first, without keeping anyone out.
+ */
 static void gate_close(struct store *st)
 {
 	pthread_mutex_lock(&st->gate_mutex);
+	while (st->copies > 0)
+		pthread_cond_wait(&st->gate_cond, &st->gate_mutex);
+	st->closers++;
 	while (st->resizing || st->active_txns > 0)
 		pthread_cond_wait(&st->gate_cond, &st->gate_mutex);
+	st->closers--;
 	st->resizing = true;
 	pthread_mutex_unlock(&st->gate_mutex);
 }
@@ -506,7 +532,11 @@ int store_sync(struct store *st)
 	return store_err(mdb_env_sync(st->env, 1));
 }
 
-/* The copy runs its own read transaction, so it stays inside the gate. */
+/*
+ * The copy runs its own read transaction, so it stays inside the gate for
+ * its whole length: a write that needs to grow the map waits for it (see
+ * the top of the file).
+ */
 int store_copy(struct store *st, const char *dir)
 {
 	char path[PATH_MAX];
@@ -514,9 +544,9 @@ int store_copy(struct store *st, const char *dir)
 
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
-	gate_enter(st);
+	gate_enter(st, true);
 	rc = mdb_env_copy2(st->env, dir, MDB_CP_COMPACT);
-	gate_leave(st);
+	gate_leave(st, true);
 	if (rc)
 		return store_err(rc);
 	snprintf(path, sizeof(path), "%s/data.mdb", dir);
@@ -531,11 +561,11 @@ static int txn_begin(struct store *st, unsigned flags, MDB_txn **out)
 	int rc;
 
 	for (;;) {
-		gate_enter(st);
+		gate_enter(st, false);
 		rc = mdb_txn_begin(st->env, NULL, flags, out);
 		if (rc == 0)
 			return 0;
-		gate_leave(st);
+		gate_leave(st, false);
 		if (rc != MDB_MAP_RESIZED)
 			return store_err(rc);
 		rc = adopt_mapsize(st);
@@ -568,7 +598,7 @@ void store_txn_end(struct store_txn *txn)
 	if (!txn || txn->write)
 		return;
 	mdb_txn_abort(txn->txn);
-	gate_leave(txn->st);
+	gate_leave(txn->st, false);
 	free(txn);
 }
 
@@ -596,13 +626,13 @@ static int write_attempt(struct store *st, store_write_fn fn, void *arg, bool *r
 		goto out_abort_txn;
 	}
 	rc = mdb_txn_commit(t.txn);	/* frees the transaction even on failure */
-	gate_leave(st);
+	gate_leave(st, false);
 	*retry = rc == MDB_MAP_FULL;
 	return store_err(rc);
 
 out_abort_txn:
 	mdb_txn_abort(t.txn);
-	gate_leave(st);
+	gate_leave(st, false);
 	return rc;
 }
 

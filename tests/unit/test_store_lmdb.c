@@ -522,6 +522,64 @@ static void test_del_prefix_too_long(void)
 	store_close(st);
 }
 
+/* ---- growth under steady read load ---- */
+
+struct busy_arg {
+	struct store *st;
+	volatile int stop;
+	volatile int done;
+	int result;
+};
+
+/* Begins and ends read transactions back to back, so some are always open. */
+static void *busy_reader(void *p)
+{
+	struct busy_arg *a = p;
+	struct store_txn *txn;
+
+	while (!__atomic_load_n(&a->stop, __ATOMIC_ACQUIRE)) {
+		if (store_read_begin(a->st, &txn) == 0)
+			store_txn_end(txn);
+	}
+	return NULL;
+}
+
+static void *growing_writer(void *p)
+{
+	struct busy_arg *a = p;
+	struct bulk b = { 0, 8 * 1024, 0 };	/* 8 MiB into a 1 MiB map */
+
+	a->result = store_write(a->st, bulk_fn, &b);
+	__atomic_store_n(&a->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* A writer that must grow the map gets in although readers never pause. */
+static void test_growth_not_starved_by_readers(void)
+{
+	char dir[128];
+	struct store *st = open_small(dir, sizeof(dir));
+	struct busy_arg a = { st, 0, 0, -1 };
+	pthread_t readers[16], writer;
+	int waited_ms = 0;
+
+	for (int i = 0; i < 16; i++)
+		pthread_create(&readers[i], NULL, busy_reader, &a);
+	pthread_create(&writer, NULL, growing_writer, &a);
+	while (!__atomic_load_n(&a.done, __ATOMIC_ACQUIRE) && waited_ms < 10000) {
+		usleep(10000);
+		waited_ms += 10;
+	}
+	CHECK(__atomic_load_n(&a.done, __ATOMIC_ACQUIRE));	/* in time, with readers on */
+	__atomic_store_n(&a.stop, 1, __ATOMIC_RELEASE);	/* also unblocks a starved writer */
+	pthread_join(writer, NULL);
+	for (int i = 0; i < 16; i++)
+		pthread_join(readers[i], NULL);
+	CHECK_EQ_INT(a.result, 0);
+	printf("# growth from 1 MiB under 16 busy readers: %d ms\n", waited_ms);
+	store_close(st);
+}
+
 /* ---- the skip proof ---- */
 
 #define CHILDREN 10
@@ -793,6 +851,7 @@ int main(void)
 	TEST(test_del_prefix_too_long);
 	TEST(test_growth_one_txn);
 	TEST(test_growth_many_txns_with_readers);
+	TEST(test_growth_not_starved_by_readers);
 	TEST(test_skip_proof);
 	TEST(test_depth2_distinct);
 	TEST(test_distinct_bad_key);
