@@ -1,7 +1,7 @@
 /*
  * model/check.c - verifies a store against docs/FORMAT.md: the format
  * version, every data key a tuple of strings and non-negative integers,
- * every record decodable, no leaf or marker with keys under it, no
+ * every record decodable and every string UTF-8, no leaf or marker with keys under it, no
  * container mixing names and indices. One line per problem.
  */
 #include <errno.h>
@@ -82,6 +82,8 @@ static void check_key(struct check *c, const struct store_val *k, const struct s
 		check_report(c, k->data, k->len, "key is not a tuple of names and indices");
 	if (leaf_decode(v->data, v->len, &leaf) < 0)
 		check_report(c, k->data, k->len, "record does not decode");
+	else if (leaf_validate(&leaf) < 0)
+		check_report(c, k->data, k->len, "string is not valid UTF-8");
 	if (tuple_ok && c->prev_len)
 		check_siblings(c, k);
 	memcpy(c->prev, k->data, k->len);

@@ -117,7 +117,11 @@ static bool leaf_tag_has_newline(unsigned tag)
 	return tag >= LEAF_STRING && tag <= LEAF_NULL;
 }
 
-/* out->payload borrows from record: valid while the record is. */
+/*
+ * out->payload borrows from record: valid while the record is. Checks the
+ * structure only, in constant time: a string's payload is validated when it
+ * is written (leaf_from_text, the flattener's parser) and by leaf_validate.
+ */
 int leaf_decode(const void *record, size_t len, struct leaf *out)
 {
 	const uint8_t *r = record;
@@ -140,8 +144,6 @@ int leaf_decode(const void *record, size_t len, struct leaf *out)
 	out->mtime_ns = (int64_t)be64_get(r + 2);
 	out->payload = r + LEAF_HEADER_SIZE;
 	out->payload_len = len - LEAF_HEADER_SIZE;
-	if (out->tag == LEAF_STRING && !utf8_is_valid(out->payload, out->payload_len))
-		return -EINVAL;
 	if (out->tag == LEAF_INTEGER)
 		out->integer = (int64_t)be64_get(out->payload);
 	if (out->tag == LEAF_DOUBLE) {
@@ -149,6 +151,14 @@ int leaf_decode(const void *record, size_t len, struct leaf *out)
 
 		memcpy(&out->real, &bits, sizeof(bits));
 	}
+	return 0;
+}
+
+/* The full check of a decoded leaf: a string's payload must be UTF-8. */
+int leaf_validate(const struct leaf *leaf)
+{
+	if (leaf->tag == LEAF_STRING && !utf8_is_valid(leaf->payload, leaf->payload_len))
+		return -EINVAL;
 	return 0;
 }
 

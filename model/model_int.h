@@ -135,8 +135,14 @@ struct leaf {
 	double real;		/* LEAF_DOUBLE */
 };
 
-/* -EINVAL when the record is malformed (bad tag, size, or string not UTF-8). */
+/*
+ * -EINVAL when the record is malformed (bad tag, flags or size). Constant
+ * time: it does not look at a string's bytes (reads of big leaves would
+ * rescan them per chunk); leaf_validate does.
+ */
 int leaf_decode(const void *record, size_t len, struct leaf *out);
+/* -EINVAL when a decoded string leaf is not valid UTF-8 (kvfs check). */
+int leaf_validate(const struct leaf *leaf);
 /* Appends the record for leaf to sb (payload taken from integer/real for numbers). */
 void leaf_encode(const struct leaf *leaf, struct strbuf *sb);
 bool leaf_is_marker(const struct leaf *leaf);

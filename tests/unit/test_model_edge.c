@@ -276,6 +276,45 @@ static void test_object_to_array_at_int64_max(void)
 	close_fresh(m);
 }
 
+struct raw_put {
+	const uint8_t *key;
+	size_t key_len;
+	const uint8_t *val;
+	size_t val_len;
+};
+
+static int raw_put_fn(struct store_txn *txn, void *arg)
+{
+	struct raw_put *r = arg;
+
+	return store_put(txn, STORE_SPACE_DATA, r->key, r->key_len, r->val, r->val_len);
+}
+
+/* Reads do not validate a string's bytes (they are checked when written); check does. */
+static void test_check_finds_bad_utf8(void)
+{
+	static const uint8_t key[] = { 0x02, 's', 0x00 };
+	static const uint8_t rec[] = { LEAF_STRING, 0, 0, 0, 0, 0, 0, 0, 0, 0, 'a', 0xc0, 0x80 };
+	struct raw_put r = { key, sizeof(key), rec, sizeof(rec) };
+	struct model *m = open_fresh();
+	struct model_error err;
+	struct model_node node;
+	char *report = NULL;
+	size_t rlen = 0;
+	FILE *f = open_memstream(&report, &rlen);
+	uint64_t problems = 0;
+
+	CHECK_EQ_INT(store_write(m->st, raw_put_fn, &r), 0);
+	CHECK_EQ_INT(model_stat(m, "/s", 0, &node, &err), 0);
+	CHECK_EQ_INT(node.size, 3);
+	CHECK_EQ_INT(model_check(m, f, &problems, &err), 0);
+	fclose(f);
+	CHECK_EQ_INT(problems, 1);
+	CHECK(report && strstr(report, "check: 027300: string is not valid UTF-8") != NULL);
+	free(report);
+	close_fresh(m);
+}
+
 int main(void)
 {
 	TEST(test_append_at_int64_max);
@@ -285,5 +324,6 @@ int main(void)
 	TEST(test_full_length_key);
 	TEST(test_rename_noreplace_onto_view);
 	TEST(test_object_to_array_at_int64_max);
+	TEST(test_check_finds_bad_utf8);
 	return UNIT_DONE();
 }
