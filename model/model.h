@@ -133,6 +133,14 @@ enum model_write_flags {
  */
 int model_write(struct model *m, const char *path, const void *data, size_t len,
 		enum model_type type, unsigned flags, struct model_error *err);
+/*
+ * model_write, with a leaf's mtime set to mtime_ns instead of now, in the same
+ * transaction (a restore: a file written elsewhere, then renamed into place).
+ * Views ignore mtime_ns.
+ */
+int model_write_at(struct model *m, const char *path, const void *data, size_t len,
+		   enum model_type type, unsigned flags, int64_t mtime_ns,
+		   struct model_error *err);
 /* Creates an empty string leaf (views: checks the name only). -EEXIST if present. */
 int model_create(struct model *m, const char *path, struct model_error *err);
 /* Imports a JSON document at path (one transaction); progress(arg, done, total) may be NULL. */

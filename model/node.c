@@ -470,6 +470,9 @@ struct node_op {
 	struct model_error *err;
 };
 
+/* op->flags: model_write_at's mtime_ns applies (beyond enum model_write_flags). */
+#define NODE_WRITE_AT (1u << 31)
+
 static int write_leaf(struct store_txn *txn, struct node_op *op, struct tree_path *p)
 {
 	struct tree_node n;
@@ -483,7 +486,8 @@ static int write_leaf(struct store_txn *txn, struct node_op *op, struct tree_pat
 	if (!n.exists && (op->flags & MODEL_WRITE_NO_CREATE))
 		return tree_missing(txn, p, op->err);
 	ret = leaf_from_text(op->data, op->len, op->flags & MODEL_WRITE_TEXT,
-			     n.exists ? &n.leaf : NULL, op->type, tree_now_ns(), &leaf);
+			     n.exists ? &n.leaf : NULL, op->type,
+			     (op->flags & NODE_WRITE_AT) ? op->mtime_ns : tree_now_ns(), &leaf);
 	if (ret < 0)
 		return tree_fail(op->err, ret, "%s: not a valid %s", op->path,
 				 model_type_name(op->type));
@@ -533,6 +537,18 @@ int model_write(struct model *m, const char *path, const void *data, size_t len,
 {
 	struct node_op op = { .m = m, .path = path, .data = data, .len = len,
 			      .type = type, .flags = flags, .err = err };
+
+	if (err)
+		err->msg[0] = '\0';
+	return node_run(m, write_txn, &op);
+}
+
+int model_write_at(struct model *m, const char *path, const void *data, size_t len,
+		   enum model_type type, unsigned flags, int64_t mtime_ns,
+		   struct model_error *err)
+{
+	struct node_op op = { .m = m, .path = path, .data = data, .len = len, .type = type,
+			      .flags = flags | NODE_WRITE_AT, .mtime_ns = mtime_ns, .err = err };
 
 	if (err)
 		err->msg[0] = '\0';
