@@ -292,15 +292,20 @@ static bool leaf_is_plain_text(const char *v, size_t len)
 	return !memchr(v, '\0', len) && utf8_is_valid(v, len);
 }
 
-/* Fills out as `type` from value text v; false when v is not canonical for it. */
-static bool leaf_parse_as(enum model_type type, const char *v, size_t len, struct leaf *out)
+/*
+ * Fills out as `type` from value text v; false when v is not canonical for
+ * it. A string is valid UTF-8; it may hold NUL only when the type was asked
+ * for (`explicit`), since inferred text with NUL becomes bytes.
+ */
+static bool leaf_parse_as(enum model_type type, const char *v, size_t len, bool explicit,
+			  struct leaf *out)
 {
 	switch (type) {
 	case MODEL_TYPE_STRING:
 		out->tag = LEAF_STRING;
 		out->payload = (const uint8_t *)v;
 		out->payload_len = len;
-		return leaf_is_plain_text(v, len);
+		return explicit ? utf8_is_valid(v, len) : leaf_is_plain_text(v, len);
 	case MODEL_TYPE_INTEGER:
 		out->tag = LEAF_INTEGER;
 		return number_parse_integer(v, len, &out->integer);
@@ -387,15 +392,15 @@ int leaf_from_text(const void *text, size_t len, bool is_file_text, const struct
 	if (type == MODEL_TYPE_BYTES)
 		goto bytes;
 	if (type != 0) {
-		if (leaf_parse_as(type, t, vlen, out))
+		if (leaf_parse_as(type, t, vlen, true, out))
 			return 0;
 		if (!is_file_text && leaf_value_as_number(type, t, vlen, out))
 			return 0;
 		return -EINVAL;
 	}
-	if (old_type && leaf_parse_as(old_type, t, vlen, out))
+	if (old_type && leaf_parse_as(old_type, t, vlen, false, out))
 		return 0;
-	if (leaf_parse_as(MODEL_TYPE_STRING, t, vlen, out))
+	if (leaf_parse_as(MODEL_TYPE_STRING, t, vlen, false, out))
 		return 0;
 bytes:
 	out->tag = LEAF_BYTES;

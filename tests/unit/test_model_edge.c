@@ -315,6 +315,43 @@ static void test_check_finds_bad_utf8(void)
 	close_fresh(m);
 }
 
+/*
+ * A JSON string may hold NUL. Its text written to a new file becomes bytes
+ * (inference), and setting the type back to string restores it: what
+ * `cp -a` does with the type in user.kvfs.type.
+ */
+static void test_string_with_nul_restored(void)
+{
+	struct model *m = open_fresh();
+	struct model_error err;
+	char *s_json = NULL, *c_json = NULL, *text = NULL, type[16];
+	size_t s_len = 0, c_len = 0, len = 0;
+
+	CHECK_EQ_INT(model_import(m, "/d", "{\"s\":\"a\\u0000b\"}", 16, NULL, NULL, &err), 0);
+	CHECK_EQ_INT(model_read_all(m, "/d/s", &text, &len, &err), 0);
+	CHECK_MEM(text, len, "a\0b\n", 4);
+	CHECK_EQ_INT(model_write(m, "/d/c", text, len, 0, MODEL_WRITE_TEXT, &err), 0);
+	CHECK_EQ_INT(model_get_type(m, "/d/c", type, sizeof(type), &err), 0);
+	CHECK(strcmp(type, "bytes") == 0);
+	CHECK_EQ_INT(model_set_type(m, "/d/c", "string", &err), 0);
+	CHECK_EQ_INT(model_export(m, "/d/s", MODEL_JSON_COMPACT, &s_json, &s_len, &err), 0);
+	CHECK_EQ_INT(model_export(m, "/d/c", MODEL_JSON_COMPACT, &c_json, &c_len, &err), 0);
+	if (s_json && c_json)
+		CHECK_MEM(c_json, c_len, s_json, s_len);
+	check_text(m, "/d/c", "a\0b\n", 4);
+	/* An explicit type accepts NUL too; inference does not. */
+	CHECK_EQ_INT(model_write(m, "/d/e", "x\0", 2, MODEL_TYPE_STRING, 0, &err), 0);
+	CHECK_EQ_INT(model_get_type(m, "/d/e", type, sizeof(type), &err), 0);
+	CHECK(strcmp(type, "string") == 0);
+	CHECK_EQ_INT(model_write(m, "/d/e", "y\0\n", 3, 0, MODEL_WRITE_TEXT, &err), 0);
+	CHECK_EQ_INT(model_get_type(m, "/d/e", type, sizeof(type), &err), 0);
+	CHECK(strcmp(type, "bytes") == 0);
+	free(text);
+	free(s_json);
+	free(c_json);
+	close_fresh(m);
+}
+
 int main(void)
 {
 	TEST(test_append_at_int64_max);
@@ -325,5 +362,6 @@ int main(void)
 	TEST(test_rename_noreplace_onto_view);
 	TEST(test_object_to_array_at_int64_max);
 	TEST(test_check_finds_bad_utf8);
+	TEST(test_string_with_nul_restored);
 	return UNIT_DONE();
 }

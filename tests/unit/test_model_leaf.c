@@ -285,7 +285,7 @@ static void test_from_value(void)
 
 static void test_explicit_type(void)
 {
-	struct leaf out, old = make(LEAF_STRING, 0, "s");
+	struct leaf out, nul_string, old = make(LEAF_STRING, 0, "s");
 
 	CHECK_EQ_INT(leaf_from_text("42\n", 3, true, &old, MODEL_TYPE_INTEGER, 1, &out), 0);
 	CHECK_EQ_INT(out.tag, LEAF_INTEGER);
@@ -303,7 +303,14 @@ static void test_explicit_type(void)
 	CHECK_EQ_INT(out.tag, LEAF_NULL);
 	CHECK_EQ_INT(leaf_from_text("nul", 3, false, NULL, MODEL_TYPE_NULL, 1, &out), -EINVAL);
 	CHECK_EQ_INT(leaf_from_text("\xff", 1, false, NULL, MODEL_TYPE_STRING, 1, &out), -EINVAL);
-	CHECK_EQ_INT(leaf_from_text("a\0", 2, false, NULL, MODEL_TYPE_STRING, 1, &out), -EINVAL);
+	/* An explicit string may hold NUL (a JSON "\u0000" restored by type). */
+	CHECK_EQ_INT(leaf_from_text("a\0", 2, false, NULL, MODEL_TYPE_STRING, 1, &out), 0);
+	CHECK_EQ_INT(out.tag, LEAF_STRING);
+	CHECK_EQ_INT(out.payload_len, 2);
+	/* Inference never makes one: keeping a string's type neither. */
+	nul_string = out;
+	CHECK_EQ_INT(leaf_from_text("a\0", 2, true, &nul_string, 0, 1, &out), 0);
+	CHECK_EQ_INT(out.tag, LEAF_BYTES);
 	CHECK_EQ_INT(leaf_from_text("42", 2, false, NULL, MODEL_TYPE_STRING, 1, &out), 0);
 	CHECK_EQ_INT(out.tag, LEAF_STRING);
 	CHECK_EQ_INT(leaf_from_text("ab\n", 3, true, NULL, MODEL_TYPE_BYTES, 1, &out), 0);
