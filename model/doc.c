@@ -336,9 +336,11 @@ int doc_write(struct store_txn *txn, const struct tree_path *p, const char *json
 	f->now = tree_now_ns();
 	memcpy(f->key, p->key, p->len);
 	tuple_writer_init(&f->w, f->key, sizeof(f->key));
-	ret = tree_get(txn, p, &n, err);
-	if (ret == -ENOENT)
-		ret = 0;
+	/* A missing node is expected here (attach reports a missing parent). */
+	ret = tree_lookup(txn, p->key, p->len, &n);
+	if (ret < 0)
+		tree_fail(err, ret, "%s: %s", p->text,
+			  ret == -EIO ? "corrupt record in the store" : strerror(-ret));
 	if (ret == 0)
 		ret = f->append ? prepare_append(f, &n) : prepare_replace(f, &n);
 	if (ret == 0)
@@ -669,8 +671,10 @@ static int import_txn(struct store_txn *txn, void *arg)
 {
 	struct import_op *op = arg;
 	struct tree_path p;
-	int ret = tree_resolve(txn, op->path, TREE_FOR_CREATE, &p, op->err);
+	int ret;
 
+	tree_clear(op->err);
+	ret = tree_resolve(txn, op->path, TREE_FOR_CREATE, &p, op->err);
 	if (ret < 0)
 		return ret;
 	return doc_write(txn, &p, op->json, op->len, 0, op->progress, op->arg, op->err);

@@ -238,6 +238,7 @@ static int load_txn(struct store_txn *txn, void *arg)
 	struct strbuf key, val;
 	int ret;
 
+	tree_clear(l->err);
 	l->pos = 0;
 	l->line = 0;
 	l->count = 0;

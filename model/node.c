@@ -507,8 +507,10 @@ static int write_txn(struct store_txn *txn, void *arg)
 	struct node_op *op = arg;
 	struct tree_path p;
 	unsigned rflags = (op->flags & MODEL_WRITE_NO_CREATE) ? 0 : TREE_FOR_CREATE;
-	int ret = tree_resolve(txn, op->path, rflags, &p, op->err);
+	int ret;
 
+	tree_clear(op->err);
+	ret = tree_resolve(txn, op->path, rflags, &p, op->err);
 	if (ret < 0)
 		return ret;
 	if (p.is_view)
@@ -561,8 +563,10 @@ static int create_txn(struct store_txn *txn, void *arg)
 	struct tree_path p;
 	struct tree_node n;
 	struct leaf leaf;
-	int ret = tree_resolve(txn, op->path, TREE_FOR_CREATE, &p, op->err);
+	int ret;
 
+	tree_clear(op->err);
+	ret = tree_resolve(txn, op->path, TREE_FOR_CREATE, &p, op->err);
 	if (ret < 0)
 		return ret;
 	ret = tree_lookup(txn, p.key, p.len, &n);
@@ -596,8 +600,10 @@ static int mkdir_txn(struct store_txn *txn, void *arg)
 	struct node_op *op = arg;
 	struct tree_path p;
 	struct tree_node n;
-	int ret = tree_resolve(txn, op->path, TREE_FOR_CREATE, &p, op->err);
+	int ret;
 
+	tree_clear(op->err);
+	ret = tree_resolve(txn, op->path, TREE_FOR_CREATE, &p, op->err);
 	if (ret < 0)
 		return ret;
 	if (p.is_view)
@@ -649,8 +655,10 @@ static int remove_txn(struct store_txn *txn, void *arg)
 	struct node_op *op = arg;
 	struct tree_path p;
 	struct tree_node n;
-	int ret = tree_resolve(txn, op->path, 0, &p, op->err);
+	int ret;
 
+	tree_clear(op->err);
+	ret = tree_resolve(txn, op->path, 0, &p, op->err);
 	if (ret < 0)
 		return ret;
 	ret = tree_get(txn, &p, &n, op->err);
@@ -680,8 +688,10 @@ static int mtime_txn(struct store_txn *txn, void *arg)
 	struct tree_path p;
 	struct tree_node n;
 	struct leaf leaf;
-	int ret = tree_resolve(txn, op->path, 0, &p, op->err);
+	int ret;
 
+	tree_clear(op->err);
+	ret = tree_resolve(txn, op->path, 0, &p, op->err);
 	if (ret < 0)
 		return ret;
 	ret = tree_get(txn, &p, &n, op->err);

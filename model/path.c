@@ -25,6 +25,12 @@ int tree_fail(struct model_error *err, int ret, const char *fmt, ...)
 	return ret;
 }
 
+void tree_clear(struct model_error *err)
+{
+	if (err)
+		err->msg[0] = '\0';
+}
+
 int64_t tree_now_ns(void)
 {
 	struct timespec ts;

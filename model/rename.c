@@ -175,6 +175,7 @@ static int rename_txn(struct store_txn *txn, void *arg)
 	struct tree_node s;
 	int ret = -ENOMEM;
 
+	tree_clear(op->err);
 	src = malloc(sizeof(*src));
 	dst = malloc(sizeof(*dst));
 	if (!src || !dst)
@@ -407,8 +408,10 @@ static int set_type_txn(struct store_txn *txn, void *arg)
 	enum model_type type;
 	struct tree_path p;
 	struct tree_node n;
-	int ret = tree_resolve(txn, op->from, 0, &p, op->err);
+	int ret;
 
+	tree_clear(op->err);
+	ret = tree_resolve(txn, op->from, 0, &p, op->err);
 	if (ret == 0)
 		ret = tree_get(txn, &p, &n, op->err);
 	if (ret < 0)

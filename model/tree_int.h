@@ -30,6 +30,11 @@ struct model {
 int tree_fail(struct model_error *err, int ret, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 int64_t tree_now_ns(void);
+/*
+ * Empties err (may be NULL). Every store_write callback calls it first: an
+ * attempt aborted to grow the map must not leave its message to the next.
+ */
+void tree_clear(struct model_error *err);
 
 /* ---- names ---- */
 /* Escapes one key string into out (TREE_NAME_MAX bytes); returns its length. */

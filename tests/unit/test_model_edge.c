@@ -352,6 +352,36 @@ static void test_string_with_nul_restored(void)
 	close_fresh(m);
 }
 
+/*
+ * Each attempt of a write starts with a clean message: neither an attempt
+ * aborted for growth nor an expected "no such file" leaves one behind.
+ */
+static void test_no_stale_message(void)
+{
+	struct model *m;
+	struct model_error err;
+	struct strbuf doc;
+
+	setenv("KVFS_MAPSIZE", "1m", 1);
+	m = open_fresh();
+	unsetenv("KVFS_MAPSIZE");
+	strbuf_init(&doc);
+	strbuf_addc(&doc, '[');
+	for (int i = 0; i < 40000; i++)
+		strbuf_addf(&doc, "%s\"value number %d\"", i ? "," : "", i);
+	strbuf_addc(&doc, ']');
+	CHECK_EQ_INT(model_write(m, "/big.json", doc.buf, doc.len, 0, MODEL_WRITE_TEXT, &err), 0);
+	CHECK_EQ_INT(err.msg[0], 0);
+	if (err.msg[0])
+		fprintf(stderr, "# stale: %s\n", err.msg);
+	CHECK_EQ_INT(model_write(m, "/new.json", "{}", 2, 0, MODEL_WRITE_TEXT, &err), 0);
+	CHECK_EQ_INT(err.msg[0], 0);
+	CHECK_EQ_INT(model_write(m, "/new/x", "1", 1, 0, 0, &err), 0);
+	CHECK_EQ_INT(err.msg[0], 0);
+	strbuf_release(&doc);
+	close_fresh(m);
+}
+
 int main(void)
 {
 	TEST(test_append_at_int64_max);
@@ -363,5 +393,6 @@ int main(void)
 	TEST(test_object_to_array_at_int64_max);
 	TEST(test_check_finds_bad_utf8);
 	TEST(test_string_with_nul_restored);
+	TEST(test_no_stale_message);
 	return UNIT_DONE();
 }
