@@ -33,6 +33,22 @@
 #include "fs/fs.h"
 #include "model/model.h"
 
+/*
+ * A pending file: a name created in an array that is no index (rsync's
+ * ".0.XXXXXX", sed -i's "sedXXXXXX"). An array can only hold indices, so it
+ * lives only here: its content as last flushed, the type set with
+ * user.kvfs.type and the mtime set with utimens. Renaming it onto an index
+ * commits it (model_write_at: one transaction); unlinking it drops it. It is
+ * never listed and never stored. Its node holds one ref on itself while it
+ * is pending, so that it outlives the kernel's lookups.
+ */
+struct fs_tmpfile {
+	char *buf;
+	size_t len;
+	int64_t mtime_ns;
+	enum model_type type;	/* 0 until set: keep the type of the leaf it replaces */
+};
+
 struct fs_node {
 	struct fs_node *parent;	/* holds one ref; NULL for the root */
 	char *name;		/* the name as shown (escaped); "" for the root */
@@ -48,6 +64,7 @@ struct fs_node {
 	uint64_t nlink_gen;	/* containers: store generation of nlink (+1; 0 never) */
 	uint32_t nlink;		/* containers: st_nlink as last counted */
 	unsigned npend;		/* open files whose unsaved content getattr shows */
+	struct fs_tmpfile *tmp;	/* a pending file (ctx->lock) */
 };
 
 /* What fi->fh points to: told apart by the first field (setattr gets either). */

@@ -41,6 +41,9 @@ void fs_nodes_release(struct fs_ctx *ctx)
 
 	for (n = ctx->nodes; n; n = next) {
 		next = n->next;
+		if (n->tmp)
+			free(n->tmp->buf);
+		free(n->tmp);
 		free(n->name);
 		free(n);
 	}

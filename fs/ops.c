@@ -87,6 +87,16 @@ static void stat_fill(const struct fs_ctx *ctx, const struct model_node *n, stru
 	st->st_atim = st->st_mtim;
 }
 
+/* ctx->lock held. The attributes of a pending file as last flushed. */
+static void tmp_stat_locked(const struct fs_ctx *ctx, const struct fs_node *node,
+			    struct stat *st)
+{
+	struct model_node n = { .kind = MODEL_KIND_LEAF, .ino = (uint64_t)(uintptr_t)node,
+				.size = node->tmp->len, .mtime_ns = node->tmp->mtime_ns };
+
+	stat_fill(ctx, &n, st);
+}
+
 /* ctx->lock held. An open file whose unsaved content getattr must show. */
 static struct fs_file *pending_file_locked(struct fs_ctx *ctx, const struct fs_node *node)
 {
@@ -130,8 +140,21 @@ static int node_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 	struct model_error err = { { 0 } };
 	struct model_node n;
 	bool pending;
-	int ret = model_stat(ctx->model, path, MODEL_STAT_SUBDIRS, &n, &err);
+	int ret;
 
+	pthread_mutex_lock(&ctx->lock);
+	if (node->tmp) {
+		tmp_stat_locked(ctx, node, st);
+		stat_pending_locked(ctx, node, true, st);
+		pthread_mutex_unlock(&ctx->lock);
+		if (kind)
+			*kind = MODEL_KIND_LEAF;
+		if (volatile_)
+			*volatile_ = true;
+		return 0;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	ret = model_stat(ctx->model, path, MODEL_STAT_SUBDIRS, &n, &err);
 	if (ret == 0)
 		stat_fill(ctx, &n, st);
 	pthread_mutex_lock(&ctx->lock);
@@ -376,6 +399,8 @@ static void note_cache(struct fs_ctx *ctx, struct fs_node *node, const struct mo
  * was removed meanwhile is dropped, as on a local filesystem. 0 or -errno
  * (logged: an invalid document's parser message names the path).
  */
+static int tmp_flush_locked(struct fs_ctx *ctx, struct fs_file *f);
+
 static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 {
 	unsigned flags = MODEL_WRITE_TEXT | (f->append_json ? MODEL_WRITE_APPEND_JSON : 0);
@@ -386,6 +411,9 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 
 	if (!f->dirty)
 		return 0;
+	ret = tmp_flush_locked(ctx, f);
+	if (ret != 0)
+		return ret < 0 ? ret : 0;
 	ret = fs_node_path(ctx, f->node, NULL, &path);
 	if (ret < 0) {
 		if (ret == -ENOENT) {
@@ -487,6 +515,295 @@ static struct fs_file *fi_file(const struct fuse_file_info *fi)
 	return f && f->type == FS_HANDLE_FILE ? f : NULL;
 }
 
+/* ---- pending files in arrays (struct fs_tmpfile in fs_int.h) ---- */
+
+/* A canonical array index: "0", or decimal digits without a leading zero (docs/FORMAT.md). */
+static bool name_is_index(const char *name)
+{
+	size_t len = strlen(name);
+
+	if (len == 0 || len > 19 || (name[0] == '0' && len > 1))
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (name[i] < '0' || name[i] > '9')
+			return false;
+	return true;
+}
+
+/* Whether the directory node is an array (an empty array marker included). */
+static bool dir_is_array(struct fs_ctx *ctx, struct fs_node *dir)
+{
+	struct model_node n;
+	char *path;
+	bool array;
+
+	if (fs_node_path(ctx, dir, NULL, &path) < 0)
+		return false;
+	array = model_stat(ctx->model, path, 0, &n, NULL) == 0 && n.kind == MODEL_KIND_ARRAY;
+	free(path);
+	return array;
+}
+
+/*
+ * ctx->lock held. Ends a pending file (renamed into place or unlinked) and
+ * drops the ref it held: the caller must hold another ref on node.
+ */
+static void tmp_drop_locked(struct fs_ctx *ctx, struct fs_node *node)
+{
+	struct fs_tmpfile *t = node->tmp;
+
+	if (!t)
+		return;
+	node->tmp = NULL;
+	free(t->buf);
+	free(t);
+	fs_node_unref_locked(ctx, node);
+}
+
+/*
+ * f->lock held. When f's node is a pending file, its content becomes f's
+ * (the flush of a pending file): 1. 0 when the node is no pending file.
+ */
+static int tmp_flush_locked(struct fs_ctx *ctx, struct fs_file *f)
+{
+	struct fs_tmpfile *t;
+	char *copy;
+	bool tmp;
+
+	pthread_mutex_lock(&ctx->lock);
+	tmp = f->node->tmp != NULL;
+	pthread_mutex_unlock(&ctx->lock);
+	if (!tmp)
+		return 0;
+	copy = malloc(f->len ? f->len : 1);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, f->buf ? f->buf : "", f->len);
+	pthread_mutex_lock(&ctx->lock);
+	t = f->node->tmp;
+	if (t) {
+		free(t->buf);
+		t->buf = copy;
+		t->len = f->len;
+		t->mtime_ns = f->wmtime_ns;
+		copy = NULL;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	free(copy);	/* renamed meanwhile: committed by the rename, nothing to keep */
+	f->dirty = f->trunc = false;
+	file_publish(ctx, f);
+	return 1;
+}
+
+/* Opens a pending file: the content as last flushed (none with O_TRUNC). */
+static int tmp_open(struct fs_ctx *ctx, struct fs_node *node, struct fuse_file_info *fi,
+		    struct fs_file **out)
+{
+	struct fs_file *f = file_new(ctx, node);
+	int ret = 0;
+
+	if (!f)
+		return -ENOMEM;
+	pthread_mutex_lock(&f->lock);
+	f->buffered = true;
+	f->writable = (fi->flags & O_ACCMODE) != O_RDONLY;
+	f->append = f->writable && (fi->flags & O_APPEND);
+	f->wmtime_ns = now_ns();
+	if (f->writable && (fi->flags & O_TRUNC)) {
+		f->dirty = true;
+		file_publish(ctx, f);
+	} else {
+		pthread_mutex_lock(&ctx->lock);
+		ret = node->tmp ? file_resize(f, node->tmp->len) : -ENOENT;
+		if (ret == 0 && f->len)
+			memcpy(f->buf, node->tmp->buf, f->len);
+		pthread_mutex_unlock(&ctx->lock);
+	}
+	pthread_mutex_unlock(&f->lock);
+	if (ret < 0) {
+		file_put(ctx, f);
+		return ret;
+	}
+	fi->direct_io = 1;	/* other opens may change it: no page cache */
+	fi->noflush = !f->writable;
+	fi->fh = (uintptr_t)f;
+	*out = f;
+	return 0;
+}
+
+/*
+ * create of a name that is no index in an array (or -EINVAL when dir is
+ * no array): makes or opens the pending file, fills e and counts a lookup.
+ */
+static int tmp_create(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
+		      struct fuse_file_info *fi, struct fuse_entry_param *e, struct fs_file **out)
+{
+	struct fs_node *node;
+	bool made = false;
+	int ret = 0;
+
+	if (!dir_is_array(ctx, dir))
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	node = fs_node_child_locked(ctx, dir, name, true);
+	if (!node) {
+		pthread_mutex_unlock(&ctx->lock);
+		return -ENOMEM;
+	}
+	if (node->tmp && (fi->flags & O_EXCL))
+		ret = -EEXIST;
+	if (!node->tmp) {
+		node->tmp = calloc(1, sizeof(*node->tmp));
+		if (node->tmp) {
+			node->tmp->mtime_ns = now_ns();
+			fs_node_ref_locked(node);	/* held while pending */
+			made = true;
+		} else {
+			ret = -ENOMEM;
+		}
+	}
+	fs_node_ref_locked(node);	/* pinned below */
+	pthread_mutex_unlock(&ctx->lock);
+	if (ret == 0)
+		ret = tmp_open(ctx, node, fi, out);
+	memset(e, 0, sizeof(*e));
+	pthread_mutex_lock(&ctx->lock);
+	if (ret == 0) {
+		tmp_stat_locked(ctx, node, &e->attr);
+		stat_pending_locked(ctx, node, true, &e->attr);
+		node->nlookup++;
+		e->ino = fs_node_ino(ctx, node);	/* timeouts 0: asked again each time */
+	} else if (made) {
+		tmp_drop_locked(ctx, node);
+	}
+	fs_node_unref_locked(ctx, node);
+	pthread_mutex_unlock(&ctx->lock);
+	return ret;
+}
+
+/* unlink of a pending file: true when name in dir was one (and is gone now). */
+static bool tmp_unlink(struct fs_ctx *ctx, struct fs_node *dir, const char *name)
+{
+	struct fs_node *node;
+
+	pthread_mutex_lock(&ctx->lock);
+	node = fs_node_child_locked(ctx, dir, name, false);
+	if (!node || !node->tmp) {
+		pthread_mutex_unlock(&ctx->lock);
+		return false;
+	}
+	fs_node_ref_locked(node);
+	tmp_drop_locked(ctx, node);
+	pthread_mutex_unlock(&ctx->lock);
+	fs_node_detach(ctx, dir, name);
+	pthread_mutex_lock(&ctx->lock);
+	fs_node_unref_locked(ctx, node);
+	pthread_mutex_unlock(&ctx->lock);
+	return true;
+}
+
+/* ctx->lock held. Drops the pending file newname in newdir that a rename replaces. */
+static int tmp_replace_locked(struct fs_ctx *ctx, struct fs_node *newdir, const char *newname,
+			      unsigned flags)
+{
+	struct fs_node *dst = fs_node_child_locked(ctx, newdir, newname, false);
+
+	if (!dst || !dst->tmp)
+		return 0;
+	if (flags & RENAME_NOREPLACE)
+		return -EEXIST;
+	fs_node_ref_locked(dst);
+	tmp_drop_locked(ctx, dst);
+	fs_node_unref_locked(ctx, dst);
+	return 0;
+}
+
+/* Commits the pending file node at `to` with its type and mtime, in one transaction. */
+static int tmp_commit(struct fs_ctx *ctx, struct fs_node *node, const char *to, bool view)
+{
+	struct model_error err = { { 0 } };
+	enum model_type type = 0;
+	int64_t mtime = 0;
+	char *copy = NULL;
+	size_t len = 0;
+	int ret = 0;
+
+	pthread_mutex_lock(&ctx->lock);
+	if (node->tmp) {
+		len = node->tmp->len;
+		type = view ? 0 : node->tmp->type;
+		mtime = node->tmp->mtime_ns;
+		copy = malloc(len ? len : 1);
+		if (copy && len)
+			memcpy(copy, node->tmp->buf, len);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	if (!copy)
+		return -ENOMEM;
+	fs_write_begin(ctx);
+	ret = model_write_at(ctx->model, to, copy, len, type, MODEL_WRITE_TEXT, mtime, &err);
+	fs_write_end(ctx, ret);
+	free(copy);
+	if (ret < 0)
+		fs_log_model(ctx, ret, &err, to);
+	return ret;
+}
+
+/*
+ * rename of a pending file: onto an index (or any name outside an array, or
+ * a view) it is committed there; onto another name that is no index in an
+ * array it stays pending under the new name. 1 when name in dir is no
+ * pending file (the caller renames in the store), else 0 or -errno.
+ */
+static int tmp_rename(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
+		      struct fs_node *newdir, const char *newname, const char *to, unsigned flags)
+{
+	bool view = fs_name_is_view(newname, strlen(newname));
+	struct fs_node *node;
+	struct model_node n;
+	int ret;
+
+	pthread_mutex_lock(&ctx->lock);
+	node = fs_node_child_locked(ctx, dir, name, false);
+	if (!node || !node->tmp) {
+		pthread_mutex_unlock(&ctx->lock);
+		return 1;
+	}
+	fs_node_ref_locked(node);
+	pthread_mutex_unlock(&ctx->lock);
+	ret = flags & RENAME_EXCHANGE ? -EINVAL : node_commit_files(ctx, node);
+	if (ret < 0)
+		goto out_unref;
+	if (!view && !name_is_index(newname) && dir_is_array(ctx, newdir)) {
+		pthread_mutex_lock(&ctx->lock);
+		ret = tmp_replace_locked(ctx, newdir, newname, flags);
+		pthread_mutex_unlock(&ctx->lock);
+		if (ret == 0)
+			fs_node_move(ctx, dir, name, newdir, newname, false);
+		goto out_unref;
+	}
+	if ((flags & RENAME_NOREPLACE) && model_stat(ctx->model, to, 0, &n, NULL) == 0) {
+		ret = -EEXIST;
+		goto out_unref;
+	}
+	ret = tmp_commit(ctx, node, to, view);
+	if (ret < 0)
+		goto out_unref;
+	pthread_mutex_lock(&ctx->lock);
+	tmp_drop_locked(ctx, node);
+	pthread_mutex_unlock(&ctx->lock);
+	fs_node_move(ctx, dir, name, newdir, newname, false);
+	fs_inval_node(ctx, fs_node_ino(ctx, node), FS_INVAL_ATTR);	/* the store's attributes now */
+	inval_name(ctx, newdir, newname);
+	if (view)
+		fs_inval_entry(ctx, fs_node_ino(ctx, newdir), newname, strlen(newname));
+out_unref:
+	pthread_mutex_lock(&ctx->lock);
+	fs_node_unref_locked(ctx, node);
+	pthread_mutex_unlock(&ctx->lock);
+	return ret;
+}
+
 /* ---- lookup, forget, getattr ---- */
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -575,12 +892,43 @@ out_free:
 	return ret;
 }
 
-static int setattr_size(struct fs_ctx *ctx, struct fs_file *f, const char *path, off_t size)
+/* truncate(2) of a pending file without an open file. */
+static int tmp_truncate(struct fs_ctx *ctx, struct fs_node *node, off_t size)
+{
+	struct fs_tmpfile *t;
+	int ret = 0;
+
+	if ((uint64_t)size > FS_FILE_MAX)
+		return -EFBIG;
+	pthread_mutex_lock(&ctx->lock);
+	t = node->tmp;
+	if (t && (size_t)size > t->len) {
+		char *buf = realloc(t->buf, (size_t)size);
+
+		if (buf) {
+			memset(buf + t->len, 0, (size_t)size - t->len);
+			t->buf = buf;
+		} else {
+			ret = -ENOMEM;
+		}
+	}
+	if (t && ret == 0) {
+		t->len = (size_t)size;
+		t->mtime_ns = now_ns();
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return t ? ret : 1;
+}
+
+static int setattr_size(struct fs_ctx *ctx, struct fs_node *node, struct fs_file *f,
+			const char *path, off_t size)
 {
 	int ret;
 
-	if (!f || !f->writable)
-		return truncate_path(ctx, path, size);
+	if (!f || !f->writable) {
+		ret = tmp_truncate(ctx, node, size);
+		return ret == 1 ? truncate_path(ctx, path, size) : ret;
+	}
 	pthread_mutex_lock(&f->lock);
 	if (f->append_json) {
 		ret = size == 0 ? 0 : -EINVAL;	/* only the bytes appended are held */
@@ -606,9 +954,17 @@ static int setattr_mtime(struct fs_ctx *ctx, struct fs_node *node, const char *p
 		     (int64_t)attr->st_mtim.tv_sec * 1000000000 + attr->st_mtim.tv_nsec;
 	struct model_node n;
 	int ret = node_commit_files(ctx, node);
+	bool tmp;
 
 	if (ret < 0)
 		return ret;
+	pthread_mutex_lock(&ctx->lock);
+	tmp = node->tmp != NULL;
+	if (tmp)
+		node->tmp->mtime_ns = ns;	/* kept for the commit */
+	pthread_mutex_unlock(&ctx->lock);
+	if (tmp)
+		return 0;
 	ret = model_stat(ctx->model, path, 0, &n, &err);
 	if (ret < 0 || n.kind != MODEL_KIND_LEAF)
 		return ret < 0 ? ret : 0;	/* directories and views: accepted, not kept */
@@ -645,7 +1001,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		goto out_reply;
 	}
 	if (to_set & FUSE_SET_ATTR_SIZE)
-		ret = setattr_size(ctx, fi_file(fi), path, attr->st_size);
+		ret = setattr_size(ctx, node, fi_file(fi), path, attr->st_size);
 	if (ret == 0 && (to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW)))
 		ret = setattr_mtime(ctx, node, path, attr, to_set);
 	if (ret == 0)
@@ -773,6 +1129,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct fs_node *node = fs_node_from_ino(ctx, ino);
 	struct fs_file *f;
 	char *path;
+	bool tmp;
 	int ret = fs_node_path(ctx, node, NULL, &path);
 
 	if (ret < 0) {
@@ -780,7 +1137,10 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	fs_trace(ctx, "open %s 0%o", path, (unsigned)fi->flags);
-	ret = file_open(ctx, node, path, fi, &f);
+	pthread_mutex_lock(&ctx->lock);
+	tmp = node->tmp != NULL;
+	pthread_mutex_unlock(&ctx->lock);
+	ret = tmp ? tmp_open(ctx, node, fi, &f) : file_open(ctx, node, path, fi, &f);
 	free(path);
 	if (ret < 0)
 		reply_err(req, ret);
@@ -814,6 +1174,10 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	fs_write_begin(ctx);
 	ret = model_create(ctx->model, path, &err);
 	fs_write_end(ctx, ret);
+	if (ret == -EINVAL && !view && tmp_create(ctx, dir, name, fi, &e, &f) == 0) {
+		fs_trace(ctx, "pending file %s", path);
+		goto out_reply_create;	/* a name that is no index in an array */
+	}
 	if (ret == -EEXIST && !(fi->flags & O_EXCL))
 		view = false;	/* made meanwhile (by the CLI): open what is there */
 	else if (ret < 0) {
@@ -860,6 +1224,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 			goto out_free;
 		}
 	}
+out_reply_create:
 	free(path);
 	if (fuse_reply_create(req, &e, fi) < 0) {
 		file_put(ctx, f);
@@ -1343,6 +1708,13 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, uns
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	struct fs_ctx *ctx = req_ctx(req);
+
+	if (!ctx->read_only && tmp_unlink(ctx, fs_node_from_ino(ctx, parent), name)) {
+		fs_trace(ctx, "unlink pending file %s", name);
+		reply_err(req, 0);
+		return;
+	}
 	remove_name(req, parent, name, MODEL_REMOVE_LEAF, "unlink");
 }
 
@@ -1376,6 +1748,9 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	ret = fs_node_path(ctx, newdir, newname, &to);
 	if (ret < 0)
 		goto out_free;
+	ret = tmp_rename(ctx, dir, name, newdir, newname, to, flags);
+	if (ret != 1)
+		goto out_free;	/* a pending file: committed or moved */
 	fs_write_begin(ctx);
 	ret = model_rename(ctx->model, from, to, mflags, &err);
 	fs_write_end(ctx, ret);
@@ -1453,10 +1828,21 @@ static void reply_xattr_value(fuse_req_t req, size_t size, const char *value, si
 
 static int node_type(struct fs_ctx *ctx, fuse_ino_t ino, char *buf, size_t cap)
 {
+	struct fs_node *node = fs_node_from_ino(ctx, ino);
 	struct model_error err = { { 0 } };
 	char *path;
-	int ret = fs_node_path(ctx, fs_node_from_ino(ctx, ino), NULL, &path);
+	bool tmp;
+	int ret;
 
+	pthread_mutex_lock(&ctx->lock);
+	tmp = node->tmp != NULL;
+	if (tmp)	/* a pending file: the type it will have (string unless set) */
+		snprintf(buf, cap, "%s", model_type_name(node->tmp->type ? node->tmp->type
+									 : MODEL_TYPE_STRING));
+	pthread_mutex_unlock(&ctx->lock);
+	if (tmp)
+		return 0;
+	ret = fs_node_path(ctx, node, NULL, &path);
 	if (ret < 0)
 		return ret;
 	ret = model_get_type(ctx->model, path, buf, cap, &err);
@@ -1502,6 +1888,23 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		reply_xattr_value(req, size, list, sizeof(list));
 }
 
+/* Sets the type a pending file will have; false when node is no pending file. */
+static bool tmp_set_type(struct fs_ctx *ctx, struct fs_node *node, const char *name, int *ret)
+{
+	enum model_type type;
+	bool tmp;
+
+	*ret = model_type_parse(name, &type) < 0 ? -EINVAL : 0;
+	pthread_mutex_lock(&ctx->lock);
+	tmp = node->tmp != NULL;
+	if (tmp && *ret == 0)
+		node->tmp->type = type;
+	pthread_mutex_unlock(&ctx->lock);
+	if (!tmp)
+		*ret = 0;
+	return tmp;
+}
+
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 			size_t size, int flags)
 {
@@ -1530,6 +1933,10 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 	memcpy(type, value, size);
 	type[size] = '\0';
 	ret = node_commit_files(ctx, node);
+	if (ret == 0 && tmp_set_type(ctx, node, type, &ret)) {
+		reply_err(req, ret);
+		return;
+	}
 	if (ret == 0)
 		ret = fs_node_path(ctx, node, NULL, &path);
 	if (ret < 0) {
