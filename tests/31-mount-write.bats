@@ -210,6 +210,41 @@ teardown() {
 	assert_output 12
 }
 
+@test "CLI changes deep in a listed and stat'ed tree show through the mount within a second" {
+	echo '{"b": {"c": {"leaf": "one", "other": 1}}}' >"$MNT/a.json"
+	ls -lR "$MNT" >/dev/null
+	run -0 stat -c %s "$MNT/a/b/c/leaf"
+	assert_output 4
+	run -0 kvfs put "$STORE" /a/b/c/leaf 'a longer value'
+	run -0 kvfs put --create "$STORE" /a/b/c/new fresh
+	check_leaf() { [ "$(cat "$MNT/a/b/c/leaf")" = 'a longer value' ]; }
+	check_size() { [ "$(stat -c %s "$MNT/a/b/c/leaf")" = 15 ]; }
+	check_ls() { [ "$(ls "$MNT/a/b/c" | tr '\n' ' ')" = 'leaf new other ' ]; }
+	eventually 1 check_leaf
+	eventually 1 check_size
+	eventually 1 check_ls
+}
+
+@test "a cached leaf's content follows an offline put of the same size" {
+	echo aaaa >"$MNT/x"
+	run -0 cat "$MNT/x"
+	assert_output aaaa
+	run -0 cat "$MNT/x"
+	run -0 kvfs put "$STORE" /x bbbb
+	check() { [ "$(cat "$MNT/x")" = bbbb ]; }
+	eventually 1 check
+}
+
+@test "the mount's own writes keep the kernel's caches; pending writes are not lost" {
+	echo v1 >"$MNT/k"
+	stat "$MNT/k" >/dev/null
+	echo v2 >"$MNT/k"
+	run -0 cat "$MNT/k"
+	assert_output v2
+	run -0 stat -c %s "$MNT/k"
+	assert_output 3
+}
+
 @test "fsync commits; close reports the commit's error" {
 	run -0 python3 - "$MNT" <<'PY'
 import os, sys

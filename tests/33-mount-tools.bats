@@ -67,8 +67,7 @@ tree_of() {
 	run -0 diff <(cd "$MNT" && find . | sort) <(cd "$MNT2" && find . | sort)
 }
 
-# -X carries the types (user.kvfs.type); --inplace because an array
-# directory cannot hold rsync's temporary names (".0.XXXXXX").
+# -X carries the types (user.kvfs.type).
 @test "rsync -a round trip; a second run transfers nothing; one change transfers one file" {
 	mount_second
 	rsync -aX --inplace "$MNT/" "$MNT2/"
@@ -85,4 +84,60 @@ tree_of() {
 	assert_output 43
 	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT2/users/42/age"
 	assert_output integer
+}
+
+# Without --inplace rsync writes ".0.XXXXXX" beside the target and renames it
+# onto "0": in an array that name lives only in the daemon until the rename.
+@test "rsync -aX (temporary files) restores arrays; export equal; a second run transfers nothing" {
+	cat >"$BATS_TEST_TMPDIR/arr.json" <<'JSON'
+{"doc": {"tags": ["a", "b"], "nums": [1, 2.5, true, null], "none": [],
+ "rows": [{"id": 1, "tags": ["x"]}, {"id": 2, "tags": [], "m": [[1, 2], [3]]}]}}
+JSON
+	cp "$BATS_TEST_TMPDIR/arr.json" "$MNT/arr.json"
+	rsync -aX "$MNT/" "$BATS_TEST_TMPDIR/src/"
+	mount_second
+	run -0 rsync -aX "$BATS_TEST_TMPDIR/src/" "$MNT2/"
+	run -0 diff <(kvfs export "$STORE" /) <(kvfs export "$BATS_TEST_TMPDIR/store2" /)
+	run -0 diff <(tree_of "$MNT") <(tree_of "$MNT2")
+	run -0 rsync -aX --stats "$BATS_TEST_TMPDIR/src/" "$MNT2/"
+	assert_output --partial 'Number of regular files transferred: 0'
+	run -0 ls -A "$MNT2/arr/doc/tags"
+	assert_output $'0\n1'
+}
+
+@test "sed -i on an array element keeps its type; pending files are never listed" {
+	echo '{"tags": ["abc", "a"], "n": [41]}' >"$MNT/doc.json"
+	run -0 sed -i 's/a/b/' "$MNT/doc/tags/0"
+	run -0 cat "$MNT/doc/tags/0"
+	assert_output bbc
+	run -0 sed -i 's/41/42/' "$MNT/doc/n/0"
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/doc/n/0"
+	assert_output integer
+	run -0 ls -A "$MNT/doc/tags"
+	assert_output $'0\n1'
+	# a pending file: visible by name, typed, unlisted, gone when unlinked
+	printf 7 >"$MNT/doc/n/.tmp"
+	run -0 stat -c %s "$MNT/doc/n/.tmp"
+	assert_output 1
+	setfattr -n user.kvfs.type -v integer "$MNT/doc/n/.tmp"
+	touch -d '2021-01-02 03:04:05' "$MNT/doc/n/.tmp"
+	run -0 ls -A "$MNT/doc/n"
+	assert_output 0
+	mv "$MNT/doc/n/.tmp" "$MNT/doc/n/1"
+	run -0 jq -c . "$MNT/doc.json"
+	assert_output '{"n":[42,7],"tags":["bbc","a"]}'
+	run -0 stat -c %y "$MNT/doc/n/1"
+	assert_output --partial '2021-01-02 03:04:05'
+	echo x >"$MNT/doc/n/.gone"
+	rm "$MNT/doc/n/.gone"
+	run ! stat "$MNT/doc/n/.gone"
+	run -0 kvfs export "$STORE" /doc/n
+	refute_output --partial x
+	# an empty array marker takes one too
+	mkdir "$MNT/e"
+	setfattr -n user.kvfs.type -v array "$MNT/e"
+	echo first >"$MNT/e/.new"
+	mv "$MNT/e/.new" "$MNT/e/0"
+	run -0 jq -c . "$MNT/e.json"
+	assert_output '["first"]'
 }
