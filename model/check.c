@@ -73,6 +73,26 @@ static void check_siblings(struct check *c, const struct store_val *k)
 		check_report(c, c->prev, c->prev_len, "a leaf or marker has keys under it");
 }
 
+/* Names this key adds to the previous one must fit a file name (loaded stores may not). */
+static void check_names(struct check *c, const struct store_val *k)
+{
+	const uint8_t *key = k->data;
+	struct tuple_reader r;
+	struct tuple_elem e;
+	size_t start = 0, common = 0;
+
+	while (common < c->prev_len && common < k->len && c->prev[common] == key[common])
+		common++;
+	tuple_reader_init(&r, key, k->len);
+	while (tuple_next(&r, &e) == 1) {
+		if (r.pos > common && tree_name_too_long(key, start, k->len)) {
+			check_report(c, key, r.pos, "name longer than 255 bytes as a file name");
+			return;
+		}
+		start = r.pos;
+	}
+}
+
 static void check_key(struct check *c, const struct store_val *k, const struct store_val *v)
 {
 	struct leaf leaf;
@@ -86,6 +106,8 @@ static void check_key(struct check *c, const struct store_val *k, const struct s
 		check_report(c, k->data, k->len, "string is not valid UTF-8");
 	if (tuple_ok && c->prev_len)
 		check_siblings(c, k);
+	if (tuple_ok)
+		check_names(c, k);
 	memcpy(c->prev, k->data, k->len);
 	c->prev_len = tuple_ok ? k->len : 0;
 	c->prev_is_record = true;

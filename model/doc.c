@@ -51,6 +51,20 @@ static int flat_fail(struct flat *f, int ret)
 	return tree_fail(f->err, ret, "%s: %s", f->p->text, strerror(-ret));
 }
 
+/* A member name that could not be a file name (docs/FORMAT.md, "Names"). */
+static int flat_long_name(struct flat *f)
+{
+	struct strbuf sb;
+
+	f->failed = true;
+	strbuf_init(&sb);
+	tree_key_to_path(f->key, f->w.len, &sb);
+	tree_fail(f->err, -ENAMETOOLONG, "%s: name longer than %d bytes as a file name (in %s)",
+		  sb.buf ? sb.buf : "", TREE_FILE_NAME_MAX, f->p->text);
+	strbuf_release(&sb);
+	return -ENAMETOOLONG;
+}
+
 /* Append ran out of indices: the last one, INT64_MAX, is taken. */
 static int flat_no_index(struct flat *f)
 {
@@ -146,6 +160,8 @@ static int flat_key(struct flat *f, const struct json_token *tok)
 	tuple_put_string(&f->w, tok->str, tok->len);
 	if (f->w.overflow)
 		return flat_fail(f, -ENAMETOOLONG);
+	if (tree_name_escaped_len(tok->str, tok->len) > TREE_FILE_NAME_MAX)
+		return flat_long_name(f);
 	ret = flat_drop_duplicate(f);
 	return ret < 0 ? flat_fail(f, ret) : 0;
 }

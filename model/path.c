@@ -77,6 +77,32 @@ size_t tree_name_escape(const void *key, size_t len, char *out)
 	return n;
 }
 
+size_t tree_name_escaped_len(const void *key, size_t len)
+{
+	const uint8_t *k = key;
+	size_t n = len + 1;
+
+	if (!name_needs_escape(k, len))
+		return len;
+	for (size_t i = 0; i < len; i++)
+		if (k[i] == '%' || k[i] == '/' || k[i] == '\0' || k[i] == '.')
+			n += 2;
+	return n;
+}
+
+bool tree_name_too_long(const uint8_t *key, size_t start, size_t len)
+{
+	char raw[STORE_KEY_MAX];
+	struct tuple_reader r;
+	struct tuple_elem e;
+
+	tuple_reader_init(&r, key + start, len - start);
+	if (tuple_next(&r, &e) != 1 || e.type != TUPLE_TYPE_STRING || e.len > sizeof(raw))
+		return false;
+	tuple_elem_copy(&e, raw);
+	return tree_name_escaped_len(raw, e.len) > TREE_FILE_NAME_MAX;
+}
+
 static int hex_digit(char c)
 {
 	if (c >= '0' && c <= '9')
@@ -419,6 +445,9 @@ int tree_attach(struct store_txn *txn, const struct tree_path *p, struct model_e
 
 	if (p->len == 0)
 		return 0;
+	if (tree_name_too_long(p->key, p->parent_len, p->len))
+		return tree_fail(err, -ENAMETOOLONG, "%s: name longer than %d bytes as a file name",
+				 p->text, TREE_FILE_NAME_MAX);
 	ret = tree_parent_check(txn, p, &n, err);
 	if (ret < 0)
 		return ret;

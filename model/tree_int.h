@@ -37,8 +37,15 @@ int64_t tree_now_ns(void);
 void tree_clear(struct model_error *err);
 
 /* ---- names ---- */
+/* Longest escaped name a new key may have: one file name (NAME_MAX). */
+#define TREE_FILE_NAME_MAX 255
+
 /* Escapes one key string into out (TREE_NAME_MAX bytes); returns its length. */
 size_t tree_name_escape(const void *key, size_t len, char *out);
+/* The length tree_name_escape would give, without writing it. */
+size_t tree_name_escaped_len(const void *key, size_t len);
+/* True when the element at key[start..] is a string whose escaped name is too long. */
+bool tree_name_too_long(const uint8_t *key, size_t start, size_t len);
 /* Unescapes a name into dst (cap bytes): its length, or -1 when invalid. */
 ssize_t tree_name_unescape(const char *name, size_t len, char *dst, size_t cap);
 /* True when name is a canonical non-negative decimal ("0", "17"). */

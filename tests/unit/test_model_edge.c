@@ -382,6 +382,75 @@ static void test_no_stale_message(void)
 	close_fresh(m);
 }
 
+/* Every way to create a key refuses a name longer than a file name, escaped. */
+static void test_long_names_refused(void)
+{
+	struct model *m = open_fresh();
+	struct model_error err;
+	char ok[300], dots[300], json[400];
+	size_t blen = 0;
+	char *before;
+
+	ok[0] = '/';
+	memset(ok + 1, 'a', 255);
+	ok[256] = '\0';
+	strcpy(dots, "/%");	/* the key "//..." (86 bytes) escapes to 259 */
+	for (int i = 0; i < 86; i++)
+		strcat(dots, "%2F");
+	CHECK_EQ_INT(model_write(m, ok, "v\n", 2, 0, MODEL_WRITE_TEXT, &err), 0);
+	CHECK_EQ_INT(model_write(m, "/src", "v\n", 2, 0, MODEL_WRITE_TEXT, &err), 0);
+	before = dump_text(m, &blen);
+	ok[256] = 'a';
+	ok[257] = '\0';
+	CHECK_EQ_INT(model_write(m, ok, "v\n", 2, 0, MODEL_WRITE_TEXT, &err), -ENAMETOOLONG);
+	CHECK(strstr(err.msg, "name longer than 255 bytes as a file name") != NULL);
+	CHECK(strstr(err.msg, "/aaaa") != NULL);
+	CHECK_EQ_INT(model_create(m, ok, &err), -ENAMETOOLONG);
+	CHECK_EQ_INT(model_mkdir(m, ok, MODEL_KIND_OBJECT, &err), -ENAMETOOLONG);
+	CHECK_EQ_INT(model_rename(m, "/src", ok, 0, &err), -ENAMETOOLONG);
+	CHECK_EQ_INT(model_import(m, ok, "{}", 2, NULL, NULL, &err), -ENAMETOOLONG);
+	CHECK_EQ_INT(model_write(m, dots, "v\n", 2, 0, MODEL_WRITE_TEXT, &err), -ENAMETOOLONG);
+	snprintf(json, sizeof(json), "{\"x\":{\"%s\":1}}", ok + 1);
+	CHECK_EQ_INT(model_import(m, "/doc", json, strlen(json), NULL, NULL, &err),
+		     -ENAMETOOLONG);
+	CHECK(strstr(err.msg, "/doc/x/aaaa") != NULL);
+	snprintf(json, sizeof(json), "[{\"%s\":1}]", ok + 1);
+	CHECK_EQ_INT(model_write(m, "/arr.json", json, strlen(json), 0,
+				 MODEL_WRITE_TEXT | MODEL_WRITE_APPEND_JSON, &err), -ENAMETOOLONG);
+	check_unchanged(m, before, blen);
+	close_fresh(m);
+}
+
+/* load keeps such names (old dumps stay loadable); check reports them. */
+static void test_long_names_loaded_and_reported(void)
+{
+	uint8_t key[300], rec[LEAF_HEADER_SIZE] = { LEAF_NULL };
+	struct raw_put r = { key, 0, rec, sizeof(rec) };
+	struct model *m = open_fresh(), *m2;
+	struct model_error err;
+	char *dump, dir2[64];
+	size_t len = 0;
+	FILE *f;
+
+	key[0] = 0x02;
+	memset(key + 1, 'n', 256);
+	key[257] = 0x00;
+	r.key_len = 258;
+	CHECK_EQ_INT(store_write(m->st, raw_put_fn, &r), 0);
+	CHECK_EQ_INT(problems_of(m), 1);
+	dump = dump_text(m, &len);
+	strcpy(dir2, store_dir);
+	m2 = open_fresh();
+	f = fmemopen(dump, len, "r");
+	CHECK_EQ_INT(model_load(m2, f, &err), 0);
+	fclose(f);
+	CHECK_EQ_INT(problems_of(m2), 1);
+	close_fresh(m2);
+	strcpy(store_dir, dir2);
+	close_fresh(m);
+	free(dump);
+}
+
 int main(void)
 {
 	TEST(test_append_at_int64_max);
@@ -394,5 +463,7 @@ int main(void)
 	TEST(test_check_finds_bad_utf8);
 	TEST(test_string_with_nul_restored);
 	TEST(test_no_stale_message);
+	TEST(test_long_names_refused);
+	TEST(test_long_names_loaded_and_reported);
 	return UNIT_DONE();
 }
