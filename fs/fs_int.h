@@ -65,6 +65,9 @@ struct fs_node {
 	uint32_t nlink;		/* containers: st_nlink as last counted */
 	unsigned npend;		/* open files whose unsaved content getattr shows */
 	struct fs_tmpfile *tmp;	/* a pending file (ctx->lock) */
+	enum model_type want_type;	/* set on an empty leaf whose text did not parse yet
+					 * (tar --xattrs types a file before writing it):
+					 * applied at the next commit (ctx->lock) */
 };
 
 /* What fi->fh points to: told apart by the first field (setattr gets either). */

@@ -8,7 +8,11 @@
  * (a day by default: the watcher in mount.c invalidates everything the
  * kernel caches within FS_WATCH_MS of a commit by another process); views
  * (NAME.json) never, and they are read with direct I/O from a snapshot
- * rendered at open. Read-only opens skip the flush at close (noflush). Leaves keep their page cache across opens while their
+ * rendered at open. Read-only opens skip the flush at close (noflush).
+ *
+ * Pending files: a name that is no index, created in an array, is held by
+ * the daemon only (struct fs_tmpfile), so that tools writing a temporary
+ * file beside their target and renaming it (rsync, sed -i) work in arrays. Leaves keep their page cache across opens while their
  * mtime and size are unchanged. Directory listings are cached by the kernel
  * while the store's generation is unchanged. Whatever a commit changes
  * behind the kernel's back (a subtree replaced through NAME.json, a rename
@@ -405,6 +409,7 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 {
 	unsigned flags = MODEL_WRITE_TEXT | (f->append_json ? MODEL_WRITE_APPEND_JSON : 0);
 	struct model_error err = { { 0 } };
+	enum model_type type;
 	struct model_node n;
 	char *path;
 	int ret;
@@ -423,9 +428,17 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 		}
 		return ret;
 	}
+	pthread_mutex_lock(&ctx->lock);
+	type = f->view ? 0 : f->node->want_type;
+	pthread_mutex_unlock(&ctx->lock);
 	fs_write_begin(ctx);
-	ret = model_write(ctx->model, path, f->len ? f->buf : "", f->len, 0, flags, &err);
+	ret = model_write(ctx->model, path, f->len ? f->buf : "", f->len, type, flags, &err);
 	fs_write_end(ctx, ret);
+	if (ret == 0 && type) {
+		pthread_mutex_lock(&ctx->lock);
+		f->node->want_type = 0;
+		pthread_mutex_unlock(&ctx->lock);
+	}
 	f->dirty = f->trunc = false;
 	if (ret < 0) {
 		fs_log_model(ctx, ret, &err, path);
@@ -1835,10 +1848,12 @@ static int node_type(struct fs_ctx *ctx, fuse_ino_t ino, char *buf, size_t cap)
 	int ret;
 
 	pthread_mutex_lock(&ctx->lock);
-	tmp = node->tmp != NULL;
-	if (tmp)	/* a pending file: the type it will have (string unless set) */
+	tmp = node->tmp != NULL || node->want_type;
+	if (node->tmp)	/* a pending file: the type it will have (string unless set) */
 		snprintf(buf, cap, "%s", model_type_name(node->tmp->type ? node->tmp->type
 									 : MODEL_TYPE_STRING));
+	else if (node->want_type)
+		snprintf(buf, cap, "%s", model_type_name(node->want_type));
 	pthread_mutex_unlock(&ctx->lock);
 	if (tmp)
 		return 0;
@@ -1886,6 +1901,26 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		reply_xattr_value(req, size, "", 0);
 	else
 		reply_xattr_value(req, size, list, sizeof(list));
+}
+
+/*
+ * A type that an empty leaf's text cannot take yet (tar --xattrs sets it
+ * before writing the content): kept for the next commit. true when kept.
+ */
+static bool want_type_later(struct fs_ctx *ctx, struct fs_node *node, const char *path,
+			    const char *name)
+{
+	enum model_type type;
+	struct model_node n;
+
+	if (model_type_parse(name, &type) < 0 ||
+	    model_stat(ctx->model, path, 0, &n, NULL) < 0 ||
+	    n.kind != MODEL_KIND_LEAF || n.size != 0)
+		return false;
+	pthread_mutex_lock(&ctx->lock);
+	node->want_type = type;
+	pthread_mutex_unlock(&ctx->lock);
+	return true;
 }
 
 /* Sets the type a pending file will have; false when node is no pending file. */
@@ -1947,6 +1982,8 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 	fs_write_begin(ctx);
 	ret = model_set_type(ctx->model, path, type, &err);
 	fs_write_end(ctx, ret);
+	if (ret == -EINVAL && want_type_later(ctx, node, path, type))
+		ret = 0;
 	if (ret < 0) {
 		fs_log_model(ctx, ret, &err, path);
 	} else {
