@@ -187,6 +187,12 @@ void fs_inval_stop(struct fs_ctx *ctx);
 /* Around every model call that may commit: serializes our writes and accounts for them. */
 void fs_write_begin(struct fs_ctx *ctx);
 void fs_write_end(struct fs_ctx *ctx, int ret);
+/*
+ * fs_write_begin, then fs_node_path: a path taken inside the write section
+ * stays right until fs_write_end, because renames and unlinks move the node
+ * table before they end theirs. On failure the section is ended already.
+ */
+int fs_write_path(struct fs_ctx *ctx, struct fs_node *node, const char *name, char **out);
 int fs_watch_start(struct fs_ctx *ctx);
 void fs_watch_stop(struct fs_ctx *ctx);
 

@@ -210,6 +210,17 @@ void fs_write_end(struct fs_ctx *ctx, int ret)
 	pthread_mutex_unlock(&ctx->gen_lock);
 }
 
+int fs_write_path(struct fs_ctx *ctx, struct fs_node *node, const char *name, char **out)
+{
+	int ret;
+
+	fs_write_begin(ctx);
+	ret = fs_node_path(ctx, node, name, out);
+	if (ret < 0)
+		fs_write_end(ctx, ret);
+	return ret;
+}
+
 /* true once per change of the store by another process. */
 static bool store_changed_elsewhere(struct fs_ctx *ctx)
 {

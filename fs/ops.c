@@ -407,7 +407,8 @@ static int tmp_flush_locked(struct fs_ctx *ctx, struct fs_file *f);
 
 static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 {
-	unsigned flags = MODEL_WRITE_TEXT | (f->append_json ? MODEL_WRITE_APPEND_JSON : 0);
+	unsigned flags = MODEL_WRITE_TEXT | (f->append_json ? MODEL_WRITE_APPEND_JSON : 0) |
+			 (f->view ? 0 : MODEL_WRITE_NO_CREATE);
 	struct model_error err = { { 0 } };
 	enum model_type type;
 	struct model_node n;
@@ -419,7 +420,15 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 	ret = tmp_flush_locked(ctx, f);
 	if (ret != 0)
 		return ret < 0 ? ret : 0;
-	ret = fs_node_path(ctx, f->node, NULL, &path);
+	pthread_mutex_lock(&ctx->lock);
+	type = f->view ? 0 : f->node->want_type;
+	pthread_mutex_unlock(&ctx->lock);
+	/*
+	 * The path is taken inside the write section: a rename or unlink
+	 * moves the node table before it ends, so the content never lands
+	 * under a name the file no longer has.
+	 */
+	ret = fs_write_path(ctx, f->node, NULL, &path);
 	if (ret < 0) {
 		if (ret == -ENOENT) {
 			f->dirty = f->trunc = false;
@@ -428,12 +437,15 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 		}
 		return ret;
 	}
-	pthread_mutex_lock(&ctx->lock);
-	type = f->view ? 0 : f->node->want_type;
-	pthread_mutex_unlock(&ctx->lock);
-	fs_write_begin(ctx);
 	ret = model_write(ctx->model, path, f->len ? f->buf : "", f->len, type, flags, &err);
 	fs_write_end(ctx, ret);
+	if (ret == -ENOENT && !f->view) {
+		/* removed by another process since it was opened: dropped, as on unlink */
+		f->dirty = f->trunc = false;
+		file_publish(ctx, f);
+		free(path);
+		return 0;
+	}
 	if (ret == 0 && type) {
 		pthread_mutex_lock(&ctx->lock);
 		f->node->want_type = 0;
@@ -731,15 +743,23 @@ static int tmp_replace_locked(struct fs_ctx *ctx, struct fs_node *newdir, const 
 	return 0;
 }
 
-/* Commits the pending file node at `to` with its type and mtime, in one transaction. */
-static int tmp_commit(struct fs_ctx *ctx, struct fs_node *node, const char *to, bool view)
+/*
+ * Commits the pending file node (name in dir) as newname in newdir, with its
+ * type and mtime, in one transaction, and moves it there in the table
+ * before the write section ends.
+ */
+static int tmp_commit(struct fs_ctx *ctx, struct fs_node *node, struct fs_node *dir,
+		      const char *name, struct fs_node *newdir, const char *newname,
+		      unsigned flags)
 {
+	bool view = fs_name_is_view(newname, strlen(newname));
 	struct model_error err = { { 0 } };
 	enum model_type type = 0;
+	struct model_node n;
 	int64_t mtime = 0;
-	char *copy = NULL;
+	char *copy = NULL, *to;
 	size_t len = 0;
-	int ret = 0;
+	int ret;
 
 	pthread_mutex_lock(&ctx->lock);
 	if (node->tmp) {
@@ -753,12 +773,26 @@ static int tmp_commit(struct fs_ctx *ctx, struct fs_node *node, const char *to, 
 	pthread_mutex_unlock(&ctx->lock);
 	if (!copy)
 		return -ENOMEM;
-	fs_write_begin(ctx);
-	ret = model_write_at(ctx->model, to, copy, len, type, MODEL_WRITE_TEXT, mtime, &err);
-	fs_write_end(ctx, ret);
-	free(copy);
+	ret = fs_write_path(ctx, newdir, newname, &to);
 	if (ret < 0)
+		goto out_free;
+	if ((flags & RENAME_NOREPLACE) && model_stat(ctx->model, to, 0, &n, NULL) == 0)
+		ret = -EEXIST;
+	else
+		ret = model_write_at(ctx->model, to, copy, len, type, MODEL_WRITE_TEXT, mtime,
+				     &err);
+	if (ret == 0) {
+		pthread_mutex_lock(&ctx->lock);
+		tmp_drop_locked(ctx, node);
+		pthread_mutex_unlock(&ctx->lock);
+		fs_node_move(ctx, dir, name, newdir, newname, false);
+	}
+	fs_write_end(ctx, ret);
+	if (ret < 0 && ret != -EEXIST)
 		fs_log_model(ctx, ret, &err, to);
+	free(to);
+out_free:
+	free(copy);
 	return ret;
 }
 
@@ -769,11 +803,10 @@ static int tmp_commit(struct fs_ctx *ctx, struct fs_node *node, const char *to, 
  * pending file (the caller renames in the store), else 0 or -errno.
  */
 static int tmp_rename(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
-		      struct fs_node *newdir, const char *newname, const char *to, unsigned flags)
+		      struct fs_node *newdir, const char *newname, unsigned flags)
 {
 	bool view = fs_name_is_view(newname, strlen(newname));
 	struct fs_node *node;
-	struct model_node n;
 	int ret;
 
 	pthread_mutex_lock(&ctx->lock);
@@ -795,17 +828,9 @@ static int tmp_rename(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
 			fs_node_move(ctx, dir, name, newdir, newname, false);
 		goto out_unref;
 	}
-	if ((flags & RENAME_NOREPLACE) && model_stat(ctx->model, to, 0, &n, NULL) == 0) {
-		ret = -EEXIST;
-		goto out_unref;
-	}
-	ret = tmp_commit(ctx, node, to, view);
+	ret = tmp_commit(ctx, node, dir, name, newdir, newname, flags);
 	if (ret < 0)
 		goto out_unref;
-	pthread_mutex_lock(&ctx->lock);
-	tmp_drop_locked(ctx, node);
-	pthread_mutex_unlock(&ctx->lock);
-	fs_node_move(ctx, dir, name, newdir, newname, false);
 	fs_inval_node(ctx, fs_node_ino(ctx, node), FS_INVAL_ATTR);	/* the store's attributes now */
 	inval_name(ctx, newdir, newname);
 	if (view)
@@ -873,35 +898,38 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_attr(req, &st, attr_timeout_for(ctx, vol));
 }
 
-/* truncate(2) on a path without an open file: read, resize, commit at once. */
-static int truncate_path(struct fs_ctx *ctx, const char *path, off_t size)
+/* truncate(2) of node without an open file: read, resize, commit at once. */
+static int truncate_path(struct fs_ctx *ctx, struct fs_node *node, off_t size)
 {
 	struct model_error err = { { 0 } };
 	size_t len = 0;
-	char *text = NULL, *grown;
+	char *text = NULL, *grown, *path;
 	int ret;
 
 	if ((uint64_t)size > FS_FILE_MAX)
 		return -EFBIG;
+	ret = fs_write_path(ctx, node, NULL, &path);
+	if (ret < 0)
+		return ret;
 	ret = model_read_all(ctx->model, path, &text, &len, &err);
 	if (ret < 0)
-		goto out_log;
+		goto out_end;
 	grown = realloc(text, (size_t)size + 1);
 	if (!grown) {
 		ret = -ENOMEM;
-		goto out_free;
+		goto out_end;
 	}
 	text = grown;
 	if ((size_t)size > len)
 		memset(text + len, 0, (size_t)size - len);
-	fs_write_begin(ctx);
-	ret = model_write(ctx->model, path, text, (size_t)size, 0, MODEL_WRITE_TEXT, &err);
+	ret = model_write(ctx->model, path, text, (size_t)size, 0,
+			  MODEL_WRITE_TEXT | MODEL_WRITE_NO_CREATE, &err);
+out_end:
 	fs_write_end(ctx, ret);
-out_log:
 	if (ret < 0)
 		fs_log_model(ctx, ret, &err, path);
-out_free:
 	free(text);
+	free(path);
 	return ret;
 }
 
@@ -934,13 +962,13 @@ static int tmp_truncate(struct fs_ctx *ctx, struct fs_node *node, off_t size)
 }
 
 static int setattr_size(struct fs_ctx *ctx, struct fs_node *node, struct fs_file *f,
-			const char *path, off_t size)
+			off_t size)
 {
 	int ret;
 
 	if (!f || !f->writable) {
 		ret = tmp_truncate(ctx, node, size);
-		return ret == 1 ? truncate_path(ctx, path, size) : ret;
+		return ret == 1 ? truncate_path(ctx, node, size) : ret;
 	}
 	pthread_mutex_lock(&f->lock);
 	if (f->append_json) {
@@ -959,14 +987,15 @@ static int setattr_size(struct fs_ctx *ctx, struct fs_node *node, struct fs_file
 	return ret;
 }
 
-static int setattr_mtime(struct fs_ctx *ctx, struct fs_node *node, const char *path,
-			 const struct stat *attr, int to_set)
+static int setattr_mtime(struct fs_ctx *ctx, struct fs_node *node, const struct stat *attr,
+			 int to_set)
 {
 	struct model_error err = { { 0 } };
 	int64_t ns = (to_set & FUSE_SET_ATTR_MTIME_NOW) ? now_ns() :
 		     (int64_t)attr->st_mtim.tv_sec * 1000000000 + attr->st_mtim.tv_nsec;
 	struct model_node n;
 	int ret = node_commit_files(ctx, node);
+	char *path;
 	bool tmp;
 
 	if (ret < 0)
@@ -978,14 +1007,17 @@ static int setattr_mtime(struct fs_ctx *ctx, struct fs_node *node, const char *p
 	pthread_mutex_unlock(&ctx->lock);
 	if (tmp)
 		return 0;
+	ret = fs_write_path(ctx, node, NULL, &path);
+	if (ret < 0)
+		return ret;
 	ret = model_stat(ctx->model, path, 0, &n, &err);
-	if (ret < 0 || n.kind != MODEL_KIND_LEAF)
-		return ret < 0 ? ret : 0;	/* directories and views: accepted, not kept */
-	fs_write_begin(ctx);
-	ret = model_set_mtime(ctx->model, path, ns, &err);
+	/* directories and views: accepted, not kept */
+	if (ret == 0 && n.kind == MODEL_KIND_LEAF)
+		ret = model_set_mtime(ctx->model, path, ns, &err);
 	fs_write_end(ctx, ret);
 	if (ret < 0)
 		fs_log_model(ctx, ret, &err, path);
+	free(path);
 	return ret;
 }
 
@@ -1014,9 +1046,9 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		goto out_reply;
 	}
 	if (to_set & FUSE_SET_ATTR_SIZE)
-		ret = setattr_size(ctx, node, fi_file(fi), path, attr->st_size);
+		ret = setattr_size(ctx, node, fi_file(fi), attr->st_size);
 	if (ret == 0 && (to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW)))
-		ret = setattr_mtime(ctx, node, path, attr, to_set);
+		ret = setattr_mtime(ctx, node, attr, to_set);
 	if (ret == 0)
 		ret = node_stat(ctx, node, path, &st, NULL, &vol);
 out_reply:
@@ -1171,20 +1203,13 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct fs_file *f = NULL;
 	bool view = fs_name_is_view(name, strlen(name));
 	char *path;
-	int ret = fs_node_path(ctx, dir, name, &path);
+	int ret = !S_ISREG(mode) ? -EPERM : ctx->read_only ? -EROFS : 0;
 
+	if (ret == 0)
+		ret = fs_write_path(ctx, dir, name, &path);
 	if (ret < 0)
 		goto out_reply;
 	fs_trace(ctx, "create %s", path);
-	if (!S_ISREG(mode)) {
-		ret = -EPERM;
-		goto out_free;
-	}
-	if (ctx->read_only) {
-		ret = -EROFS;
-		goto out_free;
-	}
-	fs_write_begin(ctx);
 	ret = model_create(ctx->model, path, &err);
 	fs_write_end(ctx, ret);
 	if (ret == -EINVAL && !view && tmp_create(ctx, dir, name, fi, &e, &f) == 0) {
@@ -1617,7 +1642,10 @@ static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fus
 
 /* ---- names: mkdir, mknod, unlink, rmdir, rename ---- */
 
-/* Starts an operation that changes name in the directory parent. */
+/*
+ * Starts an operation that changes name in the directory parent: on success
+ * the write section is open (fs_write_path) and the caller ends it.
+ */
 static int name_begin(fuse_req_t req, fuse_ino_t parent, const char *name, const char *what,
 		      struct fs_node **dir, char **path)
 {
@@ -1625,14 +1653,12 @@ static int name_begin(fuse_req_t req, fuse_ino_t parent, const char *name, const
 	int ret;
 
 	*dir = fs_node_from_ino(ctx, parent);
-	ret = fs_node_path(ctx, *dir, name, path);
+	if (ctx->read_only)
+		return -EROFS;
+	ret = fs_write_path(ctx, *dir, name, path);
 	if (ret < 0)
 		return ret;
 	fs_trace(ctx, "%s %s", what, *path);
-	if (ctx->read_only) {
-		free(*path);
-		return -EROFS;
-	}
 	return 0;
 }
 
@@ -1649,7 +1675,6 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 		reply_err(req, ret);
 		return;
 	}
-	fs_write_begin(ctx);
 	ret = model_mkdir(ctx->model, path, MODEL_KIND_OBJECT, &err);
 	fs_write_end(ctx, ret);
 	if (ret < 0) {
@@ -1681,7 +1706,6 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 		reply_err(req, ret);
 		return;
 	}
-	fs_write_begin(ctx);
 	ret = model_create(ctx->model, path, &err);
 	fs_write_end(ctx, ret);
 	if (ret < 0) {
@@ -1706,15 +1730,14 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, uns
 		reply_err(req, ret);
 		return;
 	}
-	fs_write_begin(ctx);
 	ret = model_remove(ctx->model, path, flags, &err);
+	if (ret == 0)
+		fs_node_detach(ctx, dir, name);	/* before a committer can take the path */
 	fs_write_end(ctx, ret);
-	if (ret < 0) {
+	if (ret < 0)
 		fs_log_model(ctx, ret, &err, path);
-	} else {
-		fs_node_detach(ctx, dir, name);
+	else
 		inval_name(ctx, dir, name);
-	}
 	free(path);
 	reply_err(req, ret);
 }
@@ -1744,34 +1767,38 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct fs_node *dir, *newdir = fs_node_from_ino(ctx, newparent);
 	unsigned mflags = 0;
 	char *from, *to = NULL;
-	int ret = name_begin(req, parent, name, "rename", &dir, &from);
+	int ret;
 
-	if (ret < 0) {
-		reply_err(req, ret);
-		return;
-	}
 	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
-		ret = -EINVAL;	/* RENAME_WHITEOUT: no overlay upper layers here */
-		goto out_free;
+		reply_err(req, -EINVAL);	/* RENAME_WHITEOUT: no overlay upper layers here */
+		return;
 	}
 	if (flags & RENAME_NOREPLACE)
 		mflags |= MODEL_RENAME_NOREPLACE;
 	if (flags & RENAME_EXCHANGE)
 		mflags |= MODEL_RENAME_EXCHANGE;
+	ret = ctx->read_only ? -EROFS :
+	      tmp_rename(ctx, fs_node_from_ino(ctx, parent), name, newdir, newname, flags);
+	if (ret != 1) {
+		reply_err(req, ret);	/* a pending file: committed or moved */
+		return;
+	}
+	ret = name_begin(req, parent, name, "rename", &dir, &from);
+	if (ret < 0) {
+		reply_err(req, ret);
+		return;
+	}
 	ret = fs_node_path(ctx, newdir, newname, &to);
-	if (ret < 0)
-		goto out_free;
-	ret = tmp_rename(ctx, dir, name, newdir, newname, to, flags);
-	if (ret != 1)
-		goto out_free;	/* a pending file: committed or moved */
-	fs_write_begin(ctx);
-	ret = model_rename(ctx->model, from, to, mflags, &err);
+	if (ret == 0)
+		ret = model_rename(ctx->model, from, to, mflags, &err);
+	/* The table moves before the section ends: committers then take the new path. */
+	if (ret == 0)
+		fs_node_move(ctx, dir, name, newdir, newname, flags & RENAME_EXCHANGE);
 	fs_write_end(ctx, ret);
 	if (ret < 0) {
-		fs_log_model(ctx, ret, &err, to);
+		fs_log_model(ctx, ret, &err, to ? to : from);
 		goto out_free;
 	}
-	fs_node_move(ctx, dir, name, newdir, newname, flags & RENAME_EXCHANGE);
 	inval_name(ctx, dir, name);
 	inval_name(ctx, newdir, newname);
 	if (fs_name_is_view(newname, strlen(newname)))	/* the moved file is a view now */
@@ -1973,17 +2000,16 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 		return;
 	}
 	if (ret == 0)
-		ret = fs_node_path(ctx, node, NULL, &path);
+		ret = fs_write_path(ctx, node, NULL, &path);
 	if (ret < 0) {
 		reply_err(req, ret);
 		return;
 	}
 	fs_trace(ctx, "set type %s %s", path, type);
-	fs_write_begin(ctx);
 	ret = model_set_type(ctx->model, path, type, &err);
-	fs_write_end(ctx, ret);
 	if (ret == -EINVAL && want_type_later(ctx, node, path, type))
 		ret = 0;
+	fs_write_end(ctx, ret);
 	if (ret < 0) {
 		fs_log_model(ctx, ret, &err, path);
 	} else {

@@ -264,3 +264,44 @@ except OSError as e:
 PY
 	assert_output $'synced\nInvalid argument'
 }
+
+@test "a close racing rename or unlink never writes under the old name" {
+	mkdir "$MNT/rc"
+	echo v >"$MNT/rc/x"
+	run -0 python3 - "$MNT/rc" <<'PY'
+import os, sys, threading, time
+d = sys.argv[1]
+x, y = d + "/x", d + "/y"
+fd = os.open(x, os.O_RDWR)
+stop = False
+def writer():
+    i = 0
+    while not stop:
+        os.pwrite(fd, b"%08d\n" % i, 0)
+        os.close(os.dup(fd))    # a flush: commits
+        i += 1
+ts = [threading.Thread(target=writer) for _ in range(4)]
+for t in ts:
+    t.start()
+bad, cur, oth = 0, x, y
+end = time.time() + 4
+while time.time() < end:
+    os.rename(cur, oth)
+    if os.path.exists(cur):
+        bad += 1
+        os.unlink(cur)
+    cur, oth = oth, cur
+os.unlink(cur)
+time.sleep(0.05)
+stop = True
+for t in ts:
+    t.join()
+os.close(fd)
+left = os.listdir(d)
+print("resurrected:", bad, "left:", left)
+sys.exit(1 if bad or left else 0)
+PY
+	assert_output 'resurrected: 0 left: []'
+	run -0 kvfs ls "$STORE" /rc
+	assert_output ''
+}
