@@ -1212,9 +1212,16 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	fs_trace(ctx, "create %s", path);
 	ret = model_create(ctx->model, path, &err);
 	fs_write_end(ctx, ret);
-	if (ret == -EINVAL && !view && tmp_create(ctx, dir, name, fi, &e, &f) == 0) {
-		fs_trace(ctx, "pending file %s", path);
-		goto out_reply_create;	/* a name that is no index in an array */
+	if (ret == -EINVAL && !view) {
+		/* a name that is no index in an array; -EINVAL: dir is no array */
+		int r = tmp_create(ctx, dir, name, fi, &e, &f);
+
+		if (r == 0) {
+			fs_trace(ctx, "pending file %s", path);
+			goto out_reply_create;
+		}
+		if (r != -EINVAL)
+			ret = r;
 	}
 	if (ret == -EEXIST && !(fi->flags & O_EXCL))
 		view = false;	/* made meanwhile (by the CLI): open what is there */
