@@ -1477,7 +1477,26 @@ struct dir_fill {
 	size_t size, used;
 	off_t skip_to;		/* seeking: children to pass over */
 	int err;
+	struct fs_node **counted;	/* plus: the lookups counted, undone if the reply fails */
+	size_t ncounted, capcounted;
 };
+
+/* ctx->lock held. Records a lookup counted for the reply; false: no memory. */
+static bool dir_count_lookup(struct dir_fill *s, struct fs_node *child)
+{
+	if (s->ncounted == s->capcounted) {
+		size_t cap = s->capcounted ? s->capcounted * 2 : 64;
+		struct fs_node **c = realloc(s->counted, cap * sizeof(*c));
+
+		if (!c)
+			return false;
+		s->counted = c;
+		s->capcounted = cap;
+	}
+	s->counted[s->ncounted++] = child;
+	child->nlookup++;
+	return true;
+}
 
 static int dir_skip_fn(void *arg, const char *name, const struct model_node *node)
 {
@@ -1555,12 +1574,19 @@ static int dir_fill_fn(void *arg, const char *name, const struct model_node *nod
 	else if (kind_is_dir(node->kind))
 		vol = true;
 	e.attr_timeout = attr_timeout_for(ctx, vol);
+	if (!dir_count_lookup(s, child)) {
+		fs_node_drop_unused_locked(ctx, child);
+		pthread_mutex_unlock(&ctx->lock);
+		s->err = -ENOMEM;
+		return 1;
+	}
 	if (!dir_add(s, name, &e)) {
+		s->ncounted--;
+		child->nlookup--;
 		fs_node_drop_unused_locked(ctx, child);
 		pthread_mutex_unlock(&ctx->lock);
 		return 1;
 	}
-	child->nlookup++;
 	pthread_mutex_unlock(&ctx->lock);
 	return 0;
 }
@@ -1602,10 +1628,14 @@ static void dir_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_in
 	if (ret >= 0 && s.err < 0)
 		ret = s.err;
 out_reply:
-	if (ret < 0 && s.used == 0)
+	if (ret < 0 && s.used == 0) {
 		reply_err(req, ret);
-	else
-		fuse_reply_buf(req, s.buf, s.used);
+	} else if (fuse_reply_buf(req, s.buf, s.used) < 0) {
+		/* the kernel never saw these entries: it will not forget them */
+		for (size_t i = 0; i < s.ncounted; i++)
+			fs_node_forget(s.ctx, fs_node_ino(s.ctx, s.counted[i]), 1);
+	}
+	free(s.counted);
 	free(s.buf);
 }
 
