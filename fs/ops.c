@@ -451,15 +451,14 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 		f->node->want_type = 0;
 		pthread_mutex_unlock(&ctx->lock);
 	}
-	f->dirty = f->trunc = false;
 	if (ret < 0) {
+		/* still dirty: the next flush or close tries again and reports it */
 		fs_log_model(ctx, ret, &err, path);
-		file_publish(ctx, f);
 		free(path);
 		return ret;
 	}
 	fs_trace(ctx, "commit %s (%zu bytes)", path, f->len);
-	f->trunc = false;
+	f->dirty = f->trunc = false;
 	if (f->append_json)
 		f->len = 0;
 	f->pending = false;
@@ -1406,7 +1405,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		pthread_mutex_lock(&f->lock);
 		if (f->trunc)
 			f->dirty = true;
-		file_commit_locked(ctx, f);	/* still dirty: nobody can see an error now */
+		file_commit_locked(ctx, f);	/* a failure is logged: nobody can see it now */
 		f->pending = false;
 		file_publish(ctx, f);
 		pthread_mutex_unlock(&f->lock);

@@ -305,3 +305,30 @@ PY
 	run -0 kvfs ls "$STORE" /rc
 	assert_output ''
 }
+
+@test "a failed commit stays dirty: close after a failed fsync fails the same way" {
+	run -0 python3 - "$MNT" <<'PY'
+import os, sys
+m = sys.argv[1]
+fd = os.open(m + "/doc.json", os.O_WRONLY | os.O_CREAT, 0o644)
+os.write(fd, b"{not json")
+for step in (os.fsync, os.close):
+    try:
+        step(fd)
+        print(step.__name__, "ok")
+    except OSError as e:
+        print(step.__name__, e.strerror)
+fd = os.open(m + "/fixed.json", os.O_WRONLY | os.O_CREAT, 0o644)
+os.write(fd, b"{bad")
+try:
+    os.fsync(fd)
+except OSError as e:
+    print("fsync", e.strerror)
+os.pwrite(fd, b'{"a":1}', 0)
+os.close(fd)
+print("close ok")
+PY
+	assert_output $'fsync Invalid argument\nclose Invalid argument\nfsync Invalid argument\nclose ok'
+	run -0 jq -c . "$MNT/fixed.json"
+	assert_output '{"a":1}'
+}
