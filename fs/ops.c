@@ -473,25 +473,37 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 /*
  * Commits the unsaved content of every open file of node, so that a change
  * of mtime or type applies to the new content (cp -a sets both on its open
- * descriptor before closing it).
+ * descriptor before closing it). A truncation not yet written (O_TRUNC,
+ * nothing written: cp -a of an empty file) is committed too. One pass: a
+ * commit that fails is reported, not retried.
  */
 static int node_commit_files(struct fs_ctx *ctx, struct fs_node *node)
 {
+	struct fs_file **todo = NULL, *f;
+	size_t n = 0, i;
 	int ret = 0;
 
-	for (int round = 0; round < 64; round++) {
-		struct fs_file *f;
+	pthread_mutex_lock(&ctx->lock);
+	if (node->npend) {
+		todo = calloc(node->npend, sizeof(*todo));
+		for (f = ctx->files; todo && f && n < node->npend; f = f->next) {
+			if (f->node == node && f->pend) {
+				f->refs++;
+				todo[n++] = f;
+			}
+		}
+		if (!todo)
+			ret = -ENOMEM;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	for (i = 0; i < n; i++) {
 		bool last;
 		int r;
 
-		pthread_mutex_lock(&ctx->lock);
-		f = pending_file_locked(ctx, node);
-		if (f)
-			f->refs++;
-		pthread_mutex_unlock(&ctx->lock);
-		if (!f)
-			break;
+		f = todo[i];
 		pthread_mutex_lock(&f->lock);
+		if (f->trunc)
+			f->dirty = true;
 		r = file_commit_locked(ctx, f);
 		if (f->pending) {	/* a created view never written: nothing to save */
 			f->pending = false;
@@ -506,6 +518,7 @@ static int node_commit_files(struct fs_ctx *ctx, struct fs_node *node)
 		if (last)
 			file_free(f);
 	}
+	free(todo);
 	return ret;
 }
 

@@ -332,3 +332,14 @@ PY
 	run -0 jq -c . "$MNT/fixed.json"
 	assert_output '{"a":1}'
 }
+
+@test "cp -a of an empty file over a leaf keeps the empty file's mtime" {
+	echo old >"$MNT/f"
+	: >"$BATS_TEST_TMPDIR/empty"
+	touch -d '2001-01-01 00:00:00 UTC' "$BATS_TEST_TMPDIR/empty"
+	cp -a "$BATS_TEST_TMPDIR/empty" "$MNT/f"
+	run -0 stat -c '%s %Y' "$MNT/f"
+	assert_output '0 978307200'
+	run -0 kvfs get "$STORE" /f
+	assert_output ''
+}
