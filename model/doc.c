@@ -700,14 +700,6 @@ int model_import(struct model *m, const char *path, const char *json, size_t len
 		 model_progress_fn progress, void *arg, struct model_error *err)
 {
 	struct import_op op = { path, json, len, progress, arg, err };
-	int ret;
 
-	if (m->readonly)
-		return tree_fail(err, -EROFS, "%s: the store is read-only", path);
-	if (err)
-		err->msg[0] = '\0';
-	ret = store_write(m->st, import_txn, &op);
-	if (ret < 0 && err && !err->msg[0])
-		tree_fail(err, ret, "%s: %s", path, strerror(-ret));
-	return ret;
+	return tree_write(m, path, import_txn, &op, err);
 }

@@ -273,7 +273,7 @@ int model_load(struct model *m, FILE *in, struct model_error *err)
 	struct load *l;
 	int ret;
 
-	if (m->readonly)
+	if (m->readonly)	/* before reading the dump; tree_write checks again */
 		return tree_fail(err, -EROFS, "load: the store is read-only");
 	l = calloc(1, sizeof(*l));
 	if (!l)
@@ -287,11 +287,7 @@ int model_load(struct model *m, FILE *in, struct model_error *err)
 	l->text = text.buf ? text.buf : "";
 	l->len = text.len;
 	l->err = err;
-	if (err)
-		err->msg[0] = '\0';
-	ret = store_write(m->st, load_txn, l);
-	if (ret < 0 && err && !err->msg[0])
-		tree_fail(err, ret, "load: %s", strerror(-ret));
+	ret = tree_write(m, "load", load_txn, l, err);
 	if (ret == 0) {
 		struct store_info info;
 

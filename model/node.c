@@ -522,27 +522,13 @@ static int write_txn(struct store_txn *txn, void *arg)
 	return write_leaf(txn, op, &p);
 }
 
-static int node_run(struct model *m, store_write_fn fn, struct node_op *op)
-{
-	int ret;
-
-	if (m->readonly)
-		return tree_fail(op->err, -EROFS, "%s: the store is read-only", op->path);
-	ret = store_write(m->st, fn, op);
-	if (ret < 0 && op->err && !op->err->msg[0])
-		tree_fail(op->err, ret, "%s: %s", op->path, strerror(-ret));
-	return ret;
-}
-
 int model_write(struct model *m, const char *path, const void *data, size_t len,
 		enum model_type type, unsigned flags, struct model_error *err)
 {
 	struct node_op op = { .m = m, .path = path, .data = data, .len = len,
 			      .type = type, .flags = flags, .err = err };
 
-	if (err)
-		err->msg[0] = '\0';
-	return node_run(m, write_txn, &op);
+	return tree_write(m, path, write_txn, &op, err);
 }
 
 int model_write_at(struct model *m, const char *path, const void *data, size_t len,
@@ -552,9 +538,7 @@ int model_write_at(struct model *m, const char *path, const void *data, size_t l
 	struct node_op op = { .m = m, .path = path, .data = data, .len = len, .type = type,
 			      .flags = flags | NODE_WRITE_AT, .mtime_ns = mtime_ns, .err = err };
 
-	if (err)
-		err->msg[0] = '\0';
-	return node_run(m, write_txn, &op);
+	return tree_write(m, path, write_txn, &op, err);
 }
 
 static int create_txn(struct store_txn *txn, void *arg)
@@ -590,9 +574,7 @@ int model_create(struct model *m, const char *path, struct model_error *err)
 {
 	struct node_op op = { .m = m, .path = path, .err = err };
 
-	if (err)
-		err->msg[0] = '\0';
-	return node_run(m, create_txn, &op);
+	return tree_write(m, path, create_txn, &op, err);
 }
 
 static int mkdir_txn(struct store_txn *txn, void *arg)
@@ -624,9 +606,7 @@ int model_mkdir(struct model *m, const char *path, enum model_kind kind, struct 
 	struct node_op op = { .m = m, .path = path, .err = err,
 			      .kind = kind == MODEL_KIND_ARRAY ? kind : MODEL_KIND_OBJECT };
 
-	if (err)
-		err->msg[0] = '\0';
-	return node_run(m, mkdir_txn, &op);
+	return tree_write(m, path, mkdir_txn, &op, err);
 }
 
 static int remove_check(const struct node_op *op, const struct tree_path *p,
@@ -677,9 +657,7 @@ int model_remove(struct model *m, const char *path, unsigned flags, struct model
 {
 	struct node_op op = { .m = m, .path = path, .flags = flags, .err = err };
 
-	if (err)
-		err->msg[0] = '\0';
-	return node_run(m, remove_txn, &op);
+	return tree_write(m, path, remove_txn, &op, err);
 }
 
 static int mtime_txn(struct store_txn *txn, void *arg)
@@ -706,9 +684,7 @@ int model_set_mtime(struct model *m, const char *path, int64_t mtime_ns, struct 
 {
 	struct node_op op = { .m = m, .path = path, .mtime_ns = mtime_ns, .err = err };
 
-	if (err)
-		err->msg[0] = '\0';
-	return node_run(m, mtime_txn, &op);
+	return tree_write(m, path, mtime_txn, &op, err);
 }
 
 static int get_type_in(struct store_txn *txn, const char *path, char *buf, size_t cap,

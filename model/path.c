@@ -1,8 +1,9 @@
 /*
  * model/path.c - names and paths: escaping object keys into file names and
  * back (docs/FORMAT.md, "Names"), resolving a mount path to a tuple key,
- * and the small node primitives every operation shares: lookup, attach to
- * a parent, delete a subtree, keep an emptied parent, iterate children.
+ * and the small node primitives every operation shares: errors, running a
+ * write transaction, lookup, attach to a parent, delete a subtree, keep an
+ * emptied parent, iterate children.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -29,6 +30,20 @@ void tree_clear(struct model_error *err)
 {
 	if (err)
 		err->msg[0] = '\0';
+}
+
+int tree_write(struct model *m, const char *what, store_write_fn fn, void *arg,
+	       struct model_error *err)
+{
+	int ret;
+
+	tree_clear(err);
+	if (m->readonly)
+		return tree_fail(err, -EROFS, "%s: the store is read-only", what);
+	ret = store_write(m->st, fn, arg);
+	if (ret < 0 && err && !err->msg[0])
+		tree_fail(err, ret, "%s: %s", what, strerror(-ret));
+	return ret;
 }
 
 int64_t tree_now_ns(void)

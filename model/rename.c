@@ -205,20 +205,6 @@ out_free:
 	return ret;
 }
 
-static int rename_run(struct model *m, store_write_fn fn, struct rename_op *op, const char *path)
-{
-	int ret;
-
-	if (op->err)
-		op->err->msg[0] = '\0';
-	if (m->readonly)
-		return tree_fail(op->err, -EROFS, "%s: the store is read-only", path);
-	ret = store_write(m->st, fn, op);
-	if (ret < 0 && op->err && !op->err->msg[0])
-		tree_fail(op->err, ret, "%s: %s", path, strerror(-ret));
-	return ret;
-}
-
 int model_rename(struct model *m, const char *from, const char *to, unsigned flags,
 		 struct model_error *err)
 {
@@ -226,7 +212,7 @@ int model_rename(struct model *m, const char *from, const char *to, unsigned fla
 
 	if (flags & MODEL_RENAME_EXCHANGE)
 		return tree_fail(err, -EINVAL, "%s: exchanging names is not supported", from);
-	return rename_run(m, rename_txn, &op, from);
+	return tree_write(m, from, rename_txn, &op, err);
 }
 
 /* ---- types ---- */
@@ -429,5 +415,5 @@ int model_set_type(struct model *m, const char *path, const char *name, struct m
 {
 	struct rename_op op = { .from = path, .type = name, .err = err };
 
-	return rename_run(m, set_type_txn, &op, path);
+	return tree_write(m, path, set_type_txn, &op, err);
 }

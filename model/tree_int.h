@@ -35,6 +35,14 @@ int64_t tree_now_ns(void);
  * attempt aborted to grow the map must not leave its message to the next.
  */
 void tree_clear(struct model_error *err);
+/*
+ * Runs fn(txn, arg) as one store write transaction of the operation on
+ * `what` (its path, or a verb such as "load", for messages): empties err,
+ * refuses a read-only store with -EROFS, and when fn failed without a
+ * message writes "what: strerror". fn must call tree_clear first.
+ */
+int tree_write(struct model *m, const char *what, store_write_fn fn, void *arg,
+	       struct model_error *err);
 
 /* ---- names ---- */
 /* Longest escaped name a new key may have: one file name (NAME_MAX). */
