@@ -613,11 +613,8 @@ static int export_in(struct store_txn *txn, const char *path, struct json_writer
 {
 	struct tree_path p;
 	struct tree_node n;
-	int ret = tree_resolve(txn, path, 0, &p, err);
+	int ret = tree_find(txn, path, &p, &n, err);
 
-	if (ret < 0)
-		return ret;
-	ret = tree_get(txn, &p, &n, err);
 	if (ret < 0)
 		return ret;
 	ret = doc_render(txn, p.key, p.len, w);

@@ -228,11 +228,8 @@ static int text_in(struct store_txn *txn, const char *path, text_fn fn, void *ar
 	struct tree_path p;
 	struct tree_node n;
 	struct strbuf sb;
-	int ret = tree_resolve(txn, path, 0, &p, err);
+	int ret = tree_find(txn, path, &p, &n, err);
 
-	if (ret < 0)
-		return ret;
-	ret = tree_get(txn, &p, &n, err);
 	if (ret < 0)
 		return ret;
 	if (!p.is_view) {
@@ -346,11 +343,8 @@ static int list_open_in(struct store_txn *txn, const char *path, struct model_li
 {
 	struct tree_path p;
 	struct tree_node n;
-	int ret = tree_resolve(txn, path, 0, &p, err);
+	int ret = tree_find(txn, path, &p, &n, err);
 
-	if (ret < 0)
-		return ret;
-	ret = tree_get(txn, &p, &n, err);
 	if (ret < 0)
 		return ret;
 	if (p.is_view || n.kind == MODEL_KIND_LEAF)
@@ -638,10 +632,7 @@ static int remove_txn(struct store_txn *txn, void *arg)
 	int ret;
 
 	tree_clear(op->err);
-	ret = tree_resolve(txn, op->path, 0, &p, op->err);
-	if (ret < 0)
-		return ret;
-	ret = tree_get(txn, &p, &n, op->err);
+	ret = tree_find(txn, op->path, &p, &n, op->err);
 	if (ret < 0)
 		return ret;
 	ret = remove_check(op, &p, &n);
@@ -669,10 +660,7 @@ static int mtime_txn(struct store_txn *txn, void *arg)
 	int ret;
 
 	tree_clear(op->err);
-	ret = tree_resolve(txn, op->path, 0, &p, op->err);
-	if (ret < 0)
-		return ret;
-	ret = tree_get(txn, &p, &n, op->err);
+	ret = tree_find(txn, op->path, &p, &n, op->err);
 	if (ret < 0 || p.is_view || n.kind != MODEL_KIND_LEAF)
 		return ret;	/* containers and views show the store's creation time */
 	leaf = n.leaf;
@@ -693,11 +681,8 @@ static int get_type_in(struct store_txn *txn, const char *path, char *buf, size_
 	struct tree_path p;
 	struct tree_node n;
 	const char *name;
-	int ret = tree_resolve(txn, path, 0, &p, err);
+	int ret = tree_find(txn, path, &p, &n, err);
 
-	if (ret < 0)
-		return ret;
-	ret = tree_get(txn, &p, &n, err);
 	if (ret < 0)
 		return ret;
 	if (p.is_view)

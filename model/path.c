@@ -408,6 +408,16 @@ int tree_get(struct store_txn *txn, const struct tree_path *p, struct tree_node 
 	return 0;
 }
 
+int tree_find(struct store_txn *txn, const char *path, struct tree_path *p,
+	      struct tree_node *out, struct model_error *err)
+{
+	int ret = tree_resolve(txn, path, 0, p, err);
+
+	if (ret < 0)
+		return ret;
+	return tree_get(txn, p, out, err);
+}
+
 int tree_missing(struct store_txn *txn, const struct tree_path *p, struct model_error *err)
 {
 	struct tuple_reader r;

@@ -397,9 +397,7 @@ static int set_type_txn(struct store_txn *txn, void *arg)
 	int ret;
 
 	tree_clear(op->err);
-	ret = tree_resolve(txn, op->from, 0, &p, op->err);
-	if (ret == 0)
-		ret = tree_get(txn, &p, &n, op->err);
+	ret = tree_find(txn, op->from, &p, &n, op->err);
 	if (ret < 0)
 		return ret;
 	if (p.is_view)

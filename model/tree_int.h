@@ -93,6 +93,9 @@ int tree_lookup(struct store_txn *txn, const uint8_t *key, size_t len, struct tr
 /* The node at a resolved path, with -ENOENT/-ENOTDIR and a message when missing. */
 int tree_get(struct store_txn *txn, const struct tree_path *p, struct tree_node *out,
 	     struct model_error *err);
+/* tree_resolve (no flags) then tree_get: the existing node at path, with message. */
+int tree_find(struct store_txn *txn, const char *path, struct tree_path *p,
+	      struct tree_node *out, struct model_error *err);
 /* -ENOTDIR when an ancestor of p is a leaf, else -ENOENT; with message. */
 int tree_missing(struct store_txn *txn, const struct tree_path *p, struct model_error *err);
 /*
