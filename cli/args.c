@@ -243,3 +243,19 @@ int cli_open(const char *dir, enum cli_open_mode mode, struct model **out)
 		return cli_model_fail(ret, &err, dir);
 	return CLI_EXIT_OK;
 }
+
+bool cli_parse_open(struct cli_parse *p, enum cli_open_mode mode, bool *flag,
+		    struct model **m, int *code)
+{
+	const char *arg;
+	int id;
+
+	while ((id = cli_parse_next(p, &arg)) > 0)
+		*flag = true;
+	if (id < 0) {
+		*code = cli_parse_exit(id);
+		return false;
+	}
+	*code = cli_open(p->operands[0], mode, m);
+	return *code == CLI_EXIT_OK;
+}

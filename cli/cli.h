@@ -117,6 +117,15 @@ enum cli_open_mode {
  * model_close.
  */
 int cli_open(const char *dir, enum cli_open_mode mode, struct model **out);
+/*
+ * The start of a verb with at most one option, a flag: parses the rest of p
+ * (any option sets *flag; flag may be NULL when the verb has no options),
+ * then opens the store named by operand 0 into *m (heap; close it with
+ * model_close). False when the verb is done instead, with its exit code in
+ * *code: --help, a usage error, or a store that cannot be opened.
+ */
+bool cli_parse_open(struct cli_parse *p, enum cli_open_mode mode, bool *flag,
+		    struct model **m, int *code);
 
 /* ---- whole inputs ---- */
 

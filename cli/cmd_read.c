@@ -164,16 +164,11 @@ int cli_cmd_ls(const struct cli_verb *verb, int argc, char **argv)
 	bool long_form = false;
 	struct cli_parse p;
 	struct model *m;
-	const char *arg;
-	int id, ret;
+	int ret;
 
 	cli_parse_init(&p, verb, opts, argc, argv);
-	while ((id = cli_parse_next(&p, &arg)) > 0)
-		long_form = true;
-	if (id < 0)
-		return cli_parse_exit(id);
-	if (cli_open(p.operands[0], CLI_OPEN_READ, &m))
-		return CLI_EXIT_FAIL;
+	if (!cli_parse_open(&p, CLI_OPEN_READ, &long_form, &m, &ret))
+		return ret;
 	ret = ls_run(m, p.noperands > 1 ? p.operands[1] : "/", long_form);
 	model_close(m);
 	return ret;
@@ -189,18 +184,14 @@ int cli_cmd_export(const struct cli_verb *verb, int argc, char **argv)
 	};
 	bool compact = false;
 	struct cli_parse p;
-	const char *arg, *path;
+	const char *path;
 	struct model *m;
-	int id, ret;
+	int ret;
 
 	cli_parse_init(&p, verb, opts, argc, argv);
-	while ((id = cli_parse_next(&p, &arg)) > 0)
-		compact = true;
-	if (id < 0)
-		return cli_parse_exit(id);
+	if (!cli_parse_open(&p, CLI_OPEN_READ, &compact, &m, &ret))
+		return ret;
 	path = p.noperands > 1 ? p.operands[1] : "/";
-	if (cli_open(p.operands[0], CLI_OPEN_READ, &m))
-		return CLI_EXIT_FAIL;
 	ret = export_run(m, path, compact);
 	model_close(m);
 	return ret;
@@ -211,15 +202,11 @@ int cli_cmd_dump(const struct cli_verb *verb, int argc, char **argv)
 	struct model_error err = { .msg = "" };
 	struct cli_parse p;
 	struct model *m;
-	const char *arg;
-	int id, ret;
+	int ret;
 
 	cli_parse_init(&p, verb, NULL, argc, argv);
-	id = cli_parse_next(&p, &arg);
-	if (id < 0)
-		return cli_parse_exit(id);
-	if (cli_open(p.operands[0], CLI_OPEN_READ, &m))
-		return CLI_EXIT_FAIL;
+	if (!cli_parse_open(&p, CLI_OPEN_READ, NULL, &m, &ret))
+		return ret;
 	ret = model_dump(m, stdout, &err);
 	model_close(m);
 	return ret < 0 ? cli_model_fail(ret, &err, p.operands[0]) : CLI_EXIT_OK;
@@ -234,15 +221,11 @@ int cli_cmd_check(const struct cli_verb *verb, int argc, char **argv)
 	uint64_t problems = 0;
 	struct cli_parse p;
 	struct model *m;
-	const char *arg;
-	int id, ret;
+	int ret;
 
 	cli_parse_init(&p, verb, NULL, argc, argv);
-	id = cli_parse_next(&p, &arg);
-	if (id < 0)
-		return cli_parse_exit(id);
-	if (cli_open(p.operands[0], CLI_OPEN_READ, &m))
-		return CLI_EXIT_FAIL;
+	if (!cli_parse_open(&p, CLI_OPEN_READ, NULL, &m, &ret))
+		return ret;
 	ret = model_check(m, stdout, &problems, &err);
 	if (ret < 0) {
 		model_close(m);
@@ -259,15 +242,11 @@ int cli_cmd_info(const struct cli_verb *verb, int argc, char **argv)
 	struct model_info info;
 	struct cli_parse p;
 	struct model *m;
-	const char *arg;
-	int id, ret;
+	int ret;
 
 	cli_parse_init(&p, verb, NULL, argc, argv);
-	id = cli_parse_next(&p, &arg);
-	if (id < 0)
-		return cli_parse_exit(id);
-	if (cli_open(p.operands[0], CLI_OPEN_READ, &m))
-		return CLI_EXIT_FAIL;
+	if (!cli_parse_open(&p, CLI_OPEN_READ, NULL, &m, &ret))
+		return ret;
 	ret = model_info(m, &info);
 	model_close(m);
 	if (ret < 0)

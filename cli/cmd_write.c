@@ -115,18 +115,13 @@ int cli_cmd_rm(const struct cli_verb *verb, int argc, char **argv)
 	struct model_error err = { .msg = "" };
 	bool recursive = false;
 	struct cli_parse p;
-	const char *arg;
 	struct model *m;
 	unsigned flags = 0;
-	int id, ret;
+	int ret;
 
 	cli_parse_init(&p, verb, opts, argc, argv);
-	while ((id = cli_parse_next(&p, &arg)) > 0)
-		recursive = true;
-	if (id < 0)
-		return cli_parse_exit(id);
-	if (cli_open(p.operands[0], CLI_OPEN_WRITE, &m))
-		return CLI_EXIT_FAIL;
+	if (!cli_parse_open(&p, CLI_OPEN_WRITE, &recursive, &m, &ret))
+		return ret;
 	ret = rm_flags(m, p.operands[1], recursive, &flags);
 	if (ret == CLI_EXIT_OK) {
 		ret = model_remove(m, p.operands[1], flags, &err);
