@@ -57,7 +57,7 @@ $(BUILD)/tests/test_store%: tests/unit/test_store%.c tests/unit/unit.h $(STORE_O
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STORE_OBJ) $(LDLIBS)
 
-$(BUILD)/tests/test_model%: tests/unit/test_model%.c tests/unit/unit.h $(MODEL_OBJ) $(STORE_OBJ)
+$(BUILD)/tests/test_model%: tests/unit/test_model%.c tests/unit/unit.h tests/unit/unit_model.h $(MODEL_OBJ) $(STORE_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(MODEL_OBJ) $(STORE_OBJ) $(LDLIBS)
 

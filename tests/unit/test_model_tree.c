@@ -14,32 +14,8 @@
 #include "store/store.h"
 #include "unit.h"
 
-static char store_dir[64];
-
-static struct model *open_fresh(void)
-{
-	struct model_error err;
-	struct model *m = NULL;
-
-	strcpy(store_dir, "/tmp/kvfs-model-XXXXXX");
-	if (!mkdtemp(store_dir))
-		return NULL;
-	if (model_open(store_dir, MODEL_OPEN_CREATE | MODEL_OPEN_NOSYNC, &m, &err) < 0) {
-		fprintf(stderr, "# open: %s\n", err.msg);
-		return NULL;
-	}
-	return m;
-}
-
-static void close_fresh(struct model *m)
-{
-	char cmd[128];
-
-	model_close(m);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", store_dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "# could not remove %s\n", store_dir);
-}
+#define UNIT_MODEL_DIR "/tmp/kvfs-model-XXXXXX"
+#include "unit_model.h"
 
 static int import(struct model *m, const char *path, const char *json)
 {

@@ -1,0 +1,47 @@
+/*
+ * tests/unit/unit_model.h - the fresh-store fixture of the model unit
+ * tests: open_fresh makes an empty store in a new temporary directory,
+ * close_fresh closes it and removes the directory. A test file defines
+ * UNIT_MODEL_DIR (a mkdtemp template) and includes this after unit.h and
+ * model/model.h; one store is open at a time.
+ */
+#ifndef KVFS_UNIT_MODEL_H
+#define KVFS_UNIT_MODEL_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef UNIT_MODEL_DIR
+#error "define UNIT_MODEL_DIR, e.g. \"/tmp/kvfs-model-XXXXXX\", before including unit_model.h"
+#endif
+
+static char store_dir[64];
+
+/* A new empty store (heap; end it with close_fresh), or NULL when it cannot be made. */
+static struct model *open_fresh(void)
+{
+	struct model_error err;
+	struct model *m = NULL;
+
+	strcpy(store_dir, UNIT_MODEL_DIR);
+	if (!mkdtemp(store_dir))
+		return NULL;
+	if (model_open(store_dir, MODEL_OPEN_CREATE | MODEL_OPEN_NOSYNC, &m, &err) < 0) {
+		fprintf(stderr, "# open: %s\n", err.msg);
+		return NULL;
+	}
+	return m;
+}
+
+static void close_fresh(struct model *m)
+{
+	char cmd[128];
+
+	model_close(m);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", store_dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "# could not remove %s\n", store_dir);
+}
+
+#endif
