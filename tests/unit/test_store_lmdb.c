@@ -580,6 +580,36 @@ static void test_growth_not_starved_by_readers(void)
 	store_close(st);
 }
 
+/*
+ * The setup of the distinct-scan tests: a new store filled by load, a read
+ * transaction, and a scan of the data space under the key ("<name>") in p.
+ * Everything is owned by the fixture; scan_fixture_close ends it.
+ */
+struct scan_fixture {
+	char dir[128];
+	struct store *st;
+	uint8_t p[STORE_KEY_MAX];
+	size_t pl;
+	struct store_txn *txn;
+	struct store_scan *scan;
+};
+
+static void scan_fixture_open(struct scan_fixture *f, store_write_fn load, const char *name)
+{
+	f->st = open_new(f->dir, sizeof(f->dir));
+	f->pl = key1(f->p, name);
+	CHECK_EQ_INT(store_write(f->st, load, NULL), 0);
+	CHECK_EQ_INT(store_read_begin(f->st, &f->txn), 0);
+	CHECK_EQ_INT(store_scan_open(f->txn, STORE_SPACE_DATA, f->p, f->pl, &f->scan), 0);
+}
+
+static void scan_fixture_close(struct scan_fixture *f)
+{
+	store_scan_close(f->scan);
+	store_txn_end(f->txn);
+	store_close(f->st);
+}
+
 /* ---- the skip proof ---- */
 
 #define CHILDREN 10
@@ -613,22 +643,17 @@ static int load_tree(struct store_txn *txn, void *arg)
 
 static void test_skip_proof(void)
 {
-	char dir[128], want[24];
-	struct store *st = open_new(dir, sizeof(dir));
-	uint8_t p[STORE_KEY_MAX];
-	size_t pl = key1(p, "tree"), end;
-	struct store_txn *txn;
-	struct store_scan *scan;
+	struct scan_fixture f;
 	struct store_val k, v;
 	struct tuple_reader r;
 	struct tuple_elem e;
+	char want[24];
+	size_t end;
 	int n = 0;
 
-	CHECK_EQ_INT(store_write(st, load_tree, NULL), 0);
-	CHECK_EQ_INT(store_read_begin(st, &txn), 0);
-	CHECK_EQ_INT(store_scan_open(txn, STORE_SPACE_DATA, p, pl, &scan), 0);
-	while (store_scan_next_distinct(scan, 1, &k, &v, &end) == 1) {
-		tuple_reader_init(&r, (const uint8_t *)k.data + pl, end - pl);
+	scan_fixture_open(&f, load_tree, "tree");
+	while (store_scan_next_distinct(f.scan, 1, &k, &v, &end) == 1) {
+		tuple_reader_init(&r, (const uint8_t *)k.data + f.pl, end - f.pl);
 		CHECK_EQ_INT(tuple_next(&r, &e), 1);
 		CHECK_EQ_INT(tuple_next(&r, &e), 0);	/* child_end ends the child */
 		snprintf(want, sizeof(want), "child%d", n);
@@ -638,11 +663,9 @@ static void test_skip_proof(void)
 	}
 	CHECK_EQ_INT(n, CHILDREN);
 	printf("# skip proof: %d children of %d keys each listed in %llu cursor steps\n",
-	       n, PER_CHILD, (unsigned long long)store_scan_steps(scan));
-	CHECK(store_scan_steps(scan) <= 3 * CHILDREN + 3);
-	store_scan_close(scan);
-	store_txn_end(txn);
-	store_close(st);
+	       n, PER_CHILD, (unsigned long long)store_scan_steps(f.scan));
+	CHECK(store_scan_steps(f.scan) <= 3 * CHILDREN + 3);
+	scan_fixture_close(&f);
 }
 
 /* ("d", g, i, j): g in a,b,c; i in 0..4; j in 0..199; plus ("d") and ("d", "a") themselves. */
@@ -671,22 +694,16 @@ static int load_depth2(struct store_txn *txn, void *arg)
 
 static void test_depth2_distinct(void)
 {
-	char dir[128];
-	struct store *st = open_new(dir, sizeof(dir));
-	uint8_t p[STORE_KEY_MAX];
-	size_t pl = key1(p, "d"), end;
-	struct store_txn *txn;
-	struct store_scan *scan;
+	struct scan_fixture f;
 	struct store_val k, v;
 	struct tuple_reader r;
 	struct tuple_elem e1, e2, e3;
 	int n = 0, ok = 1;
+	size_t end;
 
-	CHECK_EQ_INT(store_write(st, load_depth2, NULL), 0);
-	CHECK_EQ_INT(store_read_begin(st, &txn), 0);
-	CHECK_EQ_INT(store_scan_open(txn, STORE_SPACE_DATA, p, pl, &scan), 0);
-	while (store_scan_next_distinct(scan, 2, &k, &v, &end) == 1) {
-		tuple_reader_init(&r, (const uint8_t *)k.data + pl, end - pl);
+	scan_fixture_open(&f, load_depth2, "d");
+	while (store_scan_next_distinct(f.scan, 2, &k, &v, &end) == 1) {
+		tuple_reader_init(&r, (const uint8_t *)k.data + f.pl, end - f.pl);
 		ok &= tuple_next(&r, &e1) == 1 && tuple_next(&r, &e2) == 1 && tuple_next(&r, &e3) == 0;
 		ok &= e1.raw[0] == "abc"[n / 5] && e2.integer == n % 5;
 		n++;
@@ -694,19 +711,17 @@ static void test_depth2_distinct(void)
 	CHECK(ok);
 	CHECK_EQ_INT(n, 15);
 	printf("# depth 2: %d distinct pairs in %llu cursor steps\n", n,
-	       (unsigned long long)store_scan_steps(scan));
-	CHECK(store_scan_steps(scan) <= 3 * 15 + 5);
-	store_scan_close(scan);
+	       (unsigned long long)store_scan_steps(f.scan));
+	CHECK(store_scan_steps(f.scan) <= 3 * 15 + 5);
+	store_scan_close(f.scan);
 
 	/* depth 1 over the same: a, b, c and the leaf 7; the marker ("d") is skipped */
-	CHECK_EQ_INT(store_scan_open(txn, STORE_SPACE_DATA, p, pl, &scan), 0);
+	CHECK_EQ_INT(store_scan_open(f.txn, STORE_SPACE_DATA, f.p, f.pl, &f.scan), 0);
 	n = 0;
-	while (store_scan_next_distinct(scan, 1, &k, &v, &end) == 1)
+	while (store_scan_next_distinct(f.scan, 1, &k, &v, &end) == 1)
 		n++;
 	CHECK_EQ_INT(n, 4);
-	store_scan_close(scan);
-	store_txn_end(txn);
-	store_close(st);
+	scan_fixture_close(&f);
 }
 
 static void test_distinct_bad_key(void)
@@ -754,29 +769,20 @@ static int load_nul_siblings(struct store_txn *txn, void *arg)
 
 static void test_distinct_nul_sibling(void)
 {
-	char dir[128];
-	struct store *st = open_new(dir, sizeof(dir));
-	uint8_t p[STORE_KEY_MAX];
-	size_t pl = key1(p, "d"), end;
-	struct store_txn *txn;
-	struct store_scan *scan;
+	struct scan_fixture f;
 	struct store_val k, v;
-	size_t lens[4];
+	size_t lens[4], end;
 	int n = 0;
 
-	CHECK_EQ_INT(store_write(st, load_nul_siblings, NULL), 0);
-	CHECK_EQ_INT(store_read_begin(st, &txn), 0);
-	CHECK_EQ_INT(store_scan_open(txn, STORE_SPACE_DATA, p, pl, &scan), 0);
-	while (n < 4 && store_scan_next_distinct(scan, 1, &k, &v, &end) == 1)
-		lens[n++] = end - pl;
+	scan_fixture_open(&f, load_nul_siblings, "d");
+	while (n < 4 && store_scan_next_distinct(f.scan, 1, &k, &v, &end) == 1)
+		lens[n++] = end - f.pl;
 	CHECK_EQ_INT(n, 3);
 	/* 02 'a' 00, 02 'a' 00 ff 'b' 00, 02 'a' 00 ff 'b' 00 ff 00 */
 	CHECK_EQ_INT(lens[0], 3);
 	CHECK_EQ_INT(lens[1], 6);
 	CHECK_EQ_INT(lens[2], 8);
-	store_scan_close(scan);
-	store_txn_end(txn);
-	store_close(st);
+	scan_fixture_close(&f);
 }
 
 /* ---- info, copy, sync, txn ids ---- */
