@@ -8,19 +8,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 leaves=${1:-100000}
 per_dir=100
-kvfs=${KVFS_BIN:-$PWD/kvfs}
-work=$(mktemp -d /tmp/kvfs-bench.XXXXXX)
-store=$work/store mnt=$work/mnt ref=$work/tmpfs out=$work/out
-mkdir -p "$mnt" "$ref" "$out"
-cleanup() {
-	fusermount3 -u "$mnt" 2>/dev/null || true
-	umount "$ref" 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
-mount -t tmpfs -o size=4g tmpfs "$ref"
+. scripts/bench-lib.sh
+bench_setup 4g
+out=$work/out
+mkdir -p "$out"
 
-now() { date +%s.%N; }
 # seconds CMD...: prints the wall time of CMD; its status goes to $work/rc.
 seconds() {
 	local t0 t1 rc=0

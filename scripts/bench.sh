@@ -11,19 +11,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dirs=${1:-100} leaves=${2:-100}
 rounds=${KVFS_BENCH_ROUNDS:-3}
-kvfs=${KVFS_BIN:-$PWD/kvfs}
-work=$(mktemp -d /tmp/kvfs-bench.XXXXXX)
-store=$work/store mnt=$work/mnt ref=$work/tmpfs
-mkdir -p "$mnt" "$ref"
-cleanup() {
-	fusermount3 -u "$mnt" 2>/dev/null || true
-	umount "$ref" 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
-mount -t tmpfs -o size=2g tmpfs "$ref"
+. scripts/bench-lib.sh
+bench_setup 2g
 
-now() { date +%s.%N; }
 # seconds CMD...: wall time of one run of CMD, output discarded
 seconds() { local t0 t1; t0=$(now); "$@" >/dev/null 2>&1; t1=$(now); awk -v a="$t1" -v b="$t0" 'BEGIN { printf "%.4f", a - b }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
