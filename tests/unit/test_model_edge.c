@@ -18,21 +18,6 @@
 #define UNIT_MODEL_DIR "/tmp/kvfs-edge-XXXXXX"
 #include "unit_model.h"
 
-/* The whole store as dump text (heap), to prove that nothing changed. */
-static char *dump_text(struct model *m, size_t *len)
-{
-	struct model_error err;
-	char *buf = NULL;
-	FILE *f = open_memstream(&buf, len);
-
-	if (!f)
-		return NULL;
-	if (model_dump(m, f, &err) < 0)
-		fprintf(stderr, "# dump: %s\n", err.msg);
-	fclose(f);
-	return buf;
-}
-
 /* Compares the dump with `before` and frees both. */
 static void check_unchanged(struct model *m, char *before, size_t blen)
 {

@@ -50,20 +50,6 @@ static void check_export(struct model *m, const char *path, const char *want)
 	free(out);
 }
 
-static char *dump_text(struct model *m, size_t *len)
-{
-	struct model_error err;
-	char *buf = NULL;
-	FILE *f = open_memstream(&buf, len);
-
-	if (!f)
-		return NULL;
-	if (model_dump(m, f, &err) < 0)
-		fprintf(stderr, "# dump: %s\n", err.msg);
-	fclose(f);
-	return buf;
-}
-
 static void roundtrip(struct model *m, const char *json, const char *want)
 {
 	CHECK_EQ_INT(import(m, "/doc", json), 0);

@@ -1,7 +1,8 @@
 /*
  * tests/unit/unit_model.h - the fresh-store fixture of the model unit
  * tests: open_fresh makes an empty store in a new temporary directory,
- * close_fresh closes it and removes the directory. A test file defines
+ * close_fresh closes it and removes the directory, dump_text gives the
+ * whole store as text to compare. A test file defines
  * UNIT_MODEL_DIR (a mkdtemp template) and includes this after unit.h and
  * model/model.h; one store is open at a time.
  */
@@ -42,6 +43,21 @@ static void close_fresh(struct model *m)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", store_dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "# could not remove %s\n", store_dir);
+}
+
+/* The whole store as dump text (heap; the caller frees it), or NULL. */
+static char *dump_text(struct model *m, size_t *len)
+{
+	struct model_error err;
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+
+	if (!f)
+		return NULL;
+	if (model_dump(m, f, &err) < 0)
+		fprintf(stderr, "# dump: %s\n", err.msg);
+	fclose(f);
+	return buf;
 }
 
 #endif
