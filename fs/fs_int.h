@@ -65,6 +65,7 @@ struct fs_node {
 	uint32_t nlink;		/* containers: st_nlink as last counted */
 	unsigned npend;		/* open files whose unsaved content getattr shows */
 	struct fs_tmpfile *tmp;	/* a pending file (ctx->lock) */
+	struct fs_file *wfile;	/* a leaf's one write buffer, shared by its writers (ctx->lock) */
 	enum model_type want_type;	/* set on an empty leaf whose text did not parse yet
 					 * (tar --xattrs types a file before writing it):
 					 * applied at the next commit (ctx->lock) */
@@ -76,12 +77,17 @@ enum fs_handle_type {
 	FS_HANDLE_DIR = 0x6b764402,
 };
 
-/* One open file (fi->fh). */
+/*
+ * One open file (fi->fh). Every writable open of a leaf shares one fs_file
+ * (node->wfile): writes by any handle land in one buffer, O_APPEND appends
+ * at its end, and each flush commits it when dirty, as one page cache would
+ * on a local filesystem. Readers, views and pending files get one each.
+ */
 struct fs_file {
 	enum fs_handle_type type;
 	struct fs_node *node;	/* holds one ref */
 	struct fs_file *prev, *next;	/* ctx->files (ctx->lock) */
-	unsigned refs;		/* the kernel's handle + committers at work (ctx->lock) */
+	unsigned refs;		/* the kernel's handles + committers at work (ctx->lock) */
 	bool pend;		/* getattr answers pend_len/pend_mtime (ctx->lock) */
 	uint64_t pend_len;
 	int64_t pend_mtime;
@@ -91,7 +97,7 @@ struct fs_file {
 	bool buffered;		/* reads are served from buf */
 	bool writable;
 	bool view;		/* NAME.json */
-	bool append;		/* O_APPEND: writes go to the end */
+	bool append;		/* views, pending files: opened with O_APPEND (leaves: per write) */
 	bool append_json;	/* O_APPEND on a view: buf holds only the appended bytes */
 	bool dirty;		/* written since the last commit: commit at flush */
 	bool trunc;		/* opened with O_TRUNC, not written: commit at release */

@@ -326,6 +326,8 @@ static bool file_unref_locked(struct fs_ctx *ctx, struct fs_file *f)
 {
 	if (--f->refs > 0)
 		return false;
+	if (f->node->wfile == f)
+		f->node->wfile = NULL;
 	if (f->prev)
 		f->prev->next = f->next;
 	else
@@ -979,8 +981,20 @@ static int setattr_size(struct fs_ctx *ctx, struct fs_node *node, struct fs_file
 	int ret;
 
 	if (!f || !f->writable) {
-		ret = tmp_truncate(ctx, node, size);
-		return ret == 1 ? truncate_path(ctx, node, size) : ret;
+		pthread_mutex_lock(&ctx->lock);
+		f = node->wfile;	/* a writer is open: truncate its buffer */
+		if (f)
+			f->refs++;
+		pthread_mutex_unlock(&ctx->lock);
+		if (!f) {
+			ret = tmp_truncate(ctx, node, size);
+			return ret == 1 ? truncate_path(ctx, node, size) : ret;
+		}
+		ret = setattr_size(ctx, node, f, size);
+		if (ret == 0)
+			ret = node_commit_files(ctx, node);	/* truncate(2) takes effect at once */
+		file_put(ctx, f);
+		return ret;
 	}
 	pthread_mutex_lock(&f->lock);
 	if (f->append_json) {
@@ -1081,9 +1095,9 @@ static int file_load(struct fs_ctx *ctx, struct fs_file *f, const char *path, in
 
 	f->writable = true;
 	f->buffered = true;
-	f->append = flags & O_APPEND;
+	f->append = f->view && (flags & O_APPEND);	/* a leaf's handles: per write */
 	f->wmtime_ns = now_ns();
-	if (f->view && f->append) {
+	if (f->append) {
 		f->append_json = true;
 		return 0;
 	}
@@ -1139,6 +1153,53 @@ static bool leaf_cache_valid(struct fs_ctx *ctx, struct fs_node *node, const str
 	return keep;
 }
 
+/* f->lock held. O_TRUNC on the shared buffer: empty now, committed at the latest at release. */
+static void writer_trunc_locked(struct fs_ctx *ctx, struct fs_file *f)
+{
+	f->len = 0;
+	f->trunc = true;
+	f->wmtime_ns = now_ns();
+	file_publish(ctx, f);
+}
+
+/* The leaf's shared writer with one more handle, truncated for O_TRUNC; NULL when none. */
+static struct fs_file *writer_share(struct fs_ctx *ctx, struct fs_node *node, int flags)
+{
+	struct fs_file *f;
+
+	pthread_mutex_lock(&ctx->lock);
+	f = node->wfile;
+	if (f)
+		f->refs++;
+	pthread_mutex_unlock(&ctx->lock);
+	if (f && (flags & O_TRUNC)) {
+		pthread_mutex_lock(&f->lock);
+		writer_trunc_locked(ctx, f);
+		pthread_mutex_unlock(&f->lock);
+	}
+	return f;
+}
+
+/*
+ * Makes the freshly loaded writer f the leaf's shared one; when another
+ * open made one meanwhile, f is dropped and that one is shared instead.
+ */
+static struct fs_file *writer_publish(struct fs_ctx *ctx, struct fs_file *f, int flags)
+{
+	struct fs_file *other;
+
+	pthread_mutex_lock(&ctx->lock);
+	other = f->node->wfile;
+	if (!other)
+		f->node->wfile = f;
+	pthread_mutex_unlock(&ctx->lock);
+	if (!other)
+		return f;
+	file_put(ctx, f);
+	other = writer_share(ctx, other->node, flags);
+	return other;
+}
+
 /* Opens node (at path) for fi->flags; the reply is sent by the caller. */
 static int file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 		     struct fuse_file_info *fi, struct fs_file **out)
@@ -1158,6 +1219,12 @@ static int file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 		return -EISDIR;
 	if (acc != O_RDONLY && ctx->read_only)
 		return -EROFS;
+	if (acc != O_RDONLY && n.kind == MODEL_KIND_LEAF)
+		f = writer_share(ctx, node, fi->flags);
+	else
+		f = NULL;
+	if (f)
+		goto out_opened;
 	f = file_new(ctx, node);
 	if (!f)
 		return -ENOMEM;
@@ -1170,6 +1237,9 @@ static int file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 		file_put(ctx, f);
 		return ret;
 	}
+	if (acc != O_RDONLY && !f->view)
+		f = writer_publish(ctx, f, fi->flags);
+out_opened:
 	if (f->view)
 		fi->direct_io = 1;	/* its size is whatever the rendering is now */
 	else
@@ -1358,7 +1428,8 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		return;
 	}
 	pthread_mutex_lock(&f->lock);
-	start = f->append ? f->len : (size_t)off;
+	/* the kernel passes each handle's flags with its writes */
+	start = f->append || (fi->flags & O_APPEND) ? f->len : (size_t)off;
 	end = start + size;
 	ret = end > f->len ? file_resize(f, end) : 0;
 	if (ret == 0) {

@@ -343,3 +343,51 @@ PY
 	run -0 kvfs get "$STORE" /f
 	assert_output ''
 }
+
+@test "writers of one file share its content: appends and writes at offsets by two handles both land" {
+	run -0 python3 - "$MNT" <<'PY'
+import os, sys
+m = sys.argv[1]
+p = m + "/log"
+open(p, "w").write("x\n")
+a = os.open(p, os.O_WRONLY | os.O_APPEND)
+b = os.open(p, os.O_WRONLY | os.O_APPEND)
+os.write(a, b"a\n")
+os.write(b, b"b\n")
+os.close(a)
+os.close(b)
+print(repr(open(p).read()))
+p = m + "/f"
+open(p, "w").write("0123456789")
+a = os.open(p, os.O_RDWR)
+b = os.open(p, os.O_RDWR)
+os.pwrite(a, b"A", 0)
+os.pwrite(b, b"B", 5)
+os.close(a)
+os.close(b)
+print(repr(open(p).read()))
+p = m + "/t"
+open(p, "w").write("long content\n")
+a = os.open(p, os.O_RDWR)
+os.pwrite(a, b"L", 0)
+os.truncate(p, 4)
+os.close(a)
+print(repr(open(p).read()))
+PY
+	assert_output $'\'x\\na\\nb\\n\'\n\'A1234B6789\'\n\'Long\''
+}
+
+@test "parallel >> to one file keeps every line" {
+	local pids=() i
+	: >"$MNT/log"
+	for i in $(seq 40); do
+		echo "line $i" >>"$MNT/log" &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+	run -0 wc -l <"$MNT/log"
+	assert_output 40
+	run -0 sort -u "$MNT/log"
+	assert_line -n 0 'line 1'
+	[ "${#lines[@]}" -eq 40 ]
+}
