@@ -66,6 +66,9 @@ struct fs_node {
 	unsigned npend;		/* open files whose unsaved content getattr shows */
 	struct fs_tmpfile *tmp;	/* a pending file (ctx->lock) */
 	struct fs_file *wfile;	/* a leaf's one write buffer, shared by its writers (ctx->lock) */
+	unsigned nreaders;	/* open readers filling the page cache from one version: */
+	int64_t rd_mtime;	/* its mtime and size (ctx->lock) */
+	uint64_t rd_size;
 	enum model_type want_type;	/* set on an empty leaf whose text did not parse yet
 					 * (tar --xattrs types a file before writing it):
 					 * applied at the next commit (ctx->lock) */
@@ -92,13 +95,17 @@ struct fs_file {
 	uint64_t pend_len;
 	int64_t pend_mtime;
 	pthread_mutex_t lock;	/* buf, len, cap, flags below */
-	char *buf;		/* writers: the new content; view readers: the rendering */
+	char *buf;		/* writers: the new content; readers: the text at open */
 	size_t len, cap;
 	bool buffered;		/* reads are served from buf */
 	bool writable;
 	bool view;		/* NAME.json */
 	bool append;		/* views, pending files: opened with O_APPEND (leaves: per write) */
 	bool append_json;	/* O_APPEND on a view: buf holds only the appended bytes */
+	bool big;		/* leaf reader above FS_SNAPSHOT_MAX: read per call, checked */
+	bool cached_reader;	/* counted in node->nreaders: reads through the page cache */
+	int64_t open_mtime;	/* big: the leaf's mtime and size at open */
+	uint64_t open_size;
 	bool dirty;		/* written since the last commit: commit at flush */
 	bool trunc;		/* opened with O_TRUNC, not written: commit at release */
 	bool pending;		/* created view, not yet in the store */

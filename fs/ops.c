@@ -32,6 +32,12 @@
 #include "fs/fs_int.h"
 
 #define FS_FILE_MAX ((size_t)1 << 30)	/* largest content buffered for one file */
+/*
+ * Readers of leaves up to this size get the text of the moment they opened
+ * (kept after an unlink or a rename over it, never half of a later commit).
+ * Above it they read per call and get EIO once the leaf has changed.
+ */
+#define FS_SNAPSHOT_MAX ((uint64_t)64 << 20)
 #define FS_XATTR_TYPE "user.kvfs.type"
 
 static struct fs_ctx *req_ctx(fuse_req_t req)
@@ -328,6 +334,8 @@ static bool file_unref_locked(struct fs_ctx *ctx, struct fs_file *f)
 		return false;
 	if (f->node->wfile == f)
 		f->node->wfile = NULL;
+	if (f->cached_reader)
+		f->node->nreaders--;
 	if (f->prev)
 		f->prev->next = f->next;
 	else
@@ -390,14 +398,16 @@ static int file_resize(struct fs_file *f, size_t len)
 	return 0;
 }
 
-/* Remembers a leaf's mtime and size as what the kernel's page cache holds. */
-static void note_cache(struct fs_ctx *ctx, struct fs_node *node, const struct model_node *n)
+/*
+ * After a commit of a leaf: the kernel's pages (filled by readers of the old
+ * text) are dropped, and the next reader does not keep them.
+ */
+static void forget_cache(struct fs_ctx *ctx, struct fs_node *node)
 {
 	pthread_mutex_lock(&ctx->lock);
-	node->cache_known = true;
-	node->cache_mtime = n->mtime_ns;
-	node->cache_size = n->size;
+	node->cache_known = false;
 	pthread_mutex_unlock(&ctx->lock);
+	fs_inval_node(ctx, fs_node_ino(ctx, node), FS_INVAL_DATA);
 }
 
 /*
@@ -413,7 +423,6 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 			 (f->view ? 0 : MODEL_WRITE_NO_CREATE);
 	struct model_error err = { { 0 } };
 	enum model_type type;
-	struct model_node n;
 	char *path;
 	int ret;
 
@@ -464,8 +473,8 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 	if (f->append_json)
 		f->len = 0;
 	f->pending = false;
-	if (!f->view && model_stat(ctx->model, path, 0, &n, NULL) == 0)
-		note_cache(ctx, f->node, &n);
+	if (!f->view)
+		forget_cache(ctx, f->node);
 	file_publish(ctx, f);
 	inval_after_change(ctx, f->node, f->view);
 	free(path);
@@ -1135,6 +1144,55 @@ static int file_snapshot(struct fs_ctx *ctx, struct fs_file *f, const char *path
 	return 0;
 }
 
+/*
+ * A reader of a leaf gets its text of the moment it opened, as one
+ * snapshot: it keeps reading it after an unlink or a rename over the name,
+ * and never sees half of a later commit. *n is brought in line with the
+ * text (a commit between the stat and the read).
+ */
+static int leaf_snapshot(struct fs_ctx *ctx, struct fs_file *f, const char *path,
+			 struct model_node *n)
+{
+	int ret = file_snapshot(ctx, f, path);
+
+	if (ret == 0 && f->len != n->size && model_stat(ctx->model, path, 0, n, NULL) < 0)
+		n->size = f->len;
+	return ret;
+}
+
+/* A reader of a big leaf: reads per call, checked against the leaf at open. */
+static void reader_big(struct fs_file *f, const struct model_node *n)
+{
+	f->big = true;
+	f->open_mtime = n->mtime_ns;
+	f->open_size = n->size;
+}
+
+/*
+ * The page cache is one per node, the snapshots are one per reader: a reader
+ * may read through it only while every reader doing so opened the same
+ * version. Others (a reader of a newer version while an older one is still
+ * open) read with direct I/O from their own snapshot. Writers and views
+ * always use direct I/O and never fill it; a commit drops it.
+ */
+static bool reader_share_cache(struct fs_ctx *ctx, struct fs_file *f, const struct model_node *n)
+{
+	struct fs_node *node = f->node;
+	bool share;
+
+	pthread_mutex_lock(&ctx->lock);
+	share = node->nreaders == 0 ||
+		(node->rd_mtime == n->mtime_ns && node->rd_size == n->size);
+	if (share) {
+		node->nreaders++;
+		node->rd_mtime = n->mtime_ns;
+		node->rd_size = n->size;
+		f->cached_reader = true;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return share;
+}
+
 /* keep_cache while the leaf's mtime and size are what the page cache was filled from. */
 static bool leaf_cache_valid(struct fs_ctx *ctx, struct fs_node *node, const struct model_node *n)
 {
@@ -1233,6 +1291,10 @@ static int file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 		ret = file_load(ctx, f, path, fi->flags);
 	else if (f->view)
 		ret = file_snapshot(ctx, f, path);
+	else if (n.size <= FS_SNAPSHOT_MAX)
+		ret = leaf_snapshot(ctx, f, path, &n);
+	else
+		reader_big(f, &n);
 	if (ret < 0) {
 		file_put(ctx, f);
 		return ret;
@@ -1240,8 +1302,8 @@ static int file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 	if (acc != O_RDONLY && !f->view)
 		f = writer_publish(ctx, f, fi->flags);
 out_opened:
-	if (f->view)
-		fi->direct_io = 1;	/* its size is whatever the rendering is now */
+	if (f->view || f->writable || !reader_share_cache(ctx, f, &n))
+		fi->direct_io = 1;	/* see reader_share_cache */
 	else
 		fi->keep_cache = leaf_cache_valid(ctx, node, &n);
 	fi->noflush = acc == O_RDONLY;	/* nothing to commit: close needs no round trip */
@@ -1368,6 +1430,15 @@ out_reply:
 	reply_err(req, ret);
 }
 
+/* Whether a big leaf changed since f opened it (read after the data: a commit in between shows). */
+static bool big_changed(struct fs_ctx *ctx, struct fs_file *f, const char *path)
+{
+	struct model_node n;
+
+	return model_stat(ctx->model, path, 0, &n, NULL) < 0 || n.mtime_ns != f->open_mtime ||
+	       n.size != f->open_size;
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
@@ -1404,6 +1475,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	n = model_read(ctx->model, path, buf, size, (uint64_t)off, &err);
+	if (n >= 0 && f->big && big_changed(ctx, f, path))
+		n = -EIO;	/* changed since open: part old, part new would be worse */
 	if (n < 0) {
 		fs_log_model(ctx, (int)n, &err, path);
 		reply_err(req, (int)n);

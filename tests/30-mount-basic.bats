@@ -238,3 +238,52 @@ JSON
 	run -0 kvfs umount "$m2"
 	wait_gone "$pid" 50
 }
+
+@test "an open reader keeps its content after unlink or a rename over the name" {
+	echo 'old content' >"$MNT/r1"
+	echo new >"$MNT/r2"
+	echo zzz >"$MNT/r3"
+	run -0 python3 - "$MNT" <<'PY'
+import os, sys
+m = sys.argv[1]
+fd = os.open(m + "/r1", os.O_RDONLY)
+os.rename(m + "/r2", m + "/r1")
+print(os.read(fd, 100))
+os.close(fd)
+fd = os.open(m + "/r3", os.O_RDONLY)
+os.unlink(m + "/r3")
+print(os.read(fd, 100))
+os.close(fd)
+PY
+	assert_output $'b\'old content\\n\'\nb\'zzz\\n\''
+}
+
+@test "a reader of a big leaf sees the old or the new text, never a mix" {
+	head -c 4000000 /dev/zero | tr '\0' A >"$BATS_TEST_TMPDIR/A"
+	head -c 4000000 /dev/zero | tr '\0' B >"$BATS_TEST_TMPDIR/B"
+	cp "$BATS_TEST_TMPDIR/A" "$MNT/big"
+	run -0 python3 - "$MNT/big" "$BATS_TEST_TMPDIR" "$KVFS_BIN" "$STORE" <<'PY'
+import os, subprocess, sys, threading, time
+big, tmp, kvfs, store = sys.argv[1:]
+stop = False
+def writer():
+    i = 0
+    while not stop:
+        subprocess.run(["cp", tmp + ("/B" if i % 2 else "/A"), big], check=True)
+        i += 1
+t = threading.Thread(target=writer)
+t.start()
+mixed = 0
+end = time.time() + 3
+while time.time() < end:
+    with open(big, "rb") as f:
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+        data = f.read()
+    if len(set(data)) > 1:
+        mixed += 1
+stop = True
+t.join()
+print("mixed:", mixed)
+PY
+	assert_output 'mixed: 0'
+}
