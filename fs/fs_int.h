@@ -54,6 +54,10 @@ struct fs_node {
 	char *name;		/* the name as shown (escaped); "" for the root */
 	struct fs_node *hnext;	/* chain in the table, by (parent, name) */
 	struct fs_node *prev, *next;	/* ctx->nodes: every live node but the root */
+	struct fs_node *children;	/* the nodes whose parent this is */
+	struct fs_node *sib_prev, *sib_next;	/* in parent->children */
+	bool kind_known;	/* is_dir recorded by a stat or a listing */
+	bool is_dir;
 	uint64_t nlookup;	/* lookups the kernel holds */
 	uint64_t refs;		/* child nodes, open files and directories */
 	bool hashed;		/* reachable by (parent, name); false once removed */
@@ -124,8 +128,7 @@ enum fs_inval_kind {
 	FS_INVAL_ENTRY,		/* the name in the parent (and, for a directory, its subtree) */
 	FS_INVAL_ATTR,		/* the attributes of a node */
 	FS_INVAL_DATA,		/* the attributes and cached pages of a node */
-	FS_INVAL_ROOT_CHILDREN,	/* every name in the root */
-	FS_INVAL_ALL,		/* the store changed elsewhere: everything the kernel caches */
+	FS_INVAL_SUBTREE,	/* a node and everything known below it (the item holds a ref) */
 };
 
 struct fs_inval {
@@ -158,6 +161,7 @@ struct fs_ctx {
 	pthread_mutex_t inval_lock;
 	pthread_cond_t inval_cond;
 	struct fs_inval *inval_head, *inval_tail;
+	bool inval_foreign;	/* coalesced: the store changed elsewhere, revalidate all */
 	bool inval_stop, inval_started;
 	pthread_t inval_thread;
 
@@ -193,6 +197,16 @@ void fs_log_model(struct fs_ctx *ctx, int ret, const struct model_error *err, co
 /* ---- invalidation worker (mount.c) ---- */
 void fs_inval_entry(struct fs_ctx *ctx, fuse_ino_t parent, const char *name, size_t len);
 void fs_inval_node(struct fs_ctx *ctx, fuse_ino_t ino, enum fs_inval_kind kind);
+/*
+ * Revalidates node and every node known below it, in the worker: names that
+ * are gone or changed between file and directory are forgotten (the kernel
+ * drops their dentries), the others only lose their cached attributes and,
+ * for leaves that changed, their pages, so a directory in use as a cwd
+ * stays hashed. Pending files whose array is gone are dropped.
+ */
+void fs_inval_subtree(struct fs_ctx *ctx, struct fs_node *node);
+/* The store changed elsewhere: one coalesced revalidation of every known node. */
+void fs_inval_foreign(struct fs_ctx *ctx);
 int fs_inval_start(struct fs_ctx *ctx);
 void fs_inval_stop(struct fs_ctx *ctx);
 
@@ -234,14 +248,13 @@ void fs_node_detach(struct fs_ctx *ctx, struct fs_node *parent, const char *name
 /* Mirrors a successful rename in the table. */
 void fs_node_move(struct fs_ctx *ctx, struct fs_node *parent, const char *name,
 		  struct fs_node *newparent, const char *newname, bool exchange);
-/* Queues FS_INVAL_ENTRY for every name in the table under the root. */
-void fs_node_inval_root_children(struct fs_ctx *ctx);
-/*
- * Queues what forgets everything the kernel caches: every name in the root
- * (a dentry takes its subtree with it), the root's attributes and listing,
- * and the attributes and pages of every leaf whose pages were filled.
- */
-void fs_node_inval_all(struct fs_ctx *ctx);
+/* ctx->lock held. Ends a pending file and drops the ref it held (the caller holds another). */
+void fs_node_tmp_drop_locked(struct fs_ctx *ctx, struct fs_node *node);
+/* The pending files below a removed directory node are dropped. */
+void fs_node_drop_pending_below(struct fs_ctx *ctx, struct fs_node *node);
+/* Worker side of fs_inval_subtree and fs_inval_foreign (node: the ref the item held). */
+void fs_node_revalidate_subtree(struct fs_ctx *ctx, struct fs_node *node);
+void fs_node_revalidate_all(struct fs_ctx *ctx);
 
 /* ---- operations (ops.c) ---- */
 extern const struct fuse_lowlevel_ops fs_ops;

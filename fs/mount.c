@@ -62,12 +62,23 @@ void fs_log_model(struct fs_ctx *ctx, int ret, const struct model_error *err, co
 
 /* ---- invalidation worker ---- */
 
+/* Frees an item; a subtree item gives back the ref it held. */
+static void inval_free(struct fs_ctx *ctx, struct fs_inval *iv)
+{
+	if (iv->kind == FS_INVAL_SUBTREE) {
+		pthread_mutex_lock(&ctx->lock);
+		fs_node_unref_locked(ctx, fs_node_from_ino(ctx, iv->ino));
+		pthread_mutex_unlock(&ctx->lock);
+	}
+	free(iv);
+}
+
 static void inval_push(struct fs_ctx *ctx, struct fs_inval *iv)
 {
 	pthread_mutex_lock(&ctx->inval_lock);
 	if (!ctx->inval_started || ctx->inval_stop) {
 		pthread_mutex_unlock(&ctx->inval_lock);
-		free(iv);
+		inval_free(ctx, iv);
 		return;
 	}
 	if (ctx->inval_tail)
@@ -102,6 +113,28 @@ void fs_inval_node(struct fs_ctx *ctx, fuse_ino_t ino, enum fs_inval_kind kind)
 	inval_push(ctx, iv);
 }
 
+void fs_inval_subtree(struct fs_ctx *ctx, struct fs_node *node)
+{
+	struct fs_inval *iv = calloc(1, sizeof(*iv) + 1);
+
+	if (!iv)
+		return;
+	pthread_mutex_lock(&ctx->lock);
+	fs_node_ref_locked(node);
+	pthread_mutex_unlock(&ctx->lock);
+	iv->kind = FS_INVAL_SUBTREE;
+	iv->ino = fs_node_ino(ctx, node);
+	inval_push(ctx, iv);
+}
+
+void fs_inval_foreign(struct fs_ctx *ctx)
+{
+	pthread_mutex_lock(&ctx->inval_lock);
+	ctx->inval_foreign = true;
+	pthread_cond_signal(&ctx->inval_cond);
+	pthread_mutex_unlock(&ctx->inval_lock);
+}
+
 /* Sends one notification; the kernel answers ENOENT for what it no longer caches. */
 static void inval_send(struct fs_ctx *ctx, const struct fs_inval *iv)
 {
@@ -117,12 +150,9 @@ static void inval_send(struct fs_ctx *ctx, const struct fs_inval *iv)
 	case FS_INVAL_DATA:
 		ret = fuse_lowlevel_notify_inval_inode(ctx->se, iv->ino, 0, 0);
 		break;
-	case FS_INVAL_ROOT_CHILDREN:
-		fs_node_inval_root_children(ctx);
-		break;
-	case FS_INVAL_ALL:
-		fs_node_inval_all(ctx);
-		break;
+	case FS_INVAL_SUBTREE:
+		fs_node_revalidate_subtree(ctx, fs_node_from_ino(ctx, iv->ino));
+		return;		/* the item's ref is given back there */
 	}
 	if (ret < 0 && ret != -ENOENT)
 		fs_trace(ctx, "invalidate %lu %s: %s", (unsigned long)iv->ino, iv->name,
@@ -137,10 +167,17 @@ static void *inval_main(void *arg)
 	for (;;) {
 		struct fs_inval *iv;
 
-		while (!ctx->inval_head && !ctx->inval_stop)
+		while (!ctx->inval_head && !ctx->inval_foreign && !ctx->inval_stop)
 			pthread_cond_wait(&ctx->inval_cond, &ctx->inval_lock);
 		if (ctx->inval_stop)
 			break;
+		if (ctx->inval_foreign) {
+			ctx->inval_foreign = false;
+			pthread_mutex_unlock(&ctx->inval_lock);
+			fs_node_revalidate_all(ctx);
+			pthread_mutex_lock(&ctx->inval_lock);
+			continue;
+		}
 		iv = ctx->inval_head;
 		ctx->inval_head = iv->next;
 		if (!ctx->inval_head)
@@ -180,7 +217,7 @@ void fs_inval_stop(struct fs_ctx *ctx)
 	pthread_join(ctx->inval_thread, NULL);
 	for (iv = ctx->inval_head; iv; iv = next) {
 		next = iv->next;
-		free(iv);
+		inval_free(ctx, iv);
 	}
 	ctx->inval_head = ctx->inval_tail = NULL;
 	ctx->inval_started = false;
@@ -257,7 +294,7 @@ static void *watch_main(void *arg)
 		pthread_mutex_unlock(&ctx->watch_lock);
 		if (store_changed_elsewhere(ctx)) {
 			fs_trace(ctx, "the store changed elsewhere: invalidating");
-			fs_inval_node(ctx, FUSE_ROOT_ID, FS_INVAL_ALL);
+			fs_inval_foreign(ctx);
 		}
 		pthread_mutex_lock(&ctx->watch_lock);
 	}

@@ -110,6 +110,26 @@ out_unlock:
 	return ret;
 }
 
+static void children_add(struct fs_node *parent, struct fs_node *n)
+{
+	n->sib_prev = NULL;
+	n->sib_next = parent->children;
+	if (parent->children)
+		parent->children->sib_prev = n;
+	parent->children = n;
+}
+
+static void children_remove(struct fs_node *parent, struct fs_node *n)
+{
+	if (n->sib_prev)
+		n->sib_prev->sib_next = n->sib_next;
+	else
+		parent->children = n->sib_next;
+	if (n->sib_next)
+		n->sib_next->sib_prev = n->sib_prev;
+	n->sib_prev = n->sib_next = NULL;
+}
+
 static void table_insert(struct fs_ctx *ctx, struct fs_node *n)
 {
 	size_t b = node_hash(n->parent, n->name) % ctx->nbuckets;
@@ -179,6 +199,7 @@ struct fs_node *fs_node_child_locked(struct fs_ctx *ctx, struct fs_node *parent,
 	}
 	n->parent = parent;
 	fs_node_ref_locked(parent);
+	children_add(parent, n);
 	if (ctx->nnodes >= ctx->nbuckets)
 		table_grow(ctx);
 	table_insert(ctx, n);
@@ -209,6 +230,7 @@ static void node_maybe_free(struct fs_ctx *ctx, struct fs_node *n)
 			ctx->nodes = n->next;
 		if (n->next)
 			n->next->prev = n->prev;
+		children_remove(parent, n);
 		free(n->name);
 		free(n);
 		parent->refs--;
@@ -263,6 +285,8 @@ static bool node_relink(struct fs_ctx *ctx, struct fs_node *n, struct fs_node *n
 	free(n->name);
 	n->name = name;
 	fs_node_ref_locked(newparent);
+	children_remove(old, n);
+	children_add(newparent, n);
 	n->parent = newparent;
 	table_insert(ctx, n);
 	old->refs--;
@@ -296,22 +320,195 @@ void fs_node_move(struct fs_ctx *ctx, struct fs_node *parent, const char *name,
 	pthread_mutex_unlock(&ctx->lock);
 }
 
-void fs_node_inval_root_children(struct fs_ctx *ctx)
+void fs_node_tmp_drop_locked(struct fs_ctx *ctx, struct fs_node *node)
 {
-	pthread_mutex_lock(&ctx->lock);
-	for (struct fs_node *n = ctx->nodes; n; n = n->next)
-		if (n->parent == &ctx->root && n->hashed)
-			fs_inval_entry(ctx, FUSE_ROOT_ID, n->name, strlen(n->name));
-	pthread_mutex_unlock(&ctx->lock);
+	struct fs_tmpfile *t = node->tmp;
+
+	if (!t)
+		return;
+	node->tmp = NULL;
+	free(t->buf);
+	free(t);
+	fs_node_unref_locked(ctx, node);
 }
 
-void fs_node_inval_all(struct fs_ctx *ctx)
+/* A growing array of pinned nodes (each holds one ref). */
+struct node_vec {
+	struct fs_node **v;
+	size_t n, cap;
+};
+
+/* ctx->lock held. Pins n into vec; false: no memory. */
+static bool vec_push_locked(struct node_vec *vec, struct fs_node *n)
 {
-	fs_node_inval_root_children(ctx);
-	fs_inval_node(ctx, FUSE_ROOT_ID, FS_INVAL_DATA);
+	if (vec->n == vec->cap) {
+		size_t cap = vec->cap ? vec->cap * 2 : 256;
+		struct fs_node **v = realloc(vec->v, cap * sizeof(*v));
+
+		if (!v)
+			return false;
+		vec->v = v;
+		vec->cap = cap;
+	}
+	fs_node_ref_locked(n);
+	vec->v[vec->n++] = n;
+	return true;
+}
+
+/* Unpins every node of vec and frees it. */
+static void vec_release(struct fs_ctx *ctx, struct node_vec *vec)
+{
 	pthread_mutex_lock(&ctx->lock);
-	for (struct fs_node *n = ctx->nodes; n; n = n->next)
-		if (n->nlookup > 0 && n->cache_known)
-			fs_inval_node(ctx, fs_node_ino(ctx, n), FS_INVAL_DATA);
+	for (size_t i = 0; i < vec->n; i++)
+		fs_node_unref_locked(ctx, vec->v[i]);
 	pthread_mutex_unlock(&ctx->lock);
+	free(vec->v);
+	vec->v = NULL;
+	vec->n = vec->cap = 0;
+}
+
+/* ctx->lock held. Pins top and every node below it (children lists, depth first). */
+static void collect_subtree_locked(struct node_vec *vec, struct fs_node *top)
+{
+	size_t i = vec->n;
+
+	if (!vec_push_locked(vec, top))
+		return;
+	for (; i < vec->n; i++)
+		for (struct fs_node *c = vec->v[i]->children; c; c = c->sib_next)
+			if (!vec_push_locked(vec, c))
+				return;
+}
+
+void fs_node_drop_pending_below(struct fs_ctx *ctx, struct fs_node *node)
+{
+	struct node_vec vec = { NULL, 0, 0 };
+
+	pthread_mutex_lock(&ctx->lock);
+	collect_subtree_locked(&vec, node);
+	for (size_t i = 0; i < vec.n; i++)
+		fs_node_tmp_drop_locked(ctx, vec.v[i]);
+	pthread_mutex_unlock(&ctx->lock);
+	vec_release(ctx, &vec);
+}
+
+static bool path_stat(struct fs_ctx *ctx, struct fs_node *n, struct model_node *out, int *ret)
+{
+	char *path;
+
+	*ret = fs_node_path(ctx, n, NULL, &path);
+	if (*ret < 0)
+		return false;
+	*ret = model_stat(ctx->model, path, 0, out, NULL);
+	free(path);
+	return *ret == 0;
+}
+
+/* Forgets n's name in the kernel (its dentry, and with it the subtree). */
+static void forget_name(struct fs_ctx *ctx, struct fs_node *n)
+{
+	fuse_ino_t parent;
+	char *name;
+
+	pthread_mutex_lock(&ctx->lock);
+	parent = fs_node_ino(ctx, n->parent);
+	name = strdup(n->name);
+	pthread_mutex_unlock(&ctx->lock);
+	if (name)
+		fuse_lowlevel_notify_inval_entry(ctx->se, parent, name, strlen(name));
+	free(name);
+}
+
+/* One node of a revalidation (pinned by the caller; no lock held). */
+static void revalidate_one(struct fs_ctx *ctx, struct fs_node *n)
+{
+	struct model_node mn;
+	bool tmp, known, was_dir, changed;
+	int ret;
+
+	if (n == &ctx->root) {
+		fuse_lowlevel_notify_inval_inode(ctx->se, FUSE_ROOT_ID, -1, 0);
+		return;
+	}
+	pthread_mutex_lock(&ctx->lock);
+	tmp = n->tmp != NULL;
+	known = n->nlookup > 0 && n->hashed;
+	pthread_mutex_unlock(&ctx->lock);
+	if (tmp) {
+		/* a pending file lives while its directory is an array */
+		if (path_stat(ctx, n->parent, &mn, &ret) && mn.kind == MODEL_KIND_ARRAY)
+			return;
+		if (ret != -ENOENT && ret != 0)
+			return;
+		pthread_mutex_lock(&ctx->lock);
+		fs_node_tmp_drop_locked(ctx, n);
+		pthread_mutex_unlock(&ctx->lock);
+		forget_name(ctx, n);
+		return;
+	}
+	if (!known)
+		return;
+	if (!path_stat(ctx, n, &mn, &ret)) {
+		if (ret == -ENOENT)
+			forget_name(ctx, n);
+		return;
+	}
+	pthread_mutex_lock(&ctx->lock);
+	was_dir = n->is_dir;
+	known = n->kind_known;
+	changed = !n->cache_known || n->cache_mtime != mn.mtime_ns || n->cache_size != mn.size;
+	pthread_mutex_unlock(&ctx->lock);
+	if (known && was_dir != (mn.kind == MODEL_KIND_OBJECT || mn.kind == MODEL_KIND_ARRAY))
+		forget_name(ctx, n);
+	else if (mn.kind == MODEL_KIND_LEAF && changed)
+		fuse_lowlevel_notify_inval_inode(ctx->se, fs_node_ino(ctx, n), 0, 0);
+	else
+		fuse_lowlevel_notify_inval_inode(ctx->se, fs_node_ino(ctx, n), -1, 0);
+}
+
+void fs_node_revalidate_subtree(struct fs_ctx *ctx, struct fs_node *node)
+{
+	struct node_vec vec = { NULL, 0, 0 };
+
+	pthread_mutex_lock(&ctx->lock);
+	collect_subtree_locked(&vec, node);
+	fs_node_unref_locked(ctx, node);	/* the item's ref: vec holds its own */
+	pthread_mutex_unlock(&ctx->lock);
+	for (size_t i = 0; i < vec.n; i++)
+		revalidate_one(ctx, vec.v[i]);
+	vec_release(ctx, &vec);
+}
+
+#define FS_REVALIDATE_CHUNK 256
+
+/*
+ * Every known node, in chunks: ctx->lock is held only to pin the next
+ * chunk of ctx->nodes; the last node of a chunk stays pinned as the cursor.
+ * Nodes made meanwhile (at the head) were looked up after the change.
+ */
+void fs_node_revalidate_all(struct fs_ctx *ctx)
+{
+	struct node_vec vec = { NULL, 0, 0 };
+	struct fs_node *cursor = NULL, *n;
+
+	revalidate_one(ctx, &ctx->root);
+	for (;;) {
+		pthread_mutex_lock(&ctx->lock);
+		n = cursor ? cursor->next : ctx->nodes;
+		for (; n && vec.n < FS_REVALIDATE_CHUNK; n = n->next)
+			if (!vec_push_locked(&vec, n))
+				break;
+		if (cursor)
+			fs_node_unref_locked(ctx, cursor);
+		cursor = vec.n ? vec.v[vec.n - 1] : NULL;
+		if (cursor)
+			fs_node_ref_locked(cursor);
+		pthread_mutex_unlock(&ctx->lock);
+		if (!cursor)
+			break;
+		for (size_t i = 0; i < vec.n; i++)
+			revalidate_one(ctx, vec.v[i]);
+		vec_release(ctx, &vec);
+	}
+	free(vec.v);
 }

@@ -168,6 +168,10 @@ static int node_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 	if (ret == 0)
 		stat_fill(ctx, &n, st);
 	pthread_mutex_lock(&ctx->lock);
+	if (ret == 0) {
+		node->kind_known = true;
+		node->is_dir = kind_is_dir(n.kind);
+	}
 	if (ret == 0 && kind_is_dir(n.kind)) {
 		node->nlink = (uint32_t)st->st_nlink;	/* for readdirplus, while gen holds */
 		node->nlink_gen = gen + 1;
@@ -243,56 +247,75 @@ static void reply_entry_for(fuse_req_t req, struct fs_ctx *ctx, struct fs_node *
 /* ---- invalidation after commits ---- */
 
 /*
- * After node changed behind the kernel: for a view NAME.json, forget the
- * name NAME (and so its cached subtree); "/.json" (or "DIR/.json") stands
- * for the directory itself.
+ * The node a view NAME.json in dir stands for: NAME in dir, or dir itself
+ * for ".json"; NULL when the kernel knows no such node. Pinned (a ref).
  */
-static void inval_after_change(struct fs_ctx *ctx, struct fs_node *node, bool view)
+static struct fs_node *view_target(struct fs_ctx *ctx, struct fs_node *dir, const char *name)
 {
-	struct fs_node *target;
-	size_t len;
+	size_t len = strlen(name);
+	struct fs_node *target = NULL;
+	char *base;
 
+	if (!fs_name_is_view(name, len))
+		return NULL;
+	base = strndup(name, len - 5);
+	if (!base)
+		return NULL;
 	pthread_mutex_lock(&ctx->lock);
-	if (!node->hashed || node == &ctx->root)
-		goto out_unlock;
-	if (!view) {
-		fs_inval_node(ctx, fs_node_ino(ctx, node), FS_INVAL_ATTR);
-		goto out_unlock;
-	}
-	len = strlen(node->name);
-	if (!fs_name_is_view(node->name, len))
-		goto out_unlock;
-	if (len > 5) {
-		fs_inval_entry(ctx, fs_node_ino(ctx, node->parent), node->name, len - 5);
-		goto out_unlock;
-	}
-	target = node->parent;
-	if (target == &ctx->root)
-		fs_inval_node(ctx, FUSE_ROOT_ID, FS_INVAL_ROOT_CHILDREN);
-	else
-		fs_inval_entry(ctx, fs_node_ino(ctx, target->parent), target->name,
-			       strlen(target->name));
-out_unlock:
+	if (len == 5)
+		target = dir;
+	else if (dir->hashed)
+		target = fs_node_child_locked(ctx, dir, base, false);
+	if (target)
+		fs_node_ref_locked(target);
+	pthread_mutex_unlock(&ctx->lock);
+	free(base);
+	return target;
+}
+
+/*
+ * The subtree a view NAME.json in dir stands for changed behind the kernel:
+ * revalidated by the worker (fs_inval_subtree), so that only names gone or
+ * changed between file and directory lose their dentries.
+ */
+static void inval_name(struct fs_ctx *ctx, struct fs_node *dir, const char *name)
+{
+	struct fs_node *target = view_target(ctx, dir, name);
+
+	if (!target)
+		return;
+	fs_inval_subtree(ctx, target);
+	pthread_mutex_lock(&ctx->lock);
+	fs_node_unref_locked(ctx, target);
 	pthread_mutex_unlock(&ctx->lock);
 }
 
-/* The same, for a name in dir that may not be in the table. */
-static void inval_name(struct fs_ctx *ctx, struct fs_node *dir, const char *name)
+/* After node was committed: its attributes, or for a view the subtree it stands for. */
+static void inval_after_change(struct fs_ctx *ctx, struct fs_node *node, bool view)
 {
-	size_t len = strlen(name);
+	struct fs_node *dir;
+	char *name;
 
-	if (!fs_name_is_view(name, len))
+	if (node == &ctx->root)
 		return;
-	if (len > 5) {
-		fs_inval_entry(ctx, fs_node_ino(ctx, dir), name, len - 5);
+	if (!view) {
+		fs_inval_node(ctx, fs_node_ino(ctx, node), FS_INVAL_ATTR);
 		return;
 	}
 	pthread_mutex_lock(&ctx->lock);
-	if (dir == &ctx->root)
-		fs_inval_node(ctx, FUSE_ROOT_ID, FS_INVAL_ROOT_CHILDREN);
-	else if (dir->hashed)
-		fs_inval_entry(ctx, fs_node_ino(ctx, dir->parent), dir->name, strlen(dir->name));
+	dir = node->hashed ? node->parent : NULL;
+	if (dir)
+		fs_node_ref_locked(dir);
+	name = dir ? strdup(node->name) : NULL;
 	pthread_mutex_unlock(&ctx->lock);
+	if (name)
+		inval_name(ctx, dir, name);
+	free(name);
+	if (dir) {
+		pthread_mutex_lock(&ctx->lock);
+		fs_node_unref_locked(ctx, dir);
+		pthread_mutex_unlock(&ctx->lock);
+	}
 }
 
 /* ---- open files ---- */
@@ -593,22 +616,6 @@ static bool dir_is_array(struct fs_ctx *ctx, struct fs_node *dir)
 }
 
 /*
- * ctx->lock held. Ends a pending file (renamed into place or unlinked) and
- * drops the ref it held: the caller must hold another ref on node.
- */
-static void tmp_drop_locked(struct fs_ctx *ctx, struct fs_node *node)
-{
-	struct fs_tmpfile *t = node->tmp;
-
-	if (!t)
-		return;
-	node->tmp = NULL;
-	free(t->buf);
-	free(t);
-	fs_node_unref_locked(ctx, node);
-}
-
-/*
  * f->lock held. When f's node is a pending file, its content becomes f's
  * (the flush of a pending file): 1. 0 when the node is no pending file.
  */
@@ -722,7 +729,7 @@ static int tmp_create(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
 		node->nlookup++;
 		e->ino = fs_node_ino(ctx, node);	/* timeouts 0: asked again each time */
 	} else if (made) {
-		tmp_drop_locked(ctx, node);
+		fs_node_tmp_drop_locked(ctx, node);
 	}
 	fs_node_unref_locked(ctx, node);
 	pthread_mutex_unlock(&ctx->lock);
@@ -741,7 +748,7 @@ static bool tmp_unlink(struct fs_ctx *ctx, struct fs_node *dir, const char *name
 		return false;
 	}
 	fs_node_ref_locked(node);
-	tmp_drop_locked(ctx, node);
+	fs_node_tmp_drop_locked(ctx, node);
 	pthread_mutex_unlock(&ctx->lock);
 	fs_node_detach(ctx, dir, name);
 	pthread_mutex_lock(&ctx->lock);
@@ -761,7 +768,7 @@ static int tmp_replace_locked(struct fs_ctx *ctx, struct fs_node *newdir, const 
 	if (flags & RENAME_NOREPLACE)
 		return -EEXIST;
 	fs_node_ref_locked(dst);
-	tmp_drop_locked(ctx, dst);
+	fs_node_tmp_drop_locked(ctx, dst);
 	fs_node_unref_locked(ctx, dst);
 	return 0;
 }
@@ -806,7 +813,7 @@ static int tmp_commit(struct fs_ctx *ctx, struct fs_node *node, struct fs_node *
 				     &err);
 	if (ret == 0) {
 		pthread_mutex_lock(&ctx->lock);
-		tmp_drop_locked(ctx, node);
+		fs_node_tmp_drop_locked(ctx, node);
 		pthread_mutex_unlock(&ctx->lock);
 		fs_node_move(ctx, dir, name, newdir, newname, false);
 	}
@@ -1718,6 +1725,8 @@ static int dir_fill_fn(void *arg, const char *name, const struct model_node *nod
 		return 1;
 	}
 	vol = stat_pending_locked(ctx, child, true, &e.attr);
+	child->kind_known = true;
+	child->is_dir = kind_is_dir(node->kind);
 	e.ino = fs_node_ino(ctx, child);
 	e.entry_timeout = vol ? 0.0 : ctx->entry_timeout;
 	/*
@@ -1915,7 +1924,7 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, uns
 {
 	struct fs_ctx *ctx = req_ctx(req);
 	struct model_error err = { { 0 } };
-	struct fs_node *dir;
+	struct fs_node *dir, *node;
 	char *path;
 	int ret = name_begin(req, parent, name, what, &dir, &path);
 
@@ -1924,6 +1933,11 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, uns
 		return;
 	}
 	ret = model_remove(ctx->model, path, flags, &err);
+	pthread_mutex_lock(&ctx->lock);
+	node = ret == 0 ? fs_node_child_locked(ctx, dir, name, false) : NULL;
+	if (node)
+		fs_node_ref_locked(node);
+	pthread_mutex_unlock(&ctx->lock);
 	if (ret == 0)
 		fs_node_detach(ctx, dir, name);	/* before a committer can take the path */
 	fs_write_end(ctx, ret);
@@ -1931,6 +1945,12 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, uns
 		fs_log_model(ctx, ret, &err, path);
 	else
 		inval_name(ctx, dir, name);
+	if (node) {
+		fs_node_drop_pending_below(ctx, node);	/* pending files in a removed array */
+		pthread_mutex_lock(&ctx->lock);
+		fs_node_unref_locked(ctx, node);
+		pthread_mutex_unlock(&ctx->lock);
+	}
 	free(path);
 	reply_err(req, ret);
 }
@@ -2208,11 +2228,7 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 	} else {
 		/* The text or the children's names may read differently now. */
 		fs_inval_node(ctx, ino, FS_INVAL_DATA);
-		pthread_mutex_lock(&ctx->lock);
-		if (node != &ctx->root && node->hashed)
-			fs_inval_entry(ctx, fs_node_ino(ctx, node->parent), node->name,
-				       strlen(node->name));
-		pthread_mutex_unlock(&ctx->lock);
+		fs_inval_subtree(ctx, node);
 	}
 	free(path);
 	reply_err(req, ret);

@@ -175,3 +175,13 @@ for i in range(2):
 	wait "$r1"
 	wait "$r2"
 }
+
+@test "a cwd inside the mount survives a commit by another process and a view write" {
+	mkdir -p "$MNT/dir" "$MNT/doc"
+	echo 1 >"$MNT/doc/a"
+	run -0 bash -c "cd '$MNT/dir' && kvfs() { '$KVFS_BIN' \"\$@\"; }; kvfs put --create '$STORE' /other 1; sleep 0.6; /bin/pwd; ls"
+	assert_output "$MNT/dir"
+	echo '{"a": 2, "b": 3}' >"$BATS_TEST_TMPDIR/new.json"
+	run -0 bash -c "cd '$MNT/doc' && cp '$BATS_TEST_TMPDIR/new.json' ../doc.json && sleep 0.3 && /bin/pwd && ls && cat a"
+	assert_output "$MNT/doc"$'\na\nb\n2'
+}

@@ -141,3 +141,16 @@ JSON
 	run -0 jq -c . "$MNT/e.json"
 	assert_output '["first"]'
 }
+
+@test "a pending file goes with its array when the array is removed elsewhere" {
+	echo '[1,2]' | kvfs import "$STORE" /arr -
+	echo x >"$MNT/arr/.tmp"
+	run -0 stat -c %s "$MNT/arr/.tmp"
+	kvfs rm -r "$STORE" /arr
+	sleep 0.6
+	echo '[3]' | kvfs import "$STORE" /arr -
+	sleep 0.6
+	run ! stat "$MNT/arr/.tmp"
+	run -0 ls -A "$MNT/arr"
+	assert_output 0
+}
