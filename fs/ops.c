@@ -1167,10 +1167,29 @@ static int leaf_snapshot(struct fs_ctx *ctx, struct fs_file *f, const char *path
 	return ret;
 }
 
-/* A reader of a big leaf: reads per call, checked against the leaf at open. */
-static void reader_big(struct fs_file *f, const struct model_node *n)
+/*
+ * Whether the kernel's pages hold n's text: then reads will mostly not
+ * come here (cat a second time), and the snapshot waits for the first read.
+ */
+static bool cache_matches(struct fs_ctx *ctx, struct fs_node *node, const struct model_node *n)
 {
-	f->big = true;
+	bool match;
+
+	pthread_mutex_lock(&ctx->lock);
+	match = node->cache_known && node->cache_mtime == n->mtime_ns &&
+		node->cache_size == n->size;
+	pthread_mutex_unlock(&ctx->lock);
+	return match;
+}
+
+/*
+ * A reader that takes no snapshot at open: a big leaf reads per call, a
+ * lazy one snapshots at its first read; both are checked against n.
+ */
+static void reader_deferred(struct fs_file *f, const struct model_node *n, bool lazy)
+{
+	f->big = !lazy;
+	f->lazy = lazy;
 	f->open_mtime = n->mtime_ns;
 	f->open_size = n->size;
 }
@@ -1298,10 +1317,12 @@ static int file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 		ret = file_load(ctx, f, path, fi->flags);
 	else if (f->view)
 		ret = file_snapshot(ctx, f, path);
-	else if (n.size <= FS_SNAPSHOT_MAX)
-		ret = leaf_snapshot(ctx, f, path, &n);
+	else if (n.size > FS_SNAPSHOT_MAX)
+		reader_deferred(f, &n, false);
+	else if (cache_matches(ctx, node, &n))
+		reader_deferred(f, &n, true);
 	else
-		reader_big(f, &n);
+		ret = leaf_snapshot(ctx, f, path, &n);
 	if (ret < 0) {
 		file_put(ctx, f);
 		return ret;
@@ -1446,6 +1467,38 @@ static bool big_changed(struct fs_ctx *ctx, struct fs_file *f, const char *path)
 	       n.size != f->open_size;
 }
 
+/*
+ * The first read of a lazy reader takes its snapshot: EIO when the leaf
+ * changed since open (or is gone), as for a big leaf.
+ */
+static int lazy_snapshot(struct fs_ctx *ctx, struct fs_file *f, fuse_ino_t ino)
+{
+	char *path;
+	int ret = 0;
+
+	pthread_mutex_lock(&f->lock);
+	if (!f->lazy)
+		goto out_unlock;
+	ret = fs_node_path(ctx, fs_node_from_ino(ctx, ino), NULL, &path);
+	if (ret < 0) {
+		ret = -EIO;
+		goto out_unlock;
+	}
+	ret = file_snapshot(ctx, f, path);
+	if (ret == 0 && big_changed(ctx, f, path)) {
+		free(f->buf);
+		f->buf = NULL;
+		f->len = f->cap = 0;
+		f->buffered = false;
+		ret = -EIO;
+	}
+	f->lazy = ret < 0 ? f->lazy : false;
+	free(path);
+out_unlock:
+	pthread_mutex_unlock(&f->lock);
+	return ret < 0 ? -EIO : 0;
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
@@ -1459,6 +1512,13 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (!f) {
 		reply_err(req, -EBADF);
 		return;
+	}
+	if (f->lazy) {
+		ret = lazy_snapshot(ctx, f, ino);
+		if (ret < 0) {
+			reply_err(req, ret);
+			return;
+		}
 	}
 	if (f->buffered) {
 		pthread_mutex_lock(&f->lock);
