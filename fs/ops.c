@@ -440,6 +440,17 @@ static void forget_cache(struct fs_ctx *ctx, struct fs_node *node)
  */
 static int tmp_flush_locked(struct fs_ctx *ctx, struct fs_file *f);
 
+/* Ends a type kept for the next commit, and the ref on node it held. */
+static void want_type_clear(struct fs_ctx *ctx, struct fs_node *node)
+{
+	pthread_mutex_lock(&ctx->lock);
+	if (node->want_type) {
+		node->want_type = 0;
+		fs_node_unref_locked(ctx, node);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+}
+
 static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 {
 	unsigned flags = MODEL_WRITE_TEXT | (f->append_json ? MODEL_WRITE_APPEND_JSON : 0) |
@@ -472,18 +483,21 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 		return ret;
 	}
 	ret = model_write(ctx->model, path, f->len ? f->buf : "", f->len, type, flags, &err);
+	if (ret == -EINVAL && type) {
+		/* the type set on the empty leaf does not fit the text: inferred instead */
+		fs_log_model(ctx, ret, &err, path);
+		err.msg[0] = '\0';
+		ret = model_write(ctx->model, path, f->len ? f->buf : "", f->len, 0, flags, &err);
+	}
 	fs_write_end(ctx, ret);
+	if (type)
+		want_type_clear(ctx, f->node);	/* one attempt, whatever came of it */
 	if (ret == -ENOENT && !f->view) {
 		/* removed by another process since it was opened: dropped, as on unlink */
 		f->dirty = f->trunc = false;
 		file_publish(ctx, f);
 		free(path);
 		return 0;
-	}
-	if (ret == 0 && type) {
-		pthread_mutex_lock(&ctx->lock);
-		f->node->want_type = 0;
-		pthread_mutex_unlock(&ctx->lock);
 	}
 	if (ret < 0) {
 		/* still dirty: the next flush or close tries again and reports it */
@@ -2006,6 +2020,7 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, uns
 	else
 		inval_name(ctx, dir, name);
 	if (node) {
+		want_type_clear(ctx, node);
 		fs_node_drop_pending_below(ctx, node);	/* pending files in a removed array */
 		pthread_mutex_lock(&ctx->lock);
 		fs_node_unref_locked(ctx, node);
@@ -2218,6 +2233,8 @@ static bool want_type_later(struct fs_ctx *ctx, struct fs_node *node, const char
 	    n.kind != MODEL_KIND_LEAF || n.size != 0)
 		return false;
 	pthread_mutex_lock(&ctx->lock);
+	if (!node->want_type)
+		fs_node_ref_locked(node);	/* kept while the kernel may forget the node */
 	node->want_type = type;
 	pthread_mutex_unlock(&ctx->lock);
 	return true;
@@ -2280,7 +2297,9 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 	}
 	fs_trace(ctx, "set type %s %s", path, type);
 	ret = model_set_type(ctx->model, path, type, &err);
-	if (ret == -EINVAL && want_type_later(ctx, node, path, type))
+	if (ret == 0)
+		want_type_clear(ctx, node);	/* applied now: nothing kept for later */
+	else if (ret == -EINVAL && want_type_later(ctx, node, path, type))
 		ret = 0;
 	fs_write_end(ctx, ret);
 	if (ret < 0) {

@@ -391,3 +391,23 @@ PY
 	assert_line -n 0 'line 1'
 	[ "${#lines[@]}" -eq 40 ]
 }
+
+@test "a type set on an empty leaf survives the kernel forgetting it and goes after one commit" {
+	: >"$MNT/n"
+	setfattr -n user.kvfs.type -v integer "$MNT/n"
+	sync
+	echo 2 >/proc/sys/vm/drop_caches
+	echo 5 >"$MNT/n"
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/n"
+	assert_output integer
+	: >"$MNT/s"
+	setfattr -n user.kvfs.type -v integer "$MNT/s"
+	echo abc >"$MNT/s"
+	run -0 cat "$MNT/s"
+	assert_output abc
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/s"
+	assert_output string
+	echo def >"$MNT/s"
+	run -0 cat "$MNT/s"
+	assert_output def
+}
