@@ -149,7 +149,8 @@ static int node_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 	uint64_t gen = model_generation(ctx->model);
 	struct model_error err = { { 0 } };
 	struct model_node n;
-	bool pending;
+	bool pending, cached;
+	uint32_t nlink;
 	int ret;
 
 	pthread_mutex_lock(&ctx->lock);
@@ -163,10 +164,15 @@ static int node_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 			*volatile_ = true;
 		return 0;
 	}
+	/* nlink costs a seek per child: counted once per store generation */
+	cached = node->nlink_gen == gen + 1;
+	nlink = node->nlink;
 	pthread_mutex_unlock(&ctx->lock);
-	ret = model_stat(ctx->model, path, MODEL_STAT_SUBDIRS, &n, &err);
+	ret = model_stat(ctx->model, path, cached ? 0 : MODEL_STAT_SUBDIRS, &n, &err);
 	if (ret == 0)
 		stat_fill(ctx, &n, st);
+	if (ret == 0 && cached && kind_is_dir(n.kind))
+		st->st_nlink = nlink;
 	pthread_mutex_lock(&ctx->lock);
 	if (ret == 0) {
 		node->kind_known = true;
