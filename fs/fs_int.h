@@ -109,7 +109,7 @@ struct fs_file {
 	bool big;		/* leaf reader above FS_SNAPSHOT_MAX: read per call, checked */
 	bool lazy;		/* leaf reader of cached pages: snapshot at its first read */
 	bool cached_reader;	/* counted in node->nreaders: reads through the page cache */
-	int64_t open_mtime;	/* big, lazy: the leaf's mtime and size at open */
+	int64_t open_mtime;	/* big: the leaf's mtime and size at open */
 	uint64_t open_size;
 	bool dirty;		/* written since the last commit: commit at flush */
 	bool trunc;		/* opened with O_TRUNC, not written: commit at release */

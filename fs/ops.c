@@ -1189,7 +1189,10 @@ static int leaf_snapshot(struct fs_ctx *ctx, struct fs_file *f, const char *path
 
 /*
  * Whether the kernel's pages hold n's text: then reads will mostly not
- * come here (cat a second time), and the snapshot waits for the first read.
+ * come here (cat a second time), and the snapshot waits for the first read
+ * that does (lazy_snapshot). Such a reader is not protected against an
+ * unlink or a commit before that read: it then fails with ENOENT or reads
+ * the newer text.
  */
 static bool cache_matches(struct fs_ctx *ctx, struct fs_node *node, const struct model_node *n)
 {
@@ -1488,8 +1491,10 @@ static bool big_changed(struct fs_ctx *ctx, struct fs_file *f, const char *path)
 }
 
 /*
- * The first read of a lazy reader takes its snapshot: EIO when the leaf
- * changed since open (or is gone), as for a big leaf.
+ * The first read of a lazy reader that reaches the daemon takes its
+ * snapshot. The leaf may have changed since open: a commit drops the
+ * node's pages, so every read of this reader comes here from now on and
+ * sees the new text whole.
  */
 static int lazy_snapshot(struct fs_ctx *ctx, struct fs_file *f, fuse_ino_t ino)
 {
@@ -1500,23 +1505,15 @@ static int lazy_snapshot(struct fs_ctx *ctx, struct fs_file *f, fuse_ino_t ino)
 	if (!f->lazy)
 		goto out_unlock;
 	ret = fs_node_path(ctx, fs_node_from_ino(ctx, ino), NULL, &path);
-	if (ret < 0) {
-		ret = -EIO;
+	if (ret < 0)
 		goto out_unlock;
-	}
 	ret = file_snapshot(ctx, f, path);
-	if (ret == 0 && big_changed(ctx, f, path)) {
-		free(f->buf);
-		f->buf = NULL;
-		f->len = f->cap = 0;
-		f->buffered = false;
-		ret = -EIO;
-	}
-	f->lazy = ret < 0 ? f->lazy : false;
+	if (ret == 0)
+		f->lazy = false;
 	free(path);
 out_unlock:
 	pthread_mutex_unlock(&f->lock);
-	return ret < 0 ? -EIO : 0;
+	return ret;
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

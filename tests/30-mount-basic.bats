@@ -271,7 +271,7 @@ def writer():
     while not stop:
         subprocess.run(["cp", tmp + ("/B" if i % 2 else "/A"), big], check=True)
         i += 1
-t = threading.Thread(target=writer)
+t = threading.Thread(target=writer, daemon=True)
 t.start()
 mixed = 0
 end = time.time() + 3
