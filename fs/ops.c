@@ -1,22 +1,32 @@
 /*
  * fs/ops.c - the FUSE operations: each maps its node to a path, calls the
  * model and replies 0 or -errno. File contents written through the mount
- * are buffered per open file and committed in one model_write at flush
- * (close), fsync or release, so readers see old or new, never half.
+ * are buffered in one buffer per leaf, shared by all its writable opens
+ * (per open for views and pending files), and committed in one model_write
+ * at flush (close), fsync or release, so readers see old or new, never
+ * half. A commit takes its path inside the write section (fs_write_path),
+ * and renames and unlinks move the node table before theirs ends.
+ *
+ * Readers of leaves read a snapshot of the text taken at open (or at the
+ * first read, when the kernel's pages already hold the text): an open fd
+ * keeps its content after an unlink or a rename over its name. Leaves above
+ * FS_SNAPSHOT_MAX are read per call and answer EIO once they changed.
  *
  * Caching: names and attributes are trusted for entry_timeout/attr_timeout
- * (a day by default: the watcher in mount.c invalidates everything the
- * kernel caches within FS_WATCH_MS of a commit by another process); views
- * (NAME.json) never, and they are read with direct I/O from a snapshot
- * rendered at open. Read-only opens skip the flush at close (noflush).
+ * (a day by default: the watcher in mount.c has the worker revalidate what
+ * the kernel knows within FS_WATCH_MS of a commit by another process);
+ * views (NAME.json) never, and they are read with direct I/O from a
+ * snapshot rendered at open. Read-only opens skip the flush at close
+ * (noflush). Leaves keep their page cache across opens while their mtime
+ * and size are unchanged; writers use direct I/O and a commit drops the
+ * pages. Directory listings are cached by the kernel while the store's
+ * generation is unchanged. Whatever a commit changes behind the kernel's
+ * back (a subtree replaced through NAME.json, a rename onto a view, a type
+ * change) is revalidated by the worker in mount.c.
  *
  * Pending files: a name that is no index, created in an array, is held by
  * the daemon only (struct fs_tmpfile), so that tools writing a temporary
- * file beside their target and renaming it (rsync, sed -i) work in arrays. Leaves keep their page cache across opens while their
- * mtime and size are unchanged. Directory listings are cached by the kernel
- * while the store's generation is unchanged. Whatever a commit changes
- * behind the kernel's back (a subtree replaced through NAME.json, a rename
- * onto a view, a type change) is invalidated by the worker in mount.c.
+ * file beside their target and renaming it (rsync, sed -i) work in arrays.
  */
 #include <errno.h>
 #include <fcntl.h>
