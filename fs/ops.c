@@ -1951,6 +1951,25 @@ static int name_begin(fuse_req_t req, fuse_ino_t parent, const char *name, const
 	return 0;
 }
 
+/*
+ * Ends what name_begin started for an operation that makes a new entry:
+ * closes the write section, replies with the entry or the error, frees path.
+ */
+static void name_end_entry(fuse_req_t req, struct fs_node *dir, const char *name, char *path,
+			   int ret, const struct model_error *err)
+{
+	struct fs_ctx *ctx = req_ctx(req);
+
+	fs_write_end(ctx, ret);
+	if (ret < 0) {
+		fs_log_model(ctx, ret, err, path);
+		reply_err(req, ret);
+	} else {
+		reply_entry_for(req, ctx, dir, name, path);
+	}
+	free(path);
+}
+
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	struct fs_ctx *ctx = req_ctx(req);
@@ -1965,14 +1984,7 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 		return;
 	}
 	ret = model_mkdir(ctx->model, path, MODEL_KIND_OBJECT, &err);
-	fs_write_end(ctx, ret);
-	if (ret < 0) {
-		fs_log_model(ctx, ret, &err, path);
-		reply_err(req, ret);
-	} else {
-		reply_entry_for(req, ctx, dir, name, path);
-	}
-	free(path);
+	name_end_entry(req, dir, name, path, ret, &err);
 }
 
 /* Regular files only: devices, FIFOs and sockets cannot be stored. */
@@ -1996,14 +2008,7 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 		return;
 	}
 	ret = model_create(ctx->model, path, &err);
-	fs_write_end(ctx, ret);
-	if (ret < 0) {
-		fs_log_model(ctx, ret, &err, path);
-		reply_err(req, ret);
-	} else {
-		reply_entry_for(req, ctx, dir, name, path);
-	}
-	free(path);
+	name_end_entry(req, dir, name, path, ret, &err);
 }
 
 static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, unsigned flags,
