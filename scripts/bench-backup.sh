@@ -97,4 +97,4 @@ fusermount3 -u "$mnt"
 rm -rf "$store"
 a=$(seconds cp -a "$out/hot/." "$ref/r4/"); b=$(seconds sh -c '"$1" load "$2" <"$3"' sh "$kvfs" "$store" "$out/dump")
 "$kvfs" mount "$store" "$mnt"
-row "kvfs load (vs cp -a tmpfs)" "$a" "$b" "$(status); $(same_store)"
+row "kvfs load (vs cp store file)" "$a" "$b" "$(status); $(same_store)"
