@@ -19,7 +19,7 @@ run ls -l users/42
 run cat users/42/name
 run cat users/42/tags/1
 run getfattr -n user.kvfs.type users/42/age
-run sh -c 'echo 43 > users/42/age'
+printf '$ echo 43 > users/42/age\n'; echo 43 > users/42/age
 run cat users/42.json
 cd - >/dev/null
 run ./kvfs umount "$mnt"
