@@ -3,7 +3,8 @@
 # are missing (apt-get update first). Run as root on a fresh machine.
 set -euo pipefail
 pkgs=(build-essential pkg-config libfuse3-dev fuse3 liblmdb-dev lmdb-utils
-      bats bats-assert bats-support attr rsync tar jq vim xxd)
+      bats bats-assert bats-support attr rsync tar jq vim xxd python3 procps
+      util-linux bsdutils diffutils)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
