@@ -17,20 +17,12 @@ JSON
 
 teardown() {
 	mount_teardown
-	if [ -n "${MNT2_PID:-}" ]; then
-		fusermount3 -u "$MNT2" 2>/dev/null || fusermount3 -uz "$MNT2"
-		wait_gone "$MNT2_PID" 100 || kill -9 "$MNT2_PID"
-	fi
 }
 
-# A second, empty mount at $MNT2.
+# A second, empty mount at $MNT2 (unmounted and checked by mount_teardown).
 mount_second() {
 	MNT2=$BATS_TEST_TMPDIR/mnt2
-	mkdir -p "$MNT2"
-	"$KVFS_BIN" mount -f --create "$BATS_TEST_TMPDIR/store2" "$MNT2" \
-		>>"$BATS_TEST_TMPDIR/mount2.log" 2>&1 3>&- &
-	MNT2_PID=$!
-	eventually 10 mountpoint -q "$MNT2"
+	mount_extra "$MNT2" "$BATS_TEST_TMPDIR/store2"
 }
 
 # The tree and types of a mount, as text (directories show the store's

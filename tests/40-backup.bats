@@ -11,59 +11,10 @@ load 'test_helper/common'
 setup() {
 	mount_setup
 	T=$BATS_TEST_TMPDIR
-	MORE_PIDS=()
-	MORE_MNTS=()
 }
 
 teardown() {
-	local status=0
-	unmount_more || status=1
-	mount_teardown || status=1
-	return "$status"
-}
-
-# mount_more DIR STORE: mounts STORE (created when missing) at DIR, in the
-# foreground in the background of the test; teardown unmounts it and fails
-# when the daemon exits badly. Its log is DIR.log.
-mount_more() {
-	mkdir -p "$1"
-	"$KVFS_BIN" mount -f --create "$2" "$1" >>"$1.log" 2>&1 3>&- &
-	MORE_PIDS+=("$!")
-	MORE_MNTS+=("$1")
-	eventually 10 mountpoint -q "$1"
-}
-
-# umount_more_one INDEX: unmounts one extra mount and reaps its daemon.
-umount_more_one() {
-	local pid=${MORE_PIDS[$1]} dir=${MORE_MNTS[$1]}
-	[ -n "$pid" ] || return 0
-	MORE_PIDS[$1]=
-	if mountpoint -q "$dir"; then
-		fusermount3 -u "$dir" 2>/dev/null || fusermount3 -uz "$dir"
-	fi
-	if ! wait_gone "$pid" 100; then
-		echo "kvfs at $dir did not exit after unmounting; killing it" >&2
-		kill -9 "$pid" 2>/dev/null
-		mountpoint -q "$dir" && fusermount3 -uz "$dir"
-		return 1
-	fi
-	if ! wait "$pid"; then
-		echo "kvfs at $dir exited with an error; log:" >&2
-		cat "$dir.log" >&2
-		return 1
-	fi
-	if grep -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$dir.log" >/dev/null 2>&1; then
-		cat "$dir.log" >&2
-		return 1
-	fi
-}
-
-unmount_more() {
-	local i status=0
-	for ((i = ${#MORE_PIDS[@]} - 1; i >= 0; i--)); do
-		umount_more_one "$i" || status=1
-	done
-	return "$status"
+	mount_teardown
 }
 
 # fixture: every kind of leaf and container, and names that need escaping,
@@ -178,7 +129,7 @@ itemized() {
 @test "cp -a into an empty mount restores types, kinds, export and mtimes exactly" {
 	fixture
 	cp -a "$MNT/" "$T/dir"
-	mount_more "$T/r" "$T/r.store"
+	mount_extra "$T/r" "$T/r.store"
 	run --separate-stderr cp -a "$T/dir/." "$T/r/"
 	assert_equal "$stderr" ''
 	assert_success
@@ -192,7 +143,7 @@ itemized() {
 	rsync -aX "$MNT/" "$T/dir/"
 	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$T/dir/tags"
 	assert_output array
-	mount_more "$T/r" "$T/r.store"
+	mount_extra "$T/r" "$T/r.store"
 	run --separate-stderr rsync -aX "$T/dir/" "$T/r/"
 	assert_equal "$stderr" ''
 	assert_success
@@ -206,7 +157,7 @@ itemized() {
 	run --separate-stderr tar --xattrs -cf "$T/b.tar" -C "$MNT" .
 	assert_equal "$stderr" ''
 	assert_success
-	mount_more "$T/r" "$T/r.store"
+	mount_extra "$T/r" "$T/r.store"
 	run --separate-stderr tar --xattrs -xf "$T/b.tar" -C "$T/r"
 	assert_equal "$stderr" ''
 	assert_success
@@ -218,7 +169,7 @@ itemized() {
 @test "tar -xf without --xattrs: files come back as strings (bytes if not UTF-8), directories as objects" {
 	fixture
 	tar -cf "$T/b.tar" -C "$MNT" .
-	mount_more "$T/r" "$T/r.store"
+	mount_extra "$T/r" "$T/r.store"
 	run --separate-stderr tar -xf "$T/b.tar" -C "$T/r"
 	assert_equal "$stderr" ''
 	assert_success
@@ -239,7 +190,7 @@ itemized() {
 @test "rsync -a without -X: files come back as strings (bytes if not UTF-8), directories as objects" {
 	fixture
 	rsync -a "$MNT/" "$T/dir/"
-	mount_more "$T/r" "$T/r.store"
+	mount_extra "$T/r" "$T/r.store"
 	run --separate-stderr rsync -a "$T/dir/" "$T/r/"
 	assert_equal "$stderr" ''
 	assert_success
@@ -364,7 +315,7 @@ all_dirs() {
 @test "across a remount tar --listed-incremental needs --no-check-device" {
 	fixture
 	tar --listed-incremental="$T/snap" -cf "$T/l0.tar" -C "$MNT" .
-	mount_more "$T/again" "$STORE"
+	mount_extra "$T/again" "$STORE"
 	[ "$(stat -c %d "$MNT")" != "$(stat -c %d "$T/again")" ]
 	[ "$(stat -c %i "$MNT/tags")" = "$(stat -c %i "$T/again/tags")" ]
 	unmount_store
@@ -394,9 +345,9 @@ all_dirs() {
 	cp -a "$MNT/" "$T/cp"
 	tar -cf "$T/b.tar" -C "$MNT" .
 	rsync -a "$MNT/" "$T/rs/"
-	mount_more "$T/r1" "$T/r1.store"
-	mount_more "$T/r2" "$T/r2.store"
-	mount_more "$T/r3" "$T/r3.store"
+	mount_extra "$T/r1" "$T/r1.store"
+	mount_extra "$T/r2" "$T/r2.store"
+	mount_extra "$T/r3" "$T/r3.store"
 	run --separate-stderr cp -a "$T/cp/." "$T/r1/"
 	assert_equal "$stderr" ''
 	assert_success
@@ -426,8 +377,8 @@ all_dirs() {
 	kvfs load "$T/loaded" <"$T/d1"
 	kvfs dump "$T/loaded" >"$T/d3"
 	cmp "$T/d1" "$T/d3"
-	mount_more "$T/r1" "$T/hot"
-	mount_more "$T/r2" "$T/loaded"
+	mount_extra "$T/r1" "$T/hot"
+	mount_extra "$T/r2" "$T/loaded"
 	assert_restored_exactly "$T/r1" "$T/hot"
 	assert_restored_exactly "$T/r2" "$T/loaded"
 	# directories show the original store's creation time

@@ -80,11 +80,36 @@ wait_gone() {
 	return 1
 }
 
-# Fails when the daemon's log shows a sanitizer report.
+# assert_log_clean [LOG]: fails when a daemon's log (default $MOUNT_LOG)
+# shows a sanitizer report.
 assert_log_clean() {
-	if grep -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$MOUNT_LOG" >/dev/null 2>&1; then
-		echo "sanitizer report in the kvfs log:" >&2
-		cat "$MOUNT_LOG" >&2
+	local log=${1:-$MOUNT_LOG}
+	if grep -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$log" >/dev/null 2>&1; then
+		echo "sanitizer report in the kvfs log $log:" >&2
+		cat "$log" >&2
+		return 1
+	fi
+}
+
+# daemon_stop PID DIR LOG: unmounts DIR (lazily if busy), waits for the
+# daemon PID to exit (killing it after 10 s), and fails on a non-zero exit
+# or a sanitizer report in LOG. Every mount helper below ends through it.
+daemon_stop() {
+	local pid=$1 dir=$2 log=$3 status=0
+	if mountpoint -q "$dir"; then
+		fusermount3 -u "$dir" 2>/dev/null || fusermount3 -uz "$dir"
+	fi
+	if ! wait_gone "$pid" 100; then
+		echo "kvfs at $dir did not exit after unmounting; killing it" >&2
+		kill -9 "$pid" 2>/dev/null
+		mountpoint -q "$dir" && fusermount3 -uz "$dir"
+		return 1
+	fi
+	wait "$pid" || status=$?
+	assert_log_clean "$log" || return 1
+	if [ "$status" -ne 0 ]; then
+		echo "kvfs at $dir exited with status $status; log:" >&2
+		cat "$log" >&2
 		return 1
 	fi
 }
@@ -93,34 +118,47 @@ assert_log_clean() {
 # (killing it after 10 s), and fails on a non-zero exit or a sanitizer report.
 unmount_store() {
 	[ -n "${MOUNT_PID:-}" ] || return 0
-	local pid=$MOUNT_PID status=0
+	local pid=$MOUNT_PID
 	MOUNT_PID=
-	if mountpoint -q "$MNT"; then
-		fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -uz "$MNT"
-	fi
-	if ! wait_gone "$pid" 100; then
-		echo "unmount_store: kvfs did not exit after unmounting; killing it" >&2
-		kill -9 "$pid" 2>/dev/null
-		mountpoint -q "$MNT" && fusermount3 -uz "$MNT"
-		return 1
-	fi
-	wait "$pid" || status=$?
-	assert_log_clean || return 1
-	if [ "$status" -ne 0 ]; then
-		echo "unmount_store: kvfs mount exited with status $status; log:" >&2
-		cat "$MOUNT_LOG" >&2
-		return 1
-	fi
+	daemon_stop "$pid" "$MNT" "$MOUNT_LOG"
+}
+
+# mount_extra DIR STORE: mounts STORE (created when missing) at DIR beside
+# $MNT, in the foreground in the background of the test; its log is
+# DIR.log. mount_teardown unmounts every extra mount through daemon_stop.
+mount_extra() {
+	mkdir -p "$1"
+	"$KVFS_BIN" mount -f --create "$2" "$1" >>"$1.log" 2>&1 3>&- &
+	EXTRA_PIDS+=("$!")
+	EXTRA_MNTS+=("$1")
+	eventually 10 mountpoint -q "$1"
+}
+
+# Unmounts the extra mounts, newest first; fails if any daemon ended badly.
+unmount_extras() {
+	local i pid status=0
+	for ((i = ${#EXTRA_PIDS[@]} - 1; i >= 0; i--)); do
+		pid=${EXTRA_PIDS[$i]}
+		[ -n "$pid" ] || continue
+		EXTRA_PIDS[$i]=
+		daemon_stop "$pid" "${EXTRA_MNTS[$i]}" "${EXTRA_MNTS[$i]}.log" || status=1
+	done
+	return "$status"
 }
 
 # A test file with mounts uses these as its setup and teardown.
 mount_setup() {
 	common_setup
+	EXTRA_PIDS=()
+	EXTRA_MNTS=()
 	mount_store
 }
 
 mount_teardown() {
-	unmount_store
+	local status=0
+	unmount_extras || status=1
+	unmount_store || status=1
+	return "$status"
 }
 
 # eventually SECONDS CMD...: retries CMD every 0.1 s until it succeeds.
