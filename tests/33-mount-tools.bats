@@ -64,12 +64,17 @@ tree_of() {
 	mount_second
 	rsync -aX --inplace "$MNT/" "$MNT2/"
 	run -0 diff <(tree_of "$MNT") <(tree_of "$MNT2")
+	# Nothing to send. Directories in a mount show their store's creation
+	# time and ignore utimens, so between two mounts created in different
+	# seconds rsync re-lists each directory's time (".d..t"); no file moves.
 	run -0 rsync -aX --inplace --itemize-changes "$MNT/" "$MNT2/"
+	run -0 awk 'NF && !/^\.d\.\.t\.\.\.\.\.\. /' <<<"$output"
 	assert_output ''
 	# same size, new value (a second later: rsync compares whole seconds)
 	sleep 1
 	echo 43 >"$MNT/users/42/age"
 	run -0 rsync -aX --inplace --itemize-changes "$MNT/" "$MNT2/"
+	run -0 awk 'NF && !/^\.d\.\.t\.\.\.\.\.\. /' <<<"$output"
 	assert_output --regexp '^>f[^ ]* users/42/age$'
 	assert_equal "${#lines[@]}" 1
 	run -0 cat "$MNT2/users/42/age"
