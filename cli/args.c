@@ -11,11 +11,11 @@
 #include "cli/cli.h"
 
 void cli_parse_init(struct cli_parse *p, const struct cli_verb *verb,
-		    const struct cli_opt *opts, int argc, char **argv)
+		    int argc, char **argv)
 {
 	memset(p, 0, sizeof(*p));
 	p->verb = verb;
-	p->opts = opts;
+	p->opts = verb->opts;
 	p->argc = argc;
 	p->argv = argv;
 	p->next = 1;
@@ -93,7 +93,7 @@ static int parse_long(struct cli_parse *p, const char *word, const char **arg)
 	o = find_long(p, name, len);
 	if (!o)
 		return parse_fail(p, "unknown option '--%.*s'", (int)len, name);
-	if (!o->has_arg) {
+	if (!o->arg_name) {
 		if (eq)
 			return parse_fail(p, "option '--%s' takes no value", o->long_name);
 		return o->id;
@@ -123,7 +123,7 @@ static int parse_short(struct cli_parse *p, const char **arg)
 	o = find_short(p, c);
 	if (!o)
 		return parse_fail(p, "unknown option '-%c'", c);
-	if (!o->has_arg)
+	if (!o->arg_name)
 		return o->id;
 	if (p->cluster) {
 		*arg = p->cluster;
@@ -199,11 +199,85 @@ int cli_model_fail(int ret, const struct model_error *err, const char *what)
 	return cli_fail("%s: %s", what, strerror(ret < 0 ? -ret : ret));
 }
 
+/* What each exit code means, for every verb's help; docs/kvfs.1 says the same. */
+static const struct {
+	enum cli_exit code;
+	const char *meaning;
+} exit_meanings[] = {
+	{ CLI_EXIT_OK, "success" },
+	{ CLI_EXIT_FAIL, "the operation failed or was refused; the reason is on stderr" },
+	{ CLI_EXIT_USAGE, "the command line is wrong (unknown option, missing operand...)" },
+};
+
+/*
+ * Writes the spellings of the option at o and of its aliases into buf:
+ * short forms first, then long ones, the value's name last ("-t, --type
+ * TYPE"). A long-only option is indented to line up with "-x, --long".
+ */
+static void help_opt_names(const struct cli_opt *o, char *buf, size_t size)
+{
+	const struct cli_opt *a;
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (a = o; a == o || (a->id && !a->help); a++)
+		if (a->short_name && len < size)
+			len += (size_t)snprintf(buf + len, size - len, "%s-%c",
+						len ? ", " : "", a->short_name);
+	if (!len && len < size)
+		len += (size_t)snprintf(buf, size, "    ");
+	for (a = o; a == o || (a->id && !a->help); a++)
+		if (a->long_name && len < size)
+			len += (size_t)snprintf(buf + len, size - len, "%s--%s",
+						buf[len - 1] == ' ' ? "" : ", ",
+						a->long_name);
+	if (o->arg_name && len < size)
+		snprintf(buf + len, size - len, " %s", o->arg_name);
+}
+
+/* One help line per option, its text aligned after the longest spelling. */
+static void help_options(const struct cli_opt *opts)
+{
+	const int width_max = 24;
+	char names[64];
+	int width = (int)strlen("-h, --help");
+
+	for (const struct cli_opt *o = opts; o && o->id; o++) {
+		if (!o->help)
+			continue;
+		help_opt_names(o, names, sizeof(names));
+		if ((int)strlen(names) > width && (int)strlen(names) <= width_max)
+			width = (int)strlen(names);
+	}
+	printf("\nOptions:\n");
+	for (const struct cli_opt *o = opts; o && o->id; o++) {
+		const char *text = o->help;
+
+		if (!text)
+			continue;
+		help_opt_names(o, names, sizeof(names));
+		printf("  %-*s  ", width, names);
+		while (*text) {
+			size_t len = strcspn(text, "\n");
+
+			printf("%.*s\n", (int)len, text);
+			text += len;
+			if (*text == '\n' && *++text)
+				printf("  %-*s  ", width, "");
+		}
+	}
+	printf("  %-*s  %s\n", width, "-h, --help", "show this help and exit");
+}
+
 void cli_verb_help(const struct cli_verb *verb)
 {
 	printf("usage: kvfs %s %s\n\n%s\n", verb->name, verb->synopsis, verb->summary);
 	if (verb->help && verb->help[0])
 		printf("\n%s", verb->help);
+	help_options(verb->opts);
+	printf("\nExit status:\n");
+	for (size_t i = 0; i < sizeof(exit_meanings) / sizeof(exit_meanings[0]); i++)
+		printf("  %d  %s\n", (int)exit_meanings[i].code, exit_meanings[i].meaning);
 }
 
 int cli_finish_stdout(int code)

@@ -28,6 +28,7 @@ enum cli_exit {
 #define CLI_OPERANDS_MAX 4
 
 struct cli_verb;
+struct cli_opt;
 typedef int (*cli_verb_fn)(const struct cli_verb *verb, int argc, char **argv);
 
 /* One verb of the command: `kvfs NAME ...`. */
@@ -36,7 +37,8 @@ struct cli_verb {
 	cli_verb_fn run;
 	const char *synopsis;	/* options and operands, after "kvfs NAME " */
 	const char *summary;	/* one line for `kvfs --help` */
-	const char *help;	/* the rest of `kvfs NAME --help`: description, options */
+	const char *help;	/* description for `kvfs NAME --help`, before the options */
+	const struct cli_opt *opts;	/* the options; NULL when it has none */
 	int min_operands;
 	int max_operands;
 	const char *operand_names[CLI_OPERANDS_MAX];	/* for "missing STORE" */
@@ -44,13 +46,33 @@ struct cli_verb {
 
 /* ---- argument parsing ---- */
 
-/* One option a verb accepts; id > 0. "--help"/"-h" is accepted everywhere. */
+/*
+ * One option a verb accepts; id > 0. A verb's table is the only list of its
+ * options: the parser accepts what it holds, `kvfs VERB --help` prints it,
+ * and tests/23-cli-help.bats compares it with docs/kvfs.1. An entry whose
+ * help is NULL is another spelling of the entry before it (same id, shown
+ * on the same help line). "--help"/"-h" is accepted everywhere and is not
+ * in the tables. A table ends with an entry whose id is 0.
+ */
 struct cli_opt {
 	int id;
 	char short_name;	/* 0: long form only */
 	const char *long_name;	/* NULL: short form only */
-	bool has_arg;
+	const char *arg_name;	/* the value's name in help ("TYPE"); NULL: a flag */
+	const char *help;	/* "\n" starts a continuation line */
 };
+
+/* The option tables of the verbs that have options (cli/cmd_*.c). */
+extern const struct cli_opt cli_opts_mount[];
+extern const struct cli_opt cli_opts_umount[];
+extern const struct cli_opt cli_opts_get[];
+extern const struct cli_opt cli_opts_put[];
+extern const struct cli_opt cli_opts_ls[];
+extern const struct cli_opt cli_opts_rm[];
+extern const struct cli_opt cli_opts_mkdir[];
+extern const struct cli_opt cli_opts_import[];
+extern const struct cli_opt cli_opts_export[];
+extern const struct cli_opt cli_opts_load[];
 
 enum cli_parse_result {
 	CLI_PARSE_END = 0,
@@ -75,9 +97,9 @@ struct cli_parse {
 	char *operands[CLI_OPERANDS_MAX];
 };
 
-/* argv[0] is the verb name; opts may be NULL when the verb has none. */
+/* argv[0] is the verb name; the options come from verb->opts. */
 void cli_parse_init(struct cli_parse *p, const struct cli_verb *verb,
-		    const struct cli_opt *opts, int argc, char **argv);
+		    int argc, char **argv);
 /*
  * Returns the id of the next option (its argument in *arg, borrowed from
  * argv), CLI_PARSE_END when the arguments are used up and the operand count
@@ -99,7 +121,10 @@ int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * "<what>: <strerror(-ret)>". Returns 1.
  */
 int cli_model_fail(int ret, const struct model_error *err, const char *what);
-/* Prints the full help of a verb to stdout. */
+/*
+ * Prints the full help of a verb to stdout: usage, summary, description,
+ * the options from verb->opts and the exit codes of enum cli_exit.
+ */
 void cli_verb_help(const struct cli_verb *verb);
 /* Flushes stdout; reports a write error (a full disk, a closed pipe). */
 int cli_finish_stdout(int code);

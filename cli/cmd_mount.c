@@ -22,6 +22,23 @@ enum {
 	OPT_LAZY,
 };
 
+const struct cli_opt cli_opts_mount[] = {
+	{ OPT_FOREGROUND, 'f', "foreground", NULL, "do not detach from the terminal; log to stderr" },
+	{ OPT_OPTIONS, 'o', "options", "OPTIONS",
+	  "comma-separated mount options: ro (read-only),\n"
+	  "rw, debug (trace every FUSE call, implies -f),\n"
+	  "create (as --create), and any FUSE option\n"
+	  "(allow_other, noatime, ...)" },
+	{ OPT_CREATE, 0, "create", NULL, "create the store when it does not exist" },
+	{ OPT_DEBUG, 'd', "debug", NULL, "the same as -o debug" },
+	{ 0, 0, NULL, NULL, NULL },
+};
+
+const struct cli_opt cli_opts_umount[] = {
+	{ OPT_LAZY, 'z', "lazy", NULL, "detach the filesystem even while it is busy" },
+	{ 0, 0, NULL, NULL, NULL },
+};
+
 /* Appends the options of one -o list to extra, taking out the ones fs/ handles. */
 static void mount_sort_options(const char *list, struct fs_options *fo, char *extra)
 {
@@ -60,13 +77,6 @@ static size_t args_size(int argc, char **argv)
 
 int cli_cmd_mount(const struct cli_verb *verb, int argc, char **argv)
 {
-	static const struct cli_opt opts[] = {
-		{ OPT_FOREGROUND, 'f', "foreground", false },
-		{ OPT_OPTIONS, 'o', "options", true },
-		{ OPT_CREATE, 0, "create", false },
-		{ OPT_DEBUG, 'd', "debug", false },
-		{ 0, 0, NULL, false },
-	};
 	struct fs_options fo = { 0 };
 	struct cli_parse p;
 	const char *arg;
@@ -76,7 +86,7 @@ int cli_cmd_mount(const struct cli_verb *verb, int argc, char **argv)
 	extra = calloc(1, args_size(argc, argv));
 	if (!extra)
 		return cli_fail("mount: out of memory");
-	cli_parse_init(&p, verb, opts, argc, argv);
+	cli_parse_init(&p, verb, argc, argv);
 	while ((id = cli_parse_next(&p, &arg)) > 0) {
 		if (id == OPT_FOREGROUND)
 			fo.foreground = true;
@@ -105,10 +115,6 @@ int cli_cmd_mount(const struct cli_verb *verb, int argc, char **argv)
 /* Runs fusermount3 -u [-z] MNT and reports how it ended. */
 int cli_cmd_umount(const struct cli_verb *verb, int argc, char **argv)
 {
-	static const struct cli_opt opts[] = {
-		{ OPT_LAZY, 'z', "lazy", false },
-		{ 0, 0, NULL, false },
-	};
 	char prog[] = "fusermount3", unmount[] = "-u", lazy_opt[] = "-z";
 	char *args[5] = { prog, unmount, NULL, NULL, NULL };
 	bool lazy = false;
@@ -117,7 +123,7 @@ int cli_cmd_umount(const struct cli_verb *verb, int argc, char **argv)
 	int id, status;
 	pid_t pid;
 
-	cli_parse_init(&p, verb, opts, argc, argv);
+	cli_parse_init(&p, verb, argc, argv);
 	while ((id = cli_parse_next(&p, &arg)) > 0)
 		lazy = true;
 	if (id < 0)

@@ -22,6 +22,22 @@ enum {
 	OPT_LONG,
 };
 
+const struct cli_opt cli_opts_get[] = {
+	{ OPT_JSON, 0, "json", NULL, "print the subtree (or leaf) at PATH as JSON, pretty-printed" },
+	{ OPT_COMPACT, 0, "compact", NULL, "print the JSON on one line (implies --json)" },
+	{ 0, 0, NULL, NULL, NULL },
+};
+
+const struct cli_opt cli_opts_ls[] = {
+	{ OPT_LONG, 'l', "long", NULL, "also show the kind or leaf type, and the size in bytes" },
+	{ 0, 0, NULL, NULL, NULL },
+};
+
+const struct cli_opt cli_opts_export[] = {
+	{ OPT_COMPACT, 0, "compact", NULL, "one line (and a newline) instead of pretty-printed" },
+	{ 0, 0, NULL, NULL, NULL },
+};
+
 static bool node_is_container(const struct model_node *node)
 {
 	return node->kind == MODEL_KIND_OBJECT || node->kind == MODEL_KIND_ARRAY;
@@ -65,18 +81,13 @@ static int get_text(struct model *m, const char *path)
 
 int cli_cmd_get(const struct cli_verb *verb, int argc, char **argv)
 {
-	static const struct cli_opt opts[] = {
-		{ OPT_JSON, 0, "json", false },
-		{ OPT_COMPACT, 0, "compact", false },
-		{ 0, 0, NULL, false },
-	};
 	bool json = false, compact = false;
 	struct cli_parse p;
 	struct model *m;
 	const char *arg;
 	int id, ret;
 
-	cli_parse_init(&p, verb, opts, argc, argv);
+	cli_parse_init(&p, verb, argc, argv);
 	while ((id = cli_parse_next(&p, &arg)) > 0)
 		if (id == OPT_JSON)
 			json = true;
@@ -157,16 +168,12 @@ static int ls_run(struct model *m, const char *path, bool long_form)
 
 int cli_cmd_ls(const struct cli_verb *verb, int argc, char **argv)
 {
-	static const struct cli_opt opts[] = {
-		{ OPT_LONG, 'l', "long", false },
-		{ 0, 0, NULL, false },
-	};
 	bool long_form = false;
 	struct cli_parse p;
 	struct model *m;
 	int ret;
 
-	cli_parse_init(&p, verb, opts, argc, argv);
+	cli_parse_init(&p, verb, argc, argv);
 	if (!cli_parse_open(&p, CLI_OPEN_READ, &long_form, &m, &ret))
 		return ret;
 	ret = ls_run(m, p.noperands > 1 ? p.operands[1] : "/", long_form);
@@ -178,17 +185,13 @@ int cli_cmd_ls(const struct cli_verb *verb, int argc, char **argv)
 
 int cli_cmd_export(const struct cli_verb *verb, int argc, char **argv)
 {
-	static const struct cli_opt opts[] = {
-		{ OPT_COMPACT, 0, "compact", false },
-		{ 0, 0, NULL, false },
-	};
 	bool compact = false;
 	struct cli_parse p;
 	const char *path;
 	struct model *m;
 	int ret;
 
-	cli_parse_init(&p, verb, opts, argc, argv);
+	cli_parse_init(&p, verb, argc, argv);
 	if (!cli_parse_open(&p, CLI_OPEN_READ, &compact, &m, &ret))
 		return ret;
 	path = p.noperands > 1 ? p.operands[1] : "/";
@@ -204,7 +207,7 @@ int cli_cmd_dump(const struct cli_verb *verb, int argc, char **argv)
 	struct model *m;
 	int ret;
 
-	cli_parse_init(&p, verb, NULL, argc, argv);
+	cli_parse_init(&p, verb, argc, argv);
 	if (!cli_parse_open(&p, CLI_OPEN_READ, NULL, &m, &ret))
 		return ret;
 	ret = model_dump(m, stdout, &err);
@@ -223,7 +226,7 @@ int cli_cmd_check(const struct cli_verb *verb, int argc, char **argv)
 	struct model *m;
 	int ret;
 
-	cli_parse_init(&p, verb, NULL, argc, argv);
+	cli_parse_init(&p, verb, argc, argv);
 	if (!cli_parse_open(&p, CLI_OPEN_READ, NULL, &m, &ret))
 		return ret;
 	ret = model_check(m, stdout, &problems, &err);
@@ -244,7 +247,7 @@ int cli_cmd_info(const struct cli_verb *verb, int argc, char **argv)
 	struct model *m;
 	int ret;
 
-	cli_parse_init(&p, verb, NULL, argc, argv);
+	cli_parse_init(&p, verb, argc, argv);
 	if (!cli_parse_open(&p, CLI_OPEN_READ, NULL, &m, &ret))
 		return ret;
 	ret = model_info(m, &info);
@@ -337,7 +340,7 @@ int cli_cmd_backup(const struct cli_verb *verb, int argc, char **argv)
 	bool created;
 	int id, ret, state;
 
-	cli_parse_init(&p, verb, NULL, argc, argv);
+	cli_parse_init(&p, verb, argc, argv);
 	id = cli_parse_next(&p, &arg);
 	if (id < 0)
 		return cli_parse_exit(id);

@@ -20,6 +20,41 @@ enum {
 	OPT_ARRAY,
 };
 
+const struct cli_opt cli_opts_put[] = {
+	{ OPT_TYPE, 't', "type", "TYPE",
+	  "string, integer, double, boolean, null or bytes; VALUE\n"
+	  "must parse as that type (any JSON number for the\n"
+	  "numbers: 1 and 1e308 make the doubles 1.0 and 1e+308).\n"
+	  "Without it an existing leaf keeps its type when VALUE\n"
+	  "is written as that type prints, else it becomes a\n"
+	  "string (bytes when VALUE is not UTF-8)." },
+	{ OPT_CREATE, 0, "create", NULL, "create the store when it does not exist" },
+	{ 0, 0, NULL, NULL, NULL },
+};
+
+const struct cli_opt cli_opts_rm[] = {
+	{ OPT_RECURSIVE, 'r', "recursive", NULL, "remove a whole subtree (one transaction)" },
+	{ OPT_RECURSIVE, 'R', NULL, NULL, NULL },
+	{ 0, 0, NULL, NULL, NULL },
+};
+
+const struct cli_opt cli_opts_mkdir[] = {
+	{ OPT_ARRAY, 0, "array", NULL, "create an empty array instead" },
+	{ OPT_CREATE, 0, "create", NULL, "create the store when it does not exist" },
+	{ 0, 0, NULL, NULL, NULL },
+};
+
+/* import and load create a missing store anyway; --create is accepted for symmetry. */
+const struct cli_opt cli_opts_import[] = {
+	{ OPT_CREATE, 0, "create", NULL, "create the store when it does not exist (the default)" },
+	{ 0, 0, NULL, NULL, NULL },
+};
+
+const struct cli_opt cli_opts_load[] = {
+	{ OPT_CREATE, 0, "create", NULL, "create the store when it does not exist (the default)" },
+	{ 0, 0, NULL, NULL, NULL },
+};
+
 /* ---- put ---- */
 
 static int put_run(const char *store, const char *path, const char *value,
@@ -51,18 +86,13 @@ out_release:
 
 int cli_cmd_put(const struct cli_verb *verb, int argc, char **argv)
 {
-	static const struct cli_opt opts[] = {
-		{ OPT_TYPE, 't', "type", true },
-		{ OPT_CREATE, 0, "create", false },
-		{ 0, 0, NULL, false },
-	};
 	enum model_type type = 0;
 	bool create = false;
 	struct cli_parse p;
 	const char *arg;
 	int id;
 
-	cli_parse_init(&p, verb, opts, argc, argv);
+	cli_parse_init(&p, verb, argc, argv);
 	while ((id = cli_parse_next(&p, &arg)) > 0) {
 		if (id == OPT_CREATE)
 			create = true;
@@ -107,11 +137,6 @@ static int rm_flags(struct model *m, const char *path, bool recursive, unsigned 
 
 int cli_cmd_rm(const struct cli_verb *verb, int argc, char **argv)
 {
-	static const struct cli_opt opts[] = {
-		{ OPT_RECURSIVE, 'r', "recursive", false },
-		{ OPT_RECURSIVE, 'R', NULL, false },
-		{ 0, 0, NULL, false },
-	};
 	struct model_error err = { .msg = "" };
 	bool recursive = false;
 	struct cli_parse p;
@@ -119,7 +144,7 @@ int cli_cmd_rm(const struct cli_verb *verb, int argc, char **argv)
 	unsigned flags = 0;
 	int ret;
 
-	cli_parse_init(&p, verb, opts, argc, argv);
+	cli_parse_init(&p, verb, argc, argv);
 	if (!cli_parse_open(&p, CLI_OPEN_WRITE, &recursive, &m, &ret))
 		return ret;
 	ret = rm_flags(m, p.operands[1], recursive, &flags);
@@ -135,11 +160,6 @@ int cli_cmd_rm(const struct cli_verb *verb, int argc, char **argv)
 
 int cli_cmd_mkdir(const struct cli_verb *verb, int argc, char **argv)
 {
-	static const struct cli_opt opts[] = {
-		{ OPT_ARRAY, 0, "array", false },
-		{ OPT_CREATE, 0, "create", false },
-		{ 0, 0, NULL, false },
-	};
 	struct model_error err = { .msg = "" };
 	enum model_kind kind = MODEL_KIND_OBJECT;
 	bool create = false;
@@ -148,7 +168,7 @@ int cli_cmd_mkdir(const struct cli_verb *verb, int argc, char **argv)
 	struct model *m;
 	int id, ret;
 
-	cli_parse_init(&p, verb, opts, argc, argv);
+	cli_parse_init(&p, verb, argc, argv);
 	while ((id = cli_parse_next(&p, &arg)) > 0)
 		if (id == OPT_ARRAY)
 			kind = MODEL_KIND_ARRAY;
@@ -209,17 +229,13 @@ static int import_run(struct model *m, const char *path, const struct cli_input 
 
 int cli_cmd_import(const struct cli_verb *verb, int argc, char **argv)
 {
-	static const struct cli_opt opts[] = {
-		{ OPT_CREATE, 0, "create", false },	/* the default; accepted for symmetry */
-		{ 0, 0, NULL, false },
-	};
 	struct cli_input in;
 	struct cli_parse p;
 	const char *arg;
 	struct model *m;
 	int id, ret;
 
-	cli_parse_init(&p, verb, opts, argc, argv);
+	cli_parse_init(&p, verb, argc, argv);
 	while ((id = cli_parse_next(&p, &arg)) > 0)
 		;
 	if (id < 0)
@@ -239,10 +255,6 @@ int cli_cmd_import(const struct cli_verb *verb, int argc, char **argv)
 
 int cli_cmd_load(const struct cli_verb *verb, int argc, char **argv)
 {
-	static const struct cli_opt opts[] = {
-		{ OPT_CREATE, 0, "create", false },	/* the default; accepted for symmetry */
-		{ 0, 0, NULL, false },
-	};
 	struct model_error err = { .msg = "" };
 	const char *name = "-", *arg;
 	struct cli_parse p;
@@ -250,7 +262,7 @@ int cli_cmd_load(const struct cli_verb *verb, int argc, char **argv)
 	FILE *in = stdin;
 	int id, ret;
 
-	cli_parse_init(&p, verb, opts, argc, argv);
+	cli_parse_init(&p, verb, argc, argv);
 	while ((id = cli_parse_next(&p, &arg)) > 0)
 		;
 	if (id < 0)

@@ -13,31 +13,24 @@ static const struct cli_verb verbs[] = {
 		.synopsis = "[-f] [-o OPTIONS] [--create] STORE MNT",
 		.summary = "Serve the store in directory STORE as a filesystem at MNT.",
 		.help =
-		"Runs as a daemon until `kvfs umount MNT`; with -f it stays in the foreground.\n"
-		"\n"
-		"  -f, --foreground  do not detach from the terminal\n"
-		"  -o OPTIONS        comma-separated mount options: ro (read-only),\n"
-		"                    debug (trace every FUSE call, implies -f), create\n"
-		"                    (as --create), and any FUSE option (allow_other,\n"
-		"                    default_permissions, ...)\n"
-		"      --create      create the store when it does not exist\n"
-		"  -d, --debug       the same as -o debug\n",
+		"Runs as a daemon until `kvfs umount MNT`; with -f it stays in the foreground.\n",
+		.opts = cli_opts_mount,
 		.min_operands = 2, .max_operands = 2, .operand_names = { "STORE", "MNT" },
 	},
 	{
 		.name = "umount", .run = cli_cmd_umount,
 		.synopsis = "[-z] MNT",
 		.summary = "Unmount a kvfs filesystem (runs fusermount3 -u MNT).",
-		.help = "  -z, --lazy  detach the filesystem even while it is busy\n",
+		.help = "",
+		.opts = cli_opts_umount,
 		.min_operands = 1, .max_operands = 1, .operand_names = { "MNT" },
 	},
 	{
 		.name = "get", .run = cli_cmd_get,
 		.synopsis = "[--json [--compact]] STORE PATH",
 		.summary = "Print the leaf at PATH exactly as `cat` prints it in the mount.",
-		.help =
-		"  --json     print the subtree (or leaf) at PATH as JSON, pretty-printed\n"
-		"  --compact  print the JSON on one line (implies --json)\n",
+		.help = "",
+		.opts = cli_opts_get,
 		.min_operands = 2, .max_operands = 2, .operand_names = { "STORE", "PATH" },
 	},
 	{
@@ -47,15 +40,8 @@ static const struct cli_verb verbs[] = {
 		.help =
 		"VALUE is the value itself, not the text of a file: `kvfs put S /a hi` makes\n"
 		"`kvfs get S /a` print \"hi\\n\". VALUE \"-\" reads the value from standard\n"
-		"input, exactly (a trailing newline is part of it).\n"
-		"\n"
-		"  -t, --type TYPE  string, integer, double, boolean, null or bytes; VALUE\n"
-		"                   must parse as that type (any JSON number for the\n"
-		"                   numbers: 1 and 1e308 make the doubles 1.0 and\n"
-		"                   1e+308). Without it an existing leaf keeps its\n"
-		"                   type when VALUE is written as that type prints, else\n"
-		"                   it becomes a string (bytes when VALUE is not UTF-8).\n"
-		"      --create     create the store when it does not exist\n",
+		"input, exactly (a trailing newline is part of it).\n",
+		.opts = cli_opts_put,
 		.min_operands = 3, .max_operands = 3,
 		.operand_names = { "STORE", "PATH", "VALUE" },
 	},
@@ -65,35 +51,35 @@ static const struct cli_verb verbs[] = {
 		.summary = "List the children of PATH (default: the root), one per line.",
 		.help =
 		"Names are shown as the mount shows them (escaped as in docs/FORMAT.md);\n"
-		"array elements come in index order.\n"
-		"\n"
-		"  -l, --long  also show the kind or leaf type, and the size in bytes\n",
+		"array elements come in index order.\n",
+		.opts = cli_opts_ls,
 		.min_operands = 1, .max_operands = 2, .operand_names = { "STORE", "PATH" },
 	},
 	{
 		.name = "rm", .run = cli_cmd_rm,
 		.synopsis = "[-r] STORE PATH",
 		.summary = "Remove the leaf or empty directory at PATH.",
-		.help = "  -r, --recursive  remove a whole subtree (one transaction)\n",
+		.help = "",
+		.opts = cli_opts_rm,
 		.min_operands = 2, .max_operands = 2, .operand_names = { "STORE", "PATH" },
 	},
 	{
 		.name = "mkdir", .run = cli_cmd_mkdir,
 		.synopsis = "[--array] [--create] STORE PATH",
 		.summary = "Create an empty object (a directory) at PATH.",
-		.help =
-		"  --array   create an empty array instead\n"
-		"  --create  create the store when it does not exist\n",
+		.help = "",
+		.opts = cli_opts_mkdir,
 		.min_operands = 2, .max_operands = 2, .operand_names = { "STORE", "PATH" },
 	},
 	{
 		.name = "import", .run = cli_cmd_import,
-		.synopsis = "STORE PATH FILE|-",
+		.synopsis = "[--create] STORE PATH FILE|-",
 		.summary = "Replace the subtree at PATH with the JSON document in FILE.",
 		.help =
 		"One transaction: invalid JSON is refused and nothing changes. \"-\" reads\n"
 		"standard input. The store is created when it does not exist. Shows a\n"
 		"progress bar on a terminal for inputs over 1 MiB.\n",
+		.opts = cli_opts_import,
 		.min_operands = 3, .max_operands = 3,
 		.operand_names = { "STORE", "PATH", "FILE" },
 	},
@@ -101,7 +87,8 @@ static const struct cli_verb verbs[] = {
 		.name = "export", .run = cli_cmd_export,
 		.synopsis = "[--compact] STORE [PATH]",
 		.summary = "Print the subtree at PATH (default: everything) as JSON.",
-		.help = "  --compact  one line (and a newline) instead of pretty-printed\n",
+		.help = "",
+		.opts = cli_opts_export,
 		.min_operands = 1, .max_operands = 2, .operand_names = { "STORE", "PATH" },
 	},
 	{
@@ -113,9 +100,10 @@ static const struct cli_verb verbs[] = {
 	},
 	{
 		.name = "load", .run = cli_cmd_load,
-		.synopsis = "STORE [FILE|-]",
+		.synopsis = "[--create] STORE [FILE|-]",
 		.summary = "Load a dump (default: from standard input) into an empty store.",
 		.help = "The store is created when it does not exist; a store with data is refused.\n",
+		.opts = cli_opts_load,
 		.min_operands = 1, .max_operands = 2, .operand_names = { "STORE", "FILE" },
 	},
 	{
