@@ -10,7 +10,7 @@
 static const struct cli_verb verbs[] = {
 	{
 		.name = "mount", .run = cli_cmd_mount,
-		.synopsis = "[-f] [-o OPTIONS] [--create] STORE MNT",
+		.synopsis = "[-f] [-d] [-o OPTIONS] [--create] STORE MNT",
 		.summary = "Serve the store in directory STORE as a filesystem at MNT.",
 		.help =
 		"Runs as a daemon until `kvfs umount MNT`; with -f it stays in the foreground.\n",
