@@ -39,7 +39,7 @@ CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
 UNIT_STORE := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_store*.c))
 UNIT_MODEL := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_model*.c))
 
-.PHONY: all store model unit test asan install clean deps bench demo
+.PHONY: all store model unit test asan install uninstall clean deps bench demo
 all: $(BIN)
 
 $(BIN): $(CLI_OBJ) $(FS_OBJ) $(MODEL_OBJ) $(STORE_OBJ)
@@ -76,8 +76,10 @@ asan: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan BIN=build-asan/kvfs SANITIZE=address,undefined all unit
 	@KVFS_BIN=$(CURDIR)/build-asan/kvfs KVFS_ASAN=1 bash scripts/run-tests.sh build-asan
 
+# As root it also runs `make install` (so the README's `kvfs` commands work);
+# KEEP=1 keeps the demo store mounted.
 demo:
-	@bash scripts/demo.sh
+	@PREFIX='$(PREFIX)' DESTDIR='$(DESTDIR)' bash scripts/demo.sh
 
 bench: all
 	@bash scripts/bench.sh
@@ -88,6 +90,10 @@ install: all
 	install -m 0755 scripts/mount.kvfs $(DESTDIR)/sbin/mount.kvfs
 	ln -sf mount.kvfs $(DESTDIR)/sbin/mount.fuse.kvfs	# mount -t fuse.kvfs looks for this name
 	install -m 0644 docs/kvfs.1 $(DESTDIR)$(PREFIX)/share/man/man1/kvfs.1
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/kvfs $(DESTDIR)$(PREFIX)/share/man/man1/kvfs.1 \
+	      $(DESTDIR)/sbin/mount.kvfs $(DESTDIR)/sbin/mount.fuse.kvfs
 
 clean:
 	rm -rf build build-asan kvfs
