@@ -224,8 +224,8 @@ static void help_opt_names(const struct cli_opt *o, char *buf, size_t size)
 		if (a->short_name && len < size)
 			len += (size_t)snprintf(buf + len, size - len, "%s-%c",
 						len ? ", " : "", a->short_name);
-	if (!len && len < size)
-		len += (size_t)snprintf(buf, size, "    ");
+	if (len == 0)
+		len = (size_t)snprintf(buf, size, "    ");
 	for (a = o; a == o || (a->id && !a->help); a++)
 		if (a->long_name && len < size)
 			len += (size_t)snprintf(buf + len, size - len, "%s--%s",
@@ -257,6 +257,8 @@ static void help_options(const struct cli_opt *opts)
 			continue;
 		help_opt_names(o, names, sizeof(names));
 		printf("  %-*s  ", width, names);
+		if (!*text)
+			putchar('\n');
 		while (*text) {
 			size_t len = strcspn(text, "\n");
 
