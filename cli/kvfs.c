@@ -144,7 +144,7 @@ static void print_help(FILE *f)
 	      "verbs:\n", f);
 	for (size_t i = 0; i < NVERBS; i++)
 		fprintf(f, "  %-7s %s\n", verbs[i].name, verbs[i].summary);
-	fputs("\nSee kvfs(1) for details.\n", f);
+	fputs("\nSee kvfs(1) for details (in the source tree: man -l docs/kvfs.1).\n", f);
 }
 
 static const struct cli_verb *find_verb(const char *name)
