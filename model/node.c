@@ -37,6 +37,9 @@ int model_open(const char *dir, unsigned flags, struct model **out, struct model
 	}
 	m->created_ns = info.created_ns;
 	m->readonly = flags & MODEL_OPEN_READONLY;
+	ret = tree_upgrade(m, dir, err);
+	if (ret < 0)
+		goto out_close;
 	*out = m;
 	return 0;
 

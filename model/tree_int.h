@@ -44,6 +44,13 @@ void tree_clear(struct model_error *err);
 int tree_write(struct model *m, const char *what, store_write_fn fn, void *arg,
 	       struct model_error *err);
 
+/*
+ * Upgrades a store older than STORE_FORMAT_VERSION in one transaction when
+ * m is writable (upgrade.c); does nothing when it is current or read-only
+ * (then records are read in their own format). Messages name dir.
+ */
+int tree_upgrade(struct model *m, const char *dir, struct model_error *err);
+
 /* ---- names ---- */
 /* Longest escaped name a new key may have: one file name (NAME_MAX). */
 #define TREE_FILE_NAME_MAX 255
@@ -125,6 +132,7 @@ struct tree_child {
 	size_t end;		/* key[0..end] is the child's own key */
 	struct store_val val;
 	struct tuple_elem elem;	/* the child's element */
+	unsigned format;	/* record format of the scan's snapshot */
 };
 
 /*
