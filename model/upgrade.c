@@ -18,6 +18,7 @@ static int upgrade_1_to_2(struct store_txn *txn, struct upgrade *u)
 {
 	struct store_scan *scan;
 	struct store_val k, v;
+	uint8_t key[STORE_KEY_MAX];
 	struct strbuf val;
 	int ret = store_scan_open(txn, STORE_SPACE_DATA, NULL, 0, &scan);
 
@@ -25,16 +26,21 @@ static int upgrade_1_to_2(struct store_txn *txn, struct upgrade *u)
 		return ret;
 	strbuf_init(&val);
 	while ((ret = store_scan_next(scan, &k, &v)) == 1) {
-		/* Copied first: the put may move the page under k and v. A body
-		 * that does not decode is sealed as it is: nothing is lost, and
-		 * `kvfs check` still reports it. */
+		/* Key and value copied first: the put rewrites the page under k
+		 * and v. A body that does not decode is sealed as it is: nothing
+		 * is lost, and `kvfs check` still reports it. */
+		if (k.len > sizeof(key)) {
+			ret = -EIO;
+			break;
+		}
+		memcpy(key, k.data, k.len);
 		strbuf_reset(&val);
-		leaf_record_seal(k.data, k.len, v.data, v.len, &val);
+		leaf_record_seal(key, k.len, v.data, v.len, &val);
 		if (val.failed) {
 			ret = -ENOMEM;
 			break;
 		}
-		ret = store_put(txn, STORE_SPACE_DATA, k.data, k.len, val.buf, val.len);
+		ret = store_put(txn, STORE_SPACE_DATA, key, k.len, val.buf, val.len);
 		if (ret < 0)
 			break;
 		u->records++;
