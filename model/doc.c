@@ -621,6 +621,8 @@ static int export_in(struct store_txn *txn, const char *path, struct json_writer
 	if (ret < 0)
 		return ret;
 	ret = doc_render(txn, p.key, p.len, w);
+	if (ret == -EIO)
+		return tree_fail_corrupt(txn, p.key, p.len, path, err);
 	if (ret == 0)
 		ret = json_writer_finish(w);
 	if (ret < 0)

@@ -172,6 +172,8 @@ static int view_stat(struct model *m, struct store_txn *txn, const struct tree_p
 	ret = doc_render_buf(txn, p->key, p->len, 0, &sb);
 	if (ret < 0) {
 		strbuf_release(&sb);
+		if (ret == -EIO)
+			return tree_fail_corrupt(txn, p->key, p->len, p->text, err);
 		return tree_fail(err, ret, "%s: cannot render: %s", p->text, strerror(-ret));
 	}
 	memset(out, 0, sizeof(*out));
@@ -242,7 +244,9 @@ static int text_in(struct store_txn *txn, const char *path, text_fn fn, void *ar
 	}
 	strbuf_init(&sb);
 	ret = doc_render_buf(txn, p.key, p.len, 0, &sb);
-	if (ret < 0)
+	if (ret == -EIO)
+		tree_fail_corrupt(txn, p.key, p.len, path, err);
+	else if (ret < 0)
 		tree_fail(err, ret, "%s: cannot render: %s", path, strerror(-ret));
 	else
 		ret = fn(arg, NULL, &sb);

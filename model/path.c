@@ -411,6 +411,34 @@ int tree_get(struct store_txn *txn, const struct tree_path *p, struct tree_node 
 	return 0;
 }
 
+int tree_fail_corrupt(struct store_txn *txn, const uint8_t *key, size_t len, const char *what,
+		      struct model_error *err)
+{
+	unsigned format = store_txn_format(txn);
+	struct store_scan *scan;
+	struct store_val k, v;
+	struct leaf leaf;
+	struct strbuf at;
+	int ret = store_scan_open(txn, STORE_SPACE_DATA, key, len, &scan);
+
+	strbuf_init(&at);
+	while (ret == 0 && store_scan_next(scan, &k, &v) == 1) {
+		if (leaf_record_decode(format, k.data, k.len, v.data, v.len, &leaf) < 0) {
+			tree_key_to_path(k.data, k.len, &at);
+			break;
+		}
+	}
+	if (ret == 0)
+		store_scan_close(scan);
+	if (at.len && !at.failed)
+		tree_fail(err, -EIO, "%s: corrupt record in the store at %s (bad checksum or "
+			  "layout; run kvfs check)", what, at.buf);
+	else
+		tree_fail(err, -EIO, "%s: cannot render: %s", what, strerror(EIO));
+	strbuf_release(&at);
+	return -EIO;
+}
+
 int tree_find(struct store_txn *txn, const char *path, struct tree_path *p,
 	      struct tree_node *out, struct model_error *err)
 {

@@ -100,6 +100,13 @@ int tree_lookup(struct store_txn *txn, const uint8_t *key, size_t len, struct tr
 /* The node at a resolved path, with -ENOENT/-ENOTDIR and a message when missing. */
 int tree_get(struct store_txn *txn, const struct tree_path *p, struct tree_node *out,
 	     struct model_error *err);
+/*
+ * For a render of key[0..len] that failed with -EIO: names the first record
+ * under it that does not verify in err ("what: corrupt record in the store
+ * at PATH ...") and returns -EIO. Scans the subtree: error paths only.
+ */
+int tree_fail_corrupt(struct store_txn *txn, const uint8_t *key, size_t len, const char *what,
+		      struct model_error *err);
 /* tree_resolve (no flags) then tree_get: the existing node at path, with message. */
 int tree_find(struct store_txn *txn, const char *path, struct tree_path *p,
 	      struct tree_node *out, struct model_error *err);
