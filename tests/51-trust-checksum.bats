@@ -76,6 +76,11 @@ make_store() {
 	# a view of the root would render it: refused too
 	run -1 cat "$MNT/.json"
 	assert_output --partial 'Input/output error'
+	# a listing stats every child: the directory holding it fails, others list
+	run ! ls "$MNT"
+	assert_output --partial 'Input/output error'
+	run -0 ls "$MNT/dir"
+	assert_output $'other\nvictimkey'
 }
 
 @test "a flipped bit in a value: get, export and dump fail naming the path, check reports it" {
