@@ -104,6 +104,12 @@ make_store() {
 	run -1 kvfs check "$STORE"
 	assert_line 'check: 0276696374696d00: checksum mismatch (/victim)'
 	assert_line --regexp '^check: 5 keys, 1 problems$'
+	# the repair: rm -r removes the record that does not verify, and only it
+	run -1 kvfs rm "$STORE" /victim
+	run -0 kvfs rm -r "$STORE" /victim
+	run -0 kvfs check "$STORE"
+	assert_output 'check: 4 keys, 0 problems'
+	run -0 kvfs dump "$STORE"
 }
 
 @test "a flipped bit in a value: mv of its directory fails and changes nothing" {
