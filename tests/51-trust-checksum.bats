@@ -140,10 +140,12 @@ make_store() {
 	make_store
 	cp "$STORE/data.mdb" "$T/pristine.mdb"
 	run -0 kvfs check "$STORE"
-	local value delta bit n tried=0
-	# each value's record: 10 header bytes before the text, 4 checksum bytes after
+	local value delta bit n tried=0 want=0
+	# every byte of each value's record: the 10 header bytes before the
+	# text, the text, the 4 checksum bytes after it; one bit each
 	for value in 'first value' 'VICTIM-VALUE-0123456789' 'last value'; do
-		for delta in -10 -9 -8 -3 -1 0 3 $((${#value} - 1)) ${#value} $((${#value} + 3)); do
+		want=$((want + 10 + ${#value} + 4))
+		for ((delta = -10; delta < ${#value} + 4; delta++)); do
 			bit=$(((delta + 16) % 8))
 			cp "$T/pristine.mdb" "$STORE/data.mdb"
 			n=$(flip_bits "$STORE/data.mdb" "$value" "$delta" "$bit")
@@ -156,7 +158,7 @@ make_store() {
 			tried=$((tried + 1))
 		done
 	done
-	[ "$tried" -eq 30 ]
+	[ "$tried" -eq "$want" ] && [ "$tried" -gt 80 ]
 }
 
 # ---- the version-1 store ----
