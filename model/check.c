@@ -1,7 +1,8 @@
 /*
  * model/check.c - verifies a store against docs/FORMAT.md: the format
  * version, every data key a tuple of strings and non-negative integers,
- * every record decodable and every string UTF-8, no leaf or marker with keys under it, no
+ * every record's checksum (format 2) and decoding, every string UTF-8, no
+ * leaf or marker with keys under it, no
  * container mixing names and indices. One line per problem.
  */
 #include <errno.h>
@@ -13,6 +14,7 @@
 struct check {
 	FILE *report;
 	uint64_t problems;
+	unsigned format;	/* record format of the snapshot */
 	uint8_t prev[STORE_KEY_MAX];
 	size_t prev_len;
 	bool prev_is_record;
@@ -93,14 +95,34 @@ static void check_names(struct check *c, const struct store_val *k)
 	}
 }
 
+/* A checksum mismatch names the path too, when the key still reads as one. */
+static void check_bad_sum(struct check *c, const struct store_val *k, bool tuple_ok)
+{
+	struct strbuf sb;
+
+	strbuf_init(&sb);
+	strbuf_addf(&sb, "checksum mismatch");
+	if (tuple_ok) {
+		strbuf_addf(&sb, " (");
+		tree_key_to_path(k->data, k->len, &sb);
+		strbuf_addf(&sb, ")");
+	}
+	check_report(c, k->data, k->len, sb.failed ? "checksum mismatch" : sb.buf);
+	strbuf_release(&sb);
+}
+
 static void check_key(struct check *c, const struct store_val *k, const struct store_val *v)
 {
 	struct leaf leaf;
 	bool tuple_ok = check_tuple(k);
+	int ret;
 
 	if (!tuple_ok)
 		check_report(c, k->data, k->len, "key is not a tuple of names and indices");
-	if (leaf_decode(v->data, v->len, &leaf) < 0)
+	ret = leaf_record_decode(c->format, k->data, k->len, v->data, v->len, &leaf);
+	if (ret == -EBADMSG)
+		check_bad_sum(c, k, tuple_ok);
+	else if (ret < 0)
 		check_report(c, k->data, k->len, "record does not decode");
 	else if (leaf_validate(&leaf) < 0)
 		check_report(c, k->data, k->len, "string is not valid UTF-8");
@@ -124,8 +146,10 @@ static int check_meta(struct store_txn *txn, struct check *c)
 	}
 	if (ret < 0)
 		return ret;
-	if (v.len != 4 || memcmp(v.data, "\0\0\0\1", 4) != 0)
-		check_report(c, "format", 6, "format version is not 1");
+	/* Format 1 is read as it is (a read-only open does not upgrade). */
+	c->format = store_txn_format(txn);
+	if (v.len != 4 || c->format < 1 || c->format > STORE_FORMAT_VERSION)
+		check_report(c, "format", 6, "format version is not 1 or 2");
 	if (store_get(txn, STORE_SPACE_META, "created", 7, &v) != 0 || v.len != 8)
 		check_report(c, "created", 7, "creation time missing or malformed");
 	return 0;

@@ -408,12 +408,13 @@ static void render_bytes(struct json_writer *w, const struct leaf *leaf)
 	strbuf_release(&sb);
 }
 
-static int render_value(struct json_writer *w, const struct store_val *val)
+static int render_value(struct json_writer *w, unsigned format, const void *key,
+			size_t key_len, const struct store_val *val)
 {
 	struct leaf leaf;
 
-	if (leaf_decode(val->data, val->len, &leaf) < 0)
-		return -EIO;
+	if (leaf_record_decode(format, key, key_len, val->data, val->len, &leaf) < 0)
+		return -EIO;	/* a bad checksum too: never render what may be wrong */
 	switch (leaf.tag) {
 	case LEAF_STRING:
 		json_write_string(w, (const char *)leaf.payload, leaf.payload_len);
@@ -454,6 +455,7 @@ struct render {
 	size_t open[STORE_KEY_MAX + 1];
 	bool array[STORE_KEY_MAX + 1];
 	int nopen;
+	unsigned format;	/* record format of the snapshot */
 };
 
 static void render_close_to(struct render *r, int keep)
@@ -524,7 +526,7 @@ static int render_key(struct render *r, const uint8_t *k, size_t klen, const str
 		return -EIO;
 	memcpy(r->prev, k, klen);
 	r->prev_len = klen;
-	return render_value(r->w, val);
+	return render_value(r->w, r->format, k, klen, val);
 }
 
 static int render_scan(struct store_scan *scan, size_t len, struct render *r)
@@ -561,7 +563,7 @@ static int render_first(struct store_scan *scan, const uint8_t *key, size_t len,
 		return 0;
 	}
 	if (k.len == len)
-		return render_value(r->w, &v);
+		return render_value(r->w, r->format, k.data, k.len, &v);
 	tuple_reader_init(&tr, (const uint8_t *)k.data + len, k.len - len);
 	if (tuple_next(&tr, &e) != 1)
 		return -EIO;
@@ -584,6 +586,7 @@ int doc_render(struct store_txn *txn, const uint8_t *key, size_t len, struct jso
 	r->w = w;
 	r->nopen = 0;
 	r->prev_len = 0;
+	r->format = store_txn_format(txn);
 	ret = store_scan_open(txn, STORE_SPACE_DATA, key, len, &scan);
 	if (ret == 0) {
 		ret = render_first(scan, key, len, r);
@@ -618,6 +621,8 @@ static int export_in(struct store_txn *txn, const char *path, struct json_writer
 	if (ret < 0)
 		return ret;
 	ret = doc_render(txn, p.key, p.len, w);
+	if (ret == -EIO)
+		return tree_fail_corrupt(txn, p.key, p.len, path, err);
 	if (ret == 0)
 		ret = json_writer_finish(w);
 	if (ret < 0)

@@ -29,8 +29,30 @@ static void put_hex(FILE *out, const void *data, size_t len)
 		fprintf(out, "%02x", p[i]);
 }
 
+/*
+ * A dump is a backup: it copies records exactly, so it must not copy one
+ * whose checksum fails (the restored store would then vouch for it).
+ */
+static int dump_verify(struct store_txn *txn, const struct store_val *k,
+		       const struct store_val *v, struct model_error *err)
+{
+	size_t body_len;
+	struct strbuf path;
+	int ret = leaf_record_verify(store_txn_format(txn), k->data, k->len, v->data, v->len,
+				     &body_len);
+
+	if (ret == 0)
+		return 0;
+	strbuf_init(&path);
+	tree_key_to_path(k->data, k->len, &path);
+	tree_fail(err, -EIO, "dump: %s: corrupt record in the store (bad checksum; run kvfs "
+		  "check)", path.buf ? path.buf : "?");
+	strbuf_release(&path);
+	return -EIO;
+}
+
 static int dump_space(struct store_txn *txn, enum store_space space, FILE *out,
-		      uint64_t *count)
+		      uint64_t *count, struct model_error *err)
 {
 	struct store_scan *scan;
 	struct store_val k, v;
@@ -39,6 +61,11 @@ static int dump_space(struct store_txn *txn, enum store_space space, FILE *out,
 	if (ret < 0)
 		return ret;
 	while ((ret = store_scan_next(scan, &k, &v)) == 1) {
+		if (space == STORE_SPACE_DATA) {
+			ret = dump_verify(txn, &k, &v, err);
+			if (ret < 0)
+				break;
+		}
 		fprintf(out, "%s ", space_names[space]);
 		put_hex(out, k.data, k.len);
 		fputc(' ', out);
@@ -60,8 +87,10 @@ int model_dump(struct model *m, FILE *out, struct model_error *err)
 		return tree_fail(err, ret, "dump: %s", strerror(-ret));
 	fprintf(out, "%s\n", DUMP_HEADER);
 	for (int s = 0; s < STORE_SPACE_COUNT && ret == 0; s++)
-		ret = dump_space(txn, (enum store_space)s, out, &count);
+		ret = dump_space(txn, (enum store_space)s, out, &count, err);
 	store_txn_end(txn);
+	if (ret == -EIO && err && err->msg[0])
+		return ret;
 	if (ret < 0)
 		return tree_fail(err, ret, "dump: %s", strerror(-ret));
 	fprintf(out, "end %llu\n", (unsigned long long)count);
@@ -81,6 +110,7 @@ struct load {
 	uint64_t line;
 	uint64_t count;
 	int space;
+	unsigned format;	/* the dump's meta format; 0 until its line */
 	uint8_t prev[STORE_KEY_MAX];
 	size_t prev_len;
 };
@@ -157,6 +187,45 @@ static bool load_in_order(struct load *l, int space, const struct strbuf *key)
 	return true;
 }
 
+/*
+ * The meta `format` line, which sorts before every data line: a format-1
+ * dump is stored upgraded, so the store always holds the current format.
+ */
+static int load_format(struct store_txn *txn, struct load *l, const struct strbuf *val)
+{
+	const uint8_t *v = (const uint8_t *)val->buf;
+
+	if (val->len != 4 || v[0] || v[1] || v[2] || v[3] < 1 || v[3] > STORE_FORMAT_VERSION)
+		return load_fail(l, "the dump's format version is not 1 or 2");
+	l->format = v[3];
+	return store_set_format(txn, STORE_FORMAT_VERSION);
+}
+
+/* A current record is loaded exactly once its checksum holds; a format-1
+ * record is sealed on the way in. */
+static int load_data(struct store_txn *txn, struct load *l, const struct strbuf *key,
+		     struct strbuf *val)
+{
+	size_t body_len;
+	struct strbuf sealed;
+	int ret;
+
+	if (l->format == 0)
+		return load_fail(l, "data before the meta format line");
+	if (l->format == STORE_FORMAT_VERSION) {
+		if (leaf_record_verify(l->format, key->buf, key->len, val->buf ? val->buf : "",
+				       val->len, &body_len) < 0)
+			return load_fail(l, "checksum mismatch");
+		return store_put(txn, STORE_SPACE_DATA, key->buf, key->len, val->buf, val->len);
+	}
+	strbuf_init(&sealed);
+	leaf_record_seal(key->buf, key->len, val->buf ? val->buf : "", val->len, &sealed);
+	ret = sealed.failed ? -ENOMEM
+		: store_put(txn, STORE_SPACE_DATA, key->buf, key->len, sealed.buf, sealed.len);
+	strbuf_release(&sealed);
+	return ret;
+}
+
 static int load_record(struct store_txn *txn, struct load *l, const char *line, size_t len,
 		       struct strbuf *key, struct strbuf *val)
 {
@@ -177,10 +246,11 @@ static int load_record(struct store_txn *txn, struct load *l, const char *line, 
 		return load_fail(l, "bad hex key or value");
 	if (!load_in_order(l, space, key))
 		return load_fail(l, "keys out of order");
-	if (space == STORE_SPACE_META && key->len == 6 && memcmp(key->buf, "format", 6) == 0 &&
-	    (val->len != 4 || memcmp(val->buf, "\0\0\0\1", 4) != 0))
-		return load_fail(l, "the dump's format version is not 1");
 	l->count++;
+	if (space == STORE_SPACE_META && key->len == 6 && memcmp(key->buf, "format", 6) == 0)
+		return load_format(txn, l, val);
+	if (space == STORE_SPACE_DATA)
+		return load_data(txn, l, key, val);
 	return store_put(txn, (enum store_space)space, key->buf, key->len,
 			 val->len ? val->buf : "", val->len);
 }
@@ -243,6 +313,7 @@ static int load_txn(struct store_txn *txn, void *arg)
 	l->line = 0;
 	l->count = 0;
 	l->space = 0;
+	l->format = 0;
 	l->prev_len = 0;
 	ret = load_check_empty(txn, l);
 	if (ret < 0)

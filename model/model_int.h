@@ -160,4 +160,35 @@ int leaf_from_text(const void *text, size_t len, bool is_file_text, const struct
 		   enum model_type type, int64_t mtime_ns, struct leaf *out);
 bool utf8_is_valid(const void *data, size_t len);
 
+/*
+ * ---- sealed records (model/record.c; docs/FORMAT.md, format 2) ----
+ * A data record is the leaf body above followed by LEAF_CHECKSUM_SIZE
+ * bytes: CRC-32C of key || body, big-endian. Format-1 stores (read-only
+ * opens of a store not yet upgraded) have bare bodies. Every reader of a
+ * data record goes through leaf_record_decode; `format` is the
+ * transaction's store_txn_format.
+ */
+#define LEAF_CHECKSUM_SIZE 4
+/* CRC-32C; start with crc 0, chain by passing the previous result. */
+uint32_t crc32c(uint32_t crc, const void *data, size_t len);
+/* Appends the sealed record for leaf at key to sb. */
+void leaf_record_encode(const void *key, size_t key_len, const struct leaf *leaf,
+			struct strbuf *sb);
+/*
+ * Verifies and decodes: -EBADMSG on a checksum mismatch (or a record too
+ * short to hold one), -EINVAL when the body is malformed, -EIO for a format
+ * this kvfs cannot read. out->payload borrows from record.
+ */
+int leaf_record_decode(unsigned format, const void *key, size_t key_len, const void *record,
+		       size_t len, struct leaf *out);
+/* Checks the checksum only; *body_len is the body's length. Errors as above. */
+int leaf_record_verify(unsigned format, const void *key, size_t key_len, const void *record,
+		       size_t len, size_t *body_len);
+/* Appends body then its checksum under key (an upgrade, a load of format 1). */
+void leaf_record_seal(const void *key, size_t key_len, const void *body, size_t body_len,
+		      struct strbuf *sb);
+/* Verifies a record under old_key and appends it re-sealed for new_key (rename). */
+int leaf_record_rekey(unsigned format, const void *old_key, size_t old_len, const void *new_key,
+		      size_t new_len, const void *record, size_t len, struct strbuf *sb);
+
 #endif

@@ -325,9 +325,11 @@ int tree_resolve(struct store_txn *txn, const char *path, unsigned flags,
 
 /* ---- nodes ---- */
 
-static int node_from_record(const struct store_val *val, struct tree_node *out)
+/* A checksum mismatch is -EIO like any corrupt record; tree_get names the path. */
+static int node_from_record(unsigned format, const struct store_val *key,
+			    const struct store_val *val, struct tree_node *out)
 {
-	if (leaf_decode(val->data, val->len, &out->leaf) < 0)
+	if (leaf_record_decode(format, key->data, key->len, val->data, val->len, &out->leaf) < 0)
 		return -EIO;
 	out->exists = true;
 	out->marker = leaf_is_marker(&out->leaf);
@@ -363,7 +365,7 @@ static int lookup_first(struct store_scan *scan, size_t len, struct tree_node *o
 	if (ret <= 0)
 		return ret;
 	if (k.len == len)
-		return node_from_record(&v, out);
+		return node_from_record(store_txn_format(store_scan_txn(scan)), &k, &v, out);
 	/* 0xFF after the prefix: an escaped NUL of a sibling string, not a child. */
 	if (((const uint8_t *)k.data)[len] == 0xFF)
 		return 0;
@@ -400,12 +402,41 @@ int tree_get(struct store_txn *txn, const struct tree_path *p, struct tree_node 
 	int ret = tree_lookup(txn, p->key, p->len, out);
 
 	if (ret == -EIO)
-		return tree_fail(err, ret, "%s: corrupt record in the store", p->text);
+		return tree_fail(err, ret, "%s: corrupt record in the store (bad checksum or "
+				 "layout; run kvfs check)", p->text);
 	if (ret < 0)
 		return tree_fail(err, ret, "%s: %s", p->text, strerror(-ret));
 	if (!out->exists)
 		return tree_missing(txn, p, err);
 	return 0;
+}
+
+int tree_fail_corrupt(struct store_txn *txn, const uint8_t *key, size_t len, const char *what,
+		      struct model_error *err)
+{
+	unsigned format = store_txn_format(txn);
+	struct store_scan *scan;
+	struct store_val k, v;
+	struct leaf leaf;
+	struct strbuf at;
+	int ret = store_scan_open(txn, STORE_SPACE_DATA, key, len, &scan);
+
+	strbuf_init(&at);
+	while (ret == 0 && store_scan_next(scan, &k, &v) == 1) {
+		if (leaf_record_decode(format, k.data, k.len, v.data, v.len, &leaf) < 0) {
+			tree_key_to_path(k.data, k.len, &at);
+			break;
+		}
+	}
+	if (ret == 0)
+		store_scan_close(scan);
+	if (at.len && !at.failed)
+		tree_fail(err, -EIO, "%s: corrupt record in the store at %s (bad checksum or "
+			  "layout; run kvfs check)", what, at.buf);
+	else
+		tree_fail(err, -EIO, "%s: cannot render: %s", what, strerror(EIO));
+	strbuf_release(&at);
+	return -EIO;
 }
 
 int tree_find(struct store_txn *txn, const char *path, struct tree_path *p,
@@ -428,7 +459,8 @@ int tree_missing(struct store_txn *txn, const struct tree_path *p, struct model_
 	tuple_reader_init(&r, p->key, p->len);
 	while (tuple_next(&r, &e) == 1 && r.pos < p->len) {
 		if (store_get(txn, STORE_SPACE_DATA, p->key, r.pos, &v) == 0 &&
-		    leaf_decode(v.data, v.len, &leaf) == 0 && !leaf_is_marker(&leaf))
+		    leaf_record_decode(store_txn_format(txn), p->key, r.pos, v.data, v.len,
+				       &leaf) == 0 && !leaf_is_marker(&leaf))
 			return tree_fail(err, -ENOTDIR, "%s: a leaf is not a directory", p->text);
 	}
 	return tree_fail(err, -ENOENT, "%s: no such file or directory", p->text);
@@ -514,7 +546,7 @@ int tree_put_leaf(struct store_txn *txn, const uint8_t *key, size_t len, const s
 	int ret;
 
 	strbuf_init(&sb);
-	leaf_encode(leaf, &sb);
+	leaf_record_encode(key, len, leaf, &sb);
 	ret = sb.failed ? -ENOMEM : store_put(txn, STORE_SPACE_DATA, key, len, sb.buf, sb.len);
 	strbuf_release(&sb);
 	return ret;
@@ -620,6 +652,7 @@ int tree_child_first(struct store_scan *scan, const uint8_t *prefix, size_t len,
 			return ret;
 	}
 	(void)prefix;
+	c->format = store_txn_format(store_scan_txn(scan));
 	return child_fill(scan, len, c);
 }
 
@@ -633,8 +666,11 @@ int tree_child_next(struct store_scan *scan, size_t len, struct tree_child *c)
 int tree_child_node(const struct tree_child *c, struct tree_node *out)
 {
 	memset(out, 0, sizeof(*out));
-	if (c->key_len == c->end)
-		return node_from_record(&c->val, out);
+	if (c->key_len == c->end) {
+		struct store_val key = { c->key, c->key_len };
+
+		return node_from_record(c->format, &key, &c->val, out);
+	}
 	out->exists = true;
 	return kind_at(c->key, c->key_len, c->end, &out->kind);
 }

@@ -29,6 +29,7 @@ static int copy_subtree(struct store_txn *txn, const struct tree_path *src,
 	struct store_val k, v;
 	struct strbuf val;
 	size_t rest;
+	unsigned format = store_txn_format(txn);
 	int ret = store_scan_open(txn, STORE_SPACE_DATA, src->key, src->len, &scan);
 
 	if (ret < 0)
@@ -45,10 +46,17 @@ static int copy_subtree(struct store_txn *txn, const struct tree_path *src,
 			break;
 		}
 		memcpy(key + dst->len, (const uint8_t *)k.data + src->len, rest);
+		/* Re-sealed for its new key, into val: the put may move the page under v. */
 		strbuf_reset(&val);
-		strbuf_add(&val, v.data, v.len);	/* the put may move the page under v */
-		ret = val.failed ? -ENOMEM
-			: store_put(txn, STORE_SPACE_DATA, key, dst->len + rest, val.buf, val.len);
+		ret = leaf_record_rekey(format, k.data, k.len, key, dst->len + rest, v.data, v.len,
+					&val);
+		if (ret < 0) {
+			if (ret != -ENOMEM)
+				ret = tree_fail(err, -EIO, "%s: corrupt record in the store (bad "
+						"checksum or layout; run kvfs check)", src->text);
+			break;
+		}
+		ret = store_put(txn, STORE_SPACE_DATA, key, dst->len + rest, val.buf, val.len);
 		if (ret < 0)
 			break;
 	}
@@ -227,6 +235,7 @@ static int rekey_one(struct store_txn *txn, const struct tree_path *p, const str
 	size_t rest = k->len - elem_end;
 	struct tuple_writer w;
 	int64_t index = 0;
+	int ret;
 
 	tuple_writer_init(&w, key, sizeof(key));
 	memcpy(key, p->key, p->len);
@@ -241,10 +250,12 @@ static int rekey_one(struct store_txn *txn, const struct tree_path *p, const str
 	if (w.overflow || w.len + rest > STORE_KEY_MAX)
 		return -ENAMETOOLONG;
 	memcpy(key + w.len, (const uint8_t *)k->data + elem_end, rest);
+	/* Re-sealed for its new key, into val: the put may move the page under v. */
 	strbuf_reset(val);
-	strbuf_add(val, v->data, v->len);	/* the put may move the page under v */
-	if (val->failed)
-		return -ENOMEM;
+	ret = leaf_record_rekey(store_txn_format(txn), k->data, k->len, key, w.len + rest,
+				v->data, v->len, val);
+	if (ret < 0)
+		return ret == -ENOMEM ? ret : -EIO;
 	return store_put(txn, STORE_SPACE_DATA, key, w.len + rest, val->buf, val->len);
 }
 

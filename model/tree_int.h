@@ -44,6 +44,13 @@ void tree_clear(struct model_error *err);
 int tree_write(struct model *m, const char *what, store_write_fn fn, void *arg,
 	       struct model_error *err);
 
+/*
+ * Upgrades a store older than STORE_FORMAT_VERSION in one transaction when
+ * m is writable (upgrade.c); does nothing when it is current or read-only
+ * (then records are read in their own format). Messages name dir.
+ */
+int tree_upgrade(struct model *m, const char *dir, struct model_error *err);
+
 /* ---- names ---- */
 /* Longest escaped name a new key may have: one file name (NAME_MAX). */
 #define TREE_FILE_NAME_MAX 255
@@ -93,6 +100,13 @@ int tree_lookup(struct store_txn *txn, const uint8_t *key, size_t len, struct tr
 /* The node at a resolved path, with -ENOENT/-ENOTDIR and a message when missing. */
 int tree_get(struct store_txn *txn, const struct tree_path *p, struct tree_node *out,
 	     struct model_error *err);
+/*
+ * For a render of key[0..len] that failed with -EIO: names the first record
+ * under it that does not verify in err ("what: corrupt record in the store
+ * at PATH ...") and returns -EIO. Scans the subtree: error paths only.
+ */
+int tree_fail_corrupt(struct store_txn *txn, const uint8_t *key, size_t len, const char *what,
+		      struct model_error *err);
 /* tree_resolve (no flags) then tree_get: the existing node at path, with message. */
 int tree_find(struct store_txn *txn, const char *path, struct tree_path *p,
 	      struct tree_node *out, struct model_error *err);
@@ -125,6 +139,7 @@ struct tree_child {
 	size_t end;		/* key[0..end] is the child's own key */
 	struct store_val val;
 	struct tuple_elem elem;	/* the child's element */
+	unsigned format;	/* record format of the scan's snapshot */
 };
 
 /*

@@ -35,6 +35,7 @@
 #include <limits.h>
 #include <lmdb.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +56,9 @@ struct store {
 	MDB_dbi dbi[STORE_SPACE_COUNT];
 	bool readonly;
 	int64_t created_ns;
+	/* Record format: set at open; only ever raised to STORE_FORMAT_VERSION
+	 * once a snapshot shows the store upgraded (store_txn_format). */
+	_Atomic unsigned format;
 	pthread_mutex_t write_mutex;	/* one writer of this process at a time */
 	pthread_mutex_t gate_mutex;	/* guards the two fields below */
 	pthread_cond_t gate_cond;
@@ -69,6 +73,7 @@ struct store_txn {
 	MDB_txn *txn;
 	bool write;
 	bool map_full;		/* an operation hit MDB_MAP_FULL: grow and retry */
+	unsigned format;	/* this snapshot's format; 0 = not looked up yet */
 };
 
 enum scan_state { SCAN_START, SCAN_SEEK, SCAN_NEXT, SCAN_END };
@@ -277,6 +282,7 @@ static int init_meta(struct store *st, MDB_txn *txn)
 	int rc;
 
 	st->created_ns = now_ns();
+	atomic_store(&st->format, STORE_FORMAT_VERSION);
 	rc = meta_put(txn, st->dbi[STORE_SPACE_META], "format", STORE_FORMAT_VERSION, 4);
 	if (rc == 0)
 		rc = meta_put(txn, st->dbi[STORE_SPACE_META], "created", (uint64_t)st->created_ns, 8);
@@ -303,6 +309,7 @@ static int check_meta(struct store *st, MDB_txn *txn, const char *dir, char *why
 		say(why, why_len, "%s: not a kvfs store (format 0)", dir);
 		return -EINVAL;
 	}
+	atomic_store(&st->format, (unsigned)version);	/* model/ upgrades older ones */
 	k = (MDB_val){ 7, (void *)"created" };
 	if (mdb_get(txn, st->dbi[STORE_SPACE_META], &k, &v) == 0 && v.mv_size == 8)
 		st->created_ns = (int64_t)get_be(v.mv_data, 8);
@@ -574,6 +581,18 @@ static int txn_begin(struct store *st, unsigned flags, MDB_txn **out)
 	}
 }
 
+/*
+ * The format a transaction about to begin may assume without looking: only
+ * the current one, and only read before the transaction begins, since a
+ * snapshot begun after another that showed the upgrade is never older.
+ */
+static unsigned snapshot_format(struct store *st)
+{
+	unsigned f = atomic_load(&st->format);
+
+	return f == STORE_FORMAT_VERSION ? f : 0;
+}
+
 int store_read_begin(struct store *st, struct store_txn **out)
 {
 	struct store_txn *t = calloc(1, sizeof(*t));
@@ -583,6 +602,7 @@ int store_read_begin(struct store *st, struct store_txn **out)
 	if (!t)
 		return -ENOMEM;
 	t->st = st;
+	t->format = snapshot_format(st);
 	rc = txn_begin(st, MDB_RDONLY, &t->txn);
 	if (rc) {
 		free(t);
@@ -607,6 +627,38 @@ uint64_t store_txn_id(const struct store_txn *txn)
 	return mdb_txn_id(txn->txn);
 }
 
+unsigned store_format(struct store *st)
+{
+	return atomic_load(&st->format);
+}
+
+unsigned store_txn_format(struct store_txn *txn)
+{
+	MDB_val k = { 6, (void *)"format" }, v;
+
+	if (txn->format)
+		return txn->format;
+	if (mdb_get(txn->txn, txn->st->dbi[STORE_SPACE_META], &k, &v) != 0 || v.mv_size != 4)
+		return 0;
+	txn->format = (unsigned)get_be(v.mv_data, 4);
+	if (txn->format == STORE_FORMAT_VERSION)
+		atomic_store(&txn->st->format, txn->format);
+	return txn->format;
+}
+
+int store_set_format(struct store_txn *txn, unsigned version)
+{
+	int rc;
+
+	if (!txn->write)
+		return -EROFS;
+	rc = meta_put(txn->txn, txn->st->dbi[STORE_SPACE_META], "format", version, 4);
+	if (rc)
+		return txn_err(txn, rc);
+	txn->format = version;
+	return 0;
+}
+
 /*
  * One attempt: begin, run fn, commit. *retry is set when the map was full
  * (the transaction is then gone and the caller grows the map).
@@ -617,6 +669,7 @@ static int write_attempt(struct store *st, store_write_fn fn, void *arg, bool *r
 	int rc;
 
 	*retry = false;
+	t.format = snapshot_format(st);
 	rc = txn_begin(st, 0, &t.txn);
 	if (rc)
 		return rc;
@@ -803,6 +856,11 @@ void store_scan_close(struct store_scan *scan)
 uint64_t store_scan_steps(const struct store_scan *scan)
 {
 	return scan->steps;
+}
+
+struct store_txn *store_scan_txn(struct store_scan *scan)
+{
+	return scan->txn;
 }
 
 /* One cursor move, as the state says; counts it. */

@@ -15,7 +15,7 @@
 #include "store/tuple.h"
 
 #define STORE_KEY_MAX 511	/* longest key the backend accepts, in bytes */
-#define STORE_FORMAT_VERSION 1	/* written on creation, checked on open */
+#define STORE_FORMAT_VERSION 2	/* written on creation, checked on open; model/ upgrades 1 */
 
 /* Key spaces (LMDB named databases). */
 enum store_space {
@@ -72,6 +72,18 @@ void store_txn_end(struct store_txn *txn);
 uint64_t store_txn_id(const struct store_txn *txn);
 
 /*
+ * The meta `format` of the store (docs/FORMAT.md). store_format: as found
+ * when it was opened (a store newer than STORE_FORMAT_VERSION never opens).
+ * store_txn_format: as this transaction's snapshot holds it, 0 when
+ * unreadable; costs one meta lookup per transaction only while the store
+ * was older than STORE_FORMAT_VERSION. store_set_format writes it inside a
+ * write transaction (model/'s upgrade), -EROFS in a read transaction.
+ */
+unsigned store_format(struct store *st);
+unsigned store_txn_format(struct store_txn *txn);
+int store_set_format(struct store_txn *txn, unsigned version);
+
+/*
  * Write transactions run `fn` inside one transaction and commit it when fn
  * returns 0; any other return aborts and is passed back. When the map is
  * full the transaction is aborted, the map grown, and fn run again from the
@@ -119,6 +131,8 @@ int store_scan_next_distinct(struct store_scan *scan, int depth,
 			     struct store_val *key, struct store_val *val, size_t *child_end);
 /* How many cursor positionings this scan made (tests prove skips with it). */
 uint64_t store_scan_steps(const struct store_scan *scan);
+/* The transaction the scan runs in (borrowed). */
+struct store_txn *store_scan_txn(struct store_scan *scan);
 void store_scan_close(struct store_scan *scan);
 
 #endif

@@ -244,11 +244,19 @@ struct raw_put {
 	size_t val_len;
 };
 
+/* Puts a record body as given, sealed with its checksum (format 2). */
 static int raw_put_fn(struct store_txn *txn, void *arg)
 {
 	struct raw_put *r = arg;
+	struct strbuf sb;
+	int ret;
 
-	return store_put(txn, STORE_SPACE_DATA, r->key, r->key_len, r->val, r->val_len);
+	strbuf_init(&sb);
+	leaf_record_seal(r->key, r->key_len, r->val, r->val_len, &sb);
+	ret = sb.failed ? -ENOMEM : store_put(txn, STORE_SPACE_DATA, r->key, r->key_len, sb.buf,
+					      sb.len);
+	strbuf_release(&sb);
+	return ret;
 }
 
 /* Reads do not validate a string's bytes (they are checked when written); check does. */

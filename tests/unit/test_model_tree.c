@@ -415,10 +415,18 @@ static int put_bad(struct store_txn *txn, void *arg)
 	struct tuple_writer w;
 	uint8_t key[64];
 
+	struct strbuf sb;
+	int ret;
+
 	(void)arg;
 	tuple_writer_init(&w, key, sizeof(key));
 	tuple_put_string(&w, "bad", 3);
-	return store_put(txn, STORE_SPACE_DATA, key, w.len, "\x42", 1);
+	/* A one-byte body with a valid checksum: the body itself is bad. */
+	strbuf_init(&sb);
+	leaf_record_seal(key, w.len, "\x42", 1, &sb);
+	ret = sb.failed ? -ENOMEM : store_put(txn, STORE_SPACE_DATA, key, w.len, sb.buf, sb.len);
+	strbuf_release(&sb);
+	return ret;
 }
 
 static void test_check(void)
