@@ -202,5 +202,5 @@ int main(int argc, char **argv)
 		cli_fail("unknown verb '%s' (see kvfs --help)", argv[1]);
 		return CLI_EXIT_USAGE;
 	}
-	return cli_finish_stdout(verb->run(verb, argc - 1, argv + 1));
+	return cli_signals_finish(cli_finish_stdout(verb->run(verb, argc - 1, argv + 1)));
 }
