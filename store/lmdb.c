@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -108,6 +109,27 @@ static int store_err(int rc)
 	case MDB_PANIC: case MDB_VERSION_MISMATCH: case MDB_BAD_TXN: return -EIO;
 	default: return rc > 0 ? -rc : -EIO;
 	}
+}
+
+/*
+ * A commit that cannot write its pages: LMDB reports a short write (the
+ * file system ran out of room part-way) as EIO, and a write refused
+ * outright as ENOSPC or EDQUOT. A short write leaves the file system with
+ * next to nothing free, so an EIO with less than COMMIT_ROOM_MIN free
+ * where the store lives was a full disk, and is said so. Nothing of the
+ * transaction is kept either way.
+ */
+#define COMMIT_ROOM_MIN ((uint64_t)1 << 20)
+
+static int commit_err(const struct store *st, int rc)
+{
+	struct statvfs sv;
+
+	if (rc == EDQUOT)
+		return -ENOSPC;
+	if (rc != EIO || statvfs(st->dir, &sv) < 0)
+		return store_err(rc);
+	return (uint64_t)sv.f_bavail * sv.f_frsize < COMMIT_ROOM_MIN ? -ENOSPC : -EIO;
 }
 
 /* Maps an operation's result, remembering a full map for store_write. */
@@ -370,9 +392,10 @@ static int open_spaces(struct store *st, const char *dir, char *why, size_t why_
 		goto out_abort_txn;
 	}
 	rc = mdb_txn_commit(txn);	/* also keeps the dbi handles */
+	rc = commit_err(st, rc);
 	if (rc)
-		say(why, why_len, "%s: %s", dir, mdb_strerror(rc));
-	return store_err(rc);
+		say(why, why_len, "%s: %s", dir, strerror(-rc));
+	return rc;
 
 out_abort_txn:
 	mdb_txn_abort(txn);
@@ -952,7 +975,7 @@ static int write_attempt(struct store *st, store_write_fn fn, void *arg, bool *r
 	rc = mdb_txn_commit(t.txn);	/* frees the transaction even on failure */
 	gate_leave(st, false);
 	*retry = rc == MDB_MAP_FULL;
-	return store_err(rc);
+	return commit_err(st, rc);
 
 out_abort_txn:
 	mdb_txn_abort(t.txn);
