@@ -137,7 +137,7 @@ static const struct cli_verb verbs[] = {
 	{
 		.name = "info", .run = cli_cmd_info,
 		.synopsis = "STORE",
-		.summary = "Show the size and key count of the store.",
+		.summary = "Show the key count, the space used and free, and the live readers.",
 		.help = "",
 		.min_operands = 1, .max_operands = 1, .operand_names = { "STORE" },
 	},
