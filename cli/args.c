@@ -3,10 +3,13 @@
  * every verb of the `kvfs` command shares.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 
@@ -184,6 +187,8 @@ int cli_fail(const char *fmt, ...)
 {
 	va_list ap;
 
+	if (cli_signal_caught())
+		return CLI_EXIT_FAIL;	/* the failure is the signal's doing: stay quiet */
 	fputs("kvfs: ", stderr);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
@@ -284,7 +289,7 @@ void cli_verb_help(const struct cli_verb *verb)
 
 int cli_finish_stdout(int code)
 {
-	if (fflush(stdout) != 0 || ferror(stdout)) {
+	if ((fflush(stdout) != 0 || ferror(stdout)) && !cli_signal_caught()) {
 		int saved = errno;
 
 		cli_fail("write error on standard output: %s", strerror(saved));
@@ -318,6 +323,67 @@ int cli_open(const char *dir, enum cli_open_mode mode, struct model **out)
 	if (ret < 0)
 		return cli_model_fail(ret, &err, dir);
 	return CLI_EXIT_OK;
+}
+
+void cli_close(struct model *m, int code)
+{
+	if (code == CLI_EXIT_OK)
+		model_close(m);
+	else
+		model_close_discard(m);
+}
+
+/* ---- signals ---- */
+
+/*
+ * The CLI's only global state: a signal handler can reach nothing else.
+ * broken_fd is the write end of a pipe whose read end is closed.
+ */
+static volatile sig_atomic_t caught_signal;
+static int broken_fd = -1;
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+
+	if (!caught_signal)
+		caught_signal = sig;
+	if (broken_fd >= 0)
+		dup2(broken_fd, STDOUT_FILENO);	/* async-signal-safe */
+	errno = saved;
+}
+
+void cli_signals_catch(void)
+{
+	static const int sigs[] = { SIGPIPE, SIGINT, SIGTERM };
+	struct sigaction sa;
+	int fds[2];
+
+	if (broken_fd < 0 && pipe2(fds, O_CLOEXEC) == 0) {
+		close(fds[0]);
+		broken_fd = fds[1];
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;	/* no SA_RESTART: a blocked write fails with EINTR */
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
+}
+
+int cli_signal_caught(void)
+{
+	return caught_signal;
+}
+
+int cli_signals_finish(int code)
+{
+	int sig = caught_signal;
+
+	if (!sig)
+		return code;
+	signal(sig, SIG_DFL);
+	raise(sig);
+	return 128 + sig;	/* only if the signal did not end the process */
 }
 
 bool cli_parse_open(struct cli_parse *p, enum cli_open_mode mode, bool *flag,

@@ -143,6 +143,12 @@ enum cli_open_mode {
  */
 int cli_open(const char *dir, enum cli_open_mode mode, struct model **out);
 /*
+ * Closes a store a writing verb opened; when the verb failed (code is not
+ * 0) and the store was created by this run, it is removed again: a failed
+ * command leaves nothing behind.
+ */
+void cli_close(struct model *m, int code);
+/*
  * The start of a verb with at most one option, a flag: parses the rest of p
  * (any option sets *flag; flag may be NULL when the verb has no options),
  * then opens the store named by operand 0 into *m (heap; close it with
@@ -151,6 +157,24 @@ int cli_open(const char *dir, enum cli_open_mode mode, struct model **out);
  */
 bool cli_parse_open(struct cli_parse *p, enum cli_open_mode mode, bool *flag,
 		    struct model **m, int *code);
+
+/* ---- signals ---- */
+
+/*
+ * For the verbs that read: SIGPIPE, SIGINT and SIGTERM no longer kill at
+ * once. The first one is recorded and standard output is pointed at a
+ * broken pipe, so the verb's next write fails, it ends its transaction and
+ * closes the store like after any error (no message is printed then).
+ */
+void cli_signals_catch(void);
+/* The signal recorded by the handler, 0 if none. */
+int cli_signal_caught(void);
+/*
+ * After the verb has cleaned up: dies by the recorded signal (default
+ * action), as a reader killed by it would, so `kvfs dump S | head` exits
+ * like any pipe reader. Returns code when no signal was recorded.
+ */
+int cli_signals_finish(int code);
 
 /* ---- whole inputs ---- */
 

@@ -6,10 +6,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -95,6 +97,7 @@ int cli_cmd_get(const struct cli_verb *verb, int argc, char **argv)
 			compact = json = true;
 	if (id < 0)
 		return cli_parse_exit(id);
+	cli_signals_catch();
 	if (cli_open(p.operands[0], CLI_OPEN_READ, &m))
 		return CLI_EXIT_FAIL;
 	if (json) {
@@ -174,6 +177,7 @@ int cli_cmd_ls(const struct cli_verb *verb, int argc, char **argv)
 	int ret;
 
 	cli_parse_init(&p, verb, argc, argv);
+	cli_signals_catch();
 	if (!cli_parse_open(&p, CLI_OPEN_READ, &long_form, &m, &ret))
 		return ret;
 	ret = ls_run(m, p.noperands > 1 ? p.operands[1] : "/", long_form);
@@ -192,6 +196,7 @@ int cli_cmd_export(const struct cli_verb *verb, int argc, char **argv)
 	int ret;
 
 	cli_parse_init(&p, verb, argc, argv);
+	cli_signals_catch();
 	if (!cli_parse_open(&p, CLI_OPEN_READ, &compact, &m, &ret))
 		return ret;
 	path = p.noperands > 1 ? p.operands[1] : "/";
@@ -208,6 +213,7 @@ int cli_cmd_dump(const struct cli_verb *verb, int argc, char **argv)
 	int ret;
 
 	cli_parse_init(&p, verb, argc, argv);
+	cli_signals_catch();
 	if (!cli_parse_open(&p, CLI_OPEN_READ, NULL, &m, &ret))
 		return ret;
 	ret = model_dump(m, stdout, &err);
@@ -217,27 +223,84 @@ int cli_cmd_dump(const struct cli_verb *verb, int argc, char **argv)
 
 /* ---- check, info ---- */
 
-int cli_cmd_check(const struct cli_verb *verb, int argc, char **argv)
+/* The walk itself: open, verify, print the report and the summary line. */
+static int check_run(const char *dir)
 {
 	struct model_error err = { .msg = "" };
 	struct model_info info = { 0 };
 	uint64_t problems = 0;
-	struct cli_parse p;
 	struct model *m;
 	int ret;
 
-	cli_parse_init(&p, verb, argc, argv);
-	if (!cli_parse_open(&p, CLI_OPEN_READ, NULL, &m, &ret))
-		return ret;
+	if (cli_open(dir, CLI_OPEN_READ, &m))
+		return CLI_EXIT_FAIL;
 	ret = model_check(m, stdout, &problems, &err);
 	if (ret < 0) {
 		model_close(m);
-		return cli_model_fail(ret, &err, p.operands[0]);
+		return cli_model_fail(ret, &err, dir);
 	}
 	model_info(m, &info);
 	model_close(m);
+	if (info.stale_readers_cleared)
+		printf("check: warning: cleared %u reader slots left by processes that died "
+		       "while reading (they pin old pages and make the file grow)\n",
+		       info.stale_readers_cleared);
 	printf("check: %" PRIu64 " keys, %" PRIu64 " problems\n", info.entries, problems);
 	return problems ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+}
+
+static const char *signal_name(int sig)
+{
+	switch (sig) {
+	case SIGSEGV: return "SIGSEGV";
+	case SIGBUS: return "SIGBUS";
+	case SIGFPE: return "SIGFPE";
+	case SIGILL: return "SIGILL";
+	case SIGABRT: return "SIGABRT";
+	default: return "a signal";
+	}
+}
+
+/*
+ * A corrupt page can make LMDB (or a decoder) fault. The walk runs in a
+ * child process, so that a fault becomes a report and an exit status 1
+ * instead of killing check. A signal that was sent (Ctrl-C, a closed pipe)
+ * ends this process the same way.
+ */
+int cli_cmd_check(const struct cli_verb *verb, int argc, char **argv)
+{
+	struct cli_parse p;
+	const char *arg;
+	int id, status, sig;
+	pid_t pid;
+
+	cli_parse_init(&p, verb, argc, argv);
+	id = cli_parse_next(&p, &arg);
+	if (id < 0)
+		return cli_parse_exit(id);
+	cli_signals_catch();
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return cli_fail("check: cannot fork: %s", strerror(errno));
+	if (pid == 0)
+		exit(cli_signals_finish(cli_finish_stdout(check_run(p.operands[0]))));
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return cli_fail("check: %s", strerror(errno));
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	sig = WTERMSIG(status);
+	if (sig == SIGPIPE || sig == SIGINT || sig == SIGTERM || sig == SIGKILL ||
+	    cli_signal_caught())
+		return cli_signals_finish(128 + sig);
+	printf("check: store is damaged: the walk crashed with %s (%d)\n", signal_name(sig), sig);
+	return CLI_EXIT_FAIL;
+}
+
+static void info_size(const char *label, uint64_t bytes)
+{
+	printf("%-11s %" PRIu64 " bytes (%.1f MiB)\n", label, bytes, (double)bytes / MIB);
 }
 
 int cli_cmd_info(const struct cli_verb *verb, int argc, char **argv)
@@ -248,6 +311,7 @@ int cli_cmd_info(const struct cli_verb *verb, int argc, char **argv)
 	int ret;
 
 	cli_parse_init(&p, verb, argc, argv);
+	cli_signals_catch();
 	if (!cli_parse_open(&p, CLI_OPEN_READ, NULL, &m, &ret))
 		return ret;
 	ret = model_info(m, &info);
@@ -256,10 +320,17 @@ int cli_cmd_info(const struct cli_verb *verb, int argc, char **argv)
 		return cli_fail("%s: %s", p.operands[0], strerror(-ret));
 	printf("store:      %s\n", p.operands[0]);
 	printf("keys:       %" PRIu64 "\n", info.entries);
-	printf("used:       %" PRIu64 " bytes (%.1f MiB)\n", info.used_bytes,
-	       (double)info.used_bytes / MIB);
-	printf("map size:   %" PRIu64 " bytes (%.1f MiB)\n", info.map_size,
-	       (double)info.map_size / MIB);
+	info_size("used:", info.used_bytes);
+	info_size("free:", info.free_bytes);
+	info_size("high water:", info.high_water_bytes);
+	info_size("file:", info.file_bytes);
+	info_size("map size:", info.map_size);
+	printf("readers:    %u", info.readers);
+	for (unsigned i = 0; i < info.reader_pids_len; i++)
+		printf("%s%d", i ? " " : " (pids ", info.reader_pids[i]);
+	printf("%s\n", info.reader_pids_len < info.readers ? " ...)" :
+	       info.reader_pids_len ? ")" : "");
+	printf("stale readers cleared: %u\n", info.stale_readers_cleared);
 	printf("generation: %" PRIu64 "\n", info.generation);
 	return CLI_EXIT_OK;
 }

@@ -78,7 +78,7 @@ static int put_run(const char *store, const char *path, const char *value,
 		goto out_release;
 	ret = model_write(m, path, data, len, type, 0, &err);
 	ret = ret < 0 ? cli_model_fail(ret, &err, path) : CLI_EXIT_OK;
-	model_close(m);
+	cli_close(m, ret);
 out_release:
 	cli_input_release(&in);
 	return ret;
@@ -179,8 +179,9 @@ int cli_cmd_mkdir(const struct cli_verb *verb, int argc, char **argv)
 	if (cli_open(p.operands[0], create ? CLI_OPEN_CREATE : CLI_OPEN_WRITE, &m))
 		return CLI_EXIT_FAIL;
 	ret = model_mkdir(m, p.operands[1], kind, &err);
-	model_close(m);
-	return ret < 0 ? cli_model_fail(ret, &err, p.operands[1]) : CLI_EXIT_OK;
+	ret = ret < 0 ? cli_model_fail(ret, &err, p.operands[1]) : CLI_EXIT_OK;
+	cli_close(m, ret);
+	return ret;
 }
 
 /* ---- import ---- */
@@ -245,7 +246,7 @@ int cli_cmd_import(const struct cli_verb *verb, int argc, char **argv)
 	ret = cli_open(p.operands[0], CLI_OPEN_CREATE, &m);
 	if (ret == CLI_EXIT_OK) {
 		ret = import_run(m, p.operands[1], &in);
-		model_close(m);
+		cli_close(m, ret);
 	}
 	cli_input_release(&in);
 	return ret;
@@ -282,7 +283,7 @@ int cli_cmd_load(const struct cli_verb *verb, int argc, char **argv)
 		ret = cli_fail("%s: not empty; load needs an empty store", p.operands[0]);
 	else if (ret < 0)
 		ret = cli_model_fail(ret, &err, name);
-	model_close(m);
+	cli_close(m, ret);
 out_fclose:
 	if (in != stdin)
 		fclose(in);

@@ -125,7 +125,7 @@ static const struct cli_verb verbs[] = {
 	{
 		.name = "info", .run = cli_cmd_info,
 		.synopsis = "STORE",
-		.summary = "Show the size and key count of the store.",
+		.summary = "Show the key count, the space used and free, and the live readers.",
 		.help = "",
 		.min_operands = 1, .max_operands = 1, .operand_names = { "STORE" },
 	},
@@ -190,5 +190,5 @@ int main(int argc, char **argv)
 		cli_fail("unknown verb '%s' (see kvfs --help)", argv[1]);
 		return CLI_EXIT_USAGE;
 	}
-	return cli_finish_stdout(verb->run(verb, argc - 1, argv + 1));
+	return cli_signals_finish(cli_finish_stdout(verb->run(verb, argc - 1, argv + 1)));
 }

@@ -185,6 +185,7 @@ struct fs_ctx {
 };
 
 #define FS_WATCH_MS 150
+#define FS_READERS_CHECK_TICKS 20	/* clear dead readers every 20 polls: 3 s */
 #define FS_TIMEOUT_DEFAULT 86400.0	/* entry and attr timeouts: the watcher keeps them honest */
 
 /* ---- logging (mount.c) ---- */

@@ -273,10 +273,27 @@ static bool store_changed_elsewhere(struct fs_ctx *ctx)
 	return changed;
 }
 
+/*
+ * A reader killed mid-transaction (kvfs dump | head) leaves its slot behind:
+ * LMDB then keeps every page freed after its snapshot, so the file grows on
+ * each write until the slots run out. Clearing such slots is cheap (a
+ * kill(pid, 0) per slot), so the watcher does it every few seconds.
+ */
+static void readers_check(struct fs_ctx *ctx)
+{
+	unsigned cleared = 0;
+
+	if (model_readers_check(ctx->model, &cleared) < 0)
+		fs_log(ctx, LOG_WARNING, "cannot check the store's reader table");
+	else if (cleared)
+		fs_log(ctx, LOG_INFO, "cleared %u reader slots of dead processes", cleared);
+}
+
 static void *watch_main(void *arg)
 {
 	struct fs_ctx *ctx = arg;
 	struct timespec until;
+	unsigned ticks = 0;
 
 	pthread_mutex_lock(&ctx->watch_lock);
 	while (!ctx->watch_stop) {
@@ -292,6 +309,8 @@ static void *watch_main(void *arg)
 		if (ctx->watch_stop)
 			break;
 		pthread_mutex_unlock(&ctx->watch_lock);
+		if (++ticks % FS_READERS_CHECK_TICKS == 0)
+			readers_check(ctx);
 		if (store_changed_elsewhere(ctx)) {
 			fs_trace(ctx, "the store changed elsewhere: invalidating");
 			fs_inval_foreign(ctx);
@@ -594,7 +613,11 @@ static int open_model(struct fs_ctx *ctx, const struct fs_options *opts)
 	return 0;
 }
 
-/* Runs the session until it is unmounted or signalled; 0 on a clean end. */
+/*
+ * Runs the session until it is unmounted or signalled; 0 on a clean end,
+ * SERVE_NEVER_MOUNTED when it failed before the store was ever served.
+ */
+#define SERVE_NEVER_MOUNTED (-2)
 static int serve(struct fs_ctx *ctx, int *report)
 {
 	struct fuse_loop_config *cfg;
@@ -602,11 +625,11 @@ static int serve(struct fs_ctx *ctx, int *report)
 
 	if (fuse_set_signal_handlers(ctx->se) < 0) {
 		fprintf(stderr, "kvfs: mount: cannot set signal handlers\n");
-		return -1;
+		return SERVE_NEVER_MOUNTED;
 	}
 	if (fuse_session_mount(ctx->se, ctx->mountpoint) < 0) {
 		fprintf(stderr, "kvfs: mount: cannot mount %s\n", ctx->mountpoint);
-		ret = -1;
+		ret = SERVE_NEVER_MOUNTED;
 		goto out_signals;
 	}
 	if (fs_inval_start(ctx) < 0)
@@ -631,13 +654,15 @@ static int serve(struct fs_ctx *ctx, int *report)
 	fs_log(ctx, LOG_INFO, "unmounted %s", ctx->mountpoint);
 out_signals:
 	fuse_remove_signal_handlers(ctx->se);
+	if (ret == SERVE_NEVER_MOUNTED)
+		return ret;
 	return ret >= 0 ? 0 : -1;	/* > 0: the number of the signal that ended it */
 }
 
 int fs_mount_main(const struct fs_options *opts)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
-	int report = -1, code = 1;
+	int report = -1, code = 1, served = SERVE_NEVER_MOUNTED;
 	struct fs_ctx *ctx;
 
 	if (!opts->store_dir || !opts->mountpoint) {
@@ -664,11 +689,16 @@ int fs_mount_main(const struct fs_options *opts)
 	ctx->se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), ctx);
 	if (!ctx->se)
 		goto out_model;
-	code = serve(ctx, &report) == 0 ? 0 : 1;
+	served = serve(ctx, &report);
+	code = served == 0 ? 0 : 1;
 	fuse_session_destroy(ctx->se);	/* runs fs_ops.destroy: commits what is pending */
 out_model:
 	fs_files_commit_all(ctx);
-	model_close(ctx->model);
+	/* A --create that never served leaves no store behind. */
+	if (served == SERVE_NEVER_MOUNTED)
+		model_close_discard(ctx->model);
+	else
+		model_close(ctx->model);
 out_args:
 	fuse_opt_free_args(&args);
 out_ctx:

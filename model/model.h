@@ -62,16 +62,32 @@ struct model_node {
 	uint32_t subdirs;	/* containers, with MODEL_STAT_SUBDIRS: child containers */
 };
 
+#define MODEL_READER_PIDS 16
+
 struct model_info {
-	uint64_t used_bytes;
+	uint64_t used_bytes;	/* really in use: the high-water mark minus free pages */
+	uint64_t high_water_bytes;	/* the most the store ever took; the file keeps it */
+	uint64_t free_bytes;	/* free pages below the high-water mark, reused by writes */
+	uint64_t file_bytes;	/* size of the data file */
 	uint64_t map_size;
 	uint64_t entries;
 	uint64_t generation;	/* changes whenever anyone commits */
+	unsigned readers;	/* read transactions open right now, by any process */
+	unsigned reader_pids_len;
+	int reader_pids[MODEL_READER_PIDS];	/* the first reader_pids_len of their pids */
+	unsigned stale_readers_cleared;	/* dead processes' reader slots cleared at open */
 };
 
 /* *out is heap; close it with model_close. */
 int model_open(const char *dir, unsigned flags, struct model **out, struct model_error *err);
 void model_close(struct model *m);
+/* model_close; a store this handle's model_open created is removed again. */
+void model_close_discard(struct model *m);
+/*
+ * Clears reader slots left by processes that died while reading; the
+ * daemon calls it every few seconds. *cleared (may be NULL) counts them.
+ */
+int model_readers_check(struct model *m, unsigned *cleared);
 int model_info(struct model *m, struct model_info *out);
 /* Cheap: changes whenever any process commits to the store. */
 uint64_t model_generation(struct model *m);

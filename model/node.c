@@ -27,7 +27,11 @@ int model_open(const char *dir, unsigned flags, struct model **out, struct model
 	sflags |= (flags & MODEL_OPEN_NOSYNC) ? STORE_OPEN_NOSYNC : 0;
 	ret = store_open(dir, sflags, &m->st, why, sizeof(why));
 	if (ret < 0) {
-		tree_fail(err, ret, "%s: %s", dir, why[0] ? why : strerror(-ret));
+		/* The store's reasons mostly name the directory already. */
+		if (strncmp(why, dir, strlen(dir)) == 0)
+			tree_fail(err, ret, "%s", why);
+		else
+			tree_fail(err, ret, "%s: %s", dir, why[0] ? why : strerror(-ret));
 		goto out_free;
 	}
 	ret = store_info(m->st, &info);
@@ -58,17 +62,43 @@ void model_close(struct model *m)
 	free(m);
 }
 
+_Static_assert(MODEL_READER_PIDS == STORE_READER_PIDS, "reader pid lists differ");
+
+void model_close_discard(struct model *m)
+{
+	if (!m)
+		return;
+	store_close_discard(m->st);
+	free(m);
+}
+
+int model_readers_check(struct model *m, unsigned *cleared)
+{
+	return store_readers_check(m->st, cleared);
+}
+
 int model_info(struct model *m, struct model_info *out)
 {
+	struct store_usage usage;
 	struct store_info info;
 	int ret = store_info(m->st, &info);
 
+	if (ret == 0)
+		ret = store_usage(m->st, &usage);
 	if (ret < 0)
 		return ret;
-	out->used_bytes = info.used_bytes;
+	memset(out, 0, sizeof(*out));
+	out->used_bytes = usage.in_use_bytes;
+	out->high_water_bytes = usage.high_water_bytes;
+	out->free_bytes = usage.free_bytes;
+	out->file_bytes = usage.file_bytes;
 	out->map_size = info.map_size;
 	out->entries = info.entries;
 	out->generation = info.last_txn_id;
+	out->readers = usage.readers;
+	out->reader_pids_len = usage.reader_pids_len;
+	memcpy(out->reader_pids, usage.reader_pids, sizeof(out->reader_pids));
+	out->stale_readers_cleared = usage.stale_cleared;
 	return 0;
 }
 

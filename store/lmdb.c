@@ -31,6 +31,7 @@
  * behind it on write_mutex) waits for the backup to end.
  */
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <lmdb.h>
@@ -41,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -66,6 +68,11 @@ struct store {
 	unsigned copies;		/* store_copy calls inside the gate */
 	unsigned closers;		/* waiting to close the gate: no new txns */
 	bool resizing;			/* mapsize change in progress */
+	char *dir;		/* heap: where the store lives */
+	unsigned stale_cleared;	/* dead readers' slots cleared at open */
+	bool created_dir;	/* store_open made these: store_close_discard */
+	bool created_data;	/* removes them again */
+	bool created_lock;
 };
 
 struct store_txn {
@@ -107,6 +114,27 @@ static int store_err(int rc)
 	case MDB_PANIC: case MDB_VERSION_MISMATCH: case MDB_BAD_TXN: return -EIO;
 	default: return rc > 0 ? -rc : -EIO;
 	}
+}
+
+/*
+ * A commit that cannot write its pages: LMDB reports a short write (the
+ * file system ran out of room part-way) as EIO, and a write refused
+ * outright as ENOSPC or EDQUOT. A short write leaves the file system with
+ * next to nothing free, so an EIO with less than COMMIT_ROOM_MIN free
+ * where the store lives was a full disk, and is said so. Nothing of the
+ * transaction is kept either way.
+ */
+#define COMMIT_ROOM_MIN ((uint64_t)1 << 20)
+
+static int commit_err(const struct store *st, int rc)
+{
+	struct statvfs sv;
+
+	if (rc == EDQUOT)
+		return -ENOSPC;
+	if (rc != EIO || statvfs(st->dir, &sv) < 0)
+		return store_err(rc);
+	return (uint64_t)sv.f_bavail * sv.f_frsize < COMMIT_ROOM_MIN ? -ENOSPC : -EIO;
 }
 
 /* Maps an operation's result, remembering a full map for store_write. */
@@ -316,15 +344,26 @@ static int check_meta(struct store *st, MDB_txn *txn, const char *dir, char *why
 	return 0;
 }
 
-static bool main_db_empty(MDB_txn *txn)
+/*
+ * An LMDB environment that nothing was ever written to: no page past the two
+ * meta pages, and nothing in the main database (which is where the named
+ * databases of another program would be listed). Anything else is someone
+ * else's data and must not be adopted.
+ */
+static bool env_is_blank(MDB_env *env, MDB_txn *txn)
 {
+	MDB_envinfo info;
 	MDB_stat ms;
+	MDB_dbi main_dbi;
 
-	return mdb_stat(txn, 0, &ms) == 0 && ms.ms_entries == 0;
+	if (mdb_env_info(env, &info) != 0 || info.me_last_pgno > 1)
+		return false;
+	return mdb_dbi_open(txn, NULL, 0, &main_dbi) == 0 &&
+	       mdb_stat(txn, main_dbi, &ms) == 0 && ms.ms_entries == 0;
 }
 
 /*
- * Opens the named databases in one transaction: an empty writable LMDB
+ * Opens the named databases in one transaction: a blank writable LMDB
  * becomes a kvfs store, anything else must carry our format.
  */
 static int open_spaces(struct store *st, const char *dir, char *why, size_t why_len)
@@ -340,12 +379,13 @@ static int open_spaces(struct store *st, const char *dir, char *why, size_t why_
 		return store_err(rc);
 	}
 	rc = mdb_dbi_open(txn, space_names[STORE_SPACE_META], 0, &st->dbi[STORE_SPACE_META]);
-	fresh = rc == MDB_NOTFOUND && main_db_empty(txn) && !st->readonly;
+	fresh = rc == MDB_NOTFOUND && !st->readonly && env_is_blank(st->env, txn);
 	if (fresh)
 		rc = mdb_dbi_open(txn, space_names[STORE_SPACE_META], MDB_CREATE,
 				  &st->dbi[STORE_SPACE_META]);
 	if (rc) {
-		say(why, why_len, "%s: not a kvfs store", dir);
+		say(why, why_len, "%s: not a kvfs store (an LMDB database of another program; "
+		    "left untouched)", dir);
 		rc = rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE ? -EINVAL : store_err(rc);
 		goto out_abort_txn;
 	}
@@ -359,57 +399,264 @@ static int open_spaces(struct store *st, const char *dir, char *why, size_t why_
 		goto out_abort_txn;
 	}
 	rc = mdb_txn_commit(txn);	/* also keeps the dbi handles */
+	rc = commit_err(st, rc);
 	if (rc)
-		say(why, why_len, "%s: %s", dir, mdb_strerror(rc));
-	return store_err(rc);
+		say(why, why_len, "%s: %s", dir, strerror(-rc));
+	return rc;
 
 out_abort_txn:
 	mdb_txn_abort(txn);
 	return rc;
 }
 
-/* Makes sure dir exists (creating it 0700 if allowed); *created_file tells
- * whether data.mdb is about to be created. */
-static int prepare_dir(const char *dir, unsigned flags, bool *created_file, char *why, size_t why_len)
+/* ---- the store directory: what may be opened, and undoing a failed create ---- */
+
+/*
+ * KVFS_SAFE_DIRECTORY: ':'-separated directories the user trusts although
+ * another user owns them, or "*" for any (git's safe.directory).
+ */
+static bool dir_is_trusted(const char *dir)
+{
+	const char *list = getenv("KVFS_SAFE_DIRECTORY");
+	char real[PATH_MAX];
+	bool have_real = realpath(dir, real) != NULL;
+
+	while (list && *list) {
+		size_t len = strcspn(list, ":");
+
+		if ((len == 1 && list[0] == '*') ||
+		    (len == strlen(dir) && memcmp(list, dir, len) == 0) ||
+		    (have_real && len == strlen(real) && memcmp(list, real, len) == 0))
+			return true;
+		list += len;
+		if (*list == ':')
+			list++;
+	}
+	return false;
+}
+
+/*
+ * Looks at one of the store's files without following a link: 1 it is a
+ * regular file (size in *size), 0 it does not exist, <0 refused with why.
+ * LMDB opens the files by name itself, so this is checked before it does;
+ * the directory belongs to us (or is trusted), so nobody else can swap a
+ * file for a link in between.
+ */
+static int store_file_state(const char *dir, const char *name, off_t *size,
+			    char *why, size_t why_len)
 {
 	char path[PATH_MAX];
 	struct stat sb;
 	int err;
 
-	if (stat(dir, &sb) < 0) {
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (lstat(path, &sb) < 0) {
 		err = errno;
-		if (err != ENOENT || !(flags & STORE_OPEN_CREATE)) {
-			say(why, why_len, "%s: %s", dir, strerror(err));
-			return -err;
-		}
-		if (mkdir(dir, 0700) < 0 || chmod(dir, 0700) < 0) {
-			err = errno;
-			say(why, why_len, "cannot create %s: %s", dir, strerror(err));
-			return -err;
-		}
-	} else if (!S_ISDIR(sb.st_mode)) {
-		say(why, why_len, "%s: not a directory", dir);
-		return -ENOTDIR;
+		if (err == ENOENT)
+			return 0;
+		say(why, why_len, "%s: %s", path, strerror(err));
+		return -err;
 	}
-	snprintf(path, sizeof(path), "%s/data.mdb", dir);
-	*created_file = access(path, F_OK) < 0;
-	if (*created_file && (!(flags & STORE_OPEN_CREATE) || (flags & STORE_OPEN_READONLY))) {
-		say(why, why_len, "%s: no kvfs store here (no data.mdb)", dir);
-		return -ENOENT;
+	if (S_ISLNK(sb.st_mode)) {
+		say(why, why_len, "%s: is a symbolic link; refusing to follow it", path);
+		return -ELOOP;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		say(why, why_len, "%s: not a regular file; refusing it", path);
+		return -EINVAL;
+	}
+	if (size)
+		*size = sb.st_size;
+	return 1;
+}
+
+/* 0 when dir holds nothing but perhaps an old lock.mdb, else -EEXIST with why. */
+static int dir_check_empty(const char *dir, char *why, size_t why_len)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int err;
+
+	if (!d) {
+		err = errno;
+		say(why, why_len, "%s: %s", dir, strerror(err));
+		return -err;
+	}
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+		    strcmp(de->d_name, "lock.mdb"))
+			break;
+	closedir(d);
+	if (de) {
+		say(why, why_len, "%s: not empty and not a kvfs store; refusing to create a "
+		    "store in it", dir);
+		return -EEXIST;
 	}
 	return 0;
 }
 
-/* LMDB creates its files 0600 minus the umask; make them exactly 0600. */
+/* Creates dir 0700 whatever the umask, without following a planted link. */
+static int dir_create(const char *dir, char *why, size_t why_len)
+{
+	int fd, err;
+
+	if (mkdir(dir, 0700) < 0)
+		goto out_fail;
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		goto out_fail;
+	if (fchmod(fd, 0700) < 0) {
+		err = errno;
+		close(fd);
+		errno = err;
+		goto out_fail;
+	}
+	close(fd);
+	return 0;
+
+out_fail:
+	err = errno;
+	say(why, why_len, "cannot create %s: %s", dir, strerror(err));
+	return -err;
+}
+
+/*
+ * Makes sure dir exists (creating it if allowed), is ours, and holds either
+ * a store or, when creating, nothing. Records in st what is about to be
+ * created, for store_close_discard.
+ */
+static int prepare_dir(struct store *st, const char *dir, unsigned flags, char *why, size_t why_len)
+{
+	bool create = (flags & STORE_OPEN_CREATE) && !(flags & STORE_OPEN_READONLY);
+	off_t size = 0;
+	struct stat sb;
+	int err, data, lock;
+
+	if (stat(dir, &sb) < 0) {
+		err = errno;
+		if (err != ENOENT || !create) {
+			say(why, why_len, "%s: %s", dir, strerror(err));
+			return -err;
+		}
+		if ((err = dir_create(dir, why, why_len)) < 0)
+			return err;
+		st->created_dir = true;
+	} else if (!S_ISDIR(sb.st_mode)) {
+		say(why, why_len, "%s: not a directory", dir);
+		return -ENOTDIR;
+	} else if (sb.st_uid != geteuid() && !dir_is_trusted(dir)) {
+		say(why, why_len, "%s: owned by uid %u, not by you (uid %u); refusing to open "
+		    "it (set KVFS_SAFE_DIRECTORY=%s if you trust it)", dir,
+		    (unsigned)sb.st_uid, (unsigned)geteuid(), dir);
+		return -EPERM;
+	}
+	data = store_file_state(dir, "data.mdb", &size, why, why_len);
+	if (data < 0)
+		return data;
+	lock = store_file_state(dir, "lock.mdb", NULL, why, why_len);
+	if (lock < 0)
+		return lock;
+	st->created_lock = lock == 0;
+	if (data == 1 && size == 0 && !create) {
+		say(why, why_len, "%s: data.mdb is empty (a store whose creation was cut off?)", dir);
+		return -EIO;
+	}
+	if (data == 1 && size > 0 && size < 2 * 4096) {
+		say(why, why_len, "%s: store is damaged: data.mdb is truncated (%lld bytes, "
+		    "shorter than its two header pages)", dir, (long long)size);
+		return -EIO;
+	}
+	if (data == 0 && !create) {
+		say(why, why_len, "%s: no kvfs store here (no data.mdb)", dir);
+		return -ENOENT;
+	}
+	if (data == 0 && !st->created_dir && (err = dir_check_empty(dir, why, why_len)) < 0)
+		return err;
+	st->created_data = data == 0 || size == 0;
+	return 0;
+}
+
+/*
+ * Undoes what a failed or discarded open created: the files it created,
+ * and the directory when it made that too. Never removes anything that
+ * was there before.
+ */
+static void undo_create(struct store *st)
+{
+	char path[PATH_MAX];
+
+	if (!st->dir)
+		return;
+	if (st->created_data) {
+		snprintf(path, sizeof(path), "%s/data.mdb", st->dir);
+		unlink(path);
+	}
+	if (st->created_lock) {
+		snprintf(path, sizeof(path), "%s/lock.mdb", st->dir);
+		unlink(path);
+	}
+	if (st->created_dir)
+		rmdir(st->dir);
+}
+
+/* LMDB creates its files 0600 minus the umask; make them exactly 0600, never through a link. */
 static int fix_file_modes(const char *dir)
 {
 	static const char *const files[] = { "data.mdb", "lock.mdb" };
 	char path[PATH_MAX];
+	struct stat sb;
+	int fd, err = 0;
 
-	for (size_t i = 0; i < 2; i++) {
+	for (size_t i = 0; i < 2 && !err; i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
-		if (chmod(path, 0600) < 0)
+		fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
 			return -errno;
+		if (fstat(fd, &sb) < 0 || fchmod(fd, 0600) < 0)
+			err = -errno;
+		else if (!S_ISREG(sb.st_mode))
+			err = -EINVAL;
+		close(fd);
+	}
+	return err;
+}
+
+/*
+ * The pages the newest meta page claims must all be in the file: a
+ * truncated file would fault (SIGBUS) on the first read past its end.
+ * The file only grows and LMDB writes pages before the meta that counts
+ * them, so the size is taken after the claim.
+ */
+static int check_file_size(struct store *st, const char *dir, char *why, size_t why_len)
+{
+	char path[PATH_MAX];
+	MDB_envinfo info;
+	MDB_stat ms;
+	struct stat sb;
+	uint64_t claimed;
+	int fd, err;
+
+	if (mdb_env_info(st->env, &info) != 0 || mdb_env_stat(st->env, &ms) != 0) {
+		say(why, why_len, "%s: store is damaged: unreadable header", dir);
+		return -EIO;
+	}
+	snprintf(path, sizeof(path), "%s/data.mdb", dir);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &sb) < 0) {
+		err = errno;
+		if (fd >= 0)
+			close(fd);
+		say(why, why_len, "%s: %s", path, strerror(err));
+		return -err;
+	}
+	close(fd);
+	claimed = ((uint64_t)info.me_last_pgno + 1) * ms.ms_psize;
+	if (claimed > (uint64_t)sb.st_size || info.me_last_pgno * (uint64_t)ms.ms_psize >
+	    (uint64_t)info.me_mapsize) {
+		say(why, why_len, "%s: store is damaged: data.mdb is truncated or its header is "
+		    "corrupt (%lld bytes, but it claims %llu)", dir, (long long)sb.st_size,
+		    (unsigned long long)claimed);
+		return -EIO;
 	}
 	return 0;
 }
@@ -432,7 +679,8 @@ static int env_open(struct store *st, const char *dir, unsigned flags, char *why
 		rc = mdb_env_open(st->env, dir, envflags, 0600);
 	if (rc) {
 		say(why, why_len, "%s: %s", dir,
-		    rc == MDB_INVALID ? "not a kvfs store (not an LMDB file)" : mdb_strerror(rc));
+		    rc == MDB_INVALID ? "not a kvfs store (not an LMDB file)" :
+		    rc == EACCES ? "permission denied" : mdb_strerror(rc));
 		if (st->env)
 			mdb_env_close(st->env);
 		st->env = NULL;
@@ -444,12 +692,17 @@ static int env_open(struct store *st, const char *dir, unsigned flags, char *why
 	return 0;
 }
 
-static struct store *store_alloc(unsigned flags)
+static struct store *store_alloc(const char *dir, unsigned flags)
 {
 	struct store *st = calloc(1, sizeof(*st));
 
 	if (!st)
 		return NULL;
+	st->dir = strdup(dir);
+	if (!st->dir) {
+		free(st);
+		return NULL;
+	}
 	st->readonly = flags & STORE_OPEN_READONLY;
 	pthread_mutex_init(&st->write_mutex, NULL);
 	pthread_mutex_init(&st->gate_mutex, NULL);
@@ -462,31 +715,37 @@ static void store_free(struct store *st)
 	pthread_cond_destroy(&st->gate_cond);
 	pthread_mutex_destroy(&st->gate_mutex);
 	pthread_mutex_destroy(&st->write_mutex);
+	free(st->dir);
 	free(st);
 }
 
 int store_open(const char *dir, unsigned flags, struct store **out, char *why, size_t why_len)
 {
 	struct store *st;
-	bool created_file = false;
 	int rc;
 
 	*out = NULL;
-	rc = prepare_dir(dir, flags, &created_file, why, why_len);
-	if (rc)
-		return rc;
-	st = store_alloc(flags);
+	st = store_alloc(dir, flags);
 	if (!st) {
 		say(why, why_len, "out of memory");
 		return -ENOMEM;
 	}
-	rc = env_open(st, dir, flags, why, why_len);
+	rc = prepare_dir(st, dir, flags, why, why_len);
 	if (rc)
 		goto out_free_store;
-	if (created_file && (rc = fix_file_modes(dir)) < 0) {
+	rc = env_open(st, dir, flags, why, why_len);
+	if (rc)
+		goto out_undo_create;
+	if (st->created_data && (rc = fix_file_modes(dir)) < 0) {
 		say(why, why_len, "%s: cannot set file modes: %s", dir, strerror(-rc));
 		goto out_close_env;
 	}
+	if (!st->created_data && (rc = check_file_size(st, dir, why, why_len)) < 0)
+		goto out_close_env;
+	/* Before our first transaction: dead readers pin pages and fill the table. */
+	rc = store_readers_check(st, &st->stale_cleared);
+	if (rc)
+		goto out_close_env;
 	rc = open_spaces(st, dir, why, why_len);
 	if (rc)
 		goto out_close_env;
@@ -495,6 +754,8 @@ int store_open(const char *dir, unsigned flags, struct store **out, char *why, s
 
 out_close_env:
 	mdb_env_close(st->env);
+out_undo_create:
+	undo_create(st);
 out_free_store:
 	store_free(st);
 	return rc;
@@ -506,6 +767,92 @@ void store_close(struct store *st)
 		return;
 	mdb_env_close(st->env);
 	store_free(st);
+}
+
+void store_close_discard(struct store *st)
+{
+	if (!st)
+		return;
+	mdb_env_close(st->env);
+	undo_create(st);
+	store_free(st);
+}
+
+int store_readers_check(struct store *st, unsigned *cleared)
+{
+	int dead = 0, rc = mdb_reader_check(st->env, &dead);
+
+	if (cleared)
+		*cleared = rc == 0 && dead > 0 ? (unsigned)dead : 0;
+	return store_err(rc);
+}
+
+/* mdb_reader_list hands out one formatted line per live reader: "pid thread txnid". */
+static int usage_reader_line(const char *msg, void *arg)
+{
+	struct store_usage *u = arg;
+	int pid;
+
+	if (sscanf(msg, "%d", &pid) != 1)
+		return 0;	/* the heading, or "(no active readers)" */
+	if (u->reader_pids_len < STORE_READER_PIDS)
+		u->reader_pids[u->reader_pids_len++] = pid;
+	u->readers++;
+	return 0;
+}
+
+/*
+ * Pages on LMDB's free list (its database 0): each record is a list of
+ * page numbers whose first word is their count.
+ */
+static int count_free_pages(MDB_txn *txn, uint64_t *pages)
+{
+	MDB_cursor *c;
+	MDB_val k, v;
+	int rc;
+
+	*pages = 0;
+	rc = mdb_cursor_open(txn, 0, &c);
+	if (rc)
+		return rc;
+	while ((rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) == 0)
+		if (v.mv_size >= sizeof(size_t))
+			*pages += *(const size_t *)v.mv_data;
+	mdb_cursor_close(c);
+	return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+int store_usage(struct store *st, struct store_usage *out)
+{
+	struct store_txn *txn;
+	MDB_envinfo info;
+	MDB_stat ms;
+	struct stat sb;
+	char path[PATH_MAX];
+	uint64_t free_pages;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = store_read_begin(st, &txn);
+	if (rc)
+		return rc;
+	mdb_env_info(st->env, &info);
+	mdb_env_stat(st->env, &ms);
+	rc = count_free_pages(txn->txn, &free_pages);
+	store_txn_end(txn);
+	if (rc)
+		return store_err(rc);
+	out->high_water_bytes = ((uint64_t)info.me_last_pgno + 1) * ms.ms_psize;
+	out->free_bytes = free_pages * ms.ms_psize;
+	out->in_use_bytes = out->high_water_bytes > out->free_bytes ?
+			    out->high_water_bytes - out->free_bytes : 0;
+	snprintf(path, sizeof(path), "%s/data.mdb", st->dir);
+	if (lstat(path, &sb) == 0)
+		out->file_bytes = (uint64_t)sb.st_size;
+	out->stale_cleared = st->stale_cleared;
+	/* Listed after our own transaction ended, so it is not counted. */
+	rc = mdb_reader_list(st->env, usage_reader_line, out);
+	return rc < 0 ? -EIO : 0;
 }
 
 int store_info(struct store *st, struct store_info *out)
@@ -681,7 +1028,7 @@ static int write_attempt(struct store *st, store_write_fn fn, void *arg, bool *r
 	rc = mdb_txn_commit(t.txn);	/* frees the transaction even on failure */
 	gate_leave(st, false);
 	*retry = rc == MDB_MAP_FULL;
-	return store_err(rc);
+	return commit_err(st, rc);
 
 out_abort_txn:
 	mdb_txn_abort(t.txn);

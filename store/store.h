@@ -25,7 +25,7 @@ enum store_space {
 };
 
 enum store_open_flags {
-	STORE_OPEN_CREATE = 1 << 0,	/* create the directory/store if missing */
+	STORE_OPEN_CREATE = 1 << 0,	/* create the store if missing (the directory must be empty) */
 	STORE_OPEN_READONLY = 1 << 1,
 	STORE_OPEN_NOSYNC = 1 << 2,	/* commits not fsynced; store_sync() makes them durable */
 };
@@ -49,15 +49,48 @@ struct store_info {
 	int64_t created_ns;	/* when the store was created */
 };
 
+#define STORE_READER_PIDS 16	/* reader pids store_usage lists at most */
+
+/* Where the file's space goes, and who reads it (store_usage walks the free list). */
+struct store_usage {
+	uint64_t file_bytes;	/* size of data.mdb */
+	uint64_t high_water_bytes;	/* pages ever used: the file never shrinks below this */
+	uint64_t free_bytes;	/* pages below the high-water mark on LMDB's free list */
+	uint64_t in_use_bytes;	/* high water minus free: what the data really takes */
+	unsigned readers;	/* live read transactions of any process */
+	unsigned reader_pids_len;	/* how many of reader_pids are filled */
+	int reader_pids[STORE_READER_PIDS];
+	unsigned stale_cleared;	/* stale reader slots cleared when this handle opened */
+};
+
 /*
  * Opens (or with STORE_OPEN_CREATE creates, mode 0700 dir / 0600 files) the
  * store in directory `dir`. On failure returns -errno and writes a one-line
- * reason to `why` (e.g. "store format 3 is newer than this kvfs (1)").
- * *out is heap; the caller closes it with store_close.
+ * reason to `why` (e.g. "store format 3 is newer than this kvfs (1)"), and
+ * removes whatever this call created. Refuses (-EPERM) a directory owned by
+ * another user unless KVFS_SAFE_DIRECTORY names it (or is "*"), store files
+ * that are symbolic links or not regular files (-ELOOP, -EINVAL), an LMDB
+ * database that is not a kvfs store (-EINVAL, untouched), and a data file
+ * shorter than the pages it claims (-EIO). Clears the reader slots of dead
+ * processes. *out is heap; the caller closes it with store_close.
  */
 int store_open(const char *dir, unsigned flags, struct store **out, char *why, size_t why_len);
 void store_close(struct store *st);
+/*
+ * Closes; when this handle's store_open created the store, removes it again
+ * (its files, and the directory when that was created too), so that a
+ * failed first command leaves nothing behind.
+ */
+void store_close_discard(struct store *st);
 int store_info(struct store *st, struct store_info *out);
+/* Space and readers; walks LMDB's free list, so not for hot paths. */
+int store_usage(struct store *st, struct store_usage *out);
+/*
+ * Clears reader slots left by processes that died inside a read transaction
+ * (they pin old pages, so the file grows, and then jam the reader table).
+ * *cleared (may be NULL) counts them.
+ */
+int store_readers_check(struct store *st, unsigned *cleared);
 /* Flushes committed writes to disk (fsync). */
 int store_sync(struct store *st);
 /* Writes a compacted copy of the live store into the empty directory `dir`. */

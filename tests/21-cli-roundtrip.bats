@@ -211,6 +211,11 @@ PY
 	printf 'this is not a dump\n' >"$T/junk"
 	run -1 kvfs load "$T/s2" "$T/junk"
 	assert_output --regexp '^kvfs: '
+	# a failed load creates no store; an existing empty one stays empty
+	[ ! -e "$T/s2" ]
+	kvfs mkdir --create "$T/s2" /d
+	kvfs rm "$T/s2" /d
+	run -1 kvfs load "$T/s2" "$T/junk"
 	run -0 kvfs export --compact "$T/s2"
 	assert_output '{}'
 }
