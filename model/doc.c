@@ -34,6 +34,11 @@
  * one seek per written key plus one per old child. A member name that
  * repeats needs no special case: the second value overwrites scalars and
  * its own sweep removes what the first one left (last wins).
+ *
+ * Under a key where nothing was before (a new document, a new member, an
+ * append: a "fresh" frame) there is nothing to compare or sweep. There only
+ * each object member's key is looked up, to drop an earlier member of the
+ * same name, as a plain import always did.
  */
 
 struct flat_frame {
@@ -41,6 +46,7 @@ struct flat_frame {
 	bool array;
 	bool has_child;
 	bool marker;		/* a marker of this kind is still at the key */
+	bool fresh;		/* nothing was under this key before: no compare, no sweep */
 	int64_t next;		/* arrays: the next index */
 	size_t names;		/* objects: where this frame's names start */
 };
@@ -67,6 +73,7 @@ struct flat {
 	uint64_t appended;
 	int64_t now;
 	bool failed;		/* the error came from a callback, not the parser */
+	bool top_fresh;		/* nothing was at the target key (or: appending) */
 	struct strbuf names;	/* per name: 2 bytes length, encoded element */
 	enum flat_pending pend;
 	struct strbuf pend_str;
@@ -112,6 +119,17 @@ static int flat_no_index(struct flat *f)
 	f->failed = true;
 	return tree_fail(f->err, -EOVERFLOW, "%s: cannot append: the array already ends at "
 			 "index %lld", f->p->text, (long long)INT64_MAX);
+}
+
+/* A member name again in a fresh object: last wins, so the earlier value goes. */
+static int flat_drop_duplicate(struct flat *f)
+{
+	struct tree_node n;
+	int ret = tree_lookup(f->txn, f->key, f->w.len, &n);
+
+	if (ret < 0 || !n.exists)
+		return ret;
+	return tree_delete(f->txn, f->key, f->w.len);
 }
 
 /* The first child of a container replaces the container's marker. */
@@ -165,7 +183,14 @@ static int flat_value_key(struct flat *f, bool container)
 /* What is at the key about to be written (the old document's node). */
 static int flat_old(struct flat *f, struct tree_node *n)
 {
-	int ret = tree_lookup(f->txn, f->key, f->w.len, n);
+	bool fresh = f->depth ? f->stack[f->depth - 1].fresh : f->top_fresh;
+	int ret;
+
+	if (fresh) {
+		memset(n, 0, sizeof(*n));	/* inside a new subtree: nothing to look up */
+		return 0;
+	}
+	ret = tree_lookup(f->txn, f->key, f->w.len, n);
 
 	if (ret == -EIO) {
 		f->failed = true;
@@ -208,6 +233,7 @@ static int flat_begin(struct flat *f, bool array)
 	fr->array = array;
 	fr->has_child = false;
 	fr->marker = n.exists && n.marker;
+	fr->fresh = !n.exists;
 	fr->next = 0;
 	fr->names = f->names.len;
 	return 0;
@@ -350,7 +376,7 @@ static int flat_sweep(struct flat *f, const struct flat_frame *fr)
 static int flat_end(struct flat *f)
 {
 	struct flat_frame *fr = &f->stack[--f->depth];
-	int ret = flat_sweep(f, fr);
+	int ret = fr->fresh ? 0 : flat_sweep(f, fr);
 
 	f->names.len = fr->names;	/* pop this object's names */
 	if (ret == 0 && !fr->has_child && !fr->marker && fr->len > 0)
@@ -378,6 +404,7 @@ static int flat_key(struct flat *f, const char *str, size_t len)
 	struct flat_frame *top = &f->stack[f->depth - 1];
 	uint8_t head[2];
 	size_t drop = flat_name_unescape(str, len);
+	int ret;
 
 	f->w.len = top->len;
 	tuple_put_string(&f->w, str + drop, len - drop);
@@ -385,6 +412,11 @@ static int flat_key(struct flat *f, const char *str, size_t len)
 		return flat_fail(f, -ENAMETOOLONG);
 	if (tree_name_escaped_len(str + drop, len - drop) > TREE_FILE_NAME_MAX)
 		return flat_long_name(f);
+	if (top->fresh) {
+		ret = flat_drop_duplicate(f);
+		if (ret < 0)
+			return flat_fail(f, ret);
+	}
 	head[0] = (uint8_t)((f->w.len - top->len) >> 8);
 	head[1] = (uint8_t)(f->w.len - top->len);
 	strbuf_add(&f->names, head, 2);
@@ -741,6 +773,7 @@ int doc_write(struct store_txn *txn, const struct tree_path *p, const char *json
 	if (ret < 0)
 		tree_fail(err, ret, "%s: %s", p->text,
 			  ret == -EIO ? "corrupt record in the store" : strerror(-ret));
+	f->top_fresh = f->append || !n.exists;
 	if (ret == 0)
 		ret = f->append ? prepare_append(f, &n) : prepare_replace(f, &n);
 	if (ret == 0)

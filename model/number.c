@@ -316,9 +316,17 @@ bool number_double_is_exact(double value, const char *text, size_t len, struct s
 
 	if (!isfinite(value))
 		return false;
+	number_decimal_read(text, len, scratch, &b);
+	/*
+	 * Fast path: distinct decimals of at most 15 significant digits (DBL_DIG)
+	 * in the normal range never share a double, so the shortest text of the
+	 * nearest double is the number written.
+	 */
+	if (!scratch->failed && b.len <= 15 &&
+	    (b.len == 0 || (b.exp + (int64_t)b.len > -300 && b.exp + (int64_t)b.len < 300)))
+		return true;
 	strbuf_init(&mine);
 	number_decimal_read(buf, number_format_double(value, buf), &mine, &a);
-	number_decimal_read(text, len, scratch, &b);
 	same = !mine.failed && !scratch->failed && a.neg == b.neg && a.len == b.len &&
 	       (a.len == 0 || (a.exp == b.exp && !memcmp(a.digits, b.digits, a.len)));
 	strbuf_release(&mine);
