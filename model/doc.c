@@ -412,10 +412,9 @@ static int flat_key(struct flat *f, const char *str, size_t len)
 		return flat_fail(f, -ENAMETOOLONG);
 	if (tree_name_escaped_len(str + drop, len - drop) > TREE_FILE_NAME_MAX)
 		return flat_long_name(f);
-	if (top->fresh) {
+	if (top->fresh) {	/* nothing to sweep: no names to keep */
 		ret = flat_drop_duplicate(f);
-		if (ret < 0)
-			return flat_fail(f, ret);
+		return ret < 0 ? flat_fail(f, ret) : 0;
 	}
 	head[0] = (uint8_t)((f->w.len - top->len) >> 8);
 	head[1] = (uint8_t)(f->w.len - top->len);
