@@ -191,7 +191,6 @@ static int flat_old(struct flat *f, struct tree_node *n)
 		return 0;
 	}
 	ret = tree_lookup(f->txn, f->key, f->w.len, n);
-
 	if (ret == -EIO) {
 		f->failed = true;
 		return tree_fail(f->err, ret, "%s: corrupt record in the store", f->p->text);
@@ -204,6 +203,7 @@ static int flat_begin(struct flat *f, bool array)
 	struct flat_frame *fr;
 	struct tree_node n;
 	enum leaf_tag same = array ? LEAF_EMPTY_ARRAY : LEAF_EMPTY_OBJECT;
+	bool fresh;
 	int ret = flat_value_key(f, true);
 
 	if (ret < 0)
@@ -220,6 +220,8 @@ static int flat_begin(struct flat *f, bool array)
 	ret = flat_old(f, &n);
 	if (ret < 0)
 		return ret;
+	/* Nothing is under a missing node, a leaf or a marker: no sweep there. */
+	fresh = !n.exists || n.kind == MODEL_KIND_LEAF || n.marker;
 	/* A leaf or a marker of the other kind cannot stay under children. */
 	if (f->w.len > 0 && n.exists && (n.kind == MODEL_KIND_LEAF ||
 					 (n.marker && n.leaf.tag != same))) {
@@ -233,7 +235,7 @@ static int flat_begin(struct flat *f, bool array)
 	fr->array = array;
 	fr->has_child = false;
 	fr->marker = n.exists && n.marker;
-	fr->fresh = !n.exists;
+	fr->fresh = fresh;
 	fr->next = 0;
 	fr->names = f->names.len;
 	return 0;
