@@ -84,8 +84,9 @@ make_doc() {
 		-c '%s/two words/changed/' -c 'wq' "$MNT/d.json"
 	run -0 cat "$MNT/d/t"
 	assert_output changed
+	assert_equal "$(leaf_times "$MNT/d" | grep -v '^\./t ')" "$before"
 	run -0 leaf_times "$MNT/d"
-	assert_output --partial "$before"
+	assert_line --regexp '^\./t 20'
 	refute_output --partial './t 2020-'
 	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/d/icon"
 	assert_output bytes
@@ -93,6 +94,30 @@ make_doc() {
 	run -0 stat -c %Y "$MNT/d/t"
 	[ "$output" -gt 1600000000 ]
 	[ "$output" != "$(date -d '2020-01-02 03:04:05' +%s)" ]
+}
+
+@test "sed -i on d.json (a temporary file renamed onto the view) keeps untouched leaves" {
+	make_doc
+	before=$(leaf_times "$MNT/d" | grep -v '^\./n ')
+	sed -i 's/"n": 42/"n": 43/' "$MNT/d.json"
+	run -0 cat "$MNT/d/n"
+	assert_output 43
+	assert_equal "$(leaf_times "$MNT/d" | grep -v '^\./n ')" "$before"
+	run -0 leaf_times "$MNT/d"
+	assert_line --regexp '^\./n 20'
+	refute_output --partial './n 2020-'
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/d/icon"
+	assert_output bytes
+}
+
+@test "kvfs import of the same document again keeps every record" {
+	make_doc
+	run -0 kvfs export "$STORE" /d
+	printf '%s' "$output" >"$BATS_TEST_TMPDIR/d.json"
+	before=$(kvfs dump "$STORE")
+	run -0 kvfs import "$STORE" /d "$BATS_TEST_TMPDIR/d.json"
+	run -0 kvfs dump "$STORE"
+	assert_output "$before"
 }
 
 @test "a changed string keeps having no newline; a new member gets one" {
