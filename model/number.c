@@ -13,6 +13,10 @@
  * "1e-05", "1e+300"). Positional forms always carry a '.', so text that
  * reads back as a double never looks like an integer.
  *
+ * Integers outside int64 are kept as their canonical digits (big integers),
+ * and a JSON number becomes a double only when the double has exactly its
+ * value (number_double_is_exact): nothing is ever rounded.
+ *
  * All conversions use a private "C" locale, so a host program that calls
  * setlocale() cannot turn '.' into ','.
  */
@@ -230,10 +234,11 @@ bool number_parse_double(const char *text, size_t len, double *out)
 }
 
 /*
- * Any number text already checked against the JSON grammar -> double.
- * False when it overflows (JSON has no infinity); underflow rounds to the
- * nearest subnormal or zero, which is the closest double and fine.
- * scratch holds the NUL-terminated copy strtod needs.
+ * Any number text already checked against the JSON grammar -> the nearest
+ * double. False when it overflows (JSON has no infinity); underflow gives
+ * the nearest subnormal or zero, which number_double_is_exact then refuses
+ * unless it is the value written. scratch holds the NUL-terminated copy
+ * strtod needs.
  */
 bool number_read_double(const char *text, size_t len, struct strbuf *scratch, double *out)
 {
