@@ -151,6 +151,7 @@ make_doc() {
 @test "an empty file written onto a view is refused and changes nothing" {
 	echo '{"a": 1}' >"$MNT/x.json"
 	before=$(kvfs dump "$STORE")
+	size=$(stat -c %s "$MNT/x.json")
 	run ! cp /dev/null "$MNT/x.json"
 	assert_output --partial 'Invalid argument'
 	run ! python3 -c "open('$MNT/x.json', 'w').close()"
@@ -160,6 +161,8 @@ make_doc() {
 	assert_output "$before"
 	run -0 cat "$MNT/x/a"
 	assert_output 1
+	run -0 stat -c %s "$MNT/x.json"
+	assert_output "$size"
 	run -0 grep -c 'invalid JSON' "$MOUNT_LOG"
 }
 
