@@ -1151,9 +1151,10 @@ static int file_load(struct fs_ctx *ctx, struct fs_file *f, const char *path, in
 		/*
 		 * Not dirty: the shell's `> FILE` closes a dup of the descriptor
 		 * (a flush) before anything is written, and committing "" then
-		 * would lose a leaf's type. An empty leaf is committed at release.
+		 * would lose a leaf's type. An empty leaf is committed at release;
+		 * an empty view too, where the model refuses it (not JSON).
 		 */
-		f->trunc = !f->view;
+		f->trunc = true;
 		file_publish(ctx, f);
 		return 0;
 	}
@@ -1623,6 +1624,9 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (f && f->writable) {
 		pthread_mutex_lock(&f->lock);
 		ret = file_commit_locked(ctx, f);
+		/* A view emptied and not written: close reports the refusal release makes. */
+		if (ret == 0 && f->view && f->trunc && !f->dirty)
+			ret = -EINVAL;
 		pthread_mutex_unlock(&f->lock);
 	}
 	reply_err(req, ret);

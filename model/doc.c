@@ -12,11 +12,51 @@
 
 /* ---- flatten ---- */
 
+/*
+ * Writing a document onto an existing node applies the difference, so that
+ * what the user did not touch keeps its exact record (type, flags, mtime)
+ * and an incremental backup copies only what changed:
+ *
+ * - each scalar is compared with the record already at its key (one seek);
+ *   an equal value keeps the record, anything else is put with the new time;
+ * - a container's old record (a leaf, or a marker of the other kind) goes
+ *   when the container opens, a marker of the same kind when its first child
+ *   comes (or stays, untouched, if none comes);
+ * - when a container closes, its old children that the document did not
+ *   write are deleted ("sweep"). An array wrote exactly the indices 0..n-1:
+ *   its sweep deletes string children and one seek finds the indices >= n.
+ *   An object remembers the encoded key elements of its members in `names`
+ *   (an arena shared by the open objects, popped when one closes), sorts
+ *   them, and walks its old children in key order beside them.
+ *
+ * So memory is bounded by the member names of the objects open at once (at
+ * most about the input's size), never by the old subtree, and the work is
+ * one seek per written key plus one per old child. A member name that
+ * repeats needs no special case: the second value overwrites scalars and
+ * its own sweep removes what the first one left (last wins).
+ *
+ * Under a key where nothing was before (a new document, a new member, an
+ * append: a "fresh" frame) there is nothing to compare or sweep. There only
+ * each object member's key is looked up, to drop an earlier member of the
+ * same name, as a plain import always did.
+ */
+
 struct flat_frame {
 	size_t len;		/* key length of the container */
 	bool array;
 	bool has_child;
+	bool marker;		/* a marker of this kind is still at the key */
+	bool fresh;		/* nothing was under this key before: no compare, no sweep */
 	int64_t next;		/* arrays: the next index */
+	size_t names;		/* objects: where this frame's names start */
+};
+
+/* Parser events held back while `{"$base64": "..."}` may still be bytes. */
+enum flat_pending {
+	PEND_NONE,
+	PEND_BEGIN,		/* '{' */
+	PEND_KEY,		/* '{' "$base64" */
+	PEND_STRING,		/* '{' "$base64" "...", held in pend_str */
 };
 
 struct flat {
@@ -33,7 +73,15 @@ struct flat {
 	uint64_t appended;
 	int64_t now;
 	bool failed;		/* the error came from a callback, not the parser */
+	bool top_fresh;		/* nothing was at the target key (or: appending) */
+	struct strbuf names;	/* per name: 2 bytes length, encoded element */
+	enum flat_pending pend;
+	struct strbuf pend_str;
+	struct strbuf bytes;	/* a decoded $base64 value */
 };
+
+_Static_assert(MODEL_DEPTH_MAX > STORE_KEY_MAX,
+	       "every level takes at least one key byte: the key limit must come first");
 
 static int flat_fail(struct flat *f, int ret)
 {
@@ -73,7 +121,7 @@ static int flat_no_index(struct flat *f)
 			 "index %lld", f->p->text, (long long)INT64_MAX);
 }
 
-/* A member name again: last wins, so the earlier value goes first. */
+/* A member name again in a fresh object: last wins, so the earlier value goes. */
 static int flat_drop_duplicate(struct flat *f)
 {
 	struct tree_node n;
@@ -84,10 +132,24 @@ static int flat_drop_duplicate(struct flat *f)
 	return tree_delete(f->txn, f->key, f->w.len);
 }
 
+/* The first child of a container replaces the container's marker. */
+static int flat_child_comes(struct flat *f, struct flat_frame *top)
+{
+	int ret;
+
+	top->has_child = true;
+	if (!top->marker)
+		return 0;
+	top->marker = false;
+	ret = store_del(f->txn, STORE_SPACE_DATA, f->key, top->len);
+	return ret < 0 && ret != -ENOENT ? flat_fail(f, ret) : 0;
+}
+
 /* Sets the key for the value about to come. */
 static int flat_value_key(struct flat *f, bool container)
 {
 	struct flat_frame *top;
+	int ret;
 
 	if (f->depth == 0) {
 		f->w.len = f->p->len;
@@ -107,7 +169,9 @@ static int flat_value_key(struct flat *f, bool container)
 		}
 	} else {
 		top = &f->stack[f->depth - 1];
-		top->has_child = true;
+		ret = flat_child_comes(f, top);
+		if (ret < 0)
+			return ret;
 		if (top->array) {
 			f->w.len = top->len;
 			tuple_put_int(&f->w, top->next++);
@@ -116,9 +180,30 @@ static int flat_value_key(struct flat *f, bool container)
 	return f->w.overflow ? flat_fail(f, -ENAMETOOLONG) : 0;
 }
 
+/* What is at the key about to be written (the old document's node). */
+static int flat_old(struct flat *f, struct tree_node *n)
+{
+	bool fresh = f->depth ? f->stack[f->depth - 1].fresh : f->top_fresh;
+	int ret;
+
+	if (fresh) {
+		memset(n, 0, sizeof(*n));	/* inside a new subtree: nothing to look up */
+		return 0;
+	}
+	ret = tree_lookup(f->txn, f->key, f->w.len, n);
+	if (ret == -EIO) {
+		f->failed = true;
+		return tree_fail(f->err, ret, "%s: corrupt record in the store", f->p->text);
+	}
+	return ret < 0 ? flat_fail(f, ret) : 0;
+}
+
 static int flat_begin(struct flat *f, bool array)
 {
 	struct flat_frame *fr;
+	struct tree_node n;
+	enum leaf_tag same = array ? LEAF_EMPTY_ARRAY : LEAF_EMPTY_OBJECT;
+	bool fresh;
 	int ret = flat_value_key(f, true);
 
 	if (ret < 0)
@@ -132,47 +217,265 @@ static int flat_begin(struct flat *f, bool array)
 		return tree_fail(f->err, -EINVAL, "%s: invalid JSON: nested deeper than %d",
 				 f->p->text, MODEL_DEPTH_MAX);
 	}
+	ret = flat_old(f, &n);
+	if (ret < 0)
+		return ret;
+	/* Nothing is under a missing node, a leaf or a marker: no sweep there. */
+	fresh = !n.exists || n.kind == MODEL_KIND_LEAF || n.marker;
+	/* A leaf or a marker of the other kind cannot stay under children. */
+	if (f->w.len > 0 && n.exists && (n.kind == MODEL_KIND_LEAF ||
+					 (n.marker && n.leaf.tag != same))) {
+		ret = store_del(f->txn, STORE_SPACE_DATA, f->key, f->w.len);
+		if (ret < 0)
+			return flat_fail(f, ret);
+		n.marker = false;
+	}
 	fr = &f->stack[f->depth++];
 	fr->len = f->w.len;
 	fr->array = array;
 	fr->has_child = false;
+	fr->marker = n.exists && n.marker;
+	fr->fresh = fresh;
 	fr->next = 0;
+	fr->names = f->names.len;
 	return 0;
+}
+
+/* Deletes the child whose key is c->key[0..c->end]; c->key then points at buf. */
+static int sweep_child(struct flat *f, struct tree_child *c, uint8_t *buf)
+{
+	memcpy(buf, c->key, c->end);
+	c->key = buf;		/* the scan resumes after it (tree_child_next) */
+	return tree_delete(f->txn, buf, c->end);
+}
+
+struct flat_name {
+	const uint8_t *elem;
+	size_t len;
+};
+
+static int flat_name_cmp(const void *a, const void *b)
+{
+	const struct flat_name *x = a, *y = b;
+	size_t n = x->len < y->len ? x->len : y->len;
+	int c = memcmp(x->elem, y->elem, n);
+
+	return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+/* The member names of the object frame fr, sorted; *out is heap (free()). */
+static int flat_names_sorted(struct flat *f, const struct flat_frame *fr,
+			     struct flat_name **out, size_t *count)
+{
+	const uint8_t *a = (const uint8_t *)f->names.buf;
+	size_t pos = fr->names, n = 0, cap = 0;
+	struct flat_name *v = NULL, *grown;
+
+	*out = NULL;
+	*count = 0;
+	while (pos < f->names.len) {
+		size_t len = (size_t)a[pos] << 8 | a[pos + 1];
+
+		if (n == cap) {
+			cap = cap ? cap * 2 : 16;
+			grown = realloc(v, cap * sizeof(*v));
+			if (!grown) {
+				free(v);
+				return -ENOMEM;
+			}
+			v = grown;
+		}
+		v[n].elem = a + pos + 2;
+		v[n++].len = len;
+		pos += 2 + len;
+	}
+	if (n > 1)
+		qsort(v, n, sizeof(*v), flat_name_cmp);
+	*out = v;
+	*count = n;
+	return 0;
+}
+
+/* Old children of the object fr that the document did not write go. */
+static int sweep_object(struct flat *f, const struct flat_frame *fr, struct store_scan *scan,
+			uint8_t *buf)
+{
+	struct flat_name *names, child;
+	struct tree_child c;
+	size_t count, i = 0;
+	int ret = flat_names_sorted(f, fr, &names, &count);
+
+	if (ret < 0)
+		return ret;
+	for (ret = tree_child_first(scan, f->key, fr->len, NULL, 0, &c); ret == 1;
+	     ret = tree_child_next(scan, fr->len, &c)) {
+		child.elem = c.key + fr->len;
+		child.len = c.end - fr->len;
+		while (i < count && flat_name_cmp(&names[i], &child) < 0)
+			i++;
+		if (c.elem.type == TUPLE_TYPE_STRING && i < count &&
+		    flat_name_cmp(&names[i], &child) == 0)
+			continue;
+		ret = sweep_child(f, &c, buf);
+		if (ret < 0)
+			break;
+	}
+	free(names);
+	return ret;
+}
+
+/* Old children of the array fr other than the indices 0..next-1 go. */
+static int sweep_array(struct flat *f, const struct flat_frame *fr, struct store_scan *scan,
+		       uint8_t *buf)
+{
+	struct tuple_writer w;
+	struct tree_child c;
+	int ret;
+
+	/* Strings sort before integers: an old object's members come first. */
+	for (ret = tree_child_first(scan, f->key, fr->len, NULL, 0, &c);
+	     ret == 1 && c.elem.type != TUPLE_TYPE_INT;
+	     ret = tree_child_next(scan, fr->len, &c)) {
+		ret = sweep_child(f, &c, buf);
+		if (ret < 0)
+			return ret;
+	}
+	if (ret < 0)
+		return ret;
+	memcpy(buf, f->key, fr->len);
+	tuple_writer_init(&w, buf, STORE_KEY_MAX + 16);
+	w.len = fr->len;
+	tuple_put_int(&w, fr->next);
+	if (w.len > STORE_KEY_MAX)
+		return 0;	/* no key can hold such an index */
+	ret = store_scan_seek(scan, buf, w.len);
+	for (ret = ret < 0 ? ret : tree_child_first(scan, f->key, fr->len, NULL, 0, &c);
+	     ret == 1; ret = tree_child_next(scan, fr->len, &c)) {
+		ret = sweep_child(f, &c, buf);
+		if (ret < 0)
+			return ret;
+	}
+	return ret;
+}
+
+static int flat_sweep(struct flat *f, const struct flat_frame *fr)
+{
+	struct store_scan *scan;
+	uint8_t *buf = malloc(STORE_KEY_MAX + 16);
+	int ret;
+
+	if (!buf)
+		return -ENOMEM;
+	ret = store_scan_open(f->txn, STORE_SPACE_DATA, f->key, fr->len, &scan);
+	if (ret == 0) {
+		ret = fr->array ? sweep_array(f, fr, scan, buf) : sweep_object(f, fr, scan, buf);
+		store_scan_close(scan);
+	}
+	free(buf);
+	return ret;
 }
 
 static int flat_end(struct flat *f)
 {
 	struct flat_frame *fr = &f->stack[--f->depth];
-	int ret;
+	int ret = fr->fresh ? 0 : flat_sweep(f, fr);
 
-	if (fr->has_child || fr->len == 0)
-		return 0;
-	ret = tree_put_marker(f->txn, f->key, fr->len,
-			      fr->array ? MODEL_KIND_ARRAY : MODEL_KIND_OBJECT);
+	f->names.len = fr->names;	/* pop this object's names */
+	if (ret == 0 && !fr->has_child && !fr->marker && fr->len > 0)
+		ret = tree_put_marker(f->txn, f->key, fr->len,
+				      fr->array ? MODEL_KIND_ARRAY : MODEL_KIND_OBJECT);
 	return ret < 0 ? flat_fail(f, ret) : 0;
 }
 
-static int flat_key(struct flat *f, const struct json_token *tok)
+/*
+ * Names `$base64`, `$$base64`, ... are escaped by one more `$` when
+ * rendered, so a real object `{"$base64": "..."}` is never read back as
+ * bytes (docs/FORMAT.md, "JSON rendering"). Here: how many `$` to drop.
+ */
+static size_t flat_name_unescape(const char *s, size_t len)
 {
+	size_t d = 0;
+
+	while (d < len && s[d] == '$')
+		d++;
+	return d >= 2 && len - d == 6 && !memcmp(s + d, "base64", 6) ? 1 : 0;
+}
+
+static int flat_key(struct flat *f, const char *str, size_t len)
+{
+	struct flat_frame *top = &f->stack[f->depth - 1];
+	uint8_t head[2];
+	size_t drop = flat_name_unescape(str, len);
 	int ret;
 
-	f->w.len = f->stack[f->depth - 1].len;
-	tuple_put_string(&f->w, tok->str, tok->len);
+	f->w.len = top->len;
+	tuple_put_string(&f->w, str + drop, len - drop);
 	if (f->w.overflow)
 		return flat_fail(f, -ENAMETOOLONG);
-	if (tree_name_escaped_len(tok->str, tok->len) > TREE_FILE_NAME_MAX)
+	if (tree_name_escaped_len(str + drop, len - drop) > TREE_FILE_NAME_MAX)
 		return flat_long_name(f);
-	ret = flat_drop_duplicate(f);
+	if (top->fresh) {	/* nothing to sweep: no names to keep */
+		ret = flat_drop_duplicate(f);
+		return ret < 0 ? flat_fail(f, ret) : 0;
+	}
+	head[0] = (uint8_t)((f->w.len - top->len) >> 8);
+	head[1] = (uint8_t)(f->w.len - top->len);
+	strbuf_add(&f->names, head, 2);
+	strbuf_add(&f->names, f->key + top->len, f->w.len - top->len);
+	return f->names.failed ? flat_fail(f, -ENOMEM) : 0;
+}
+
+/* Same JSON value: what the user did not change keeps its record. */
+static bool flat_same_value(const struct leaf *old, const struct leaf *new)
+{
+	if (old->tag != new->tag)
+		return false;
+	switch (new->tag) {
+	case LEAF_INTEGER:
+		return old->integer == new->integer;
+	case LEAF_DOUBLE:
+		return memcmp(&old->real, &new->real, sizeof(new->real)) == 0;
+	case LEAF_STRING:
+	case LEAF_BYTES:
+	case LEAF_BIG_INTEGER:
+		return old->payload_len == new->payload_len &&
+		       (!new->payload_len ||
+			!memcmp(old->payload, new->payload, new->payload_len));
+	default:
+		return true;
+	}
+}
+
+/* Puts leaf at the current key unless an equal value is there already. */
+static int flat_put(struct flat *f, struct leaf *leaf)
+{
+	struct tree_node n;
+	int ret = flat_value_key(f, false);
+
+	if (ret < 0)
+		return ret;
+	ret = flat_old(f, &n);
+	if (ret < 0)
+		return ret;
+	if (n.exists && n.kind == MODEL_KIND_LEAF) {
+		if (flat_same_value(&n.leaf, leaf))
+			return 0;
+		/* A changed value keeps how it was shown: `printf abc > s` has no newline. */
+		if (leaf->tag != LEAF_BYTES && n.leaf.tag != LEAF_BYTES)
+			leaf->flags = n.leaf.flags & LEAF_FLAG_NEWLINE;
+	} else if (n.exists && !n.marker && f->w.len > 0) {
+		ret = tree_delete(f->txn, f->key, f->w.len);
+		if (ret < 0)
+			return flat_fail(f, ret);
+	}
+	ret = tree_put_leaf(f->txn, f->key, f->w.len, leaf);
 	return ret < 0 ? flat_fail(f, ret) : 0;
 }
 
 static int flat_scalar(struct flat *f, const struct json_token *tok)
 {
 	struct leaf leaf;
-	int ret = flat_value_key(f, false);
 
-	if (ret < 0)
-		return ret;
 	memset(&leaf, 0, sizeof(leaf));
 	leaf.flags = LEAF_FLAG_NEWLINE;
 	leaf.mtime_ns = f->now;
@@ -185,6 +488,11 @@ static int flat_scalar(struct flat *f, const struct json_token *tok)
 	case JSON_INTEGER:
 		leaf.tag = LEAF_INTEGER;
 		leaf.integer = tok->integer;
+		break;
+	case JSON_BIG_INTEGER:
+		leaf.tag = LEAF_BIG_INTEGER;
+		leaf.payload = (const uint8_t *)tok->str;
+		leaf.payload_len = tok->len;
 		break;
 	case JSON_DOUBLE:
 		leaf.tag = LEAF_DOUBLE;
@@ -200,14 +508,61 @@ static int flat_scalar(struct flat *f, const struct json_token *tok)
 		leaf.tag = LEAF_NULL;
 		break;
 	}
-	ret = tree_put_leaf(f->txn, f->key, f->w.len, &leaf);
-	return ret < 0 ? flat_fail(f, ret) : 0;
+	return flat_put(f, &leaf);
 }
 
-static int flat_event(void *arg, const struct json_token *tok)
+static int flat_bytes(struct flat *f)
 {
-	struct flat *f = arg;
+	struct leaf leaf;
 
+	memset(&leaf, 0, sizeof(leaf));
+	leaf.tag = LEAF_BYTES;
+	leaf.mtime_ns = f->now;
+	leaf.payload = (const uint8_t *)f->bytes.buf;
+	leaf.payload_len = f->bytes.len;
+	return flat_put(f, &leaf);
+}
+
+/* Decodes standard base64 with padding into sb; false unless canonical. */
+static bool base64_decode(const char *s, size_t len, struct strbuf *sb)
+{
+	static const char abc[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	uint8_t out[3];
+
+	strbuf_reset(sb);
+	if (len % 4)
+		return false;
+	for (size_t i = 0; i < len; i += 4) {
+		uint32_t v = 0;
+		int pad = 0;
+
+		for (int j = 0; j < 4; j++) {
+			const char *hit = s[i + j] ? memchr(abc, s[i + j], 64) : NULL;
+
+			if (s[i + j] == '=' && i + 4 == len && j >= 2 &&
+			    (j == 3 || s[i + 3] == '=')) {
+				pad++;
+				v <<= 6;
+				continue;
+			}
+			if (!hit || pad)
+				return false;
+			v = v << 6 | (uint32_t)(hit - abc);
+		}
+		out[0] = (uint8_t)(v >> 16);
+		out[1] = (uint8_t)(v >> 8);
+		out[2] = (uint8_t)v;
+		/* Bits under the padding must be zero, so each text has one meaning. */
+		if ((pad == 1 && out[2]) || (pad == 2 && (out[1] || out[2])))
+			return false;
+		strbuf_add(sb, out, (size_t)(3 - pad));
+	}
+	return !sb->failed;
+}
+
+static int flat_event_now(struct flat *f, const struct json_token *tok)
+{
 	switch (tok->event) {
 	case JSON_OBJECT_BEGIN:
 		return flat_begin(f, false);
@@ -217,12 +572,77 @@ static int flat_event(void *arg, const struct json_token *tok)
 	case JSON_ARRAY_END:
 		return flat_end(f);
 	case JSON_KEY:
-		return flat_key(f, tok);
+		return flat_key(f, tok->str, tok->len);
 	case JSON_VALUE_END:
 		return 0;
 	default:
 		return flat_scalar(f, tok);
 	}
+}
+
+/* Replays the events held back: it was an ordinary object after all. */
+static int flat_release(struct flat *f)
+{
+	enum flat_pending pend = f->pend;
+	struct json_token tok = { .event = JSON_STRING };
+	int ret;
+
+	f->pend = PEND_NONE;
+	ret = flat_begin(f, false);
+	if (ret == 0 && pend >= PEND_KEY)
+		ret = flat_key(f, "$base64", 7);
+	if (ret == 0 && pend == PEND_STRING) {
+		tok.str = f->pend_str.buf ? f->pend_str.buf : "";
+		tok.len = f->pend_str.len;
+		ret = flat_scalar(f, &tok);
+	}
+	return ret;
+}
+
+/*
+ * `{"$base64": "<base64>"}` is a bytes leaf: the object's first three
+ * events are held back until its end shows whether it is exactly that.
+ */
+static int flat_event(void *arg, const struct json_token *tok)
+{
+	struct flat *f = arg;
+	int ret;
+
+	switch (f->pend) {
+	case PEND_NONE:
+		if (tok->event != JSON_OBJECT_BEGIN)
+			return flat_event_now(f, tok);
+		f->pend = PEND_BEGIN;
+		return 0;
+	case PEND_BEGIN:
+		if (tok->event == JSON_KEY && tok->len == 7 && !memcmp(tok->str, "$base64", 7)) {
+			f->pend = PEND_KEY;
+			return 0;
+		}
+		break;
+	case PEND_KEY:
+		if (tok->event == JSON_STRING) {
+			strbuf_reset(&f->pend_str);
+			strbuf_add(&f->pend_str, tok->str, tok->len);
+			if (f->pend_str.failed)
+				return flat_fail(f, -ENOMEM);
+			f->pend = PEND_STRING;
+			return 0;
+		}
+		break;
+	case PEND_STRING:
+		if (tok->event == JSON_OBJECT_END &&
+		    base64_decode(f->pend_str.buf ? f->pend_str.buf : "", f->pend_str.len,
+				  &f->bytes)) {
+			f->pend = PEND_NONE;
+			return flat_bytes(f);
+		}
+		break;
+	}
+	ret = flat_release(f);
+	if (ret == 0 && tok->event == JSON_OBJECT_BEGIN)
+		return flat_event(f, tok);	/* may be bytes itself */
+	return ret ? ret : flat_event_now(f, tok);
 }
 
 /* ---- the last index of an array ---- */
@@ -310,14 +730,8 @@ static int prepare_append(struct flat *f, const struct tree_node *n)
 
 static int prepare_replace(struct flat *f, const struct tree_node *n)
 {
-	int ret;
-
-	if (!n->exists)
-		return tree_attach(f->txn, f->p, f->err);
-	ret = tree_delete(f->txn, f->p->key, f->p->len);
-	if (ret < 0)
-		return tree_fail(f->err, ret, "%s: %s", f->p->text, strerror(-ret));
-	return 0;
+	/* An existing node stays: flattening applies the difference to it. */
+	return n->exists ? 0 : tree_attach(f->txn, f->p, f->err);
 }
 
 static int flat_parse(struct flat *f, const char *json, size_t len,
@@ -350,6 +764,9 @@ int doc_write(struct store_txn *txn, const struct tree_path *p, const char *json
 	f->err = err;
 	f->append = flags & DOC_APPEND;
 	f->now = tree_now_ns();
+	strbuf_init(&f->names);
+	strbuf_init(&f->pend_str);
+	strbuf_init(&f->bytes);
 	memcpy(f->key, p->key, p->len);
 	tuple_writer_init(&f->w, f->key, sizeof(f->key));
 	/* A missing node is expected here (attach reports a missing parent). */
@@ -357,12 +774,16 @@ int doc_write(struct store_txn *txn, const struct tree_path *p, const char *json
 	if (ret < 0)
 		tree_fail(err, ret, "%s: %s", p->text,
 			  ret == -EIO ? "corrupt record in the store" : strerror(-ret));
+	f->top_fresh = f->append || !n.exists;
 	if (ret == 0)
 		ret = f->append ? prepare_append(f, &n) : prepare_replace(f, &n);
 	if (ret == 0)
 		ret = flat_parse(f, json, len, progress, arg);
 	if (ret == 0 && f->append && !f->appended && (!n.exists || n.marker))
 		ret = tree_put_marker(txn, p->key, p->len, MODEL_KIND_ARRAY);
+	strbuf_release(&f->bytes);
+	strbuf_release(&f->pend_str);
+	strbuf_release(&f->names);
 	free(f);
 	return ret;
 }
@@ -391,14 +812,11 @@ static void base64_encode(const uint8_t *data, size_t len, struct strbuf *sb)
 	}
 }
 
+/* Always `{"$base64": "..."}`, so that writing the rendering back gives bytes. */
 static void render_bytes(struct json_writer *w, const struct leaf *leaf)
 {
 	struct strbuf sb;
 
-	if (utf8_is_valid(leaf->payload, leaf->payload_len)) {
-		json_write_string(w, (const char *)leaf->payload, leaf->payload_len);
-		return;
-	}
 	strbuf_init(&sb);
 	base64_encode(leaf->payload, leaf->payload_len, &sb);
 	json_write_object_begin(w);
@@ -421,6 +839,9 @@ static int render_value(struct json_writer *w, unsigned format, const void *key,
 		break;
 	case LEAF_INTEGER:
 		json_write_integer(w, leaf.integer);
+		break;
+	case LEAF_BIG_INTEGER:
+		json_write_number_text(w, (const char *)leaf.payload, leaf.payload_len);
 		break;
 	case LEAF_DOUBLE:
 		json_write_double(w, leaf.real);
@@ -483,14 +904,23 @@ static void render_open(struct render *r, size_t end, enum tuple_type next)
 
 static void render_member(struct render *r, const struct tuple_elem *e)
 {
-	char raw[STORE_KEY_MAX];
+	char raw[STORE_KEY_MAX + 1];
 	char num[NUMBER_TEXT_MAX];
+	size_t dollars = 0;
 
 	if (r->array[r->nopen - 1])
 		return;
 	if (e->type == TUPLE_TYPE_STRING) {
-		tuple_elem_copy(e, raw);
-		json_write_key(r->w, raw, e->len);
+		/* `$base64`, `$$base64`...: one more `$` (see flat_name_unescape). */
+		tuple_elem_copy(e, raw + 1);
+		while (dollars < e->len && raw[1 + dollars] == '$')
+			dollars++;
+		if (dollars >= 1 && e->len - dollars == 6 && !memcmp(raw + 1 + dollars, "base64", 6)) {
+			raw[0] = '$';
+			json_write_key(r->w, raw, e->len + 1);
+		} else {
+			json_write_key(r->w, raw + 1, e->len);
+		}
 	} else {
 		json_write_key(r->w, num, number_format_integer(e->integer, num));
 	}

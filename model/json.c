@@ -308,21 +308,34 @@ static int json_scan_number(struct json_parser *ps, bool *is_int)
 	return 0;
 }
 
-/* Integers that fit int64 stay exact; everything else (and "-0") is a double. */
+/*
+ * Every number is kept exactly or refused, never rounded: integers of any
+ * length stay integers (int64, or their digits), other numbers (and "-0")
+ * become doubles only when the double has the same decimal value.
+ */
 static int json_number(struct json_parser *ps)
 {
 	struct json_token tok = { 0 };
 	const char *at = ps->p;
+	size_t len;
 	bool is_int;
 	int ret = json_scan_number(ps, &is_int);
 
 	if (ret)
 		return ret;
-	if (is_int && number_parse_integer(at, (size_t)(ps->p - at), &tok.integer))
+	len = (size_t)(ps->p - at);
+	if (is_int && number_parse_integer(at, len, &tok.integer))
 		return json_emit(ps, &tok, JSON_INTEGER);
-	if (!number_read_double(at, (size_t)(ps->p - at), &ps->scratch, &tok.real))
+	if (is_int && number_is_big_integer(at, len)) {
+		tok.str = at;
+		tok.len = len;
+		return json_emit(ps, &tok, JSON_BIG_INTEGER);
+	}
+	if (!number_read_double(at, len, &ps->scratch, &tok.real) ||
+	    !number_double_is_exact(tok.real, at, len, &ps->scratch))
 		return ps->scratch.failed ? -ENOMEM :
-			json_fail(ps, at, "number out of range (JSON has no infinity)");
+			json_fail(ps, at, "number cannot be kept exactly: %.*s%s",
+				  len > 40 ? 40 : (int)len, at, len > 40 ? "..." : "");
 	return json_emit(ps, &tok, JSON_DOUBLE);
 }
 
@@ -525,6 +538,9 @@ int json_parse(const char *text, size_t len, unsigned flags, int max_depth,
 
 	if (!text)
 		ps.start = ps.p = ps.end = "";
+	/* RFC 8259 section 8.1: a parser may ignore a leading byte order mark. */
+	if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3))
+		ps.start = ps.p = text + 3;
 	strbuf_init(&ps.stack);
 	strbuf_init(&ps.scratch);
 	ret = json_values(&ps, flags);
@@ -682,6 +698,13 @@ void json_write_integer(struct json_writer *w, int64_t value)
 
 	json_prefix(w);
 	strbuf_add(w->out, buf, number_format_integer(value, buf));
+	json_maybe_flush(w);
+}
+
+void json_write_number_text(struct json_writer *w, const char *text, size_t len)
+{
+	json_prefix(w);
+	strbuf_add(w->out, text, len);
 	json_maybe_flush(w);
 }
 

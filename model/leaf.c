@@ -96,6 +96,7 @@ static int leaf_tag_payload(unsigned tag)
 	switch (tag) {
 	case LEAF_STRING:
 	case LEAF_BYTES:
+	case LEAF_BIG_INTEGER:
 		return -1;
 	case LEAF_INTEGER:
 	case LEAF_DOUBLE:
@@ -114,7 +115,7 @@ static int leaf_tag_payload(unsigned tag)
 /* The newline flag means something only for types with a text value. */
 static bool leaf_tag_has_newline(unsigned tag)
 {
-	return tag >= LEAF_STRING && tag <= LEAF_NULL;
+	return (tag >= LEAF_STRING && tag <= LEAF_NULL) || tag == LEAF_BIG_INTEGER;
 }
 
 /*
@@ -146,6 +147,10 @@ int leaf_decode(const void *record, size_t len, struct leaf *out)
 	out->payload_len = len - LEAF_HEADER_SIZE;
 	if (out->tag == LEAF_INTEGER)
 		out->integer = (int64_t)be64_get(out->payload);
+	/* Numbers are short: checking the digits keeps one text per value. */
+	if (out->tag == LEAF_BIG_INTEGER &&
+	    !number_is_big_integer((const char *)out->payload, out->payload_len))
+		return -EINVAL;
 	if (out->tag == LEAF_DOUBLE) {
 		uint64_t bits = be64_get(out->payload);
 
@@ -183,6 +188,7 @@ void leaf_encode(const struct leaf *leaf, struct strbuf *sb)
 		break;
 	case LEAF_STRING:
 	case LEAF_BYTES:
+	case LEAF_BIG_INTEGER:
 		strbuf_add(sb, leaf->payload, leaf->payload_len);
 		break;
 	default:
@@ -202,6 +208,7 @@ enum model_type leaf_model_type(const struct leaf *leaf)
 	case LEAF_STRING:
 		return MODEL_TYPE_STRING;
 	case LEAF_INTEGER:
+	case LEAF_BIG_INTEGER:
 		return MODEL_TYPE_INTEGER;
 	case LEAF_DOUBLE:
 		return MODEL_TYPE_DOUBLE;
@@ -230,6 +237,7 @@ static size_t leaf_text_body(const struct leaf *leaf, char buf[NUMBER_TEXT_MAX],
 	switch (leaf->tag) {
 	case LEAF_STRING:
 	case LEAF_BYTES:
+	case LEAF_BIG_INTEGER:
 		*body = (const char *)leaf->payload;
 		return leaf->payload_len;
 	case LEAF_INTEGER:
@@ -308,7 +316,12 @@ static bool leaf_parse_as(enum model_type type, const char *v, size_t len, bool 
 		return explicit ? utf8_is_valid(v, len) : leaf_is_plain_text(v, len);
 	case MODEL_TYPE_INTEGER:
 		out->tag = LEAF_INTEGER;
-		return number_parse_integer(v, len, &out->integer);
+		if (number_parse_integer(v, len, &out->integer))
+			return true;
+		out->tag = LEAF_BIG_INTEGER;	/* any length, digit for digit */
+		out->payload = (const uint8_t *)v;
+		out->payload_len = len;
+		return number_is_big_integer(v, len);
 	case MODEL_TYPE_DOUBLE:
 		out->tag = LEAF_DOUBLE;
 		return number_parse_double(v, len, &out->real);
@@ -348,18 +361,34 @@ static bool leaf_value_as_number(enum model_type type, const char *v, size_t len
 {
 	struct leaf_number n = { 0 };
 
+	struct strbuf sb;
+	bool ok;
+
 	if (json_parse(v, len, 0, 1, leaf_number_token, &n, NULL, NULL, NULL) != 0 || n.count != 1)
 		return false;
-	if (type == MODEL_TYPE_DOUBLE && n.tok.event == JSON_INTEGER) {
-		out->real = (double)n.tok.integer;
-		return true;
+	if (type == MODEL_TYPE_DOUBLE &&
+	    (n.tok.event == JSON_INTEGER || n.tok.event == JSON_BIG_INTEGER)) {
+		/* Only when the double holds the integer exactly: never rounded. */
+		strbuf_init(&sb);
+		out->tag = LEAF_DOUBLE;
+		ok = number_read_double(v, len, &sb, &out->real) &&
+		     number_double_is_exact(out->real, v, len, &sb);
+		strbuf_release(&sb);
+		return ok;
 	}
 	if (type == MODEL_TYPE_DOUBLE && n.tok.event == JSON_DOUBLE) {
 		out->real = n.tok.real;
 		return true;
 	}
 	if (type == MODEL_TYPE_INTEGER && n.tok.event == JSON_INTEGER) {
+		out->tag = LEAF_INTEGER;
 		out->integer = n.tok.integer;
+		return true;
+	}
+	if (type == MODEL_TYPE_INTEGER && n.tok.event == JSON_BIG_INTEGER) {
+		out->tag = LEAF_BIG_INTEGER;
+		out->payload = (const uint8_t *)n.tok.str;	/* points into v */
+		out->payload_len = n.tok.len;
 		return true;
 	}
 	return false;

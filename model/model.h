@@ -21,7 +21,9 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#define MODEL_DEPTH_MAX 256	/* deepest JSON nesting accepted */
+/* Deepest JSON nesting accepted: above the 511-byte key limit (every level
+ * takes at least one key byte), so the key limit is what a document meets. */
+#define MODEL_DEPTH_MAX 512
 
 struct model;
 struct model_list;

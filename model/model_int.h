@@ -38,7 +38,8 @@ enum json_event {
 	JSON_KEY,		/* str/len: the member name */
 	JSON_STRING,		/* str/len: the value (may hold NUL bytes) */
 	JSON_INTEGER,		/* a number without fraction/exponent that fits int64 */
-	JSON_DOUBLE,		/* any other number; "-0" is the double -0.0 */
+	JSON_BIG_INTEGER,	/* one outside int64: str/len, its canonical digits */
+	JSON_DOUBLE,		/* a number the nearest double holds exactly; "-0" is -0.0 */
 	JSON_TRUE,
 	JSON_FALSE,
 	JSON_NULL,
@@ -89,6 +90,8 @@ void json_write_array_end(struct json_writer *w);
 void json_write_key(struct json_writer *w, const char *str, size_t len);
 void json_write_string(struct json_writer *w, const char *str, size_t len);
 void json_write_integer(struct json_writer *w, int64_t value);
+/* A number already in JSON form (a big integer's digits). */
+void json_write_number_text(struct json_writer *w, const char *text, size_t len);
 void json_write_double(struct json_writer *w, double value);
 void json_write_bool(struct json_writer *w, bool value);
 void json_write_null(struct json_writer *w);
@@ -108,6 +111,15 @@ bool number_parse_double(const char *text, size_t len, double *out);
  * false when it overflows. scratch is a caller-owned work buffer.
  */
 bool number_read_double(const char *text, size_t len, struct strbuf *scratch, double *out);
+/* True when text is canonical integer text (as above) outside int64. */
+bool number_is_big_integer(const char *text, size_t len);
+/*
+ * True when the double's shortest text has the same value as the JSON
+ * number text (digits and exponent compared after normalizing: `1.10`,
+ * `1e2` are exact; `0.1000000000000000000001` is not).
+ */
+bool number_double_is_exact(double value, const char *text, size_t len,
+			    struct strbuf *scratch);
 
 /* ---- leaf records (docs/FORMAT.md, "leaf records") ---- */
 enum leaf_tag {
@@ -118,6 +130,7 @@ enum leaf_tag {
 	LEAF_TRUE = 0x05,
 	LEAF_NULL = 0x06,
 	LEAF_BYTES = 0x07,
+	LEAF_BIG_INTEGER = 0x08,	/* type "integer" outside int64: canonical digits */
 	LEAF_EMPTY_OBJECT = 0x10,
 	LEAF_EMPTY_ARRAY = 0x11,
 };

@@ -13,6 +13,10 @@
  * "1e-05", "1e+300"). Positional forms always carry a '.', so text that
  * reads back as a double never looks like an integer.
  *
+ * Integers outside int64 are kept as their canonical digits (big integers),
+ * and a JSON number becomes a double only when the double has exactly its
+ * value (number_double_is_exact): nothing is ever rounded.
+ *
  * All conversions use a private "C" locale, so a host program that calls
  * setlocale() cannot turn '.' into ','.
  */
@@ -230,10 +234,11 @@ bool number_parse_double(const char *text, size_t len, double *out)
 }
 
 /*
- * Any number text already checked against the JSON grammar -> double.
- * False when it overflows (JSON has no infinity); underflow rounds to the
- * nearest subnormal or zero, which is the closest double and fine.
- * scratch holds the NUL-terminated copy strtod needs.
+ * Any number text already checked against the JSON grammar -> the nearest
+ * double. False when it overflows (JSON has no infinity); underflow gives
+ * the nearest subnormal or zero, which number_double_is_exact then refuses
+ * unless it is the value written. scratch holds the NUL-terminated copy
+ * strtod needs.
  */
 bool number_read_double(const char *text, size_t len, struct strbuf *scratch, double *out)
 {
@@ -248,4 +253,87 @@ bool number_read_double(const char *text, size_t len, struct strbuf *scratch, do
 		return false;
 	*out = v;
 	return true;
+}
+
+bool number_is_big_integer(const char *text, size_t len)
+{
+	size_t i = len && text[0] == '-' ? 1 : 0;
+
+	if (i == len || text[i] < '1' || text[i] > '9')
+		return false;	/* also "0" and "-0": they fit */
+	for (; i < len; i++)
+		if (text[i] < '0' || text[i] > '9')
+			return false;
+	return !number_parse_integer(text, len, NULL);
+}
+
+/* A number's value as significant digits D (no leading or trailing zeros) times 10^exp. */
+struct number_decimal {
+	bool neg;
+	const char *digits;	/* borrowed from the scratch buffer given */
+	size_t len;		/* 0: the value is zero */
+	int64_t exp;
+};
+
+#define NUMBER_EXP_CLAMP ((int64_t)1 << 60)
+
+/* Any text of JSON number grammar (also with `e+XX`), into d; digits go to sb. */
+static void number_decimal_read(const char *text, size_t len, struct strbuf *sb,
+				struct number_decimal *d)
+{
+	size_t i = 0, start;
+	int64_t e = 0, frac = 0;
+	bool eneg = false;
+
+	strbuf_reset(sb);
+	d->neg = len && text[0] == '-';
+	i = d->neg ? 1 : 0;
+	for (; i < len && text[i] >= '0' && text[i] <= '9'; i++)
+		strbuf_addc(sb, text[i]);
+	if (i < len && text[i] == '.')
+		for (i++; i < len && text[i] >= '0' && text[i] <= '9'; i++, frac++)
+			strbuf_addc(sb, text[i]);
+	if (i < len && (text[i] == 'e' || text[i] == 'E')) {
+		i++;
+		if (i < len && (text[i] == '+' || text[i] == '-'))
+			eneg = text[i++] == '-';
+		for (; i < len && text[i] >= '0' && text[i] <= '9'; i++)
+			if (e < NUMBER_EXP_CLAMP)	/* beyond any double either way */
+				e = e * 10 + (text[i] - '0');
+	}
+	d->exp = (eneg ? -e : e) - frac;
+	for (start = 0; start < sb->len && sb->buf[start] == '0'; start++)
+		;
+	d->digits = sb->buf ? sb->buf + start : "";
+	d->len = sb->len - start;
+	while (d->len && d->digits[d->len - 1] == '0') {
+		d->len--;
+		d->exp++;
+	}
+}
+
+bool number_double_is_exact(double value, const char *text, size_t len, struct strbuf *scratch)
+{
+	char buf[NUMBER_TEXT_MAX];
+	struct strbuf mine;
+	struct number_decimal a, b;
+	bool same;
+
+	if (!isfinite(value))
+		return false;
+	number_decimal_read(text, len, scratch, &b);
+	/*
+	 * Fast path: distinct decimals of at most 15 significant digits (DBL_DIG)
+	 * in the normal range never share a double, so the shortest text of the
+	 * nearest double is the number written.
+	 */
+	if (!scratch->failed && b.len <= 15 &&
+	    (b.len == 0 || (b.exp + (int64_t)b.len > -300 && b.exp + (int64_t)b.len < 300)))
+		return true;
+	strbuf_init(&mine);
+	number_decimal_read(buf, number_format_double(value, buf), &mine, &a);
+	same = !mine.failed && !scratch->failed && a.neg == b.neg && a.len == b.len &&
+	       (a.len == 0 || (a.exp == b.exp && !memcmp(a.digits, b.digits, a.len)));
+	strbuf_release(&mine);
+	return same;
 }

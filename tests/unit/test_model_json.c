@@ -30,6 +30,11 @@ static int record(void *arg, const struct json_token *tok)
 		strbuf_addc(sb, '\n');
 		break;
 	case JSON_INTEGER: strbuf_addf(sb, "I%lld\n", (long long)tok->integer); break;
+	case JSON_BIG_INTEGER:
+		strbuf_addc(sb, 'B');
+		strbuf_add(sb, tok->str, tok->len);
+		strbuf_addc(sb, '\n');
+		break;
 	case JSON_DOUBLE:
 		memcpy(&bits, &tok->real, 8);
 		strbuf_addf(sb, "D%016llx\n", (unsigned long long)bits);
@@ -105,8 +110,42 @@ static void test_integers_exact(void)
 	expect_events("9223372036854775807", "0 I9223372036854775807\n0 E\n");
 	expect_events("-9223372036854775808", "0 I-9223372036854775808\n0 E\n");
 	expect_events("9007199254740993", "0 I9007199254740993\n0 E\n");
-	/* One past int64: a double. */
-	expect_events("9223372036854775808", "0 D43e0000000000000\n0 E\n");
+	/* Past int64: the digits, whatever their number (never a double). */
+	expect_events("9223372036854775808", "0 B9223372036854775808\n0 E\n");
+	expect_events("-9223372036854775809", "0 B-9223372036854775809\n0 E\n");
+	expect_events("123456789012345678901234567890",
+		      "0 B123456789012345678901234567890\n0 E\n");
+	expect_events("[-99999999999999999999999]",
+		      "0 [\n1 B-99999999999999999999999\n0 ]\n0 E\n");
+}
+
+/* A double only when it holds the written value exactly; never rounded. */
+static void test_numbers_exact(void)
+{
+	expect_events("1.10", "0 D3ff199999999999a\n0 E\n");
+	expect_events("1e2", "0 D4059000000000000\n0 E\n");
+	expect_events("100e-2", "0 D3ff0000000000000\n0 E\n");
+	expect_events("0.000e5", "0 D0000000000000000\n0 E\n");
+	expect_events("5e-324", "0 D0000000000000001\n0 E\n");
+	expect_events("1.7976931348623157e308", "0 D7fefffffffffffff\n0 E\n");
+	expect_invalid("0.1000000000000000000001", "number cannot be kept exactly: 0.1000");
+	expect_invalid("1e400", "number cannot be kept exactly: 1e400");
+	expect_invalid("2e-400", "number cannot be kept exactly: 2e-400");
+	expect_invalid("-1e-400", "cannot be kept exactly");
+	expect_invalid("9007199254740993.0", "cannot be kept exactly");
+	expect_invalid("1e99999999999999999999999", "cannot be kept exactly");
+	expect_invalid("[1, 0.30000000000000000000000000000000000000000000001]",
+		       "cannot be kept exactly: 0.30000000000000000000000000000000000000...");
+}
+
+/* RFC 8259 8.1: a leading byte order mark is ignored; elsewhere it is not JSON. */
+static void test_bom(void)
+{
+	expect_events("\xef\xbb\xbf{}", "0 {\n0 }\n0 E\n");
+	expect_events("\xef\xbb\xbf 1", "0 I1\n0 E\n");
+	expect_invalid("\xef\xbb\xbf", "empty input");
+	expect_invalid("[\xef\xbb\xbf]", "expected a value");
+	expect_invalid("\xef\xbb\xbf\xef\xbb\xbf" "1", "expected a value");
 }
 
 static void test_doubles(void)
@@ -117,9 +156,9 @@ static void test_doubles(void)
 	expect_events("1e308", "0 D7fe1ccf385ebc8a0\n0 E\n");
 	expect_events("1E2", "0 D4059000000000000\n0 E\n");
 	expect_events("1.5e-1", "0 D3fc3333333333333\n0 E\n");
-	expect_events("1e-400", "0 D0000000000000000\n0 E\n");
-	expect_invalid("1e400", "out of range");
-	expect_invalid("-1e400", "out of range");
+	expect_invalid("1e-400", "cannot be kept exactly");
+	expect_invalid("1e400", "cannot be kept exactly");
+	expect_invalid("-1e400", "cannot be kept exactly");
 }
 
 static void test_strings(void)
@@ -179,8 +218,8 @@ static void test_depth(void)
 	free(s);
 	s = nested(MODEL_DEPTH_MAX + 1, &len);
 	CHECK_EQ_INT(parse_into(s, len, 0, MODEL_DEPTH_MAX, &sb, &err), -EINVAL);
-	CHECK(strstr(err.msg, "nesting deeper than 256") != NULL);
-	CHECK(strstr(err.msg, "line 1, column 257") != NULL);
+	CHECK(strstr(err.msg, "nesting deeper than 512") != NULL);
+	CHECK(strstr(err.msg, "line 1, column 513") != NULL);
 	free(s);
 	s = nested(100000, &len);
 	CHECK_EQ_INT(parse_into(s, 100000, 0, MODEL_DEPTH_MAX, &sb, &err), -EINVAL);
@@ -298,6 +337,7 @@ static int replay(void *arg, const struct json_token *tok)
 	case JSON_KEY: json_write_key(w, tok->str, tok->len); break;
 	case JSON_STRING: json_write_string(w, tok->str, tok->len); break;
 	case JSON_INTEGER: json_write_integer(w, tok->integer); break;
+	case JSON_BIG_INTEGER: json_write_number_text(w, tok->str, tok->len); break;
 	case JSON_DOUBLE: json_write_double(w, tok->real); break;
 	case JSON_TRUE: json_write_bool(w, true); break;
 	case JSON_FALSE: json_write_bool(w, false); break;
@@ -468,6 +508,8 @@ int main(void)
 {
 	TEST(test_scalars);
 	TEST(test_integers_exact);
+	TEST(test_numbers_exact);
+	TEST(test_bom);
 	TEST(test_doubles);
 	TEST(test_strings);
 	TEST(test_nul_in_string);

@@ -235,7 +235,10 @@ static void test_from_file_text(void)
 	write_file("043\n", 4, &old, LEAF_STRING, LEAF_FLAG_NEWLINE);
 	write_file("+43\n", 4, &old, LEAF_STRING, LEAF_FLAG_NEWLINE);
 	write_file("-0\n", 3, &old, LEAF_STRING, LEAF_FLAG_NEWLINE);
-	write_file("9223372036854775808\n", 20, &old, LEAF_STRING, LEAF_FLAG_NEWLINE);
+	/* past int64: still an integer, digit for digit (a big integer record) */
+	write_file("9223372036854775808\n", 20, &old, LEAF_BIG_INTEGER, LEAF_FLAG_NEWLINE);
+	write_file("-123456789012345678901234567890", 31, &old, LEAF_BIG_INTEGER, 0);
+	write_file("0123456789012345678901234567890\n", 32, &old, LEAF_STRING, LEAF_FLAG_NEWLINE);
 
 	old.tag = LEAF_DOUBLE;
 	out = write_file("1.5\n", 4, &old, LEAF_DOUBLE, LEAF_FLAG_NEWLINE);
