@@ -252,6 +252,7 @@ load_v1() {
 	sed -i 's/68656c6c6f/68656c6c70/' "$T/d"
 	run -1 kvfs load "$T/s2" <"$T/d"
 	assert_output --regexp 'load: line [0-9]+: checksum mismatch'
-	run -0 kvfs export "$T/s2"
-	assert_output '{}'
+	# the store the failed load created is removed again: nothing is left
+	[ ! -e "$T/s2/data.mdb" ] && [ ! -e "$T/s2/lock.mdb" ]
+	run -1 kvfs export "$T/s2"
 }
