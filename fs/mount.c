@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -689,10 +690,123 @@ static void ctx_free(struct fs_ctx *ctx)
 	free(ctx);
 }
 
+/* Undoes mountinfo's octal escapes (\040 for a space) in place. */
+static void mountinfo_unescape(char *s)
+{
+	char *out = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*out++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
+			s += 3;
+		} else {
+			*out++ = *s;
+		}
+	}
+	*out = '\0';
+}
+
+/*
+ * The absolute path of dir as mountinfo spells it: resolved, or for a dead
+ * mount (which cannot be resolved) its parent resolved and its name.
+ */
+static char *mount_path(const char *dir)
+{
+	char *path = realpath(dir, NULL), *copy, *slash, *parent, *out = NULL;
+
+	if (path)
+		return path;
+	copy = abs_path(dir);
+	if (!copy)
+		return NULL;
+	while (strlen(copy) > 1 && copy[strlen(copy) - 1] == '/')
+		copy[strlen(copy) - 1] = '\0';
+	slash = strrchr(copy, '/');
+	if (slash && slash != copy) {
+		*slash = '\0';
+		parent = realpath(copy, NULL);
+		if (parent) {
+			out = malloc(strlen(parent) + strlen(slash + 1) + 2);
+			if (out)
+				sprintf(out, "%s/%s", strcmp(parent, "/") ? parent : "", slash + 1);
+			free(parent);
+		}
+		*slash = '/';
+	}
+	if (!out)
+		return copy;
+	free(copy);
+	return out;
+}
+
+enum fs_mount_state fs_mount_probe(const char *dir, char *fstype, size_t cap)
+{
+	enum fs_mount_state state = FS_MOUNT_NONE;
+	char *path, *line = NULL;
+	size_t linecap = 0;
+	struct statvfs sv;
+	FILE *in;
+
+	if (cap)
+		fstype[0] = '\0';
+	path = mount_path(dir);
+	in = path ? fopen("/proc/self/mountinfo", "re") : NULL;
+	if (!in) {
+		free(path);
+		return FS_MOUNT_NONE;
+	}
+	/* id parent major:minor root MOUNTPOINT options... - TYPE source superoptions */
+	while (getline(&line, &linecap, in) > 0) {
+		char *mnt = NULL, *sep = strstr(line, " - "), *tok, *save = NULL;
+		int field = 0;
+
+		if (!sep)
+			continue;
+		*sep = '\0';
+		for (tok = strtok_r(line, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
+			if (++field == 5)
+				mnt = tok;
+		if (!mnt)
+			continue;
+		mountinfo_unescape(mnt);
+		if (strcmp(mnt, path) != 0)
+			continue;
+		state = FS_MOUNT_LIVE;	/* the last line for it is the newest mount */
+		tok = strtok_r(sep + 3, " ", &save);
+		if (cap)
+			snprintf(fstype, cap, "%s", tok ? tok : "");
+	}
+	free(line);
+	fclose(in);
+	/* statfs always reaches the daemon (stat may be answered from the cache) */
+	if (state == FS_MOUNT_LIVE && statvfs(path, &sv) < 0 && errno == ENOTCONN)
+		state = FS_MOUNT_DEAD;
+	free(path);
+	return state;
+}
+
+/*
+ * Refuses to stack a second daemon on a kvfs mount, or to mount over a dead
+ * one (kill -9 left it: "Transport endpoint is not connected").
+ */
 static int check_mountpoint(const char *mnt)
 {
+	enum fs_mount_state state;
+	char type[64];
 	struct stat st;
 
+	state = fs_mount_probe(mnt, type, sizeof(type));
+	if (state == FS_MOUNT_DEAD) {
+		fprintf(stderr, "kvfs: mount: %s: a dead mount is left there (its daemon ended "
+			"without unmounting); clear it with: kvfs umount %s\n", mnt, mnt);
+		return -1;
+	}
+	if (state == FS_MOUNT_LIVE && strcmp(type, "fuse.kvfs") == 0) {
+		fprintf(stderr, "kvfs: mount: %s: already a kvfs mount; unmount it first "
+			"(kvfs umount %s)\n", mnt, mnt);
+		return -1;
+	}
 	if (stat(mnt, &st) < 0) {
 		fprintf(stderr, "kvfs: mount: %s: %s\n", mnt, strerror(errno));
 		return -1;
