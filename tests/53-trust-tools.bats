@@ -20,6 +20,10 @@ teardown() {
 		fusermount3 -u "$DMNT" 2>/dev/null || fusermount3 -uz "$DMNT" || status=1
 	fi
 	mount_teardown || status=1
+	# a dead mount a failing test left behind
+	if grep -q " $MNT " /proc/mounts; then
+		fusermount3 -uz "$MNT" || status=1
+	fi
 	return "$status"
 }
 
@@ -187,6 +191,29 @@ err() {
 	assert_output '400'
 	run -0 bash -c "cat '$MNT'/new/* | sort -n | head -1; cat '$MNT'/new/* | sort -n | tail -1"
 	assert_output $'1000\n4099'
+}
+
+@test "appends racing to create twenty new arrays: every one succeeds" {
+	local s n
+	for s in 1 2 3 4; do
+		(
+			for ((n = 0; n < 20; n++)); do
+				for ((i = 0; i < 3; i++)); do
+					echo "$s$i" >>"$MNT/r$n.json" || echo "append $s $n failed" >&2
+				done
+			done
+		) 2>"$BATS_TEST_TMPDIR/errors.$s" &
+		pids+=("$!")
+	done
+	for s in "${pids[@]}"; do
+		wait "$s"
+	done
+	run -0 cat "$BATS_TEST_TMPDIR"/errors.*
+	assert_output ''
+	for ((n = 0; n < 20; n++)); do
+		run -0 bash -c "ls '$MNT/r$n' | wc -l"
+		assert_output '12'
+	done
 }
 
 @test ">> NAME.json on an object or a leaf fails at open, with the message kept" {
