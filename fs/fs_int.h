@@ -18,6 +18,8 @@
  * list of open writers. No model call is made while holding it (the model
  * takes store locks; the list callback takes ctx->lock inside a read
  * transaction). Each open file has its own lock for its buffer.
+ * ctx->err_lock (the kept refusals) is taken last and alone: nothing else
+ * is locked or called while it is held.
  */
 #ifndef KVFS_FS_INT_H
 #define KVFS_FS_INT_H
