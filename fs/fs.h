@@ -29,4 +29,15 @@ struct fs_options {
  */
 int fs_mount_main(const struct fs_options *opts);
 
+enum fs_mount_state {
+	FS_MOUNT_NONE,		/* nothing is mounted at the directory */
+	FS_MOUNT_LIVE,		/* a mount that answers */
+	FS_MOUNT_DEAD,		/* a FUSE mount whose daemon is gone (ENOTCONN) */
+};
+/*
+ * What is mounted at dir (from /proc/self/mountinfo, the newest mount on
+ * it); fstype gets its type ("fuse.kvfs" for kvfs) when one is.
+ */
+enum fs_mount_state fs_mount_probe(const char *dir, char *fstype, size_t cap);
+
 #endif

@@ -18,6 +18,8 @@
  * list of open writers. No model call is made while holding it (the model
  * takes store locks; the list callback takes ctx->lock inside a read
  * transaction). Each open file has its own lock for its buffer.
+ * ctx->err_lock (the kept refusals) is taken last and alone: nothing else
+ * is locked or called while it is held.
  */
 #ifndef KVFS_FS_INT_H
 #define KVFS_FS_INT_H
@@ -139,6 +141,17 @@ struct fs_inval {
 	char name[];		/* FS_INVAL_ENTRY */
 };
 
+/*
+ * The last refusals (a path and the message the model gave), so that a user
+ * without syslog can read why `cp` saw only "Invalid argument": the xattr
+ * user.kvfs.error (ops.c). A ring of FS_ERRORS_MAX, oldest overwritten.
+ */
+#define FS_ERRORS_MAX 64
+struct fs_error {
+	char *path;		/* heap; NULL for an unused slot */
+	char msg[512];
+};
+
 /* All the daemon's state: fuse_req_userdata() of every request. */
 struct fs_ctx {
 	struct model *model;
@@ -150,6 +163,12 @@ struct fs_ctx {
 	gid_t gid;
 	double entry_timeout;	/* seconds the kernel may trust a name */
 	double attr_timeout;	/* seconds the kernel may trust attributes */
+	char *log_path;		/* -o log=FILE (absolute), or NULL */
+	int log_fd;		/* lines go here when >= 0 (-o log=, or no syslog): else syslog */
+
+	pthread_mutex_t err_lock;	/* errors, err_next */
+	struct fs_error errors[FS_ERRORS_MAX];
+	unsigned err_next;	/* the slot the next refusal takes */
 
 	pthread_mutex_t lock;	/* see the file comment */
 	struct fs_node root;
@@ -189,12 +208,25 @@ struct fs_ctx {
 #define FS_TIMEOUT_DEFAULT 86400.0	/* entry and attr timeouts: the watcher keeps them honest */
 
 /* ---- logging (mount.c) ---- */
-/* stderr in the foreground, syslog when detached. */
+/*
+ * The -o log= file when given; else stderr in the foreground; else syslog
+ * when /dev/log exists, and the stderr the mount command had when not.
+ */
 void fs_log(struct fs_ctx *ctx, int prio, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 #define fs_trace(ctx, ...) do { if ((ctx)->debug) fs_log((ctx), LOG_DEBUG, __VA_ARGS__); } while (0)
-/* Logs a failed model call: its message, else "<what>: strerror". */
+/*
+ * Logs a failed model call: its message, else "<what>: strerror". what is
+ * the path; a refusal (not ENOENT or EEXIST, which lookups and mkdir -p see
+ * all the time) is also kept for user.kvfs.error.
+ */
 void fs_log_model(struct fs_ctx *ctx, int ret, const struct model_error *err, const char *what);
+/*
+ * The newest kept refusal for path: of path itself (or path.json) when
+ * !below, of path or anything below it when below. Copies the message to
+ * buf; false when none is kept.
+ */
+bool fs_error_find(struct fs_ctx *ctx, const char *path, bool below, char *buf, size_t cap);
 
 /* ---- invalidation worker (mount.c) ---- */
 void fs_inval_entry(struct fs_ctx *ctx, fuse_ino_t parent, const char *name, size_t len);

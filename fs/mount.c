@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,26 +28,118 @@
 
 /* ---- logging ---- */
 
+/* One line to the log file or the kept stderr, in one write (O_APPEND keeps lines whole). */
+static void log_line(struct fs_ctx *ctx, int prio, const char *msg)
+{
+	char line[1200], stamp[32] = "";
+	struct tm tm;
+	time_t now;
+	int n;
+
+	if (ctx->log_path) {	/* a file read later: when, and which daemon */
+		now = time(NULL);
+		if (gmtime_r(&now, &tm))
+			strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ ", &tm);
+	}
+	n = snprintf(line, sizeof(line), "%skvfs[%ld]: %s%s\n", stamp, (long)getpid(),
+		     prio == LOG_DEBUG ? "debug: " : "", msg);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof(line)) {
+		n = sizeof(line) - 1;
+		line[n - 1] = '\n';
+	}
+	if (write(ctx->log_fd, line, (size_t)n) < 0)
+		return;	/* nowhere left to say it */
+}
+
 void fs_log(struct fs_ctx *ctx, int prio, const char *fmt, ...)
 {
+	char line[1024];
 	va_list ap;
 
 	va_start(ap, fmt);
-	if (ctx->foreground) {
-		char line[1024];
-
-		vsnprintf(line, sizeof(line), fmt, ap);
-		fprintf(stderr, "kvfs: %s%s\n", prio == LOG_DEBUG ? "debug: " : "", line);
-	} else {
-		vsyslog(prio, fmt, ap);
-	}
+	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
+	if (ctx->log_path && ctx->log_fd >= 0)
+		log_line(ctx, prio, line);
+	else if (ctx->foreground)
+		fprintf(stderr, "kvfs: %s%s\n", prio == LOG_DEBUG ? "debug: " : "", line);
+	else if (ctx->log_fd >= 0)
+		log_line(ctx, prio, line);
+	else
+		syslog(prio, "%s", line);
+}
+
+/* Keeps a refusal for user.kvfs.error, overwriting the oldest. */
+static void error_keep(struct fs_ctx *ctx, const char *path, const char *msg)
+{
+	char *copy = strdup(path);
+	struct fs_error *e;
+
+	if (!copy)
+		return;	/* only the log has it */
+	pthread_mutex_lock(&ctx->err_lock);
+	e = &ctx->errors[ctx->err_next];
+	ctx->err_next = (ctx->err_next + 1) % FS_ERRORS_MAX;
+	free(e->path);
+	e->path = copy;
+	snprintf(e->msg, sizeof(e->msg), "%s", msg);
+	pthread_mutex_unlock(&ctx->err_lock);
+}
+
+/* Length of path without trailing slashes ("/" and "" are the root: 0). */
+static size_t path_len(const char *path)
+{
+	size_t len = strlen(path);
+
+	while (len > 0 && path[len - 1] == '/')
+		len--;
+	return len;
+}
+
+/* Whether a refusal kept for entry concerns path (or, below, anything under it). */
+static bool error_matches(const char *entry, const char *path, bool below)
+{
+	size_t len = path_len(path), elen = path_len(entry);
+	const char *rest = entry + len;
+
+	if (elen < len || memcmp(entry, path, len) != 0)
+		return false;
+	if (elen == len || strcmp(rest, ".json") == 0)
+		return true;
+	return below && (len == 0 || *rest == '/');
+}
+
+bool fs_error_find(struct fs_ctx *ctx, const char *path, bool below, char *buf, size_t cap)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&ctx->err_lock);
+	for (unsigned k = 1; k <= FS_ERRORS_MAX && !found; k++) {
+		const struct fs_error *e =
+			&ctx->errors[(ctx->err_next + FS_ERRORS_MAX - k) % FS_ERRORS_MAX];
+
+		if (e->path && error_matches(e->path, path, below)) {
+			snprintf(buf, cap, "%s", e->msg);
+			found = true;
+		}
+	}
+	pthread_mutex_unlock(&ctx->err_lock);
+	return found;
 }
 
 void fs_log_model(struct fs_ctx *ctx, int ret, const struct model_error *err, const char *what)
 {
+	char msg[sizeof(((struct fs_error *)0)->msg)];
 	int prio = LOG_ERR;
 
+	if (err && err->msg[0])
+		memcpy(msg, err->msg, sizeof(msg));	/* the same size */
+	else
+		snprintf(msg, sizeof(msg), "%s: %s", what, strerror(-ret));
+	if (ret != -ENOENT && ret != -EEXIST)
+		error_keep(ctx, what, msg);
 	/* Refusals a user asked for are not the daemon's errors. */
 	if (ret == -ENOENT || ret == -EEXIST || ret == -ENOTEMPTY || ret == -EISDIR ||
 	    ret == -ENOTDIR || ret == -EXDEV || ret == -EROFS) {
@@ -54,10 +147,7 @@ void fs_log_model(struct fs_ctx *ctx, int ret, const struct model_error *err, co
 			return;
 		prio = LOG_DEBUG;
 	}
-	if (err && err->msg[0])
-		fs_log(ctx, prio, "%s", err->msg);
-	else
-		fs_log(ctx, prio, "%s: %s", what, strerror(-ret));
+	fs_log(ctx, prio, "%s", msg);
 }
 
 /* ---- invalidation worker ---- */
@@ -355,6 +445,7 @@ struct fs_optvals {
 	double entry_timeout;
 	double attr_timeout;
 	int debug;
+	char *log;	/* heap (fuse_opt) */
 };
 
 #define FS_OPT(t, field) { t, offsetof(struct fs_optvals, field), 1 }
@@ -362,6 +453,7 @@ static const struct fuse_opt fs_opt_spec[] = {
 	{ "entry_timeout=%lf", offsetof(struct fs_optvals, entry_timeout), 0 },
 	{ "attr_timeout=%lf", offsetof(struct fs_optvals, attr_timeout), 0 },
 	FS_OPT("debug", debug),
+	{ "log=%s", offsetof(struct fs_optvals, log), 0 },
 	FUSE_OPT_END
 };
 
@@ -391,13 +483,30 @@ static char *abs_path(const char *path)
 	return out;
 }
 
+/* -o log=FILE: appended to, never through a symlink; kept open for the daemon's life. */
+static int log_open(struct fs_ctx *ctx, const char *file)
+{
+	ctx->log_path = abs_path(file);
+	if (!ctx->log_path) {
+		fprintf(stderr, "kvfs: mount: log=%s: %s\n", file, strerror(ENOMEM));
+		return -1;
+	}
+	ctx->log_fd = open(ctx->log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
+			   0600);
+	if (ctx->log_fd < 0) {
+		fprintf(stderr, "kvfs: mount: log=%s: %s\n", file, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * Builds the FUSE argument list: our defaults, then the user's -o list with
  * kvfs's own options (timeouts, debug) taken out into ctx.
  */
 static int build_args(struct fs_ctx *ctx, const struct fs_options *opts, struct fuse_args *args)
 {
-	struct fs_optvals v = { FS_TIMEOUT_DEFAULT, FS_TIMEOUT_DEFAULT, 0 };
+	struct fs_optvals v = { FS_TIMEOUT_DEFAULT, FS_TIMEOUT_DEFAULT, 0, NULL };
 	char *fsname = NULL;
 	int ret = -1;
 
@@ -409,6 +518,11 @@ static int build_args(struct fs_ctx *ctx, const struct fs_options *opts, struct 
 		return -1;
 	if (fuse_opt_parse(args, &v, fs_opt_spec, fs_opt_keep) < 0)
 		return -1;
+	if (v.log && log_open(ctx, v.log) < 0) {
+		free(v.log);
+		return -1;
+	}
+	free(v.log);
 	if (v.entry_timeout < 0 || v.attr_timeout < 0) {
 		fprintf(stderr, "kvfs: mount: timeouts cannot be negative\n");
 		return -1;
@@ -493,11 +607,21 @@ static void detach_report(int *report, unsigned char code)
 	*report = -1;
 }
 
-/* The child, once serving: a new session, "/" as cwd, stdio on /dev/null. */
+/* The child, once serving: a new session, "/" as cwd, stdio on /dev/null (see the log). */
 static void detach_finish(struct fs_ctx *ctx, int *report)
 {
 	int fd;
 
+	struct stat st;
+
+	/*
+	 * Without syslog (containers, minimal machines) the daemon keeps the
+	 * mount command's stderr when that is a terminal or a file; a pipe is
+	 * not kept, since whoever reads it would wait for the daemon to end.
+	 */
+	if (!ctx->log_path && access("/dev/log", F_OK) != 0 && fstat(STDERR_FILENO, &st) == 0 &&
+	    (isatty(STDERR_FILENO) || S_ISREG(st.st_mode)))
+		ctx->log_fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
 	openlog("kvfs", LOG_PID, LOG_DAEMON);
 	setsid();
 	if (chdir("/") < 0)
@@ -553,6 +677,8 @@ static struct fs_ctx *ctx_new(const struct fs_options *opts)
 	}
 	ctx->foreground = opts->foreground;
 	ctx->read_only = opts->read_only;
+	ctx->log_fd = -1;
+	pthread_mutex_init(&ctx->err_lock, NULL);
 	ctx->uid = getuid();
 	ctx->gid = getgid();
 	pthread_mutex_init(&ctx->lock, NULL);
@@ -572,15 +698,134 @@ static void ctx_free(struct fs_ctx *ctx)
 	pthread_mutex_destroy(&ctx->gen_lock);
 	pthread_mutex_destroy(&ctx->watch_lock);
 	pthread_cond_destroy(&ctx->watch_cond);
+	pthread_mutex_destroy(&ctx->err_lock);
+	for (unsigned i = 0; i < FS_ERRORS_MAX; i++)
+		free(ctx->errors[i].path);
+	if (ctx->log_fd >= 0)
+		close(ctx->log_fd);
+	free(ctx->log_path);
 	free(ctx->store_dir);
 	free(ctx->mountpoint);
 	free(ctx);
 }
 
+/* Undoes mountinfo's octal escapes (\040 for a space) in place. */
+static void mountinfo_unescape(char *s)
+{
+	char *out = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*out++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
+			s += 3;
+		} else {
+			*out++ = *s;
+		}
+	}
+	*out = '\0';
+}
+
+/*
+ * The absolute path of dir as mountinfo spells it: resolved, or for a dead
+ * mount (which cannot be resolved) its parent resolved and its name.
+ */
+static char *mount_path(const char *dir)
+{
+	char *path = realpath(dir, NULL), *copy, *slash, *parent, *out = NULL;
+
+	if (path)
+		return path;
+	copy = abs_path(dir);
+	if (!copy)
+		return NULL;
+	while (strlen(copy) > 1 && copy[strlen(copy) - 1] == '/')
+		copy[strlen(copy) - 1] = '\0';
+	slash = strrchr(copy, '/');
+	if (slash && slash != copy) {
+		*slash = '\0';
+		parent = realpath(copy, NULL);
+		if (parent) {
+			out = malloc(strlen(parent) + strlen(slash + 1) + 2);
+			if (out)
+				sprintf(out, "%s/%s", strcmp(parent, "/") ? parent : "", slash + 1);
+			free(parent);
+		}
+		*slash = '/';
+	}
+	if (!out)
+		return copy;
+	free(copy);
+	return out;
+}
+
+enum fs_mount_state fs_mount_probe(const char *dir, char *fstype, size_t cap)
+{
+	enum fs_mount_state state = FS_MOUNT_NONE;
+	char *path, *line = NULL;
+	size_t linecap = 0;
+	struct statvfs sv;
+	FILE *in;
+
+	if (cap)
+		fstype[0] = '\0';
+	path = mount_path(dir);
+	in = path ? fopen("/proc/self/mountinfo", "re") : NULL;
+	if (!in) {
+		free(path);
+		return FS_MOUNT_NONE;
+	}
+	/* id parent major:minor root MOUNTPOINT options... - TYPE source superoptions */
+	while (getline(&line, &linecap, in) > 0) {
+		char *mnt = NULL, *sep = strstr(line, " - "), *tok, *save = NULL;
+		int field = 0;
+
+		if (!sep)
+			continue;
+		*sep = '\0';
+		for (tok = strtok_r(line, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
+			if (++field == 5)
+				mnt = tok;
+		if (!mnt)
+			continue;
+		mountinfo_unescape(mnt);
+		if (strcmp(mnt, path) != 0)
+			continue;
+		state = FS_MOUNT_LIVE;	/* the last line for it is the newest mount */
+		tok = strtok_r(sep + 3, " ", &save);
+		if (cap)
+			snprintf(fstype, cap, "%s", tok ? tok : "");
+	}
+	free(line);
+	fclose(in);
+	/* statfs always reaches the daemon (stat may be answered from the cache) */
+	if (state == FS_MOUNT_LIVE && statvfs(path, &sv) < 0 && errno == ENOTCONN)
+		state = FS_MOUNT_DEAD;
+	free(path);
+	return state;
+}
+
+/*
+ * Refuses to stack a second daemon on a kvfs mount, or to mount over a dead
+ * one (kill -9 left it: "Transport endpoint is not connected").
+ */
 static int check_mountpoint(const char *mnt)
 {
+	enum fs_mount_state state;
+	char type[64];
 	struct stat st;
 
+	state = fs_mount_probe(mnt, type, sizeof(type));
+	if (state == FS_MOUNT_DEAD) {
+		fprintf(stderr, "kvfs: mount: %s: a dead mount is left there (its daemon ended "
+			"without unmounting); clear it with: kvfs umount %s\n", mnt, mnt);
+		return -1;
+	}
+	if (state == FS_MOUNT_LIVE && strcmp(type, "fuse.kvfs") == 0) {
+		fprintf(stderr, "kvfs: mount: %s: already a kvfs mount; unmount it first "
+			"(kvfs umount %s)\n", mnt, mnt);
+		return -1;
+	}
 	if (stat(mnt, &st) < 0) {
 		fprintf(stderr, "kvfs: mount: %s: %s\n", mnt, strerror(errno));
 		return -1;

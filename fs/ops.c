@@ -49,6 +49,9 @@
  */
 #define FS_SNAPSHOT_MAX ((uint64_t)64 << 20)
 #define FS_XATTR_TYPE "user.kvfs.type"
+/* Not listed, so that cp -a and rsync -X never copy them: */
+#define FS_XATTR_ERROR "user.kvfs.error"	/* the last refusal for a path (below a directory) */
+#define FS_XATTR_PID "user.kvfs.pid"		/* the root: the daemon's pid, for kvfs umount */
 
 static struct fs_ctx *req_ctx(fuse_req_t req)
 {
@@ -1318,6 +1321,65 @@ static struct fs_file *writer_publish(struct fs_ctx *ctx, struct fs_file *f, int
 	return other;
 }
 
+/*
+ * A writer of a view whose node is not in the store yet (created, or opened
+ * while another created one is pending): its content is committed at close.
+ */
+static int view_pending_open(struct fs_ctx *ctx, struct fs_node *node, struct fuse_file_info *fi,
+			     struct fs_file **out)
+{
+	struct fs_file *f = file_new(ctx, node);
+
+	if (!f)
+		return -ENOMEM;
+	f->view = true;
+	f->writable = f->buffered = true;
+	f->pending = true;
+	f->append = f->append_json = fi->flags & O_APPEND;
+	f->wmtime_ns = now_ns();
+	pthread_mutex_lock(&f->lock);
+	file_publish(ctx, f);
+	pthread_mutex_unlock(&f->lock);
+	fi->direct_io = 1;
+	fi->fh = (uintptr_t)f;
+	*out = f;
+	return 0;
+}
+
+/*
+ * `>> NAME.json` appends to an array: refused at open when NAME is an
+ * object or a leaf, instead of failing at close (which shells ignore).
+ */
+static int view_append_check(struct fs_ctx *ctx, const char *path)
+{
+	struct model_error err = { { 0 } };
+	size_t len = strlen(path);
+	struct model_node n;
+	char *target;
+	int ret;
+
+	target = strndup(path, len - 5);
+	if (!target)
+		return -ENOMEM;
+	ret = model_stat(ctx->model, target, 0, &n, NULL);
+	if (ret < 0) {
+		free(target);
+		return ret == -ENOENT ? 0 : ret;	/* missing: the first append makes the array */
+	}
+	if (n.kind == MODEL_KIND_LEAF)
+		ret = -ENOTDIR;
+	else if (n.kind == MODEL_KIND_OBJECT)
+		ret = -EISDIR;
+	if (ret < 0) {
+		snprintf(err.msg, sizeof(err.msg),
+			 "%s: cannot append: %s is %s, and >> adds elements to an array", path,
+			 *target ? target : "/", n.kind == MODEL_KIND_LEAF ? "a leaf" : "an object");
+		fs_log_model(ctx, ret, &err, path);
+	}
+	free(target);
+	return ret;
+}
+
 /* Opens node (at path) for fi->flags; the reply is sent by the caller. */
 static int file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 		     struct fuse_file_info *fi, struct fs_file **out)
@@ -1337,6 +1399,11 @@ static int file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 		return -EISDIR;
 	if (acc != O_RDONLY && ctx->read_only)
 		return -EROFS;
+	if (acc != O_RDONLY && n.kind == MODEL_KIND_VIEW && (fi->flags & O_APPEND)) {
+		ret = view_append_check(ctx, path);
+		if (ret < 0)
+			return ret;
+	}
 	if (acc != O_RDONLY && n.kind == MODEL_KIND_LEAF)
 		f = writer_share(ctx, node, fi->flags);
 	else
@@ -1374,6 +1441,18 @@ out_opened:
 	return 0;
 }
 
+/* Whether node is a view that an open writer created and has not committed yet. */
+static bool view_is_pending(struct fs_ctx *ctx, const struct fs_node *node)
+{
+	bool pending = false;
+
+	pthread_mutex_lock(&ctx->lock);
+	for (const struct fs_file *f = ctx->files; f && !pending; f = f->next)
+		pending = f->node == node && f->view && f->pending;
+	pthread_mutex_unlock(&ctx->lock);
+	return pending;
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs_ctx *ctx = req_ctx(req);
@@ -1392,6 +1471,10 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	tmp = node->tmp != NULL;
 	pthread_mutex_unlock(&ctx->lock);
 	ret = tmp ? tmp_open(ctx, node, fi, &f) : file_open(ctx, node, path, fi, &f);
+	if (ret == -ENOENT && (fi->flags & O_ACCMODE) != O_RDONLY && view_is_pending(ctx, node)) {
+		/* another writer created it and has not closed yet (parallel >> x.json) */
+		ret = view_pending_open(ctx, node, fi, &f);
+	}
 	free(path);
 	if (ret < 0)
 		reply_err(req, ret);
@@ -1446,24 +1529,13 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 			ret = -ENOMEM;
 			goto out_free;
 		}
-		f = file_new(ctx, node);
-		if (!f) {
+		ret = view_pending_open(ctx, node, fi, &f);
+		if (ret < 0) {
 			pthread_mutex_lock(&ctx->lock);
 			fs_node_drop_unused_locked(ctx, node);
 			pthread_mutex_unlock(&ctx->lock);
-			ret = -ENOMEM;
 			goto out_free;
 		}
-		f->view = true;
-		f->writable = f->buffered = true;
-		f->pending = true;
-		f->append = f->append_json = fi->flags & O_APPEND;
-		f->wmtime_ns = now_ns();
-		pthread_mutex_lock(&f->lock);
-		file_publish(ctx, f);
-		pthread_mutex_unlock(&f->lock);
-		fi->direct_io = 1;
-		fi->fh = (uintptr_t)f;
 	}
 	ret = entry_make(ctx, dir, name, path, &e);
 	if (ret < 0)
@@ -2202,12 +2274,45 @@ static int node_type(struct fs_ctx *ctx, fuse_ino_t ino, char *buf, size_t cap)
 	return ret;
 }
 
+/* user.kvfs.error: a leaf's own last refusal; a directory's, of anything below it. */
+static void reply_error_xattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct fs_ctx *ctx = req_ctx(req);
+	struct fs_node *node = fs_node_from_ino(ctx, ino);
+	char msg[sizeof(ctx->errors[0].msg)], *path;
+	bool dir, found;
+	int ret = fs_node_path(ctx, node, NULL, &path);
+
+	if (ret < 0) {
+		reply_err(req, ret);
+		return;
+	}
+	pthread_mutex_lock(&ctx->lock);
+	dir = node == &ctx->root || (node->kind_known && node->is_dir);
+	pthread_mutex_unlock(&ctx->lock);
+	found = fs_error_find(ctx, path, dir, msg, sizeof(msg));
+	free(path);
+	if (!found)
+		reply_err(req, -ENODATA);
+	else
+		reply_xattr_value(req, size, msg, strlen(msg));
+}
+
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
 	struct fs_ctx *ctx = req_ctx(req);
 	char type[64];
 	int ret;
 
+	if (strcmp(name, FS_XATTR_ERROR) == 0) {
+		reply_error_xattr(req, ino, size);
+		return;
+	}
+	if (strcmp(name, FS_XATTR_PID) == 0 && ino == FUSE_ROOT_ID) {
+		snprintf(type, sizeof(type), "%ld", (long)getpid());
+		reply_xattr_value(req, size, type, strlen(type));
+		return;
+	}
 	if (strcmp(name, FS_XATTR_TYPE) != 0) {
 		/*
 		 * Only the user namespace exists here. ENOTSUP for security.* and
@@ -2335,11 +2440,57 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 	reply_err(req, ret);
 }
 
+/*
+ * Removing the type gives the node the type a new one would get (rsync -X
+ * from a tree without xattrs removes every name it does not have): a
+ * directory becomes an object, a leaf's text is inferred as a new file's.
+ */
 static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-	(void)ino;
-	/* The type cannot be removed, only changed; other names never exist. */
-	reply_err(req, strcmp(name, FS_XATTR_TYPE) == 0 ? -ENOTSUP : -ENODATA);
+	struct fs_ctx *ctx = req_ctx(req);
+	struct fs_node *node = fs_node_from_ino(ctx, ino);
+	struct model_error err = { { 0 } };
+	bool tmp, view;
+	char *path;
+	int ret;
+
+	if (strcmp(name, FS_XATTR_TYPE) != 0) {
+		reply_err(req, strncmp(name, "user.", 5) == 0 ? -ENODATA : -ENOTSUP);
+		return;
+	}
+	if (ctx->read_only) {
+		reply_err(req, -EROFS);
+		return;
+	}
+	ret = node_commit_files(ctx, node);
+	pthread_mutex_lock(&ctx->lock);
+	tmp = node->tmp != NULL;
+	if (tmp)
+		node->tmp->type = 0;	/* a pending file: typed as unset at its commit */
+	view = node != &ctx->root && fs_name_is_view(node->name, strlen(node->name));
+	pthread_mutex_unlock(&ctx->lock);
+	if (ret == 0 && (tmp || view)) {
+		reply_err(req, tmp ? 0 : -ENODATA);	/* a view has no type */
+		return;
+	}
+	if (ret == 0)
+		ret = fs_write_path(ctx, node, NULL, &path);
+	if (ret < 0) {
+		reply_err(req, ret);
+		return;
+	}
+	fs_trace(ctx, "reset type %s", path);
+	want_type_clear(ctx, node);
+	ret = model_reset_type(ctx->model, path, &err);
+	fs_write_end(ctx, ret);
+	if (ret < 0) {
+		fs_log_model(ctx, ret, &err, path);
+	} else {
+		fs_inval_node(ctx, ino, FS_INVAL_DATA);
+		fs_inval_subtree(ctx, node);
+	}
+	free(path);
+	reply_err(req, ret);
 }
 
 /* ---- init and destroy ---- */

@@ -187,6 +187,12 @@ int model_set_mtime(struct model *m, const char *path, int64_t mtime_ns, struct 
 int model_get_type(struct model *m, const char *path, char *buf, size_t cap, struct model_error *err);
 /* Converts a leaf's type (the text must parse) or a container's kind (array <-> object). */
 int model_set_type(struct model *m, const char *path, const char *name, struct model_error *err);
+/*
+ * Gives a node back the type a new one would get: a directory becomes an
+ * object (an array converts: its names 0..n-1 stay), a leaf's text is
+ * inferred as a new file's (string, or bytes when it is not UTF-8).
+ */
+int model_reset_type(struct model *m, const char *path, struct model_error *err);
 
 /* ---- JSON, dump, load, check ---- */
 enum model_json_flags {

@@ -275,6 +275,68 @@ static int append_name(struct store_txn *txn, struct tree_path *p, struct tuple_
 	return 0;
 }
 
+/*
+ * Why a name refused for a create is invalid (docs/FORMAT.md, "Names"), for
+ * the message: a broken %XX, an escape of a key that needs none, text that
+ * is not UTF-8, or a key that must be escaped.
+ */
+static void name_problem(const char *name, size_t len, char *buf, size_t cap)
+{
+	char raw[STORE_KEY_MAX + 1], canon[TREE_NAME_MAX];
+	ssize_t n;
+
+	if (name[0] == '%') {
+		for (size_t i = 1; i < len; i++) {
+			if (name[i] != '%')
+				continue;
+			if (i + 2 >= len || hex_digit(name[i + 1]) < 0 || hex_digit(name[i + 2]) < 0) {
+				snprintf(buf, cap, "'%.*s' is no escape: after the leading %%, write "
+					 "%%, /, NUL and . as %%XX with two upper-case hex digits",
+					 (int)(len - i < 3 ? len - i : 3), name + i);
+				return;
+			}
+			i += 2;
+		}
+		n = 0;
+		for (size_t i = 1; i < len && (size_t)n < sizeof(raw); i++, n++) {
+			if (name[i] == '%') {
+				raw[n] = (char)(hex_digit(name[i + 1]) << 4 | hex_digit(name[i + 2]));
+				i += 2;
+			} else {
+				raw[n] = name[i];
+			}
+		}
+		tree_name_escape(raw, (size_t)n, canon);
+		snprintf(buf, cap, "that key's file name is '%s' (a name starting with %% is an "
+			 "escape, and only keys that need one are escaped)", canon);
+		return;
+	}
+	n = tree_name_unescape(name, len, raw, sizeof(raw));
+	if (n >= 0) {
+		snprintf(buf, cap, "not UTF-8");
+		return;
+	}
+	if (len <= STORE_KEY_MAX) {
+		tree_name_escape(name, len, canon);
+		snprintf(buf, cap, "a key like this is written '%s' (names ending in .json are "
+			 "views)", canon);
+		return;
+	}
+	snprintf(buf, cap, "too long");
+}
+
+/* The message for a name of path that append_name refused with -EINVAL. */
+static int invalid_name(const char *path, const struct component *c, struct model_error *err)
+{
+	char why[TREE_NAME_MAX + 160];
+
+	if (!err)
+		return -EINVAL;
+	name_problem(c->name, c->len, why, sizeof(why));
+	return tree_fail(err, -EINVAL, "%s: invalid name '%.*s': %s", path,
+			 (int)(c->len > 200 ? 200 : c->len), c->name, why);
+}
+
 static int resolve_fail(const char *path, int ret, struct model_error *err)
 {
 	switch (ret) {
@@ -315,6 +377,8 @@ int tree_resolve(struct store_txn *txn, const char *path, unsigned flags,
 		ret = append_name(txn, out, &w, c.name, c.len, flags);
 		if (ret == 0 && w.overflow)
 			ret = -ENAMETOOLONG;
+		if (ret == -EINVAL)
+			return invalid_name(path, &c, err);
 		if (ret < 0)
 			return resolve_fail(path, ret, err);
 		out->len = w.len;

@@ -14,7 +14,7 @@ struct rename_op {
 	const char *from;
 	const char *to;
 	unsigned flags;
-	const char *type;
+	const char *type;	/* NULL: back to the type a new node would get */
 	struct model_error *err;
 };
 
@@ -390,9 +390,11 @@ static int set_leaf_type(struct store_txn *txn, const struct rename_op *op,
 	if (!text)
 		return -ENOMEM;
 	leaf_text_read(&n->leaf, text, size, 0);
+	/* type 0 and no old leaf: inferred as for a new file (string, or bytes) */
 	ret = leaf_from_text(text, size, true, NULL, type, n->leaf.mtime_ns, &leaf);
 	if (ret < 0)
-		tree_fail(op->err, ret, "%s: the value is not a valid %s", op->from, op->type);
+		tree_fail(op->err, ret, "%s: the value is not a valid %s", op->from,
+			  op->type ? op->type : model_type_name(type));
 	else
 		ret = tree_put_leaf(txn, p->key, p->len, &leaf);
 	free(text);
@@ -413,6 +415,9 @@ static int set_type_txn(struct store_txn *txn, void *arg)
 		return ret;
 	if (p.is_view)
 		return tree_fail(op->err, -EINVAL, "%s: a view has no type to set", op->from);
+	if (!op->type)	/* reset: a directory becomes an object, a leaf is inferred */
+		return n.kind == MODEL_KIND_LEAF ? set_leaf_type(txn, op, &p, &n, 0)
+						 : set_kind(txn, op, &p, &n, false);
 	if (strcmp(op->type, "object") == 0 || strcmp(op->type, "array") == 0)
 		return set_kind(txn, op, &p, &n, strcmp(op->type, "array") == 0);
 	if (model_type_parse(op->type, &type) < 0)
@@ -423,6 +428,13 @@ static int set_type_txn(struct store_txn *txn, void *arg)
 int model_set_type(struct model *m, const char *path, const char *name, struct model_error *err)
 {
 	struct rename_op op = { .from = path, .type = name, .err = err };
+
+	return tree_write(m, path, set_type_txn, &op, err);
+}
+
+int model_reset_type(struct model *m, const char *path, struct model_error *err)
+{
+	struct rename_op op = { .from = path, .type = NULL, .err = err };
 
 	return tree_write(m, path, set_type_txn, &op, err);
 }
