@@ -1,6 +1,9 @@
 # kvfs build. `make` builds ./kvfs; `make test` installs missing Debian
 # packages, builds, and runs the unit tests and the bats suites; `make asan`
 # runs the same suite against an ASan+UBSan build.
+# `make stress` kills the daemon STRESS_KILLS times (default 200) under writes
+# and checks the store after each kill; `make fuzz` runs each libFuzzer target
+# for FUZZ_SECONDS (default 60). CI (.ci/run) runs test, asan and a short fuzz.
 
 PREFIX  ?= /usr/local
 DESTDIR ?=

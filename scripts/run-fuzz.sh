@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/run-fuzz.sh - runs each libFuzzer target for a fixed time on its
-# seed corpus (tests/fuzz/corpus/TARGET/) and counts the results like
-# scripts/run-tests.sh: one TAP line per target, then "N passed, N failed".
+# seed corpus (tests/fuzz/corpus/TARGET/, with the dictionary TARGET.dict
+# when there is one) and counts the results like scripts/run-tests.sh: one
+# TAP line per target, then "N passed, N failed".
 # Usage: scripts/run-fuzz.sh BUILD_DIR SECONDS TARGET...   (make fuzz)
 # New inputs go to BUILD_DIR/corpus/TARGET (the repository's seeds stay as
 # they are); a failing input is saved as BUILD_DIR/artifacts/TARGET-crash-*.
@@ -18,8 +19,10 @@ for target in "$@"; do
 	n=$((n + 1))
 	bin=$build/fuzz/$target work=$build/corpus/$target log=$build/fuzz-$target.log
 	mkdir -p "$work" "$build/artifacts"
+	dict=()
+	[ -f "tests/fuzz/corpus/$target.dict" ] && dict=(-dict="tests/fuzz/corpus/$target.dict")
 	# -max_len: inputs beyond what the targets keep are skipped by them anyway.
-	"$bin" "$work" "tests/fuzz/corpus/$target" -max_total_time="$seconds" \
+	"$bin" "$work" "tests/fuzz/corpus/$target" "${dict[@]}" -max_total_time="$seconds" \
 		-max_len=65536 -timeout=30 -rss_limit_mb=2048 -print_final_stats=1 \
 		-artifact_prefix="$build/artifacts/$target-" >"$log" 2>&1
 	rc=$?
