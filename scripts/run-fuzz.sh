@@ -9,7 +9,7 @@
 set -u
 build=$1 seconds=$2
 shift 2
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 passed=0 failed=0 n=0
 # Leaks are reported too; a sanitizer report ends the run with an artifact.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
@@ -33,7 +33,7 @@ for target in "$@"; do
 	else
 		echo "not ok $n - fuzz $target: exit $rc after ${execs:-?} runs; log $log:"
 		grep -E -A 30 '^==[0-9]+==|runtime error|^fuzz_|deadly signal' "$log" | head -60 | sed 's/^/# /'
-		ls "$build/artifacts/$target-"* 2>/dev/null | sed 's/^/# input: /'
+		for a in "$build/artifacts/$target-"*; do [ -e "$a" ] && echo "# input: $a"; done
 		failed=$((failed + 1))
 	fi
 done
