@@ -211,6 +211,16 @@ rand_delay() {
 
 now_ms() { date +%s%3N; }
 
+# The sum of the numbers in the files given.
+sum_files() {
+	local f v total=0
+	for f; do
+		read -r v <"$f"
+		total=$((total + v))
+	done
+	echo "$total"
+}
+
 # Version N of document d<i> with `size` (+ N % 7) array items: every leaf is
 # N, or the string "gN".
 doc_text() {
@@ -239,13 +249,16 @@ doc_writer() {
 	done
 }
 
+# Its state file counts the moves done (the verifier only needs it to exist).
 move_writer() {
-	local j=$1 from=a to=b
+	local j=$1 from=a to=b x moves
+	moves=$(cat "$state/move-$j")
 	[ -d "$mnt/m$j/a/t" ] || { from=b to=a; }
 	while :; do
 		out=$(mv "$mnt/m$j/$from/t" "$mnt/m$j/$to/t" 2>&1) || writer_failed "mv m$j/$from/t" "$out"
-		local x=$from
-		from=$to to=$x
+		moves=$((moves + 1))
+		echo "$moves" >"$state/move-$j"
+		x=$from from=$to to=$x
 	done
 }
 
@@ -392,3 +405,5 @@ daemon=
 grep -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$work/daemon.log" >&2 &&
 	fail "sanitizer report in $work/daemon.log"
 echo "stress-crash: $kills kills, every store consistent"
+echo "stress-crash: the documents reached $(sum_files "$state"/doc-*) versions in all," \
+	"the leaves $(sum_files "$state"/leaf-*); $(sum_files "$state"/move-*) moves were done"
