@@ -1,6 +1,9 @@
 # kvfs build. `make` builds ./kvfs; `make test` installs missing Debian
 # packages, builds, and runs the unit tests and the bats suites; `make asan`
 # runs the same suite against an ASan+UBSan build.
+# `make stress` kills the daemon STRESS_KILLS times (default 200) under writes
+# and checks the store after each kill; `make fuzz` runs each libFuzzer target
+# for FUZZ_SECONDS (default 60). CI (.ci/run) runs test, asan and a short fuzz.
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
@@ -97,3 +100,32 @@ uninstall:
 
 clean:
 	rm -rf build build-asan kvfs
+
+# ---- crash probe and fuzzing (tests/60-crash.bats runs a few kills) ----
+# `make stress` kills the daemon STRESS_KILLS times (scripts/stress-crash.sh);
+# `make fuzz` builds the libFuzzer targets tests/fuzz/fuzz_*.c with clang in
+# build-fuzz/ and runs each for FUZZ_SECONDS on its corpus (scripts/run-fuzz.sh).
+STRESS_KILLS ?= 200
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+.PHONY: stress fuzz fuzz-build fuzz-clean
+
+stress: deps
+	@$(MAKE) --no-print-directory all
+	@KVFS_BIN=$(CURDIR)/$(BIN) bash scripts/stress-crash.sh $(STRESS_KILLS)
+
+fuzz: deps
+	@$(MAKE) --no-print-directory CC=clang BUILD=build-fuzz \
+		SANITIZE=fuzzer-no-link,address,undefined fuzz-build
+	@bash scripts/run-fuzz.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-build: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%)
+
+$(BUILD)/fuzz/%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_store.h $(MODEL_OBJ) $(STORE_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -fsanitize=fuzzer,address,undefined \
+		-o $@ $< $(MODEL_OBJ) $(STORE_OBJ) $(LDLIBS)
+
+clean: fuzz-clean
+fuzz-clean:
+	rm -rf build-fuzz
