@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "model/model.h"
+#include "model/model_int.h"
 #include "unit.h"
 #define UNIT_MODEL_DIR "/tmp/kvfs-diff-XXXXXX"
 #include "unit_model.h"
@@ -102,6 +103,27 @@ static void test_transitions(void)
 	for (size_t i = 0; i < n; i++)
 		for (size_t j = 0; j < n; j++)
 			expect_transition(docs[i], docs[j]);
+}
+
+/* Arrays whose index keys grow or shrink in length, in place and nested. */
+static void test_long_array_transitions(void)
+{
+	static const int sizes[] = { 0, 2, 255, 256, 300 };
+	struct strbuf docs[5];
+	size_t n = sizeof(sizes) / sizeof(sizes[0]);
+
+	for (size_t i = 0; i < n; i++) {
+		strbuf_init(&docs[i]);
+		strbuf_addf(&docs[i], "{\"a\":[");
+		for (int k = 0; k < sizes[i]; k++)
+			strbuf_addf(&docs[i], "%s%d", k ? "," : "", k % 7 ? k : -k);
+		strbuf_addf(&docs[i], "],\"b\":[[%d],{\"k\":%d}]}", sizes[i], sizes[i]);
+	}
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < n; j++)
+			expect_transition(docs[i].buf, docs[j].buf);
+	for (size_t i = 0; i < n; i++)
+		strbuf_release(&docs[i]);
 }
 
 /* The same document again changes no byte of the store. */
@@ -232,6 +254,7 @@ static void test_base64_round_trip(void)
 int main(void)
 {
 	TEST(test_transitions);
+	TEST(test_long_array_transitions);
 	TEST(test_same_document_keeps_everything);
 	TEST(test_changed_leaves_only);
 	TEST(test_refused_changes_nothing);
