@@ -54,6 +54,19 @@ start_stuck_reader() {
 	eventually 10 has_reader "$READER"
 }
 
+# signal_stuck_reader SIG STATUS HOLDER [PREFIX...]: a stuck reader (started
+# through PREFIX) sent SIG exits with STATUS, leaving only HOLDER's slot.
+signal_stuck_reader() {
+	local sig=$1 want=$2 holder=$3 status=0
+	shift 3
+	start_stuck_reader "$@"
+	kill -"$sig" "$READER"
+	wait "$READER" || status=$?
+	[ "$status" -eq "$want" ]
+	run -0 reader_pids
+	assert_output "$holder"
+}
+
 # ---- 1. killed readers ----
 
 @test "readers cut off by SIGPIPE or killed mid-read leave no slot; 400 writes keep the store small" {
@@ -100,20 +113,8 @@ start_stuck_reader() {
 	holder=$READER
 	run -0 kvfs info "$STORE"
 	assert_line "readers:    1 (pids $holder)"
-	start_stuck_reader
-	kill -TERM "$READER"
-	status=0
-	wait "$READER" || status=$?
-	[ "$status" -eq 143 ]
-	run -0 reader_pids
-	assert_output "$holder"
-	start_stuck_reader env --default-signal=INT
-	kill -INT "$READER"
-	status=0
-	wait "$READER" || status=$?
-	[ "$status" -eq 130 ]
-	run -0 reader_pids
-	assert_output "$holder"
+	signal_stuck_reader TERM 143 "$holder"
+	signal_stuck_reader INT 130 "$holder" env --default-signal=INT
 	for verb in export dump "get --json"; do
 		"$KVFS_BIN" $verb "$STORE" $([ "$verb" = dump ] || echo /) | head -c 10 >/dev/null
 		[ "${PIPESTATUS[0]}" -eq 141 ]
