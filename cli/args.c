@@ -356,7 +356,7 @@ static void on_signal(int sig)
 void cli_signals_catch(void)
 {
 	static const int sigs[] = { SIGPIPE, SIGINT, SIGTERM };
-	struct sigaction sa;
+	struct sigaction sa, old;
 	int fds[2];
 
 	if (broken_fd < 0 && pipe2(fds, O_CLOEXEC) == 0) {
@@ -366,8 +366,14 @@ void cli_signals_catch(void)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;	/* no SA_RESTART: a blocked write fails with EINTR */
 	sigemptyset(&sa.sa_mask);
+	/*
+	 * A signal ignored when we started stays ignored, as POSIX expects:
+	 * a script's background job has SIGINT ignored so that Ctrl-C leaves
+	 * it running, and a caller that ignores SIGPIPE wants EPIPE instead.
+	 */
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		sigaction(sigs[i], &sa, NULL);
+		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+			sigaction(sigs[i], &sa, NULL);
 }
 
 int cli_signal_caught(void)

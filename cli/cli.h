@@ -161,7 +161,8 @@ bool cli_parse_open(struct cli_parse *p, enum cli_open_mode mode, bool *flag,
 /* ---- signals ---- */
 
 /*
- * For the verbs that read: SIGPIPE, SIGINT and SIGTERM no longer kill at
+ * For the verbs that read: SIGPIPE, SIGINT and SIGTERM (unless ignored
+ * when the process started: they stay ignored) no longer kill at
  * once. The first one is recorded and standard output is pointed at a
  * broken pipe, so the verb's next write fails, it ends its transaction and
  * closes the store like after any error (no message is printed then).

@@ -324,13 +324,12 @@ static int json_number(struct json_parser *ps)
 	if (ret)
 		return ret;
 	len = (size_t)(ps->p - at);
+	tok.str = at;	/* every number's own text, without what surrounds it */
+	tok.len = len;
 	if (is_int && number_parse_integer(at, len, &tok.integer))
 		return json_emit(ps, &tok, JSON_INTEGER);
-	if (is_int && number_is_big_integer(at, len)) {
-		tok.str = at;
-		tok.len = len;
+	if (is_int && number_is_big_integer(at, len))
 		return json_emit(ps, &tok, JSON_BIG_INTEGER);
-	}
 	if (!number_read_double(at, len, &ps->scratch, &tok.real) ||
 	    !number_double_is_exact(tok.real, at, len, &ps->scratch))
 		return ps->scratch.failed ? -ENOMEM :

@@ -368,11 +368,13 @@ static bool leaf_value_as_number(enum model_type type, const char *v, size_t len
 		return false;
 	if (type == MODEL_TYPE_DOUBLE &&
 	    (n.tok.event == JSON_INTEGER || n.tok.event == JSON_BIG_INTEGER)) {
-		/* Only when the double holds the integer exactly: never rounded. */
+		/* Only when the double holds the integer exactly: never rounded.
+		 * The token's own text: white space or a BOM around it would
+		 * hide its digits from the exactness check. */
 		strbuf_init(&sb);
 		out->tag = LEAF_DOUBLE;
-		ok = number_read_double(v, len, &sb, &out->real) &&
-		     number_double_is_exact(out->real, v, len, &sb);
+		ok = number_read_double(n.tok.str, n.tok.len, &sb, &out->real) &&
+		     number_double_is_exact(out->real, n.tok.str, n.tok.len, &sb);
 		strbuf_release(&sb);
 		return ok;
 	}

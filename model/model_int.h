@@ -37,7 +37,8 @@ enum json_event {
 	JSON_ARRAY_END,
 	JSON_KEY,		/* str/len: the member name */
 	JSON_STRING,		/* str/len: the value (may hold NUL bytes) */
-	JSON_INTEGER,		/* a number without fraction/exponent that fits int64 */
+	JSON_INTEGER,		/* a number without fraction/exponent that fits int64
+				 * (str/len: its text, as for every number) */
 	JSON_BIG_INTEGER,	/* one outside int64: str/len, its canonical digits */
 	JSON_DOUBLE,		/* a number the nearest double holds exactly; "-0" is -0.0 */
 	JSON_TRUE,

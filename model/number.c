@@ -297,8 +297,10 @@ static void number_decimal_read(const char *text, size_t len, struct strbuf *sb,
 		i++;
 		if (i < len && (text[i] == '+' || text[i] == '-'))
 			eneg = text[i++] == '-';
+		/* Stops growing past the clamp (beyond any double either way), and
+		 * before e * 10 could overflow int64. */
 		for (; i < len && text[i] >= '0' && text[i] <= '9'; i++)
-			if (e < NUMBER_EXP_CLAMP)	/* beyond any double either way */
+			if (e < NUMBER_EXP_CLAMP / 10)
 				e = e * 10 + (text[i] - '0');
 	}
 	d->exp = (eneg ? -e : e) - frac;

@@ -46,11 +46,25 @@ has_reader() {
 }
 
 # A reader blocked in the middle of its transaction: export into a pipe that
-# nobody reads. Sets READER to its pid.
+# nobody reads. Sets READER to its pid. Arguments are a command prefix (an
+# `env --default-signal=INT`: bash starts background jobs with SIGINT ignored).
 start_stuck_reader() {
-	"$KVFS_BIN" export "$STORE" > >(sleep 60) 2>/dev/null &
+	"$@" "$KVFS_BIN" export "$STORE" > >(sleep 60) 2>/dev/null &
 	READER=$!
 	eventually 10 has_reader "$READER"
+}
+
+# signal_stuck_reader SIG STATUS HOLDER [PREFIX...]: a stuck reader (started
+# through PREFIX) sent SIG exits with STATUS, leaving only HOLDER's slot.
+signal_stuck_reader() {
+	local sig=$1 want=$2 holder=$3 status=0
+	shift 3
+	start_stuck_reader "$@"
+	kill -"$sig" "$READER"
+	wait "$READER" || status=$?
+	[ "$status" -eq "$want" ]
+	run -0 reader_pids
+	assert_output "$holder"
 }
 
 # ---- 1. killed readers ----
@@ -99,20 +113,8 @@ start_stuck_reader() {
 	holder=$READER
 	run -0 kvfs info "$STORE"
 	assert_line "readers:    1 (pids $holder)"
-	start_stuck_reader
-	kill -TERM "$READER"
-	status=0
-	wait "$READER" || status=$?
-	[ "$status" -eq 143 ]
-	run -0 reader_pids
-	assert_output "$holder"
-	start_stuck_reader
-	kill -INT "$READER"
-	status=0
-	wait "$READER" || status=$?
-	[ "$status" -eq 130 ]
-	run -0 reader_pids
-	assert_output "$holder"
+	signal_stuck_reader TERM 143 "$holder"
+	signal_stuck_reader INT 130 "$holder" env --default-signal=INT
 	for verb in export dump "get --json"; do
 		"$KVFS_BIN" $verb "$STORE" $([ "$verb" = dump ] || echo /) | head -c 10 >/dev/null
 		[ "${PIPESTATUS[0]}" -eq 141 ]
@@ -385,4 +387,31 @@ f.seek(int(sys.argv[2])); f.write(bytes([b ^ (1 << int(sys.argv[3]))]))' \
 	run -0 kvfs check "$STORE"
 	unmount_store
 	run ! grep 'Input/output error' "$MOUNT_LOG"
+}
+
+@test "signals the caller ignores stay ignored: a background dump survives SIGINT, SIGPIPE ignored gives EPIPE" {
+	big_doc "$T/big.json"
+	kvfs import "$STORE" / "$T/big.json"
+	mkfifo "$T/fifo"
+	# a background job of a script: bash starts it with SIGINT ignored
+	"$KVFS_BIN" dump "$STORE" >"$T/fifo" &
+	local pid=$!
+	status=0
+	local rfd
+	exec {rfd}<"$T/fifo"
+	eventually 10 has_reader "$pid"
+	kill -INT "$pid"
+	cat <&"$rfd" >"$T/dump"
+	exec {rfd}<&-
+	wait "$pid" || status=$?
+	[ "$status" -eq 0 ]
+	run -0 tail -n 1 "$T/dump"
+	assert_output --regexp '^end [0-9]+$'
+	# SIGPIPE ignored by the caller: the write fails with EPIPE and says so
+	run bash -c 'env --ignore-signal=PIPE "$0" dump "$1" | head -c 10 >/dev/null; exit "${PIPESTATUS[0]}"' \
+		"$KVFS_BIN" "$STORE"
+	[ "$status" -eq 1 ]
+	assert_output --partial 'write error on standard output: Broken pipe'
+	run -0 reader_pids
+	assert_output ''
 }

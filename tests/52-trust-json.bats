@@ -21,6 +21,22 @@ leaf_times() {
 	(cd "$1" && find . -type f -printf '%p %TY-%Tm-%Td %TT\n' | LC_ALL=C sort)
 }
 
+# edit_changes_only LEAF CMD...: runs CMD, an edit of d.json that changes
+# only d/LEAF: every other leaf keeps its mtime, LEAF gets a new one, and
+# the bytes leaf icon stays bytes.
+edit_changes_only() {
+	local leaf=$1 before
+	shift
+	before=$(leaf_times "$MNT/d" | grep -v "^\./$leaf ")
+	"$@"
+	assert_equal "$(leaf_times "$MNT/d" | grep -v "^\./$leaf ")" "$before"
+	run -0 leaf_times "$MNT/d"
+	assert_line --regexp "^\./$leaf 20"
+	refute_output --partial "./$leaf 2020-"
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/d/icon"
+	assert_output bytes
+}
+
 # A document with a bytes leaf, a string without a newline, and leaves whose
 # mtimes lie in the past (so a write that resets them cannot go unnoticed).
 make_doc() {
@@ -79,17 +95,10 @@ make_doc() {
 
 @test "vim editing d.json keeps bytes leaves, flags and untouched mtimes" {
 	make_doc
-	before=$(leaf_times "$MNT/d" | grep -v '^\./t ')
-	run -0 timeout 30 vim -u NONE -i NONE -n -es \
+	edit_changes_only t run -0 timeout 30 vim -u NONE -i NONE -n -es \
 		-c '%s/two words/changed/' -c 'wq' "$MNT/d.json"
 	run -0 cat "$MNT/d/t"
 	assert_output changed
-	assert_equal "$(leaf_times "$MNT/d" | grep -v '^\./t ')" "$before"
-	run -0 leaf_times "$MNT/d"
-	assert_line --regexp '^\./t 20'
-	refute_output --partial './t 2020-'
-	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/d/icon"
-	assert_output bytes
 	assert_file_bytes "$MNT/d/s" 'abc'
 	run -0 stat -c %Y "$MNT/d/t"
 	[ "$output" -gt 1600000000 ]
@@ -98,16 +107,9 @@ make_doc() {
 
 @test "sed -i on d.json (a temporary file renamed onto the view) keeps untouched leaves" {
 	make_doc
-	before=$(leaf_times "$MNT/d" | grep -v '^\./n ')
-	sed -i 's/"n": 42/"n": 43/' "$MNT/d.json"
+	edit_changes_only n sed -i 's/"n": 42/"n": 43/' "$MNT/d.json"
 	run -0 cat "$MNT/d/n"
 	assert_output 43
-	assert_equal "$(leaf_times "$MNT/d" | grep -v '^\./n ')" "$before"
-	run -0 leaf_times "$MNT/d"
-	assert_line --regexp '^\./n 20'
-	refute_output --partial './n 2020-'
-	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/d/icon"
-	assert_output bytes
 }
 
 @test "kvfs import of the same document again keeps every record" {

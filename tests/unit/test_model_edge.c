@@ -18,19 +18,6 @@
 #define UNIT_MODEL_DIR "/tmp/kvfs-edge-XXXXXX"
 #include "unit_model.h"
 
-/* Compares the dump with `before` and frees both. */
-static void check_unchanged(struct model *m, char *before, size_t blen)
-{
-	size_t alen = 0;
-	char *after = dump_text(m, &alen);
-
-	CHECK(after != NULL);
-	if (after)
-		CHECK_MEM(after, alen, before, blen);
-	free(after);
-	free(before);
-}
-
 static void check_text(struct model *m, const char *path, const char *want, size_t wlen)
 {
 	struct model_error err;

@@ -138,6 +138,20 @@ static void test_numbers_exact(void)
 		       "cannot be kept exactly: 0.30000000000000000000000000000000000000...");
 }
 
+/* Edge cases of the exactness check: shortest round-trip texts are kept,
+ * texts the nearest double cannot say again are refused, and exponents of
+ * any length are read without overflow. */
+static void test_numbers_exact_edges(void)
+{
+	expect_events("1e22", "0 D4480f0cf064dd592\n0 E\n");
+	expect_events("0.30000000000000004", "0 D3fd3333333333334\n0 E\n");
+	expect_events("123456789012345678", "0 I123456789012345678\n0 E\n");
+	expect_invalid("1.23456789012345678e17", "cannot be kept exactly");
+	expect_invalid("1e-99999999999999999999", "cannot be kept exactly");
+	expect_invalid("-1e-99999999999999999999999999999999", "cannot be kept exactly");
+	expect_events("0e-99999999999999999999", "0 D0000000000000000\n0 E\n");
+}
+
 /* RFC 8259 8.1: a leading byte order mark is ignored; elsewhere it is not JSON. */
 static void test_bom(void)
 {
@@ -509,6 +523,7 @@ int main(void)
 	TEST(test_scalars);
 	TEST(test_integers_exact);
 	TEST(test_numbers_exact);
+	TEST(test_numbers_exact_edges);
 	TEST(test_bom);
 	TEST(test_doubles);
 	TEST(test_strings);

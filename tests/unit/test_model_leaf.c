@@ -322,6 +322,29 @@ static void test_explicit_type(void)
 	CHECK_EQ_INT(out.flags, 0);
 }
 
+/* A value put as a double is never rounded, whatever white space is around it. */
+static void test_value_double_exact(void)
+{
+	struct leaf out;
+
+	CHECK_EQ_INT(leaf_from_text("9007199254740993", 16, false, NULL, MODEL_TYPE_DOUBLE, 1,
+				    &out), -EINVAL);
+	CHECK_EQ_INT(leaf_from_text(" 9007199254740993", 17, false, NULL, MODEL_TYPE_DOUBLE, 1,
+				    &out), -EINVAL);
+	CHECK_EQ_INT(leaf_from_text("\t\n9007199254740993 ", 19, false, NULL,
+				    MODEL_TYPE_DOUBLE, 1, &out), -EINVAL);
+	CHECK_EQ_INT(leaf_from_text(" 123456789012345678901234567890", 31, false, NULL,
+				    MODEL_TYPE_DOUBLE, 1, &out), -EINVAL);
+	CHECK_EQ_INT(leaf_from_text(" 5 ", 3, false, NULL, MODEL_TYPE_DOUBLE, 1, &out), 0);
+	CHECK_EQ_INT(out.tag, LEAF_DOUBLE);
+	CHECK(out.real == 5.0);
+	CHECK_EQ_INT(leaf_from_text(" 9007199254740992", 17, false, NULL, MODEL_TYPE_DOUBLE, 1,
+				    &out), 0);
+	CHECK(out.real == 9007199254740992.0);
+	CHECK_EQ_INT(leaf_from_text("\xef\xbb\xbf" "9007199254740993", 19, false, NULL,
+				    MODEL_TYPE_DOUBLE, 1, &out), -EINVAL);
+}
+
 static void check_double(double v, const char *want)
 {
 	char buf[NUMBER_TEXT_MAX];
@@ -450,6 +473,7 @@ int main(void)
 	TEST(test_from_file_text);
 	TEST(test_from_value);
 	TEST(test_explicit_type);
+	TEST(test_value_double_exact);
 	TEST(test_double_forms);
 	TEST(test_integer_forms);
 	TEST(test_random_doubles);

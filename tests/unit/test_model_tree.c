@@ -86,8 +86,8 @@ static void test_invalid_json_changes_nothing(void)
 {
 	struct model *m = open_fresh();
 	struct model_error err;
-	char *before, *after;
-	size_t blen, alen;
+	char *before;
+	size_t blen;
 	const char *bad = "{\"a\": [1, 2,, 3]}";
 
 	CHECK_EQ_INT(import(m, "/doc", "{\"keep\":[1,2,3]}"), 0);
@@ -95,10 +95,7 @@ static void test_invalid_json_changes_nothing(void)
 	CHECK_EQ_INT(model_write(m, "/doc.json", bad, strlen(bad), 0, MODEL_WRITE_TEXT, &err),
 		     -EINVAL);
 	CHECK(strstr(err.msg, "/doc.json: invalid JSON: line 1") != NULL);
-	after = dump_text(m, &alen);
-	CHECK_MEM(after, alen, before, blen);
-	free(before);
-	free(after);
+	check_unchanged(m, before, blen);
 	close_fresh(m);
 }
 
@@ -107,8 +104,8 @@ static void test_too_long_and_too_deep(void)
 	struct model *m = open_fresh();
 	struct model_error err;
 	char name[600], path[700], json[800];
-	char *deep, *before, *after;
-	size_t blen, alen, n = 0;
+	char *deep, *before;
+	size_t blen, n = 0;
 
 	memset(name, 'x', 520);
 	name[520] = '\0';
@@ -128,11 +125,8 @@ static void test_too_long_and_too_deep(void)
 		deep[n++] = ']';
 	CHECK_EQ_INT(model_import(m, "/doc", deep, n, NULL, NULL, &err), -ENAMETOOLONG);
 	CHECK(strstr(err.msg, "path too long for a key") != NULL);
-	after = dump_text(m, &alen);
-	CHECK_MEM(after, alen, before, blen);
+	check_unchanged(m, before, blen);
 	free(deep);
-	free(before);
-	free(after);
 	close_fresh(m);
 }
 
