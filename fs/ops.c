@@ -1574,28 +1574,23 @@ static bool big_changed(struct fs_ctx *ctx, struct fs_file *f, const char *path)
 }
 
 /*
- * The first read of a lazy reader that reaches the daemon takes its
- * snapshot. The leaf may have changed since open: a commit drops the
- * node's pages, so every read of this reader comes here from now on and
+ * f->lock held. The first read of a lazy reader that reaches the daemon
+ * takes its snapshot. The leaf may have changed since open: a commit drops
+ * the node's pages, so every read of this reader comes here from now on and
  * sees the new text whole.
  */
-static int lazy_snapshot(struct fs_ctx *ctx, struct fs_file *f, fuse_ino_t ino)
+static int lazy_snapshot_locked(struct fs_ctx *ctx, struct fs_file *f, fuse_ino_t ino)
 {
 	char *path;
-	int ret = 0;
+	int ret;
 
-	pthread_mutex_lock(&f->lock);
-	if (!f->lazy)
-		goto out_unlock;
 	ret = fs_node_path(ctx, fs_node_from_ino(ctx, ino), NULL, &path);
 	if (ret < 0)
-		goto out_unlock;
+		return ret;
 	ret = file_snapshot(ctx, f, path);
 	if (ret == 0)
 		f->lazy = false;
 	free(path);
-out_unlock:
-	pthread_mutex_unlock(&f->lock);
 	return ret;
 }
 
@@ -1606,6 +1601,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct fs_file *f = fi_file(fi);
 	struct model_error err = { { 0 } };
 	char *path, *buf;
+	bool big;
 	ssize_t n;
 	int ret;
 
@@ -1613,15 +1609,15 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		reply_err(req, -EBADF);
 		return;
 	}
-	if (f->lazy) {
-		ret = lazy_snapshot(ctx, f, ino);
-		if (ret < 0) {
-			reply_err(req, ret);
-			return;
-		}
+	/* lazy, buffered and buf change under f->lock (a concurrent first read) */
+	pthread_mutex_lock(&f->lock);
+	ret = f->lazy ? lazy_snapshot_locked(ctx, f, ino) : 0;
+	if (ret < 0) {
+		pthread_mutex_unlock(&f->lock);
+		reply_err(req, ret);
+		return;
 	}
 	if (f->buffered) {
-		pthread_mutex_lock(&f->lock);
 		if ((uint64_t)off >= f->len)
 			fuse_reply_buf(req, NULL, 0);
 		else
@@ -1630,6 +1626,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		pthread_mutex_unlock(&f->lock);
 		return;
 	}
+	big = f->big;
+	pthread_mutex_unlock(&f->lock);
 	ret = fs_node_path(ctx, fs_node_from_ino(ctx, ino), NULL, &path);
 	if (ret < 0) {
 		reply_err(req, ret);
@@ -1642,7 +1640,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	n = model_read(ctx->model, path, buf, size, (uint64_t)off, &err);
-	if (n >= 0 && f->big && big_changed(ctx, f, path))
+	if (n >= 0 && big && big_changed(ctx, f, path))
 		n = -EIO;	/* changed since open: part old, part new would be worse */
 	if (n < 0) {
 		fs_log_model(ctx, (int)n, &err, path);
