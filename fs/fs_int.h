@@ -30,7 +30,9 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <syslog.h>
+#include <time.h>
 
 #include "fs/fs.h"
 #include "model/model.h"
@@ -119,14 +121,6 @@ struct fs_file {
 	int64_t wmtime_ns;	/* time of the last change to buf */
 };
 
-/* One open directory (fi->fh): a streamed listing. */
-struct fs_dir {
-	enum fs_handle_type type;
-	struct fs_node *node;	/* holds one ref */
-	struct model_list *list;
-	off_t pos;		/* offset of the next entry: 0 ".", 1 "..", 2 + i child i */
-};
-
 enum fs_inval_kind {
 	FS_INVAL_ENTRY,		/* the name in the parent (and, for a directory, its subtree) */
 	FS_INVAL_ATTR,		/* the attributes of a node */
@@ -134,17 +128,10 @@ enum fs_inval_kind {
 	FS_INVAL_SUBTREE,	/* a node and everything known below it (the item holds a ref) */
 };
 
-struct fs_inval {
-	struct fs_inval *next;
-	enum fs_inval_kind kind;
-	fuse_ino_t ino;		/* the node, or the parent for FS_INVAL_ENTRY */
-	char name[];		/* FS_INVAL_ENTRY */
-};
-
 /*
  * The last refusals (a path and the message the model gave), so that a user
  * without syslog can read why `cp` saw only "Invalid argument": the xattr
- * user.kvfs.error (ops.c). A ring of FS_ERRORS_MAX, oldest overwritten.
+ * user.kvfs.error (xattr.c). A ring of FS_ERRORS_MAX, oldest overwritten.
  */
 #define FS_ERRORS_MAX 64
 struct fs_error {
@@ -228,7 +215,7 @@ void fs_log_model(struct fs_ctx *ctx, int ret, const struct model_error *err, co
  */
 bool fs_error_find(struct fs_ctx *ctx, const char *path, bool below, char *buf, size_t cap);
 
-/* ---- invalidation worker (mount.c) ---- */
+/* ---- invalidation worker (invalidate.c) ---- */
 void fs_inval_entry(struct fs_ctx *ctx, fuse_ino_t parent, const char *name, size_t len);
 void fs_inval_node(struct fs_ctx *ctx, fuse_ino_t ino, enum fs_inval_kind kind);
 /*
@@ -244,7 +231,7 @@ void fs_inval_foreign(struct fs_ctx *ctx);
 int fs_inval_start(struct fs_ctx *ctx);
 void fs_inval_stop(struct fs_ctx *ctx);
 
-/* ---- noticing other processes' commits (mount.c) ---- */
+/* ---- noticing other processes' commits (invalidate.c) ---- */
 /* Around every model call that may commit: serializes our writes and accounts for them. */
 void fs_write_begin(struct fs_ctx *ctx);
 void fs_write_end(struct fs_ctx *ctx, int ret);
@@ -290,10 +277,270 @@ void fs_node_drop_pending_below(struct fs_ctx *ctx, struct fs_node *node);
 void fs_node_revalidate_subtree(struct fs_ctx *ctx, struct fs_node *node);
 void fs_node_revalidate_all(struct fs_ctx *ctx);
 
-/* ---- operations (ops.c) ---- */
+/* ---- the operations table (ops.c) ---- */
 extern const struct fuse_lowlevel_ops fs_ops;
+
+/* ---- small helpers shared by the operations ---- */
+
+static inline struct fs_ctx *fs_req_ctx(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static inline int64_t fs_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline struct timespec fs_ns_to_ts(int64_t ns)
+{
+	struct timespec ts = { ns / 1000000000, ns % 1000000000 };
+
+	if (ts.tv_nsec < 0) {
+		ts.tv_nsec += 1000000000;
+		ts.tv_sec--;
+	}
+	return ts;
+}
+
+static inline void fs_reply_err(fuse_req_t req, int ret)
+{
+	fuse_reply_err(req, ret < 0 ? -ret : ret);
+}
+
+static inline bool fs_kind_is_dir(enum model_kind kind)
+{
+	return kind == MODEL_KIND_OBJECT || kind == MODEL_KIND_ARRAY;
+}
+
+#define FS_FILE_MAX ((size_t)1 << 30)	/* largest content buffered for one file */
+
+/*
+ * Readers of leaves up to this size get the text of the moment they opened
+ * (kept after an unlink or a rename over it, never half of a later commit).
+ * Above it they read per call and get EIO once the leaf has changed.
+ */
+#define FS_SNAPSHOT_MAX ((uint64_t)64 << 20)
+
+/* ---- attributes (attr.c) ---- */
+
+void fs_stat_fill(const struct fs_ctx *ctx, const struct model_node *n, struct stat *st);
+
+/* ctx->lock held. The attributes of a pending file as last flushed. */
+void fs_tmp_stat_locked(const struct fs_ctx *ctx, const struct fs_node *node,
+			struct stat *st);
+
+/* ctx->lock held. Overrides st with a pending file's content; false when none. */
+bool fs_stat_pending_locked(struct fs_ctx *ctx, const struct fs_node *node, bool exists,
+			    struct stat *st);
+
+double fs_attr_timeout_for(const struct fs_ctx *ctx, bool volatile_);
+
+/*
+ * Fills e for the child name of dir (at path) and counts one kernel lookup
+ * on its node. 0 or -errno.
+ */
+int fs_entry_make(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
+		  const char *path, struct fuse_entry_param *e);
+
+/* Replies with a fresh entry for name in dir (mkdir, mknod). */
+void fs_reply_entry_for(fuse_req_t req, struct fs_ctx *ctx, struct fs_node *dir,
+			const char *name, const char *path);
+
+/* ---- invalidation after commits (invalidate.c) ---- */
+
+/*
+ * The subtree a view NAME.json in dir stands for changed behind the kernel:
+ * revalidated by the worker (fs_inval_subtree), so that only names gone or
+ * changed between file and directory lose their dentries.
+ */
+void fs_inval_name(struct fs_ctx *ctx, struct fs_node *dir, const char *name);
+
+/* After node was committed: its attributes, or for a view the subtree it stands for. */
+void fs_inval_after_change(struct fs_ctx *ctx, struct fs_node *node, bool view);
+
+/* ---- open files (file.c) ---- */
+
 /* At the end: commits every dirty open file (logging failures) and frees them. */
 void fs_files_commit_all(struct fs_ctx *ctx);
+
+struct fs_file *fs_file_new(struct fs_ctx *ctx, struct fs_node *node);
+
+void fs_file_put(struct fs_ctx *ctx, struct fs_file *f);
+
+/* f->lock held. Shows getattr what f holds now. */
+void fs_file_publish(struct fs_ctx *ctx, struct fs_file *f);
+
+/* f->lock held. Makes buf hold len bytes, zero-filling a gap. */
+int fs_file_resize(struct fs_file *f, size_t len);
+
+/*
+ * Commits the unsaved content of every open file of node, so that a change
+ * of mtime or type applies to the new content (cp -a sets both on its open
+ * descriptor before closing it). A truncation not yet written (O_TRUNC,
+ * nothing written: cp -a of an empty file) is committed too. One pass: a
+ * commit that fails is reported, not retried.
+ */
+int fs_node_commit_files(struct fs_ctx *ctx, struct fs_node *node);
+
+struct fs_file *fs_fi_file(const struct fuse_file_info *fi);
+
+/*
+ * A writer of a view whose node is not in the store yet (created, or opened
+ * while another created one is pending): its content is committed at close.
+ */
+int fs_view_pending_open(struct fs_ctx *ctx, struct fs_node *node, struct fuse_file_info *fi,
+			 struct fs_file **out);
+
+/* Opens node (at path) for fi->flags; the reply is sent by the caller. */
+int fs_file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
+		 struct fuse_file_info *fi, struct fs_file **out);
+
+/* ---- the page-cache and reader rules (cache.c) ---- */
+
+/*
+ * After a commit of a leaf: the kernel's pages (filled by readers of the old
+ * text) are dropped, and the next reader does not keep them.
+ */
+void fs_cache_forget(struct fs_ctx *ctx, struct fs_node *node);
+
+/* A reader of a view gets the rendering of the moment it opened. */
+int fs_file_snapshot(struct fs_ctx *ctx, struct fs_file *f, const char *path);
+
+/*
+ * A reader of a leaf gets its text of the moment it opened, as one
+ * snapshot: it keeps reading it after an unlink or a rename over the name,
+ * and never sees half of a later commit. *n is brought in line with the
+ * text (a commit between the stat and the read).
+ */
+int fs_cache_leaf_snapshot(struct fs_ctx *ctx, struct fs_file *f, const char *path,
+			   struct model_node *n);
+
+/*
+ * Whether the kernel's pages hold n's text: then reads will mostly not
+ * come here (cat a second time), and the snapshot waits for the first read
+ * that does (lazy_snapshot). Such a reader is not protected against an
+ * unlink or a commit before that read: it then fails with ENOENT or reads
+ * the newer text.
+ */
+bool fs_cache_matches(struct fs_ctx *ctx, struct fs_node *node, const struct model_node *n);
+
+/*
+ * A reader that takes no snapshot at open: a big leaf reads per call, a
+ * lazy one snapshots at its first read; both are checked against n.
+ */
+void fs_cache_reader_deferred(struct fs_file *f, const struct model_node *n, bool lazy);
+
+/*
+ * The page cache is one per node, the snapshots are one per reader: a reader
+ * may read through it only while every reader doing so opened the same
+ * version. Others (a reader of a newer version while an older one is still
+ * open) read with direct I/O from their own snapshot. Writers and views
+ * always use direct I/O and never fill it; a commit drops it.
+ */
+bool fs_cache_reader_share(struct fs_ctx *ctx, struct fs_file *f, const struct model_node *n);
+
+/* keep_cache while the leaf's mtime and size are what the page cache was filled from. */
+bool fs_cache_leaf_valid(struct fs_ctx *ctx, struct fs_node *node, const struct model_node *n);
+
+/* Whether a big leaf changed since f opened it (read after the data: a commit in between shows). */
+bool fs_cache_big_changed(struct fs_ctx *ctx, struct fs_file *f, const char *path);
+
+/*
+ * f->lock held. The first read of a lazy reader that reaches the daemon
+ * takes its snapshot. The leaf may have changed since open: a commit drops
+ * the node's pages, so every read of this reader comes here from now on and
+ * sees the new text whole.
+ */
+int fs_cache_lazy_snapshot_locked(struct fs_ctx *ctx, struct fs_file *f, fuse_ino_t ino);
+
+/* ---- pending files in arrays (pending.c) ---- */
+
+/*
+ * f->lock held. When f's node is a pending file, its content becomes f's
+ * (the flush of a pending file): 1. 0 when the node is no pending file.
+ */
+int fs_tmp_flush_locked(struct fs_ctx *ctx, struct fs_file *f);
+
+/* Opens a pending file: the content as last flushed (none with O_TRUNC). */
+int fs_tmp_open(struct fs_ctx *ctx, struct fs_node *node, struct fuse_file_info *fi,
+		struct fs_file **out);
+
+/*
+ * create of a name that is no index in an array (or -EINVAL when dir is
+ * no array): makes or opens the pending file, fills e and counts a lookup.
+ */
+int fs_tmp_create(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
+		  struct fuse_file_info *fi, struct fuse_entry_param *e, struct fs_file **out);
+
+/* unlink of a pending file: true when name in dir was one (and is gone now). */
+bool fs_tmp_unlink(struct fs_ctx *ctx, struct fs_node *dir, const char *name);
+
+/*
+ * rename of a pending file: onto an index (or any name outside an array, or
+ * a view) it is committed there; onto another name that is no index in an
+ * array it stays pending under the new name. 1 when name in dir is no
+ * pending file (the caller renames in the store), else 0 or -errno.
+ */
+int fs_tmp_rename(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
+		  struct fs_node *newdir, const char *newname, unsigned flags);
+
+/* truncate(2) of a pending file without an open file. */
+int fs_tmp_truncate(struct fs_ctx *ctx, struct fs_node *node, off_t size);
+
+/* Sets the type a pending file will have; false when node is no pending file. */
+bool fs_tmp_set_type(struct fs_ctx *ctx, struct fs_node *node, const char *name, int *ret);
+
+/* ---- xattrs and statfs (xattr.c) ---- */
+
+/* Ends a type kept for the next commit, and the ref on node it held. */
+void fs_want_type_clear(struct fs_ctx *ctx, struct fs_node *node);
+
+/* ---- the operation handlers, by file (the table is in ops.c) ---- */
+
+/* attributes (attr.c) */
+void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		   struct fuse_file_info *fi);
+/* open files (file.c) */
+void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		struct fuse_file_info *fi);
+void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+		 off_t off, struct fuse_file_info *fi);
+void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+/* directories (dir.c) */
+void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		   struct fuse_file_info *fi);
+void fs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi);
+void fs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+/* names (names.c) */
+void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
+void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		 dev_t rdev);
+void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		  struct fuse_file_info *fi);
+void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		  fuse_ino_t newparent, const char *newname, unsigned int flags);
+void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name);
+void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname);
+/* xattrs and statfs (xattr.c) */
+void fs_op_statfs(fuse_req_t req, fuse_ino_t ino);
+void fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
+void fs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+		    size_t size, int flags);
+void fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 
 /* ---- helpers ---- */
 static inline bool fs_name_is_view(const char *name, size_t len)
