@@ -39,7 +39,7 @@ CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
 UNIT_STORE := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_store*.c))
 UNIT_MODEL := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_model*.c))
 
-.PHONY: all store model unit test asan install uninstall clean deps bench demo
+.PHONY: all store model unit test test-nocache asan install uninstall clean deps bench demo
 all: $(BIN)
 
 $(BIN): $(CLI_OBJ) $(FS_OBJ) $(MODEL_OBJ) $(STORE_OBJ)
@@ -70,6 +70,12 @@ deps:
 test: deps
 	@$(MAKE) --no-print-directory all unit
 	@KVFS_BIN=$(CURDIR)/$(BIN) bash scripts/run-tests.sh $(BUILD)
+
+# The mount suites again with the kernel's name and attribute caches off.
+MOUNT_SUITES := $(wildcard tests/3[0-3]-*.bats tests/40-*.bats tests/53-*.bats)
+test-nocache: deps
+	@$(MAKE) --no-print-directory all
+	@KVFS_BIN=$(CURDIR)/$(BIN) KVFS_MOUNT_OPTS=entry_timeout=0,attr_timeout=0 bats $(MOUNT_SUITES)
 
 # The sanitizer build lives entirely in build-asan/ (binary build-asan/kvfs).
 asan: deps

@@ -259,7 +259,7 @@ static int setattr_size(struct fs_ctx *ctx, struct fs_node *node, struct fs_file
 		return ret;
 	}
 	pthread_mutex_lock(&f->lock);
-	if (f->append_json) {
+	if (f->kind == FS_FILE_VIEW_APPEND) {
 		ret = size == 0 ? 0 : -EINVAL;	/* only the bytes appended are held */
 		if (ret == 0)
 			f->len = 0;

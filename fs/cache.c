@@ -35,7 +35,6 @@ int fs_file_snapshot(struct fs_ctx *ctx, struct fs_file *f, const char *path)
 		return ret;
 	}
 	f->cap = f->len + 1;
-	f->buffered = true;
 	return 0;
 }
 
@@ -62,8 +61,7 @@ bool fs_cache_matches(struct fs_ctx *ctx, struct fs_node *node, const struct mod
 
 void fs_cache_reader_deferred(struct fs_file *f, const struct model_node *n, bool lazy)
 {
-	f->big = !lazy;
-	f->lazy = lazy;
+	f->kind = lazy ? FS_FILE_READER_LAZY : FS_FILE_READER_BIG;
 	f->open_mtime = n->mtime_ns;
 	f->open_size = n->size;
 }
@@ -121,7 +119,7 @@ int fs_cache_lazy_snapshot_locked(struct fs_ctx *ctx, struct fs_file *f, fuse_in
 		return ret;
 	ret = fs_file_snapshot(ctx, f, path);
 	if (ret == 0)
-		f->lazy = false;
+		f->kind = FS_FILE_READER;
 	free(path);
 	return ret;
 }

@@ -11,10 +11,14 @@
 
 #include "fs/fs_int.h"
 
-/* One open directory (fi->fh): a streamed listing. */
+/*
+ * One open directory (fi->fh): a streamed listing. No lock: the kernel sends
+ * one readdir at a time per open directory (it holds the file's position
+ * lock), and releasedir after the last.
+ */
 struct fs_dir {
-	enum fs_handle_type type;
-	struct fs_node *node;	/* holds one ref */
+	enum fs_handle_type type;	/* fixed */
+	struct fs_node *node;	/* fixed; holds one ref */
 	struct model_list *list;
 	off_t pos;		/* offset of the next entry: 0 ".", 1 "..", 2 + i child i */
 };

@@ -3,6 +3,7 @@
  * release; the one shared write buffer per leaf and its commit in one
  * model_write. Which pages and snapshots readers get is cache.c's.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -37,20 +38,25 @@ static void file_set_pend_locked(struct fs_file *f, bool pend)
 {
 	if (pend && !f->pend)
 		f->node->npend++;
-	else if (!pend && f->pend)
+	else if (!pend && f->pend) {
+		assert(f->node->npend > 0);
 		f->node->npend--;
+	}
 	f->pend = pend;
 }
 
 /* ctx->lock held. Drops a ref; true when the caller must free f. */
 static bool file_unref_locked(struct fs_ctx *ctx, struct fs_file *f)
 {
+	assert(f->refs > 0);
 	if (--f->refs > 0)
 		return false;
 	if (f->node->wfile == f)
 		f->node->wfile = NULL;
-	if (f->cached_reader)
+	if (f->cached_reader) {
+		assert(f->node->nreaders > 0);
 		f->node->nreaders--;
+	}
 	if (f->prev)
 		f->prev->next = f->next;
 	else
@@ -83,7 +89,7 @@ void fs_file_put(struct fs_ctx *ctx, struct fs_file *f)
 void fs_file_publish(struct fs_ctx *ctx, struct fs_file *f)
 {
 	pthread_mutex_lock(&ctx->lock);
-	file_set_pend_locked(f, f->pending || ((f->dirty || f->trunc) && !f->append_json));
+	file_set_pend_locked(f, f->pending || ((f->dirty || f->trunc) && f->kind != FS_FILE_VIEW_APPEND));
 	f->pend_len = f->len;
 	f->pend_mtime = f->wmtime_ns;
 	pthread_mutex_unlock(&ctx->lock);
@@ -118,8 +124,10 @@ int fs_file_resize(struct fs_file *f, size_t len)
  */
 static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 {
-	unsigned flags = MODEL_WRITE_TEXT | (f->append_json ? MODEL_WRITE_APPEND_JSON : 0) |
-			 (f->view ? 0 : MODEL_WRITE_NO_CREATE);
+	bool view = fs_file_is_view(f);
+	unsigned flags = MODEL_WRITE_TEXT |
+			 (f->kind == FS_FILE_VIEW_APPEND ? MODEL_WRITE_APPEND_JSON : 0) |
+			 (view ? 0 : MODEL_WRITE_NO_CREATE);
 	struct model_error err = { { 0 } };
 	enum model_type type;
 	char *path;
@@ -131,7 +139,7 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 	if (ret != 0)
 		return ret < 0 ? ret : 0;
 	pthread_mutex_lock(&ctx->lock);
-	type = f->view ? 0 : f->node->want_type;
+	type = view ? 0 : f->node->want_type;
 	pthread_mutex_unlock(&ctx->lock);
 	/*
 	 * The path is taken inside the write section: a rename or unlink
@@ -157,7 +165,7 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 	fs_write_end(ctx, ret);
 	if (type)
 		fs_want_type_clear(ctx, f->node);	/* one attempt, whatever came of it */
-	if (ret == -ENOENT && !f->view) {
+	if (ret == -ENOENT && !view) {
 		/* removed by another process since it was opened: dropped, as on unlink */
 		f->dirty = f->trunc = false;
 		fs_file_publish(ctx, f);
@@ -172,13 +180,13 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 	}
 	fs_trace(ctx, "commit %s (%zu bytes)", path, f->len);
 	f->dirty = f->trunc = false;
-	if (f->append_json)
+	if (f->kind == FS_FILE_VIEW_APPEND)
 		f->len = 0;
 	f->pending = false;
-	if (!f->view)
+	if (!view)
 		fs_cache_forget(ctx, f->node);
 	fs_file_publish(ctx, f);
-	fs_inval_after_change(ctx, f->node, f->view);
+	fs_inval_after_change(ctx, f->node, view);
 	free(path);
 	return 0;
 }
@@ -258,20 +266,23 @@ struct fs_file *fs_fi_file(const struct fuse_file_info *fi)
 	return f && f->type == FS_HANDLE_FILE ? f : NULL;
 }
 
-/* A writer's starting content: empty (O_TRUNC, appends to a view) or the current text. */
-static int file_load(struct fs_ctx *ctx, struct fs_file *f, const char *path, int flags)
+/*
+ * A writer's kind and starting content: empty (O_TRUNC, appends to a view)
+ * or the current text.
+ */
+static int file_load(struct fs_ctx *ctx, struct fs_file *f, const char *path, int flags,
+		     bool view)
 {
 	struct model_error err = { { 0 } };
 	int ret;
 
 	f->writable = true;
-	f->buffered = true;
-	f->append = f->view && (flags & O_APPEND);	/* a leaf's handles: per write */
+	/* a leaf's handles share one writer: O_APPEND is per write */
+	f->kind = !view ? FS_FILE_WRITER : (flags & O_APPEND) ? FS_FILE_VIEW_APPEND :
+		  FS_FILE_VIEW_WRITER;
 	f->wmtime_ns = fs_now_ns();
-	if (f->append) {
-		f->append_json = true;
+	if (f->kind == FS_FILE_VIEW_APPEND)
 		return 0;
-	}
 	if (flags & O_TRUNC) {
 		/*
 		 * Not dirty: the shell's `> FILE` closes a dup of the descriptor
@@ -346,10 +357,9 @@ int fs_view_pending_open(struct fs_ctx *ctx, struct fs_node *node, struct fuse_f
 
 	if (!f)
 		return -ENOMEM;
-	f->view = true;
-	f->writable = f->buffered = true;
+	f->writable = true;
+	f->kind = (fi->flags & O_APPEND) ? FS_FILE_VIEW_APPEND : FS_FILE_VIEW_WRITER;
 	f->pending = true;
-	f->append = f->append_json = fi->flags & O_APPEND;
 	f->wmtime_ns = fs_now_ns();
 	pthread_mutex_lock(&f->lock);
 	fs_file_publish(ctx, f);
@@ -426,25 +436,26 @@ int fs_file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 	f = fs_file_new(ctx, node);
 	if (!f)
 		return -ENOMEM;
-	f->view = n.kind == MODEL_KIND_VIEW;
-	if (acc != O_RDONLY)
-		ret = file_load(ctx, f, path, fi->flags);
-	else if (f->view)
+	if (acc != O_RDONLY) {
+		ret = file_load(ctx, f, path, fi->flags, n.kind == MODEL_KIND_VIEW);
+	} else if (n.kind == MODEL_KIND_VIEW) {
+		f->kind = FS_FILE_VIEW_READER;
 		ret = fs_file_snapshot(ctx, f, path);
+	}
 	else if (n.size > FS_SNAPSHOT_MAX)
 		fs_cache_reader_deferred(f, &n, false);
 	else if (fs_cache_matches(ctx, node, &n))
 		fs_cache_reader_deferred(f, &n, true);
 	else
-		ret = fs_cache_leaf_snapshot(ctx, f, path, &n);
+		ret = fs_cache_leaf_snapshot(ctx, f, path, &n);	/* kind FS_FILE_READER */
 	if (ret < 0) {
 		fs_file_put(ctx, f);
 		return ret;
 	}
-	if (acc != O_RDONLY && !f->view)
+	if (f->kind == FS_FILE_WRITER)
 		f = writer_publish(ctx, f, fi->flags);
 out_opened:
-	if (f->view || f->writable || !fs_cache_reader_share(ctx, f, &n))
+	if (f->writable || fs_file_is_view(f) || !fs_cache_reader_share(ctx, f, &n))
 		fi->direct_io = 1;	/* see fs_cache_reader_share */
 	else
 		fi->keep_cache = fs_cache_leaf_valid(ctx, node, &n);
@@ -461,7 +472,7 @@ static bool view_is_pending(struct fs_ctx *ctx, const struct fs_node *node)
 
 	pthread_mutex_lock(&ctx->lock);
 	for (const struct fs_file *f = ctx->files; f && !pending; f = f->next)
-		pending = f->node == node && f->view && f->pending;
+		pending = f->node == node && f->writable && fs_file_is_view(f) && f->pending;
 	pthread_mutex_unlock(&ctx->lock);
 	return pending;
 }
@@ -484,9 +495,16 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	tmp = node->tmp != NULL;
 	pthread_mutex_unlock(&ctx->lock);
 	ret = tmp ? fs_tmp_open(ctx, node, fi, &f) : fs_file_open(ctx, node, path, fi, &f);
-	if (ret == -ENOENT && (fi->flags & O_ACCMODE) != O_RDONLY && view_is_pending(ctx, node)) {
-		/* another writer created it and has not closed yet (parallel >> x.json) */
-		ret = fs_view_pending_open(ctx, node, fi, &f);
+	if (ret == -ENOENT && !tmp && (fi->flags & O_ACCMODE) != O_RDONLY) {
+		/*
+		 * Another writer created it and has not closed yet (parallel
+		 * >> x.json): share its pending state. When it committed between
+		 * our stat and this check, the view is in the store now.
+		 */
+		if (view_is_pending(ctx, node))
+			ret = fs_view_pending_open(ctx, node, fi, &f);
+		else
+			ret = fs_file_open(ctx, node, path, fi, &f);
 	}
 	free(path);
 	if (ret < 0)
@@ -510,15 +528,15 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fs_reply_err(req, -EBADF);
 		return;
 	}
-	/* lazy, buffered and buf change under f->lock (a concurrent first read) */
+	/* the kind and buf change under f->lock (a concurrent first read) */
 	pthread_mutex_lock(&f->lock);
-	ret = f->lazy ? fs_cache_lazy_snapshot_locked(ctx, f, ino) : 0;
+	ret = f->kind == FS_FILE_READER_LAZY ? fs_cache_lazy_snapshot_locked(ctx, f, ino) : 0;
 	if (ret < 0) {
 		pthread_mutex_unlock(&f->lock);
 		fs_reply_err(req, ret);
 		return;
 	}
-	if (f->buffered) {
+	if (fs_file_buffered(f)) {
 		if ((uint64_t)off >= f->len)
 			fuse_reply_buf(req, NULL, 0);
 		else
@@ -527,7 +545,7 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		pthread_mutex_unlock(&f->lock);
 		return;
 	}
-	big = f->big;
+	big = f->kind == FS_FILE_READER_BIG;
 	pthread_mutex_unlock(&f->lock);
 	ret = fs_node_path(ctx, fs_node_from_ino(ctx, ino), NULL, &path);
 	if (ret < 0) {
@@ -568,7 +586,7 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	}
 	pthread_mutex_lock(&f->lock);
 	/* the kernel passes each handle's flags with its writes */
-	start = f->append || (fi->flags & O_APPEND) ? f->len : (size_t)off;
+	start = f->kind == FS_FILE_VIEW_APPEND || (fi->flags & O_APPEND) ? f->len : (size_t)off;
 	end = start + size;
 	ret = end > f->len ? fs_file_resize(f, end) : 0;
 	if (ret == 0) {
@@ -596,7 +614,7 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		pthread_mutex_lock(&f->lock);
 		ret = file_commit_locked(ctx, f);
 		/* A view emptied and not written: close reports the refusal release makes. */
-		if (ret == 0 && f->view && f->trunc && !f->dirty)
+		if (ret == 0 && fs_file_is_view(f) && f->trunc && !f->dirty)
 			ret = -EINVAL;
 		pthread_mutex_unlock(&f->lock);
 	}

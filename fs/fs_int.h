@@ -1,7 +1,8 @@
 /*
  * fs/fs_int.h - private interfaces shared by the files of fs/: the daemon's
- * one context, the table of nodes the kernel knows, open files, logging and
- * the invalidation worker. Nothing outside fs/ includes it.
+ * one context, the table of nodes the kernel knows, open files, the lock
+ * order, and what each file of fs/ offers the others (fs/ops.c has a map).
+ * Nothing outside fs/ includes it.
  *
  * kvfs uses the libfuse LOW-LEVEL API: the kernel names files by node ids
  * that we hand out, so we can tell the kernel precisely which cached names to
@@ -14,12 +15,29 @@
  * to it (refs). Every node knows its parent and its name, so a rename moves
  * a whole subtree by relinking one node, and a path is rebuilt on demand.
  *
- * Locking: ctx->lock protects the node table, every node's fields and the
- * list of open writers. No model call is made while holding it (the model
- * takes store locks; the list callback takes ctx->lock inside a read
- * transaction). Each open file has its own lock for its buffer.
- * ctx->err_lock (the kept refusals) is taken last and alone: nothing else
- * is locked or called while it is held.
+ * Lock order. A thread holding a lock may take only locks further down this
+ * list, never one further up, and no two locks of the same rank at once:
+ *
+ *   1. f->lock          one open file (struct fs_file): its buffer and state.
+ *                       Held across model calls (a commit, a snapshot).
+ *   2. ctx->gen_lock    the write section, fs_write_begin .. fs_write_end:
+ *                       held across one model call that may commit.
+ *   3. ctx->lock        the node table and every node's fields, ctx->files
+ *                       and each file's list links, refs and pend fields.
+ *                       No model call is made while holding it (the model
+ *                       takes store locks, and the list callback takes
+ *                       ctx->lock inside a read transaction).
+ *   4. ctx->inval_lock  the worker's queue; ctx->watch_lock, the watcher's
+ *                       stop flag. Nothing else is taken under them. (The
+ *                       fs_inval_* calls take ctx->lock themselves: never
+ *                       call them holding it.)
+ *   5. ctx->err_lock    the kept refusals (fs_log_model): taken last and
+ *                       alone, nothing else is locked or called under it.
+ *
+ * The store's own locks (LMDB's writer lock, reader slots) rank between 2
+ * and 3: model calls are made under 1 and 2, never under 3. Each struct
+ * below names, per field, the lock that guards it; "fixed" fields are set
+ * before the struct is published to other threads and never change.
  */
 #ifndef KVFS_FS_INT_H
 #define KVFS_FS_INT_H
@@ -44,7 +62,8 @@
  * user.kvfs.type and the mtime set with utimens. Renaming it onto an index
  * commits it (model_write_at: one transaction); unlinking it drops it. It is
  * never listed and never stored. Its node holds one ref on itself while it
- * is pending, so that it outlives the kernel's lookups.
+ * is pending, so that it outlives the kernel's lookups. Owned by pending.c;
+ * every field is guarded by ctx->lock.
  */
 struct fs_tmpfile {
 	char *buf;
@@ -53,8 +72,12 @@ struct fs_tmpfile {
 	enum model_type type;	/* 0 until set: keep the type of the leaf it replaces */
 };
 
+/*
+ * A node the kernel knows (node.c owns the table). Every field is guarded by
+ * ctx->lock; the root's parent and name are fixed.
+ */
 struct fs_node {
-	struct fs_node *parent;	/* holds one ref; NULL for the root */
+	struct fs_node *parent;	/* holds one ref; NULL for the root; a rename changes it */
 	char *name;		/* the name as shown (escaped); "" for the root */
 	struct fs_node *hnext;	/* chain in the table, by (parent, name) */
 	struct fs_node *prev, *next;	/* ctx->nodes: every live node but the root */
@@ -62,24 +85,27 @@ struct fs_node {
 	struct fs_node *sib_prev, *sib_next;	/* in parent->children */
 	bool kind_known;	/* is_dir recorded by a stat or a listing */
 	bool is_dir;
-	uint64_t nlookup;	/* lookups the kernel holds */
-	uint64_t refs;		/* child nodes, open files and directories */
+	uint64_t nlookup;	/* lookups the kernel holds; a forget of more is a bug */
+	uint64_t refs;		/* child nodes, open files and directories, pins */
 	bool hashed;		/* reachable by (parent, name); false once removed */
+	/* cache.c: the page cache */
 	bool cache_known;	/* cache_* recorded at an earlier open */
 	int64_t cache_mtime;	/* leaf mtime and size at the last open or commit */
 	uint64_t cache_size;
+	unsigned nreaders;	/* open readers filling the page cache from one version: */
+	int64_t rd_mtime;	/* its mtime and size */
+	uint64_t rd_size;
+	/* attr.c and dir.c: what the kernel was told */
 	uint64_t dir_gen;	/* store generation when last listed (+1; 0 never) */
 	uint64_t nlink_gen;	/* containers: store generation of nlink (+1; 0 never) */
 	uint32_t nlink;		/* containers: st_nlink as last counted */
-	unsigned npend;		/* open files whose unsaved content getattr shows */
-	struct fs_tmpfile *tmp;	/* a pending file (ctx->lock) */
-	struct fs_file *wfile;	/* a leaf's one write buffer, shared by its writers (ctx->lock) */
-	unsigned nreaders;	/* open readers filling the page cache from one version: */
-	int64_t rd_mtime;	/* its mtime and size (ctx->lock) */
-	uint64_t rd_size;
+	/* file.c, pending.c, xattr.c */
+	unsigned npend;		/* open files whose unsaved content getattr shows (f->pend) */
+	struct fs_tmpfile *tmp;	/* a pending file (pending.c) */
+	struct fs_file *wfile;	/* a leaf's one write buffer, shared by its writers */
 	enum model_type want_type;	/* set on an empty leaf whose text did not parse yet
 					 * (tar --xattrs types a file before writing it):
-					 * applied at the next commit (ctx->lock) */
+					 * applied at the next commit; holds one ref (xattr.c) */
 };
 
 /* What fi->fh points to: told apart by the first field (setattr gets either). */
@@ -89,37 +115,63 @@ enum fs_handle_type {
 };
 
 /*
- * One open file (fi->fh). Every writable open of a leaf shares one fs_file
- * (node->wfile): writes by any handle land in one buffer, O_APPEND appends
- * at its end, and each flush commits it when dirty, as one page cache would
- * on a local filesystem. Readers, views and pending files get one each.
+ * What an open file is, and so where its reads and commits go. Fixed at
+ * open, except that FS_FILE_READER_LAZY becomes FS_FILE_READER (under
+ * f->lock) at the first read that reaches the daemon.
+ */
+enum fs_file_kind {
+	FS_FILE_READER,		/* a leaf read from buf: its text at open (or first read) */
+	FS_FILE_READER_LAZY,	/* a leaf whose pages the kernel holds: no text yet (cache.c) */
+	FS_FILE_READER_BIG,	/* a leaf above FS_SNAPSHOT_MAX: read per call, checked */
+	FS_FILE_WRITER,		/* a leaf's one write buffer (node->wfile), shared by its writers */
+	FS_FILE_VIEW_READER,	/* NAME.json read: the rendering at open */
+	FS_FILE_VIEW_WRITER,	/* NAME.json written: the whole new document */
+	FS_FILE_VIEW_APPEND,	/* NAME.json with O_APPEND: buf holds only the appended values */
+	FS_FILE_TMP,		/* a pending file in an array (pending.c): its content */
+};
+
+/*
+ * One open file (fi->fh), owned by file.c. Every writable open of a leaf
+ * shares one fs_file (node->wfile): writes by any handle land in one buffer,
+ * O_APPEND appends at its end, and each flush commits it when dirty, as one
+ * page cache would on a local filesystem. Readers, views and pending files
+ * get one each.
  */
 struct fs_file {
-	enum fs_handle_type type;
-	struct fs_node *node;	/* holds one ref */
+	enum fs_handle_type type;	/* fixed */
+	struct fs_node *node;	/* fixed; holds one ref */
+	bool writable;		/* fixed: opened for writing (a pending file may be read-only) */
 	struct fs_file *prev, *next;	/* ctx->files (ctx->lock) */
 	unsigned refs;		/* the kernel's handles + committers at work (ctx->lock) */
+	bool cached_reader;	/* counted in node->nreaders: reads through the page cache (ctx->lock) */
 	bool pend;		/* getattr answers pend_len/pend_mtime (ctx->lock) */
-	uint64_t pend_len;
-	int64_t pend_mtime;
-	pthread_mutex_t lock;	/* buf, len, cap, flags below */
-	char *buf;		/* writers: the new content; readers: the text at open */
+	uint64_t pend_len;	/* (ctx->lock) */
+	int64_t pend_mtime;	/* (ctx->lock) */
+	pthread_mutex_t lock;	/* guards every field below */
+	enum fs_file_kind kind;
+	char *buf;		/* writers: the new content; readers: the text */
 	size_t len, cap;
-	bool buffered;		/* reads are served from buf */
-	bool writable;
-	bool view;		/* NAME.json */
-	bool append;		/* views, pending files: opened with O_APPEND (leaves: per write) */
-	bool append_json;	/* O_APPEND on a view: buf holds only the appended bytes */
-	bool big;		/* leaf reader above FS_SNAPSHOT_MAX: read per call, checked */
-	bool lazy;		/* leaf reader of cached pages: snapshot at its first read */
-	bool cached_reader;	/* counted in node->nreaders: reads through the page cache */
-	int64_t open_mtime;	/* big: the leaf's mtime and size at open */
+	int64_t open_mtime;	/* READER_BIG and READER_LAZY: the leaf's mtime and size at open */
 	uint64_t open_size;
 	bool dirty;		/* written since the last commit: commit at flush */
 	bool trunc;		/* opened with O_TRUNC, not written: commit at release */
-	bool pending;		/* created view, not yet in the store */
+	bool pending;		/* created view, not yet in the store (also read under
+				 * ctx->lock by view_is_pending: a hint, rechecked by the model) */
 	int64_t wmtime_ns;	/* time of the last change to buf */
 };
+
+/* f->lock held, or the kind is one that never changes. */
+static inline bool fs_file_is_view(const struct fs_file *f)
+{
+	return f->kind == FS_FILE_VIEW_READER || f->kind == FS_FILE_VIEW_WRITER ||
+	       f->kind == FS_FILE_VIEW_APPEND;
+}
+
+/* f->lock held. Reads are served from buf. */
+static inline bool fs_file_buffered(const struct fs_file *f)
+{
+	return f->kind != FS_FILE_READER_LAZY && f->kind != FS_FILE_READER_BIG;
+}
 
 enum fs_inval_kind {
 	FS_INVAL_ENTRY,		/* the name in the parent (and, for a directory, its subtree) */
@@ -131,7 +183,8 @@ enum fs_inval_kind {
 /*
  * The last refusals (a path and the message the model gave), so that a user
  * without syslog can read why `cp` saw only "Invalid argument": the xattr
- * user.kvfs.error (xattr.c). A ring of FS_ERRORS_MAX, oldest overwritten.
+ * user.kvfs.error (xattr.c). A ring of FS_ERRORS_MAX, oldest overwritten,
+ * guarded by ctx->err_lock (mount.c).
  */
 #define FS_ERRORS_MAX 64
 struct fs_error {
@@ -139,9 +192,12 @@ struct fs_error {
 	char msg[512];
 };
 
-/* All the daemon's state: fuse_req_userdata() of every request. */
+/*
+ * All the daemon's state: fuse_req_userdata() of every request (mount.c
+ * makes it). The settings at the top are fixed once the session runs.
+ */
 struct fs_ctx {
-	struct model *model;
+	struct model *model;	/* fixed; thread-safe itself */
 	struct fuse_session *se;
 	char *store_dir;	/* absolute */
 	char *mountpoint;	/* absolute */
@@ -153,38 +209,39 @@ struct fs_ctx {
 	char *log_path;		/* -o log=FILE (absolute), or NULL */
 	int log_fd;		/* lines go here when >= 0 (-o log=, or no syslog): else syslog */
 
-	pthread_mutex_t err_lock;	/* errors, err_next */
+	pthread_mutex_t err_lock;	/* errors, err_next (mount.c) */
 	struct fs_error errors[FS_ERRORS_MAX];
 	unsigned err_next;	/* the slot the next refusal takes */
 
-	pthread_mutex_t lock;	/* see the file comment */
+	pthread_mutex_t lock;	/* the fields below, every struct fs_node, fs_file links */
 	struct fs_node root;
-	struct fs_node **buckets;
+	struct fs_node **buckets;	/* node.c's table */
 	size_t nbuckets, nnodes;
 	struct fs_node *nodes;
-	struct fs_file *files;	/* every open file */
+	struct fs_file *files;	/* every open file (file.c) */
 
-	/* invalidation worker: notifications must not run inside an operation */
-	pthread_mutex_t inval_lock;
+	/* invalidate.c's worker: notifications must not run inside an operation */
+	pthread_mutex_t inval_lock;	/* the fields below up to gen_lock */
 	pthread_cond_t inval_cond;
 	struct fs_inval *inval_head, *inval_tail;
 	bool inval_foreign;	/* coalesced: the store changed elsewhere, revalidate all */
 	bool inval_stop, inval_started;
-	pthread_t inval_thread;
+	pthread_t inval_thread;	/* written before the thread runs, joined after stop */
 
 	/*
-	 * Noticing commits by other processes (the offline CLI). The store's
-	 * generation is its last transaction id. Our own writes run between
-	 * fs_write_begin and fs_write_end, one at a time (the store serializes
-	 * writers anyway): a generation that moves by more than our one commit,
-	 * or moves while we are not writing, was moved by someone else. The
-	 * watcher thread polls every FS_WATCH_MS and then invalidates what the
-	 * kernel caches, so that long entry and attribute timeouts stay honest.
+	 * Noticing commits by other processes (the offline CLI; invalidate.c).
+	 * The store's generation is its last transaction id. Our own writes
+	 * run between fs_write_begin and fs_write_end, one at a time (the
+	 * store serializes writers anyway): a generation that moves by more
+	 * than our one commit, or moves while we are not writing, was moved by
+	 * someone else. The watcher thread polls every FS_WATCH_MS and then
+	 * invalidates what the kernel caches, so that long entry and attribute
+	 * timeouts stay honest.
 	 */
-	pthread_mutex_t gen_lock;
+	pthread_mutex_t gen_lock;	/* the write section; gen_known, gen_foreign */
 	uint64_t gen_known;	/* the generation accounted for */
 	bool gen_foreign;	/* someone else committed since the last poll */
-	pthread_mutex_t watch_lock;
+	pthread_mutex_t watch_lock;	/* watch_stop, watch_started */
 	pthread_cond_t watch_cond;
 	bool watch_stop, watch_started;
 	pthread_t watch_thread;

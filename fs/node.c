@@ -241,6 +241,7 @@ static void node_maybe_free(struct fs_ctx *ctx, struct fs_node *n)
 
 void fs_node_unref_locked(struct fs_ctx *ctx, struct fs_node *node)
 {
+	assert(node->refs > 0);
 	node->refs--;
 	node_maybe_free(ctx, node);
 }

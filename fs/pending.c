@@ -79,9 +79,8 @@ int fs_tmp_open(struct fs_ctx *ctx, struct fs_node *node, struct fuse_file_info 
 	if (!f)
 		return -ENOMEM;
 	pthread_mutex_lock(&f->lock);
-	f->buffered = true;
+	f->kind = FS_FILE_TMP;
 	f->writable = (fi->flags & O_ACCMODE) != O_RDONLY;
-	f->append = f->writable && (fi->flags & O_APPEND);
 	f->wmtime_ns = fs_now_ns();
 	if (f->writable && (fi->flags & O_TRUNC)) {
 		f->dirty = true;
