@@ -71,7 +71,11 @@ test: deps
 	@$(MAKE) --no-print-directory all unit
 	@KVFS_BIN=$(CURDIR)/$(BIN) bash scripts/run-tests.sh $(BUILD)
 
-# The mount suites again with the kernel's name and attribute caches off.
+# The mount suites again with the kernel's name and attribute caches off
+# (about 110 s against 75 s with them on). Not part of `make test` yet: with
+# attr_timeout=0 the kernel asks getattr before each read, and a getattr of
+# an unlinked node fails, so "an open reader keeps its content after unlink"
+# fails here until open files answer getattr (issue 9).
 MOUNT_SUITES := $(wildcard tests/3[0-3]-*.bats tests/40-*.bats tests/53-*.bats)
 test-nocache: deps
 	@$(MAKE) --no-print-directory all
