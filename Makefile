@@ -42,7 +42,7 @@ CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
 UNIT_STORE := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_store*.c))
 UNIT_MODEL := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_model*.c))
 
-.PHONY: all store model unit test asan install uninstall clean deps bench demo
+.PHONY: all store model unit test test-nocache asan install uninstall clean deps bench demo
 all: $(BIN)
 
 $(BIN): $(CLI_OBJ) $(FS_OBJ) $(MODEL_OBJ) $(STORE_OBJ)
@@ -73,6 +73,16 @@ deps:
 test: deps
 	@$(MAKE) --no-print-directory all unit
 	@KVFS_BIN=$(CURDIR)/$(BIN) bash scripts/run-tests.sh $(BUILD)
+
+# The mount suites again with the kernel's name and attribute caches off
+# (about 110 s against 75 s with them on). Not part of `make test` yet: with
+# attr_timeout=0 the kernel asks getattr before each read, and a getattr of
+# an unlinked node fails, so "an open reader keeps its content after unlink"
+# fails here until open files answer getattr (issue 9).
+MOUNT_SUITES := $(wildcard tests/3[0-3]-*.bats tests/40-*.bats tests/53-*.bats)
+test-nocache: deps
+	@$(MAKE) --no-print-directory all
+	@KVFS_BIN=$(CURDIR)/$(BIN) KVFS_MOUNT_OPTS=entry_timeout=0,attr_timeout=0 bats $(MOUNT_SUITES)
 
 # The sanitizer build lives entirely in build-asan/ (binary build-asan/kvfs).
 asan: deps

@@ -1,7 +1,8 @@
 /*
  * fs/fs_int.h - private interfaces shared by the files of fs/: the daemon's
- * one context, the table of nodes the kernel knows, open files, logging and
- * the invalidation worker. Nothing outside fs/ includes it.
+ * one context, the table of nodes the kernel knows, open files, the lock
+ * order, and what each file of fs/ offers the others (fs/ops.c has a map).
+ * Nothing outside fs/ includes it.
  *
  * kvfs uses the libfuse LOW-LEVEL API: the kernel names files by node ids
  * that we hand out, so we can tell the kernel precisely which cached names to
@@ -14,12 +15,29 @@
  * to it (refs). Every node knows its parent and its name, so a rename moves
  * a whole subtree by relinking one node, and a path is rebuilt on demand.
  *
- * Locking: ctx->lock protects the node table, every node's fields and the
- * list of open writers. No model call is made while holding it (the model
- * takes store locks; the list callback takes ctx->lock inside a read
- * transaction). Each open file has its own lock for its buffer.
- * ctx->err_lock (the kept refusals) is taken last and alone: nothing else
- * is locked or called while it is held.
+ * Lock order. A thread holding a lock may take only locks further down this
+ * list, never one further up, and no two locks of the same rank at once:
+ *
+ *   1. f->lock          one open file (struct fs_file): its buffer and state.
+ *                       Held across model calls (a commit, a snapshot).
+ *   2. ctx->gen_lock    the write section, fs_write_begin .. fs_write_end:
+ *                       held across one model call that may commit.
+ *   3. ctx->lock        the node table and every node's fields, ctx->files
+ *                       and each file's list links, refs and pend fields.
+ *                       No model call is made while holding it (the model
+ *                       takes store locks, and the list callback takes
+ *                       ctx->lock inside a read transaction).
+ *   4. ctx->inval_lock  the worker's queue; ctx->watch_lock, the watcher's
+ *                       stop flag. Nothing else is taken under them. (The
+ *                       fs_inval_* calls take ctx->lock themselves: never
+ *                       call them holding it.)
+ *   5. ctx->err_lock    the kept refusals (fs_log_model): taken last and
+ *                       alone, nothing else is locked or called under it.
+ *
+ * The store's own locks (LMDB's writer lock, reader slots) rank between 2
+ * and 3: model calls are made under 1 and 2, never under 3. Each struct
+ * below names, per field, the lock that guards it; "fixed" fields are set
+ * before the struct is published to other threads and never change.
  */
 #ifndef KVFS_FS_INT_H
 #define KVFS_FS_INT_H
@@ -30,7 +48,9 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <syslog.h>
+#include <time.h>
 
 #include "fs/fs.h"
 #include "model/model.h"
@@ -42,7 +62,8 @@
  * user.kvfs.type and the mtime set with utimens. Renaming it onto an index
  * commits it (model_write_at: one transaction); unlinking it drops it. It is
  * never listed and never stored. Its node holds one ref on itself while it
- * is pending, so that it outlives the kernel's lookups.
+ * is pending, so that it outlives the kernel's lookups. Owned by pending.c;
+ * every field is guarded by ctx->lock.
  */
 struct fs_tmpfile {
 	char *buf;
@@ -51,8 +72,12 @@ struct fs_tmpfile {
 	enum model_type type;	/* 0 until set: keep the type of the leaf it replaces */
 };
 
+/*
+ * A node the kernel knows (node.c owns the table). Every field is guarded by
+ * ctx->lock; the root's parent and name are fixed.
+ */
 struct fs_node {
-	struct fs_node *parent;	/* holds one ref; NULL for the root */
+	struct fs_node *parent;	/* holds one ref; NULL for the root; a rename changes it */
 	char *name;		/* the name as shown (escaped); "" for the root */
 	struct fs_node *hnext;	/* chain in the table, by (parent, name) */
 	struct fs_node *prev, *next;	/* ctx->nodes: every live node but the root */
@@ -60,24 +85,27 @@ struct fs_node {
 	struct fs_node *sib_prev, *sib_next;	/* in parent->children */
 	bool kind_known;	/* is_dir recorded by a stat or a listing */
 	bool is_dir;
-	uint64_t nlookup;	/* lookups the kernel holds */
-	uint64_t refs;		/* child nodes, open files and directories */
+	uint64_t nlookup;	/* lookups the kernel holds; a forget of more is a bug */
+	uint64_t refs;		/* child nodes, open files and directories, pins */
 	bool hashed;		/* reachable by (parent, name); false once removed */
+	/* cache.c: the page cache */
 	bool cache_known;	/* cache_* recorded at an earlier open */
 	int64_t cache_mtime;	/* leaf mtime and size at the last open or commit */
 	uint64_t cache_size;
+	unsigned nreaders;	/* open readers filling the page cache from one version: */
+	int64_t rd_mtime;	/* its mtime and size */
+	uint64_t rd_size;
+	/* attr.c and dir.c: what the kernel was told */
 	uint64_t dir_gen;	/* store generation when last listed (+1; 0 never) */
 	uint64_t nlink_gen;	/* containers: store generation of nlink (+1; 0 never) */
 	uint32_t nlink;		/* containers: st_nlink as last counted */
-	unsigned npend;		/* open files whose unsaved content getattr shows */
-	struct fs_tmpfile *tmp;	/* a pending file (ctx->lock) */
-	struct fs_file *wfile;	/* a leaf's one write buffer, shared by its writers (ctx->lock) */
-	unsigned nreaders;	/* open readers filling the page cache from one version: */
-	int64_t rd_mtime;	/* its mtime and size (ctx->lock) */
-	uint64_t rd_size;
+	/* file.c, pending.c, xattr.c */
+	unsigned npend;		/* open files whose unsaved content getattr shows (f->pend) */
+	struct fs_tmpfile *tmp;	/* a pending file (pending.c) */
+	struct fs_file *wfile;	/* a leaf's one write buffer, shared by its writers */
 	enum model_type want_type;	/* set on an empty leaf whose text did not parse yet
 					 * (tar --xattrs types a file before writing it):
-					 * applied at the next commit (ctx->lock) */
+					 * applied at the next commit; holds one ref (xattr.c) */
 };
 
 /* What fi->fh points to: told apart by the first field (setattr gets either). */
@@ -87,45 +115,63 @@ enum fs_handle_type {
 };
 
 /*
- * One open file (fi->fh). Every writable open of a leaf shares one fs_file
- * (node->wfile): writes by any handle land in one buffer, O_APPEND appends
- * at its end, and each flush commits it when dirty, as one page cache would
- * on a local filesystem. Readers, views and pending files get one each.
+ * What an open file is, and so where its reads and commits go. Fixed at
+ * open, except that FS_FILE_READER_LAZY becomes FS_FILE_READER (under
+ * f->lock) at the first read that reaches the daemon.
+ */
+enum fs_file_kind {
+	FS_FILE_READER,		/* a leaf read from buf: its text at open (or first read) */
+	FS_FILE_READER_LAZY,	/* a leaf whose pages the kernel holds: no text yet (cache.c) */
+	FS_FILE_READER_BIG,	/* a leaf above FS_SNAPSHOT_MAX: read per call, checked */
+	FS_FILE_WRITER,		/* a leaf's one write buffer (node->wfile), shared by its writers */
+	FS_FILE_VIEW_READER,	/* NAME.json read: the rendering at open */
+	FS_FILE_VIEW_WRITER,	/* NAME.json written: the whole new document */
+	FS_FILE_VIEW_APPEND,	/* NAME.json with O_APPEND: buf holds only the appended values */
+	FS_FILE_TMP,		/* a pending file in an array (pending.c): its content */
+};
+
+/*
+ * One open file (fi->fh), owned by file.c. Every writable open of a leaf
+ * shares one fs_file (node->wfile): writes by any handle land in one buffer,
+ * O_APPEND appends at its end, and each flush commits it when dirty, as one
+ * page cache would on a local filesystem. Readers, views and pending files
+ * get one each.
  */
 struct fs_file {
-	enum fs_handle_type type;
-	struct fs_node *node;	/* holds one ref */
+	enum fs_handle_type type;	/* fixed */
+	struct fs_node *node;	/* fixed; holds one ref */
+	bool writable;		/* fixed: opened for writing (a pending file may be read-only) */
 	struct fs_file *prev, *next;	/* ctx->files (ctx->lock) */
 	unsigned refs;		/* the kernel's handles + committers at work (ctx->lock) */
+	bool cached_reader;	/* counted in node->nreaders: reads through the page cache (ctx->lock) */
 	bool pend;		/* getattr answers pend_len/pend_mtime (ctx->lock) */
-	uint64_t pend_len;
-	int64_t pend_mtime;
-	pthread_mutex_t lock;	/* buf, len, cap, flags below */
-	char *buf;		/* writers: the new content; readers: the text at open */
+	uint64_t pend_len;	/* (ctx->lock) */
+	int64_t pend_mtime;	/* (ctx->lock) */
+	pthread_mutex_t lock;	/* guards every field below */
+	enum fs_file_kind kind;
+	char *buf;		/* writers: the new content; readers: the text */
 	size_t len, cap;
-	bool buffered;		/* reads are served from buf */
-	bool writable;
-	bool view;		/* NAME.json */
-	bool append;		/* views, pending files: opened with O_APPEND (leaves: per write) */
-	bool append_json;	/* O_APPEND on a view: buf holds only the appended bytes */
-	bool big;		/* leaf reader above FS_SNAPSHOT_MAX: read per call, checked */
-	bool lazy;		/* leaf reader of cached pages: snapshot at its first read */
-	bool cached_reader;	/* counted in node->nreaders: reads through the page cache */
-	int64_t open_mtime;	/* big: the leaf's mtime and size at open */
+	int64_t open_mtime;	/* READER_BIG and READER_LAZY: the leaf's mtime and size at open */
 	uint64_t open_size;
 	bool dirty;		/* written since the last commit: commit at flush */
 	bool trunc;		/* opened with O_TRUNC, not written: commit at release */
-	bool pending;		/* created view, not yet in the store */
+	bool pending;		/* created view, not yet in the store (also read under
+				 * ctx->lock by view_is_pending: a hint, rechecked by the model) */
 	int64_t wmtime_ns;	/* time of the last change to buf */
 };
 
-/* One open directory (fi->fh): a streamed listing. */
-struct fs_dir {
-	enum fs_handle_type type;
-	struct fs_node *node;	/* holds one ref */
-	struct model_list *list;
-	off_t pos;		/* offset of the next entry: 0 ".", 1 "..", 2 + i child i */
-};
+/* f->lock held, or the kind is one that never changes. */
+static inline bool fs_file_is_view(const struct fs_file *f)
+{
+	return f->kind == FS_FILE_VIEW_READER || f->kind == FS_FILE_VIEW_WRITER ||
+	       f->kind == FS_FILE_VIEW_APPEND;
+}
+
+/* f->lock held. Reads are served from buf. */
+static inline bool fs_file_buffered(const struct fs_file *f)
+{
+	return f->kind != FS_FILE_READER_LAZY && f->kind != FS_FILE_READER_BIG;
+}
 
 enum fs_inval_kind {
 	FS_INVAL_ENTRY,		/* the name in the parent (and, for a directory, its subtree) */
@@ -134,17 +180,11 @@ enum fs_inval_kind {
 	FS_INVAL_SUBTREE,	/* a node and everything known below it (the item holds a ref) */
 };
 
-struct fs_inval {
-	struct fs_inval *next;
-	enum fs_inval_kind kind;
-	fuse_ino_t ino;		/* the node, or the parent for FS_INVAL_ENTRY */
-	char name[];		/* FS_INVAL_ENTRY */
-};
-
 /*
  * The last refusals (a path and the message the model gave), so that a user
  * without syslog can read why `cp` saw only "Invalid argument": the xattr
- * user.kvfs.error (ops.c). A ring of FS_ERRORS_MAX, oldest overwritten.
+ * user.kvfs.error (xattr.c). A ring of FS_ERRORS_MAX, oldest overwritten,
+ * guarded by ctx->err_lock (mount.c).
  */
 #define FS_ERRORS_MAX 64
 struct fs_error {
@@ -152,9 +192,12 @@ struct fs_error {
 	char msg[512];
 };
 
-/* All the daemon's state: fuse_req_userdata() of every request. */
+/*
+ * All the daemon's state: fuse_req_userdata() of every request (mount.c
+ * makes it). The settings at the top are fixed once the session runs.
+ */
 struct fs_ctx {
-	struct model *model;
+	struct model *model;	/* fixed; thread-safe itself */
 	struct fuse_session *se;
 	char *store_dir;	/* absolute */
 	char *mountpoint;	/* absolute */
@@ -166,38 +209,39 @@ struct fs_ctx {
 	char *log_path;		/* -o log=FILE (absolute), or NULL */
 	int log_fd;		/* lines go here when >= 0 (-o log=, or no syslog): else syslog */
 
-	pthread_mutex_t err_lock;	/* errors, err_next */
+	pthread_mutex_t err_lock;	/* errors, err_next (mount.c) */
 	struct fs_error errors[FS_ERRORS_MAX];
 	unsigned err_next;	/* the slot the next refusal takes */
 
-	pthread_mutex_t lock;	/* see the file comment */
+	pthread_mutex_t lock;	/* the fields below, every struct fs_node, fs_file links */
 	struct fs_node root;
-	struct fs_node **buckets;
+	struct fs_node **buckets;	/* node.c's table */
 	size_t nbuckets, nnodes;
 	struct fs_node *nodes;
-	struct fs_file *files;	/* every open file */
+	struct fs_file *files;	/* every open file (file.c) */
 
-	/* invalidation worker: notifications must not run inside an operation */
-	pthread_mutex_t inval_lock;
+	/* invalidate.c's worker: notifications must not run inside an operation */
+	pthread_mutex_t inval_lock;	/* the fields below up to gen_lock */
 	pthread_cond_t inval_cond;
 	struct fs_inval *inval_head, *inval_tail;
 	bool inval_foreign;	/* coalesced: the store changed elsewhere, revalidate all */
 	bool inval_stop, inval_started;
-	pthread_t inval_thread;
+	pthread_t inval_thread;	/* written before the thread runs, joined after stop */
 
 	/*
-	 * Noticing commits by other processes (the offline CLI). The store's
-	 * generation is its last transaction id. Our own writes run between
-	 * fs_write_begin and fs_write_end, one at a time (the store serializes
-	 * writers anyway): a generation that moves by more than our one commit,
-	 * or moves while we are not writing, was moved by someone else. The
-	 * watcher thread polls every FS_WATCH_MS and then invalidates what the
-	 * kernel caches, so that long entry and attribute timeouts stay honest.
+	 * Noticing commits by other processes (the offline CLI; invalidate.c).
+	 * The store's generation is its last transaction id. Our own writes
+	 * run between fs_write_begin and fs_write_end, one at a time (the
+	 * store serializes writers anyway): a generation that moves by more
+	 * than our one commit, or moves while we are not writing, was moved by
+	 * someone else. The watcher thread polls every FS_WATCH_MS and then
+	 * invalidates what the kernel caches, so that long entry and attribute
+	 * timeouts stay honest.
 	 */
-	pthread_mutex_t gen_lock;
+	pthread_mutex_t gen_lock;	/* the write section; gen_known, gen_foreign */
 	uint64_t gen_known;	/* the generation accounted for */
 	bool gen_foreign;	/* someone else committed since the last poll */
-	pthread_mutex_t watch_lock;
+	pthread_mutex_t watch_lock;	/* watch_stop, watch_started */
 	pthread_cond_t watch_cond;
 	bool watch_stop, watch_started;
 	pthread_t watch_thread;
@@ -228,7 +272,7 @@ void fs_log_model(struct fs_ctx *ctx, int ret, const struct model_error *err, co
  */
 bool fs_error_find(struct fs_ctx *ctx, const char *path, bool below, char *buf, size_t cap);
 
-/* ---- invalidation worker (mount.c) ---- */
+/* ---- invalidation worker (invalidate.c) ---- */
 void fs_inval_entry(struct fs_ctx *ctx, fuse_ino_t parent, const char *name, size_t len);
 void fs_inval_node(struct fs_ctx *ctx, fuse_ino_t ino, enum fs_inval_kind kind);
 /*
@@ -244,7 +288,7 @@ void fs_inval_foreign(struct fs_ctx *ctx);
 int fs_inval_start(struct fs_ctx *ctx);
 void fs_inval_stop(struct fs_ctx *ctx);
 
-/* ---- noticing other processes' commits (mount.c) ---- */
+/* ---- noticing other processes' commits (invalidate.c) ---- */
 /* Around every model call that may commit: serializes our writes and accounts for them. */
 void fs_write_begin(struct fs_ctx *ctx);
 void fs_write_end(struct fs_ctx *ctx, int ret);
@@ -290,10 +334,270 @@ void fs_node_drop_pending_below(struct fs_ctx *ctx, struct fs_node *node);
 void fs_node_revalidate_subtree(struct fs_ctx *ctx, struct fs_node *node);
 void fs_node_revalidate_all(struct fs_ctx *ctx);
 
-/* ---- operations (ops.c) ---- */
+/* ---- the operations table (ops.c) ---- */
 extern const struct fuse_lowlevel_ops fs_ops;
+
+/* ---- small helpers shared by the operations ---- */
+
+static inline struct fs_ctx *fs_req_ctx(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static inline int64_t fs_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline struct timespec fs_ns_to_ts(int64_t ns)
+{
+	struct timespec ts = { ns / 1000000000, ns % 1000000000 };
+
+	if (ts.tv_nsec < 0) {
+		ts.tv_nsec += 1000000000;
+		ts.tv_sec--;
+	}
+	return ts;
+}
+
+static inline void fs_reply_err(fuse_req_t req, int ret)
+{
+	fuse_reply_err(req, ret < 0 ? -ret : ret);
+}
+
+static inline bool fs_kind_is_dir(enum model_kind kind)
+{
+	return kind == MODEL_KIND_OBJECT || kind == MODEL_KIND_ARRAY;
+}
+
+#define FS_FILE_MAX ((size_t)1 << 30)	/* largest content buffered for one file */
+
+/*
+ * Readers of leaves up to this size get the text of the moment they opened
+ * (kept after an unlink or a rename over it, never half of a later commit).
+ * Above it they read per call and get EIO once the leaf has changed.
+ */
+#define FS_SNAPSHOT_MAX ((uint64_t)64 << 20)
+
+/* ---- attributes (attr.c) ---- */
+
+void fs_stat_fill(const struct fs_ctx *ctx, const struct model_node *n, struct stat *st);
+
+/* ctx->lock held. The attributes of a pending file as last flushed. */
+void fs_tmp_stat_locked(const struct fs_ctx *ctx, const struct fs_node *node,
+			struct stat *st);
+
+/* ctx->lock held. Overrides st with a pending file's content; false when none. */
+bool fs_stat_pending_locked(struct fs_ctx *ctx, const struct fs_node *node, bool exists,
+			    struct stat *st);
+
+double fs_attr_timeout_for(const struct fs_ctx *ctx, bool volatile_);
+
+/*
+ * Fills e for the child name of dir (at path) and counts one kernel lookup
+ * on its node. 0 or -errno.
+ */
+int fs_entry_make(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
+		  const char *path, struct fuse_entry_param *e);
+
+/* Replies with a fresh entry for name in dir (mkdir, mknod). */
+void fs_reply_entry_for(fuse_req_t req, struct fs_ctx *ctx, struct fs_node *dir,
+			const char *name, const char *path);
+
+/* ---- invalidation after commits (invalidate.c) ---- */
+
+/*
+ * The subtree a view NAME.json in dir stands for changed behind the kernel:
+ * revalidated by the worker (fs_inval_subtree), so that only names gone or
+ * changed between file and directory lose their dentries.
+ */
+void fs_inval_name(struct fs_ctx *ctx, struct fs_node *dir, const char *name);
+
+/* After node was committed: its attributes, or for a view the subtree it stands for. */
+void fs_inval_after_change(struct fs_ctx *ctx, struct fs_node *node, bool view);
+
+/* ---- open files (file.c) ---- */
+
 /* At the end: commits every dirty open file (logging failures) and frees them. */
 void fs_files_commit_all(struct fs_ctx *ctx);
+
+struct fs_file *fs_file_new(struct fs_ctx *ctx, struct fs_node *node);
+
+void fs_file_put(struct fs_ctx *ctx, struct fs_file *f);
+
+/* f->lock held. Shows getattr what f holds now. */
+void fs_file_publish(struct fs_ctx *ctx, struct fs_file *f);
+
+/* f->lock held. Makes buf hold len bytes, zero-filling a gap. */
+int fs_file_resize(struct fs_file *f, size_t len);
+
+/*
+ * Commits the unsaved content of every open file of node, so that a change
+ * of mtime or type applies to the new content (cp -a sets both on its open
+ * descriptor before closing it). A truncation not yet written (O_TRUNC,
+ * nothing written: cp -a of an empty file) is committed too. One pass: a
+ * commit that fails is reported, not retried.
+ */
+int fs_node_commit_files(struct fs_ctx *ctx, struct fs_node *node);
+
+struct fs_file *fs_fi_file(const struct fuse_file_info *fi);
+
+/*
+ * A writer of a view whose node is not in the store yet (created, or opened
+ * while another created one is pending): its content is committed at close.
+ */
+int fs_view_pending_open(struct fs_ctx *ctx, struct fs_node *node, struct fuse_file_info *fi,
+			 struct fs_file **out);
+
+/* Opens node (at path) for fi->flags; the reply is sent by the caller. */
+int fs_file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
+		 struct fuse_file_info *fi, struct fs_file **out);
+
+/* ---- the page-cache and reader rules (cache.c) ---- */
+
+/*
+ * After a commit of a leaf: the kernel's pages (filled by readers of the old
+ * text) are dropped, and the next reader does not keep them.
+ */
+void fs_cache_forget(struct fs_ctx *ctx, struct fs_node *node);
+
+/* A reader of a view gets the rendering of the moment it opened. */
+int fs_file_snapshot(struct fs_ctx *ctx, struct fs_file *f, const char *path);
+
+/*
+ * A reader of a leaf gets its text of the moment it opened, as one
+ * snapshot: it keeps reading it after an unlink or a rename over the name,
+ * and never sees half of a later commit. *n is brought in line with the
+ * text (a commit between the stat and the read).
+ */
+int fs_cache_leaf_snapshot(struct fs_ctx *ctx, struct fs_file *f, const char *path,
+			   struct model_node *n);
+
+/*
+ * Whether the kernel's pages hold n's text: then reads will mostly not
+ * come here (cat a second time), and the snapshot waits for the first read
+ * that does (lazy_snapshot). Such a reader is not protected against an
+ * unlink or a commit before that read: it then fails with ENOENT or reads
+ * the newer text.
+ */
+bool fs_cache_matches(struct fs_ctx *ctx, struct fs_node *node, const struct model_node *n);
+
+/*
+ * A reader that takes no snapshot at open: a big leaf reads per call, a
+ * lazy one snapshots at its first read; both are checked against n.
+ */
+void fs_cache_reader_deferred(struct fs_file *f, const struct model_node *n, bool lazy);
+
+/*
+ * The page cache is one per node, the snapshots are one per reader: a reader
+ * may read through it only while every reader doing so opened the same
+ * version. Others (a reader of a newer version while an older one is still
+ * open) read with direct I/O from their own snapshot. Writers and views
+ * always use direct I/O and never fill it; a commit drops it.
+ */
+bool fs_cache_reader_share(struct fs_ctx *ctx, struct fs_file *f, const struct model_node *n);
+
+/* keep_cache while the leaf's mtime and size are what the page cache was filled from. */
+bool fs_cache_leaf_valid(struct fs_ctx *ctx, struct fs_node *node, const struct model_node *n);
+
+/* Whether a big leaf changed since f opened it (read after the data: a commit in between shows). */
+bool fs_cache_big_changed(struct fs_ctx *ctx, struct fs_file *f, const char *path);
+
+/*
+ * f->lock held. The first read of a lazy reader that reaches the daemon
+ * takes its snapshot. The leaf may have changed since open: a commit drops
+ * the node's pages, so every read of this reader comes here from now on and
+ * sees the new text whole.
+ */
+int fs_cache_lazy_snapshot_locked(struct fs_ctx *ctx, struct fs_file *f, fuse_ino_t ino);
+
+/* ---- pending files in arrays (pending.c) ---- */
+
+/*
+ * f->lock held. When f's node is a pending file, its content becomes f's
+ * (the flush of a pending file): 1. 0 when the node is no pending file.
+ */
+int fs_tmp_flush_locked(struct fs_ctx *ctx, struct fs_file *f);
+
+/* Opens a pending file: the content as last flushed (none with O_TRUNC). */
+int fs_tmp_open(struct fs_ctx *ctx, struct fs_node *node, struct fuse_file_info *fi,
+		struct fs_file **out);
+
+/*
+ * create of a name that is no index in an array (or -EINVAL when dir is
+ * no array): makes or opens the pending file, fills e and counts a lookup.
+ */
+int fs_tmp_create(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
+		  struct fuse_file_info *fi, struct fuse_entry_param *e, struct fs_file **out);
+
+/* unlink of a pending file: true when name in dir was one (and is gone now). */
+bool fs_tmp_unlink(struct fs_ctx *ctx, struct fs_node *dir, const char *name);
+
+/*
+ * rename of a pending file: onto an index (or any name outside an array, or
+ * a view) it is committed there; onto another name that is no index in an
+ * array it stays pending under the new name. 1 when name in dir is no
+ * pending file (the caller renames in the store), else 0 or -errno.
+ */
+int fs_tmp_rename(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
+		  struct fs_node *newdir, const char *newname, unsigned flags);
+
+/* truncate(2) of a pending file without an open file. */
+int fs_tmp_truncate(struct fs_ctx *ctx, struct fs_node *node, off_t size);
+
+/* Sets the type a pending file will have; false when node is no pending file. */
+bool fs_tmp_set_type(struct fs_ctx *ctx, struct fs_node *node, const char *name, int *ret);
+
+/* ---- xattrs and statfs (xattr.c) ---- */
+
+/* Ends a type kept for the next commit, and the ref on node it held. */
+void fs_want_type_clear(struct fs_ctx *ctx, struct fs_node *node);
+
+/* ---- the operation handlers, by file (the table is in ops.c) ---- */
+
+/* attributes (attr.c) */
+void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		   struct fuse_file_info *fi);
+/* open files (file.c) */
+void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		struct fuse_file_info *fi);
+void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+		 off_t off, struct fuse_file_info *fi);
+void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+/* directories (dir.c) */
+void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		   struct fuse_file_info *fi);
+void fs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi);
+void fs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+/* names (names.c) */
+void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
+void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		 dev_t rdev);
+void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		  struct fuse_file_info *fi);
+void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		  fuse_ino_t newparent, const char *newname, unsigned int flags);
+void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name);
+void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname);
+/* xattrs and statfs (xattr.c) */
+void fs_op_statfs(fuse_req_t req, fuse_ino_t ino);
+void fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
+void fs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+		    size_t size, int flags);
+void fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 
 /* ---- helpers ---- */
 static inline bool fs_name_is_view(const char *name, size_t len)

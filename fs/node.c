@@ -3,6 +3,7 @@
  * name), lookup counts, paths rebuilt from the parent chain, and the
  * bookkeeping that mirrors unlink and rename. See fs/fs_int.h for the rules.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,6 +241,7 @@ static void node_maybe_free(struct fs_ctx *ctx, struct fs_node *n)
 
 void fs_node_unref_locked(struct fs_ctx *ctx, struct fs_node *node)
 {
+	assert(node->refs > 0);
 	node->refs--;
 	node_maybe_free(ctx, node);
 }
@@ -256,7 +258,9 @@ void fs_node_forget(struct fs_ctx *ctx, fuse_ino_t ino, uint64_t nlookup)
 	if (n == &ctx->root)
 		return;
 	pthread_mutex_lock(&ctx->lock);
-	n->nlookup = n->nlookup > nlookup ? n->nlookup - nlookup : 0;
+	/* the kernel forgets only what we counted: more is a bug in the counting */
+	assert(n->nlookup >= nlookup);
+	n->nlookup -= nlookup;
 	node_maybe_free(ctx, n);
 	pthread_mutex_unlock(&ctx->lock);
 }
@@ -423,8 +427,9 @@ static void forget_name(struct fs_ctx *ctx, struct fs_node *n)
 static void revalidate_one(struct fs_ctx *ctx, struct fs_node *n)
 {
 	struct model_node mn;
-	bool tmp, known, was_dir, changed;
-	int ret;
+	struct fs_node *parent;
+	bool tmp, known, was_dir, changed, array = false;
+	int ret = 0;
 
 	if (n == &ctx->root) {
 		fuse_lowlevel_notify_inval_inode(ctx->se, FUSE_ROOT_ID, -1, 0);
@@ -433,12 +438,18 @@ static void revalidate_one(struct fs_ctx *ctx, struct fs_node *n)
 	pthread_mutex_lock(&ctx->lock);
 	tmp = n->tmp != NULL;
 	known = n->nlookup > 0 && n->hashed;
+	parent = n->parent;	/* a rename may move n and free its old parent: pinned */
+	fs_node_ref_locked(parent);
 	pthread_mutex_unlock(&ctx->lock);
 	if (tmp) {
 		/* a pending file lives while its directory is an array */
-		if (path_stat(ctx, n->parent, &mn, &ret) && mn.kind == MODEL_KIND_ARRAY)
-			return;
-		if (ret != -ENOENT && ret != 0)
+		array = path_stat(ctx, parent, &mn, &ret) && mn.kind == MODEL_KIND_ARRAY;
+	}
+	pthread_mutex_lock(&ctx->lock);
+	fs_node_unref_locked(ctx, parent);
+	pthread_mutex_unlock(&ctx->lock);
+	if (tmp) {
+		if (array || (ret != -ENOENT && ret != 0))
 			return;
 		pthread_mutex_lock(&ctx->lock);
 		fs_node_tmp_drop_locked(ctx, n);

@@ -47,11 +47,14 @@ assert_file_bytes() {
 # Mounts a fresh store ($STORE, created) at $BATS_TEST_TMPDIR/mnt in the
 # foreground, in the background of the test; sets MNT, MOUNT_PID, MOUNT_LOG.
 # Fails (with the daemon's log) when the mount does not appear within 10 s.
+# KVFS_MOUNT_OPTS (e.g. entry_timeout=0,attr_timeout=0: make test-nocache)
+# is passed to every mount_store and mount_extra as one more -o list.
 mount_store() {
 	MNT=$BATS_TEST_TMPDIR/mnt
 	MOUNT_LOG=$BATS_TEST_TMPDIR/mount.log
 	mkdir -p "$MNT"
-	"$KVFS_BIN" mount -f --create "$@" "$STORE" "$MNT" >>"$MOUNT_LOG" 2>&1 3>&- &
+	"$KVFS_BIN" mount -f --create ${KVFS_MOUNT_OPTS:+-o "$KVFS_MOUNT_OPTS"} "$@" "$STORE" "$MNT" \
+		>>"$MOUNT_LOG" 2>&1 3>&- &
 	MOUNT_PID=$!
 	export MNT MOUNT_PID MOUNT_LOG
 	local i
@@ -128,7 +131,8 @@ unmount_store() {
 # DIR.log. mount_teardown unmounts every extra mount through daemon_stop.
 mount_extra() {
 	mkdir -p "$1"
-	"$KVFS_BIN" mount -f --create "$2" "$1" >>"$1.log" 2>&1 3>&- &
+	"$KVFS_BIN" mount -f --create ${KVFS_MOUNT_OPTS:+-o "$KVFS_MOUNT_OPTS"} "$2" "$1" \
+		>>"$1.log" 2>&1 3>&- &
 	EXTRA_PIDS+=("$!")
 	EXTRA_MNTS+=("$1")
 	eventually 10 mountpoint -q "$1"

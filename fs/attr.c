@@ -1,0 +1,348 @@
+/*
+ * fs/attr.c - attributes: a node's stat from the model or from an open
+ * file's unsaved content, entry replies (which count lookups), getattr and
+ * setattr (truncate, utimens; chmod and chown are accepted and ignored).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fs/fs_int.h"
+
+void fs_stat_fill(const struct fs_ctx *ctx, const struct model_node *n, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = n->ino;
+	st->st_uid = ctx->uid;
+	st->st_gid = ctx->gid;
+	st->st_blksize = 4096;
+	if (fs_kind_is_dir(n->kind)) {
+		st->st_mode = S_IFDIR | (ctx->read_only ? 0555 : 0755);
+		st->st_nlink = 2 + n->subdirs;
+	} else {
+		st->st_mode = S_IFREG | (ctx->read_only ? 0444 : 0644);
+		st->st_nlink = 1;
+		st->st_size = (off_t)n->size;
+		st->st_blocks = (blkcnt_t)((n->size + 511) / 512);
+	}
+	st->st_mtim = fs_ns_to_ts(n->mtime_ns);
+	st->st_ctim = st->st_mtim;	/* ctime = mtime: tar does not see "changed as we read it" */
+	st->st_atim = st->st_mtim;
+}
+
+void fs_tmp_stat_locked(const struct fs_ctx *ctx, const struct fs_node *node,
+			struct stat *st)
+{
+	struct model_node n = { .kind = MODEL_KIND_LEAF, .ino = (uint64_t)(uintptr_t)node,
+				.size = node->tmp->len, .mtime_ns = node->tmp->mtime_ns };
+
+	fs_stat_fill(ctx, &n, st);
+}
+
+/* ctx->lock held. An open file whose unsaved content getattr must show. */
+static struct fs_file *pending_file_locked(struct fs_ctx *ctx, const struct fs_node *node)
+{
+	if (node->npend == 0)
+		return NULL;	/* the common case: no walk over the open files */
+	for (struct fs_file *f = ctx->files; f; f = f->next)
+		if (f->node == node && f->pend)
+			return f;
+	return NULL;
+}
+
+bool fs_stat_pending_locked(struct fs_ctx *ctx, const struct fs_node *node, bool exists,
+			    struct stat *st)
+{
+	struct fs_file *f = pending_file_locked(ctx, node);
+
+	if (!f)
+		return false;
+	if (!exists) {
+		struct model_node n = { .kind = MODEL_KIND_VIEW, .ino = (uint64_t)(uintptr_t)node };
+
+		fs_stat_fill(ctx, &n, st);
+	}
+	st->st_size = (off_t)f->pend_len;
+	st->st_blocks = (blkcnt_t)((f->pend_len + 511) / 512);
+	st->st_mtim = fs_ns_to_ts(f->pend_mtime);
+	st->st_ctim = st->st_mtim;
+	return true;
+}
+
+/*
+ * Attributes of node at path: the model's, or an open file's unsaved ones.
+ * *kind (may be NULL) gets the kind; *volatile_ is set when the kernel
+ * should not cache them.
+ */
+static int node_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path,
+		     struct stat *st, enum model_kind *kind, bool *volatile_)
+{
+	uint64_t gen = model_generation(ctx->model);
+	struct model_error err = { { 0 } };
+	struct model_node n;
+	bool pending, cached;
+	uint32_t nlink;
+	int ret;
+
+	pthread_mutex_lock(&ctx->lock);
+	if (node->tmp) {
+		fs_tmp_stat_locked(ctx, node, st);
+		fs_stat_pending_locked(ctx, node, true, st);
+		pthread_mutex_unlock(&ctx->lock);
+		if (kind)
+			*kind = MODEL_KIND_LEAF;
+		if (volatile_)
+			*volatile_ = true;
+		return 0;
+	}
+	/* nlink costs a seek per child: counted once per store generation */
+	cached = node->nlink_gen == gen + 1;
+	nlink = node->nlink;
+	pthread_mutex_unlock(&ctx->lock);
+	ret = model_stat(ctx->model, path, cached ? 0 : MODEL_STAT_SUBDIRS, &n, &err);
+	if (ret == 0)
+		fs_stat_fill(ctx, &n, st);
+	if (ret == 0 && cached && fs_kind_is_dir(n.kind))
+		st->st_nlink = nlink;
+	pthread_mutex_lock(&ctx->lock);
+	if (ret == 0) {
+		node->kind_known = true;
+		node->is_dir = fs_kind_is_dir(n.kind);
+	}
+	if (ret == 0 && fs_kind_is_dir(n.kind)) {
+		node->nlink = (uint32_t)st->st_nlink;	/* for readdirplus, while gen holds */
+		node->nlink_gen = gen + 1;
+	}
+	pending = fs_stat_pending_locked(ctx, node, ret == 0, st);
+	pthread_mutex_unlock(&ctx->lock);
+	if (pending) {
+		n.kind = ret == 0 ? n.kind : MODEL_KIND_VIEW;
+		ret = 0;
+	}
+	if (ret < 0) {
+		fs_log_model(ctx, ret, &err, path);
+		return ret;
+	}
+	if (kind)
+		*kind = n.kind;
+	if (volatile_)
+		*volatile_ = pending || n.kind == MODEL_KIND_VIEW;
+	return 0;
+}
+
+double fs_attr_timeout_for(const struct fs_ctx *ctx, bool volatile_)
+{
+	return volatile_ ? 0.0 : ctx->attr_timeout;
+}
+
+int fs_entry_make(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
+		  const char *path, struct fuse_entry_param *e)
+{
+	struct fs_node *child;
+	bool vol = false;
+	int ret;
+
+	memset(e, 0, sizeof(*e));
+	pthread_mutex_lock(&ctx->lock);
+	child = fs_node_child_locked(ctx, dir, name, true);
+	if (child)
+		fs_node_ref_locked(child);	/* pinned while the model is asked */
+	pthread_mutex_unlock(&ctx->lock);
+	if (!child)
+		return -ENOMEM;
+	ret = node_stat(ctx, child, path, &e->attr, NULL, &vol);
+	pthread_mutex_lock(&ctx->lock);
+	if (ret == 0)
+		child->nlookup++;
+	fs_node_unref_locked(ctx, child);
+	pthread_mutex_unlock(&ctx->lock);
+	if (ret < 0)
+		return ret;
+	e->ino = fs_node_ino(ctx, child);
+	e->attr_timeout = fs_attr_timeout_for(ctx, vol);
+	e->entry_timeout = vol ? 0.0 : ctx->entry_timeout;
+	return 0;
+}
+
+void fs_reply_entry_for(fuse_req_t req, struct fs_ctx *ctx, struct fs_node *dir,
+			const char *name, const char *path)
+{
+	struct fuse_entry_param e;
+	int ret = fs_entry_make(ctx, dir, name, path, &e);
+
+	if (ret < 0)
+		fs_reply_err(req, ret);
+	else if (fuse_reply_entry(req, &e) < 0)
+		fs_node_forget(ctx, e.ino, 1);
+}
+
+void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs_ctx *ctx = fs_req_ctx(req);
+	struct fs_node *node = fs_node_from_ino(ctx, ino);
+	struct stat st;
+	bool vol = false;
+	char *path;
+	int ret = fs_node_path(ctx, node, NULL, &path);
+
+	(void)fi;
+	if (ret < 0) {
+		fs_reply_err(req, ret);
+		return;
+	}
+	fs_trace(ctx, "getattr %s", path);
+	ret = node_stat(ctx, node, path, &st, NULL, &vol);
+	free(path);
+	if (ret < 0)
+		fs_reply_err(req, ret);
+	else
+		fuse_reply_attr(req, &st, fs_attr_timeout_for(ctx, vol));
+}
+
+/* truncate(2) of node without an open file: read, resize, commit at once. */
+static int truncate_path(struct fs_ctx *ctx, struct fs_node *node, off_t size)
+{
+	struct model_error err = { { 0 } };
+	size_t len = 0;
+	char *text = NULL, *grown, *path;
+	int ret;
+
+	if ((uint64_t)size > FS_FILE_MAX)
+		return -EFBIG;
+	ret = fs_write_path(ctx, node, NULL, &path);
+	if (ret < 0)
+		return ret;
+	ret = model_read_all(ctx->model, path, &text, &len, &err);
+	if (ret < 0)
+		goto out_end;
+	grown = realloc(text, (size_t)size + 1);
+	if (!grown) {
+		ret = -ENOMEM;
+		goto out_end;
+	}
+	text = grown;
+	if ((size_t)size > len)
+		memset(text + len, 0, (size_t)size - len);
+	ret = model_write(ctx->model, path, text, (size_t)size, 0,
+			  MODEL_WRITE_TEXT | MODEL_WRITE_NO_CREATE, &err);
+out_end:
+	fs_write_end(ctx, ret);
+	if (ret < 0)
+		fs_log_model(ctx, ret, &err, path);
+	free(text);
+	free(path);
+	return ret;
+}
+
+static int setattr_size(struct fs_ctx *ctx, struct fs_node *node, struct fs_file *f,
+			off_t size)
+{
+	int ret;
+
+	if (!f || !f->writable) {
+		pthread_mutex_lock(&ctx->lock);
+		f = node->wfile;	/* a writer is open: truncate its buffer */
+		if (f)
+			f->refs++;
+		pthread_mutex_unlock(&ctx->lock);
+		if (!f) {
+			ret = fs_tmp_truncate(ctx, node, size);
+			return ret == 1 ? truncate_path(ctx, node, size) : ret;
+		}
+		ret = setattr_size(ctx, node, f, size);
+		if (ret == 0)
+			ret = fs_node_commit_files(ctx, node);	/* truncate(2) takes effect at once */
+		fs_file_put(ctx, f);
+		return ret;
+	}
+	pthread_mutex_lock(&f->lock);
+	if (f->kind == FS_FILE_VIEW_APPEND) {
+		ret = size == 0 ? 0 : -EINVAL;	/* only the bytes appended are held */
+		if (ret == 0)
+			f->len = 0;
+	} else {
+		ret = fs_file_resize(f, (size_t)size);
+		if (ret == 0) {
+			f->dirty = true;
+			f->wmtime_ns = fs_now_ns();
+			fs_file_publish(ctx, f);
+		}
+	}
+	pthread_mutex_unlock(&f->lock);
+	return ret;
+}
+
+static int setattr_mtime(struct fs_ctx *ctx, struct fs_node *node, const struct stat *attr,
+			 int to_set)
+{
+	struct model_error err = { { 0 } };
+	int64_t ns = (to_set & FUSE_SET_ATTR_MTIME_NOW) ? fs_now_ns() :
+		     (int64_t)attr->st_mtim.tv_sec * 1000000000 + attr->st_mtim.tv_nsec;
+	struct model_node n;
+	int ret = fs_node_commit_files(ctx, node);
+	char *path;
+	bool tmp;
+
+	if (ret < 0)
+		return ret;
+	pthread_mutex_lock(&ctx->lock);
+	tmp = node->tmp != NULL;
+	if (tmp)
+		node->tmp->mtime_ns = ns;	/* kept for the commit */
+	pthread_mutex_unlock(&ctx->lock);
+	if (tmp)
+		return 0;
+	ret = fs_write_path(ctx, node, NULL, &path);
+	if (ret < 0)
+		return ret;
+	ret = model_stat(ctx->model, path, 0, &n, &err);
+	/* directories and views: accepted, not kept */
+	if (ret == 0 && n.kind == MODEL_KIND_LEAF)
+		ret = model_set_mtime(ctx->model, path, ns, &err);
+	fs_write_end(ctx, ret);
+	if (ret < 0)
+		fs_log_model(ctx, ret, &err, path);
+	free(path);
+	return ret;
+}
+
+/*
+ * chmod and chown are accepted and ignored: every file shows the mounting
+ * user and fixed modes, and cp -a / rsync -a would fail on EPERM.
+ */
+void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		   struct fuse_file_info *fi)
+{
+	struct fs_ctx *ctx = fs_req_ctx(req);
+	struct fs_node *node = fs_node_from_ino(ctx, ino);
+	struct stat st;
+	bool vol = false;
+	char *path;
+	int ret = fs_node_path(ctx, node, NULL, &path);
+
+	if (ret < 0) {
+		fs_reply_err(req, ret);
+		return;
+	}
+	fs_trace(ctx, "setattr %s 0x%x", path, (unsigned)to_set);
+	if (ctx->read_only && (to_set & (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_MTIME |
+					 FUSE_SET_ATTR_MTIME_NOW))) {
+		ret = -EROFS;
+		goto out_reply;
+	}
+	if (to_set & FUSE_SET_ATTR_SIZE)
+		ret = setattr_size(ctx, node, fs_fi_file(fi), attr->st_size);
+	if (ret == 0 && (to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW)))
+		ret = setattr_mtime(ctx, node, attr, to_set);
+	if (ret == 0)
+		ret = node_stat(ctx, node, path, &st, NULL, &vol);
+out_reply:
+	free(path);
+	if (ret < 0)
+		fs_reply_err(req, ret);
+	else
+		fuse_reply_attr(req, &st, fs_attr_timeout_for(ctx, vol));
+}

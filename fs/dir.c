@@ -1,0 +1,286 @@
+/*
+ * fs/dir.c - directory reading (struct fs_dir): a streamed listing per
+ * open directory, readdir and readdirplus (which counts lookups), seeking.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fs/fs_int.h"
+
+/*
+ * One open directory (fi->fh): a streamed listing. No lock: the kernel sends
+ * one readdir at a time per open directory (it holds the file's position
+ * lock), and releasedir after the last.
+ */
+struct fs_dir {
+	enum fs_handle_type type;	/* fixed */
+	struct fs_node *node;	/* fixed; holds one ref */
+	struct model_list *list;
+	off_t pos;		/* offset of the next entry: 0 ".", 1 "..", 2 + i child i */
+};
+
+void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs_ctx *ctx = fs_req_ctx(req);
+	struct fs_node *node = fs_node_from_ino(ctx, ino);
+	struct model_error err = { { 0 } };
+	struct fs_dir *d;
+	uint64_t gen;
+	char *path;
+	int ret = fs_node_path(ctx, node, NULL, &path);
+
+	if (ret < 0) {
+		fs_reply_err(req, ret);
+		return;
+	}
+	fs_trace(ctx, "opendir %s", path);
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+	d->type = FS_HANDLE_DIR;
+	gen = model_generation(ctx->model);
+	ret = model_list_open(ctx->model, path, &d->list, &err);
+	if (ret < 0) {
+		fs_log_model(ctx, ret, &err, path);
+		free(d);
+		goto out_free;
+	}
+	d->node = node;
+	pthread_mutex_lock(&ctx->lock);
+	fs_node_ref_locked(node);
+	/* The kernel's cached listing is good while nobody has committed since. */
+	fi->keep_cache = node->dir_gen == gen + 1;
+	node->dir_gen = gen + 1;
+	pthread_mutex_unlock(&ctx->lock);
+	fi->cache_readdir = 1;
+	fi->fh = (uintptr_t)d;
+	if (fuse_reply_open(req, fi) < 0) {
+		model_list_close(d->list);
+		pthread_mutex_lock(&ctx->lock);
+		fs_node_unref_locked(ctx, node);
+		pthread_mutex_unlock(&ctx->lock);
+		free(d);
+	}
+out_free:
+	free(path);
+	if (ret < 0)
+		fs_reply_err(req, ret);
+}
+
+struct dir_fill {
+	fuse_req_t req;
+	struct fs_ctx *ctx;
+	struct fs_dir *d;
+	bool plus;
+	uint64_t gen;		/* the store's generation before the listing was read */
+	char *buf;
+	size_t size, used;
+	off_t skip_to;		/* seeking: children to pass over */
+	int err;
+	struct fs_node **counted;	/* plus: the lookups counted, undone if the reply fails */
+	size_t ncounted, capcounted;
+};
+
+/* ctx->lock held. Records a lookup counted for the reply; false: no memory. */
+static bool dir_count_lookup(struct dir_fill *s, struct fs_node *child)
+{
+	if (s->ncounted == s->capcounted) {
+		size_t cap = s->capcounted ? s->capcounted * 2 : 64;
+		struct fs_node **c = realloc(s->counted, cap * sizeof(*c));
+
+		if (!c)
+			return false;
+		s->counted = c;
+		s->capcounted = cap;
+	}
+	s->counted[s->ncounted++] = child;
+	child->nlookup++;
+	return true;
+}
+
+static int dir_skip_fn(void *arg, const char *name, const struct model_node *node)
+{
+	struct dir_fill *s = arg;
+
+	(void)name;
+	(void)node;
+	if (s->d->pos >= s->skip_to)
+		return 1;
+	s->d->pos++;
+	return 0;
+}
+
+/* Moves the listing to offset off (a seekdir or a rewind). */
+static int dir_seek(struct dir_fill *s, off_t off)
+{
+	int ret;
+
+	model_list_rewind(s->d->list);
+	s->d->pos = off < 2 ? off : 2;
+	if (off <= 2)
+		return 0;
+	s->skip_to = off;
+	ret = model_list_fill(s->d->list, dir_skip_fn, s);
+	return ret < 0 ? ret : 0;
+}
+
+/* Adds one entry; false when the buffer is full. ctx->lock held in plus mode. */
+static bool dir_add(struct dir_fill *s, const char *name, struct fuse_entry_param *e)
+{
+	size_t room = s->size - s->used, need;
+
+	if (s->plus)
+		need = fuse_add_direntry_plus(s->req, s->buf + s->used, room, name, e,
+					      s->d->pos + 1);
+	else
+		need = fuse_add_direntry(s->req, s->buf + s->used, room, name, &e->attr,
+					 s->d->pos + 1);
+	if (need > room)
+		return false;
+	s->used += need;
+	s->d->pos++;
+	return true;
+}
+
+static int dir_fill_fn(void *arg, const char *name, const struct model_node *node)
+{
+	struct dir_fill *s = arg;
+	struct fs_ctx *ctx = s->ctx;
+	struct fuse_entry_param e;
+	struct fs_node *child;
+	bool vol;
+
+	memset(&e, 0, sizeof(e));
+	fs_stat_fill(ctx, node, &e.attr);
+	if (!s->plus)
+		return dir_add(s, name, &e) ? 0 : 1;
+	pthread_mutex_lock(&ctx->lock);
+	child = fs_node_child_locked(ctx, s->d->node, name, true);
+	if (!child) {
+		pthread_mutex_unlock(&ctx->lock);
+		s->err = -ENOMEM;
+		return 1;
+	}
+	vol = fs_stat_pending_locked(ctx, child, true, &e.attr);
+	child->kind_known = true;
+	child->is_dir = fs_kind_is_dir(node->kind);
+	e.ino = fs_node_ino(ctx, child);
+	e.entry_timeout = vol ? 0.0 : ctx->entry_timeout;
+	/*
+	 * The listing does not count subdirectories (that would cost a scan of
+	 * every child): a directory's nlink is known only when a stat counted
+	 * it at this generation; otherwise let stat ask for it.
+	 */
+	if (fs_kind_is_dir(node->kind) && child->nlink_gen == s->gen + 1)
+		e.attr.st_nlink = child->nlink;
+	else if (fs_kind_is_dir(node->kind))
+		vol = true;
+	e.attr_timeout = fs_attr_timeout_for(ctx, vol);
+	if (!dir_count_lookup(s, child)) {
+		fs_node_drop_unused_locked(ctx, child);
+		pthread_mutex_unlock(&ctx->lock);
+		s->err = -ENOMEM;
+		return 1;
+	}
+	if (!dir_add(s, name, &e)) {
+		s->ncounted--;
+		child->nlookup--;
+		fs_node_drop_unused_locked(ctx, child);
+		pthread_mutex_unlock(&ctx->lock);
+		return 1;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
+/* "." and "..": no lookup is counted for them (ino 0 in readdirplus). */
+static bool dir_add_dot(struct dir_fill *s, const char *name)
+{
+	struct fuse_entry_param e;
+
+	memset(&e, 0, sizeof(e));
+	e.attr.st_mode = S_IFDIR;
+	e.attr.st_ino = (ino_t)fs_node_ino(s->ctx, s->d->node);
+	return dir_add(s, name, &e);
+}
+
+static void dir_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi,
+		     bool plus)
+{
+	struct fs_dir *d = (struct fs_dir *)(uintptr_t)fi->fh;
+	struct dir_fill s = { .req = req, .ctx = fs_req_ctx(req), .d = d, .plus = plus,
+			      .size = size };
+	int ret = 0;
+
+	s.buf = malloc(size ? size : 1);
+	if (!s.buf) {
+		fs_reply_err(req, -ENOMEM);
+		return;
+	}
+	if (plus)
+		s.gen = model_generation(s.ctx->model);
+	if (off != d->pos)
+		ret = dir_seek(&s, off);
+	if (ret == 0 && d->pos == 0 && !dir_add_dot(&s, "."))
+		goto out_reply;
+	if (ret == 0 && d->pos == 1 && !dir_add_dot(&s, ".."))
+		goto out_reply;
+	if (ret == 0)
+		ret = model_list_fill(d->list, dir_fill_fn, &s);
+	if (ret >= 0 && s.err < 0)
+		ret = s.err;
+out_reply:
+	if (ret < 0 && s.used == 0) {
+		fs_reply_err(req, ret);
+	} else if (fuse_reply_buf(req, s.buf, s.used) < 0) {
+		/* the kernel never saw these entries: it will not forget them */
+		for (size_t i = 0; i < s.ncounted; i++)
+			fs_node_forget(s.ctx, fs_node_ino(s.ctx, s.counted[i]), 1);
+	}
+	free(s.counted);
+	free(s.buf);
+}
+
+void fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		   struct fuse_file_info *fi)
+{
+	(void)ino;
+	dir_read(req, size, off, fi, false);
+}
+
+void fs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	(void)ino;
+	dir_read(req, size, off, fi, true);
+}
+
+void fs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs_ctx *ctx = fs_req_ctx(req);
+	struct fs_dir *d = (struct fs_dir *)(uintptr_t)fi->fh;
+
+	(void)ino;
+	model_list_close(d->list);
+	pthread_mutex_lock(&ctx->lock);
+	fs_node_unref_locked(ctx, d->node);
+	pthread_mutex_unlock(&ctx->lock);
+	free(d);
+	fs_reply_err(req, 0);
+}
+
+void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	struct fs_ctx *ctx = fs_req_ctx(req);
+
+	(void)ino;
+	(void)datasync;
+	(void)fi;
+	fs_reply_err(req, ctx->read_only ? 0 : model_sync(ctx->model));
+}

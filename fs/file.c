@@ -1,0 +1,659 @@
+/*
+ * fs/file.c - open files (struct fs_file): open, read, write, flush,
+ * release; the one shared write buffer per leaf and its commit in one
+ * model_write. Which pages and snapshots readers get is cache.c's.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fs/fs_int.h"
+
+struct fs_file *fs_file_new(struct fs_ctx *ctx, struct fs_node *node)
+{
+	struct fs_file *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return NULL;
+	f->type = FS_HANDLE_FILE;
+	f->node = node;
+	f->refs = 1;
+	pthread_mutex_init(&f->lock, NULL);
+	pthread_mutex_lock(&ctx->lock);
+	fs_node_ref_locked(node);
+	f->next = ctx->files;
+	if (ctx->files)
+		ctx->files->prev = f;
+	ctx->files = f;
+	pthread_mutex_unlock(&ctx->lock);
+	return f;
+}
+
+/* ctx->lock held. Sets f->pend, keeping its node's count of pending files. */
+static void file_set_pend_locked(struct fs_file *f, bool pend)
+{
+	if (pend && !f->pend)
+		f->node->npend++;
+	else if (!pend && f->pend) {
+		assert(f->node->npend > 0);
+		f->node->npend--;
+	}
+	f->pend = pend;
+}
+
+/* ctx->lock held. Drops a ref; true when the caller must free f. */
+static bool file_unref_locked(struct fs_ctx *ctx, struct fs_file *f)
+{
+	assert(f->refs > 0);
+	if (--f->refs > 0)
+		return false;
+	if (f->node->wfile == f)
+		f->node->wfile = NULL;
+	if (f->cached_reader) {
+		assert(f->node->nreaders > 0);
+		f->node->nreaders--;
+	}
+	if (f->prev)
+		f->prev->next = f->next;
+	else
+		ctx->files = f->next;
+	if (f->next)
+		f->next->prev = f->prev;
+	file_set_pend_locked(f, false);
+	fs_node_unref_locked(ctx, f->node);
+	return true;
+}
+
+static void file_free(struct fs_file *f)
+{
+	pthread_mutex_destroy(&f->lock);
+	free(f->buf);
+	free(f);
+}
+
+void fs_file_put(struct fs_ctx *ctx, struct fs_file *f)
+{
+	bool last;
+
+	pthread_mutex_lock(&ctx->lock);
+	last = file_unref_locked(ctx, f);
+	pthread_mutex_unlock(&ctx->lock);
+	if (last)
+		file_free(f);
+}
+
+void fs_file_publish(struct fs_ctx *ctx, struct fs_file *f)
+{
+	pthread_mutex_lock(&ctx->lock);
+	file_set_pend_locked(f, f->pending || ((f->dirty || f->trunc) && f->kind != FS_FILE_VIEW_APPEND));
+	f->pend_len = f->len;
+	f->pend_mtime = f->wmtime_ns;
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+int fs_file_resize(struct fs_file *f, size_t len)
+{
+	if (len > FS_FILE_MAX)
+		return -EFBIG;
+	if (len > f->cap) {
+		size_t cap = f->cap ? f->cap : 4096;
+		char *buf;
+
+		while (cap < len)
+			cap *= 2;
+		buf = realloc(f->buf, cap);
+		if (!buf)
+			return -ENOMEM;
+		f->buf = buf;
+		f->cap = cap;
+	}
+	if (len > f->len)
+		memset(f->buf + f->len, 0, len - f->len);
+	f->len = len;
+	return 0;
+}
+
+/*
+ * f->lock held. Commits a dirty buffer in one model_write. A file whose name
+ * was removed meanwhile is dropped, as on a local filesystem. 0 or -errno
+ * (logged: an invalid document's parser message names the path).
+ */
+static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
+{
+	bool view = fs_file_is_view(f);
+	unsigned flags = MODEL_WRITE_TEXT |
+			 (f->kind == FS_FILE_VIEW_APPEND ? MODEL_WRITE_APPEND_JSON : 0) |
+			 (view ? 0 : MODEL_WRITE_NO_CREATE);
+	struct model_error err = { { 0 } };
+	enum model_type type;
+	char *path;
+	int ret;
+
+	if (!f->dirty)
+		return 0;
+	ret = fs_tmp_flush_locked(ctx, f);
+	if (ret != 0)
+		return ret < 0 ? ret : 0;
+	pthread_mutex_lock(&ctx->lock);
+	type = view ? 0 : f->node->want_type;
+	pthread_mutex_unlock(&ctx->lock);
+	/*
+	 * The path is taken inside the write section: a rename or unlink
+	 * moves the node table before it ends, so the content never lands
+	 * under a name the file no longer has.
+	 */
+	ret = fs_write_path(ctx, f->node, NULL, &path);
+	if (ret < 0) {
+		if (ret == -ENOENT) {
+			f->dirty = f->trunc = false;
+			fs_file_publish(ctx, f);
+			return 0;
+		}
+		return ret;
+	}
+	ret = model_write(ctx->model, path, f->len ? f->buf : "", f->len, type, flags, &err);
+	if (ret == -EINVAL && type) {
+		/* the type set on the empty leaf does not fit the text: inferred instead */
+		fs_log_model(ctx, ret, &err, path);
+		err.msg[0] = '\0';
+		ret = model_write(ctx->model, path, f->len ? f->buf : "", f->len, 0, flags, &err);
+	}
+	fs_write_end(ctx, ret);
+	if (type)
+		fs_want_type_clear(ctx, f->node);	/* one attempt, whatever came of it */
+	if (ret == -ENOENT && !view) {
+		/* removed by another process since it was opened: dropped, as on unlink */
+		f->dirty = f->trunc = false;
+		fs_file_publish(ctx, f);
+		free(path);
+		return 0;
+	}
+	if (ret < 0) {
+		/* still dirty: the next flush or close tries again and reports it */
+		fs_log_model(ctx, ret, &err, path);
+		free(path);
+		return ret;
+	}
+	fs_trace(ctx, "commit %s (%zu bytes)", path, f->len);
+	f->dirty = f->trunc = false;
+	if (f->kind == FS_FILE_VIEW_APPEND)
+		f->len = 0;
+	f->pending = false;
+	if (!view)
+		fs_cache_forget(ctx, f->node);
+	fs_file_publish(ctx, f);
+	fs_inval_after_change(ctx, f->node, view);
+	free(path);
+	return 0;
+}
+
+int fs_node_commit_files(struct fs_ctx *ctx, struct fs_node *node)
+{
+	struct fs_file **todo = NULL, *f;
+	size_t n = 0, i;
+	int ret = 0;
+
+	pthread_mutex_lock(&ctx->lock);
+	if (node->npend) {
+		todo = calloc(node->npend, sizeof(*todo));
+		for (f = ctx->files; todo && f && n < node->npend; f = f->next) {
+			if (f->node == node && f->pend) {
+				f->refs++;
+				todo[n++] = f;
+			}
+		}
+		if (!todo)
+			ret = -ENOMEM;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	for (i = 0; i < n; i++) {
+		bool last;
+		int r;
+
+		f = todo[i];
+		pthread_mutex_lock(&f->lock);
+		if (f->trunc)
+			f->dirty = true;
+		r = file_commit_locked(ctx, f);
+		if (f->pending) {	/* a created view never written: nothing to save */
+			f->pending = false;
+			fs_file_publish(ctx, f);
+		}
+		pthread_mutex_unlock(&f->lock);
+		if (r < 0)
+			ret = r;
+		pthread_mutex_lock(&ctx->lock);
+		last = file_unref_locked(ctx, f);
+		pthread_mutex_unlock(&ctx->lock);
+		if (last)
+			file_free(f);
+	}
+	free(todo);
+	return ret;
+}
+
+void fs_files_commit_all(struct fs_ctx *ctx)
+{
+	struct fs_file *f, *next;
+
+	/* The loop has ended: no operation runs concurrently any more. */
+	for (f = ctx->files; f; f = next) {
+		next = f->next;
+		pthread_mutex_lock(&f->lock);
+		if (f->trunc)
+			f->dirty = true;
+		file_commit_locked(ctx, f);
+		pthread_mutex_unlock(&f->lock);
+	}
+	pthread_mutex_lock(&ctx->lock);
+	for (f = ctx->files; f; f = next) {
+		next = f->next;
+		fs_node_unref_locked(ctx, f->node);
+		file_free(f);
+	}
+	ctx->files = NULL;
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+struct fs_file *fs_fi_file(const struct fuse_file_info *fi)
+{
+	struct fs_file *f = fi ? (struct fs_file *)(uintptr_t)fi->fh : NULL;
+
+	return f && f->type == FS_HANDLE_FILE ? f : NULL;
+}
+
+/*
+ * A writer's kind and starting content: empty (O_TRUNC, appends to a view)
+ * or the current text.
+ */
+static int file_load(struct fs_ctx *ctx, struct fs_file *f, const char *path, int flags,
+		     bool view)
+{
+	struct model_error err = { { 0 } };
+	int ret;
+
+	f->writable = true;
+	/* a leaf's handles share one writer: O_APPEND is per write */
+	f->kind = !view ? FS_FILE_WRITER : (flags & O_APPEND) ? FS_FILE_VIEW_APPEND :
+		  FS_FILE_VIEW_WRITER;
+	f->wmtime_ns = fs_now_ns();
+	if (f->kind == FS_FILE_VIEW_APPEND)
+		return 0;
+	if (flags & O_TRUNC) {
+		/*
+		 * Not dirty: the shell's `> FILE` closes a dup of the descriptor
+		 * (a flush) before anything is written, and committing "" then
+		 * would lose a leaf's type. An empty leaf is committed at release;
+		 * an empty view too, where the model refuses it (not JSON).
+		 */
+		f->trunc = true;
+		fs_file_publish(ctx, f);
+		return 0;
+	}
+	ret = model_read_all(ctx->model, path, &f->buf, &f->len, &err);
+	if (ret < 0) {
+		fs_log_model(ctx, ret, &err, path);
+		return ret;
+	}
+	f->cap = f->len + 1;
+	return 0;
+}
+
+/* f->lock held. O_TRUNC on the shared buffer: empty now, committed at the latest at release. */
+static void writer_trunc_locked(struct fs_ctx *ctx, struct fs_file *f)
+{
+	f->len = 0;
+	f->trunc = true;
+	f->wmtime_ns = fs_now_ns();
+	fs_file_publish(ctx, f);
+}
+
+/* The leaf's shared writer with one more handle, truncated for O_TRUNC; NULL when none. */
+static struct fs_file *writer_share(struct fs_ctx *ctx, struct fs_node *node, int flags)
+{
+	struct fs_file *f;
+
+	pthread_mutex_lock(&ctx->lock);
+	f = node->wfile;
+	if (f)
+		f->refs++;
+	pthread_mutex_unlock(&ctx->lock);
+	if (f && (flags & O_TRUNC)) {
+		pthread_mutex_lock(&f->lock);
+		writer_trunc_locked(ctx, f);
+		pthread_mutex_unlock(&f->lock);
+	}
+	return f;
+}
+
+/*
+ * Makes the freshly loaded writer f the leaf's shared one; when another
+ * open made one meanwhile, f is dropped and that one is shared instead.
+ */
+static struct fs_file *writer_publish(struct fs_ctx *ctx, struct fs_file *f, int flags)
+{
+	struct fs_file *other;
+
+	pthread_mutex_lock(&ctx->lock);
+	other = f->node->wfile;
+	if (!other)
+		f->node->wfile = f;
+	pthread_mutex_unlock(&ctx->lock);
+	if (!other)
+		return f;
+	fs_file_put(ctx, f);
+	other = writer_share(ctx, other->node, flags);
+	return other;
+}
+
+int fs_view_pending_open(struct fs_ctx *ctx, struct fs_node *node, struct fuse_file_info *fi,
+			 struct fs_file **out)
+{
+	struct fs_file *f = fs_file_new(ctx, node);
+
+	if (!f)
+		return -ENOMEM;
+	f->writable = true;
+	f->kind = (fi->flags & O_APPEND) ? FS_FILE_VIEW_APPEND : FS_FILE_VIEW_WRITER;
+	f->pending = true;
+	f->wmtime_ns = fs_now_ns();
+	pthread_mutex_lock(&f->lock);
+	fs_file_publish(ctx, f);
+	pthread_mutex_unlock(&f->lock);
+	fi->direct_io = 1;
+	fi->fh = (uintptr_t)f;
+	*out = f;
+	return 0;
+}
+
+/*
+ * `>> NAME.json` appends to an array: refused at open when NAME is an
+ * object or a leaf, instead of failing at close (which shells ignore).
+ */
+static int view_append_check(struct fs_ctx *ctx, const char *path)
+{
+	struct model_error err = { { 0 } };
+	size_t len = strlen(path);
+	struct model_node n;
+	char *target;
+	int ret;
+
+	target = strndup(path, len - 5);
+	if (!target)
+		return -ENOMEM;
+	ret = model_stat(ctx->model, target, 0, &n, NULL);
+	if (ret < 0) {
+		free(target);
+		return ret == -ENOENT ? 0 : ret;	/* missing: the first append makes the array */
+	}
+	if (n.kind == MODEL_KIND_LEAF)
+		ret = -ENOTDIR;
+	else if (n.kind == MODEL_KIND_OBJECT)
+		ret = -EISDIR;
+	if (ret < 0) {
+		snprintf(err.msg, sizeof(err.msg),
+			 "%s: cannot append: %s is %s, and >> adds elements to an array", path,
+			 *target ? target : "/", n.kind == MODEL_KIND_LEAF ? "a leaf" : "an object");
+		fs_log_model(ctx, ret, &err, path);
+	}
+	free(target);
+	return ret;
+}
+
+int fs_file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
+		 struct fuse_file_info *fi, struct fs_file **out)
+{
+	struct model_error err = { { 0 } };
+	int acc = fi->flags & O_ACCMODE;
+	struct model_node n;
+	struct fs_file *f;
+	int ret;
+
+	ret = model_stat(ctx->model, path, 0, &n, &err);
+	if (ret < 0) {
+		fs_log_model(ctx, ret, &err, path);
+		return ret;
+	}
+	if (fs_kind_is_dir(n.kind))
+		return -EISDIR;
+	if (acc != O_RDONLY && ctx->read_only)
+		return -EROFS;
+	if (acc != O_RDONLY && n.kind == MODEL_KIND_VIEW && (fi->flags & O_APPEND)) {
+		ret = view_append_check(ctx, path);
+		if (ret < 0)
+			return ret;
+	}
+	if (acc != O_RDONLY && n.kind == MODEL_KIND_LEAF)
+		f = writer_share(ctx, node, fi->flags);
+	else
+		f = NULL;
+	if (f)
+		goto out_opened;
+	f = fs_file_new(ctx, node);
+	if (!f)
+		return -ENOMEM;
+	if (acc != O_RDONLY) {
+		ret = file_load(ctx, f, path, fi->flags, n.kind == MODEL_KIND_VIEW);
+	} else if (n.kind == MODEL_KIND_VIEW) {
+		f->kind = FS_FILE_VIEW_READER;
+		ret = fs_file_snapshot(ctx, f, path);
+	}
+	else if (n.size > FS_SNAPSHOT_MAX)
+		fs_cache_reader_deferred(f, &n, false);
+	else if (fs_cache_matches(ctx, node, &n))
+		fs_cache_reader_deferred(f, &n, true);
+	else
+		ret = fs_cache_leaf_snapshot(ctx, f, path, &n);	/* kind FS_FILE_READER */
+	if (ret < 0) {
+		fs_file_put(ctx, f);
+		return ret;
+	}
+	if (f->kind == FS_FILE_WRITER)
+		f = writer_publish(ctx, f, fi->flags);
+out_opened:
+	if (f->writable || fs_file_is_view(f) || !fs_cache_reader_share(ctx, f, &n))
+		fi->direct_io = 1;	/* see fs_cache_reader_share */
+	else
+		fi->keep_cache = fs_cache_leaf_valid(ctx, node, &n);
+	fi->noflush = acc == O_RDONLY;	/* nothing to commit: close needs no round trip */
+	fi->fh = (uintptr_t)f;
+	*out = f;
+	return 0;
+}
+
+/* Whether node is a view that an open writer created and has not committed yet. */
+static bool view_is_pending(struct fs_ctx *ctx, const struct fs_node *node)
+{
+	bool pending = false;
+
+	pthread_mutex_lock(&ctx->lock);
+	for (const struct fs_file *f = ctx->files; f && !pending; f = f->next)
+		pending = f->node == node && f->writable && fs_file_is_view(f) && f->pending;
+	pthread_mutex_unlock(&ctx->lock);
+	return pending;
+}
+
+void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs_ctx *ctx = fs_req_ctx(req);
+	struct fs_node *node = fs_node_from_ino(ctx, ino);
+	struct fs_file *f;
+	char *path;
+	bool tmp;
+	int ret = fs_node_path(ctx, node, NULL, &path);
+
+	if (ret < 0) {
+		fs_reply_err(req, ret);
+		return;
+	}
+	fs_trace(ctx, "open %s 0%o", path, (unsigned)fi->flags);
+	pthread_mutex_lock(&ctx->lock);
+	tmp = node->tmp != NULL;
+	pthread_mutex_unlock(&ctx->lock);
+	ret = tmp ? fs_tmp_open(ctx, node, fi, &f) : fs_file_open(ctx, node, path, fi, &f);
+	if (ret == -ENOENT && !tmp && (fi->flags & O_ACCMODE) != O_RDONLY) {
+		/*
+		 * Another writer created it and has not closed yet (parallel
+		 * >> x.json): share its pending state. When it committed between
+		 * our stat and this check, the view is in the store now.
+		 */
+		if (view_is_pending(ctx, node))
+			ret = fs_view_pending_open(ctx, node, fi, &f);
+		else
+			ret = fs_file_open(ctx, node, path, fi, &f);
+	}
+	free(path);
+	if (ret < 0)
+		fs_reply_err(req, ret);
+	else if (fuse_reply_open(req, fi) < 0)
+		fs_file_put(ctx, f);
+}
+
+void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		struct fuse_file_info *fi)
+{
+	struct fs_ctx *ctx = fs_req_ctx(req);
+	struct fs_file *f = fs_fi_file(fi);
+	struct model_error err = { { 0 } };
+	char *path, *buf;
+	bool big;
+	ssize_t n;
+	int ret;
+
+	if (!f) {
+		fs_reply_err(req, -EBADF);
+		return;
+	}
+	/* the kind and buf change under f->lock (a concurrent first read) */
+	pthread_mutex_lock(&f->lock);
+	ret = f->kind == FS_FILE_READER_LAZY ? fs_cache_lazy_snapshot_locked(ctx, f, ino) : 0;
+	if (ret < 0) {
+		pthread_mutex_unlock(&f->lock);
+		fs_reply_err(req, ret);
+		return;
+	}
+	if (fs_file_buffered(f)) {
+		if ((uint64_t)off >= f->len)
+			fuse_reply_buf(req, NULL, 0);
+		else
+			fuse_reply_buf(req, f->buf + off,
+				       f->len - (size_t)off < size ? f->len - (size_t)off : size);
+		pthread_mutex_unlock(&f->lock);
+		return;
+	}
+	big = f->kind == FS_FILE_READER_BIG;
+	pthread_mutex_unlock(&f->lock);
+	ret = fs_node_path(ctx, fs_node_from_ino(ctx, ino), NULL, &path);
+	if (ret < 0) {
+		fs_reply_err(req, ret);
+		return;
+	}
+	buf = malloc(size ? size : 1);
+	if (!buf) {
+		free(path);
+		fs_reply_err(req, -ENOMEM);
+		return;
+	}
+	n = model_read(ctx->model, path, buf, size, (uint64_t)off, &err);
+	if (n >= 0 && big && fs_cache_big_changed(ctx, f, path))
+		n = -EIO;	/* changed since open: part old, part new would be worse */
+	if (n < 0) {
+		fs_log_model(ctx, (int)n, &err, path);
+		fs_reply_err(req, (int)n);
+	} else {
+		fuse_reply_buf(req, buf, (size_t)n);
+	}
+	free(buf);
+	free(path);
+}
+
+void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+		 off_t off, struct fuse_file_info *fi)
+{
+	struct fs_ctx *ctx = fs_req_ctx(req);
+	struct fs_file *f = fs_fi_file(fi);
+	size_t end, start;
+	int ret;
+
+	(void)ino;
+	if (!f || !f->writable) {
+		fs_reply_err(req, -EBADF);
+		return;
+	}
+	pthread_mutex_lock(&f->lock);
+	/* the kernel passes each handle's flags with its writes */
+	start = f->kind == FS_FILE_VIEW_APPEND || (fi->flags & O_APPEND) ? f->len : (size_t)off;
+	end = start + size;
+	ret = end > f->len ? fs_file_resize(f, end) : 0;
+	if (ret == 0) {
+		memcpy(f->buf + start, buf, size);
+		f->dirty = true;
+		f->trunc = false;
+		f->wmtime_ns = fs_now_ns();
+		fs_file_publish(ctx, f);
+	}
+	pthread_mutex_unlock(&f->lock);
+	if (ret < 0)
+		fs_reply_err(req, ret);
+	else
+		fuse_reply_write(req, size);
+}
+
+void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs_ctx *ctx = fs_req_ctx(req);
+	struct fs_file *f = fs_fi_file(fi);
+	int ret = 0;
+
+	(void)ino;
+	if (f && f->writable) {
+		pthread_mutex_lock(&f->lock);
+		ret = file_commit_locked(ctx, f);
+		/* A view emptied and not written: close reports the refusal release makes. */
+		if (ret == 0 && fs_file_is_view(f) && f->trunc && !f->dirty)
+			ret = -EINVAL;
+		pthread_mutex_unlock(&f->lock);
+	}
+	fs_reply_err(req, ret);
+}
+
+void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	struct fs_ctx *ctx = fs_req_ctx(req);
+	struct fs_file *f = fs_fi_file(fi);
+	int ret = 0;
+
+	(void)ino;
+	(void)datasync;
+	if (f && f->writable) {
+		pthread_mutex_lock(&f->lock);
+		ret = file_commit_locked(ctx, f);
+		pthread_mutex_unlock(&f->lock);
+	}
+	if (ret == 0 && !ctx->read_only)
+		ret = model_sync(ctx->model);
+	fs_reply_err(req, ret);
+}
+
+void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs_ctx *ctx = fs_req_ctx(req);
+	struct fs_file *f = fs_fi_file(fi);
+
+	(void)ino;
+	if (f) {
+		pthread_mutex_lock(&f->lock);
+		if (f->trunc)
+			f->dirty = true;
+		file_commit_locked(ctx, f);	/* a failure is logged: nobody can see it now */
+		f->pending = false;
+		fs_file_publish(ctx, f);
+		pthread_mutex_unlock(&f->lock);
+		fs_file_put(ctx, f);
+	}
+	fs_reply_err(req, 0);
+}

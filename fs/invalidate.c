@@ -1,0 +1,378 @@
+/*
+ * fs/invalidate.c - telling the kernel what changed behind its caches: the
+ * invalidation worker (notifications never run inside an operation), the
+ * write section that accounts for our own commits, and the watcher that
+ * notices commits by other processes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "fs/fs_int.h"
+
+/* One notification waiting for the worker (ctx->inval_head; inval_lock). */
+struct fs_inval {
+	struct fs_inval *next;
+	enum fs_inval_kind kind;
+	fuse_ino_t ino;		/* the node, or the parent for FS_INVAL_ENTRY */
+	char name[];		/* FS_INVAL_ENTRY */
+};
+
+/*
+ * The node a view NAME.json in dir stands for: NAME in dir, or dir itself
+ * for ".json"; NULL when the kernel knows no such node. Pinned (a ref).
+ */
+static struct fs_node *view_target(struct fs_ctx *ctx, struct fs_node *dir, const char *name)
+{
+	size_t len = strlen(name);
+	struct fs_node *target = NULL;
+	char *base;
+
+	if (!fs_name_is_view(name, len))
+		return NULL;
+	base = strndup(name, len - 5);
+	if (!base)
+		return NULL;
+	pthread_mutex_lock(&ctx->lock);
+	if (len == 5)
+		target = dir;
+	else if (dir->hashed)
+		target = fs_node_child_locked(ctx, dir, base, false);
+	if (target)
+		fs_node_ref_locked(target);
+	pthread_mutex_unlock(&ctx->lock);
+	free(base);
+	return target;
+}
+
+void fs_inval_name(struct fs_ctx *ctx, struct fs_node *dir, const char *name)
+{
+	struct fs_node *target = view_target(ctx, dir, name);
+
+	if (!target)
+		return;
+	fs_inval_subtree(ctx, target);
+	pthread_mutex_lock(&ctx->lock);
+	fs_node_unref_locked(ctx, target);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+void fs_inval_after_change(struct fs_ctx *ctx, struct fs_node *node, bool view)
+{
+	struct fs_node *dir;
+	char *name;
+
+	if (node == &ctx->root)
+		return;
+	if (!view) {
+		fs_inval_node(ctx, fs_node_ino(ctx, node), FS_INVAL_ATTR);
+		return;
+	}
+	pthread_mutex_lock(&ctx->lock);
+	dir = node->hashed ? node->parent : NULL;
+	if (dir)
+		fs_node_ref_locked(dir);
+	name = dir ? strdup(node->name) : NULL;
+	pthread_mutex_unlock(&ctx->lock);
+	if (name)
+		fs_inval_name(ctx, dir, name);
+	free(name);
+	if (dir) {
+		pthread_mutex_lock(&ctx->lock);
+		fs_node_unref_locked(ctx, dir);
+		pthread_mutex_unlock(&ctx->lock);
+	}
+}
+
+/* ---- invalidation worker ---- */
+
+/* Frees an item; a subtree item gives back the ref it held. */
+static void inval_free(struct fs_ctx *ctx, struct fs_inval *iv)
+{
+	if (iv->kind == FS_INVAL_SUBTREE) {
+		pthread_mutex_lock(&ctx->lock);
+		fs_node_unref_locked(ctx, fs_node_from_ino(ctx, iv->ino));
+		pthread_mutex_unlock(&ctx->lock);
+	}
+	free(iv);
+}
+
+static void inval_push(struct fs_ctx *ctx, struct fs_inval *iv)
+{
+	pthread_mutex_lock(&ctx->inval_lock);
+	if (!ctx->inval_started || ctx->inval_stop) {
+		pthread_mutex_unlock(&ctx->inval_lock);
+		inval_free(ctx, iv);
+		return;
+	}
+	if (ctx->inval_tail)
+		ctx->inval_tail->next = iv;
+	else
+		ctx->inval_head = iv;
+	ctx->inval_tail = iv;
+	pthread_cond_signal(&ctx->inval_cond);
+	pthread_mutex_unlock(&ctx->inval_lock);
+}
+
+void fs_inval_entry(struct fs_ctx *ctx, fuse_ino_t parent, const char *name, size_t len)
+{
+	struct fs_inval *iv = calloc(1, sizeof(*iv) + len + 1);
+
+	if (!iv)
+		return;		/* the entry expires by itself within entry_timeout */
+	iv->kind = FS_INVAL_ENTRY;
+	iv->ino = parent;
+	memcpy(iv->name, name, len);
+	inval_push(ctx, iv);
+}
+
+void fs_inval_node(struct fs_ctx *ctx, fuse_ino_t ino, enum fs_inval_kind kind)
+{
+	struct fs_inval *iv = calloc(1, sizeof(*iv) + 1);
+
+	if (!iv)
+		return;
+	iv->kind = kind;
+	iv->ino = ino;
+	inval_push(ctx, iv);
+}
+
+void fs_inval_subtree(struct fs_ctx *ctx, struct fs_node *node)
+{
+	struct fs_inval *iv = calloc(1, sizeof(*iv) + 1);
+
+	if (!iv)
+		return;
+	pthread_mutex_lock(&ctx->lock);
+	fs_node_ref_locked(node);
+	pthread_mutex_unlock(&ctx->lock);
+	iv->kind = FS_INVAL_SUBTREE;
+	iv->ino = fs_node_ino(ctx, node);
+	inval_push(ctx, iv);
+}
+
+void fs_inval_foreign(struct fs_ctx *ctx)
+{
+	pthread_mutex_lock(&ctx->inval_lock);
+	ctx->inval_foreign = true;
+	pthread_cond_signal(&ctx->inval_cond);
+	pthread_mutex_unlock(&ctx->inval_lock);
+}
+
+/* Sends one notification; the kernel answers ENOENT for what it no longer caches. */
+static void inval_send(struct fs_ctx *ctx, const struct fs_inval *iv)
+{
+	int ret = 0;
+
+	switch (iv->kind) {
+	case FS_INVAL_ENTRY:
+		ret = fuse_lowlevel_notify_inval_entry(ctx->se, iv->ino, iv->name, strlen(iv->name));
+		break;
+	case FS_INVAL_ATTR:
+		ret = fuse_lowlevel_notify_inval_inode(ctx->se, iv->ino, -1, 0);
+		break;
+	case FS_INVAL_DATA:
+		ret = fuse_lowlevel_notify_inval_inode(ctx->se, iv->ino, 0, 0);
+		break;
+	case FS_INVAL_SUBTREE:
+		fs_node_revalidate_subtree(ctx, fs_node_from_ino(ctx, iv->ino));
+		return;		/* the item's ref is given back there */
+	}
+	if (ret < 0 && ret != -ENOENT)
+		fs_trace(ctx, "invalidate %lu %s: %s", (unsigned long)iv->ino, iv->name,
+			 strerror(-ret));
+}
+
+static void *inval_main(void *arg)
+{
+	struct fs_ctx *ctx = arg;
+
+	pthread_mutex_lock(&ctx->inval_lock);
+	for (;;) {
+		struct fs_inval *iv;
+
+		while (!ctx->inval_head && !ctx->inval_foreign && !ctx->inval_stop)
+			pthread_cond_wait(&ctx->inval_cond, &ctx->inval_lock);
+		if (ctx->inval_stop)
+			break;
+		if (ctx->inval_foreign) {
+			ctx->inval_foreign = false;
+			pthread_mutex_unlock(&ctx->inval_lock);
+			fs_node_revalidate_all(ctx);
+			pthread_mutex_lock(&ctx->inval_lock);
+			continue;
+		}
+		iv = ctx->inval_head;
+		ctx->inval_head = iv->next;
+		if (!ctx->inval_head)
+			ctx->inval_tail = NULL;
+		pthread_mutex_unlock(&ctx->inval_lock);
+		inval_send(ctx, iv);
+		free(iv);
+		pthread_mutex_lock(&ctx->inval_lock);
+	}
+	pthread_mutex_unlock(&ctx->inval_lock);
+	return NULL;
+}
+
+int fs_inval_start(struct fs_ctx *ctx)
+{
+	int ret;
+
+	pthread_mutex_lock(&ctx->inval_lock);
+	ret = pthread_create(&ctx->inval_thread, NULL, inval_main, ctx);
+	ctx->inval_started = ret == 0;
+	pthread_mutex_unlock(&ctx->inval_lock);
+	return -ret;
+}
+
+void fs_inval_stop(struct fs_ctx *ctx)
+{
+	struct fs_inval *iv, *next;
+
+	pthread_mutex_lock(&ctx->inval_lock);
+	if (!ctx->inval_started) {
+		pthread_mutex_unlock(&ctx->inval_lock);
+		return;
+	}
+	ctx->inval_stop = true;
+	pthread_cond_signal(&ctx->inval_cond);
+	pthread_mutex_unlock(&ctx->inval_lock);
+	pthread_join(ctx->inval_thread, NULL);
+	for (iv = ctx->inval_head; iv; iv = next) {
+		next = iv->next;
+		inval_free(ctx, iv);
+	}
+	ctx->inval_head = ctx->inval_tail = NULL;
+	ctx->inval_started = false;
+}
+
+/* ---- noticing other processes' commits ---- */
+
+void fs_write_begin(struct fs_ctx *ctx)
+{
+	uint64_t gen;
+
+	pthread_mutex_lock(&ctx->gen_lock);
+	gen = model_generation(ctx->model);
+	if (gen != ctx->gen_known)
+		ctx->gen_foreign = true;
+	ctx->gen_known = gen;
+}
+
+void fs_write_end(struct fs_ctx *ctx, int ret)
+{
+	uint64_t gen = model_generation(ctx->model);
+
+	/* A call commits at most one transaction, and none when it fails. */
+	if (gen - ctx->gen_known > (ret < 0 ? 0u : 1u))
+		ctx->gen_foreign = true;
+	ctx->gen_known = gen;
+	pthread_mutex_unlock(&ctx->gen_lock);
+}
+
+int fs_write_path(struct fs_ctx *ctx, struct fs_node *node, const char *name, char **out)
+{
+	int ret;
+
+	fs_write_begin(ctx);
+	ret = fs_node_path(ctx, node, name, out);
+	if (ret < 0)
+		fs_write_end(ctx, ret);
+	return ret;
+}
+
+/* true once per change of the store by another process. */
+static bool store_changed_elsewhere(struct fs_ctx *ctx)
+{
+	uint64_t gen;
+	bool changed;
+
+	pthread_mutex_lock(&ctx->gen_lock);
+	gen = model_generation(ctx->model);
+	changed = ctx->gen_foreign || gen != ctx->gen_known;
+	ctx->gen_known = gen;
+	ctx->gen_foreign = false;
+	pthread_mutex_unlock(&ctx->gen_lock);
+	return changed;
+}
+
+/*
+ * A reader killed mid-transaction (kvfs dump | head) leaves its slot behind:
+ * LMDB then keeps every page freed after its snapshot, so the file grows on
+ * each write until the slots run out. Clearing such slots is cheap (a
+ * kill(pid, 0) per slot), so the watcher does it every few seconds.
+ */
+static void readers_check(struct fs_ctx *ctx)
+{
+	unsigned cleared = 0;
+
+	if (model_readers_check(ctx->model, &cleared) < 0)
+		fs_log(ctx, LOG_WARNING, "cannot check the store's reader table");
+	else if (cleared)
+		fs_log(ctx, LOG_INFO, "cleared %u reader slots of dead processes", cleared);
+}
+
+static void *watch_main(void *arg)
+{
+	struct fs_ctx *ctx = arg;
+	struct timespec until;
+	unsigned ticks = 0;
+
+	pthread_mutex_lock(&ctx->watch_lock);
+	while (!ctx->watch_stop) {
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_nsec += FS_WATCH_MS * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_nsec -= 1000000000L;
+			until.tv_sec++;
+		}
+		while (!ctx->watch_stop &&
+		       pthread_cond_timedwait(&ctx->watch_cond, &ctx->watch_lock, &until) != ETIMEDOUT)
+			;
+		if (ctx->watch_stop)
+			break;
+		pthread_mutex_unlock(&ctx->watch_lock);
+		if (++ticks % FS_READERS_CHECK_TICKS == 0)
+			readers_check(ctx);
+		if (store_changed_elsewhere(ctx)) {
+			fs_trace(ctx, "the store changed elsewhere: invalidating");
+			fs_inval_foreign(ctx);
+		}
+		pthread_mutex_lock(&ctx->watch_lock);
+	}
+	pthread_mutex_unlock(&ctx->watch_lock);
+	return NULL;
+}
+
+int fs_watch_start(struct fs_ctx *ctx)
+{
+	int ret;
+
+	pthread_mutex_lock(&ctx->gen_lock);
+	ctx->gen_known = model_generation(ctx->model);
+	pthread_mutex_unlock(&ctx->gen_lock);
+	pthread_mutex_lock(&ctx->watch_lock);
+	ret = pthread_create(&ctx->watch_thread, NULL, watch_main, ctx);
+	ctx->watch_started = ret == 0;
+	pthread_mutex_unlock(&ctx->watch_lock);
+	return -ret;
+}
+
+void fs_watch_stop(struct fs_ctx *ctx)
+{
+	pthread_mutex_lock(&ctx->watch_lock);
+	if (!ctx->watch_started) {
+		pthread_mutex_unlock(&ctx->watch_lock);
+		return;
+	}
+	ctx->watch_stop = true;
+	pthread_cond_signal(&ctx->watch_cond);
+	pthread_mutex_unlock(&ctx->watch_lock);
+	pthread_join(ctx->watch_thread, NULL);
+	ctx->watch_started = false;
+}

@@ -1,0 +1,295 @@
+/*
+ * fs/names.c - operations on names: create, mkdir, mknod, unlink, rmdir,
+ * rename (links and symlinks are refused). Each takes its path inside the
+ * write section and moves the node table before the section ends.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fs/fs_int.h"
+
+/*
+ * Starts an operation that changes name in the directory parent: on success
+ * the write section is open (fs_write_path) and the caller ends it.
+ */
+static int name_begin(fuse_req_t req, fuse_ino_t parent, const char *name, const char *what,
+		      struct fs_node **dir, char **path)
+{
+	struct fs_ctx *ctx = fs_req_ctx(req);
+	int ret;
+
+	*dir = fs_node_from_ino(ctx, parent);
+	if (ctx->read_only)
+		return -EROFS;
+	ret = fs_write_path(ctx, *dir, name, path);
+	if (ret < 0)
+		return ret;
+	fs_trace(ctx, "%s %s", what, *path);
+	return 0;
+}
+
+/*
+ * Ends what name_begin started for an operation that makes a new entry:
+ * closes the write section, replies with the entry or the error, frees path.
+ */
+static void name_end_entry(fuse_req_t req, struct fs_node *dir, const char *name, char *path,
+			   int ret, const struct model_error *err)
+{
+	struct fs_ctx *ctx = fs_req_ctx(req);
+
+	fs_write_end(ctx, ret);
+	if (ret < 0) {
+		fs_log_model(ctx, ret, err, path);
+		fs_reply_err(req, ret);
+	} else {
+		fs_reply_entry_for(req, ctx, dir, name, path);
+	}
+	free(path);
+}
+
+void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	struct fs_ctx *ctx = fs_req_ctx(req);
+	struct model_error err = { { 0 } };
+	struct fs_node *dir;
+	char *path;
+	int ret = name_begin(req, parent, name, "mkdir", &dir, &path);
+
+	(void)mode;
+	if (ret < 0) {
+		fs_reply_err(req, ret);
+		return;
+	}
+	ret = model_mkdir(ctx->model, path, MODEL_KIND_OBJECT, &err);
+	name_end_entry(req, dir, name, path, ret, &err);
+}
+
+/* Regular files only: devices, FIFOs and sockets cannot be stored. */
+void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		 dev_t rdev)
+{
+	struct fs_ctx *ctx = fs_req_ctx(req);
+	struct model_error err = { { 0 } };
+	struct fs_node *dir;
+	char *path;
+	int ret;
+
+	(void)rdev;
+	if (!S_ISREG(mode)) {
+		fs_reply_err(req, -EPERM);
+		return;
+	}
+	ret = name_begin(req, parent, name, "mknod", &dir, &path);
+	if (ret < 0) {
+		fs_reply_err(req, ret);
+		return;
+	}
+	ret = model_create(ctx->model, path, &err);
+	name_end_entry(req, dir, name, path, ret, &err);
+}
+
+void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		  struct fuse_file_info *fi)
+{
+	struct fs_ctx *ctx = fs_req_ctx(req);
+	struct fs_node *dir = fs_node_from_ino(ctx, parent);
+	struct model_error err = { { 0 } };
+	struct fuse_entry_param e;
+	struct fs_file *f = NULL;
+	bool view = fs_name_is_view(name, strlen(name));
+	char *path;
+	int ret = !S_ISREG(mode) ? -EPERM : ctx->read_only ? -EROFS : 0;
+
+	if (ret == 0)
+		ret = fs_write_path(ctx, dir, name, &path);
+	if (ret < 0)
+		goto out_reply;
+	fs_trace(ctx, "create %s", path);
+	ret = model_create(ctx->model, path, &err);
+	fs_write_end(ctx, ret);
+	if (ret == -EINVAL && !view) {
+		/* a name that is no index in an array; -EINVAL: dir is no array */
+		int r = fs_tmp_create(ctx, dir, name, fi, &e, &f);
+
+		if (r == 0) {
+			fs_trace(ctx, "pending file %s", path);
+			goto out_reply_create;
+		}
+		if (r != -EINVAL)
+			ret = r;
+	}
+	if (ret == -EEXIST && !(fi->flags & O_EXCL))
+		view = false;	/* made meanwhile (by the CLI): open what is there */
+	else if (ret < 0) {
+		fs_log_model(ctx, ret, &err, path);
+		goto out_free;
+	}
+	if (view) {
+		/* A view is only checked: it exists once its first content is committed. */
+		struct fs_node *node;
+
+		pthread_mutex_lock(&ctx->lock);
+		node = fs_node_child_locked(ctx, dir, name, true);
+		pthread_mutex_unlock(&ctx->lock);
+		if (!node) {
+			ret = -ENOMEM;
+			goto out_free;
+		}
+		ret = fs_view_pending_open(ctx, node, fi, &f);
+		if (ret < 0) {
+			pthread_mutex_lock(&ctx->lock);
+			fs_node_drop_unused_locked(ctx, node);
+			pthread_mutex_unlock(&ctx->lock);
+			goto out_free;
+		}
+	}
+	ret = fs_entry_make(ctx, dir, name, path, &e);
+	if (ret < 0)
+		goto out_file;
+	if (!f) {
+		ret = fs_file_open(ctx, fs_node_from_ino(ctx, e.ino), path, fi, &f);
+		if (ret < 0) {
+			fs_node_forget(ctx, e.ino, 1);
+			goto out_free;
+		}
+	}
+out_reply_create:
+	free(path);
+	if (fuse_reply_create(req, &e, fi) < 0) {
+		fs_file_put(ctx, f);
+		fs_node_forget(ctx, e.ino, 1);
+	}
+	return;
+
+out_file:
+	if (f)
+		fs_file_put(ctx, f);
+out_free:
+	free(path);
+out_reply:
+	fs_reply_err(req, ret);
+}
+
+static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, unsigned flags,
+			const char *what)
+{
+	struct fs_ctx *ctx = fs_req_ctx(req);
+	struct model_error err = { { 0 } };
+	struct fs_node *dir, *node;
+	char *path;
+	int ret = name_begin(req, parent, name, what, &dir, &path);
+
+	if (ret < 0) {
+		fs_reply_err(req, ret);
+		return;
+	}
+	ret = model_remove(ctx->model, path, flags, &err);
+	pthread_mutex_lock(&ctx->lock);
+	node = ret == 0 ? fs_node_child_locked(ctx, dir, name, false) : NULL;
+	if (node)
+		fs_node_ref_locked(node);
+	pthread_mutex_unlock(&ctx->lock);
+	if (ret == 0)
+		fs_node_detach(ctx, dir, name);	/* before a committer can take the path */
+	fs_write_end(ctx, ret);
+	if (ret < 0)
+		fs_log_model(ctx, ret, &err, path);
+	else
+		fs_inval_name(ctx, dir, name);
+	if (node) {
+		fs_want_type_clear(ctx, node);
+		fs_node_drop_pending_below(ctx, node);	/* pending files in a removed array */
+		pthread_mutex_lock(&ctx->lock);
+		fs_node_unref_locked(ctx, node);
+		pthread_mutex_unlock(&ctx->lock);
+	}
+	free(path);
+	fs_reply_err(req, ret);
+}
+
+void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fs_ctx *ctx = fs_req_ctx(req);
+
+	if (!ctx->read_only && fs_tmp_unlink(ctx, fs_node_from_ino(ctx, parent), name)) {
+		fs_trace(ctx, "unlink pending file %s", name);
+		fs_reply_err(req, 0);
+		return;
+	}
+	remove_name(req, parent, name, MODEL_REMOVE_LEAF, "unlink");
+}
+
+void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	remove_name(req, parent, name, MODEL_REMOVE_DIR, "rmdir");
+}
+
+void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		  fuse_ino_t newparent, const char *newname, unsigned int flags)
+{
+	struct fs_ctx *ctx = fs_req_ctx(req);
+	struct model_error err = { { 0 } };
+	struct fs_node *dir, *newdir = fs_node_from_ino(ctx, newparent);
+	unsigned mflags = 0;
+	char *from, *to = NULL;
+	int ret;
+
+	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
+		fs_reply_err(req, -EINVAL);	/* RENAME_WHITEOUT: no overlay upper layers here */
+		return;
+	}
+	if (flags & RENAME_NOREPLACE)
+		mflags |= MODEL_RENAME_NOREPLACE;
+	if (flags & RENAME_EXCHANGE)
+		mflags |= MODEL_RENAME_EXCHANGE;
+	ret = ctx->read_only ? -EROFS :
+	      fs_tmp_rename(ctx, fs_node_from_ino(ctx, parent), name, newdir, newname, flags);
+	if (ret != 1) {
+		fs_reply_err(req, ret);	/* a pending file: committed or moved */
+		return;
+	}
+	ret = name_begin(req, parent, name, "rename", &dir, &from);
+	if (ret < 0) {
+		fs_reply_err(req, ret);
+		return;
+	}
+	ret = fs_node_path(ctx, newdir, newname, &to);
+	if (ret == 0)
+		ret = model_rename(ctx->model, from, to, mflags, &err);
+	/* The table moves before the section ends: committers then take the new path. */
+	if (ret == 0)
+		fs_node_move(ctx, dir, name, newdir, newname, flags & RENAME_EXCHANGE);
+	fs_write_end(ctx, ret);
+	if (ret < 0) {
+		fs_log_model(ctx, ret, &err, to ? to : from);
+		goto out_free;
+	}
+	fs_inval_name(ctx, dir, name);
+	fs_inval_name(ctx, newdir, newname);
+	if (fs_name_is_view(newname, strlen(newname)))	/* the moved file is a view now */
+		fs_inval_entry(ctx, newparent, newname, strlen(newname));
+out_free:
+	free(from);
+	free(to);
+	fs_reply_err(req, ret);
+}
+
+void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	(void)link;
+	(void)parent;
+	(void)name;
+	fs_reply_err(req, -EPERM);	/* a store holds no links */
+}
+
+void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	(void)ino;
+	(void)newparent;
+	(void)newname;
+	fs_reply_err(req, -EPERM);
+}

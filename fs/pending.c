@@ -1,0 +1,323 @@
+/*
+ * fs/pending.c - pending files (struct fs_tmpfile): names that are no index,
+ * created in an array (rsync's ".0.XXXXXX", sed -i's "sedXXXXXX"), held only
+ * by the daemon until a rename commits them onto an index.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fs/fs_int.h"
+
+/* A canonical array index: "0", or decimal digits without a leading zero (docs/FORMAT.md). */
+static bool name_is_index(const char *name)
+{
+	size_t len = strlen(name);
+
+	if (len == 0 || len > 19 || (name[0] == '0' && len > 1))
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (name[i] < '0' || name[i] > '9')
+			return false;
+	return true;
+}
+
+/* Whether the directory node is an array (an empty array marker included). */
+static bool dir_is_array(struct fs_ctx *ctx, struct fs_node *dir)
+{
+	struct model_node n;
+	char *path;
+	bool array;
+
+	if (fs_node_path(ctx, dir, NULL, &path) < 0)
+		return false;
+	array = model_stat(ctx->model, path, 0, &n, NULL) == 0 && n.kind == MODEL_KIND_ARRAY;
+	free(path);
+	return array;
+}
+
+int fs_tmp_flush_locked(struct fs_ctx *ctx, struct fs_file *f)
+{
+	struct fs_tmpfile *t;
+	char *copy;
+	bool tmp;
+
+	pthread_mutex_lock(&ctx->lock);
+	tmp = f->node->tmp != NULL;
+	pthread_mutex_unlock(&ctx->lock);
+	if (!tmp)
+		return 0;
+	copy = malloc(f->len ? f->len : 1);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, f->buf ? f->buf : "", f->len);
+	pthread_mutex_lock(&ctx->lock);
+	t = f->node->tmp;
+	if (t) {
+		free(t->buf);
+		t->buf = copy;
+		t->len = f->len;
+		t->mtime_ns = f->wmtime_ns;
+		copy = NULL;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	free(copy);	/* renamed meanwhile: committed by the rename, nothing to keep */
+	f->dirty = f->trunc = false;
+	fs_file_publish(ctx, f);
+	return 1;
+}
+
+int fs_tmp_open(struct fs_ctx *ctx, struct fs_node *node, struct fuse_file_info *fi,
+		struct fs_file **out)
+{
+	struct fs_file *f = fs_file_new(ctx, node);
+	int ret = 0;
+
+	if (!f)
+		return -ENOMEM;
+	pthread_mutex_lock(&f->lock);
+	f->kind = FS_FILE_TMP;
+	f->writable = (fi->flags & O_ACCMODE) != O_RDONLY;
+	f->wmtime_ns = fs_now_ns();
+	if (f->writable && (fi->flags & O_TRUNC)) {
+		f->dirty = true;
+		fs_file_publish(ctx, f);
+	} else {
+		pthread_mutex_lock(&ctx->lock);
+		ret = node->tmp ? fs_file_resize(f, node->tmp->len) : -ENOENT;
+		if (ret == 0 && f->len)
+			memcpy(f->buf, node->tmp->buf, f->len);
+		pthread_mutex_unlock(&ctx->lock);
+	}
+	pthread_mutex_unlock(&f->lock);
+	if (ret < 0) {
+		fs_file_put(ctx, f);
+		return ret;
+	}
+	fi->direct_io = 1;	/* other opens may change it: no page cache */
+	fi->noflush = !f->writable;
+	fi->fh = (uintptr_t)f;
+	*out = f;
+	return 0;
+}
+
+int fs_tmp_create(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
+		  struct fuse_file_info *fi, struct fuse_entry_param *e, struct fs_file **out)
+{
+	struct fs_node *node;
+	bool made = false;
+	int ret = 0;
+
+	if (!dir_is_array(ctx, dir))
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	node = fs_node_child_locked(ctx, dir, name, true);
+	if (!node) {
+		pthread_mutex_unlock(&ctx->lock);
+		return -ENOMEM;
+	}
+	if (node->tmp && (fi->flags & O_EXCL))
+		ret = -EEXIST;
+	if (!node->tmp) {
+		node->tmp = calloc(1, sizeof(*node->tmp));
+		if (node->tmp) {
+			node->tmp->mtime_ns = fs_now_ns();
+			fs_node_ref_locked(node);	/* held while pending */
+			made = true;
+		} else {
+			ret = -ENOMEM;
+		}
+	}
+	fs_node_ref_locked(node);	/* pinned below */
+	pthread_mutex_unlock(&ctx->lock);
+	if (ret == 0)
+		ret = fs_tmp_open(ctx, node, fi, out);
+	memset(e, 0, sizeof(*e));
+	pthread_mutex_lock(&ctx->lock);
+	if (ret == 0) {
+		fs_tmp_stat_locked(ctx, node, &e->attr);
+		fs_stat_pending_locked(ctx, node, true, &e->attr);
+		node->nlookup++;
+		e->ino = fs_node_ino(ctx, node);	/* timeouts 0: asked again each time */
+	} else if (made) {
+		fs_node_tmp_drop_locked(ctx, node);
+	}
+	fs_node_unref_locked(ctx, node);
+	pthread_mutex_unlock(&ctx->lock);
+	return ret;
+}
+
+bool fs_tmp_unlink(struct fs_ctx *ctx, struct fs_node *dir, const char *name)
+{
+	struct fs_node *node;
+
+	pthread_mutex_lock(&ctx->lock);
+	node = fs_node_child_locked(ctx, dir, name, false);
+	if (!node || !node->tmp) {
+		pthread_mutex_unlock(&ctx->lock);
+		return false;
+	}
+	fs_node_ref_locked(node);
+	fs_node_tmp_drop_locked(ctx, node);
+	pthread_mutex_unlock(&ctx->lock);
+	fs_node_detach(ctx, dir, name);
+	pthread_mutex_lock(&ctx->lock);
+	fs_node_unref_locked(ctx, node);
+	pthread_mutex_unlock(&ctx->lock);
+	return true;
+}
+
+/* ctx->lock held. Drops the pending file newname in newdir that a rename replaces. */
+static int tmp_replace_locked(struct fs_ctx *ctx, struct fs_node *newdir, const char *newname,
+			      unsigned flags)
+{
+	struct fs_node *dst = fs_node_child_locked(ctx, newdir, newname, false);
+
+	if (!dst || !dst->tmp)
+		return 0;
+	if (flags & RENAME_NOREPLACE)
+		return -EEXIST;
+	fs_node_ref_locked(dst);
+	fs_node_tmp_drop_locked(ctx, dst);
+	fs_node_unref_locked(ctx, dst);
+	return 0;
+}
+
+/*
+ * Commits the pending file node (name in dir) as newname in newdir, with its
+ * type and mtime, in one transaction, and moves it there in the table
+ * before the write section ends.
+ */
+static int tmp_commit(struct fs_ctx *ctx, struct fs_node *node, struct fs_node *dir,
+		      const char *name, struct fs_node *newdir, const char *newname,
+		      unsigned flags)
+{
+	bool view = fs_name_is_view(newname, strlen(newname));
+	struct model_error err = { { 0 } };
+	enum model_type type = 0;
+	struct model_node n;
+	int64_t mtime = 0;
+	char *copy = NULL, *to;
+	size_t len = 0;
+	int ret;
+
+	pthread_mutex_lock(&ctx->lock);
+	if (node->tmp) {
+		len = node->tmp->len;
+		type = view ? 0 : node->tmp->type;
+		mtime = node->tmp->mtime_ns;
+		copy = malloc(len ? len : 1);
+		if (copy && len)
+			memcpy(copy, node->tmp->buf, len);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	if (!copy)
+		return -ENOMEM;
+	ret = fs_write_path(ctx, newdir, newname, &to);
+	if (ret < 0)
+		goto out_free;
+	if ((flags & RENAME_NOREPLACE) && model_stat(ctx->model, to, 0, &n, NULL) == 0)
+		ret = -EEXIST;
+	else
+		ret = model_write_at(ctx->model, to, copy, len, type, MODEL_WRITE_TEXT, mtime,
+				     &err);
+	if (ret == 0) {
+		pthread_mutex_lock(&ctx->lock);
+		fs_node_tmp_drop_locked(ctx, node);
+		pthread_mutex_unlock(&ctx->lock);
+		fs_node_move(ctx, dir, name, newdir, newname, false);
+	}
+	fs_write_end(ctx, ret);
+	if (ret < 0 && ret != -EEXIST)
+		fs_log_model(ctx, ret, &err, to);
+	free(to);
+out_free:
+	free(copy);
+	return ret;
+}
+
+int fs_tmp_rename(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
+		  struct fs_node *newdir, const char *newname, unsigned flags)
+{
+	bool view = fs_name_is_view(newname, strlen(newname));
+	struct fs_node *node;
+	int ret;
+
+	pthread_mutex_lock(&ctx->lock);
+	node = fs_node_child_locked(ctx, dir, name, false);
+	if (!node || !node->tmp) {
+		pthread_mutex_unlock(&ctx->lock);
+		return 1;
+	}
+	fs_node_ref_locked(node);
+	pthread_mutex_unlock(&ctx->lock);
+	ret = flags & RENAME_EXCHANGE ? -EINVAL : fs_node_commit_files(ctx, node);
+	if (ret < 0)
+		goto out_unref;
+	if (!view && !name_is_index(newname) && dir_is_array(ctx, newdir)) {
+		pthread_mutex_lock(&ctx->lock);
+		ret = tmp_replace_locked(ctx, newdir, newname, flags);
+		pthread_mutex_unlock(&ctx->lock);
+		if (ret == 0)
+			fs_node_move(ctx, dir, name, newdir, newname, false);
+		goto out_unref;
+	}
+	ret = tmp_commit(ctx, node, dir, name, newdir, newname, flags);
+	if (ret < 0)
+		goto out_unref;
+	fs_inval_node(ctx, fs_node_ino(ctx, node), FS_INVAL_ATTR);	/* the store's attributes now */
+	fs_inval_name(ctx, newdir, newname);
+	if (view)
+		fs_inval_entry(ctx, fs_node_ino(ctx, newdir), newname, strlen(newname));
+out_unref:
+	pthread_mutex_lock(&ctx->lock);
+	fs_node_unref_locked(ctx, node);
+	pthread_mutex_unlock(&ctx->lock);
+	return ret;
+}
+
+int fs_tmp_truncate(struct fs_ctx *ctx, struct fs_node *node, off_t size)
+{
+	struct fs_tmpfile *t;
+	int ret = 0;
+
+	if ((uint64_t)size > FS_FILE_MAX)
+		return -EFBIG;
+	pthread_mutex_lock(&ctx->lock);
+	t = node->tmp;
+	if (t && (size_t)size > t->len) {
+		char *buf = realloc(t->buf, (size_t)size);
+
+		if (buf) {
+			memset(buf + t->len, 0, (size_t)size - t->len);
+			t->buf = buf;
+		} else {
+			ret = -ENOMEM;
+		}
+	}
+	if (t && ret == 0) {
+		t->len = (size_t)size;
+		t->mtime_ns = fs_now_ns();
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return t ? ret : 1;
+}
+
+bool fs_tmp_set_type(struct fs_ctx *ctx, struct fs_node *node, const char *name, int *ret)
+{
+	enum model_type type;
+	bool tmp;
+
+	*ret = model_type_parse(name, &type) < 0 ? -EINVAL : 0;
+	pthread_mutex_lock(&ctx->lock);
+	tmp = node->tmp != NULL;
+	if (tmp && *ret == 0)
+		node->tmp->type = type;
+	pthread_mutex_unlock(&ctx->lock);
+	if (!tmp)
+		*ret = 0;
+	return tmp;
+}

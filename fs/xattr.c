@@ -1,0 +1,300 @@
+/*
+ * fs/xattr.c - extended attributes (user.kvfs.type, user.kvfs.error,
+ * user.kvfs.pid and the refusal of every other name), a type kept for the
+ * next commit of an empty leaf, and statfs.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "fs/fs_int.h"
+
+#define FS_XATTR_TYPE "user.kvfs.type"
+
+/* Not listed, so that cp -a and rsync -X never copy them: */
+#define FS_XATTR_ERROR "user.kvfs.error"	/* the last refusal for a path (below a directory) */
+
+#define FS_XATTR_PID "user.kvfs.pid"		/* the root: the daemon's pid, for kvfs umount */
+
+void fs_op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct fs_ctx *ctx = fs_req_ctx(req);
+	struct statvfs sv, host;
+	struct model_info info;
+	uint64_t free_bytes = 0, files_free;
+	int ret = model_info(ctx->model, &info);
+
+	(void)ino;
+	if (ret < 0) {
+		fs_reply_err(req, ret);
+		return;
+	}
+	if (statvfs(ctx->store_dir, &host) == 0)
+		free_bytes = (uint64_t)host.f_bavail * host.f_frsize;
+	memset(&sv, 0, sizeof(sv));
+	sv.f_bsize = sv.f_frsize = 4096;
+	sv.f_blocks = (info.used_bytes + free_bytes) / 4096;
+	sv.f_bfree = sv.f_bavail = free_bytes / 4096;
+	files_free = free_bytes / 64;	/* a small leaf takes some tens of bytes */
+	sv.f_files = info.entries + files_free;
+	sv.f_ffree = sv.f_favail = files_free;
+	sv.f_namemax = 255;
+	if (ctx->read_only)
+		sv.f_flag |= ST_RDONLY;
+	fuse_reply_statfs(req, &sv);
+}
+
+/* Replies to a get/list xattr request with value (len bytes) or its size. */
+static void reply_xattr_value(fuse_req_t req, size_t size, const char *value, size_t len)
+{
+	if (size == 0)
+		fuse_reply_xattr(req, len);
+	else if (size < len)
+		fs_reply_err(req, -ERANGE);
+	else
+		fuse_reply_buf(req, value, len);
+}
+
+static int node_type(struct fs_ctx *ctx, fuse_ino_t ino, char *buf, size_t cap)
+{
+	struct fs_node *node = fs_node_from_ino(ctx, ino);
+	struct model_error err = { { 0 } };
+	char *path;
+	bool tmp;
+	int ret;
+
+	pthread_mutex_lock(&ctx->lock);
+	tmp = node->tmp != NULL || node->want_type;
+	if (node->tmp)	/* a pending file: the type it will have (string unless set) */
+		snprintf(buf, cap, "%s", model_type_name(node->tmp->type ? node->tmp->type
+									 : MODEL_TYPE_STRING));
+	else if (node->want_type)
+		snprintf(buf, cap, "%s", model_type_name(node->want_type));
+	pthread_mutex_unlock(&ctx->lock);
+	if (tmp)
+		return 0;
+	ret = fs_node_path(ctx, node, NULL, &path);
+	if (ret < 0)
+		return ret;
+	ret = model_get_type(ctx->model, path, buf, cap, &err);
+	free(path);
+	return ret;
+}
+
+/* user.kvfs.error: a leaf's own last refusal; a directory's, of anything below it. */
+static void reply_error_xattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct fs_ctx *ctx = fs_req_ctx(req);
+	struct fs_node *node = fs_node_from_ino(ctx, ino);
+	char msg[sizeof(ctx->errors[0].msg)], *path;
+	bool dir, found;
+	int ret = fs_node_path(ctx, node, NULL, &path);
+
+	if (ret < 0) {
+		fs_reply_err(req, ret);
+		return;
+	}
+	pthread_mutex_lock(&ctx->lock);
+	dir = node == &ctx->root || (node->kind_known && node->is_dir);
+	pthread_mutex_unlock(&ctx->lock);
+	found = fs_error_find(ctx, path, dir, msg, sizeof(msg));
+	free(path);
+	if (!found)
+		fs_reply_err(req, -ENODATA);
+	else
+		reply_xattr_value(req, size, msg, strlen(msg));
+}
+
+void fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	struct fs_ctx *ctx = fs_req_ctx(req);
+	char type[64];
+	int ret;
+
+	if (strcmp(name, FS_XATTR_ERROR) == 0) {
+		reply_error_xattr(req, ino, size);
+		return;
+	}
+	if (strcmp(name, FS_XATTR_PID) == 0 && ino == FUSE_ROOT_ID) {
+		snprintf(type, sizeof(type), "%ld", (long)getpid());
+		reply_xattr_value(req, size, type, strlen(type));
+		return;
+	}
+	if (strcmp(name, FS_XATTR_TYPE) != 0) {
+		/*
+		 * Only the user namespace exists here. ENOTSUP for security.* and
+		 * system.* (SELinux labels, POSIX ACLs) lets ls -l, cp -a and
+		 * rsync remember that the filesystem has none, instead of asking
+		 * for every file (three round trips per file for ls -l).
+		 */
+		fs_reply_err(req, strncmp(name, "user.", 5) == 0 ? -ENODATA : -ENOTSUP);
+		return;
+	}
+	ret = node_type(ctx, ino, type, sizeof(type));
+	if (ret == -ENOENT || ret == -EINVAL)
+		ret = -ENODATA;	/* views and unsaved files have no type yet */
+	if (ret < 0)
+		fs_reply_err(req, ret);
+	else
+		reply_xattr_value(req, size, type, strlen(type));
+}
+
+void fs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	static const char list[] = FS_XATTR_TYPE;	/* one name and its NUL */
+	struct fs_ctx *ctx = fs_req_ctx(req);
+	char type[64];
+	int ret = node_type(ctx, ino, type, sizeof(type));
+
+	if (ret < 0)
+		reply_xattr_value(req, size, "", 0);
+	else
+		reply_xattr_value(req, size, list, sizeof(list));
+}
+
+void fs_want_type_clear(struct fs_ctx *ctx, struct fs_node *node)
+{
+	pthread_mutex_lock(&ctx->lock);
+	if (node->want_type) {
+		node->want_type = 0;
+		fs_node_unref_locked(ctx, node);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+/*
+ * A type that an empty leaf's text cannot take yet (tar --xattrs sets it
+ * before writing the content): kept for the next commit. true when kept.
+ */
+static bool want_type_later(struct fs_ctx *ctx, struct fs_node *node, const char *path,
+			    const char *name)
+{
+	enum model_type type;
+	struct model_node n;
+
+	if (model_type_parse(name, &type) < 0 ||
+	    model_stat(ctx->model, path, 0, &n, NULL) < 0 ||
+	    n.kind != MODEL_KIND_LEAF || n.size != 0)
+		return false;
+	pthread_mutex_lock(&ctx->lock);
+	if (!node->want_type)
+		fs_node_ref_locked(node);	/* kept while the kernel may forget the node */
+	node->want_type = type;
+	pthread_mutex_unlock(&ctx->lock);
+	return true;
+}
+
+void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+		    size_t size, int flags)
+{
+	struct fs_ctx *ctx = fs_req_ctx(req);
+	struct fs_node *node = fs_node_from_ino(ctx, ino);
+	struct model_error err = { { 0 } };
+	char type[64], *path;
+	int ret;
+
+	if (strcmp(name, FS_XATTR_TYPE) != 0) {
+		fs_reply_err(req, -ENOTSUP);	/* cp -a, rsync -X: skipped quietly */
+		return;
+	}
+	if (ctx->read_only) {
+		fs_reply_err(req, -EROFS);
+		return;
+	}
+	if (flags & XATTR_CREATE) {
+		fs_reply_err(req, -EEXIST);	/* every node has a type */
+		return;
+	}
+	if (size >= sizeof(type)) {
+		fs_reply_err(req, -EINVAL);
+		return;
+	}
+	memcpy(type, value, size);
+	type[size] = '\0';
+	ret = fs_node_commit_files(ctx, node);
+	if (ret == 0 && fs_tmp_set_type(ctx, node, type, &ret)) {
+		fs_reply_err(req, ret);
+		return;
+	}
+	if (ret == 0)
+		ret = fs_write_path(ctx, node, NULL, &path);
+	if (ret < 0) {
+		fs_reply_err(req, ret);
+		return;
+	}
+	fs_trace(ctx, "set type %s %s", path, type);
+	ret = model_set_type(ctx->model, path, type, &err);
+	if (ret == 0)
+		fs_want_type_clear(ctx, node);	/* applied now: nothing kept for later */
+	else if (ret == -EINVAL && want_type_later(ctx, node, path, type))
+		ret = 0;
+	fs_write_end(ctx, ret);
+	if (ret < 0) {
+		fs_log_model(ctx, ret, &err, path);
+	} else {
+		/* The text or the children's names may read differently now. */
+		fs_inval_node(ctx, ino, FS_INVAL_DATA);
+		fs_inval_subtree(ctx, node);
+	}
+	free(path);
+	fs_reply_err(req, ret);
+}
+
+/*
+ * Removing the type gives the node the type a new one would get (rsync -X
+ * from a tree without xattrs removes every name it does not have): a
+ * directory becomes an object, a leaf's text is inferred as a new file's.
+ */
+void fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	struct fs_ctx *ctx = fs_req_ctx(req);
+	struct fs_node *node = fs_node_from_ino(ctx, ino);
+	struct model_error err = { { 0 } };
+	bool tmp, view;
+	char *path;
+	int ret;
+
+	if (strcmp(name, FS_XATTR_TYPE) != 0) {
+		fs_reply_err(req, strncmp(name, "user.", 5) == 0 ? -ENODATA : -ENOTSUP);
+		return;
+	}
+	if (ctx->read_only) {
+		fs_reply_err(req, -EROFS);
+		return;
+	}
+	ret = fs_node_commit_files(ctx, node);
+	pthread_mutex_lock(&ctx->lock);
+	tmp = node->tmp != NULL;
+	if (tmp)
+		node->tmp->type = 0;	/* a pending file: typed as unset at its commit */
+	view = node != &ctx->root && fs_name_is_view(node->name, strlen(node->name));
+	pthread_mutex_unlock(&ctx->lock);
+	if (ret == 0 && (tmp || view)) {
+		fs_reply_err(req, tmp ? 0 : -ENODATA);	/* a view has no type */
+		return;
+	}
+	if (ret == 0)
+		ret = fs_write_path(ctx, node, NULL, &path);
+	if (ret < 0) {
+		fs_reply_err(req, ret);
+		return;
+	}
+	fs_trace(ctx, "reset type %s", path);
+	fs_want_type_clear(ctx, node);
+	ret = model_reset_type(ctx->model, path, &err);
+	fs_write_end(ctx, ret);
+	if (ret < 0) {
+		fs_log_model(ctx, ret, &err, path);
+	} else {
+		fs_inval_node(ctx, ino, FS_INVAL_DATA);
+		fs_inval_subtree(ctx, node);
+	}
+	free(path);
+	fs_reply_err(req, ret);
+}
