@@ -168,6 +168,12 @@ bool cli_parse_open(struct cli_parse *p, enum cli_open_mode mode, bool *flag,
  * closes the store like after any error (no message is printed then).
  */
 void cli_signals_catch(void);
+/*
+ * Every verb but mount: a SIGBUS (LMDB reading a page that a damaged store
+ * places past the end of its file) prints that the store is damaged and
+ * exits with CLI_EXIT_FAIL instead of dying by the signal.
+ */
+void cli_damage_catch(void);
 /* The signal recorded by the handler, 0 if none. */
 int cli_signal_caught(void);
 /*

@@ -190,5 +190,7 @@ int main(int argc, char **argv)
 		cli_fail("unknown verb '%s' (see kvfs --help)", argv[1]);
 		return CLI_EXIT_USAGE;
 	}
+	if (strcmp(verb->name, "mount") != 0)
+		cli_damage_catch();	/* the daemon keeps the default: see cli.h */
 	return cli_signals_finish(cli_finish_stdout(verb->run(verb, argc - 1, argv + 1)));
 }
