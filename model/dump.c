@@ -15,6 +15,8 @@
 static const char *const space_names[STORE_SPACE_COUNT] = {
 	[STORE_SPACE_META] = "meta",
 	[STORE_SPACE_DATA] = "data",
+	[STORE_SPACE_SCHEMA] = "schema",
+	[STORE_SPACE_INDEX] = "index",
 };
 
 /* ---- dump ---- */
@@ -196,7 +198,7 @@ static int load_format(struct store_txn *txn, struct load *l, const struct strbu
 	const uint8_t *v = (const uint8_t *)val->buf;
 
 	if (val->len != 4 || v[0] || v[1] || v[2] || v[3] < 1 || v[3] > STORE_FORMAT_VERSION)
-		return load_fail(l, "the dump's format version is not 1 or 2");
+		return load_fail(l, "the dump's format version is not 1, 2 or 3");
 	l->format = v[3];
 	return store_set_format(txn, STORE_FORMAT_VERSION);
 }
@@ -212,7 +214,7 @@ static int load_data(struct store_txn *txn, struct load *l, const struct strbuf 
 
 	if (l->format == 0)
 		return load_fail(l, "data before the meta format line");
-	if (l->format == STORE_FORMAT_VERSION) {
+	if (l->format >= 2) {
 		if (leaf_record_verify(l->format, key->buf, key->len, val->buf ? val->buf : "",
 				       val->len, &body_len) < 0)
 			return load_fail(l, "checksum mismatch");
