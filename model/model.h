@@ -209,6 +209,11 @@ int model_dump(struct model *m, FILE *out, struct model_error *err);
 int model_load(struct model *m, FILE *in, struct model_error *err);
 /* Verifies every key and value; prints one line per problem; *problems counts them. */
 int model_check(struct model *m, FILE *report, uint64_t *problems, struct model_error *err);
+/*
+ * True when err is a unique index's refusal: an EEXIST that, unlike the
+ * one mkdir -p sees, a user should be told about.
+ */
+bool model_error_is_unique_clash(const struct model_error *err);
 /* Rebuilds every index from the rows (refused like a write when a row breaks a rule). */
 int model_check_repair(struct model *m, struct model_error *err);
 

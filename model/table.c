@@ -15,6 +15,7 @@
 
 #define SCHEMA_VERSION 1
 #define SCHEMA_BODY_MAX 65536
+#define UNIQUE_CLASH "unique index"	/* how a clash's message names it */
 
 /* ---- schema records ---- */
 
@@ -584,6 +585,11 @@ static int fail_row(struct table_txn *tt, int ret, const uint8_t *row, size_t le
 	return ret;
 }
 
+bool model_error_is_unique_clash(const struct model_error *err)
+{
+	return err && strstr(err->msg, ": " UNIQUE_CLASH " ") != NULL;
+}
+
 static const char *col_type_name(enum table_col_type t)
 {
 	static const char *const names[] = { "?", "string", "integer", "double", "number",
@@ -818,8 +824,8 @@ static int entries_insert(struct store_txn *txn, struct table_txn *tt,
 			if (ret == 1) {
 				strbuf_init(&p);
 				entry_row_path(s, (const uint8_t *)other.buf, other.len, vend, &p);
-				ret = fail_row(tt, -EEXIST, row, len, "unique index %s: %s has the "
-					       "same %s", x->name, p.buf ? p.buf : "?", x->fields[0]);
+				ret = fail_row(tt, -EEXIST, row, len, UNIQUE_CLASH " %s: %s has "
+					       "the same %s", x->name, p.buf ? p.buf : "?", x->fields[0]);
 				strbuf_release(&p);
 				break;
 			}
