@@ -60,6 +60,8 @@ static int dump_space(struct store_txn *txn, enum store_space space, FILE *out,
 	struct store_val k, v;
 	int ret = store_scan_open(txn, space, NULL, 0, &scan);
 
+	if (ret == -ENOENT)
+		return 0;	/* a read-only open of an older store: not there yet */
 	if (ret < 0)
 		return ret;
 	while ((ret = store_scan_next(scan, &k, &v)) == 1) {
