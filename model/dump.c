@@ -53,6 +53,24 @@ static int dump_verify(struct store_txn *txn, const struct store_val *k,
 	return -EIO;
 }
 
+/* A schema record is sealed like a data record (docs/FORMAT.md, tables). */
+static int dump_verify_schema(const struct store_val *k, const struct store_val *v,
+			      struct model_error *err)
+{
+	size_t body_len;
+	struct strbuf path;
+
+	if (leaf_record_verify(STORE_FORMAT_VERSION, k->data, k->len, v->data, v->len,
+			       &body_len) == 0)
+		return 0;
+	strbuf_init(&path);
+	tree_key_to_path(k->data, k->len, &path);
+	tree_fail(err, -EIO, "dump: %s: corrupt table schema record (bad checksum; run kvfs "
+		  "check)", path.buf ? path.buf : "?");
+	strbuf_release(&path);
+	return -EIO;
+}
+
 static int dump_space(struct store_txn *txn, enum store_space space, FILE *out,
 		      uint64_t *count, struct model_error *err)
 {
@@ -69,6 +87,10 @@ static int dump_space(struct store_txn *txn, enum store_space space, FILE *out,
 			ret = dump_verify(txn, &k, &v, err);
 			if (ret < 0)
 				break;
+		}
+		if (space == STORE_SPACE_SCHEMA && dump_verify_schema(&k, &v, err) < 0) {
+			ret = -EIO;
+			break;
 		}
 		fprintf(out, "%s ", space_names[space]);
 		put_hex(out, k.data, k.len);
@@ -255,6 +277,10 @@ static int load_record(struct store_txn *txn, struct load *l, const char *line, 
 		return load_format(txn, l, val);
 	if (space == STORE_SPACE_DATA)
 		return load_data(txn, l, key, val);
+	if (space == STORE_SPACE_SCHEMA &&
+	    leaf_record_verify(STORE_FORMAT_VERSION, key->buf, key->len, val->buf ? val->buf : "",
+			       val->len, &(size_t){ 0 }) < 0)
+		return load_fail(l, "checksum mismatch");
 	return store_put(txn, (enum store_space)space, key->buf, key->len,
 			 val->len ? val->buf : "", val->len);
 }

@@ -207,6 +207,9 @@ static int rename_txn(struct store_txn *txn, void *arg)
 		ret = tree_fail(op->err, -EINVAL, "%s: cannot move into itself", op->to);
 		goto out_free;
 	}
+	ret = table_check_move(txn, src->key, src->len, op->from, op->err);
+	if (ret < 0)
+		goto out_free;
 	if (dst->is_view)
 		ret = rename_onto_view(txn, op, src, &s, dst);
 	else if (dst->len != src->len || memcmp(dst->key, src->key, src->len) != 0)

@@ -121,6 +121,13 @@ int table_txn_commit(struct store_txn *txn, struct table_txn *tt);
  */
 int table_touch(struct store_txn *txn, const uint8_t *key, size_t len, bool subtree);
 
+/*
+ * -EBUSY with a message when key[0..len] is a table or holds one: moving a
+ * table directory would leave its declaration behind (not supported).
+ */
+int table_check_move(struct store_txn *txn, const uint8_t *key, size_t len, const char *what,
+		     struct model_error *err);
+
 /* kvfs check: reports index/row disagreement through fn; repair rebuilds. */
 typedef void (*table_report_fn)(void *arg, const uint8_t *key, size_t len, const char *msg);
 int table_check(struct store_txn *txn, table_report_fn fn, void *arg, uint64_t *entries);

@@ -103,6 +103,12 @@ people() {
 	run -1 mv "$MNT/archive/zed" "$MNT/people/zed"
 	[ -e "$MNT/archive/zed" ]
 	run -0 kvfs check "$STORE"
+	# a table directory itself does not move (its declaration would stay behind)
+	run -1 mv "$MNT/people" "$MNT/folks"
+	run -0 err "$MNT"
+	assert_output --partial 'moving a table is not supported'
+	run -0 kvfs find "$STORE" /people by_email ann@x
+	assert_output 'ann'
 }
 
 @test "rm of a row and rm -r of the table clear their index entries" {
@@ -250,6 +256,13 @@ people() {
 	assert_output 'bob'
 	run -1 kvfs put "$BATS_TEST_TMPDIR/s2" /people/bob/email ann@x
 	assert_output --partial 'unique index by_email'
+	# a schema record is sealed: a changed one is refused by load
+	sed '/^schema /s/.$/x/; /^schema /s/x$/0/' "$BATS_TEST_TMPDIR/d" >"$BATS_TEST_TMPDIR/d2"
+	if cmp -s "$BATS_TEST_TMPDIR/d" "$BATS_TEST_TMPDIR/d2"; then
+		sed -i '/^schema /s/.$/1/' "$BATS_TEST_TMPDIR/d2"
+	fi
+	run -1 kvfs load "$BATS_TEST_TMPDIR/s3" "$BATS_TEST_TMPDIR/d2"
+	assert_output --partial 'checksum mismatch'
 	# a format-2 store: data only, format 2; read-only verbs see no tables,
 	# a write upgrades it to 3 and tables work
 	local old=$BATS_TEST_TMPDIR/old
