@@ -498,16 +498,21 @@ static bool is_under(const struct table_schema *s, const uint8_t *key, size_t le
 static int row_touch(struct store_txn *txn, struct table_txn *tt, int t, const uint8_t *row,
 		     size_t len)
 {
+	struct tree_node n;
 	int ret = rows_add(tt, t, row, len);
 
-	if (ret != 0)
+	if (ret != 0 || tt->tables[t]->nidx == 0)
 		return ret < 0 ? ret : 0;
+	/* A new row has no entries yet: one lookup instead of one per field. */
+	ret = tree_lookup(txn, row, len, &n);
+	if (ret < 0 || !n.exists)
+		return ret;
 	return entries_delete(txn, tt->tables[t], row, len);
 }
 
 /* Touches every row under key[0..len] (a partial key: levels short of depth). */
 static int rows_touch_under(struct store_txn *txn, struct table_txn *tt, int t,
-			    const uint8_t *key, size_t len, int levels)
+			    const uint8_t *key, size_t len, int levels, bool emptied)
 {
 	struct store_scan *scan;
 	struct store_val k, v;
@@ -518,10 +523,11 @@ static int rows_touch_under(struct store_txn *txn, struct table_txn *tt, int t,
 	if (ret < 0)
 		return ret;
 	while ((ret = store_scan_next_distinct(scan, levels, &k, &v, &end)) == 1) {
-		if (len > 0 && ((const uint8_t *)k.data)[len] == 0xff)
-			continue;	/* a sibling's escaped NUL, not under key */
+		if (k.len <= len || end <= len || ((const uint8_t *)k.data)[len] == 0xff)
+			continue;	/* key's own record, or a sibling's escaped NUL */
 		memcpy(row, k.data, end);
-		ret = row_touch(txn, tt, t, row, end);
+		/* emptied: the table's entries are all gone already */
+		ret = emptied ? rows_add(tt, t, row, end) : row_touch(txn, tt, t, row, end);
 		if (ret < 0)
 			break;
 	}
@@ -556,7 +562,7 @@ int table_touch(struct store_txn *txn, const uint8_t *key, size_t len, bool subt
 		if (n == s->key_depth)
 			ret = row_touch(txn, tt, t, key, row_end);
 		else if (subtree)
-			ret = rows_touch_under(txn, tt, t, key, len, s->key_depth - n);
+			ret = rows_touch_under(txn, tt, t, key, len, s->key_depth - n, false);
 		if (ret < 0)
 			return ret;
 	}
@@ -917,7 +923,7 @@ static int table_wiped(struct store_txn *txn, struct table_txn *tt, int t)
 		return ret;
 	if (n.exists) {
 		tt->wiped[t] = false;
-		return rows_touch_under(txn, tt, t, s->key, s->key_len, s->key_depth);
+		return rows_touch_under(txn, tt, t, s->key, s->key_len, s->key_depth, true);
 	}
 	for (int r = 0; r < tt->ntables; r++) {
 		const struct table_schema *o = tt->tables[r];
@@ -1061,8 +1067,9 @@ static int check_rows(struct store_txn *txn, struct table_txn *tt, int t, struct
 		return ret;
 	strbuf_init(&sb);
 	while ((ret = store_scan_next_distinct(scan, s->key_depth, &k, &v, &end)) == 1) {
-		if (((const uint8_t *)k.data)[s->key_len] == 0xff)
-			continue;
+		if (k.len <= s->key_len || end <= s->key_len ||
+		    ((const uint8_t *)k.data)[s->key_len] == 0xff)
+			continue;	/* an empty table's marker, or a sibling */
 		memcpy(row, k.data, end);
 		c->err.msg[0] = '\0';
 		if (check_columns(txn, tt, s, row, end) < 0 ||
