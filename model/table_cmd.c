@@ -217,6 +217,16 @@ static int index_add(struct store_txn *txn, struct table_op *op, const char *nam
 	return 0;
 }
 
+static int drop_entries(struct store_txn *txn, int64_t id)
+{
+	uint8_t pre[16];
+	struct tuple_writer w;
+
+	tuple_writer_init(&w, pre, sizeof(pre));
+	tuple_put_int(&w, id);
+	return store_del_prefix(txn, STORE_SPACE_INDEX, pre, w.len, NULL);
+}
+
 static int column_txn(struct store_txn *txn, void *arg)
 {
 	struct table_op *op = arg;
@@ -250,10 +260,14 @@ static int column_txn(struct store_txn *txn, void *arg)
 	if (slot == TABLE_COLUMNS_MAX)
 		return tree_fail(op->err, -ENOSPC, "%s: at most %d columns", op->path,
 				 TABLE_COLUMNS_MAX);
-	if (slot < s->ncols && s->cols[slot].ref_len)	/* its reference index goes */
+	if (slot < s->ncols && s->cols[slot].ref_len) {	/* its reference index goes */
 		for (int i = 0; i < s->nidx; i++)
 			if (s->idx[i].id == s->cols[slot].ref_index)
 				s->idx[i] = s->idx[--s->nidx];
+		ret = drop_entries(txn, s->cols[slot].ref_index);
+		if (ret < 0)
+			return ret;
+	}
 	if (op->references) {
 		char iname[TABLE_NAME_MAX];
 
@@ -285,15 +299,6 @@ static int column_txn(struct store_txn *txn, void *arg)
 	return schema_put(txn, s);
 }
 
-static int drop_entries(struct store_txn *txn, int64_t id)
-{
-	uint8_t pre[16];
-	struct tuple_writer w;
-
-	tuple_writer_init(&w, pre, sizeof(pre));
-	tuple_put_int(&w, id);
-	return store_del_prefix(txn, STORE_SPACE_INDEX, pre, w.len, NULL);
-}
 
 /* Another table's reference to s: EBUSY. */
 static int check_unreferenced(struct store_txn *txn, const struct table_schema *s,

@@ -163,6 +163,14 @@ people() {
 	bash -c "echo zed >'$MNT/orders/1/who'" || true
 	run -0 cat "$MNT/orders/1/who"
 	assert_output 'ann'
+	# redeclared without the reference: its index goes too (check agrees)
+	kvfs table column "$STORE" /orders who string --required
+	run -0 kvfs check "$STORE"
+	run -0 kvfs index list "$STORE" /orders
+	assert_output ''
+	kvfs table column "$STORE" /orders who string --required --references /people
+	run -0 kvfs index list "$STORE" /orders
+	assert_output '@who who'
 	# rm -r unlinks a required field first: refused; removing the row's view
 	# removes the whole row in one transaction
 	run -1 rm -r "$MNT/orders/1"
