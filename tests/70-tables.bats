@@ -288,3 +288,36 @@ people() {
 	assert_line ' \00\00\00\03'
 	run -0 kvfs check "$BATS_TEST_TMPDIR/old2"
 }
+
+@test "a committed format-2 store reads as it is read-only and is upgraded to 3 by a write" {
+	local old=$BATS_TEST_TMPDIR/v2
+	mkdir -p "$old"
+	mdb_load -f "$BATS_TEST_DIRNAME/fixtures/v2-store.mdbdump" "$old" 2>/dev/null
+	run -0 mdb_dump -s meta -p "$old"
+	assert_line ' \00\00\00\02'
+	cp "$old/data.mdb" "$BATS_TEST_TMPDIR/before.mdb"
+	kvfs export "$old" >"$BATS_TEST_TMPDIR/export.json"
+	cmp "$BATS_TEST_DIRNAME/fixtures/v1-store.json" "$BATS_TEST_TMPDIR/export.json"
+	run -0 kvfs check "$old"
+	run -1 kvfs table show "$old" /nested
+	assert_output --partial 'not a table'
+	cmp "$old/data.mdb" "$BATS_TEST_TMPDIR/before.mdb"
+	# the first write upgrades: the two spaces appear, data stays as it was
+	kvfs mkdir "$old" /people
+	run -0 mdb_dump -s meta -p "$old"
+	assert_line ' \00\00\00\03'
+	run -0 mdb_stat -a "$old"
+	assert_output --partial 'Status of schema'
+	assert_output --partial 'Status of index'
+	kvfs table create "$old" /people --key-depth 1
+	kvfs index create "$old" /people by_email email --unique
+	kvfs mkdir "$old" /people/ann
+	kvfs put "$old" /people/ann/email ann@x
+	run -0 kvfs find "$old" /people by_email ann@x
+	assert_output 'ann'
+	kvfs rm "$old" /people/ann/email
+	kvfs rm -r "$old" /people
+	kvfs export "$old" >"$BATS_TEST_TMPDIR/export.json"
+	cmp "$BATS_TEST_DIRNAME/fixtures/v1-store.json" "$BATS_TEST_TMPDIR/export.json"
+	run -0 kvfs check "$old"
+}
