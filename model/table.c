@@ -959,6 +959,15 @@ static int table_wiped(struct store_txn *txn, struct table_txn *tt, int t)
 	return store_del(txn, STORE_SPACE_SCHEMA, s->key, s->key_len);
 }
 
+static bool any_references(const struct table_txn *tt)
+{
+	for (int t = 0; t < tt->ntables; t++)
+		for (int i = 0; i < tt->tables[t]->ncols; i++)
+			if (tt->tables[t]->cols[i].ref_len)
+				return true;
+	return false;
+}
+
 int table_txn_commit(struct store_txn *txn, struct table_txn *tt)
 {
 	struct tree_node n;
@@ -990,6 +999,8 @@ int table_txn_commit(struct store_txn *txn, struct table_txn *tt)
 			return ret;
 	}
 	/* References last: rows added or removed together in one write agree. */
+	if (!any_references(tt))
+		return 0;
 	for (size_t i = 0; i < tt->nrows; i++) {
 		const struct touched *r = tt->rows[i];
 		const struct table_schema *s = tt->tables[r->table];
