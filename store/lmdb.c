@@ -51,11 +51,12 @@
 #define MAPSIZE_DEFAULT ((size_t)64 << 20)
 #define MAX_READERS 254
 
-static const char *const space_names[STORE_SPACE_COUNT] = { "meta", "data" };
+static const char *const space_names[STORE_SPACE_COUNT] = { "meta", "data", "schema", "index" };
 
 struct store {
 	MDB_env *env;
 	MDB_dbi dbi[STORE_SPACE_COUNT];
+	bool absent[STORE_SPACE_COUNT];	/* read-only open of an older store: not there yet */
 	bool readonly;
 	int64_t created_ns;
 	/* Record format: set at open; only ever raised to STORE_FORMAT_VERSION
@@ -81,6 +82,7 @@ struct store_txn {
 	bool write;
 	bool map_full;		/* an operation hit MDB_MAP_FULL: grow and retry */
 	unsigned format;	/* this snapshot's format; 0 = not looked up yet */
+	void *owner;		/* the caller's (store_txn_set_owner) */
 };
 
 enum scan_state { SCAN_START, SCAN_SEEK, SCAN_NEXT, SCAN_END };
@@ -398,6 +400,21 @@ static int open_spaces(struct store *st, const char *dir, char *why, size_t why_
 		rc = store_err(rc);
 		goto out_abort_txn;
 	}
+	/* Format 3's spaces: created here for older stores (their upgrade only
+	 * raises the version); a read-only open of one reads them as empty. */
+	for (int sp = STORE_SPACE_SCHEMA; sp <= STORE_SPACE_INDEX; sp++) {
+		rc = mdb_dbi_open(txn, space_names[sp], create, &st->dbi[sp]);
+		if (rc == MDB_NOTFOUND && st->readonly) {
+			st->absent[sp] = true;
+			rc = 0;
+		}
+		if (rc) {
+			say(why, why_len, "%s: cannot open the %s space: %s", dir, space_names[sp],
+			    mdb_strerror(rc));
+			rc = store_err(rc);
+			goto out_abort_txn;
+		}
+	}
 	rc = mdb_txn_commit(txn);	/* also keeps the dbi handles */
 	rc = commit_err(st, rc);
 	if (rc)
@@ -672,7 +689,7 @@ static int env_open(struct store *st, const char *dir, unsigned flags, char *why
 		envflags |= MDB_NOSYNC;
 	rc = mdb_env_create(&st->env);
 	if (rc == 0)
-		rc = mdb_env_set_maxdbs(st->env, 4);
+		rc = mdb_env_set_maxdbs(st->env, 8);
 	if (rc == 0)
 		rc = mdb_env_set_maxreaders(st->env, MAX_READERS);
 	if (rc == 0)
@@ -974,6 +991,16 @@ uint64_t store_txn_id(const struct store_txn *txn)
 	return mdb_txn_id(txn->txn);
 }
 
+void store_txn_set_owner(struct store_txn *txn, void *owner)
+{
+	txn->owner = owner;
+}
+
+void *store_txn_owner(const struct store_txn *txn)
+{
+	return txn->owner;
+}
+
 unsigned store_format(struct store *st)
 {
 	return atomic_load(&st->format);
@@ -1073,6 +1100,8 @@ int store_get(struct store_txn *txn, enum store_space space,
 		return -ENOENT;	/* the root has no key */
 	if ((rc = check_key(key_len)))
 		return rc;
+	if (txn->st->absent[space])
+		return -ENOENT;
 	rc = mdb_get(txn->txn, txn->st->dbi[space], &k, &v);
 	if (rc)
 		return txn_err(txn, rc);
@@ -1175,6 +1204,8 @@ int store_scan_open(struct store_txn *txn, enum store_space space,
 	*out = NULL;
 	if ((rc = check_key(prefix_len)))
 		return rc;
+	if (txn->st->absent[space])
+		return -ENOENT;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
