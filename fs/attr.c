@@ -109,6 +109,7 @@ static int node_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 		st->st_nlink = nlink;
 	pthread_mutex_lock(&ctx->lock);
 	if (ret == 0) {
+		st->st_ino = fs_node_st_ino_locked(node, st->st_ino);
 		node->kind_known = true;
 		node->is_dir = fs_kind_is_dir(n.kind);
 	}

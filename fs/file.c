@@ -432,7 +432,9 @@ int fs_file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 	f = fs_file_new(ctx, node);
 	if (!f)
 		return -ENOMEM;
-	f->ino = n.ino;
+	pthread_mutex_lock(&ctx->lock);
+	f->ino = fs_node_st_ino_locked(node, n.ino);
+	pthread_mutex_unlock(&ctx->lock);
 	f->open_mtime = n.mtime_ns;
 	f->open_size = n.size;
 	if (acc != O_RDONLY) {

@@ -88,6 +88,7 @@ struct fs_node {
 	uint64_t nlookup;	/* lookups the kernel holds; a forget of more is a bug */
 	uint64_t refs;		/* child nodes, open files and directories, pins */
 	bool hashed;		/* reachable by (parent, name); false once removed */
+	uint32_t moved;		/* renames that brought it to its name: see fs_node_st_ino_locked */
 	/* cache.c: the page cache */
 	bool cache_known;	/* cache_* recorded at an earlier open */
 	int64_t cache_mtime;	/* leaf mtime and size at the last open or commit */
@@ -104,6 +105,17 @@ struct fs_node {
 					 * (tar --xattrs types a file before writing it):
 					 * applied at the next commit; holds one ref (xattr.c) */
 };
+
+/*
+ * ctx->lock held. The st_ino shown for node, whose model ino (a hash of the
+ * path) is ino: a node renamed onto a name shows another number than the
+ * one it replaced, so that `tail -F` sees `sed -i` replace its file, as on
+ * ext4. Only the fs's nodes are renumbered: a fresh mount shows the model's.
+ */
+static inline uint64_t fs_node_st_ino_locked(const struct fs_node *node, uint64_t ino)
+{
+	return ino ^ ((uint64_t)node->moved * 0x9e3779b97f4a7c15ull);
+}
 
 /* What fi->fh points to: told apart by the first field (setattr gets either). */
 enum fs_handle_type {

@@ -288,6 +288,7 @@ static bool node_relink(struct fs_ctx *ctx, struct fs_node *n, struct fs_node *n
 	table_remove(ctx, n);
 	free(n->name);
 	n->name = name;
+	n->moved++;
 	fs_node_ref_locked(newparent);
 	children_remove(old, n);
 	children_add(newparent, n);
