@@ -88,7 +88,7 @@ struct fs_node {
 	uint64_t nlookup;	/* lookups the kernel holds; a forget of more is a bug */
 	uint64_t refs;		/* child nodes, open files and directories, pins */
 	bool hashed;		/* reachable by (parent, name); false once removed */
-	uint32_t moved;		/* renames that brought it to its name: see fs_node_st_ino_locked */
+	uint32_t moved;		/* 0, or the rename that brought it to its name (fs_node_st_ino_locked) */
 	/* cache.c: the page cache */
 	bool cache_known;	/* cache_* recorded at an earlier open */
 	int64_t cache_mtime;	/* leaf mtime and size at the last open or commit */
@@ -110,7 +110,9 @@ struct fs_node {
  * ctx->lock held. The st_ino shown for node, whose model ino (a hash of the
  * path) is ino: a node renamed onto a name shows another number than the
  * one it replaced, so that `tail -F` sees `sed -i` replace its file, as on
- * ext4. Only the fs's nodes are renumbered: a fresh mount shows the model's.
+ * ext4. The number outlives the node for the last FS_MOVED_MAX renamed
+ * names (the kernel may forget a node and look it up again); a fresh mount
+ * shows the model's.
  */
 static inline uint64_t fs_node_st_ino_locked(const struct fs_node *node, uint64_t ino)
 {
@@ -195,6 +197,14 @@ struct fs_error {
 	char msg[512];
 };
 
+/* A renamed name whose node was freed: its next node keeps the number (node.c). */
+#define FS_MOVED_MAX 64
+struct fs_moved {
+	const struct fs_node *parent;	/* compared, never followed: may be stale */
+	char *name;		/* heap; NULL for an unused slot */
+	uint32_t moved;
+};
+
 /*
  * All the daemon's state: fuse_req_userdata() of every request (mount.c
  * makes it). The settings at the top are fixed once the session runs.
@@ -222,6 +232,9 @@ struct fs_ctx {
 	size_t nbuckets, nnodes;
 	struct fs_node *nodes;
 	struct fs_file *files;	/* every open file (file.c) */
+	struct fs_moved moved[FS_MOVED_MAX];	/* a ring, oldest overwritten (node.c) */
+	unsigned moved_next;	/* the slot the next freed renamed node takes */
+	uint32_t move_seq;	/* the last number handed to a renamed node */
 
 	/* invalidate.c's worker: notifications must not run inside an operation */
 	pthread_mutex_t inval_lock;	/* the fields below up to gen_lock */
