@@ -407,6 +407,7 @@ int fs_file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 	int acc = fi->flags & O_ACCMODE;
 	struct model_node n;
 	struct fs_file *f;
+	uint64_t ino;
 	int ret;
 
 	ret = model_stat(ctx->model, path, 0, &n, &err);
@@ -433,10 +434,14 @@ int fs_file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 	if (!f)
 		return -ENOMEM;
 	pthread_mutex_lock(&ctx->lock);
-	f->ino = fs_node_st_ino_locked(node, n.ino);
+	ino = fs_node_st_ino_locked(node, n.ino);
 	pthread_mutex_unlock(&ctx->lock);
+	/* f is on ctx->files already: fs_cache_open_stat may look at it */
+	pthread_mutex_lock(&f->lock);
+	f->ino = ino;
 	f->open_mtime = n.mtime_ns;
 	f->open_size = n.size;
+	pthread_mutex_unlock(&f->lock);
 	if (acc != O_RDONLY) {
 		ret = file_load(ctx, f, path, fi->flags, n.kind == MODEL_KIND_VIEW);
 	} else if (n.kind == MODEL_KIND_VIEW) {

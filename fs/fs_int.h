@@ -152,7 +152,7 @@ struct fs_file {
 	enum fs_handle_type type;	/* fixed */
 	struct fs_node *node;	/* fixed; holds one ref */
 	bool writable;		/* fixed: opened for writing (a pending file may be read-only) */
-	uint64_t ino;		/* fixed: the leaf's st_ino, for fstat once its name is gone */
+	uint64_t ino;		/* set at open (f->lock): st_ino, for fstat once the name is gone */
 	struct fs_file *prev, *next;	/* ctx->files (ctx->lock) */
 	unsigned refs;		/* the kernel's handles + committers at work (ctx->lock) */
 	bool pend;		/* getattr answers pend_len/pend_mtime (ctx->lock) */
