@@ -109,6 +109,7 @@ static int node_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 		st->st_nlink = nlink;
 	pthread_mutex_lock(&ctx->lock);
 	if (ret == 0) {
+		st->st_ino = fs_node_st_ino_locked(node, st->st_ino);
 		node->kind_known = true;
 		node->is_dir = fs_kind_is_dir(n.kind);
 	}
@@ -188,14 +189,15 @@ void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	char *path;
 	int ret = fs_node_path(ctx, node, NULL, &path);
 
-	(void)fi;
-	if (ret < 0) {
-		fs_reply_err(req, ret);
-		return;
+	if (ret == 0) {
+		fs_trace(ctx, "getattr %s", path);
+		ret = node_stat(ctx, node, path, &st, NULL, &vol);
+		free(path);
 	}
-	fs_trace(ctx, "getattr %s", path);
-	ret = node_stat(ctx, node, path, &st, NULL, &vol);
-	free(path);
+	if (ret == -ENOENT) {	/* unlinked or renamed over: an open descriptor answers */
+		ret = fs_cache_open_stat(ctx, node, fi, &st);
+		vol = true;
+	}
 	if (ret < 0)
 		fs_reply_err(req, ret);
 	else
@@ -323,6 +325,20 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 	char *path;
 	int ret = fs_node_path(ctx, node, NULL, &path);
 
+	if (ret == -ENOENT && fs_fi_file(fi)) {
+		/* the name is gone: ftruncate works on the descriptor, times are not kept */
+		if (to_set & FUSE_SET_ATTR_SIZE)
+			ret = setattr_size(ctx, node, fs_fi_file(fi), attr->st_size);
+		else
+			ret = 0;
+		if (ret == 0)
+			ret = fs_cache_open_stat(ctx, node, fi, &st);
+		if (ret < 0)
+			fs_reply_err(req, ret);
+		else
+			fuse_reply_attr(req, &st, 0.0);
+		return;
+	}
 	if (ret < 0) {
 		fs_reply_err(req, ret);
 		return;
