@@ -45,9 +45,11 @@
 #define FUSE_USE_VERSION 312
 
 #include <fuse_lowlevel.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <syslog.h>
 #include <time.h>
@@ -600,6 +602,13 @@ void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 void fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 
 /* ---- helpers ---- */
+/* NAME_MAX as ext4 has it: a longer name is refused before the model is asked. */
+#define FS_NAME_MAX 255
+static inline int fs_name_check(const char *name)
+{
+	return strlen(name) > FS_NAME_MAX ? -ENAMETOOLONG : 0;
+}
+
 static inline bool fs_name_is_view(const char *name, size_t len)
 {
 	return len >= 5 && name[len - 5] == '.' && name[len - 4] == 'j' &&

@@ -23,6 +23,9 @@ static int name_begin(fuse_req_t req, fuse_ino_t parent, const char *name, const
 	int ret;
 
 	*dir = fs_node_from_ino(ctx, parent);
+	ret = fs_name_check(name);
+	if (ret < 0)
+		return ret;
 	if (ctx->read_only)
 		return -EROFS;
 	ret = fs_write_path(ctx, *dir, name, path);
@@ -102,8 +105,10 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	struct fs_file *f = NULL;
 	bool view = fs_name_is_view(name, strlen(name));
 	char *path;
-	int ret = !S_ISREG(mode) ? -EPERM : ctx->read_only ? -EROFS : 0;
+	int ret = fs_name_check(name);
 
+	if (ret == 0)
+		ret = !S_ISREG(mode) ? -EPERM : ctx->read_only ? -EROFS : 0;
 	if (ret == 0)
 		ret = fs_write_path(ctx, dir, name, &path);
 	if (ret < 0)
@@ -240,6 +245,11 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
 		fs_reply_err(req, -EINVAL);	/* RENAME_WHITEOUT: no overlay upper layers here */
+		return;
+	}
+	ret = fs_name_check(newname);
+	if (ret < 0) {
+		fs_reply_err(req, ret);
 		return;
 	}
 	if (flags & RENAME_NOREPLACE)
