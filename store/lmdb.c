@@ -51,11 +51,12 @@
 #define MAPSIZE_DEFAULT ((size_t)64 << 20)
 #define MAX_READERS 254
 
-static const char *const space_names[STORE_SPACE_COUNT] = { "meta", "data" };
+static const char *const space_names[STORE_SPACE_COUNT] = { "meta", "data", "attr" };
 
 struct store {
 	MDB_env *env;
 	MDB_dbi dbi[STORE_SPACE_COUNT];
+	bool have[STORE_SPACE_COUNT];	/* false: an optional space missing in a read-only open */
 	bool readonly;
 	int64_t created_ns;
 	/* Record format: set at open; only ever raised to STORE_FORMAT_VERSION
@@ -363,6 +364,20 @@ static bool env_is_blank(MDB_env *env, MDB_txn *txn)
 }
 
 /*
+ * A space added after format 2 (attr): created when missing in a writable
+ * open, so every store the daemon used has it; a read-only open of an
+ * older store reads it as empty (st->have false).
+ */
+static int open_optional_space(struct store *st, MDB_txn *txn, enum store_space space)
+{
+	int rc = mdb_dbi_open(txn, space_names[space], st->readonly ? 0 : MDB_CREATE,
+			      &st->dbi[space]);
+
+	st->have[space] = rc == 0;
+	return rc == MDB_NOTFOUND && st->readonly ? 0 : rc;
+}
+
+/*
  * Opens the named databases in one transaction: a blank writable LMDB
  * becomes a kvfs store, anything else must carry our format.
  */
@@ -395,6 +410,13 @@ static int open_spaces(struct store *st, const char *dir, char *why, size_t why_
 	rc = mdb_dbi_open(txn, space_names[STORE_SPACE_DATA], create, &st->dbi[STORE_SPACE_DATA]);
 	if (rc) {
 		say(why, why_len, "%s: not a kvfs store (no data space)", dir);
+		rc = store_err(rc);
+		goto out_abort_txn;
+	}
+	st->have[STORE_SPACE_META] = st->have[STORE_SPACE_DATA] = true;
+	rc = open_optional_space(st, txn, STORE_SPACE_ATTR);
+	if (rc) {
+		say(why, why_len, "%s: cannot open the attr space: %s", dir, mdb_strerror(rc));
 		rc = store_err(rc);
 		goto out_abort_txn;
 	}
@@ -672,7 +694,7 @@ static int env_open(struct store *st, const char *dir, unsigned flags, char *why
 		envflags |= MDB_NOSYNC;
 	rc = mdb_env_create(&st->env);
 	if (rc == 0)
-		rc = mdb_env_set_maxdbs(st->env, 4);
+		rc = mdb_env_set_maxdbs(st->env, 8);
 	if (rc == 0)
 		rc = mdb_env_set_maxreaders(st->env, MAX_READERS);
 	if (rc == 0)
@@ -1069,8 +1091,8 @@ int store_get(struct store_txn *txn, enum store_space space,
 	MDB_val k = { key_len, (void *)key }, v;
 	int rc;
 
-	if (key_len == 0)
-		return -ENOENT;	/* the root has no key */
+	if (key_len == 0 || !txn->st->have[space])
+		return -ENOENT;	/* the root has no key; a missing optional space is empty */
 	if ((rc = check_key(key_len)))
 		return rc;
 	rc = mdb_get(txn->txn, txn->st->dbi[space], &k, &v);
@@ -1178,7 +1200,7 @@ int store_scan_open(struct store_txn *txn, enum store_space space,
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	rc = mdb_cursor_open(txn->txn, txn->st->dbi[space], &s->cursor);
+	rc = txn->st->have[space] ? mdb_cursor_open(txn->txn, txn->st->dbi[space], &s->cursor) : 0;
 	if (rc) {
 		free(s);
 		return txn_err(txn, rc);
@@ -1196,7 +1218,8 @@ void store_scan_close(struct store_scan *scan)
 {
 	if (!scan)
 		return;
-	mdb_cursor_close(scan->cursor);
+	if (scan->cursor)
+		mdb_cursor_close(scan->cursor);
 	free(scan);
 }
 
@@ -1214,6 +1237,8 @@ struct store_txn *store_scan_txn(struct store_scan *scan)
 static int scan_move(struct store_scan *s, MDB_val *k, MDB_val *v)
 {
 	s->steps++;
+	if (!s->cursor)
+		return MDB_NOTFOUND;	/* a missing optional space */
 	switch (s->state) {
 	case SCAN_START:
 		return cursor_seek(s->cursor, s->prefix, s->prefix_len, k, v);

@@ -21,6 +21,9 @@
 enum store_space {
 	STORE_SPACE_META,	/* format version, creation time, ... */
 	STORE_SPACE_DATA,	/* document keys -> leaf values */
+	STORE_SPACE_ATTR,	/* node keys -> mode/owner/time records (model/attr.c); made
+				 * when a store is opened writable; a read-only open of a
+				 * store without it reads it as empty */
 	STORE_SPACE_COUNT,
 };
 
