@@ -15,6 +15,7 @@
 static const char *const space_names[STORE_SPACE_COUNT] = {
 	[STORE_SPACE_META] = "meta",
 	[STORE_SPACE_DATA] = "data",
+	[STORE_SPACE_ATTR] = "attr",	/* after data; dumps made before it have none */
 };
 
 /* ---- dump ---- */
@@ -56,6 +57,7 @@ static int dump_space(struct store_txn *txn, enum store_space space, FILE *out,
 {
 	struct store_scan *scan;
 	struct store_val k, v;
+	struct model_attr a;
 	int ret = store_scan_open(txn, space, NULL, 0, &scan);
 
 	if (ret < 0)
@@ -65,6 +67,11 @@ static int dump_space(struct store_txn *txn, enum store_space space, FILE *out,
 			ret = dump_verify(txn, &k, &v, err);
 			if (ret < 0)
 				break;
+		}
+		if (space == STORE_SPACE_ATTR && attr_decode(k.data, k.len, v.data, v.len, &a) < 0) {
+			ret = tree_fail(err, -EIO, "dump: corrupt attribute record in the store "
+					"(run kvfs check)");
+			break;
 		}
 		fprintf(out, "%s ", space_names[space]);
 		put_hex(out, k.data, k.len);
@@ -230,6 +237,7 @@ static int load_record(struct store_txn *txn, struct load *l, const char *line, 
 		       struct strbuf *key, struct strbuf *val)
 {
 	const char *sp1 = memchr(line, ' ', len), *sp2;
+	struct model_attr a;
 	int space = -1;
 
 	if (!sp1)
@@ -251,6 +259,9 @@ static int load_record(struct store_txn *txn, struct load *l, const char *line, 
 		return load_format(txn, l, val);
 	if (space == STORE_SPACE_DATA)
 		return load_data(txn, l, key, val);
+	if (space == STORE_SPACE_ATTR && attr_decode((const uint8_t *)key->buf, key->len,
+						     val->buf ? val->buf : "", val->len, &a) < 0)
+		return load_fail(l, "attribute record does not verify");
 	return store_put(txn, (enum store_space)space, key->buf, key->len,
 			 val->len ? val->buf : "", val->len);
 }
