@@ -559,6 +559,13 @@ static int write_txn(struct store_txn *txn, void *arg)
 	if (ret < 0)
 		return ret;
 	if (p.is_view) {
+		struct tree_node before;
+
+		ret = tree_lookup(txn, p.key, p.len, &before);
+		if (ret == 0 && !before.exists && p.len > 0)	/* a new entry in its directory */
+			ret = attr_touch_dir(txn, p.key, p.parent_len, tree_now_ns());
+		if (ret < 0)
+			return tree_fail(op->err, ret, "%s: %s", op->path, strerror(-ret));
 		ret = doc_write(txn, &p, op->data, op->len,
 				(op->flags & MODEL_WRITE_APPEND_JSON) ? DOC_APPEND : 0,
 				NULL, NULL, op->err);
