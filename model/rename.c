@@ -448,10 +448,17 @@ static int set_type_txn(struct store_txn *txn, void *arg)
 	if (p.is_view)
 		return tree_fail(op->err, -EINVAL, "%s: a view has no type to set", op->from);
 	if (!op->type)	/* reset: a directory becomes an object, a leaf is inferred */
-		return n.kind == MODEL_KIND_LEAF ? set_leaf_type(txn, op, &p, &n, 0)
-						 : set_kind(txn, op, &p, &n, false);
-	if (strcmp(op->type, "object") == 0 || strcmp(op->type, "array") == 0)
-		return set_kind(txn, op, &p, &n, strcmp(op->type, "array") == 0);
+	{
+		if (n.kind == MODEL_KIND_LEAF)
+			return set_leaf_type(txn, op, &p, &n, 0);
+		ret = set_kind(txn, op, &p, &n, false);
+		return ret < 0 ? ret : attr_prune(txn, p.key, p.len);
+	}
+	if (strcmp(op->type, "object") == 0 || strcmp(op->type, "array") == 0) {
+		ret = set_kind(txn, op, &p, &n, strcmp(op->type, "array") == 0);
+		/* children re-keyed ("0" <-> 0) lose their attribute records */
+		return ret < 0 ? ret : attr_prune(txn, p.key, p.len);
+	}
 	if (model_type_parse(op->type, &type) < 0)
 		return tree_fail(op->err, -EINVAL, "%s: unknown type %s", op->from, op->type);
 	return set_leaf_type(txn, op, &p, &n, type);
