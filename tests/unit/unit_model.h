@@ -61,7 +61,7 @@ static char *dump_text(struct model *m, size_t *len)
 }
 
 /* Compares the dump now with `before` (from dump_text; may be NULL) and frees it. */
-static void check_unchanged(struct model *m, char *before, size_t blen)
+static inline void check_unchanged(struct model *m, char *before, size_t blen)
 {
 	size_t alen = 0;
 	char *after = dump_text(m, &alen);
