@@ -601,12 +601,26 @@ int model_write_at(struct model *m, const char *path, const void *data, size_t l
 static int new_node_attrs(struct store_txn *txn, const struct node_op *op,
 			  const struct tree_path *p, int64_t now_ns)
 {
-	struct model_attr a = { 0 };
+	struct model_attr a = { 0 }, parent;
 	int ret;
 
 	if (op->attr)
 		a = *op->attr;
 	a.have &= MODEL_ATTR_MODE | MODEL_ATTR_UID | MODEL_ATTR_GID;
+	/* a set-group-ID directory hands down its group (and, to directories,
+	 * the bit itself), as on ext4 */
+	ret = attr_get(txn, p->key, p->parent_len, &parent);
+	if (ret == 0 && (parent.have & MODEL_ATTR_MODE) && (parent.mode & 02000)) {
+		a.have &= ~(unsigned)MODEL_ATTR_GID;
+		a.have |= parent.have & MODEL_ATTR_GID;
+		a.gid = parent.gid;
+		if (op->kind != 0 && (a.have & MODEL_ATTR_MODE)) {
+			a.mode |= 02000;
+		} else if (op->kind != 0) {
+			a.have |= MODEL_ATTR_MODE;
+			a.mode = 0755 | 02000;
+		}
+	}
 	ret = attr_delete_subtree(txn, p->key, p->len);
 	if (ret == 0)
 		ret = attr_put(txn, p->key, p->len, &a);

@@ -312,3 +312,22 @@ remount() {
 	run -1 kvfs load "$T/bad-store" <"$T/bad"
 	assert_output --partial 'attribute record does not verify'
 }
+
+@test "a set-group-ID directory hands its group to new entries, and the bit to new directories" {
+	open_tmpdir_to_others
+	mount_store -o allow_other
+	mkdir "$MNT/g"
+	chown 0:65534 "$MNT/g"
+	chmod 2777 "$MNT/g"
+	mkdir "$MNT/g/sub"
+	echo x >"$MNT/g/f"
+	run -0 as_nobody sh -c "umask 022 && echo y >'$MNT/g/n'"
+	remount -o allow_other
+	run -0 stat -c '%n %a %u %g' "$MNT/g/sub" "$MNT/g/f" "$MNT/g/n"
+	assert_line --index 0 "$MNT/g/sub 2755 0 65534"
+	assert_line --index 1 "$MNT/g/f 644 0 65534"
+	assert_line --index 2 "$MNT/g/n 644 65534 65534"
+	# an unprivileged owner cannot give a file away
+	run -1 as_nobody chown 0 "$MNT/g/n"
+	assert_output --partial 'Operation not permitted'
+}
