@@ -213,6 +213,13 @@ static int view_stat(struct model *m, struct store_txn *txn, const struct tree_p
 	out->mtime_ns = n.kind == MODEL_KIND_LEAF ? n.leaf.mtime_ns : m->created_ns;
 	out->ctime_ns = out->mtime_ns;
 	strbuf_release(&sb);
+	/* the view of a node shows (and is guarded by) its node's mode and
+	 * owner, without execute or special bits: it is a file */
+	ret = attr_get(txn, p->key, p->len, &out->attr);
+	if (ret < 0)
+		return tree_fail(err, ret, "%s: corrupt attribute record (run kvfs check)", p->text);
+	out->attr.have &= MODEL_ATTR_MODE | MODEL_ATTR_UID | MODEL_ATTR_GID;
+	out->attr.mode &= 0666;
 	return 0;
 }
 

@@ -153,6 +153,11 @@ remount() {
 	run ! as_nobody ls "$MNT/closed"
 	assert_output --partial 'Permission denied'
 	run -1 as_nobody cat "$MNT/closed/f"
+	# a node's view carries its mode and owner
+	run -1 as_nobody cat "$MNT/closed.json"
+	assert_output --partial 'Permission denied'
+	run -1 as_nobody cat "$MNT/s.json"
+	run -0 as_nobody cat "$MNT/o.json"
 	run -1 as_nobody touch "$MNT/new"
 	assert_output --partial 'Permission denied'
 	run -1 as_nobody chmod 666 "$MNT/o"
