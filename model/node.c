@@ -543,8 +543,9 @@ static int write_leaf(struct store_txn *txn, struct node_op *op, struct tree_pat
 				 model_type_name(op->type));
 	if (!n.exists) {
 		ret = tree_attach(txn, p, op->err);
-		if (ret == 0)
-			ret = attr_touch_dir(txn, p->key, p->parent_len, tree_now_ns());
+		if (ret < 0)
+			return ret;	/* with tree_attach's message */
+		ret = attr_touch_dir(txn, p->key, p->parent_len, tree_now_ns());
 		if (ret < 0)
 			return tree_fail(op->err, ret, "%s: %s", op->path, strerror(-ret));
 	}
