@@ -25,7 +25,7 @@ enum cli_exit {
 	CLI_EXIT_USAGE = 2,
 };
 
-#define CLI_OPERANDS_MAX 4
+#define CLI_OPERANDS_MAX 5
 
 struct cli_verb;
 struct cli_opt;
@@ -73,6 +73,10 @@ extern const struct cli_opt cli_opts_mkdir[];
 extern const struct cli_opt cli_opts_import[];
 extern const struct cli_opt cli_opts_export[];
 extern const struct cli_opt cli_opts_load[];
+extern const struct cli_opt cli_opts_check[];
+extern const struct cli_opt cli_opts_table[];
+extern const struct cli_opt cli_opts_index[];
+extern const struct cli_opt cli_opts_find[];
 
 enum cli_parse_result {
 	CLI_PARSE_END = 0,
@@ -168,6 +172,12 @@ bool cli_parse_open(struct cli_parse *p, enum cli_open_mode mode, bool *flag,
  * closes the store like after any error (no message is printed then).
  */
 void cli_signals_catch(void);
+/*
+ * Every verb but mount: a SIGBUS (LMDB reading a page that a damaged store
+ * places past the end of its file) prints that the store is damaged and
+ * exits with CLI_EXIT_FAIL instead of dying by the signal.
+ */
+void cli_damage_catch(void);
 /* The signal recorded by the handler, 0 if none. */
 int cli_signal_caught(void);
 /*
@@ -211,5 +221,8 @@ int cli_cmd_import(const struct cli_verb *verb, int argc, char **argv);
 int cli_cmd_load(const struct cli_verb *verb, int argc, char **argv);
 int cli_cmd_mount(const struct cli_verb *verb, int argc, char **argv);
 int cli_cmd_umount(const struct cli_verb *verb, int argc, char **argv);
+int cli_cmd_table(const struct cli_verb *verb, int argc, char **argv);
+int cli_cmd_index(const struct cli_verb *verb, int argc, char **argv);
+int cli_cmd_find(const struct cli_verb *verb, int argc, char **argv);
 
 #endif

@@ -258,7 +258,12 @@ int cli_cmd_dump(const struct cli_verb *verb, int argc, char **argv)
 /* ---- check, info ---- */
 
 /* The walk itself: open, verify, print the report and the summary line. */
-static int check_run(const char *dir)
+const struct cli_opt cli_opts_check[] = {
+	{ 1, 0, "repair", NULL, "first rebuild every table index from the rows" },
+	{ 0, 0, NULL, NULL, NULL },
+};
+
+static int check_run(const char *dir, bool repair)
 {
 	struct model_error err = { .msg = "" };
 	struct model_info info = { 0 };
@@ -266,8 +271,15 @@ static int check_run(const char *dir)
 	struct model *m;
 	int ret;
 
-	if (cli_open(dir, CLI_OPEN_READ, &m))
+	if (cli_open(dir, repair ? CLI_OPEN_WRITE : CLI_OPEN_READ, &m))
 		return CLI_EXIT_FAIL;
+	ret = repair ? model_check_repair(m, &err) : 0;
+	if (ret < 0) {
+		model_close(m);
+		return cli_model_fail(ret, &err, dir);
+	}
+	if (repair)
+		printf("check: indexes rebuilt\n");
 	ret = model_check(m, stdout, &problems, &err);
 	if (ret < 0) {
 		model_close(m);
@@ -308,8 +320,11 @@ int cli_cmd_check(const struct cli_verb *verb, int argc, char **argv)
 	int id, status, sig;
 	pid_t pid;
 
+	bool repair = false;
+
 	cli_parse_init(&p, verb, argc, argv);
-	id = cli_parse_next(&p, &arg);
+	while ((id = cli_parse_next(&p, &arg)) > 0)
+		repair = true;
 	if (id < 0)
 		return cli_parse_exit(id);
 	cli_signals_catch();
@@ -318,7 +333,7 @@ int cli_cmd_check(const struct cli_verb *verb, int argc, char **argv)
 	if (pid < 0)
 		return cli_fail("check: cannot fork: %s", strerror(errno));
 	if (pid == 0)
-		exit(cli_signals_finish(cli_finish_stdout(check_run(p.operands[0]))));
+		exit(cli_signals_finish(cli_finish_stdout(check_run(p.operands[0], repair))));
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
 			return cli_fail("check: %s", strerror(errno));

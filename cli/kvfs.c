@@ -108,9 +108,13 @@ static const struct cli_verb verbs[] = {
 	},
 	{
 		.name = "check", .run = cli_cmd_check,
-		.synopsis = "STORE",
+		.synopsis = "[--repair] STORE",
 		.summary = "Verify every key and value against the on-disk format.",
-		.help = "Prints each problem, then \"check: N keys, M problems\"; exits 1 on problems.\n",
+		.help =
+		"Prints each problem, then \"check: N keys, M problems\"; exits 1 on problems.\n"
+		"Tables: every index entry against its row, every row against every index,\n"
+		"column, unique and reference rule.\n",
+		.opts = cli_opts_check,
 		.min_operands = 1, .max_operands = 1, .operand_names = { "STORE" },
 	},
 	{
@@ -121,6 +125,49 @@ static const struct cli_verb verbs[] = {
 		"DIR must not exist or be empty. The copy is a store of its own: mount it,\n"
 		"or read it with any kvfs verb.\n",
 		.min_operands = 2, .max_operands = 2, .operand_names = { "STORE", "DIR" },
+	},
+	{
+		.name = "table", .run = cli_cmd_table,
+		.synopsis = "create|column|show|drop [--key-depth N] [--key-fields FIELDS] [--required] "
+		"[--max-length N] [--references TABLE] STORE PATH [FIELD TYPE]",
+		.summary = "Declare a directory a table, its columns; show or drop its schema.",
+		.help =
+		"kvfs table create STORE PATH --key-depth N [--key-fields F1[,F2...]]\n"
+		"kvfs table column STORE PATH FIELD TYPE [--required] [--max-length N]\n"
+		"                  [--references TABLE]   (TYPE: string, integer, double,\n"
+		"                  number, boolean, bytes, object, array)\n"
+		"kvfs table show STORE PATH     the schema as JSON\n"
+		"kvfs table drop STORE PATH     forget schema and indexes, keep the rows\n"
+		"A schema that existing rows break is refused, naming the row.\n",
+		.opts = cli_opts_table,
+		.min_operands = 3, .max_operands = 5,
+		.operand_names = { "ACTION", "STORE", "PATH", "FIELD", "TYPE" },
+	},
+	{
+		.name = "index", .run = cli_cmd_index,
+		.synopsis = "create|drop|list [--unique] STORE PATH [NAME [FIELD[,FIELD...]]]",
+		.summary = "Create, drop or list the secondary indexes of a table.",
+		.help =
+		"kvfs index create STORE PATH NAME FIELD[,FIELD...] [--unique]\n"
+		"kvfs index drop STORE PATH NAME\n"
+		"kvfs index list STORE PATH\n"
+		"Creating fills the index in one transaction; a unique index over duplicate\n"
+		"values is refused, naming two clashing rows.\n",
+		.opts = cli_opts_index,
+		.min_operands = 3, .max_operands = 5,
+		.operand_names = { "ACTION", "STORE", "PATH", "NAME", "FIELD" },
+	},
+	{
+		.name = "find", .run = cli_cmd_find,
+		.synopsis = "[--from A] [--to B] [--json] STORE PATH NAME [VALUE]",
+		.summary = "Print the keys (or rows) of a table's rows through an index.",
+		.help =
+		"One primary key per line, key levels joined by /, in index order. VALUE\n"
+		"matches exactly; --from/--to bound a range (inclusive, either may be left\n"
+		"out). A composite index takes VALUE as V1/V2... (a prefix of its fields).\n",
+		.opts = cli_opts_find,
+		.min_operands = 3, .max_operands = 4,
+		.operand_names = { "STORE", "PATH", "NAME", "VALUE" },
 	},
 	{
 		.name = "info", .run = cli_cmd_info,
@@ -190,5 +237,7 @@ int main(int argc, char **argv)
 		cli_fail("unknown verb '%s' (see kvfs --help)", argv[1]);
 		return CLI_EXIT_USAGE;
 	}
+	if (strcmp(verb->name, "mount") != 0)
+		cli_damage_catch();	/* the daemon keeps the default: see cli.h */
 	return cli_signals_finish(cli_finish_stdout(verb->run(verb, argc - 1, argv + 1)));
 }

@@ -139,7 +139,8 @@ void fs_log_model(struct fs_ctx *ctx, int ret, const struct model_error *err, co
 		memcpy(msg, err->msg, sizeof(msg));	/* the same size */
 	else
 		snprintf(msg, sizeof(msg), "%s: %s", what, strerror(-ret));
-	if (ret != -ENOENT && ret != -EEXIST)
+	/* A unique index's EEXIST is a refusal too, unlike mkdir -p's. */
+	if ((ret != -ENOENT && ret != -EEXIST) || model_error_is_unique_clash(err))
 		error_keep(ctx, what, msg);
 	/* Refusals a user asked for are not the daemon's errors. */
 	if (ret == -ENOENT || ret == -EEXIST || ret == -ENOTEMPTY || ret == -EISDIR ||

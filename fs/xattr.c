@@ -190,6 +190,26 @@ static bool want_type_later(struct fs_ctx *ctx, struct fs_node *node, const char
 	return true;
 }
 
+/*
+ * Ends a type change begun with fs_write_path: logs a refusal, or drops
+ * what the kernel cached of the node and its subtree (the text or the
+ * children's names may read differently now); frees path and replies.
+ */
+static void type_change_end(fuse_req_t req, struct fs_ctx *ctx, fuse_ino_t ino,
+			    struct fs_node *node, char *path, int ret,
+			    const struct model_error *err)
+{
+	fs_write_end(ctx, ret);
+	if (ret < 0) {
+		fs_log_model(ctx, ret, err, path);
+	} else {
+		fs_inval_node(ctx, ino, FS_INVAL_DATA);
+		fs_inval_subtree(ctx, node);
+	}
+	free(path);
+	fs_reply_err(req, ret);
+}
+
 void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 		    size_t size, int flags)
 {
@@ -234,16 +254,7 @@ void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 		fs_want_type_clear(ctx, node);	/* applied now: nothing kept for later */
 	else if (ret == -EINVAL && want_type_later(ctx, node, path, type))
 		ret = 0;
-	fs_write_end(ctx, ret);
-	if (ret < 0) {
-		fs_log_model(ctx, ret, &err, path);
-	} else {
-		/* The text or the children's names may read differently now. */
-		fs_inval_node(ctx, ino, FS_INVAL_DATA);
-		fs_inval_subtree(ctx, node);
-	}
-	free(path);
-	fs_reply_err(req, ret);
+	type_change_end(req, ctx, ino, node, path, ret, &err);
 }
 
 /*
@@ -288,13 +299,5 @@ void fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	fs_trace(ctx, "reset type %s", path);
 	fs_want_type_clear(ctx, node);
 	ret = model_reset_type(ctx->model, path, &err);
-	fs_write_end(ctx, ret);
-	if (ret < 0) {
-		fs_log_model(ctx, ret, &err, path);
-	} else {
-		fs_inval_node(ctx, ino, FS_INVAL_DATA);
-		fs_inval_subtree(ctx, node);
-	}
-	free(path);
-	fs_reply_err(req, ret);
+	type_change_end(req, ctx, ino, node, path, ret, &err);
 }

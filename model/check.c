@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/table_int.h"
 #include "model/tree_int.h"
 
 struct check {
@@ -150,7 +151,7 @@ static int check_meta(struct store_txn *txn, struct check *c)
 	/* Format 1 is read as it is (a read-only open does not upgrade). */
 	c->format = store_txn_format(txn);
 	if (v.len != 4 || c->format < 1 || c->format > STORE_FORMAT_VERSION)
-		check_report(c, "format", 6, "format version is not 1 or 2");
+		check_report(c, "format", 6, "format version is not 1, 2 or 3");
 	if (store_get(txn, STORE_SPACE_META, "created", 7, &v) != 0 || v.len != 8)
 		check_report(c, "created", 7, "creation time missing or malformed");
 	return 0;
@@ -208,6 +209,22 @@ static int check_attrs(struct store_txn *txn, struct check *c)
 	return ret;
 }
 
+/* Table problems name the row by its path, then the key in hex like the rest. */
+static void check_table_report(void *arg, const uint8_t *key, size_t len, const char *msg)
+{
+	struct check *c = arg;
+	struct strbuf line;
+
+	strbuf_init(&line);
+	if (len) {
+		tree_key_to_path(key, len, &line);
+		strbuf_add(&line, ": ", 2);
+	}
+	strbuf_add(&line, msg, strlen(msg));
+	check_report(c, key, len, line.buf ? line.buf : msg);
+	strbuf_release(&line);
+}
+
 int model_check(struct model *m, FILE *report, uint64_t *problems, struct model_error *err)
 {
 	struct store_txn *txn;
@@ -223,6 +240,8 @@ int model_check(struct model *m, FILE *report, uint64_t *problems, struct model_
 		ret = check_meta(txn, c);
 		if (ret == 0)
 			ret = check_data(txn, c);
+		if (ret == 0)
+			ret = table_check(txn, check_table_report, c, NULL);
 		if (ret == 0)
 			ret = check_attrs(txn, c);
 		store_txn_end(txn);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/table_int.h"
 #include "model/tree_int.h"
 
 /* ---- flatten ---- */
@@ -141,7 +142,9 @@ static int flat_child_comes(struct flat *f, struct flat_frame *top)
 	if (!top->marker)
 		return 0;
 	top->marker = false;
-	ret = store_del(f->txn, STORE_SPACE_DATA, f->key, top->len);
+	ret = table_touch(f->txn, f->key, top->len, false);
+	if (ret == 0)
+		ret = store_del(f->txn, STORE_SPACE_DATA, f->key, top->len);
 	return ret < 0 && ret != -ENOENT ? flat_fail(f, ret) : 0;
 }
 
@@ -225,7 +228,9 @@ static int flat_begin(struct flat *f, bool array)
 	/* A leaf or a marker of the other kind cannot stay under children. */
 	if (f->w.len > 0 && n.exists && (n.kind == MODEL_KIND_LEAF ||
 					 (n.marker && n.leaf.tag != same))) {
-		ret = store_del(f->txn, STORE_SPACE_DATA, f->key, f->w.len);
+		ret = table_touch(f->txn, f->key, f->w.len, false);
+		if (ret == 0)
+			ret = store_del(f->txn, STORE_SPACE_DATA, f->key, f->w.len);
 		if (ret < 0)
 			return flat_fail(f, ret);
 		n.marker = false;
@@ -718,8 +723,10 @@ static int prepare_append(struct flat *f, const struct tree_node *n)
 		return tree_fail(f->err, -ENOTDIR, "%s: cannot append to a leaf", p->text);
 	if (n->kind == MODEL_KIND_OBJECT)
 		return tree_fail(f->err, -EINVAL, "%s: cannot append to an object", p->text);
-	if (n->marker)
-		return store_del(f->txn, STORE_SPACE_DATA, p->key, p->len);
+	if (n->marker) {
+		ret = table_touch(f->txn, p->key, p->len, false);
+		return ret < 0 ? ret : store_del(f->txn, STORE_SPACE_DATA, p->key, p->len);
+	}
 	ret = array_next_index(f->txn, p->key, p->len, &f->next_top);
 	if (ret == -EOVERFLOW)
 		f->top_full = true;	/* fails at the first value: an empty append is fine */

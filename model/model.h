@@ -251,5 +251,41 @@ int model_dump(struct model *m, FILE *out, struct model_error *err);
 int model_load(struct model *m, FILE *in, struct model_error *err);
 /* Verifies every key and value; prints one line per problem; *problems counts them. */
 int model_check(struct model *m, FILE *report, uint64_t *problems, struct model_error *err);
+/*
+ * True when err is a unique index's refusal: an EEXIST that, unlike the
+ * one mkdir -p sees, a user should be told about.
+ */
+bool model_error_is_unique_clash(const struct model_error *err);
+/* Rebuilds every index from the rows (refused like a write when a row breaks a rule). */
+int model_check_repair(struct model *m, struct model_error *err);
+
+/* ---- tables and indexes (docs/FORMAT.md, "Tables and indexes") ---- */
+/* Declares the directory at path a table; key_fields "F1,F2" or NULL. */
+int model_table_create(struct model *m, const char *path, int key_depth, const char *key_fields,
+		       struct model_error *err);
+/* Declares or redeclares a column; max_length 0 and references NULL: none. */
+int model_table_column(struct model *m, const char *path, const char *field, const char *type,
+		       bool required, int64_t max_length, const char *references,
+		       struct model_error *err);
+/* The schema as pretty JSON; *out is heap (free()). */
+int model_table_show(struct model *m, const char *path, char **out, size_t *len,
+		     struct model_error *err);
+/* Forgets the schema and its indexes; the rows stay as plain documents. */
+int model_table_drop(struct model *m, const char *path, struct model_error *err);
+int model_index_create(struct model *m, const char *path, const char *name, const char *fields,
+		       bool unique, struct model_error *err);
+int model_index_drop(struct model *m, const char *path, const char *name,
+		     struct model_error *err);
+/* One line per index: "NAME FIELD[,FIELD...][ unique]". */
+int model_index_list(struct model *m, const char *path, FILE *out, struct model_error *err);
+/* A query: rows whose values equal value (NULL: any), within [from, to] (NULL: open). */
+struct model_find {
+	const char *value;
+	const char *from;
+	const char *to;
+	bool json;		/* print each row as one JSON line, not its key */
+};
+int model_find(struct model *m, const char *path, const char *name,
+	       const struct model_find *q, FILE *out, struct model_error *err);
 
 #endif

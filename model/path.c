@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "model/table_int.h"
 #include "model/tree_int.h"
 
 int tree_fail(struct model_error *err, int ret, const char *fmt, ...)
@@ -32,15 +33,40 @@ void tree_clear(struct model_error *err)
 		err->msg[0] = '\0';
 }
 
+struct tree_write_op {
+	store_write_fn fn;
+	void *arg;
+	struct model_error *err;
+};
+
+/* Every model write: the operation, then its tables kept exact (table.c). */
+static int tree_write_txn(struct store_txn *txn, void *arg)
+{
+	struct tree_write_op *op = arg;
+	struct table_txn *tt;
+	int ret = table_txn_new(op->err, &tt);
+
+	if (ret < 0)
+		return ret;
+	store_txn_set_owner(txn, tt);
+	ret = op->fn(txn, op->arg);
+	if (ret == 0)
+		ret = table_txn_commit(txn, tt);
+	store_txn_set_owner(txn, NULL);
+	table_txn_free(tt);
+	return ret;
+}
+
 int tree_write(struct model *m, const char *what, store_write_fn fn, void *arg,
 	       struct model_error *err)
 {
+	struct tree_write_op op = { fn, arg, err };
 	int ret;
 
 	tree_clear(err);
 	if (m->readonly)
 		return tree_fail(err, -EROFS, "%s: the store is read-only", what);
-	ret = store_write(m->st, fn, arg);
+	ret = store_write(m->st, tree_write_txn, &op);
 	if (ret < 0 && err && !err->msg[0])
 		tree_fail(err, ret, "%s: %s", what, strerror(-ret));
 	return ret;
@@ -572,9 +598,10 @@ int tree_attach(struct store_txn *txn, const struct tree_path *p, struct model_e
 	ret = tree_parent_check(txn, p, &n, err);
 	if (ret < 0)
 		return ret;
-	if (n.marker)
-		return store_del(txn, STORE_SPACE_DATA, p->key, p->parent_len);
-	return 0;
+	if (!n.marker)
+		return 0;
+	ret = table_touch(txn, p->key, p->parent_len, false);
+	return ret < 0 ? ret : store_del(txn, STORE_SPACE_DATA, p->key, p->parent_len);
 }
 
 int tree_delete(struct store_txn *txn, const uint8_t *key, size_t len)
@@ -583,8 +610,10 @@ int tree_delete(struct store_txn *txn, const uint8_t *key, size_t len)
 	 * a plain prefix delete would also take siblings whose name continues
 	 * with an escaped NUL (0x00 0xFF). */
 	uint8_t buf[STORE_KEY_MAX + 1];
-	int ret;
+	int ret = table_touch(txn, key, len, true);
 
+	if (ret < 0)
+		return ret;
 	if (len > 0) {
 		ret = store_del(txn, STORE_SPACE_DATA, key, len);
 		if (ret < 0 && ret != -ENOENT)
@@ -609,6 +638,9 @@ int tree_put_leaf(struct store_txn *txn, const uint8_t *key, size_t len, const s
 	struct strbuf sb;
 	int ret;
 
+	ret = table_touch(txn, key, len, false);
+	if (ret < 0)
+		return ret;
 	strbuf_init(&sb);
 	leaf_record_encode(key, len, leaf, &sb);
 	ret = sb.failed ? -ENOMEM : store_put(txn, STORE_SPACE_DATA, key, len, sb.buf, sb.len);

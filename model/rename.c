@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/table_int.h"
 #include "model/tree_int.h"
 
 struct rename_op {
@@ -56,7 +57,10 @@ static int copy_subtree(struct store_txn *txn, const struct tree_path *src,
 						"checksum or layout; run kvfs check)", src->text);
 			break;
 		}
-		ret = store_put(txn, STORE_SPACE_DATA, key, dst->len + rest, val.buf, val.len);
+		ret = table_touch(txn, key, dst->len + rest, false);
+		if (ret == 0)
+			ret = store_put(txn, STORE_SPACE_DATA, key, dst->len + rest, val.buf,
+					val.len);
 		if (ret < 0)
 			break;
 	}
@@ -235,6 +239,9 @@ static int rename_txn(struct store_txn *txn, void *arg)
 		ret = tree_fail(op->err, -EINVAL, "%s: cannot move into itself", op->to);
 		goto out_free;
 	}
+	ret = table_check_move(txn, src->key, src->len, op->from, op->err);
+	if (ret < 0)
+		goto out_free;
 	if (dst->is_view)
 		ret = rename_onto_view(txn, op, src, &s, dst);
 	else if (dst->len != src->len || memcmp(dst->key, src->key, src->len) != 0)
@@ -288,7 +295,9 @@ static int rekey_one(struct store_txn *txn, const struct tree_path *p, const str
 				v->data, v->len, val);
 	if (ret < 0)
 		return ret == -ENOMEM ? ret : -EIO;
-	return store_put(txn, STORE_SPACE_DATA, key, w.len + rest, val->buf, val->len);
+	ret = table_touch(txn, key, w.len + rest, false);
+	return ret < 0 ? ret : store_put(txn, STORE_SPACE_DATA, key, w.len + rest, val->buf,
+					 val->len);
 }
 
 /*
@@ -336,7 +345,7 @@ static int rekey_children(struct store_txn *txn, const struct tree_path *p, bool
 static int delete_children(struct store_txn *txn, const struct tree_path *p, bool ints)
 {
 	uint8_t buf[STORE_KEY_MAX + 1];
-	int ret = 0;
+	int ret = table_touch(txn, p->key, p->len, true);
 
 	memcpy(buf, p->key, p->len);
 	for (int code = ints ? 0x14 : 0x02; code <= (ints ? 0x1c : 0x02) && ret >= 0; code++) {

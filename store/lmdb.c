@@ -51,12 +51,13 @@
 #define MAPSIZE_DEFAULT ((size_t)64 << 20)
 #define MAX_READERS 254
 
-static const char *const space_names[STORE_SPACE_COUNT] = { "meta", "data", "attr" };
+static const char *const space_names[STORE_SPACE_COUNT] = { "meta", "data", "schema", "index",
+								   "attr" };
 
 struct store {
 	MDB_env *env;
 	MDB_dbi dbi[STORE_SPACE_COUNT];
-	bool have[STORE_SPACE_COUNT];	/* false: an optional space missing in a read-only open */
+	bool absent[STORE_SPACE_COUNT];	/* read-only open of an older store: not there yet */
 	bool readonly;
 	int64_t created_ns;
 	/* Record format: set at open; only ever raised to STORE_FORMAT_VERSION
@@ -82,6 +83,7 @@ struct store_txn {
 	bool write;
 	bool map_full;		/* an operation hit MDB_MAP_FULL: grow and retry */
 	unsigned format;	/* this snapshot's format; 0 = not looked up yet */
+	void *owner;		/* the caller's (store_txn_set_owner) */
 };
 
 enum scan_state { SCAN_START, SCAN_SEEK, SCAN_NEXT, SCAN_END };
@@ -364,20 +366,6 @@ static bool env_is_blank(MDB_env *env, MDB_txn *txn)
 }
 
 /*
- * A space added after format 2 (attr): created when missing in a writable
- * open, so every store the daemon used has it; a read-only open of an
- * older store reads it as empty (st->have false).
- */
-static int open_optional_space(struct store *st, MDB_txn *txn, enum store_space space)
-{
-	int rc = mdb_dbi_open(txn, space_names[space], st->readonly ? 0 : MDB_CREATE,
-			      &st->dbi[space]);
-
-	st->have[space] = rc == 0;
-	return rc == MDB_NOTFOUND && st->readonly ? 0 : rc;
-}
-
-/*
  * Opens the named databases in one transaction: a blank writable LMDB
  * becomes a kvfs store, anything else must carry our format.
  */
@@ -413,12 +401,20 @@ static int open_spaces(struct store *st, const char *dir, char *why, size_t why_
 		rc = store_err(rc);
 		goto out_abort_txn;
 	}
-	st->have[STORE_SPACE_META] = st->have[STORE_SPACE_DATA] = true;
-	rc = open_optional_space(st, txn, STORE_SPACE_ATTR);
-	if (rc) {
-		say(why, why_len, "%s: cannot open the attr space: %s", dir, mdb_strerror(rc));
-		rc = store_err(rc);
-		goto out_abort_txn;
+	/* Format 3's spaces: created here for older stores (their upgrade only
+	 * raises the version); a read-only open of one reads them as empty. */
+	for (int sp = STORE_SPACE_SCHEMA; sp <= STORE_SPACE_ATTR; sp++) {
+		rc = mdb_dbi_open(txn, space_names[sp], create, &st->dbi[sp]);
+		if (rc == MDB_NOTFOUND && st->readonly) {
+			st->absent[sp] = true;
+			rc = 0;
+		}
+		if (rc) {
+			say(why, why_len, "%s: cannot open the %s space: %s", dir, space_names[sp],
+			    mdb_strerror(rc));
+			rc = store_err(rc);
+			goto out_abort_txn;
+		}
 	}
 	rc = mdb_txn_commit(txn);	/* also keeps the dbi handles */
 	rc = commit_err(st, rc);
@@ -996,6 +992,16 @@ uint64_t store_txn_id(const struct store_txn *txn)
 	return mdb_txn_id(txn->txn);
 }
 
+void store_txn_set_owner(struct store_txn *txn, void *owner)
+{
+	txn->owner = owner;
+}
+
+void *store_txn_owner(const struct store_txn *txn)
+{
+	return txn->owner;
+}
+
 unsigned store_format(struct store *st)
 {
 	return atomic_load(&st->format);
@@ -1091,10 +1097,12 @@ int store_get(struct store_txn *txn, enum store_space space,
 	MDB_val k = { key_len, (void *)key }, v;
 	int rc;
 
-	if (key_len == 0 || !txn->st->have[space])
-		return -ENOENT;	/* the root has no key; a missing optional space is empty */
+	if (key_len == 0)
+		return -ENOENT;	/* the root has no key */
 	if ((rc = check_key(key_len)))
 		return rc;
+	if (txn->st->absent[space])
+		return -ENOENT;
 	rc = mdb_get(txn->txn, txn->st->dbi[space], &k, &v);
 	if (rc)
 		return txn_err(txn, rc);
@@ -1197,10 +1205,12 @@ int store_scan_open(struct store_txn *txn, enum store_space space,
 	*out = NULL;
 	if ((rc = check_key(prefix_len)))
 		return rc;
+	if (txn->st->absent[space])
+		return -ENOENT;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	rc = txn->st->have[space] ? mdb_cursor_open(txn->txn, txn->st->dbi[space], &s->cursor) : 0;
+	rc = mdb_cursor_open(txn->txn, txn->st->dbi[space], &s->cursor);
 	if (rc) {
 		free(s);
 		return txn_err(txn, rc);
@@ -1218,8 +1228,7 @@ void store_scan_close(struct store_scan *scan)
 {
 	if (!scan)
 		return;
-	if (scan->cursor)
-		mdb_cursor_close(scan->cursor);
+	mdb_cursor_close(scan->cursor);
 	free(scan);
 }
 
@@ -1237,8 +1246,6 @@ struct store_txn *store_scan_txn(struct store_scan *scan)
 static int scan_move(struct store_scan *s, MDB_val *k, MDB_val *v)
 {
 	s->steps++;
-	if (!s->cursor)
-		return MDB_NOTFOUND;	/* a missing optional space */
 	switch (s->state) {
 	case SCAN_START:
 		return cursor_seek(s->cursor, s->prefix, s->prefix_len, k, v);

@@ -15,15 +15,15 @@
 #include "store/tuple.h"
 
 #define STORE_KEY_MAX 511	/* longest key the backend accepts, in bytes */
-#define STORE_FORMAT_VERSION 2	/* written on creation, checked on open; model/ upgrades 1 */
+#define STORE_FORMAT_VERSION 3	/* written on creation, checked on open; model/ upgrades 1 and 2 */
 
 /* Key spaces (LMDB named databases). */
 enum store_space {
 	STORE_SPACE_META,	/* format version, creation time, ... */
 	STORE_SPACE_DATA,	/* document keys -> leaf values */
-	STORE_SPACE_ATTR,	/* node keys -> mode/owner/time records (model/attr.c); made
-				 * when a store is opened writable; a read-only open of a
-				 * store without it reads it as empty */
+	STORE_SPACE_SCHEMA,	/* table path -> sealed table schema (format 3) */
+	STORE_SPACE_INDEX,	/* (index id, values..., primary key...) -> "" (format 3) */
+	STORE_SPACE_ATTR,	/* node keys -> mode/owner/time records (model/attr.c; format 3) */
 	STORE_SPACE_COUNT,
 };
 
@@ -106,6 +106,12 @@ int store_copy(struct store *st, const char *dir);
 int store_read_begin(struct store *st, struct store_txn **out);
 void store_txn_end(struct store_txn *txn);
 uint64_t store_txn_id(const struct store_txn *txn);
+/*
+ * A pointer the caller attaches to a transaction (model/ keeps the rows a
+ * write touched there); NULL until set. Borrowed: the store never frees it.
+ */
+void store_txn_set_owner(struct store_txn *txn, void *owner);
+void *store_txn_owner(const struct store_txn *txn);
 
 /*
  * The meta `format` of the store (docs/FORMAT.md). store_format: as found
@@ -130,6 +136,11 @@ int store_set_format(struct store_txn *txn, unsigned version);
 typedef int (*store_write_fn)(struct store_txn *txn, void *arg);
 int store_write(struct store *st, store_write_fn fn, void *arg);
 
+/*
+ * A space a format-2 store does not have yet (SCHEMA, INDEX) is created at a
+ * writable open; in a read-only open of such a store it reads as empty:
+ * get gives -ENOENT and store_scan_open gives -ENOENT.
+ */
 /* Point operations. get: 0 or -ENOENT; the value is borrowed (see store_val). */
 int store_get(struct store_txn *txn, enum store_space space,
 	      const void *key, size_t key_len, struct store_val *out);

@@ -1,0 +1,777 @@
+/*
+ * model/table_cmd.c - the table verbs of model.h: declaring tables,
+ * columns and indexes (each one transaction that rebuilds the table's
+ * entries, so a schema that its rows break is refused), showing them,
+ * finding rows through an index, and rebuilding every index (check --repair).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/table_int.h"
+#include "model/tree_int.h"
+
+struct table_op {
+	struct model_error *err;
+	const char *path;
+	int key_depth;
+	const char *key_fields;	/* "a,b" or NULL */
+	const char *field;	/* column or index name */
+	const char *type;
+	bool required, unique;
+	int64_t max_length;
+	const char *references;
+	const char *fields;	/* index fields "a,b" */
+	struct table_schema *s;	/* heap, one per op */
+};
+
+static const char *const col_types[] = { "string", "integer", "double", "number",
+					 "boolean", "bytes", "object", "array" };
+
+/* The table at path: key in p, schema in s; -ENOENT with a message when none. */
+static int schema_get(struct store_txn *txn, const char *path, struct tree_path *p,
+		      struct table_schema *s, struct model_error *err)
+{
+	struct store_val v;
+	int ret = tree_resolve(txn, path, 0, p, err);
+
+	if (ret < 0)
+		return ret;
+	if (p->is_view)
+		return tree_fail(err, -EINVAL, "%s: a table is a directory, not a .json view", path);
+	ret = p->len ? store_get(txn, STORE_SPACE_SCHEMA, p->key, p->len, &v) : -ENOENT;
+	if (ret == -ENOENT)
+		return tree_fail(err, -ENOENT, "%s: not a table (kvfs table create)", path);
+	if (ret < 0)
+		return ret;
+	ret = table_schema_decode(p->key, p->len, v.data, v.len, s);
+	if (ret < 0)
+		return tree_fail(err, -EIO, "%s: the table's schema record is corrupt (run kvfs "
+				 "check)", path);
+	return 0;
+}
+
+/* Writes the schema, then has the commit rebuild and check the whole table. */
+static int schema_put(struct store_txn *txn, const struct table_schema *s)
+{
+	struct strbuf sb;
+	int ret;
+
+	strbuf_init(&sb);
+	ret = table_schema_encode(s, &sb);
+	if (ret == 0)
+		ret = store_put(txn, STORE_SPACE_SCHEMA, s->key, s->key_len, sb.buf, sb.len);
+	strbuf_release(&sb);
+	if (ret == 0)
+		ret = table_touch(txn, s->key, s->key_len, true);
+	return ret;
+}
+
+/* Splits "a,b,c" into names; -EINVAL on an empty or too long one. */
+static int split_names(const char *list, char names[][TABLE_NAME_MAX], int max, int *n,
+		       const char *what, struct model_error *err)
+{
+	const char *p = list;
+
+	for (*n = 0; *p; (*n)++) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+
+		if (*n >= max)
+			return tree_fail(err, -EINVAL, "%s: at most %d names", what, max);
+		if (len == 0 || len >= TABLE_NAME_MAX)
+			return tree_fail(err, -EINVAL, "%s: empty or too long name in \"%s\"", what,
+					 list);
+		memcpy(names[*n], p, len);
+		names[*n][len] = '\0';
+		p += len + (comma ? 1 : 0);
+		if (comma && !*p)
+			return tree_fail(err, -EINVAL, "%s: empty name in \"%s\"", what, list);
+	}
+	return *n ? 0 : tree_fail(err, -EINVAL, "%s: no names given", what);
+}
+
+/* Tables do not nest: another table at, above or below key is refused. */
+static int check_nesting(struct store_txn *txn, const struct tree_path *p,
+			 struct model_error *err)
+{
+	struct store_scan *scan;
+	struct store_val k, v;
+	int ret = store_scan_open(txn, STORE_SPACE_SCHEMA, NULL, 0, &scan);
+
+	if (ret < 0)
+		return ret == -ENOENT ? 0 : ret;
+	while ((ret = store_scan_next(scan, &k, &v)) == 1) {
+		size_t n = k.len < p->len ? k.len : p->len;
+
+		if (memcmp(k.data, p->key, n) != 0)
+			continue;
+		if (k.len == p->len)
+			ret = tree_fail(err, -EEXIST, "%s: already a table", p->text);
+		else
+			ret = tree_fail(err, -EINVAL, "%s: tables cannot nest (another table is %s "
+					"it)", p->text, k.len < p->len ? "above" : "inside");
+		break;
+	}
+	store_scan_close(scan);
+	return ret;
+}
+
+static int create_txn(struct store_txn *txn, void *arg)
+{
+	struct table_op *op = arg;
+	struct table_schema *s = op->s;
+	struct tree_path p;
+	struct tree_node n;
+	int ret;
+
+	tree_clear(op->err);
+	memset(s, 0, sizeof(*s));
+	ret = tree_resolve(txn, op->path, TREE_FOR_CREATE, &p, op->err);
+	if (ret < 0)
+		return ret;
+	if (p.is_view || p.len == 0)
+		return tree_fail(op->err, -EINVAL, "%s: a table must be a directory below the "
+				 "root", op->path);
+	if (op->key_depth < 1 || op->key_depth > TABLE_KEY_DEPTH_MAX)
+		return tree_fail(op->err, -EINVAL, "%s: --key-depth must be 1 to %d", op->path,
+				 TABLE_KEY_DEPTH_MAX);
+	s->key_depth = op->key_depth;
+	if (op->key_fields) {
+		ret = split_names(op->key_fields, s->key_fields, TABLE_KEY_DEPTH_MAX,
+				  &s->nkey_fields, op->path, op->err);
+		if (ret < 0)
+			return ret;
+		if (s->nkey_fields != s->key_depth)
+			return tree_fail(op->err, -EINVAL, "%s: %d key fields for a key depth of %d",
+					 op->path, s->nkey_fields, s->key_depth);
+	}
+	ret = check_nesting(txn, &p, op->err);
+	if (ret < 0)
+		return ret;
+	ret = tree_lookup(txn, p.key, p.len, &n);
+	if (ret < 0)
+		return ret;
+	if (n.exists && n.kind != MODEL_KIND_OBJECT)
+		return tree_fail(op->err, -ENOTDIR, "%s: a table must be an object", op->path);
+	memcpy(s->key, p.key, p.len);
+	s->key_len = p.len;
+	/* The schema first: the writes below then already see the table. */
+	ret = schema_put(txn, s);
+	if (ret < 0 || n.exists)
+		return ret;
+	ret = tree_attach(txn, &p, op->err);
+	return ret < 0 ? ret : tree_put_marker(txn, p.key, p.len, MODEL_KIND_OBJECT);
+}
+
+static int64_t next_index_id(struct store_txn *txn)
+{
+	struct store_scan *scan;
+	struct store_val k, v;
+	struct table_schema *s = malloc(sizeof(*s));
+	int64_t max = 0;
+
+	if (!s)
+		return -ENOMEM;
+	if (store_scan_open(txn, STORE_SPACE_SCHEMA, NULL, 0, &scan) == 0) {
+		while (store_scan_next(scan, &k, &v) == 1)
+			if (table_schema_decode(k.data, k.len, v.data, v.len, s) == 0)
+				for (int i = 0; i < s->nidx; i++)
+					if (s->idx[i].id > max)
+						max = s->idx[i].id;
+		store_scan_close(scan);
+	}
+	free(s);
+	return max + 1;
+}
+
+static int index_add(struct store_txn *txn, struct table_op *op, const char *name,
+		     const char *fields, bool unique, int64_t *id)
+{
+	struct table_schema *s = op->s;
+	struct table_index *x;
+	int ret;
+
+	for (int i = 0; i < s->nidx; i++)
+		if (strcmp(s->idx[i].name, name) == 0)
+			return tree_fail(op->err, -EEXIST, "%s: index %s already exists", op->path,
+					 name);
+	if (s->nidx >= TABLE_INDEXES_MAX)
+		return tree_fail(op->err, -ENOSPC, "%s: at most %d indexes", op->path,
+				 TABLE_INDEXES_MAX);
+	if (strlen(name) >= TABLE_NAME_MAX || !*name)
+		return tree_fail(op->err, -EINVAL, "%s: bad index name", op->path);
+	x = &s->idx[s->nidx];
+	memset(x, 0, sizeof(*x));
+	strcpy(x->name, name);
+	x->unique = unique;
+	ret = split_names(fields, x->fields, TABLE_INDEX_FIELDS_MAX, &x->nfields, op->path,
+			  op->err);
+	if (ret < 0)
+		return ret;
+	x->id = next_index_id(txn);
+	if (x->id < 0)
+		return (int)x->id;
+	*id = x->id;
+	s->nidx++;
+	return 0;
+}
+
+static int drop_entries(struct store_txn *txn, int64_t id)
+{
+	uint8_t pre[16];
+	struct tuple_writer w;
+
+	tuple_writer_init(&w, pre, sizeof(pre));
+	tuple_put_int(&w, id);
+	return store_del_prefix(txn, STORE_SPACE_INDEX, pre, w.len, NULL);
+}
+
+static int column_txn(struct store_txn *txn, void *arg)
+{
+	struct table_op *op = arg;
+	struct table_schema *s = op->s;
+	struct table_col c;
+	struct tree_path p, rp;
+	struct table_schema *rs;
+	int ret, slot;
+
+	tree_clear(op->err);
+	ret = schema_get(txn, op->path, &p, s, op->err);
+	if (ret < 0)
+		return ret;
+	memset(&c, 0, sizeof(c));
+	if (!*op->field || strlen(op->field) >= TABLE_NAME_MAX)
+		return tree_fail(op->err, -EINVAL, "%s: bad field name", op->path);
+	strcpy(c.name, op->field);
+	for (int i = 0; i < 8; i++)
+		if (strcmp(op->type, col_types[i]) == 0)
+			c.type = (enum table_col_type)(i + 1);
+	if (!c.type)
+		return tree_fail(op->err, -EINVAL, "%s: unknown column type \"%s\" (string, integer, "
+				 "double, number, boolean, bytes, object, array)", op->path, op->type);
+	c.required = op->required;
+	c.max_length = op->max_length;
+	if (c.max_length && c.type != TABLE_COL_STRING && c.type != TABLE_COL_BYTES)
+		return tree_fail(op->err, -EINVAL, "%s: --max-length applies to string and bytes "
+				 "columns", op->path);
+	for (slot = 0; slot < s->ncols && strcmp(s->cols[slot].name, c.name); slot++)
+		;
+	if (slot == TABLE_COLUMNS_MAX)
+		return tree_fail(op->err, -ENOSPC, "%s: at most %d columns", op->path,
+				 TABLE_COLUMNS_MAX);
+	if (slot < s->ncols && s->cols[slot].ref_len) {	/* its reference index goes */
+		for (int i = 0; i < s->nidx; i++)
+			if (s->idx[i].id == s->cols[slot].ref_index)
+				s->idx[i] = s->idx[--s->nidx];
+		ret = drop_entries(txn, s->cols[slot].ref_index);
+		if (ret < 0)
+			return ret;
+	}
+	if (op->references) {
+		char iname[TABLE_NAME_MAX];
+
+		rs = malloc(sizeof(*rs));
+		if (!rs)
+			return -ENOMEM;
+		ret = schema_get(txn, op->references, &rp, rs, op->err);
+		if (ret == 0 && rs->key_depth != 1)
+			ret = tree_fail(op->err, -EINVAL, "%s: a reference names a row of a table of "
+					"key depth 1", op->references);
+		if (ret == 0 && c.type != TABLE_COL_STRING && c.type != TABLE_COL_INTEGER)
+			ret = tree_fail(op->err, -EINVAL, "%s: a reference column is a string or "
+					"an integer", op->path);
+		memcpy(c.ref, rp.key, rp.len);
+		c.ref_len = rp.len;
+		free(rs);
+		if (ret < 0)
+			return ret;
+		/* The restricted-delete lookup needs rows by this field: an index
+		 * named "@FIELD" (names with @ are kvfs's own). */
+		snprintf(iname, sizeof(iname), "@%.*s", TABLE_NAME_MAX - 2, c.name);
+		ret = index_add(txn, op, iname, c.name, false, &c.ref_index);
+		if (ret < 0)
+			return ret;
+	}
+	s->cols[slot] = c;
+	if (slot == s->ncols)
+		s->ncols++;
+	return schema_put(txn, s);
+}
+
+
+/* Another table's reference to s: EBUSY. */
+static int check_unreferenced(struct store_txn *txn, const struct table_schema *s,
+			      struct model_error *err)
+{
+	struct store_scan *scan;
+	struct store_val k, v;
+	struct table_schema *o = malloc(sizeof(*o));
+	int ret;
+
+	if (!o)
+		return -ENOMEM;
+	ret = store_scan_open(txn, STORE_SPACE_SCHEMA, NULL, 0, &scan);
+	if (ret < 0) {
+		free(o);
+		return ret;
+	}
+	while ((ret = store_scan_next(scan, &k, &v)) == 1) {
+		if (table_schema_decode(k.data, k.len, v.data, v.len, o) < 0 ||
+		    (k.len == s->key_len && memcmp(k.data, s->key, k.len) == 0))
+			continue;
+		for (int i = 0; i < o->ncols; i++) {
+			if (o->cols[i].ref_len == s->key_len &&
+			    memcmp(o->cols[i].ref, s->key, s->key_len) == 0) {
+				struct strbuf path;
+
+				strbuf_init(&path);
+				tree_key_to_path(o->key, o->key_len, &path);
+				ret = tree_fail(err, -EBUSY, "the table is referenced by %s (field %s)",
+						path.buf ? path.buf : "?", o->cols[i].name);
+				strbuf_release(&path);
+				break;
+			}
+		}
+		if (ret < 0)
+			break;
+	}
+	store_scan_close(scan);
+	free(o);
+	return ret;
+}
+
+static int drop_txn(struct store_txn *txn, void *arg)
+{
+	struct table_op *op = arg;
+	struct table_schema *s = op->s;
+	struct tree_path p;
+	int ret;
+
+	tree_clear(op->err);
+	ret = schema_get(txn, op->path, &p, s, op->err);
+	if (ret == 0)
+		ret = check_unreferenced(txn, s, op->err);
+	for (int i = 0; i < s->nidx && ret == 0; i++)
+		ret = drop_entries(txn, s->idx[i].id);
+	if (ret == 0)
+		ret = store_del(txn, STORE_SPACE_SCHEMA, p.key, p.len);
+	return ret;
+}
+
+static int index_create_txn(struct store_txn *txn, void *arg)
+{
+	struct table_op *op = arg;
+	struct tree_path p;
+	int64_t id;
+	int ret;
+
+	tree_clear(op->err);
+	ret = schema_get(txn, op->path, &p, op->s, op->err);
+	if (ret < 0)
+		return ret;
+	if (op->field[0] == '@')
+		return tree_fail(op->err, -EINVAL, "%s: index names beginning with @ are kvfs's "
+				 "own", op->path);
+	ret = index_add(txn, op, op->field, op->fields, op->unique, &id);
+	return ret < 0 ? ret : schema_put(txn, op->s);
+}
+
+static int index_drop_txn(struct store_txn *txn, void *arg)
+{
+	struct table_op *op = arg;
+	struct table_schema *s = op->s;
+	struct tree_path p;
+	int ret;
+
+	tree_clear(op->err);
+	ret = schema_get(txn, op->path, &p, s, op->err);
+	if (ret < 0)
+		return ret;
+	if (op->field[0] == '@')
+		return tree_fail(op->err, -EINVAL, "%s: index %s belongs to a reference column",
+				 op->path, op->field);
+	for (int i = 0; i < s->nidx; i++) {
+		if (strcmp(s->idx[i].name, op->field) != 0)
+			continue;
+		ret = drop_entries(txn, s->idx[i].id);
+		s->idx[i] = s->idx[--s->nidx];
+		return ret < 0 ? ret : schema_put(txn, s);
+	}
+	return tree_fail(op->err, -ENOENT, "%s: no index %s", op->path, op->field);
+}
+
+static int run(struct model *m, struct table_op *op, store_write_fn fn, struct model_error *err)
+{
+	int ret;
+
+	op->err = err;
+	op->s = malloc(sizeof(*op->s));
+	if (!op->s)
+		return tree_fail(err, -ENOMEM, "%s: out of memory", op->path);
+	ret = tree_write(m, op->path, fn, op, err);
+	free(op->s);
+	return ret;
+}
+
+int model_table_create(struct model *m, const char *path, int key_depth, const char *key_fields,
+		       struct model_error *err)
+{
+	struct table_op op = { .path = path, .key_depth = key_depth, .key_fields = key_fields };
+
+	return run(m, &op, create_txn, err);
+}
+
+int model_table_column(struct model *m, const char *path, const char *field, const char *type,
+		       bool required, int64_t max_length, const char *references,
+		       struct model_error *err)
+{
+	struct table_op op = { .path = path, .field = field, .type = type, .required = required,
+			       .max_length = max_length, .references = references };
+
+	return run(m, &op, column_txn, err);
+}
+
+int model_table_drop(struct model *m, const char *path, struct model_error *err)
+{
+	struct table_op op = { .path = path };
+
+	return run(m, &op, drop_txn, err);
+}
+
+int model_index_create(struct model *m, const char *path, const char *name, const char *fields,
+		       bool unique, struct model_error *err)
+{
+	struct table_op op = { .path = path, .field = name, .fields = fields, .unique = unique };
+
+	return run(m, &op, index_create_txn, err);
+}
+
+int model_index_drop(struct model *m, const char *path, const char *name,
+		     struct model_error *err)
+{
+	struct table_op op = { .path = path, .field = name };
+
+	return run(m, &op, index_drop_txn, err);
+}
+
+/* ---- reading: show, list, find ---- */
+
+static void show_json(const struct table_schema *s, struct json_writer *w)
+{
+	struct strbuf path;
+
+	json_write_object_begin(w);
+	json_write_key(w, "key_depth", 9);
+	json_write_integer(w, s->key_depth);
+	json_write_key(w, "key_fields", 10);
+	json_write_array_begin(w);
+	for (int i = 0; i < s->nkey_fields; i++)
+		json_write_string(w, s->key_fields[i], strlen(s->key_fields[i]));
+	json_write_array_end(w);
+	json_write_key(w, "columns", 7);
+	json_write_object_begin(w);
+	for (int i = 0; i < s->ncols; i++) {
+		const struct table_col *c = &s->cols[i];
+
+		json_write_key(w, c->name, strlen(c->name));
+		json_write_object_begin(w);
+		json_write_key(w, "type", 4);
+		json_write_string(w, col_types[c->type - 1], strlen(col_types[c->type - 1]));
+		json_write_key(w, "required", 8);
+		json_write_bool(w, c->required);
+		if (c->max_length) {
+			json_write_key(w, "max_length", 10);
+			json_write_integer(w, c->max_length);
+		}
+		if (c->ref_len) {
+			strbuf_init(&path);
+			tree_key_to_path(c->ref, c->ref_len, &path);
+			json_write_key(w, "references", 10);
+			json_write_string(w, path.buf ? path.buf : "", path.len);
+			strbuf_release(&path);
+		}
+		json_write_object_end(w);
+	}
+	json_write_object_end(w);
+	json_write_key(w, "indexes", 7);
+	json_write_object_begin(w);
+	for (int i = 0; i < s->nidx; i++) {
+		const struct table_index *x = &s->idx[i];
+
+		json_write_key(w, x->name, strlen(x->name));
+		json_write_object_begin(w);
+		json_write_key(w, "fields", 6);
+		json_write_array_begin(w);
+		for (int f = 0; f < x->nfields; f++)
+			json_write_string(w, x->fields[f], strlen(x->fields[f]));
+		json_write_array_end(w);
+		json_write_key(w, "unique", 6);
+		json_write_bool(w, x->unique);
+		json_write_object_end(w);
+	}
+	json_write_object_end(w);
+	json_write_object_end(w);
+}
+
+/* A read transaction with the schema of path; the caller ends txn. */
+static int read_schema(struct model *m, const char *path, struct store_txn **txn,
+		       struct tree_path *p, struct table_schema **s, struct model_error *err)
+{
+	int ret;
+
+	tree_clear(err);
+	*s = malloc(sizeof(**s));
+	if (!*s)
+		return tree_fail(err, -ENOMEM, "%s: out of memory", path);
+	ret = store_read_begin(m->st, txn);
+	if (ret < 0) {
+		free(*s);
+		return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
+	}
+	ret = schema_get(*txn, path, p, *s, err);
+	if (ret < 0) {
+		store_txn_end(*txn);
+		free(*s);
+	}
+	return ret;
+}
+
+int model_table_show(struct model *m, const char *path, char **out, size_t *len,
+		     struct model_error *err)
+{
+	struct store_txn *txn;
+	struct table_schema *s;
+	struct tree_path p;
+	struct json_writer w;
+	struct strbuf sb;
+	int ret = read_schema(m, path, &txn, &p, &s, err);
+
+	if (ret < 0)
+		return ret;
+	strbuf_init(&sb);
+	json_writer_init(&w, &sb, NULL, true);
+	show_json(s, &w);
+	ret = json_writer_finish(&w);
+	store_txn_end(txn);
+	free(s);
+	if (ret < 0) {
+		strbuf_release(&sb);
+		return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
+	}
+	*out = strbuf_detach(&sb, len);
+	return 0;
+}
+
+int model_index_list(struct model *m, const char *path, FILE *out, struct model_error *err)
+{
+	struct store_txn *txn;
+	struct table_schema *s;
+	struct tree_path p;
+	int ret = read_schema(m, path, &txn, &p, &s, err);
+
+	if (ret < 0)
+		return ret;
+	for (int i = 0; i < s->nidx; i++) {
+		fprintf(out, "%s ", s->idx[i].name);
+		for (int f = 0; f < s->idx[i].nfields; f++)
+			fprintf(out, "%s%s", f ? "," : "", s->idx[i].fields[f]);
+		fprintf(out, "%s\n", s->idx[i].unique ? " unique" : "");
+	}
+	store_txn_end(txn);
+	free(s);
+	return 0;
+}
+
+/*
+ * A value given on the command line, as the column type of field says
+ * (undeclared: true/false/null, a number when it reads as one, else a
+ * string).
+ */
+static int arg_value(const struct table_schema *s, const char *field, const char *text,
+		     size_t len, struct strbuf *sb)
+{
+	enum table_col_type type = 0;
+
+	for (int i = 0; i < s->ncols; i++)
+		if (strcmp(s->cols[i].name, field) == 0)
+			type = s->cols[i].type;
+	if (type == TABLE_COL_STRING || type == TABLE_COL_BYTES) {
+		ikey_put_string(sb, type == TABLE_COL_STRING ? IKEY_STRING : IKEY_BYTES, text, len);
+		return 0;
+	}
+	if ((type == 0 || type == TABLE_COL_BOOLEAN) && len == 4 && !memcmp(text, "true", 4))
+		return strbuf_addc(sb, IKEY_TRUE), 0;
+	if ((type == 0 || type == TABLE_COL_BOOLEAN) && len == 5 && !memcmp(text, "false", 5))
+		return strbuf_addc(sb, IKEY_FALSE), 0;
+	if (type == 0 && len == 4 && !memcmp(text, "null", 4))
+		return strbuf_addc(sb, IKEY_NULL), 0;
+	if (type == TABLE_COL_BOOLEAN)
+		return -EINVAL;
+	if (ikey_put_number_text(sb, text, len) == 0)
+		return 0;
+	if (type != 0)
+		return -EINVAL;
+	ikey_put_string(sb, IKEY_STRING, text, len);
+	return 0;
+}
+
+/* Prefix (id, values...) of q->value ("a/b" for a composite index). */
+static int find_prefix(const struct table_schema *s, const struct table_index *x,
+		       const char *value, struct strbuf *sb, struct model_error *err)
+{
+	uint8_t id[16];
+	struct tuple_writer w;
+	const char *p = value;
+
+	tuple_writer_init(&w, id, sizeof(id));
+	tuple_put_int(&w, x->id);
+	strbuf_add(sb, id, w.len);
+	for (int f = 0; p && f < x->nfields; f++) {
+		const char *slash = x->nfields > 1 ? strchr(p, '/') : NULL;
+		size_t len = slash ? (size_t)(slash - p) : strlen(p);
+
+		if (arg_value(s, x->fields[f], p, len, sb) < 0)
+			return tree_fail(err, -EINVAL, "find: \"%.*s\" is not a value of field %s's "
+					 "type", (int)len, p, x->fields[f]);
+		p = slash ? slash + 1 : NULL;
+	}
+	if (p)
+		return tree_fail(err, -EINVAL, "find: more values than index %s has fields",
+				 x->name);
+	return sb->failed ? -ENOMEM : 0;
+}
+
+static void print_row(struct store_txn *txn, const struct table_schema *s, const uint8_t *key,
+		      size_t len, size_t pk, const struct model_find *q, FILE *out)
+{
+	struct tuple_reader r;
+	struct tuple_elem e;
+	char raw[STORE_KEY_MAX], name[TREE_NAME_MAX];
+	uint8_t row[2 * STORE_KEY_MAX];
+	struct strbuf sb;
+
+	if (q->json) {
+		memcpy(row, s->key, s->key_len);
+		memcpy(row + s->key_len, key + pk, len - pk);
+		strbuf_init(&sb);
+		if (doc_render_buf(txn, row, s->key_len + len - pk, MODEL_JSON_COMPACT, &sb) == 0)
+			fprintf(out, "%.*s%s", (int)sb.len, sb.buf,
+				sb.len && sb.buf[sb.len - 1] == '\n' ? "" : "\n");
+		strbuf_release(&sb);
+		return;
+	}
+	tuple_reader_init(&r, key + pk, len - pk);
+	for (int i = 0; tuple_next(&r, &e) == 1; i++) {
+		if (i)
+			fputc('/', out);
+		if (e.type == TUPLE_TYPE_INT) {
+			fprintf(out, "%lld", (long long)e.integer);
+		} else if (e.type == TUPLE_TYPE_STRING && e.len <= sizeof(raw)) {
+			tuple_elem_copy(&e, raw);
+			fwrite(name, 1, tree_name_escape(raw, e.len, name), out);
+		}
+	}
+	fputc('\n', out);
+}
+
+int model_find(struct model *m, const char *path, const char *name,
+	       const struct model_find *q, FILE *out, struct model_error *err)
+{
+	struct store_txn *txn;
+	struct table_schema *s;
+	const struct table_index *x = NULL;
+	struct tree_path p;
+	struct strbuf pre, lo, hi;
+	struct store_scan *scan = NULL;
+	struct store_val k, v;
+	int ret = read_schema(m, path, &txn, &p, &s, err);
+
+	if (ret < 0)
+		return ret;
+	strbuf_init(&pre);
+	strbuf_init(&lo);
+	strbuf_init(&hi);
+	for (int i = 0; i < s->nidx; i++)
+		if (strcmp(s->idx[i].name, name) == 0)
+			x = &s->idx[i];
+	if (!x) {
+		ret = tree_fail(err, -ENOENT, "%s: no index %s", path, name);
+		goto out_end;
+	}
+	ret = find_prefix(s, x, q->value, &pre, err);
+	if (ret == 0 && q->from)
+		ret = find_prefix(s, x, q->from, &lo, err);
+	if (ret == 0 && q->to)
+		ret = find_prefix(s, x, q->to, &hi, err);
+	if (ret < 0)
+		goto out_end;
+	strbuf_addc(&hi, (char)0xff);	/* past every entry starting with the upper value */
+	ret = store_scan_open(txn, STORE_SPACE_INDEX, pre.buf, pre.len, &scan);
+	if (ret == -ENOENT) {
+		ret = 0;
+		goto out_end;
+	}
+	if (ret == 0 && q->from)
+		ret = store_scan_seek(scan, lo.buf, lo.len);
+	while (ret == 0 && (ret = store_scan_next(scan, &k, &v)) == 1) {
+		size_t pos = 0, n = k.len < hi.len ? k.len : hi.len;
+		struct tuple_reader r;
+		struct tuple_elem id;
+		int bad = 0;
+
+		if (q->to && (memcmp(k.data, hi.buf, n) > 0 ||
+			      (memcmp(k.data, hi.buf, n) == 0 && k.len > hi.len)))
+			break;
+		tuple_reader_init(&r, k.data, k.len);
+		bad = tuple_next(&r, &id) != 1;
+		pos = r.pos;
+		for (int f = 0; f < x->nfields && !bad; f++)
+			bad = ikey_skip(k.data, k.len, &pos) < 0;
+		if (!bad)
+			print_row(txn, s, k.data, k.len, pos, q, out);
+		ret = 0;
+	}
+	if (ret < 0)
+		tree_fail(err, ret, "find: %s", strerror(-ret));
+out_end:
+	store_scan_close(scan);
+	strbuf_release(&hi);
+	strbuf_release(&lo);
+	strbuf_release(&pre);
+	store_txn_end(txn);
+	free(s);
+	return ret < 0 ? ret : 0;
+}
+
+/* ---- check --repair ---- */
+
+static int repair_txn(struct store_txn *txn, void *arg)
+{
+	struct store_scan *scan;
+	struct store_val k, v;
+	uint8_t key[STORE_KEY_MAX];
+	int ret;
+
+	tree_clear(arg);
+	ret = store_del_prefix(txn, STORE_SPACE_INDEX, NULL, 0, NULL);
+	if (ret < 0)
+		return ret;
+	ret = store_scan_open(txn, STORE_SPACE_SCHEMA, NULL, 0, &scan);
+	if (ret < 0)
+		return ret;
+	/* Touching a table's whole subtree makes the commit rebuild it. */
+	while ((ret = store_scan_next(scan, &k, &v)) == 1) {
+		memcpy(key, k.data, k.len);
+		ret = table_touch(txn, key, k.len, true);
+		if (ret < 0)
+			break;
+	}
+	store_scan_close(scan);
+	return ret;
+}
+
+int model_check_repair(struct model *m, struct model_error *err)
+{
+	return tree_write(m, "check --repair", repair_txn, err, err);
+}

@@ -1,0 +1,135 @@
+/*
+ * model/table_int.h - private interfaces of tables (docs/FORMAT.md,
+ * "Tables and indexes"): the order-preserving encoding of indexed values
+ * (ikey.c), table schemas and the per-transaction bookkeeping that keeps
+ * indexes, column checks and references exact (table.c). Nothing outside
+ * model/ (and its unit tests) includes it.
+ */
+#ifndef KVFS_MODEL_TABLE_INT_H
+#define KVFS_MODEL_TABLE_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/model_int.h"
+#include "store/store.h"
+
+/* ---- indexed values (ikey.c): byte order equals value order ---- */
+enum ikey_code {
+	IKEY_NULL = 0x10,
+	IKEY_FALSE = 0x11,
+	IKEY_TRUE = 0x12,
+	IKEY_NUM_NEG = 0x20,	/* then ~(E + 0x8000) in 2 bytes, ~(digit + 1)..., 0xff */
+	IKEY_NUM_ZERO = 0x21,
+	IKEY_NUM_POS = 0x22,	/* then E + 0x8000 in 2 bytes, (digit + 1)..., 0x00 */
+	IKEY_STRING = 0x30,	/* then bytes, 0x00 escaped as 0x00 0xff, ends 0x00 */
+	IKEY_BYTES = 0x31,	/* same */
+};
+#define IKEY_EXP_BIAS 0x8000
+#define IKEY_DIGITS_MAX 400	/* significant decimal digits a number may have */
+
+/*
+ * Appends the element for the number written as JSON number text (any
+ * form: "30", "-4.5", "1e+300", big integer digits). Its value is the
+ * decimal the text shows: 30, 30.0 and 3e1 are one value. -EINVAL when
+ * text is not a number, -ERANGE when it has too many digits or too large
+ * an exponent.
+ */
+int ikey_put_number_text(struct strbuf *sb, const char *text, size_t len);
+void ikey_put_string(struct strbuf *sb, enum ikey_code code, const void *data, size_t len);
+/*
+ * Appends the element for a leaf's value; 1 (nothing appended) when the
+ * value is not indexable (an empty container's marker), 0 when appended.
+ */
+int ikey_put_leaf(struct strbuf *sb, const struct leaf *leaf);
+/* Moves *pos past one value element of key; -EINVAL when malformed. */
+int ikey_skip(const uint8_t *key, size_t len, size_t *pos);
+/* Appends the JSON text of the value element at *pos and moves past it. */
+int ikey_to_text(const uint8_t *key, size_t len, size_t *pos, struct strbuf *out);
+
+/* ---- schemas (table.c) ---- */
+enum table_col_type {
+	TABLE_COL_STRING = 1,
+	TABLE_COL_INTEGER,
+	TABLE_COL_DOUBLE,
+	TABLE_COL_NUMBER,
+	TABLE_COL_BOOLEAN,
+	TABLE_COL_BYTES,
+	TABLE_COL_OBJECT,
+	TABLE_COL_ARRAY,
+};
+
+#define TABLE_NAME_MAX 256	/* a field or index name, with its NUL */
+#define TABLE_KEY_DEPTH_MAX 8
+#define TABLE_COLUMNS_MAX 64
+#define TABLE_INDEXES_MAX 32
+#define TABLE_INDEX_FIELDS_MAX 8
+
+struct table_col {
+	char name[TABLE_NAME_MAX];
+	enum table_col_type type;
+	bool required;
+	int64_t max_length;	/* 0: none */
+	uint8_t ref[STORE_KEY_MAX];	/* referenced table's key; ref_len 0: none */
+	size_t ref_len;
+	int64_t ref_index;	/* id of the index kept for the reference */
+};
+
+struct table_index {
+	char name[TABLE_NAME_MAX];
+	int64_t id;
+	bool unique;
+	int nfields;
+	char fields[TABLE_INDEX_FIELDS_MAX][TABLE_NAME_MAX];
+};
+
+struct table_schema {
+	uint8_t key[STORE_KEY_MAX];	/* the table's data key */
+	size_t key_len;
+	int key_depth;
+	int nkey_fields;
+	char key_fields[TABLE_KEY_DEPTH_MAX][TABLE_NAME_MAX];
+	int ncols;
+	struct table_col cols[TABLE_COLUMNS_MAX];
+	int nidx;
+	struct table_index idx[TABLE_INDEXES_MAX];
+};
+
+/*
+ * The schema record: body then CRC-32C of key || body (like data records).
+ * decode: -EBADMSG on a bad checksum, -EINVAL when malformed.
+ */
+int table_schema_encode(const struct table_schema *s, struct strbuf *out);
+int table_schema_decode(const uint8_t *key, size_t key_len, const void *rec, size_t len,
+			struct table_schema *out);
+
+/*
+ * Per write transaction bookkeeping (set as the transaction's owner by
+ * tree_write): the tables, the rows touched so far, the tables wiped.
+ */
+struct table_txn;
+int table_txn_new(struct model_error *err, struct table_txn **out);	/* heap */
+void table_txn_free(struct table_txn *tt);
+/* Re-derives every touched row's entries and checks them: 0 or a refusal. */
+int table_txn_commit(struct store_txn *txn, struct table_txn *tt);
+
+/*
+ * Called by every data write of model/ before it happens: key[0..len] is
+ * about to be put or deleted (subtree: it and everything under it). The
+ * first touch of a row deletes its index entries as they are now.
+ */
+int table_touch(struct store_txn *txn, const uint8_t *key, size_t len, bool subtree);
+
+/*
+ * -EBUSY with a message when key[0..len] is a table or holds one: moving a
+ * table directory would leave its declaration behind (not supported).
+ */
+int table_check_move(struct store_txn *txn, const uint8_t *key, size_t len, const char *what,
+		     struct model_error *err);
+
+/* kvfs check: reports index/row disagreement through fn; repair rebuilds. */
+typedef void (*table_report_fn)(void *arg, const uint8_t *key, size_t len, const char *msg);
+int table_check(struct store_txn *txn, table_report_fn fn, void *arg, uint64_t *entries);
+
+#endif

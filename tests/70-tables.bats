@@ -1,0 +1,323 @@
+#!/usr/bin/env bats
+# Issue 10 (core): tables, typed columns, secondary indexes, find and
+# ranges, references; every write through the mount (cp of a row view,
+# echo > a field, mv, rm -r) keeps them exact, refusals change nothing and
+# say why in user.kvfs.error. Tables are declared with the offline CLI on
+# the mounted store. `echo >` commits when the file is closed, and bash
+# ignores close()'s error, so its refusals are checked by what is stored
+# and by user.kvfs.error, not by echo's status.
+
+load 'test_helper/common'
+
+setup() {
+	mount_setup
+}
+
+teardown() {
+	mount_teardown
+}
+
+# err PATH: the user.kvfs.error of PATH (fails when it has none).
+err() {
+	getfattr --absolute-names --only-values -n user.kvfs.error "$1"
+}
+
+# row NAME JSON: writes a whole row through the mount, as cp does.
+row() {
+	printf '%s' "$2" >"$BATS_TEST_TMPDIR/row.json"
+	cp "$BATS_TEST_TMPDIR/row.json" "$MNT/people/$1.json"
+}
+
+people() {
+	mkdir "$MNT/people"
+	kvfs table create "$STORE" /people --key-depth 1
+	kvfs index create "$STORE" /people by_email email --unique
+	kvfs index create "$STORE" /people by_age age
+	row ann '{"email":"ann@x","age":30}'
+	row bob '{"email":"bob@x","age":-4.5}'
+}
+
+@test "a unique clash through cp of a row view and through echo > a field is refused, nothing changed" {
+	people
+	kvfs dump "$STORE" >"$BATS_TEST_TMPDIR/before"
+	run -1 row cy '{"email":"ann@x","age":1}'
+	assert_output --partial 'File exists'
+	run -0 err "$MNT/people"
+	assert_output --partial '/people/cy: unique index by_email: /people/ann has the same email'
+	bash -c "echo bob@x >'$MNT/people/ann/email'" || true
+	run -0 err "$MNT/people/ann/email"
+	assert_output --partial '/people/ann: unique index by_email: /people/bob has the same email'
+	run -0 cat "$MNT/people/ann/email"
+	assert_output 'ann@x'
+	[ ! -e "$MNT/people/cy" ]
+	kvfs dump "$STORE" >"$BATS_TEST_TMPDIR/after"
+	cmp "$BATS_TEST_TMPDIR/before" "$BATS_TEST_TMPDIR/after"
+	run -0 kvfs find "$STORE" /people by_email ann@x
+	assert_output 'ann'
+	run -0 kvfs check "$STORE"
+}
+
+@test "find orders numbers numerically across integers, doubles and huge integers; ranges are inclusive" {
+	people
+	row cy '{"email":"cy@x","age":100}'
+	row dee '{"email":"dee@x","age":30.5}'
+	row eve '{"email":"eve@x","age":9007199254740993}'
+	row fay '{"email":"fay@x","age":9007199254740992}'
+	row gus '{"email":"gus@x","age":-123456789012345678901234567890}'
+	row hal '{"email":"hal@x"}'
+	run -0 kvfs find "$STORE" /people by_age --from -1e40
+	assert_output "$(printf 'gus\nbob\nann\ndee\ncy\nfay\neve')"
+	run -0 kvfs find "$STORE" /people by_age --from 30 --to 100
+	assert_output "$(printf 'ann\ndee\ncy')"
+	run -0 kvfs find "$STORE" /people by_age --to 30
+	assert_output "$(printf 'gus\nbob\nann')"
+	run -0 kvfs find "$STORE" /people by_age 9007199254740993
+	assert_output 'eve'
+	run -0 kvfs find "$STORE" /people by_age 30.0
+	assert_output 'ann'
+	run -0 kvfs find --json "$STORE" /people by_age --from 30.5 --to 30.5
+	assert_output '{"age":30.5,"email":"dee@x"}'
+	# echo > a field moves the row in the index
+	echo 31 >"$MNT/people/ann/age"
+	run -0 kvfs find "$STORE" /people by_age --from 30 --to 100
+	assert_output "$(printf 'dee\nann\ncy')"
+}
+
+@test "mv of a row renames it in every index; mv out of the table takes it out" {
+	people
+	mv "$MNT/people/ann" "$MNT/people/anne"
+	run -0 kvfs find "$STORE" /people by_email ann@x
+	assert_output 'anne'
+	run -0 kvfs find "$STORE" /people by_age 30
+	assert_output 'anne'
+	mkdir "$MNT/archive"
+	mv "$MNT/people/anne" "$MNT/archive/anne"
+	run -0 kvfs find "$STORE" /people by_age 30
+	assert_output ''
+	# and back in: indexed again, and its unique value still clashes
+	mv "$MNT/archive/anne" "$MNT/people/ann"
+	run -0 kvfs find "$STORE" /people by_email ann@x
+	assert_output 'ann'
+	echo '{"email":"bob@x"}' >"$BATS_TEST_TMPDIR/x.json"
+	cp "$BATS_TEST_TMPDIR/x.json" "$MNT/archive/zed.json"
+	run -1 mv "$MNT/archive/zed" "$MNT/people/zed"
+	[ -e "$MNT/archive/zed" ]
+	run -0 kvfs check "$STORE"
+	# a table directory itself does not move (its declaration would stay behind)
+	run -1 mv "$MNT/people" "$MNT/folks"
+	run -0 err "$MNT"
+	assert_output --partial 'moving a table is not supported'
+	run -0 kvfs find "$STORE" /people by_email ann@x
+	assert_output 'ann'
+}
+
+@test "rm of a row and rm -r of the table clear their index entries" {
+	people
+	rm -r "$MNT/people/bob"
+	run -0 kvfs find "$STORE" /people by_age --from -100
+	assert_output 'ann'
+	rm -r "$MNT/people"
+	run -1 kvfs table show "$STORE" /people
+	assert_output --partial 'not a table'
+	run -0 kvfs dump "$STORE"
+	refute_output --partial 'schema '
+	refute_output --partial 'index '
+	run -0 kvfs check "$STORE"
+	# a new directory of that name is a plain one
+	mkdir "$MNT/people"
+	row ann '{"email":"x"}'
+	row bob '{"email":"x"}'
+}
+
+@test "a dangling reference is refused (EINVAL) and a referenced row cannot be removed (EBUSY)" {
+	people
+	mkdir "$MNT/orders"
+	kvfs table create "$STORE" /orders --key-depth 1
+	kvfs table column "$STORE" /orders who string --required --references /people
+	echo '{"who":"zed"}' >"$BATS_TEST_TMPDIR/o.json"
+	run -1 cp "$BATS_TEST_TMPDIR/o.json" "$MNT/orders/1.json"
+	assert_output --partial 'Invalid argument'
+	run -0 err "$MNT/orders"
+	assert_output --partial '/orders/1: field who references /people/zed, which does not exist'
+	echo '{"who":"ann"}' >"$BATS_TEST_TMPDIR/o.json"
+	cp "$BATS_TEST_TMPDIR/o.json" "$MNT/orders/1.json"
+	# kvfs rm -r is one transaction: refused whole
+	run -1 kvfs rm -r "$STORE" /people/ann
+	assert_output --partial '/people/ann: still referenced by /orders/1 (field who)'
+	run -1 kvfs rm -r "$STORE" /people
+	assert_output --partial 'referenced by rows of /orders'
+	run -0 cat "$MNT/people/ann/email"
+	# rm -r through the mount unlinks the fields one by one; the row itself stays
+	run -1 rm -r "$MNT/people/ann"
+	assert_output --partial 'Device or resource busy'
+	run -0 err "$MNT/people"
+	assert_output --partial '/people/ann: still referenced by /orders/1 (field who)'
+	[ -d "$MNT/people/ann" ]
+	run -1 kvfs table drop "$STORE" /people
+	assert_output --partial 'referenced by /orders'
+	# required and typed columns
+	echo '{}' >"$BATS_TEST_TMPDIR/o.json"
+	run -1 cp "$BATS_TEST_TMPDIR/o.json" "$MNT/orders/2.json"
+	run -0 err "$MNT/orders"
+	assert_output --partial '/orders/2: field who is required'
+	bash -c "echo zed >'$MNT/orders/1/who'" || true
+	run -0 cat "$MNT/orders/1/who"
+	assert_output 'ann'
+	# redeclared without the reference: its index goes too (check agrees)
+	kvfs table column "$STORE" /orders who string --required
+	run -0 kvfs check "$STORE"
+	run -0 kvfs index list "$STORE" /orders
+	assert_output ''
+	kvfs table column "$STORE" /orders who string --required --references /people
+	run -0 kvfs index list "$STORE" /orders
+	assert_output '@who who'
+	# rm -r unlinks a required field first: refused; removing the row's view
+	# removes the whole row in one transaction
+	run -1 rm -r "$MNT/orders/1"
+	run -0 err "$MNT/orders"
+	assert_output --partial '/orders/1: field who is required'
+	rm "$MNT/orders/1.json"
+	[ ! -e "$MNT/orders/1" ]
+	rmdir "$MNT/people/ann"
+	run -0 kvfs check "$STORE"
+}
+
+@test "a composite key with a composite index: key fields implied, find by a prefix of values" {
+	mkdir "$MNT/names"
+	kvfs table create "$STORE" /names --key-depth 2 --key-fields last,first
+	kvfs table column "$STORE" /names age integer
+	kvfs index create "$STORE" /names by_city_age city,age
+	kvfs index create "$STORE" /names by_first first
+	mkdir -p "$MNT/names/Doe" "$MNT/names/Roe"
+	echo '{"city":"Paris","age":30}' >"$BATS_TEST_TMPDIR/r.json"
+	cp "$BATS_TEST_TMPDIR/r.json" "$MNT/names/Doe/Jane.json"
+	echo '{"city":"Paris","age":4}' >"$BATS_TEST_TMPDIR/r.json"
+	cp "$BATS_TEST_TMPDIR/r.json" "$MNT/names/Roe/Jim.json"
+	echo '{"city":"Oslo","age":50,"first":"Mary"}' >"$BATS_TEST_TMPDIR/r.json"
+	cp "$BATS_TEST_TMPDIR/r.json" "$MNT/names/Doe/Mary.json"
+	run -0 kvfs find "$STORE" /names by_city_age Paris
+	assert_output "$(printf 'Roe/Jim\nDoe/Jane')"
+	run -0 kvfs find "$STORE" /names by_city_age Paris/30
+	assert_output 'Doe/Jane'
+	run -0 kvfs find "$STORE" /names by_first Jim
+	assert_output 'Roe/Jim'
+	# a key field that disagrees with the key; a wrong column type
+	echo '{"first":"Joe"}' >"$BATS_TEST_TMPDIR/r.json"
+	run -1 cp "$BATS_TEST_TMPDIR/r.json" "$MNT/names/Doe/Jim.json"
+	run -0 err "$MNT/names/Doe"
+	assert_output --partial 'key field first does not equal'
+	bash -c "echo old >'$MNT/names/Doe/Jane/age'" || true
+	run -0 err "$MNT/names/Doe/Jane/age"
+	assert_output --partial 'field age must be integer, not string'
+	run -0 cat "$MNT/names/Doe/Jane/age"
+	assert_output '30'
+	# rm -r of one key level takes its rows out of every index
+	rm -r "$MNT/names/Doe"
+	run -0 kvfs find "$STORE" /names by_city_age --from A
+	assert_output 'Roe/Jim'
+	run -0 kvfs check "$STORE"
+}
+
+@test "index create over duplicates names two rows; table show, index list and drop" {
+	mkdir "$MNT/people"
+	kvfs table create "$STORE" /people --key-depth 1
+	row ann '{"email":"same"}'
+	row bob '{"email":"same"}'
+	run -1 kvfs index create "$STORE" /people by_email email --unique
+	assert_output --partial '/people/ann'
+	assert_output --partial '/people/bob'
+	kvfs index create "$STORE" /people by_email email
+	run -0 kvfs index list "$STORE" /people
+	assert_output 'by_email email'
+	run -0 kvfs table show "$STORE" /people
+	assert_output --partial '"key_depth": 1'
+	assert_output --partial '"by_email"'
+	kvfs index drop "$STORE" /people by_email
+	run -0 kvfs index list "$STORE" /people
+	assert_output ''
+	run -0 kvfs table drop "$STORE" /people
+	run -0 cat "$MNT/people/ann/email"
+	assert_output 'same'
+}
+
+@test "check finds an index entry corrupted through the store layer; check --repair rebuilds" {
+	people
+	run -0 kvfs check "$STORE"
+	# an entry for a row that does not exist: (index 1, "zzz@x", "nobody")
+	printf '%s\n%s\n' '\15\01\30zzz@x\00\02nobody\00' '' | mdb_load -s index -T "$STORE"
+	run -1 kvfs check "$STORE"
+	assert_output --partial 'index by_email: an entry does not match the row'
+	run -0 kvfs check --repair "$STORE"
+	assert_output --partial 'check: indexes rebuilt'
+	assert_output --partial ', 0 problems'
+	run -0 kvfs find "$STORE" /people by_email --from a
+	assert_output "$(printf 'ann\nbob')"
+}
+
+@test "dump and load carry schemas and indexes; a format-2 store is upgraded" {
+	people
+	kvfs dump "$STORE" >"$BATS_TEST_TMPDIR/d"
+	grep -q '^schema ' "$BATS_TEST_TMPDIR/d"
+	grep -q '^index ' "$BATS_TEST_TMPDIR/d"
+	kvfs load "$BATS_TEST_TMPDIR/s2" "$BATS_TEST_TMPDIR/d"
+	run -0 kvfs find "$BATS_TEST_TMPDIR/s2" /people by_age -4.5
+	assert_output 'bob'
+	run -1 kvfs put "$BATS_TEST_TMPDIR/s2" /people/bob/email ann@x
+	assert_output --partial 'unique index by_email'
+	# a schema record is sealed: a changed one is refused by load
+	sed '/^schema /s/.$/x/; /^schema /s/x$/0/' "$BATS_TEST_TMPDIR/d" >"$BATS_TEST_TMPDIR/d2"
+	if cmp -s "$BATS_TEST_TMPDIR/d" "$BATS_TEST_TMPDIR/d2"; then
+		sed -i '/^schema /s/.$/1/' "$BATS_TEST_TMPDIR/d2"
+	fi
+	run -1 kvfs load "$BATS_TEST_TMPDIR/s3" "$BATS_TEST_TMPDIR/d2"
+	assert_output --partial 'checksum mismatch'
+	# a format-2 store: data only, format 2; read-only verbs see no tables,
+	# a write upgrades it to 3 and tables work
+	local old=$BATS_TEST_TMPDIR/old
+	kvfs put --create "$old" /a 1
+	mdb_dump -s meta "$old" | sed 's/^ \\00\\00\\00\\03$/ \\00\\00\\00\\02/' >"$BATS_TEST_TMPDIR/meta"
+	mdb_dump -s data "$old" >"$BATS_TEST_TMPDIR/data"
+	mkdir "$BATS_TEST_TMPDIR/old2"
+	mdb_load -s meta -f "$BATS_TEST_TMPDIR/meta" "$BATS_TEST_TMPDIR/old2"
+	mdb_load -s data -f "$BATS_TEST_TMPDIR/data" "$BATS_TEST_TMPDIR/old2"
+	run -0 mdb_stat -a "$BATS_TEST_TMPDIR/old2"
+	refute_output --partial 'Status of schema'
+	run -0 kvfs check "$BATS_TEST_TMPDIR/old2"
+	kvfs table create "$BATS_TEST_TMPDIR/old2" /t --key-depth 1
+	run -0 mdb_dump -s meta -p "$BATS_TEST_TMPDIR/old2"
+	assert_line ' \00\00\00\03'
+	run -0 kvfs check "$BATS_TEST_TMPDIR/old2"
+}
+
+@test "a committed format-2 store reads as it is read-only and is upgraded to 3 by a write" {
+	local old=$BATS_TEST_TMPDIR/v2
+	mkdir -p "$old"
+	mdb_load -f "$BATS_TEST_DIRNAME/fixtures/v2-store.mdbdump" "$old" 2>/dev/null
+	run -0 mdb_dump -s meta -p "$old"
+	assert_line ' \00\00\00\02'
+	cp "$old/data.mdb" "$BATS_TEST_TMPDIR/before.mdb"
+	kvfs export "$old" >"$BATS_TEST_TMPDIR/export.json"
+	cmp "$BATS_TEST_DIRNAME/fixtures/v1-store.json" "$BATS_TEST_TMPDIR/export.json"
+	run -0 kvfs check "$old"
+	run -1 kvfs table show "$old" /nested
+	assert_output --partial 'not a table'
+	cmp "$old/data.mdb" "$BATS_TEST_TMPDIR/before.mdb"
+	# the first write upgrades: the two spaces appear, data stays as it was
+	kvfs mkdir "$old" /people
+	run -0 mdb_dump -s meta -p "$old"
+	assert_line ' \00\00\00\03'
+	run -0 mdb_stat -a "$old"
+	assert_output --partial 'Status of schema'
+	assert_output --partial 'Status of index'
+	kvfs table create "$old" /people --key-depth 1
+	kvfs index create "$old" /people by_email email --unique
+	kvfs mkdir "$old" /people/ann
+	kvfs put "$old" /people/ann/email ann@x
+	run -0 kvfs find "$old" /people by_email ann@x
+	assert_output 'ann'
+	kvfs rm "$old" /people/ann/email
+	kvfs rm -r "$old" /people
+	kvfs export "$old" >"$BATS_TEST_TMPDIR/export.json"
+	cmp "$BATS_TEST_DIRNAME/fixtures/v1-store.json" "$BATS_TEST_TMPDIR/export.json"
+	run -0 kvfs check "$old"
+}
