@@ -181,6 +181,8 @@ static int check_attrs(struct store_txn *txn, struct check *c)
 	struct tree_node n;
 	int ret = store_scan_open(txn, STORE_SPACE_ATTR, NULL, 0, &scan);
 
+	if (ret == -ENOENT)
+		return 0;	/* a read-only open of an older store: not there yet */
 	if (ret < 0)
 		return ret;
 	while ((ret = store_scan_next(scan, &k, &v)) == 1) {
