@@ -45,9 +45,11 @@
 #define FUSE_USE_VERSION 312
 
 #include <fuse_lowlevel.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <syslog.h>
 #include <time.h>
@@ -401,6 +403,12 @@ static inline bool fs_kind_is_dir(enum model_kind kind)
 /* ---- attributes (attr.c) ---- */
 
 void fs_stat_fill(const struct fs_ctx *ctx, const struct model_node *n, struct stat *st);
+/*
+ * The stored attributes of a node the request's process creates with mode
+ * (umask applied by the kernel): only what differs from the defaults.
+ */
+void fs_attr_for_new(fuse_req_t req, struct fs_ctx *ctx, mode_t mode, bool dir,
+		     struct model_attr *out);
 
 /* ctx->lock held. The attributes of a pending file as last flushed. */
 void fs_tmp_stat_locked(const struct fs_ctx *ctx, const struct fs_node *node,
@@ -608,6 +616,19 @@ void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 void fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 
 /* ---- helpers ---- */
+/* Permission bits of a node without a stored mode. */
+static inline mode_t fs_mode_default(bool dir)
+{
+	return dir ? 0755 : 0644;
+}
+
+/* NAME_MAX as ext4 has it: a longer name is refused before the model is asked. */
+#define FS_NAME_MAX 255
+static inline int fs_name_check(const char *name)
+{
+	return strlen(name) > FS_NAME_MAX ? -ENAMETOOLONG : 0;
+}
+
 static inline bool fs_name_is_view(const char *name, size_t len)
 {
 	return len >= 5 && name[len - 5] == '.' && name[len - 4] == 'j' &&

@@ -44,8 +44,10 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct fs_ctx *ctx = fs_req_ctx(req);
 	struct fs_node *dir = fs_node_from_ino(ctx, parent);
 	char *path;
-	int ret = fs_node_path(ctx, dir, name, &path);
+	int ret = fs_name_check(name);	/* ENAMETOOLONG, not the ENOENT the model would give */
 
+	if (ret == 0)
+		ret = fs_node_path(ctx, dir, name, &path);
 	if (ret < 0) {
 		fs_reply_err(req, ret);
 		return;

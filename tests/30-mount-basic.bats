@@ -127,6 +127,12 @@ JSON
 	assert_output --partial 'File name too long'
 	run -0 ls -A "$MNT/d"
 	assert_output ''
+	# names of up to 255 bytes pass the mount; the key limit is the model's
+	local n200
+	n200=$(printf 'a%.0s' $(seq 200))
+	mkdir "$MNT/d/$n200" "$MNT/d/$n200/$n200"
+	run ! mkdir "$MNT/d/$n200/$n200/$n200"
+	assert_output --partial 'File name too long'
 	grep -q "path too long for a key: /d/aaaaaaaaaa" "$MOUNT_LOG"
 }
 
