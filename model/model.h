@@ -192,6 +192,28 @@ typedef void (*model_progress_fn)(void *arg, uint64_t done, uint64_t total);
 int model_import(struct model *m, const char *path, const char *json, size_t len,
 		 model_progress_fn progress, void *arg, struct model_error *err);
 
+/*
+ * kvfs import --lines: each non-blank line of data (JSON Lines) becomes a
+ * row of the table at path (named by its key fields, or, without key fields,
+ * by the next integer after the highest integer key), or, when path is no
+ * table, the next element of the array at path (created when missing). One
+ * transaction for all of data; each row is checked at once (indexes,
+ * columns, references: a reference must name a row already written).
+ * On failure nothing of data is committed, fail_line names the line
+ * (first_line is data's first) and err says why. Start with a zeroed state
+ * and pass it to every call of one import.
+ */
+typedef void (*model_lines_fn)(void *arg, uint64_t bytes, uint64_t rows);
+struct model_lines {
+	model_lines_fn progress;	/* may be NULL: bytes and rows of this call so far */
+	void *arg;
+	uint64_t rows;		/* rows committed by the calls so far */
+	uint64_t fail_line;
+	int64_t next_key;	/* enumerable keys: the next one, 0 until known */
+};
+int model_import_lines(struct model *m, const char *path, const char *data, size_t len,
+		       uint64_t first_line, struct model_lines *state, struct model_error *err);
+
 /* ---- tree operations ---- */
 /* Creates an empty object (or array with kind MODEL_KIND_ARRAY). */
 int model_mkdir(struct model *m, const char *path, enum model_kind kind, struct model_error *err);

@@ -1018,6 +1018,26 @@ int table_txn_commit(struct store_txn *txn, struct table_txn *tt)
 	return 0;
 }
 
+int table_txn_flush(struct store_txn *txn, struct table_txn *tt)
+{
+	int ret;
+
+	if (!tt || !tt->loaded)
+		return 0;
+	ret = table_txn_commit(txn, tt);
+	if (ret < 0)
+		return ret;
+	/* the entries are now written: a later touch starts from them */
+	for (size_t i = 0; i < tt->nrows; i++)
+		free(tt->rows[i]);
+	tt->nrows = 0;
+	if (tt->slots)
+		memset(tt->slots, 0, tt->nslots * sizeof(*tt->slots));
+	for (int t = 0; t < tt->ntables; t++)
+		tt->wiped[t] = false;
+	return 0;
+}
+
 int table_check_move(struct store_txn *txn, const uint8_t *key, size_t len, const char *what,
 		     struct model_error *err)
 {

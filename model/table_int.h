@@ -113,6 +113,12 @@ int table_txn_new(struct model_error *err, struct table_txn **out);	/* heap */
 void table_txn_free(struct table_txn *tt);
 /* Re-derives every touched row's entries and checks them: 0 or a refusal. */
 int table_txn_commit(struct store_txn *txn, struct table_txn *tt);
+/*
+ * table_txn_commit now, then forgets the rows touched so far (the schemas
+ * stay loaded): a bulk load checks each row as it goes and learns which one
+ * broke a rule. tt may be NULL (nothing to do).
+ */
+int table_txn_flush(struct store_txn *txn, struct table_txn *tt);
 
 /*
  * Called by every data write of model/ before it happens: key[0..len] is
