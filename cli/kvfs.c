@@ -73,12 +73,22 @@ static const struct cli_verb verbs[] = {
 	},
 	{
 		.name = "import", .run = cli_cmd_import,
-		.synopsis = "[--create] STORE PATH FILE|-",
+		.synopsis = "[--create] [--lines [--atomic]] STORE PATH FILE|-",
 		.summary = "Replace the subtree at PATH with the JSON document in FILE.",
 		.help =
 		"One transaction: invalid JSON is refused and nothing changes. \"-\" reads\n"
 		"standard input. The store is created when it does not exist. Shows a\n"
-		"progress bar on a terminal for inputs over 1 MiB.\n",
+		"progress bar on a terminal for inputs over 1 MiB.\n"
+		"\n"
+		"With --lines, FILE holds one JSON value per line (JSON Lines; blank lines\n"
+		"are skipped). PATH a table: each line is a row, named by the table's key\n"
+		"fields (a row of that key is replaced), or, when it names none, by the\n"
+		"next integer after the highest integer key (1 in an empty table). PATH\n"
+		"not a table: each line is appended to the array at PATH (created when\n"
+		"missing). Each row is checked as any write; the input is streamed and\n"
+		"committed in batches; a refused line stops the import, the lines before\n"
+		"it are committed and the message says which. On a terminal a progress\n"
+		"line shows bytes, rows per second and the time left.\n",
 		.opts = cli_opts_import,
 		.min_operands = 3, .max_operands = 3,
 		.operand_names = { "STORE", "PATH", "FILE" },
