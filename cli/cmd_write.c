@@ -450,10 +450,11 @@ static int lines_main(const char *store, const char *path, const char *name, boo
 	if (ret)
 		goto out_fclose;
 	ret = atomic ? lines_atomic(&r, name) : lines_stream(&r, in, shown);
-	if (r.pr.drawn) {
+	/* the final figures are drawn however quick the import was */
+	if (r.pr.show && ret == CLI_EXIT_OK)
 		lines_draw(&r.pr, r.pr.bytes, r.pr.rows, true);
+	if (r.pr.drawn)
 		fputc('\n', stderr);
-	}
 	cli_close(r.m, ret);
 out_fclose:
 	if (in != stdin)
