@@ -8,6 +8,8 @@
 #            and once as one import (one transaction) of the whole table
 #     SMALL, LARGE   table sizes for find (default 1,000 and 100,000): the
 #            same 200 point finds and 200 range finds of 100 rows each
+#   LINES=N (default 100,000): rows of the `import --lines` run, against
+#            mdb_load of the same keys and row texts into a bare LMDB
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rows=${1:-10000} small=${2:-1000} large=${3:-100000}
@@ -83,6 +85,31 @@ plain=$(import_time "$work/iplain" no)
 indexed=$(import_time "$work/iindexed" yes)
 echo "import $rows rows in one transaction: plain ${plain}s, two indexes ${indexed}s," \
 	"ratio $(ratio "$indexed" "$plain")"
+
+# import --lines: LINES JSON Lines rows into a table with a key field and
+# an index, against mdb_load (lmdb-utils) of the same keys and rows.
+lines=${LINES:-100000}
+awk -v n="$lines" 'BEGIN { for (i = 0; i < n; i++)
+	printf "{\"email\":\"u%d@x\",\"age\":%d,\"name\":\"n%07d\"}\n", i, i % 1000, i
+}' >"$work/rows.jsonl"
+"$kvfs" mkdir --create "$work/lines" /people
+"$kvfs" table create "$work/lines" /people --key-depth 1 --key-fields email
+"$kvfs" index create "$work/lines" /people by_age age
+t0=$(now)
+"$kvfs" import --lines "$work/lines" /people "$work/rows.jsonl"
+t_lines=$(elapsed "$t0")
+"$kvfs" check "$work/lines" >/dev/null
+awk '{ key = $0; sub(/^\{"email":"/, "", key); sub(/".*/, "", key)
+	printf " %s\n %s\n", key, $0 }
+	BEGIN { print "VERSION=3\nformat=print\ntype=btree\nmapsize=4294967296\nHEADER=END" }
+	END { print "DATA=END" }' "$work/rows.jsonl" >"$work/rows.mdb.txt"
+mkdir "$work/mdb"
+t0=$(now)
+mdb_load -f "$work/rows.mdb.txt" "$work/mdb"
+t_mdb=$(elapsed "$t0")
+echo "import --lines $lines rows (key field, one index): ${t_lines}s," \
+	"$(awk -v n="$lines" -v t="$t_lines" 'BEGIN { printf "%.0f", n / t }') rows/s;" \
+	"mdb_load of the same keys ${t_mdb}s, ratio $(ratio "$t_lines" "$t_mdb")"
 
 # find_time STORE: 200 point finds and 200 range finds (100 rows each) in one
 # shell loop; prints the seconds.
