@@ -130,3 +130,20 @@ users_table() {
 	assert_output --partial '30000 rows, '
 	assert_output --partial ' rows/s'
 }
+
+@test "composite key fields: the levels above a row are created; a line without its key is refused" {
+	kvfs mkdir "$STORE" /names
+	kvfs table create "$STORE" /names --key-depth 2 --key-fields first,last
+	kvfs index create "$STORE" /names by_age age
+	printf '%s\n' '{"first":"Mary","last":"Jane","age":3}' '{"first":"Mary","last":"Ann","age":4}' \
+		'{"first":"a/b","last":7,"age":3}' >"$BATS_TEST_TMPDIR/n.jsonl"
+	run -0 kvfs import --lines "$STORE" /names "$BATS_TEST_TMPDIR/n.jsonl"
+	run -0 kvfs find "$STORE" /names by_age 3
+	assert_output $'Mary/Jane\n%a%2Fb/7'
+	run -0 cat "$MNT/names/Mary/Ann/age"
+	assert_output 4
+	run -1 kvfs import --lines "$STORE" /names - <<<'{"first":"x","age":1}'
+	assert_output 'kvfs: line 1: key field last is missing; nothing was committed'
+	run -0 kvfs check "$STORE"
+	assert_output --partial ' 0 problems'
+}
