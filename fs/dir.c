@@ -167,7 +167,7 @@ static int dir_fill_fn(void *arg, const char *name, const struct model_node *nod
 		s->err = -ENOMEM;
 		return 1;
 	}
-	vol = fs_stat_pending_locked(ctx, child, true, &e.attr);
+	vol = fs_stat_pending_locked(ctx, child, true, &e.attr) || node->derived;
 	child->kind_known = true;
 	child->is_dir = fs_kind_is_dir(node->kind);
 	e.ino = fs_node_ino(ctx, child);

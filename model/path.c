@@ -84,7 +84,8 @@ int64_t tree_now_ns(void)
 
 static bool name_needs_escape(const uint8_t *k, size_t len)
 {
-	if (len == 0 || k[0] == '%')
+	/* '@' names are the mount's own (a table's views): a key shows as %@... */
+	if (len == 0 || k[0] == '%' || k[0] == '@')
 		return true;
 	if ((len == 1 && k[0] == '.') || (len == 2 && k[0] == '.' && k[1] == '.'))
 		return true;
@@ -399,6 +400,10 @@ int tree_resolve(struct store_txn *txn, const char *path, unsigned flags,
 			if (c.len == 0)
 				break;
 		}
+		if (c.name[0] == '@')
+			return tree_fail(err, -EROFS, "%s: names beginning with @ are a table's "
+					 "read-only views (a key beginning with @ is written %%@...)",
+					 path);
 		out->parent_len = w.len;
 		ret = append_name(txn, out, &w, c.name, c.len, flags);
 		if (ret == 0 && w.overflow)

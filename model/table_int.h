@@ -132,4 +132,41 @@ int table_check_move(struct store_txn *txn, const uint8_t *key, size_t len, cons
 typedef void (*table_report_fn)(void *arg, const uint8_t *key, size_t len, const char *msg);
 int table_check(struct store_txn *txn, table_report_fn fn, void *arg, uint64_t *entries);
 
+struct tree_path;
+struct json_writer;
+
+/* ---- shared by the verbs and the mount's views (table_cmd.c) ---- */
+/* The table at path: key in p, schema in s; -ENOENT with a message when none. */
+int table_schema_get(struct store_txn *txn, const char *path, struct tree_path *p,
+		     struct table_schema *s, struct model_error *err);
+/* Appends the encoded value text stands for, as field's column type reads it. */
+int table_value_arg(const struct table_schema *s, const char *field, const char *text,
+		    size_t len, struct strbuf *sb);
+void table_show_json(const struct table_schema *s, struct json_writer *w);
+/* Declares or alters the table at path from the JSON of its schema view. */
+int table_schema_write(struct store_txn *txn, const char *path, const char *json, size_t len,
+		       struct model_error *err);
+
+/*
+ * ---- a table's reserved @ names (table_view.c) ----
+ * tview_open parses a path through a table's '@' name (-ENOENT with a
+ * message when it names nothing); the view is heap (tview_free). Links and
+ * directories are derived from the index space inside txn.
+ */
+struct tview;
+bool tview_is(const char *path);	/* some component begins with '@' */
+bool tview_is_schema(const char *path);	/* .../@schema.json */
+int tview_open(struct store_txn *txn, const char *path, struct tview **out,
+	       struct model_error *err);
+void tview_free(struct tview *v);
+int tview_stat(struct model *m, struct store_txn *txn, struct tview *v, const char *path,
+	       struct model_node *out, struct model_error *err);
+/* The schema's JSON or a link's target, appended to out. */
+int tview_text(struct store_txn *txn, struct tview *v, struct strbuf *out,
+	       struct model_error *err);
+/* Like model_list_fill, resuming after the last name handed out. */
+int tview_fill(struct model *m, struct store_txn *txn, struct tview *v, model_list_fn fn,
+	       void *arg);
+void tview_rewind(struct tview *v);
+
 #endif
