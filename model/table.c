@@ -535,6 +535,27 @@ static int rows_touch_under(struct store_txn *txn, struct table_txn *tt, int t,
 	return ret;
 }
 
+int table_schema_reload(struct store_txn *txn, const uint8_t *key, size_t len)
+{
+	struct table_txn *tt = store_txn_owner(txn);
+	struct store_val v;
+	int ret;
+
+	if (!tt || !tt->loaded)
+		return 0;
+	for (int t = 0; t < tt->ntables; t++) {
+		struct table_schema *s = tt->tables[t];
+
+		if (s->key_len != len || memcmp(s->key, key, len) != 0)
+			continue;
+		ret = store_get(txn, STORE_SPACE_SCHEMA, key, len, &v);
+		if (ret < 0)
+			return ret;
+		return table_schema_decode(key, len, v.data, v.len, s) < 0 ? -EIO : 0;
+	}
+	return 0;
+}
+
 int table_touch(struct store_txn *txn, const uint8_t *key, size_t len, bool subtree)
 {
 	struct table_txn *tt = store_txn_owner(txn);

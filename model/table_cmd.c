@@ -63,6 +63,8 @@ static int schema_put(struct store_txn *txn, const struct table_schema *s)
 		ret = store_put(txn, STORE_SPACE_SCHEMA, s->key, s->key_len, sb.buf, sb.len);
 	strbuf_release(&sb);
 	if (ret == 0)
+		ret = table_schema_reload(txn, s->key, s->key_len);
+	if (ret == 0)
 		ret = table_touch(txn, s->key, s->key_len, true);
 	return ret;
 }

@@ -122,6 +122,13 @@ int table_txn_commit(struct store_txn *txn, struct table_txn *tt);
 int table_touch(struct store_txn *txn, const uint8_t *key, size_t len, bool subtree);
 
 /*
+ * A schema put again inside a transaction that already loaded it: the
+ * commit must check the rows against the new one (several declarations in
+ * one transaction, as a write of PATH/@schema.json makes).
+ */
+int table_schema_reload(struct store_txn *txn, const uint8_t *key, size_t len);
+
+/*
  * -EBUSY with a message when key[0..len] is a table or holds one: moving a
  * table directory would leave its declaration behind (not supported).
  */
