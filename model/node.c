@@ -249,7 +249,7 @@ static int tview_stat_path(struct model *m, struct store_txn *txn, const char *p
 
 	if (ret < 0)
 		return ret;
-	ret = tview_stat(m, txn, v, path, out, err);
+	ret = tview_stat(m, txn, v, out, err);
 	tview_free(v);
 	return ret;
 }

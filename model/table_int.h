@@ -166,8 +166,8 @@ bool tview_is_schema(const char *path);	/* .../@schema.json */
 int tview_open(struct store_txn *txn, const char *path, struct tview **out,
 	       struct model_error *err);
 void tview_free(struct tview *v);
-int tview_stat(struct model *m, struct store_txn *txn, struct tview *v, const char *path,
-	       struct model_node *out, struct model_error *err);
+int tview_stat(struct model *m, struct store_txn *txn, struct tview *v, struct model_node *out,
+	       struct model_error *err);
 /* The schema's JSON or a link's target, appended to out. */
 int tview_text(struct store_txn *txn, struct tview *v, struct strbuf *out,
 	       struct model_error *err);

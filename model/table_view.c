@@ -32,7 +32,10 @@ struct tview {
 	struct strbuf lo, hi;	/* a range: (id, FROM) and (id, TO) + 0xff */
 	struct strbuf last;	/* where the next fill resumes (empty: the start) */
 	char *table_path;	/* heap: the table's path */
-	char want[TREE_NAME_MAX];	/* a range's link: its name */
+	char *path;		/* heap: this view's path, for inode numbers */
+	char (*keys)[TREE_NAME_MAX];	/* a range: the key levels named after TO (heap) */
+	uint64_t *seen;		/* a range's directory: names handed out (hash set, heap) */
+	size_t nseen, cap_seen;
 };
 
 void tview_free(struct tview *v)
@@ -41,6 +44,9 @@ void tview_free(struct tview *v)
 		return;
 	free(v->s);
 	free(v->table_path);
+	free(v->path);
+	free(v->keys);
+	free(v->seen);
 	strbuf_release(&v->prefix);
 	strbuf_release(&v->lo);
 	strbuf_release(&v->hi);
@@ -132,7 +138,7 @@ static int add_value(struct store_txn *txn, struct tview *v, const char *field, 
 	return ret < 0 ? ret : ret ? 0 : -ENOENT;
 }
 
-static int add_key(struct store_txn *txn, struct tview *v, int level, const char *name)
+static int add_key(struct store_txn *txn, struct tview *v, const char *name)
 {
 	char raw[STORE_KEY_MAX + 1];
 	uint8_t buf[STORE_KEY_MAX];
@@ -154,7 +160,6 @@ static int add_key(struct store_txn *txn, struct tview *v, int level, const char
 		v->prefix.len -= w.len;
 		tuple_writer_init(&w, buf, sizeof(buf));
 	}
-	(void)level;
 	tuple_put_string(&w, raw, (size_t)n);
 	if (w.overflow)
 		return -ENOENT;
@@ -162,6 +167,8 @@ static int add_key(struct store_txn *txn, struct tview *v, int level, const char
 	ret = has_entries(txn, &v->prefix);
 	return ret < 0 ? ret : ret ? 0 : -ENOENT;
 }
+
+static int range_open(struct tview *v, char comps[][TREE_NAME_MAX], int n);
 
 /* The table at the path before the '@' component. */
 static int open_table(struct store_txn *txn, const char *path, ssize_t at, struct tview *v,
@@ -225,32 +232,9 @@ int tview_open(struct store_txn *txn, const char *path, struct tview **out,
 	v->kind = TVIEW_LEVEL;
 	i = 1;
 	if (n > 1 && strcmp(comps[1], "@range") == 0) {
-		v->kind = n < 4 ? TVIEW_RANGE_PART : TVIEW_RANGE;
-		if (n > 4 && (n > 5 || v->s->key_depth != 1))
-			goto out_missing;
-		if (n >= 4) {
-			strbuf_add(&v->lo, id, w.len);
-			strbuf_add(&v->hi, id, w.len);
-			/* the bounds need not be values of any row: encoded as given */
-			char raw[STORE_KEY_MAX + 1];
-			ssize_t len = tree_name_unescape(comps[2], strlen(comps[2]), raw,
-							 sizeof(raw) - 1);
-
-			if (len < 0 ||
-			    table_value_arg(v->s, v->x->fields[0], raw, (size_t)len, &v->lo) < 0)
-				goto out_missing;
-			len = tree_name_unescape(comps[3], strlen(comps[3]), raw, sizeof(raw) - 1);
-			if (len < 0 ||
-			    table_value_arg(v->s, v->x->fields[0], raw, (size_t)len, &v->hi) < 0)
-				goto out_missing;
-			strbuf_addc(&v->hi, (char)0xff);
-			v->prefix.len = w.len;
-		}
-		if (n == 5) {
-			v->kind = TVIEW_LINK;
-			v->nvalues = -1;	/* a range's link: the key is the only name */
-			snprintf(v->want, sizeof(v->want), "%s", comps[4]);
-		}
+		ret = range_open(v, comps, n);
+		if (ret < 0)
+			goto out_missing_ret;
 		goto out_ok;
 	}
 	for (; i < n && v->nvalues < v->x->nfields; i++, v->nvalues++) {
@@ -259,7 +243,7 @@ int tview_open(struct store_txn *txn, const char *path, struct tview **out,
 			goto out_missing_ret;
 	}
 	for (; i < n && v->nkeys < v->s->key_depth; i++, v->nkeys++) {
-		ret = add_key(txn, v, v->nkeys, comps[i]);
+		ret = add_key(txn, v, comps[i]);
 		if (ret < 0)
 			goto out_missing_ret;
 	}
@@ -269,6 +253,11 @@ int tview_open(struct store_txn *txn, const char *path, struct tview **out,
 		v->kind = TVIEW_LINK;
 out_ok:
 	free(comps);
+	v->path = strdup(path);
+	if (!v->path) {
+		tview_free(v);
+		return tree_fail(err, -ENOMEM, "%s: out of memory", path);
+	}
 	*out = v;
 	return 0;
 
@@ -285,28 +274,26 @@ out_free:
 	return ret;
 }
 
-/* A range's link: its row must be in the range (one scan of the range). */
-static int range_has(struct store_txn *txn, struct tview *v, const char *name, bool *found);
-
-static uint64_t tview_ino(const struct tview *v, const char *path)
+/* Stable per path, apart from every real node's (those hash keys). */
+static uint64_t tview_ino(const struct tview *v, const char *dir, const char *name)
 {
 	uint64_t h = tree_ino(v->s->key, v->s->key_len, true);
+	const char *parts[3] = { dir, name ? "/" : "", name ? name : "" };
 
-	for (size_t i = 0; path[i]; i++) {
-		h ^= (uint8_t)path[i];
-		h *= 0x100000001b3ULL;
-	}
+	for (int p = 0; p < 3; p++)
+		for (size_t i = 0; parts[p][i]; i++) {
+			h ^= (uint8_t)parts[p][i];
+			h *= 0x100000001b3ULL;
+		}
 	return h <= 1 ? h + 2 : h;
 }
 
-/* The symlink's target: up to the table, then the key levels. */
-static int link_target(const struct tview *v, const uint8_t *key, size_t len, size_t pos,
-		       struct strbuf *out)
+/* The symlink's target: `ups` times "../" back to the table, then the key path. */
+static int link_target(int ups, const uint8_t *key, size_t len, size_t pos, struct strbuf *out)
 {
 	struct tuple_reader r;
 	struct tuple_elem e;
 	char raw[STORE_KEY_MAX], name[TREE_NAME_MAX];
-	int ups = v->nvalues < 0 ? 4 : 1 + v->x->nfields + v->s->key_depth - 1;
 
 	for (int i = 0; i < ups; i++)
 		strbuf_add(out, "../", 3);
@@ -327,6 +314,18 @@ static int link_target(const struct tview *v, const uint8_t *key, size_t len, si
 	return out->failed ? -ENOMEM : 0;
 }
 
+/* Links in value directories: one level per field, per key level but the last, and @NAME. */
+static int value_ups(const struct tview *v)
+{
+	return 1 + v->x->nfields + v->s->key_depth - 1;
+}
+
+/* Links in a range: @NAME, @range, FROM, TO, then the key levels named. */
+static int range_ups(const struct tview *v)
+{
+	return 4 + v->s->key_depth - 1;
+}
+
 /* Where the row's key starts in an index entry. */
 static int key_start(const struct tview *v, const uint8_t *k, size_t len, size_t *pos)
 {
@@ -343,99 +342,15 @@ static int key_start(const struct tview *v, const uint8_t *k, size_t len, size_t
 	return 0;
 }
 
-/* The entry of a link: the first index entry under its prefix (found at open). */
-static int link_entry(struct store_txn *txn, struct tview *v, struct strbuf *target)
-{
-	struct store_scan *scan;
-	struct store_val k, val;
-	size_t pos;
-	int ret;
-
-	if (v->nvalues < 0) {
-		bool found = false;
-
-		ret = range_has(txn, v, v->want, &found);
-		if (ret == 0 && !found)
-			ret = -ENOENT;
-		if (ret < 0)
-			return ret;
-		return 0;
-	}
-	ret = store_scan_open(txn, STORE_SPACE_INDEX, v->prefix.buf, v->prefix.len, &scan);
-	if (ret < 0)
-		return ret;
-	ret = store_scan_next(scan, &k, &val);
-	if (ret == 1 && target)
-		ret = key_start(v, k.data, k.len, &pos) ?: link_target(v, k.data, k.len, pos, target);
-	else if (ret == 0)
-		ret = -ENOENT;
-	store_scan_close(scan);
-	return ret < 0 ? ret : 0;
-}
-
-int tview_stat(struct model *m, struct store_txn *txn, struct tview *v, const char *path,
-	       struct model_node *out, struct model_error *err)
-{
-	struct strbuf sb;
-	int ret = 0;
-
-	memset(out, 0, sizeof(*out));
-	out->ino = tview_ino(v, path);
-	out->mtime_ns = m->created_ns;
-	out->derived = true;
-	out->kind = MODEL_KIND_OBJECT;
-	strbuf_init(&sb);
-	if (v->kind == TVIEW_SCHEMA) {
-		ret = tview_text(txn, v, &sb, err);
-		out->kind = MODEL_KIND_VIEW;
-	} else if (v->kind == TVIEW_LINK) {
-		ret = tview_text(txn, v, &sb, err);
-		out->kind = MODEL_KIND_LINK;
-	}
-	out->size = sb.len;
-	strbuf_release(&sb);
-	return ret;
-}
-
-int tview_text(struct store_txn *txn, struct tview *v, struct strbuf *out,
-	       struct model_error *err)
-{
-	struct json_writer w;
-	int ret;
-
-	if (v->kind == TVIEW_SCHEMA) {
-		json_writer_init(&w, out, NULL, true);
-		table_show_json(v->s, &w);
-		ret = json_writer_finish(&w);
-		return ret < 0 ? tree_fail(err, ret, "%s/@schema.json: %s", v->table_path,
-					   strerror(-ret)) : 0;
-	}
-	if (v->kind != TVIEW_LINK)
-		return tree_fail(err, -EISDIR, "%s: is a directory", v->table_path);
-	if (v->nvalues < 0) {
-		/* a range's link: up from TO, FROM, @range, @NAME */
-		bool found = false;
-
-		ret = range_has(txn, v, v->want, &found);
-		if (ret == 0 && !found)
-			ret = -ENOENT;
-		if (ret < 0)
-			return tree_fail(err, ret, "%s: %s", v->table_path, strerror(-ret));
-		strbuf_add(out, "../../../../", 12);
-		strbuf_add(out, v->want, strlen(v->want));
-		return 0;
-	}
-	ret = link_entry(txn, v, out);
-	return ret < 0 ? tree_fail(err, ret, "%s: %s", v->table_path, strerror(-ret)) : 0;
-}
-
-/* ---- listing ---- */
+/* ---- names of index elements ---- */
 
 /* The name of the element at pos (a value, or a key element), and its end. */
 static int elem_name(const uint8_t *k, size_t len, size_t pos, bool value, char *name,
 		     size_t *end)
 {
 	char raw[STORE_KEY_MAX];
+	struct tuple_reader r;
+	struct tuple_elem e;
 	size_t n = 0;
 
 	if (value) {
@@ -445,6 +360,7 @@ static int elem_name(const uint8_t *k, size_t len, size_t pos, bool value, char 
 		if (ikey_skip(k, len, end) < 0)
 			return -EINVAL;
 		if (k[pos] == IKEY_STRING || k[pos] == IKEY_BYTES) {
+			/* the raw bytes, 0x00 0xff unescaped to 0x00, before the final 0x00 */
 			for (size_t i = pos + 1; i + 1 < *end && n < sizeof(raw); i++) {
 				raw[n++] = (char)k[i];
 				if (k[i] == 0)
@@ -454,7 +370,7 @@ static int elem_name(const uint8_t *k, size_t len, size_t pos, bool value, char 
 			return 0;
 		}
 		strbuf_init(&sb);
-		if (ikey_to_text(k, len, &pos, &sb) < 0 || sb.len >= TREE_NAME_MAX) {
+		if (ikey_to_text(k, len, &pos, &sb) < 0 || sb.len >= STORE_KEY_MAX) {
 			strbuf_release(&sb);
 			return -EINVAL;
 		}
@@ -462,9 +378,6 @@ static int elem_name(const uint8_t *k, size_t len, size_t pos, bool value, char 
 		strbuf_release(&sb);
 		return 0;
 	}
-	struct tuple_reader r;
-	struct tuple_elem e;
-
 	tuple_reader_init(&r, k + pos, len - pos);
 	if (tuple_next(&r, &e) != 1)
 		return -EINVAL;
@@ -480,13 +393,90 @@ static int elem_name(const uint8_t *k, size_t len, size_t pos, bool value, char 
 	return 0;
 }
 
-static int range_scan(struct store_txn *txn, struct tview *v, model_list_fn fn, void *arg,
-		      const char *want, bool *found, struct model *m)
+/* ---- ranges ---- */
+
+/* @range/FROM/TO/K1...: the bounds and the key levels named. */
+static int range_open(struct tview *v, char comps[][TREE_NAME_MAX], int n)
+{
+	char raw[STORE_KEY_MAX + 1];
+	ssize_t len;
+
+	v->kind = n < 4 ? TVIEW_RANGE_PART : TVIEW_RANGE;
+	if (n < 4)
+		return n == 2 || n == 3 ? 0 : -ENOENT;
+	if (n - 4 > v->s->key_depth)
+		return -ENOENT;
+	/* the bounds need not be values of any row: encoded as given */
+	strbuf_add(&v->lo, v->prefix.buf, v->prefix.len);
+	strbuf_add(&v->hi, v->prefix.buf, v->prefix.len);
+	len = tree_name_unescape(comps[2], strlen(comps[2]), raw, sizeof(raw) - 1);
+	if (len < 0 || table_value_arg(v->s, v->x->fields[0], raw, (size_t)len, &v->lo) < 0)
+		return -ENOENT;
+	len = tree_name_unescape(comps[3], strlen(comps[3]), raw, sizeof(raw) - 1);
+	if (len < 0 || table_value_arg(v->s, v->x->fields[0], raw, (size_t)len, &v->hi) < 0)
+		return -ENOENT;
+	strbuf_addc(&v->hi, (char)0xff);	/* past every entry starting with TO */
+	if (v->lo.failed || v->hi.failed)
+		return -ENOMEM;
+	v->nkeys = n - 4;
+	if (v->nkeys) {
+		v->keys = malloc((size_t)v->nkeys * sizeof(*v->keys));
+		if (!v->keys)
+			return -ENOMEM;
+		for (int i = 0; i < v->nkeys; i++)
+			memcpy(v->keys[i], comps[4 + i], TREE_NAME_MAX);
+	}
+	if (v->nkeys == v->s->key_depth)
+		v->kind = TVIEW_LINK;
+	return 0;
+}
+
+/* Adds h to the range's set of names handed out; false when it was there. */
+static int seen_add(struct tview *v, uint64_t h)
+{
+	size_t mask;
+
+	if (2 * (v->nseen + 1) > v->cap_seen) {
+		size_t cap = v->cap_seen ? 2 * v->cap_seen : 64;
+		uint64_t *grown = calloc(cap, sizeof(*grown)), *old = v->seen;
+		size_t old_cap = v->cap_seen;
+
+		if (!grown)
+			return -ENOMEM;
+		v->seen = grown;
+		v->cap_seen = cap;
+		v->nseen = 0;
+		for (size_t i = 0; i < old_cap; i++)
+			if (old[i])
+				seen_add(v, old[i]);
+		free(old);
+	}
+	h |= 1;		/* 0 marks an empty slot */
+	mask = v->cap_seen - 1;
+	for (size_t i = h & mask;; i = (i + 1) & mask) {
+		if (v->seen[i] == h)
+			return 0;
+		if (!v->seen[i]) {
+			v->seen[i] = h;
+			v->nseen++;
+			return 1;
+		}
+	}
+}
+
+/*
+ * One scan of [FROM, TO]: rows whose key starts with the key levels named
+ * after TO. Lists the next level (links at the last, each name once), or,
+ * with fn NULL, sets *found when some row matches (a stat).
+ */
+static int range_scan(struct model *m, struct store_txn *txn, struct tview *v,
+		      model_list_fn fn, void *arg, bool *found)
 {
 	struct store_scan *scan;
 	struct store_val k, val;
 	char name[TREE_NAME_MAX];
 	struct model_node node;
+	struct strbuf t;
 	size_t pos, end;
 	int ret = store_scan_open(txn, STORE_SPACE_INDEX, v->prefix.buf, v->prefix.len, &scan);
 
@@ -494,48 +484,170 @@ static int range_scan(struct store_txn *txn, struct tview *v, model_list_fn fn, 
 		return 0;
 	if (ret < 0)
 		return ret;
-	ret = v->last.len && !want ? store_scan_seek(scan, v->last.buf, v->last.len) :
+	strbuf_init(&t);
+	ret = v->last.len && fn ? store_scan_seek(scan, v->last.buf, v->last.len) :
 	      store_scan_seek(scan, v->lo.buf, v->lo.len);
 	while (ret == 0 && (ret = store_scan_next(scan, &k, &val)) == 1) {
 		size_t n = k.len < v->hi.len ? k.len : v->hi.len;
-		int c = memcmp(k.data, v->hi.buf, n);
+		int c = memcmp(k.data, v->hi.buf, n), i;
+		bool is_link;
 
 		ret = 0;
 		if (c > 0 || (c == 0 && k.len > v->hi.len))
 			break;
-		if (key_start(v, k.data, k.len, &pos) < 0 ||
-		    elem_name(k.data, k.len, pos, false, name, &end) < 0)
+		if (key_start(v, k.data, k.len, &pos) < 0)
 			continue;
-		if (want) {
-			if (strcmp(name, want) == 0) {
-				*found = true;
+		for (i = 0, end = pos; i < v->nkeys; i++, pos = end)
+			if (elem_name(k.data, k.len, pos, false, name, &end) < 0 ||
+			    strcmp(name, v->keys[i]) != 0)
 				break;
-			}
+		if (i < v->nkeys)
 			continue;
+		if (!fn) {
+			*found = true;
+			break;
+		}
+		if (elem_name(k.data, k.len, pos, false, name, &end) < 0)
+			continue;
+		is_link = v->nkeys + 1 == v->s->key_depth;
+		if (!is_link) {
+			ret = seen_add(v, tree_ino((const uint8_t *)name, strlen(name), false));
+			if (ret <= 0)
+				continue;	/* handed out already (or no memory: ret < 0) */
+			ret = 0;
 		}
 		memset(&node, 0, sizeof(node));
-		node.kind = MODEL_KIND_LINK;
+		node.kind = is_link ? MODEL_KIND_LINK : MODEL_KIND_OBJECT;
 		node.derived = true;
 		node.mtime_ns = m->created_ns;
-		node.ino = tview_ino(v, name) ^ (uint64_t)k.len;
-		node.size = 12 + strlen(name);
+		node.ino = tview_ino(v, v->path, name);
+		if (is_link) {
+			size_t kpos;
+
+			t.len = 0;
+			if (key_start(v, k.data, k.len, &kpos) == 0)
+				link_target(range_ups(v), k.data, k.len, kpos, &t);
+			node.size = t.len;
+		}
 		if (fn(arg, name, &node)) {
 			ret = 1;
 			break;
 		}
 		v->last.len = 0;
 		strbuf_add(&v->last, k.data, k.len);
-		strbuf_addc(&v->last, 0);
+		strbuf_addc(&v->last, 0);	/* just past this entry */
 	}
+	strbuf_release(&t);
 	store_scan_close(scan);
 	return ret;
 }
 
-static int range_has(struct store_txn *txn, struct tview *v, const char *name, bool *found)
+/* A range's link: the row in the range with its key (one scan of the range). */
+static int range_link(struct store_txn *txn, struct tview *v, struct strbuf *target)
 {
-	*found = false;
-	return range_scan(txn, v, NULL, NULL, name, found, NULL);
+	struct store_scan *scan;
+	struct store_val k, val;
+	char name[TREE_NAME_MAX];
+	size_t pos, kpos, end;
+	bool found = false;
+	int ret = store_scan_open(txn, STORE_SPACE_INDEX, v->prefix.buf, v->prefix.len, &scan);
+
+	if (ret < 0)
+		return ret;
+	ret = store_scan_seek(scan, v->lo.buf, v->lo.len);
+	while (!found && ret == 0 && (ret = store_scan_next(scan, &k, &val)) == 1) {
+		size_t n = k.len < v->hi.len ? k.len : v->hi.len;
+		int c = memcmp(k.data, v->hi.buf, n), i;
+
+		ret = 0;
+		if (c > 0 || (c == 0 && k.len > v->hi.len))
+			break;
+		if (key_start(v, k.data, k.len, &kpos) < 0)
+			continue;
+		for (i = 0, pos = kpos; i < v->nkeys; i++, pos = end)
+			if (elem_name(k.data, k.len, pos, false, name, &end) < 0 ||
+			    strcmp(name, v->keys[i]) != 0)
+				break;
+		found = i == v->nkeys;
+		if (found)
+			ret = link_target(range_ups(v), k.data, k.len, kpos, target);
+	}
+	store_scan_close(scan);
+	if (ret < 0)
+		return ret;
+	return found ? 0 : -ENOENT;
 }
+
+/* ---- stat, text ---- */
+
+/* A value directory's link: the index entry under its prefix. */
+static int value_link(struct store_txn *txn, struct tview *v, struct strbuf *target)
+{
+	struct store_scan *scan;
+	struct store_val k, val;
+	size_t pos;
+	int ret = store_scan_open(txn, STORE_SPACE_INDEX, v->prefix.buf, v->prefix.len, &scan);
+
+	if (ret < 0)
+		return ret;
+	ret = store_scan_next(scan, &k, &val);
+	if (ret == 1)
+		ret = key_start(v, k.data, k.len, &pos) ?:
+		      link_target(value_ups(v), k.data, k.len, pos, target);
+	else if (ret == 0)
+		ret = -ENOENT;
+	store_scan_close(scan);
+	return ret < 0 ? ret : 0;
+}
+
+int tview_text(struct store_txn *txn, struct tview *v, struct strbuf *out,
+	       struct model_error *err)
+{
+	struct json_writer w;
+	int ret;
+
+	if (v->kind == TVIEW_SCHEMA) {
+		json_writer_init(&w, out, NULL, true);
+		table_show_json(v->s, &w);
+		ret = json_writer_finish(&w);
+		return ret < 0 ? tree_fail(err, ret, "%s: %s", v->path, strerror(-ret)) : 0;
+	}
+	if (v->kind != TVIEW_LINK)
+		return tree_fail(err, -EISDIR, "%s: is a directory", v->path);
+	ret = v->lo.len ? range_link(txn, v, out) : value_link(txn, v, out);
+	if (ret == -ENOENT)
+		return tree_fail(err, ret, "%s: no such file or directory", v->path);
+	return ret < 0 ? tree_fail(err, ret, "%s: %s", v->path, strerror(-ret)) : 0;
+}
+
+int tview_stat(struct model *m, struct store_txn *txn, struct tview *v, struct model_node *out,
+	       struct model_error *err)
+{
+	struct strbuf sb;
+	bool found = false;
+	int ret = 0;
+
+	memset(out, 0, sizeof(*out));
+	out->ino = tview_ino(v, v->path, NULL);
+	out->mtime_ns = m->created_ns;
+	out->derived = true;
+	out->kind = MODEL_KIND_OBJECT;
+	strbuf_init(&sb);
+	if (v->kind == TVIEW_SCHEMA || v->kind == TVIEW_LINK) {
+		ret = tview_text(txn, v, &sb, err);
+		out->kind = v->kind == TVIEW_SCHEMA ? MODEL_KIND_VIEW : MODEL_KIND_LINK;
+	} else if (v->kind == TVIEW_RANGE && v->nkeys) {
+		/* a key level inside a range: some row in the range must have it */
+		ret = range_scan(m, txn, v, NULL, NULL, &found);
+		if (ret == 0 && !found)
+			ret = tree_fail(err, -ENOENT, "%s: no such file or directory", v->path);
+	}
+	out->size = sb.len;
+	strbuf_release(&sb);
+	return ret;
+}
+
+/* ---- listing ---- */
 
 int tview_fill(struct model *m, struct store_txn *txn, struct tview *v, model_list_fn fn,
 	       void *arg)
@@ -544,20 +656,22 @@ int tview_fill(struct model *m, struct store_txn *txn, struct tview *v, model_li
 	struct store_val k, val;
 	char name[TREE_NAME_MAX];
 	struct model_node node;
+	struct strbuf t;
 	size_t end;
 	bool value;
 	int ret;
 
 	if (v->kind == TVIEW_RANGE)
-		return range_scan(txn, v, fn, arg, NULL, NULL, m);
+		return range_scan(m, txn, v, fn, arg, NULL);
 	if (v->kind != TVIEW_LEVEL)
-		return 0;
+		return 0;	/* @range and @range/FROM are listed empty */
 	value = v->nvalues < v->x->nfields;
 	ret = store_scan_open(txn, STORE_SPACE_INDEX, v->prefix.buf, v->prefix.len, &scan);
 	if (ret == -ENOENT)
 		return 0;
 	if (ret < 0)
 		return ret;
+	strbuf_init(&t);
 	if (v->last.len)
 		ret = store_scan_seek(scan, v->last.buf, v->last.len);
 	while (ret == 0 && (ret = store_scan_next(scan, &k, &val)) == 1) {
@@ -572,32 +686,28 @@ int tview_fill(struct model *m, struct store_txn *txn, struct tview *v, model_li
 		memset(&node, 0, sizeof(node));
 		node.derived = true;
 		node.mtime_ns = m->created_ns;
-		node.ino = tree_ino(kb, end, true);
+		node.ino = tview_ino(v, v->path, name);
+		node.kind = MODEL_KIND_OBJECT;
 		if (!value && v->nkeys + 1 == v->s->key_depth) {
-			struct strbuf t;
 			size_t pos;
 
-			strbuf_init(&t);
 			node.kind = MODEL_KIND_LINK;
-			if (key_start(v, kb, k.len, &pos) == 0) {
-				v->nkeys++;
-				link_target(v, kb, k.len, pos, &t);
-				v->nkeys--;
-			}
+			t.len = 0;
+			if (key_start(v, kb, k.len, &pos) == 0)
+				link_target(value_ups(v), kb, k.len, pos, &t);
 			node.size = t.len;
-			strbuf_release(&t);
-		} else {
-			node.kind = MODEL_KIND_OBJECT;
 		}
 		if (fn(arg, name, &node)) {
 			ret = 1;
 			break;
 		}
+		/* past every entry under this name: one seek per name listed */
 		v->last.len = 0;
 		strbuf_add(&v->last, kb, end);
 		strbuf_addc(&v->last, (char)0xff);
 		ret = store_scan_seek(scan, v->last.buf, v->last.len);
 	}
+	strbuf_release(&t);
 	store_scan_close(scan);
 	return ret;
 }
@@ -605,4 +715,7 @@ int tview_fill(struct model *m, struct store_txn *txn, struct tview *v, model_li
 void tview_rewind(struct tview *v)
 {
 	v->last.len = 0;
+	if (v->seen)
+		memset(v->seen, 0, v->cap_seen * sizeof(*v->seen));
+	v->nseen = 0;
 }

@@ -119,7 +119,7 @@ people() {
 	[ ! -e "$MNT/people/@by_age/30/bob" ]
 }
 
-@test "a composite primary key browsed through a composite index nests one directory per level" {
+@test "a composite primary key browsed through a composite index nests one directory per level, in ranges too" {
 	mkdir "$MNT/names"
 	kvfs table create "$STORE" /names --key-depth 2 --key-fields first,last
 	kvfs index create "$STORE" /names by_city_age city,age
@@ -141,6 +141,20 @@ people() {
 	assert_output '../../../../Mary/Jane'
 	run -0 cat "$MNT/names/@by_city_age/Paris/41/Bob/Ray/city"
 	assert_output Paris
+	# a range over the first field: the key levels nest, each name once
+	row names/Mary/Zoe '{"city":"Paris","age":50}'
+	row names/Bob/Sam '{"city":"Rome","age":20}'
+	run -0 bash -c "ls -f '$MNT/names/@by_city_age/@range/Paris/Paris/' | grep -v '^\\.'"
+	assert_output "$(printf 'Mary\nBob')"
+	run -0 bash -c "ls -f '$MNT/names/@by_city_age/@range/Paris/Paris/Mary/' | grep -v '^\\.'"
+	assert_output "$(printf 'Ann\nJane\nZoe')"
+	run -0 readlink "$MNT/names/@by_city_age/@range/Paris/Paris/Mary/Zoe"
+	assert_output '../../../../../Mary/Zoe'
+	run -0 cat "$MNT/names/@by_city_age/@range/Paris/Paris/Mary/Zoe/age"
+	assert_output 50
+	[ ! -e "$MNT/names/@by_city_age/@range/Paris/Paris/Bob/Sam" ]
+	run -0 ls "$MNT/names/@by_city_age/@range/Paris/Rome/Bob"
+	assert_output "$(printf 'Ray\nSam')"
 }
 
 @test "a range through the mount lists the rows in index order, bounds inclusive, not listed itself" {
