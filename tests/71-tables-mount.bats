@@ -243,3 +243,26 @@ people() {
 	run -0 cat "$MNT/people/@by_age/77/ann/age"
 	assert_output 77
 }
+
+@test "an index of many values lists every one once across several readdir calls" {
+	mkdir "$MNT/big"
+	kvfs table create "$STORE" /big --key-depth 1
+	kvfs index create "$STORE" /big by_n n
+	# 300 distinct values, in an order unlike the keys'
+	{
+		printf '{'
+		for i in $(seq 1 300); do
+			printf '%s"r%d":{"n":%d}' "$([ "$i" -gt 1 ] && echo ,)" "$i" $((i * 7 % 307 - 150))
+		done
+		printf '}'
+	} >"$BATS_TEST_TMPDIR/rows.json"
+	kvfs import "$STORE" /big "$BATS_TEST_TMPDIR/rows.json"
+	run -0 bash -c "ls -f '$MNT/big/@by_n/' | grep -v '^\\.'"
+	[ "${#lines[@]}" -eq 300 ]
+	[ "$output" = "$(printf '%s\n' "${lines[@]}" | sort -n)" ]
+	[ "$output" = "$(printf '%s\n' "${lines[@]}" | sort -un)" ]
+	run -0 bash -c "ls -f '$MNT/big/@by_n/@range/-100/100/' | grep -v '^\\.' | wc -l"
+	[ "$output" -gt 150 ]
+	run -0 bash -c "ls -f '$MNT/big/@by_n/@range/-100/100/' | grep -v '^\\.'"
+	assert_output "$(kvfs find "$STORE" /big by_n --from -100 --to 100)"
+}
