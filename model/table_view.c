@@ -201,11 +201,15 @@ int tview_open(struct store_txn *txn, const char *path, struct tview **out,
 	struct tuple_writer w;
 	int n, i, ret;
 
+	if (at < 0) {
+		free(v);
+		return tree_fail(err, -EINVAL, "%s: no name beginning with @", path);
+	}
 	comps = malloc(TVIEW_COMPS_MAX * sizeof(*comps));
-	if (!v || !comps || at < 0) {
+	if (!v || !comps) {
 		free(comps);
 		free(v);
-		return tree_fail(err, at < 0 ? -EINVAL : -ENOMEM, "%s: out of memory", path);
+		return tree_fail(err, -ENOMEM, "%s: out of memory", path);
 	}
 	strbuf_init(&v->prefix);
 	strbuf_init(&v->lo);
