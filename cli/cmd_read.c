@@ -111,12 +111,46 @@ int cli_cmd_get(const struct cli_verb *verb, int argc, char **argv)
 
 /* ---- ls ---- */
 
+/*
+ * The mode as ls(1) shows it: the stored one, else the default the mount
+ * shows (0755 directories, 0644 files); the owner "uid:gid" when stored
+ * ("-" for either part: the mounting user's).
+ */
+static void ls_print_attr(const struct model_node *node)
+{
+	static const char rwx[] = "rwxrwxrwx";
+	bool dir = node_is_container(node);
+	unsigned mode = (node->attr.have & MODEL_ATTR_MODE) ? node->attr.mode : dir ? 0755 : 0644;
+	char text[11], owner[32], uid[12] = "-", gid[12] = "-";
+
+	text[0] = dir ? 'd' : '-';
+	for (int i = 0; i < 9; i++)
+		text[1 + i] = (mode & (0400u >> i)) ? rwx[i] : '-';
+	if (mode & 04000)
+		text[3] = (mode & 0100) ? 's' : 'S';
+	if (mode & 02000)
+		text[6] = (mode & 0010) ? 's' : 'S';
+	if (mode & 01000)
+		text[9] = (mode & 0001) ? 't' : 'T';
+	text[10] = '\0';
+	if (node->attr.have & MODEL_ATTR_UID)
+		snprintf(uid, sizeof(uid), "%u", (unsigned)node->attr.uid);
+	if (node->attr.have & MODEL_ATTR_GID)
+		snprintf(gid, sizeof(gid), "%u", (unsigned)node->attr.gid);
+	if ((node->attr.have & (MODEL_ATTR_UID | MODEL_ATTR_GID)) == 0)
+		snprintf(owner, sizeof(owner), "-");
+	else
+		snprintf(owner, sizeof(owner), "%s:%s", uid, gid);
+	printf("%s %-11s ", text, owner);
+}
+
 static void ls_print(const char *name, const struct model_node *node, bool long_form)
 {
 	if (!long_form) {
 		printf("%s\n", name);
 		return;
 	}
+	ls_print_attr(node);
 	if (node_is_container(node))
 		printf("%-7s %12s  %s\n", model_kind_name(node->kind), "-", name);
 	else

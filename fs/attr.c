@@ -1,7 +1,7 @@
 /*
  * fs/attr.c - attributes: a node's stat from the model or from an open
  * file's unsaved content, entry replies (which count lookups), getattr and
- * setattr (truncate, utimens; chmod and chown are accepted and ignored).
+ * setattr (truncate, utimens, chmod, chown: kept in the store's attr space).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,25 +16,52 @@ void fs_stat_fill(const struct fs_ctx *ctx, const struct model_node *n, struct s
 {
 	memset(st, 0, sizeof(*st));
 	st->st_ino = n->ino;
-	st->st_uid = ctx->uid;
-	st->st_gid = ctx->gid;
+	bool dir = fs_kind_is_dir(n->kind);
+	mode_t perm = (n->attr.have & MODEL_ATTR_MODE) ? (mode_t)n->attr.mode : fs_mode_default(dir);
+
+	st->st_uid = (n->attr.have & MODEL_ATTR_UID) ? (uid_t)n->attr.uid : ctx->uid;
+	st->st_gid = (n->attr.have & MODEL_ATTR_GID) ? (gid_t)n->attr.gid : ctx->gid;
 	st->st_blksize = 4096;
-	if (fs_kind_is_dir(n->kind)) {
-		st->st_mode = S_IFDIR | (ctx->read_only ? 0555 : 0755);
+	if (ctx->read_only)
+		perm &= ~(mode_t)0222;
+	if (dir) {
+		st->st_mode = S_IFDIR | perm;
 		st->st_nlink = 2 + n->subdirs;
 	} else if (n->kind == MODEL_KIND_LINK) {
 		st->st_mode = S_IFLNK | 0777;
 		st->st_nlink = 1;
 		st->st_size = (off_t)n->size;
 	} else {
-		st->st_mode = S_IFREG | (ctx->read_only ? 0444 : 0644);
+		st->st_mode = S_IFREG | perm;
 		st->st_nlink = 1;
 		st->st_size = (off_t)n->size;
 		st->st_blocks = (blkcnt_t)((n->size + 511) / 512);
 	}
 	st->st_mtim = fs_ns_to_ts(n->mtime_ns);
-	st->st_ctim = st->st_mtim;	/* ctime = mtime: tar does not see "changed as we read it" */
+	/* ctime: the last chmod, chown, utimens, rename or entry change, or a
+	 * later write; atime = mtime (noatime semantics: reads write nothing) */
+	st->st_ctim = fs_ns_to_ts(n->ctime_ns > n->mtime_ns ? n->ctime_ns : n->mtime_ns);
 	st->st_atim = st->st_mtim;
+}
+
+void fs_attr_for_new(fuse_req_t req, struct fs_ctx *ctx, mode_t mode, bool dir,
+		     struct model_attr *out)
+{
+	const struct fuse_ctx *who = fuse_req_ctx(req);
+
+	memset(out, 0, sizeof(*out));
+	if ((mode & 07777) != fs_mode_default(dir)) {
+		out->have |= MODEL_ATTR_MODE;
+		out->mode = mode & 07777;
+	}
+	if (who && who->uid != ctx->uid) {
+		out->have |= MODEL_ATTR_UID;
+		out->uid = who->uid;
+	}
+	if (who && who->gid != ctx->gid) {
+		out->have |= MODEL_ATTR_GID;
+		out->gid = who->gid;
+	}
 }
 
 void fs_tmp_stat_locked(const struct fs_ctx *ctx, const struct fs_node *node,
@@ -113,6 +140,7 @@ static int node_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 		st->st_nlink = nlink;
 	pthread_mutex_lock(&ctx->lock);
 	if (ret == 0) {
+		st->st_ino = fs_node_st_ino_locked(node, st->st_ino);
 		node->kind_known = true;
 		node->is_dir = fs_kind_is_dir(n.kind);
 	}
@@ -192,14 +220,15 @@ void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	char *path;
 	int ret = fs_node_path(ctx, node, NULL, &path);
 
-	(void)fi;
-	if (ret < 0) {
-		fs_reply_err(req, ret);
-		return;
+	if (ret == 0) {
+		fs_trace(ctx, "getattr %s", path);
+		ret = node_stat(ctx, node, path, &st, NULL, &vol);
+		free(path);
 	}
-	fs_trace(ctx, "getattr %s", path);
-	ret = node_stat(ctx, node, path, &st, NULL, &vol);
-	free(path);
+	if (ret == -ENOENT) {	/* unlinked or renamed over: an open descriptor answers */
+		ret = fs_cache_open_stat(ctx, node, fi, &st);
+		vol = true;
+	}
 	if (ret < 0)
 		fs_reply_err(req, ret);
 	else
@@ -303,8 +332,8 @@ static int setattr_mtime(struct fs_ctx *ctx, struct fs_node *node, const struct 
 	if (ret < 0)
 		return ret;
 	ret = model_stat(ctx->model, path, 0, &n, &err);
-	/* directories and views: accepted, not kept */
-	if (ret == 0 && n.kind == MODEL_KIND_LEAF)
+	/* views: accepted, not kept (they show their node's time) */
+	if (ret == 0 && n.kind != MODEL_KIND_VIEW)
 		ret = model_set_mtime(ctx->model, path, ns, &err);
 	fs_write_end(ctx, ret);
 	if (ret < 0)
@@ -314,9 +343,64 @@ static int setattr_mtime(struct fs_ctx *ctx, struct fs_node *node, const struct 
 }
 
 /*
- * chmod and chown are accepted and ignored: every file shows the mounting
- * user and fixed modes, and cp -a / rsync -a would fail on EPERM.
+ * chmod and chown: kept in the attr space, a value equal to the default
+ * (0644/0755, the mounting user) drops the field. The kernel checked who
+ * may (default_permissions). A pending file in an array and a view accept
+ * and forget them: neither has a node of its own to keep them.
  */
+static int setattr_owner_mode(struct fs_ctx *ctx, struct fs_node *node, const struct stat *attr,
+			      int to_set)
+{
+	struct model_error err = { { 0 } };
+	struct model_attr set = { 0 };
+	unsigned unset = 0;
+	struct model_node n;
+	char *path;
+	bool tmp;
+	int ret;
+
+	pthread_mutex_lock(&ctx->lock);
+	tmp = node->tmp != NULL;
+	pthread_mutex_unlock(&ctx->lock);
+	if (tmp)
+		return 0;
+	ret = fs_write_path(ctx, node, NULL, &path);
+	if (ret < 0)
+		return ret;
+	ret = model_stat(ctx->model, path, 0, &n, &err);
+	if (ret == 0 && n.kind == MODEL_KIND_VIEW)
+		goto out_end;
+	if (ret == 0 && (to_set & FUSE_SET_ATTR_MODE)) {
+		set.mode = attr->st_mode & 07777;
+		if (set.mode == fs_mode_default(fs_kind_is_dir(n.kind)))
+			unset |= MODEL_ATTR_MODE;
+		else
+			set.have |= MODEL_ATTR_MODE;
+	}
+	if (ret == 0 && (to_set & FUSE_SET_ATTR_UID)) {
+		set.uid = attr->st_uid;
+		if (set.uid == ctx->uid)
+			unset |= MODEL_ATTR_UID;
+		else
+			set.have |= MODEL_ATTR_UID;
+	}
+	if (ret == 0 && (to_set & FUSE_SET_ATTR_GID)) {
+		set.gid = attr->st_gid;
+		if (set.gid == ctx->gid)
+			unset |= MODEL_ATTR_GID;
+		else
+			set.have |= MODEL_ATTR_GID;
+	}
+	if (ret == 0)
+		ret = model_set_attr(ctx->model, path, &set, unset, &err);
+out_end:
+	fs_write_end(ctx, ret);
+	if (ret < 0)
+		fs_log_model(ctx, ret, &err, path);
+	free(path);
+	return ret;
+}
+
 void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		   struct fuse_file_info *fi)
 {
@@ -327,18 +411,35 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 	char *path;
 	int ret = fs_node_path(ctx, node, NULL, &path);
 
+	if (ret == -ENOENT && fs_fi_file(fi)) {
+		/* the name is gone: ftruncate works on the descriptor, times are not kept */
+		if (to_set & FUSE_SET_ATTR_SIZE)
+			ret = setattr_size(ctx, node, fs_fi_file(fi), attr->st_size);
+		else
+			ret = 0;
+		if (ret == 0)
+			ret = fs_cache_open_stat(ctx, node, fi, &st);
+		if (ret < 0)
+			fs_reply_err(req, ret);
+		else
+			fuse_reply_attr(req, &st, 0.0);
+		return;
+	}
 	if (ret < 0) {
 		fs_reply_err(req, ret);
 		return;
 	}
 	fs_trace(ctx, "setattr %s 0x%x", path, (unsigned)to_set);
 	if (ctx->read_only && (to_set & (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_MTIME |
-					 FUSE_SET_ATTR_MTIME_NOW))) {
+					 FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_MODE |
+					 FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) {
 		ret = -EROFS;
 		goto out_reply;
 	}
 	if (to_set & FUSE_SET_ATTR_SIZE)
 		ret = setattr_size(ctx, node, fs_fi_file(fi), attr->st_size);
+	if (ret == 0 && (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)))
+		ret = setattr_owner_mode(ctx, node, attr, to_set);
 	if (ret == 0 && (to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW)))
 		ret = setattr_mtime(ctx, node, attr, to_set);
 	if (ret == 0)

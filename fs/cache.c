@@ -1,12 +1,16 @@
 /*
- * fs/cache.c - the page-cache and reader rules: when a leaf reader takes a
- * snapshot (at open, at its first read, or never for big leaves), when it
- * may share the kernel's pages, and when they are kept or dropped.
+ * fs/cache.c - the page-cache and reader rules: which version of a leaf a
+ * read that reaches the daemon serves, when the kernel keeps its pages,
+ * and what an open descriptor answers once its name is gone.
  *
- * Readers of leaves read a snapshot of the text taken at open (or at the
- * first read, when the kernel's pages already hold the text): an open fd
- * keeps its content after an unlink or a rename over its name. Leaves above
- * FS_SNAPSHOT_MAX are read per call and answer EIO once they changed.
+ * The kernel's page cache is one per node and shared by every open of it,
+ * readers and writers alike, as on a local filesystem. A read that misses
+ * it is served from the leaf's newest version: the shared write buffer
+ * when a writer is open (what the pages already hold), else the text in
+ * the store, kept in the reader's buffer while the leaf is unchanged. Each
+ * read call is served from one buffer under one lock, so it never mixes
+ * two versions. Once the name is unlinked or renamed over, the reader
+ * keeps the version it last held, as an open inode keeps its content.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,13 +32,18 @@ void fs_cache_forget(struct fs_ctx *ctx, struct fs_node *node)
 int fs_file_snapshot(struct fs_ctx *ctx, struct fs_file *f, const char *path)
 {
 	struct model_error err = { { 0 } };
-	int ret = model_read_all(ctx->model, path, &f->buf, &f->len, &err);
+	char *buf = NULL;
+	size_t len = 0;
+	int ret = model_read_all(ctx->model, path, &buf, &len, &err);
 
 	if (ret < 0) {
 		fs_log_model(ctx, ret, &err, path);
 		return ret;
 	}
-	f->cap = f->len + 1;
+	free(f->buf);
+	f->buf = buf;
+	f->len = len;
+	f->cap = len + 1;
 	return 0;
 }
 
@@ -45,6 +54,11 @@ int fs_cache_leaf_snapshot(struct fs_ctx *ctx, struct fs_file *f, const char *pa
 
 	if (ret == 0 && f->len != n->size && model_stat(ctx->model, path, 0, n, NULL) < 0)
 		n->size = f->len;
+	if (ret == 0) {
+		f->kind = FS_FILE_READER;
+		f->open_mtime = n->mtime_ns;
+		f->open_size = n->size;
+	}
 	return ret;
 }
 
@@ -66,24 +80,6 @@ void fs_cache_reader_deferred(struct fs_file *f, const struct model_node *n, boo
 	f->open_size = n->size;
 }
 
-bool fs_cache_reader_share(struct fs_ctx *ctx, struct fs_file *f, const struct model_node *n)
-{
-	struct fs_node *node = f->node;
-	bool share;
-
-	pthread_mutex_lock(&ctx->lock);
-	share = node->nreaders == 0 ||
-		(node->rd_mtime == n->mtime_ns && node->rd_size == n->size);
-	if (share) {
-		node->nreaders++;
-		node->rd_mtime = n->mtime_ns;
-		node->rd_size = n->size;
-		f->cached_reader = true;
-	}
-	pthread_mutex_unlock(&ctx->lock);
-	return share;
-}
-
 bool fs_cache_leaf_valid(struct fs_ctx *ctx, struct fs_node *node, const struct model_node *n)
 {
 	bool keep, changed;
@@ -101,25 +97,153 @@ bool fs_cache_leaf_valid(struct fs_ctx *ctx, struct fs_node *node, const struct 
 	return keep;
 }
 
-bool fs_cache_big_changed(struct fs_ctx *ctx, struct fs_file *f, const char *path)
+/* Replies with the part of buf (len bytes) at off, at most size bytes. */
+static void reply_slice(fuse_req_t req, const char *buf, size_t len, size_t size, off_t off)
 {
-	struct model_node n;
-
-	return model_stat(ctx->model, path, 0, &n, NULL) < 0 || n.mtime_ns != f->open_mtime ||
-	       n.size != f->open_size;
+	if ((uint64_t)off >= len)
+		fuse_reply_buf(req, NULL, 0);
+	else
+		fuse_reply_buf(req, buf + off, len - (size_t)off < size ? len - (size_t)off : size);
 }
 
-int fs_cache_lazy_snapshot_locked(struct fs_ctx *ctx, struct fs_file *f, fuse_ino_t ino)
+/* The leaf's shared writer, with one more ref; NULL when none is open. */
+static struct fs_file *writer_get(struct fs_ctx *ctx, struct fs_node *node)
 {
+	struct fs_file *w;
+
+	pthread_mutex_lock(&ctx->lock);
+	w = node->wfile;
+	if (w)
+		w->refs++;
+	pthread_mutex_unlock(&ctx->lock);
+	return w;
+}
+
+/*
+ * f->lock held. Serves a read of the leaf at path from the store's newest
+ * version: from f's buffer while the leaf is unchanged, else from a new
+ * one (or, above FS_SNAPSHOT_MAX, by one model_read: one transaction).
+ * 1 when the leaf is gone (the caller serves what f holds), 0 when replied.
+ */
+static int reader_serve_store(struct fs_ctx *ctx, struct fs_file *f, const char *path,
+			      fuse_req_t req, size_t size, off_t off)
+{
+	struct model_error err = { { 0 } };
+	struct model_node n;
+	char *buf;
+	ssize_t got;
+	int ret = model_stat(ctx->model, path, 0, &n, &err);
+
+	if (ret == -ENOENT || (ret == 0 && n.kind != MODEL_KIND_LEAF))
+		return 1;	/* removed (or replaced by a directory) behind us */
+	if (ret < 0)
+		goto out_err;
+	if (n.size <= FS_SNAPSHOT_MAX) {
+		if (f->kind != FS_FILE_READER || f->open_mtime != n.mtime_ns ||
+		    f->open_size != n.size) {
+			ret = fs_cache_leaf_snapshot(ctx, f, path, &n);
+			if (ret == -ENOENT)
+				return 1;
+			if (ret < 0)
+				return ret;
+		}
+		reply_slice(req, f->buf, f->len, size, off);
+		return 0;
+	}
+	/* a big leaf: one version per call, nothing kept */
+	free(f->buf);
+	f->buf = NULL;
+	f->len = f->cap = 0;
+	fs_cache_reader_deferred(f, &n, false);
+	buf = malloc(size ? size : 1);
+	if (!buf)
+		return -ENOMEM;
+	got = model_read(ctx->model, path, buf, size, (uint64_t)off, &err);
+	if (got >= 0)
+		fuse_reply_buf(req, buf, (size_t)got);
+	free(buf);
+	if (got >= 0)
+		return 0;
+	ret = (int)got;
+out_err:
+	fs_log_model(ctx, ret, &err, path);
+	return ret;
+}
+
+int fs_cache_read(struct fs_ctx *ctx, struct fs_file *f, fuse_req_t req, size_t size,
+		  off_t off)
+{
+	struct fs_file *w = writer_get(ctx, f->node);
 	char *path;
 	int ret;
 
-	ret = fs_node_path(ctx, fs_node_from_ino(ctx, ino), NULL, &path);
-	if (ret < 0)
-		return ret;
-	ret = fs_file_snapshot(ctx, f, path);
-	if (ret == 0)
-		f->kind = FS_FILE_READER;
-	free(path);
+	if (w) {
+		/* what the kernel's pages hold already: the unsaved content */
+		pthread_mutex_lock(&w->lock);
+		reply_slice(req, w->buf, w->len, size, off);
+		pthread_mutex_unlock(&w->lock);
+		fs_file_put(ctx, w);
+		return 0;
+	}
+	ret = fs_node_path(ctx, f->node, NULL, &path);
+	pthread_mutex_lock(&f->lock);
+	if (ret == 0) {
+		ret = reader_serve_store(ctx, f, path, req, size, off);
+		free(path);
+	} else if (ret == -ENOENT) {
+		ret = 1;
+	}
+	if (ret == 1) {
+		/* unlinked or renamed over: the version this descriptor last held */
+		ret = f->kind == FS_FILE_READER ? 0 : -ENOENT;
+		if (ret == 0)
+			reply_slice(req, f->buf, f->len, size, off);
+	}
+	pthread_mutex_unlock(&f->lock);
 	return ret;
+}
+
+/* ctx->lock held. Any open file of node, with one more ref; the writer first. */
+static struct fs_file *open_file_get_locked(struct fs_ctx *ctx, struct fs_node *node)
+{
+	struct fs_file *f = node->wfile;
+
+	for (struct fs_file *g = ctx->files; g && !f; g = g->next)
+		if (g->node == node)
+			f = g;
+	if (f)
+		f->refs++;
+	return f;
+}
+
+int fs_cache_open_stat(struct fs_ctx *ctx, struct fs_node *node, struct fuse_file_info *fi,
+		       struct stat *st)
+{
+	struct model_node n = { .kind = MODEL_KIND_LEAF };
+	struct fs_file *f = fs_fi_file(fi);
+
+	pthread_mutex_lock(&ctx->lock);
+	if (f && f->node == node)
+		f->refs++;
+	else
+		f = open_file_get_locked(ctx, node);
+	pthread_mutex_unlock(&ctx->lock);
+	if (!f)
+		return -ENOENT;
+	pthread_mutex_lock(&f->lock);
+	n.ino = f->ino;
+	if (f->kind == FS_FILE_WRITER || f->kind == FS_FILE_READER || fs_file_is_view(f) ||
+	    f->kind == FS_FILE_TMP) {
+		n.size = f->len;
+		n.mtime_ns = f->dirty || f->trunc || fs_file_is_view(f) ||
+			     f->kind == FS_FILE_TMP ? f->wmtime_ns : f->open_mtime;
+	} else {
+		n.size = f->open_size;
+		n.mtime_ns = f->open_mtime;
+	}
+	pthread_mutex_unlock(&f->lock);
+	fs_file_put(ctx, f);
+	fs_stat_fill(ctx, &n, st);
+	st->st_nlink = 0;	/* no name leads to it any more */
+	return 0;
 }

@@ -53,10 +53,6 @@ static bool file_unref_locked(struct fs_ctx *ctx, struct fs_file *f)
 		return false;
 	if (f->node->wfile == f)
 		f->node->wfile = NULL;
-	if (f->cached_reader) {
-		assert(f->node->nreaders > 0);
-		f->node->nreaders--;
-	}
 	if (f->prev)
 		f->prev->next = f->next;
 	else
@@ -411,6 +407,7 @@ int fs_file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 	int acc = fi->flags & O_ACCMODE;
 	struct model_node n;
 	struct fs_file *f;
+	uint64_t ino;
 	int ret;
 
 	ret = model_stat(ctx->model, path, 0, &n, &err);
@@ -436,6 +433,15 @@ int fs_file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 	f = fs_file_new(ctx, node);
 	if (!f)
 		return -ENOMEM;
+	pthread_mutex_lock(&ctx->lock);
+	ino = fs_node_st_ino_locked(node, n.ino);
+	pthread_mutex_unlock(&ctx->lock);
+	/* f is on ctx->files already: fs_cache_open_stat may look at it */
+	pthread_mutex_lock(&f->lock);
+	f->ino = ino;
+	f->open_mtime = n.mtime_ns;
+	f->open_size = n.size;
+	pthread_mutex_unlock(&f->lock);
 	if (acc != O_RDONLY) {
 		ret = file_load(ctx, f, path, fi->flags, n.kind == MODEL_KIND_VIEW);
 	} else if (n.kind == MODEL_KIND_VIEW) {
@@ -447,7 +453,7 @@ int fs_file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 	else if (fs_cache_matches(ctx, node, &n))
 		fs_cache_reader_deferred(f, &n, true);
 	else
-		ret = fs_cache_leaf_snapshot(ctx, f, path, &n);	/* kind FS_FILE_READER */
+		ret = fs_cache_leaf_snapshot(ctx, f, path, &n);
 	if (ret < 0) {
 		fs_file_put(ctx, f);
 		return ret;
@@ -455,8 +461,14 @@ int fs_file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 	if (f->kind == FS_FILE_WRITER)
 		f = writer_publish(ctx, f, fi->flags);
 out_opened:
-	if (f->writable || fs_file_is_view(f) || !fs_cache_reader_share(ctx, f, &n))
-		fi->direct_io = 1;	/* see fs_cache_reader_share */
+	/*
+	 * Leaves, read or written, go through the kernel's one page cache
+	 * (shared writable mmap needs it): writes reach the shared buffer
+	 * at once (no write-back cache), dirty mmap pages before flush and
+	 * fsync. Views are rendered per open and never cached.
+	 */
+	if (fs_file_is_view(f))
+		fi->direct_io = 1;
 	else
 		fi->keep_cache = fs_cache_leaf_valid(ctx, node, &n);
 	fi->noflush = acc == O_RDONLY;	/* nothing to commit: close needs no round trip */
@@ -518,25 +530,19 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct fs_ctx *ctx = fs_req_ctx(req);
 	struct fs_file *f = fs_fi_file(fi);
-	struct model_error err = { { 0 } };
-	char *path, *buf;
-	bool big;
-	ssize_t n;
+	bool leaf_reader;
 	int ret;
 
+	(void)ino;
 	if (!f) {
 		fs_reply_err(req, -EBADF);
 		return;
 	}
-	/* the kind and buf change under f->lock (a concurrent first read) */
 	pthread_mutex_lock(&f->lock);
-	ret = f->kind == FS_FILE_READER_LAZY ? fs_cache_lazy_snapshot_locked(ctx, f, ino) : 0;
-	if (ret < 0) {
-		pthread_mutex_unlock(&f->lock);
-		fs_reply_err(req, ret);
-		return;
-	}
-	if (fs_file_buffered(f)) {
+	leaf_reader = f->kind == FS_FILE_READER || f->kind == FS_FILE_READER_LAZY ||
+		      f->kind == FS_FILE_READER_BIG;
+	if (!leaf_reader) {
+		/* writers, views and pending files read their own buffer */
 		if ((uint64_t)off >= f->len)
 			fuse_reply_buf(req, NULL, 0);
 		else
@@ -545,30 +551,10 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		pthread_mutex_unlock(&f->lock);
 		return;
 	}
-	big = f->kind == FS_FILE_READER_BIG;
 	pthread_mutex_unlock(&f->lock);
-	ret = fs_node_path(ctx, fs_node_from_ino(ctx, ino), NULL, &path);
-	if (ret < 0) {
+	ret = fs_cache_read(ctx, f, req, size, off);
+	if (ret < 0)
 		fs_reply_err(req, ret);
-		return;
-	}
-	buf = malloc(size ? size : 1);
-	if (!buf) {
-		free(path);
-		fs_reply_err(req, -ENOMEM);
-		return;
-	}
-	n = model_read(ctx->model, path, buf, size, (uint64_t)off, &err);
-	if (n >= 0 && big && fs_cache_big_changed(ctx, f, path))
-		n = -EIO;	/* changed since open: part old, part new would be worse */
-	if (n < 0) {
-		fs_log_model(ctx, (int)n, &err, path);
-		fs_reply_err(req, (int)n);
-	} else {
-		fuse_reply_buf(req, buf, (size_t)n);
-	}
-	free(buf);
-	free(path);
 }
 
 void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,

@@ -45,9 +45,11 @@
 #define FUSE_USE_VERSION 312
 
 #include <fuse_lowlevel.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <syslog.h>
 #include <time.h>
@@ -88,13 +90,11 @@ struct fs_node {
 	uint64_t nlookup;	/* lookups the kernel holds; a forget of more is a bug */
 	uint64_t refs;		/* child nodes, open files and directories, pins */
 	bool hashed;		/* reachable by (parent, name); false once removed */
+	uint32_t moved;		/* 0, or the rename that brought it to its name (fs_node_st_ino_locked) */
 	/* cache.c: the page cache */
 	bool cache_known;	/* cache_* recorded at an earlier open */
 	int64_t cache_mtime;	/* leaf mtime and size at the last open or commit */
 	uint64_t cache_size;
-	unsigned nreaders;	/* open readers filling the page cache from one version: */
-	int64_t rd_mtime;	/* its mtime and size */
-	uint64_t rd_size;
 	/* attr.c and dir.c: what the kernel was told */
 	uint64_t dir_gen;	/* store generation when last listed (+1; 0 never) */
 	uint64_t nlink_gen;	/* containers: store generation of nlink (+1; 0 never) */
@@ -108,6 +108,19 @@ struct fs_node {
 					 * applied at the next commit; holds one ref (xattr.c) */
 };
 
+/*
+ * ctx->lock held. The st_ino shown for node, whose model ino (a hash of the
+ * path) is ino: a node renamed onto a name shows another number than the
+ * one it replaced, so that `tail -F` sees `sed -i` replace its file, as on
+ * ext4. The number outlives the node for the last FS_MOVED_MAX renamed
+ * names (the kernel may forget a node and look it up again); a fresh mount
+ * shows the model's.
+ */
+static inline uint64_t fs_node_st_ino_locked(const struct fs_node *node, uint64_t ino)
+{
+	return ino ^ ((uint64_t)node->moved * 0x9e3779b97f4a7c15ull);
+}
+
 /* What fi->fh points to: told apart by the first field (setattr gets either). */
 enum fs_handle_type {
 	FS_HANDLE_FILE = 0x6b764601,
@@ -120,9 +133,9 @@ enum fs_handle_type {
  * f->lock) at the first read that reaches the daemon.
  */
 enum fs_file_kind {
-	FS_FILE_READER,		/* a leaf read from buf: its text at open (or first read) */
+	FS_FILE_READER,		/* a leaf: buf holds its version open_mtime/open_size (cache.c) */
 	FS_FILE_READER_LAZY,	/* a leaf whose pages the kernel holds: no text yet (cache.c) */
-	FS_FILE_READER_BIG,	/* a leaf above FS_SNAPSHOT_MAX: read per call, checked */
+	FS_FILE_READER_BIG,	/* a leaf above FS_SNAPSHOT_MAX: read per call, nothing kept */
 	FS_FILE_WRITER,		/* a leaf's one write buffer (node->wfile), shared by its writers */
 	FS_FILE_VIEW_READER,	/* NAME.json read: the rendering at open */
 	FS_FILE_VIEW_WRITER,	/* NAME.json written: the whole new document */
@@ -141,9 +154,9 @@ struct fs_file {
 	enum fs_handle_type type;	/* fixed */
 	struct fs_node *node;	/* fixed; holds one ref */
 	bool writable;		/* fixed: opened for writing (a pending file may be read-only) */
+	uint64_t ino;		/* set at open (f->lock): st_ino, for fstat once the name is gone */
 	struct fs_file *prev, *next;	/* ctx->files (ctx->lock) */
 	unsigned refs;		/* the kernel's handles + committers at work (ctx->lock) */
-	bool cached_reader;	/* counted in node->nreaders: reads through the page cache (ctx->lock) */
 	bool pend;		/* getattr answers pend_len/pend_mtime (ctx->lock) */
 	uint64_t pend_len;	/* (ctx->lock) */
 	int64_t pend_mtime;	/* (ctx->lock) */
@@ -151,7 +164,7 @@ struct fs_file {
 	enum fs_file_kind kind;
 	char *buf;		/* writers: the new content; readers: the text */
 	size_t len, cap;
-	int64_t open_mtime;	/* READER_BIG and READER_LAZY: the leaf's mtime and size at open */
+	int64_t open_mtime;	/* readers: the mtime and size of the version last seen */
 	uint64_t open_size;
 	bool dirty;		/* written since the last commit: commit at flush */
 	bool trunc;		/* opened with O_TRUNC, not written: commit at release */
@@ -165,12 +178,6 @@ static inline bool fs_file_is_view(const struct fs_file *f)
 {
 	return f->kind == FS_FILE_VIEW_READER || f->kind == FS_FILE_VIEW_WRITER ||
 	       f->kind == FS_FILE_VIEW_APPEND;
-}
-
-/* f->lock held. Reads are served from buf. */
-static inline bool fs_file_buffered(const struct fs_file *f)
-{
-	return f->kind != FS_FILE_READER_LAZY && f->kind != FS_FILE_READER_BIG;
 }
 
 enum fs_inval_kind {
@@ -190,6 +197,14 @@ enum fs_inval_kind {
 struct fs_error {
 	char *path;		/* heap; NULL for an unused slot */
 	char msg[512];
+};
+
+/* A renamed name whose node was freed: its next node keeps the number (node.c). */
+#define FS_MOVED_MAX 64
+struct fs_moved {
+	const struct fs_node *parent;	/* compared, never followed: may be stale */
+	char *name;		/* heap; NULL for an unused slot */
+	uint32_t moved;
 };
 
 /*
@@ -219,6 +234,9 @@ struct fs_ctx {
 	size_t nbuckets, nnodes;
 	struct fs_node *nodes;
 	struct fs_file *files;	/* every open file (file.c) */
+	struct fs_moved moved[FS_MOVED_MAX];	/* a ring, oldest overwritten (node.c) */
+	unsigned moved_next;	/* the slot the next freed renamed node takes */
+	uint32_t move_seq;	/* the last number handed to a renamed node */
 
 	/* invalidate.c's worker: notifications must not run inside an operation */
 	pthread_mutex_t inval_lock;	/* the fields below up to gen_lock */
@@ -376,15 +394,21 @@ static inline bool fs_kind_is_dir(enum model_kind kind)
 #define FS_FILE_MAX ((size_t)1 << 30)	/* largest content buffered for one file */
 
 /*
- * Readers of leaves up to this size get the text of the moment they opened
- * (kept after an unlink or a rename over it, never half of a later commit).
- * Above it they read per call and get EIO once the leaf has changed.
+ * Readers of leaves up to this size keep the version they last read in a
+ * buffer (kept after an unlink or a rename over it, never half of a later
+ * commit). Above it they read per call, each call from one version.
  */
 #define FS_SNAPSHOT_MAX ((uint64_t)64 << 20)
 
 /* ---- attributes (attr.c) ---- */
 
 void fs_stat_fill(const struct fs_ctx *ctx, const struct model_node *n, struct stat *st);
+/*
+ * The stored attributes of a node the request's process creates with mode
+ * (umask applied by the kernel): only what differs from the defaults.
+ */
+void fs_attr_for_new(fuse_req_t req, struct fs_ctx *ctx, mode_t mode, bool dir,
+		     struct model_attr *out);
 
 /* ctx->lock held. The attributes of a pending file as last flushed. */
 void fs_tmp_stat_locked(const struct fs_ctx *ctx, const struct fs_node *node,
@@ -468,51 +492,43 @@ void fs_cache_forget(struct fs_ctx *ctx, struct fs_node *node);
 int fs_file_snapshot(struct fs_ctx *ctx, struct fs_file *f, const char *path);
 
 /*
- * A reader of a leaf gets its text of the moment it opened, as one
- * snapshot: it keeps reading it after an unlink or a rename over the name,
- * and never sees half of a later commit. *n is brought in line with the
- * text (a commit between the stat and the read).
+ * A reader of a leaf takes the text now (kind FS_FILE_READER): it keeps it
+ * after an unlink or a rename over the name. *n is brought in line with
+ * the text (a commit between the stat and the read).
  */
 int fs_cache_leaf_snapshot(struct fs_ctx *ctx, struct fs_file *f, const char *path,
 			   struct model_node *n);
 
 /*
  * Whether the kernel's pages hold n's text: then reads will mostly not
- * come here (cat a second time), and the snapshot waits for the first read
- * that does (lazy_snapshot). Such a reader is not protected against an
- * unlink or a commit before that read: it then fails with ENOENT or reads
- * the newer text.
+ * come here (cat a second time), and the text waits for the first read
+ * that does. Such a reader keeps no text of its own: once the name is gone
+ * it reads what the kernel's pages still hold, and ENOENT beyond them.
  */
 bool fs_cache_matches(struct fs_ctx *ctx, struct fs_node *node, const struct model_node *n);
 
-/*
- * A reader that takes no snapshot at open: a big leaf reads per call, a
- * lazy one snapshots at its first read; both are checked against n.
- */
+/* A reader that takes no text at open: a big leaf (read per call) or a lazy one. */
 void fs_cache_reader_deferred(struct fs_file *f, const struct model_node *n, bool lazy);
-
-/*
- * The page cache is one per node, the snapshots are one per reader: a reader
- * may read through it only while every reader doing so opened the same
- * version. Others (a reader of a newer version while an older one is still
- * open) read with direct I/O from their own snapshot. Writers and views
- * always use direct I/O and never fill it; a commit drops it.
- */
-bool fs_cache_reader_share(struct fs_ctx *ctx, struct fs_file *f, const struct model_node *n);
 
 /* keep_cache while the leaf's mtime and size are what the page cache was filled from. */
 bool fs_cache_leaf_valid(struct fs_ctx *ctx, struct fs_node *node, const struct model_node *n);
 
-/* Whether a big leaf changed since f opened it (read after the data: a commit in between shows). */
-bool fs_cache_big_changed(struct fs_ctx *ctx, struct fs_file *f, const char *path);
+/*
+ * A read of a leaf reader f (f->lock not held) that missed the kernel's
+ * pages: replies from the leaf's newest version (the shared writer's
+ * buffer, else the store), or once the name is gone from the version f
+ * last held. 0 when replied, else -errno (the caller replies).
+ */
+int fs_cache_read(struct fs_ctx *ctx, struct fs_file *f, fuse_req_t req, size_t size,
+		  off_t off);
 
 /*
- * f->lock held. The first read of a lazy reader that reaches the daemon
- * takes its snapshot. The leaf may have changed since open: a commit drops
- * the node's pages, so every read of this reader comes here from now on and
- * sees the new text whole.
+ * The attributes of a node whose name is gone (unlinked, renamed over),
+ * from its open file fi or any other one still open: fstat and ftruncate
+ * keep working. -ENOENT when none is open.
  */
-int fs_cache_lazy_snapshot_locked(struct fs_ctx *ctx, struct fs_file *f, fuse_ino_t ino);
+int fs_cache_open_stat(struct fs_ctx *ctx, struct fs_node *node, struct fuse_file_info *fi,
+		       struct stat *st);
 
 /* ---- pending files in arrays (pending.c) ---- */
 
@@ -602,6 +618,19 @@ void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 void fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 
 /* ---- helpers ---- */
+/* Permission bits of a node without a stored mode. */
+static inline mode_t fs_mode_default(bool dir)
+{
+	return dir ? 0755 : 0644;
+}
+
+/* NAME_MAX as ext4 has it: a longer name is refused before the model is asked. */
+#define FS_NAME_MAX 255
+static inline int fs_name_check(const char *name)
+{
+	return strlen(name) > FS_NAME_MAX ? -ENAMETOOLONG : 0;
+}
+
 static inline bool fs_name_is_view(const char *name, size_t len)
 {
 	return len >= 5 && name[len - 5] == '.' && name[len - 4] == 'j' &&

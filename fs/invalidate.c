@@ -82,6 +82,8 @@ void fs_inval_after_change(struct fs_ctx *ctx, struct fs_node *node, bool view)
 		fs_inval_name(ctx, dir, name);
 	free(name);
 	if (dir) {
+		/* a new document is a new entry: the directory's mtime moved */
+		fs_inval_node(ctx, fs_node_ino(ctx, dir), FS_INVAL_ATTR);
 		pthread_mutex_lock(&ctx->lock);
 		fs_node_unref_locked(ctx, dir);
 		pthread_mutex_unlock(&ctx->lock);

@@ -23,6 +23,9 @@ static int name_begin(fuse_req_t req, fuse_ino_t parent, const char *name, const
 	int ret;
 
 	*dir = fs_node_from_ino(ctx, parent);
+	ret = fs_name_check(name);
+	if (ret < 0)
+		return ret;
 	if (ctx->read_only)
 		return -EROFS;
 	ret = fs_write_path(ctx, *dir, name, path);
@@ -56,15 +59,16 @@ void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 	struct fs_ctx *ctx = fs_req_ctx(req);
 	struct model_error err = { { 0 } };
 	struct fs_node *dir;
+	struct model_attr a;
 	char *path;
 	int ret = name_begin(req, parent, name, "mkdir", &dir, &path);
 
-	(void)mode;
 	if (ret < 0) {
 		fs_reply_err(req, ret);
 		return;
 	}
-	ret = model_mkdir(ctx->model, path, MODEL_KIND_OBJECT, &err);
+	fs_attr_for_new(req, ctx, mode, true, &a);
+	ret = model_mkdir_as(ctx->model, path, MODEL_KIND_OBJECT, &a, &err);
 	name_end_entry(req, dir, name, path, ret, &err);
 }
 
@@ -74,6 +78,7 @@ void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 {
 	struct fs_ctx *ctx = fs_req_ctx(req);
 	struct model_error err = { { 0 } };
+	struct model_attr a;
 	struct fs_node *dir;
 	char *path;
 	int ret;
@@ -88,7 +93,8 @@ void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 		fs_reply_err(req, ret);
 		return;
 	}
-	ret = model_create(ctx->model, path, &err);
+	fs_attr_for_new(req, ctx, mode, false, &a);
+	ret = model_create_as(ctx->model, path, &a, &err);
 	name_end_entry(req, dir, name, path, ret, &err);
 }
 
@@ -99,17 +105,21 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	struct fs_node *dir = fs_node_from_ino(ctx, parent);
 	struct model_error err = { { 0 } };
 	struct fuse_entry_param e;
+	struct model_attr a;
 	struct fs_file *f = NULL;
 	bool view = fs_name_is_view(name, strlen(name));
 	char *path;
-	int ret = !S_ISREG(mode) ? -EPERM : ctx->read_only ? -EROFS : 0;
+	int ret = fs_name_check(name);
 
+	if (ret == 0)
+		ret = !S_ISREG(mode) ? -EPERM : ctx->read_only ? -EROFS : 0;
 	if (ret == 0)
 		ret = fs_write_path(ctx, dir, name, &path);
 	if (ret < 0)
 		goto out_reply;
 	fs_trace(ctx, "create %s", path);
-	ret = model_create(ctx->model, path, &err);
+	fs_attr_for_new(req, ctx, mode, false, &a);
+	ret = model_create_as(ctx->model, path, &a, &err);
 	fs_write_end(ctx, ret);
 	if (ret == -EINVAL && !view) {
 		/* a name that is no index in an array; -EINVAL: dir is no array */
@@ -240,6 +250,11 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
 		fs_reply_err(req, -EINVAL);	/* RENAME_WHITEOUT: no overlay upper layers here */
+		return;
+	}
+	ret = fs_name_check(newname);
+	if (ret < 0) {
+		fs_reply_err(req, ret);
 		return;
 	}
 	if (flags & RENAME_NOREPLACE)

@@ -49,6 +49,10 @@ void fs_nodes_release(struct fs_ctx *ctx)
 		free(n);
 	}
 	ctx->nodes = NULL;
+	for (unsigned i = 0; i < FS_MOVED_MAX; i++) {
+		free(ctx->moved[i].name);
+		ctx->moved[i].name = NULL;
+	}
 	free(ctx->buckets);
 	ctx->buckets = NULL;
 }
@@ -180,6 +184,37 @@ static void table_grow(struct fs_ctx *ctx)
 	ctx->nbuckets = nb;
 }
 
+/*
+ * ctx->lock held. A renamed node being freed (still under its name) leaves
+ * its number to the next node of its name.
+ */
+static void moved_remember_locked(struct fs_ctx *ctx, struct fs_node *n)
+{
+	struct fs_moved *m = &ctx->moved[ctx->moved_next];
+
+	if (!n->moved)
+		return;
+	free(m->name);
+	m->name = n->name;	/* taken over: the node is freed next */
+	n->name = NULL;
+	m->parent = n->parent;
+	m->moved = n->moved;
+	ctx->moved_next = (ctx->moved_next + 1) % FS_MOVED_MAX;
+}
+
+/* ctx->lock held. The number a freed renamed node of this name left, or 0. */
+static uint32_t moved_recall_locked(struct fs_ctx *ctx, const struct fs_node *parent,
+				    const char *name)
+{
+	for (unsigned i = 0; i < FS_MOVED_MAX; i++) {
+		const struct fs_moved *m = &ctx->moved[i];
+
+		if (m->name && m->parent == parent && strcmp(m->name, name) == 0)
+			return m->moved;
+	}
+	return 0;
+}
+
 struct fs_node *fs_node_child_locked(struct fs_ctx *ctx, struct fs_node *parent,
 				     const char *name, bool make)
 {
@@ -199,6 +234,7 @@ struct fs_node *fs_node_child_locked(struct fs_ctx *ctx, struct fs_node *parent,
 		return NULL;
 	}
 	n->parent = parent;
+	n->moved = moved_recall_locked(ctx, parent, name);
 	fs_node_ref_locked(parent);
 	children_add(parent, n);
 	if (ctx->nnodes >= ctx->nbuckets)
@@ -223,7 +259,11 @@ static void node_maybe_free(struct fs_ctx *ctx, struct fs_node *n)
 	while (n && n != &ctx->root && n->nlookup == 0 && n->refs == 0) {
 		struct fs_node *parent = n->parent;
 
+		bool hashed = n->hashed;
+
 		table_remove(ctx, n);
+		if (hashed)
+			moved_remember_locked(ctx, n);
 		ctx->nnodes--;
 		if (n->prev)
 			n->prev->next = n->next;
@@ -288,6 +328,7 @@ static bool node_relink(struct fs_ctx *ctx, struct fs_node *n, struct fs_node *n
 	table_remove(ctx, n);
 	free(n->name);
 	n->name = name;
+	n->moved = ++ctx->move_seq ? ctx->move_seq : ++ctx->move_seq;
 	fs_node_ref_locked(newparent);
 	children_remove(old, n);
 	children_add(newparent, n);

@@ -5,7 +5,7 @@
  *
  *   attr.c        attributes, entry replies, getattr/setattr
  *   file.c        open files (struct fs_file): open/read/write/flush/release, commit
- *   cache.c       the page-cache and reader rules (snapshots, keep_cache)
+ *   cache.c       the page-cache and reader rules (versions, keep_cache, fstat of unlinked)
  *   pending.c     pending files in arrays (struct fs_tmpfile)
  *   dir.c         directory reading (struct fs_dir)
  *   names.c       create, mkdir, mknod, unlink, rmdir, rename
@@ -27,9 +27,10 @@
  * what the kernel knows within FS_WATCH_MS of a commit by another process);
  * views (NAME.json) never, and they are read with direct I/O from a
  * snapshot rendered at open. Read-only opens skip the flush at close
- * (noflush). Leaves keep their page cache across opens while their mtime
- * and size are unchanged (cache.c); writers use direct I/O and a commit
- * drops the pages. Directory listings are cached by the kernel while the
+ * (noflush). Every open of a leaf goes through the kernel's one page cache
+ * (shared writable mmap; readers see later writes); its pages are kept
+ * across opens while mtime and size are unchanged, and a commit drops
+ * them (cache.c). Directory listings are cached by the kernel while the
  * store's generation is unchanged. Whatever a commit changes behind the
  * kernel's back (a subtree replaced through NAME.json, a rename onto a
  * view, a type change) is revalidated by the worker.
@@ -44,8 +45,10 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct fs_ctx *ctx = fs_req_ctx(req);
 	struct fs_node *dir = fs_node_from_ino(ctx, parent);
 	char *path;
-	int ret = fs_node_path(ctx, dir, name, &path);
+	int ret = fs_name_check(name);	/* ENAMETOOLONG, not the ENOENT the model would give */
 
+	if (ret == 0)
+		ret = fs_node_path(ctx, dir, name, &path);
 	if (ret < 0) {
 		fs_reply_err(req, ret);
 		return;

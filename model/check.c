@@ -3,7 +3,8 @@
  * version, every data key a tuple of strings and non-negative integers,
  * every record's checksum (format 2) and decoding, every string UTF-8, no
  * leaf or marker with keys under it, no
- * container mixing names and indices. One line per problem.
+ * container mixing names and indices, every attribute record decoding and
+ * belonging to an existing node. One line per problem.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -170,6 +171,46 @@ static int check_data(struct store_txn *txn, struct check *c)
 	return ret;
 }
 
+/* The attr space: each record verifies and its node (a container for the
+ * root's 0x00 key) exists. */
+static int check_attrs(struct store_txn *txn, struct check *c)
+{
+	struct store_scan *scan;
+	struct store_val k, v;
+	struct model_attr a;
+	struct tree_node n;
+	int ret = store_scan_open(txn, STORE_SPACE_ATTR, NULL, 0, &scan);
+
+	if (ret == -ENOENT)
+		return 0;	/* a read-only open of an older store: not there yet */
+	if (ret < 0)
+		return ret;
+	while ((ret = store_scan_next(scan, &k, &v)) == 1) {
+		bool root = k.len == 1 && ((const uint8_t *)k.data)[0] == 0x00;
+		int r = attr_decode(k.data, k.len, v.data, v.len, &a);
+
+		if (r == -EBADMSG) {
+			check_report(c, k.data, k.len, "attribute record: bad checksum");
+			continue;
+		}
+		if (r < 0) {
+			check_report(c, k.data, k.len, "attribute record: bad layout");
+			continue;
+		}
+		if (root)
+			continue;
+		if (!check_tuple(&k)) {
+			check_report(c, k.data, k.len, "attribute record: key is no node key");
+			continue;
+		}
+		r = tree_lookup(txn, k.data, k.len, &n);
+		if (r == 0 && !n.exists)
+			check_report(c, k.data, k.len, "attribute record of a node that does not exist");
+	}
+	store_scan_close(scan);
+	return ret;
+}
+
 /* Table problems name the row by its path, then the key in hex like the rest. */
 static void check_table_report(void *arg, const uint8_t *key, size_t len, const char *msg)
 {
@@ -203,6 +244,8 @@ int model_check(struct model *m, FILE *report, uint64_t *problems, struct model_
 			ret = check_data(txn, c);
 		if (ret == 0)
 			ret = table_check(txn, check_table_report, c, NULL);
+		if (ret == 0)
+			ret = check_attrs(txn, c);
 		store_txn_end(txn);
 	}
 	if (ret < 0)

@@ -1132,7 +1132,9 @@ static int import_txn(struct store_txn *txn, void *arg)
 	ret = tree_resolve(txn, op->path, TREE_FOR_CREATE, &p, op->err);
 	if (ret < 0)
 		return ret;
-	return doc_write(txn, &p, op->json, op->len, 0, op->progress, op->arg, op->err);
+	ret = doc_write(txn, &p, op->json, op->len, 0, op->progress, op->arg, op->err);
+	/* nodes the document keeps keep their attributes; removed ones lose them */
+	return ret < 0 ? ret : attr_prune(txn, p.key, p.len);
 }
 
 int model_import(struct model *m, const char *path, const char *json, size_t len,

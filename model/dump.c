@@ -17,6 +17,7 @@ static const char *const space_names[STORE_SPACE_COUNT] = {
 	[STORE_SPACE_DATA] = "data",
 	[STORE_SPACE_SCHEMA] = "schema",
 	[STORE_SPACE_INDEX] = "index",
+	[STORE_SPACE_ATTR] = "attr",	/* last; dumps made before it have none */
 };
 
 /* ---- dump ---- */
@@ -76,6 +77,7 @@ static int dump_space(struct store_txn *txn, enum store_space space, FILE *out,
 {
 	struct store_scan *scan;
 	struct store_val k, v;
+	struct model_attr a;
 	int ret = store_scan_open(txn, space, NULL, 0, &scan);
 
 	if (ret == -ENOENT)
@@ -90,6 +92,11 @@ static int dump_space(struct store_txn *txn, enum store_space space, FILE *out,
 		}
 		if (space == STORE_SPACE_SCHEMA && dump_verify_schema(&k, &v, err) < 0) {
 			ret = -EIO;
+			break;
+		}
+		if (space == STORE_SPACE_ATTR && attr_decode(k.data, k.len, v.data, v.len, &a) < 0) {
+			ret = tree_fail(err, -EIO, "dump: corrupt attribute record in the store "
+					"(run kvfs check)");
 			break;
 		}
 		fprintf(out, "%s ", space_names[space]);
@@ -256,6 +263,7 @@ static int load_record(struct store_txn *txn, struct load *l, const char *line, 
 		       struct strbuf *key, struct strbuf *val)
 {
 	const char *sp1 = memchr(line, ' ', len), *sp2;
+	struct model_attr a;
 	int space = -1;
 
 	if (!sp1)
@@ -281,6 +289,9 @@ static int load_record(struct store_txn *txn, struct load *l, const char *line, 
 	    leaf_record_verify(STORE_FORMAT_VERSION, key->buf, key->len, val->buf ? val->buf : "",
 			       val->len, &(size_t){ 0 }) < 0)
 		return load_fail(l, "checksum mismatch");
+	if (space == STORE_SPACE_ATTR && attr_decode((const uint8_t *)key->buf, key->len,
+						     val->buf ? val->buf : "", val->len, &a) < 0)
+		return load_fail(l, "attribute record does not verify");
 	return store_put(txn, (enum store_space)space, key->buf, key->len,
 			 val->len ? val->buf : "", val->len);
 }

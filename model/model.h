@@ -55,12 +55,38 @@ enum model_type {
 	MODEL_TYPE_BYTES,
 };
 
+/*
+ * A node's attributes where they differ from the defaults (model/attr.c):
+ * only the fields flagged in `have` are stored; the mount supplies the
+ * defaults (files 0644, directories 0755, owner the mounting user, times
+ * from the data).
+ */
+enum model_attr_fields {
+	MODEL_ATTR_MODE = 1 << 0,	/* permission bits (07777) */
+	MODEL_ATTR_UID = 1 << 1,
+	MODEL_ATTR_GID = 1 << 2,
+	MODEL_ATTR_MTIME = 1 << 3,	/* containers: last entry change or utimens */
+	MODEL_ATTR_CTIME = 1 << 4,	/* last chmod/chown/utimens/rename/entry change */
+};
+
+struct model_attr {
+	unsigned have;		/* MODEL_ATTR_* */
+	uint32_t mode;
+	uint32_t uid;
+	uint32_t gid;
+	int64_t mtime_ns;
+	int64_t ctime_ns;
+};
+
 struct model_node {
 	enum model_kind kind;
 	enum model_type type;	/* leaves only */
 	uint64_t ino;		/* stable per path: a hash of the key */
 	uint64_t size;		/* leaves and views: exact bytes that reading returns */
-	int64_t mtime_ns;	/* leaves: stored time; containers, views: store creation time */
+	int64_t mtime_ns;	/* leaves: stored time; containers: attr mtime, else store
+				 * creation time; views: the node's */
+	int64_t ctime_ns;	/* the later of mtime and the attr ctime */
+	struct model_attr attr;	/* stored attributes (views: none) */
 	bool empty;		/* containers: no children */
 	uint32_t subdirs;	/* containers, with MODEL_STAT_SUBDIRS: child containers */
 	bool derived;		/* a table's @ view: computed from its rows, never cache it */
@@ -186,7 +212,23 @@ enum model_rename_flags {
 /* Moves a leaf or subtree atomically; onto NAME.json: parses the source as JSON. */
 int model_rename(struct model *m, const char *from, const char *to, unsigned flags,
 		 struct model_error *err);
+/* Leaves: the stored mtime; containers: the attr mtime. Sets ctime to now. */
 int model_set_mtime(struct model *m, const char *path, int64_t mtime_ns, struct model_error *err);
+/*
+ * Sets the fields of set->have (mode, uid, gid) on the node at path, drops
+ * the fields of `unset` (back to the default), and sets its ctime to now,
+ * in one transaction; -EPERM on a view (it has no node).
+ */
+int model_set_attr(struct model *m, const char *path, const struct model_attr *set,
+		   unsigned unset, struct model_error *err);
+/*
+ * model_create / model_mkdir with the new node's attributes (attr->have may
+ * be 0: all default), in the same transaction. attr may be NULL.
+ */
+int model_create_as(struct model *m, const char *path, const struct model_attr *attr,
+		    struct model_error *err);
+int model_mkdir_as(struct model *m, const char *path, enum model_kind kind,
+		   const struct model_attr *attr, struct model_error *err);
 /* Type names: leaves as model_type_name, containers "object"/"array". */
 int model_get_type(struct model *m, const char *path, char *buf, size_t cap, struct model_error *err);
 /* Converts a leaf's type (the text must parse) or a container's kind (array <-> object). */

@@ -214,7 +214,15 @@ static int view_stat(struct model *m, struct store_txn *txn, const struct tree_p
 	out->ino = tree_ino(p->key, p->len, true);
 	out->size = sb.len;
 	out->mtime_ns = n.kind == MODEL_KIND_LEAF ? n.leaf.mtime_ns : m->created_ns;
+	out->ctime_ns = out->mtime_ns;
 	strbuf_release(&sb);
+	/* the view of a node shows (and is guarded by) its node's mode and
+	 * owner, without execute or special bits: it is a file */
+	ret = attr_get(txn, p->key, p->len, &out->attr);
+	if (ret < 0)
+		return tree_fail(err, ret, "%s: corrupt attribute record (run kvfs check)", p->text);
+	out->attr.have &= MODEL_ATTR_MODE | MODEL_ATTR_UID | MODEL_ATTR_GID;
+	out->attr.mode &= 0666;
 	return 0;
 }
 
@@ -223,6 +231,7 @@ static int stat_in(struct model *m, struct store_txn *txn, const char *path, uns
 {
 	struct tree_path p;
 	struct tree_node n;
+	struct model_attr a;
 	int ret = tree_resolve(txn, path, 0, &p, err);
 
 	if (ret < 0)
@@ -233,6 +242,10 @@ static int stat_in(struct model *m, struct store_txn *txn, const char *path, uns
 	if (ret < 0)
 		return ret;
 	tree_node_fill(m, p.key, p.len, &n, out);
+	ret = attr_get(txn, p.key, p.len, &a);
+	if (ret < 0)
+		return tree_fail(err, ret, "%s: corrupt attribute record (run kvfs check)", path);
+	attr_apply(&a, out);
 	if ((flags & MODEL_STAT_SUBDIRS) && n.kind != MODEL_KIND_LEAF && !n.empty) {
 		ret = count_subdirs(txn, &p, &out->subdirs);
 		if (ret < 0)
@@ -495,11 +508,12 @@ out_free:
 }
 
 /* Calls fn for one child; 1 when fn asks to stop. */
-static int list_hand_out(struct model_list *l, const struct tree_child *c,
-			 model_list_fn fn, void *arg)
+static int list_hand_out(struct model_list *l, struct store_txn *txn,
+			 const struct tree_child *c, model_list_fn fn, void *arg)
 {
 	char raw[STORE_KEY_MAX], name[TREE_NAME_MAX];
 	struct model_node node;
+	struct model_attr a;
 	struct tree_node n;
 	int ret = tree_child_node(c, &n);
 
@@ -512,6 +526,10 @@ static int list_hand_out(struct model_list *l, const struct tree_child *c,
 		snprintf(name, sizeof(name), "%lld", (long long)c->elem.integer);
 	}
 	tree_node_fill(l->m, c->key, c->end, &n, &node);
+	ret = attr_get(txn, c->key, c->end, &a);
+	if (ret < 0)
+		return ret;
+	attr_apply(&a, &node);
 	if (fn(arg, name, &node))
 		return 1;
 	memcpy(l->last, c->key, c->end);
@@ -530,7 +548,7 @@ static int list_fill_in(struct model_list *l, struct store_txn *txn, model_list_
 	ret = tree_child_first(scan, l->key, l->len, l->last_len ? l->last : NULL,
 			       l->last_len, &c);
 	while (ret == 1) {
-		ret = list_hand_out(l, &c, fn, arg);
+		ret = list_hand_out(l, txn, &c, fn, arg);
 		if (ret != 0)
 			break;
 		ret = tree_child_next(scan, l->len, &c);
@@ -578,6 +596,7 @@ struct node_op {
 	unsigned flags;
 	enum model_kind kind;
 	int64_t mtime_ns;
+	const struct model_attr *attr;	/* create, mkdir: the new node's; set_attr */
 	struct model_error *err;
 };
 
@@ -605,7 +624,10 @@ static int write_leaf(struct store_txn *txn, struct node_op *op, struct tree_pat
 	if (!n.exists) {
 		ret = tree_attach(txn, p, op->err);
 		if (ret < 0)
-			return ret;
+			return ret;	/* with tree_attach's message */
+		ret = attr_touch_dir(txn, p->key, p->parent_len, tree_now_ns());
+		if (ret < 0)
+			return tree_fail(op->err, ret, "%s: %s", op->path, strerror(-ret));
 	}
 	ret = tree_put_leaf(txn, p->key, p->len, &leaf);
 	if (ret < 0)
@@ -626,10 +648,20 @@ static int write_txn(struct store_txn *txn, void *arg)
 	ret = tree_resolve(txn, op->path, rflags, &p, op->err);
 	if (ret < 0)
 		return ret;
-	if (p.is_view)
-		return doc_write(txn, &p, op->data, op->len,
-				 (op->flags & MODEL_WRITE_APPEND_JSON) ? DOC_APPEND : 0,
-				 NULL, NULL, op->err);
+	if (p.is_view) {
+		struct tree_node before;
+
+		ret = tree_lookup(txn, p.key, p.len, &before);
+		if (ret == 0 && !before.exists && p.len > 0)	/* a new entry in its directory */
+			ret = attr_touch_dir(txn, p.key, p.parent_len, tree_now_ns());
+		if (ret < 0)
+			return tree_fail(op->err, ret, "%s: %s", op->path, strerror(-ret));
+		ret = doc_write(txn, &p, op->data, op->len,
+				(op->flags & MODEL_WRITE_APPEND_JSON) ? DOC_APPEND : 0,
+				NULL, NULL, op->err);
+		/* nodes the new document keeps keep their attributes */
+		return ret < 0 ? ret : attr_prune(txn, p.key, p.len);
+	}
 	if (p.len == 0)
 		return tree_fail(op->err, -EISDIR, "%s: is a directory", op->path);
 	return write_leaf(txn, op, &p);
@@ -652,6 +684,39 @@ int model_write_at(struct model *m, const char *path, const void *data, size_t l
 			      .flags = flags | NODE_WRITE_AT, .mtime_ns = mtime_ns, .err = err };
 
 	return tree_write(m, path, write_txn, &op, err);
+}
+
+/* A node was added at p: its attributes (a stale record under its key is
+ * replaced) and its directory's mtime. */
+static int new_node_attrs(struct store_txn *txn, const struct node_op *op,
+			  const struct tree_path *p, int64_t now_ns)
+{
+	struct model_attr a = { 0 }, parent;
+	int ret;
+
+	if (op->attr)
+		a = *op->attr;
+	a.have &= MODEL_ATTR_MODE | MODEL_ATTR_UID | MODEL_ATTR_GID;
+	/* a set-group-ID directory hands down its group (and, to directories,
+	 * the bit itself), as on ext4 */
+	ret = attr_get(txn, p->key, p->parent_len, &parent);
+	if (ret == 0 && (parent.have & MODEL_ATTR_MODE) && (parent.mode & 02000)) {
+		a.have &= ~(unsigned)MODEL_ATTR_GID;
+		a.have |= parent.have & MODEL_ATTR_GID;
+		a.gid = parent.gid;
+		if (op->kind != 0 && (a.have & MODEL_ATTR_MODE)) {
+			a.mode |= 02000;
+		} else if (op->kind != 0) {
+			a.have |= MODEL_ATTR_MODE;
+			a.mode = 0755 | 02000;
+		}
+	}
+	ret = attr_delete_subtree(txn, p->key, p->len);
+	if (ret == 0)
+		ret = attr_put(txn, p->key, p->len, &a);
+	if (ret == 0)
+		ret = attr_touch_dir(txn, p->key, p->parent_len, now_ns);
+	return ret;
 }
 
 static int create_txn(struct store_txn *txn, void *arg)
@@ -682,12 +747,21 @@ static int create_txn(struct store_txn *txn, void *arg)
 	leaf.tag = LEAF_STRING;
 	leaf.mtime_ns = tree_now_ns();
 	leaf.payload = (const uint8_t *)"";
-	return tree_put_leaf(txn, p.key, p.len, &leaf);
+	ret = tree_put_leaf(txn, p.key, p.len, &leaf);
+	if (ret == 0)
+		ret = new_node_attrs(txn, op, &p, leaf.mtime_ns);
+	return ret;
 }
 
 int model_create(struct model *m, const char *path, struct model_error *err)
 {
-	struct node_op op = { .m = m, .path = path, .err = err };
+	return model_create_as(m, path, NULL, err);
+}
+
+int model_create_as(struct model *m, const char *path, const struct model_attr *attr,
+		    struct model_error *err)
+{
+	struct node_op op = { .m = m, .path = path, .attr = attr, .err = err };
 
 	return tree_write(m, path, create_txn, &op, err);
 }
@@ -713,12 +787,21 @@ static int mkdir_txn(struct store_txn *txn, void *arg)
 	ret = tree_attach(txn, &p, op->err);
 	if (ret < 0)
 		return ret;
-	return tree_put_marker(txn, p.key, p.len, op->kind);
+	ret = tree_put_marker(txn, p.key, p.len, op->kind);
+	if (ret == 0)
+		ret = new_node_attrs(txn, op, &p, tree_now_ns());
+	return ret;
 }
 
 int model_mkdir(struct model *m, const char *path, enum model_kind kind, struct model_error *err)
 {
-	struct node_op op = { .m = m, .path = path, .err = err,
+	return model_mkdir_as(m, path, kind, NULL, err);
+}
+
+int model_mkdir_as(struct model *m, const char *path, enum model_kind kind,
+		   const struct model_attr *attr, struct model_error *err)
+{
+	struct node_op op = { .m = m, .path = path, .err = err, .attr = attr,
 			      .kind = kind == MODEL_KIND_ARRAY ? kind : MODEL_KIND_OBJECT };
 
 	return tree_write(m, path, mkdir_txn, &op, err);
@@ -751,6 +834,10 @@ static int remove_subtree(struct store_txn *txn, const struct tree_path *p)
 
 	if (ret == 0)
 		ret = tree_keep_parent(txn, p->key, p->parent_len);
+	if (ret == 0)
+		ret = attr_delete_subtree(txn, p->key, p->len);
+	if (ret == 0)
+		ret = attr_touch_dir(txn, p->key, p->parent_len, tree_now_ns());
 	return ret;
 }
 
@@ -794,13 +881,23 @@ static int mtime_txn(struct store_txn *txn, void *arg)
 	struct leaf leaf;
 	int ret;
 
+	struct model_attr a = { .have = MODEL_ATTR_CTIME, .ctime_ns = tree_now_ns() };
+
 	tree_clear(op->err);
 	ret = tree_find(txn, op->path, &p, &n, op->err);
-	if (ret < 0 || p.is_view || n.kind != MODEL_KIND_LEAF)
-		return ret;	/* containers and views show the store's creation time */
+	if (ret < 0 || p.is_view)
+		return ret;	/* views show their node's time */
+	if (n.kind != MODEL_KIND_LEAF) {
+		a.have |= MODEL_ATTR_MTIME;
+		a.mtime_ns = op->mtime_ns;
+		return attr_merge(txn, p.key, p.len, &a);
+	}
 	leaf = n.leaf;
 	leaf.mtime_ns = op->mtime_ns;
-	return tree_put_leaf(txn, p.key, p.len, &leaf);
+	ret = tree_put_leaf(txn, p.key, p.len, &leaf);
+	if (ret == 0)
+		ret = attr_merge(txn, p.key, p.len, &a);
+	return ret;
 }
 
 int model_set_mtime(struct model *m, const char *path, int64_t mtime_ns, struct model_error *err)
@@ -808,6 +905,44 @@ int model_set_mtime(struct model *m, const char *path, int64_t mtime_ns, struct 
 	struct node_op op = { .m = m, .path = path, .mtime_ns = mtime_ns, .err = err };
 
 	return tree_write(m, path, mtime_txn, &op, err);
+}
+
+static int set_attr_txn(struct store_txn *txn, void *arg)
+{
+	struct node_op *op = arg;
+	struct model_attr a = *op->attr, old;
+	struct tree_path p;
+	struct tree_node n;
+	int ret;
+
+	tree_clear(op->err);
+	ret = tree_find(txn, op->path, &p, &n, op->err);
+	if (ret < 0)
+		return ret;
+	if (p.is_view)
+		return tree_fail(op->err, -EPERM, "%s: a view has no mode or owner of its own",
+				 op->path);
+	/* a corrupt record (-EIO) is replaced */
+
+	ret = attr_get(txn, p.key, p.len, &old);
+	if (ret < 0 && ret != -EIO)
+		return ret;
+	old.have &= ~op->flags;
+	ret = attr_put(txn, p.key, p.len, &old);
+	if (ret < 0)
+		return ret;
+	a.have &= MODEL_ATTR_MODE | MODEL_ATTR_UID | MODEL_ATTR_GID;
+	a.have |= MODEL_ATTR_CTIME;
+	a.ctime_ns = tree_now_ns();
+	return attr_merge(txn, p.key, p.len, &a);
+}
+
+int model_set_attr(struct model *m, const char *path, const struct model_attr *set,
+		   unsigned unset, struct model_error *err)
+{
+	struct node_op op = { .m = m, .path = path, .attr = set, .flags = unset, .err = err };
+
+	return tree_write(m, path, set_attr_txn, &op, err);
 }
 
 static int get_type_in(struct store_txn *txn, const char *path, char *buf, size_t cap,

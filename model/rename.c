@@ -142,7 +142,13 @@ static int rename_onto_view(struct store_txn *txn, const struct rename_op *op,
 	if (ret == 0)
 		ret = tree_keep_parent(txn, src->key, src->parent_len);
 	if (ret == 0)
+		ret = attr_delete_subtree(txn, src->key, src->len);
+	if (ret == 0)
+		ret = attr_touch_dir(txn, src->key, src->parent_len, tree_now_ns());
+	if (ret == 0)
 		ret = doc_write(txn, dst, text, size, 0, NULL, NULL, op->err);
+	if (ret == 0)
+		ret = attr_prune(txn, dst->key, dst->len);
 	free(text);
 	return ret;
 }
@@ -151,6 +157,30 @@ static bool is_inside(const struct tree_path *outer, const struct tree_path *inn
 {
 	return inner->len > outer->len && memcmp(inner->key, outer->key, outer->len) == 0 &&
 	       inner->key[outer->len] != 0xFF;
+}
+
+/*
+ * The attribute records follow the data: the target's are dropped, the
+ * source's move, the moved node's ctime and both directories' mtimes
+ * become now (ext4 does the same).
+ */
+static int rename_attrs(struct store_txn *txn, const struct tree_path *src,
+			const struct tree_path *dst)
+{
+	int64_t now = tree_now_ns();
+	struct model_attr c = { .have = MODEL_ATTR_CTIME, .ctime_ns = now };
+	int ret = attr_delete_subtree(txn, dst->key, dst->len);
+
+	if (ret == 0)
+		ret = attr_move_subtree(txn, src->key, src->len, dst->key, dst->len);
+	if (ret == 0)
+		ret = attr_merge(txn, dst->key, dst->len, &c);
+	if (ret == 0)
+		ret = attr_touch_dir(txn, src->key, src->parent_len, now);
+	if (ret == 0 && (dst->parent_len != src->parent_len ||
+			 memcmp(dst->key, src->key, src->parent_len) != 0))
+		ret = attr_touch_dir(txn, dst->key, dst->parent_len, now);
+	return ret;
 }
 
 static int rename_move(struct store_txn *txn, const struct rename_op *op,
@@ -177,6 +207,8 @@ static int rename_move(struct store_txn *txn, const struct rename_op *op,
 		ret = tree_delete(txn, src->key, src->len);
 	if (ret == 0)
 		ret = tree_keep_parent(txn, src->key, src->parent_len);
+	if (ret == 0)
+		ret = rename_attrs(txn, src, dst);
 	return ret;
 }
 
@@ -425,10 +457,17 @@ static int set_type_txn(struct store_txn *txn, void *arg)
 	if (p.is_view)
 		return tree_fail(op->err, -EINVAL, "%s: a view has no type to set", op->from);
 	if (!op->type)	/* reset: a directory becomes an object, a leaf is inferred */
-		return n.kind == MODEL_KIND_LEAF ? set_leaf_type(txn, op, &p, &n, 0)
-						 : set_kind(txn, op, &p, &n, false);
-	if (strcmp(op->type, "object") == 0 || strcmp(op->type, "array") == 0)
-		return set_kind(txn, op, &p, &n, strcmp(op->type, "array") == 0);
+	{
+		if (n.kind == MODEL_KIND_LEAF)
+			return set_leaf_type(txn, op, &p, &n, 0);
+		ret = set_kind(txn, op, &p, &n, false);
+		return ret < 0 ? ret : attr_prune(txn, p.key, p.len);
+	}
+	if (strcmp(op->type, "object") == 0 || strcmp(op->type, "array") == 0) {
+		ret = set_kind(txn, op, &p, &n, strcmp(op->type, "array") == 0);
+		/* children re-keyed ("0" <-> 0) lose their attribute records */
+		return ret < 0 ? ret : attr_prune(txn, p.key, p.len);
+	}
 	if (model_type_parse(op->type, &type) < 0)
 		return tree_fail(op->err, -EINVAL, "%s: unknown type %s", op->from, op->type);
 	return set_leaf_type(txn, op, &p, &n, type);

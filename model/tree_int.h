@@ -153,6 +153,27 @@ int tree_child_next(struct store_scan *scan, size_t len, struct tree_child *c);
 /* The node a child stands for (from its first key). */
 int tree_child_node(const struct tree_child *c, struct tree_node *out);
 
+/* ---- node attributes (attr.c): key = the node's data key, 0x00 for the root ---- */
+/* 0 with out->have 0 when the node has no record; -EIO when it does not verify. */
+int attr_get(struct store_txn *txn, const uint8_t *key, size_t len, struct model_attr *out);
+/* Verifies and decodes a record: -EBADMSG checksum, -EINVAL layout. */
+int attr_decode(const uint8_t *key, size_t key_len, const void *val, size_t len,
+		struct model_attr *out);
+/* Writes a's fields (no fields: deletes the record). */
+int attr_put(struct store_txn *txn, const uint8_t *key, size_t len, const struct model_attr *a);
+/* Sets the fields of set->have, keeping the others. */
+int attr_merge(struct store_txn *txn, const uint8_t *key, size_t len, const struct model_attr *set);
+/* A directory got, lost or renamed an entry: its mtime and ctime become now. */
+int attr_touch_dir(struct store_txn *txn, const uint8_t *key, size_t len, int64_t now_ns);
+int attr_delete_subtree(struct store_txn *txn, const uint8_t *key, size_t len);
+/* Moves the records of the subtree at src to dst (dst's own must be deleted first). */
+int attr_move_subtree(struct store_txn *txn, const uint8_t *src, size_t src_len,
+		      const uint8_t *dst, size_t dst_len);
+/* Deletes the records under key[0..len] whose node no longer exists. */
+int attr_prune(struct store_txn *txn, const uint8_t *key, size_t len);
+/* Puts a into out: container mtime, ctime = max(mtime, attr ctime). */
+void attr_apply(const struct model_attr *a, struct model_node *out);
+
 /* ---- documents (doc.c) ---- */
 enum doc_flags {
 	DOC_APPEND = 1 << 0,	/* append each value as the next array element */

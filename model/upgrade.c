@@ -61,7 +61,7 @@ static int upgrade_txn(struct store_txn *txn, void *arg)
 		return 0;	/* another process was first */
 	if (format != 1 && format != 2)
 		return -EPROTONOSUPPORT;
-	/* 2 -> 3 adds the schema and index spaces, which store_open created
+	/* 2 -> 3 adds the schema, index and attr spaces, which store_open created
 	 * empty: raising the version is the whole upgrade. */
 	ret = format == 1 ? upgrade_1_to_2(txn, u) : 0;
 	if (ret == 0)

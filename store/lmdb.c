@@ -51,7 +51,8 @@
 #define MAPSIZE_DEFAULT ((size_t)64 << 20)
 #define MAX_READERS 254
 
-static const char *const space_names[STORE_SPACE_COUNT] = { "meta", "data", "schema", "index" };
+static const char *const space_names[STORE_SPACE_COUNT] = { "meta", "data", "schema", "index",
+								   "attr" };
 
 struct store {
 	MDB_env *env;
@@ -402,7 +403,7 @@ static int open_spaces(struct store *st, const char *dir, char *why, size_t why_
 	}
 	/* Format 3's spaces: created here for older stores (their upgrade only
 	 * raises the version); a read-only open of one reads them as empty. */
-	for (int sp = STORE_SPACE_SCHEMA; sp <= STORE_SPACE_INDEX; sp++) {
+	for (int sp = STORE_SPACE_SCHEMA; sp <= STORE_SPACE_ATTR; sp++) {
 		rc = mdb_dbi_open(txn, space_names[sp], create, &st->dbi[sp]);
 		if (rc == MDB_NOTFOUND && st->readonly) {
 			st->absent[sp] = true;

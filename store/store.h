@@ -23,6 +23,7 @@ enum store_space {
 	STORE_SPACE_DATA,	/* document keys -> leaf values */
 	STORE_SPACE_SCHEMA,	/* table path -> sealed table schema (format 3) */
 	STORE_SPACE_INDEX,	/* (index id, values..., primary key...) -> "" (format 3) */
+	STORE_SPACE_ATTR,	/* node keys -> mode/owner/time records (model/attr.c; format 3) */
 	STORE_SPACE_COUNT,
 };
 

@@ -107,8 +107,8 @@ VERBS="mount umount get put ls rm mkdir import export dump load check backup inf
 	kvfs get "$STORE" /max >"$BATS_TEST_TMPDIR/out"
 	assert_file_bytes "$BATS_TEST_TMPDIR/out" '9223372036854775807\n'
 	run -0 kvfs ls -l "$STORE"
-	assert_line --regexp '^integer +3  n$'
-	assert_line --regexp '^integer +21  min$'
+	assert_line --regexp ' integer +3  n$'
+	assert_line --regexp ' integer +21  min$'
 }
 
 @test "put and get doubles in their canonical text form" {
@@ -161,8 +161,8 @@ VERBS="mount umount get put ls rm mkdir import export dump load check backup inf
 	kvfs get "$STORE" /text >"$BATS_TEST_TMPDIR/out"
 	assert_file_bytes "$BATS_TEST_TMPDIR/out" 'two\nlines\n'
 	run -0 kvfs ls -l "$STORE"
-	assert_line --regexp '^bytes +4  blob$'
-	assert_line --regexp '^string +10  text$'
+	assert_line --regexp ' bytes +4  blob$'
+	assert_line --regexp ' string +10  text$'
 }
 
 @test "put keeps an existing leaf's type when the value parses as it" {
@@ -170,11 +170,11 @@ VERBS="mount umount get put ls rm mkdir import export dump load check backup inf
 	kvfs put "$STORE" /n 2
 	kvfs put "$STORE" /s 42
 	run -0 kvfs ls -l "$STORE"
-	assert_line --regexp '^integer +2  n$'
-	assert_line --regexp '^string +3  s$'
+	assert_line --regexp ' integer +2  n$'
+	assert_line --regexp ' string +3  s$'
 	kvfs put "$STORE" /n abc
 	run -0 kvfs ls -l "$STORE"
-	assert_line --regexp '^string +4  n$'
+	assert_line --regexp ' string +4  n$'
 }
 
 @test "put --type with a value that does not parse is refused, old value kept" {
@@ -242,7 +242,8 @@ VERBS="mount umount get put ls rm mkdir import export dump load check backup inf
 @test "ls -l shows kind or type and size; ls of a leaf shows the leaf" {
 	echo '{"o":{"k":1},"a":[1],"s":"hello","e":{}}' | kvfs import "$STORE" / -
 	run -0 kvfs ls -l "$STORE"
-	assert_output "$(printf '%-7s %12s  %s\n' array - a object - e object - o string 6 s)"
+	assert_output "$(printf '%s %-11s %-7s %12s  %s\n' drwxr-xr-x - array - a drwxr-xr-x - object - e \
+		drwxr-xr-x - object - o -rw-r--r-- - string 6 s)"
 	run -0 kvfs ls "$STORE" /s
 	assert_output 's'
 	run -0 kvfs ls "$STORE" /e

@@ -63,7 +63,7 @@ PY
 	kvfs get "$STORE" /nul >"$T/nul"
 	assert_file_bytes "$T/nul" 'a\0b\n'
 	run -0 kvfs ls -l "$STORE" /
-	assert_line --regexp '^string +4  nul$'
+	assert_line --regexp '^-rw-r--r-- -  +string +4  nul$'
 }
 
 @test "export | import | export is the identity, pretty and compact" {
@@ -153,7 +153,7 @@ PY
 	kvfs import "$STORE" / "$T/big.json" 2>"$T/err"
 	[ ! -s "$T/err" ]
 	run -0 kvfs ls -l "$STORE"
-	assert_output "$(printf '%-7s %12s  %s' string 1600001 big)"
+	assert_output "$(printf '%s %-11s %-7s %12s  %s' -rw-r--r-- - string 1600001 big)"
 }
 
 @test "a large import on a terminal draws a progress bar on stderr" {

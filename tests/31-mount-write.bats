@@ -156,12 +156,12 @@ teardown() {
 	touch "$MNT/dir-ok" && mkdir "$MNT/dd" && touch "$MNT/dd"
 }
 
-@test "chmod and chown are accepted and change nothing" {
+@test "chmod and chown are accepted and kept (tests/35-mount-attrs.bats has the rest)" {
 	echo v >"$MNT/a"
 	chmod 600 "$MNT/a"
 	chown "$(id -u):$(id -g)" "$MNT/a"
-	run -0 stat -c %a "$MNT/a"
-	assert_output 644
+	run -0 stat -c '%a %u' "$MNT/a"
+	assert_output "600 $(id -u)"
 }
 
 @test "xattr user.kvfs.type shows and sets a type; other names are refused" {

@@ -52,8 +52,7 @@ types_of() {
 		done)
 }
 
-# mtimes_of DIR: "PATH MTIME" for every file (directories show the store's
-# creation time, so only leaves carry their own).
+# mtimes_of DIR: "PATH MTIME" for every file (directories: dir_mtimes_of).
 mtimes_of() {
 	(cd "$1" && find . -type f -printf '%p %T@\n' | sort)
 }
@@ -214,18 +213,21 @@ itemized() {
 	assert_line 'Number of regular files transferred: 1'
 	assert_equal "$(itemized "$output")" '>f..t...... i'
 	assert_file_bytes "$T/dir/i" '43\n'
-	# a string leaf, same size, through a temporary file and rename (sed -i)
+	# a string leaf, same size, through a temporary file and rename (sed -i):
+	# the rename changed the directory's mtime, which rsync -a carries over
 	sleep 1
 	sed -i 's/hello/jello/' "$MNT/s"
 	run -0 rsync -a --stats -i "$MNT/" "$T/dir/"
 	assert_line 'Number of regular files transferred: 1'
-	assert_equal "$(itemized "$output")" '>f..t...... s'
-	# a new document: its directories and files, nothing else
+	assert_equal "$(itemized "$output")" "$(printf '%s\n' '.d..t...... ./' '>f..t...... s')"
+	# a new document: its directories and files, and its directory's new mtime
+	# (a later second: rsync compares whole seconds)
+	sleep 1
 	printf '{"name": "Zed", "age": 5, "tags": ["x", "y"]}\n' >"$T/new.json"
 	cp "$T/new.json" "$MNT/new.json"
 	run -0 rsync -a --stats -i "$MNT/" "$T/dir/"
 	assert_line 'Number of regular files transferred: 4'
-	assert_equal "$(itemized "$output")" "$(printf '%s\n' 'cd+++++++++ new/' '>f+++++++++ new/age' \
+	assert_equal "$(itemized "$output")" "$(printf '%s\n' '.d..t...... ./' 'cd+++++++++ new/' '>f+++++++++ new/age' \
 		'>f+++++++++ new/name' 'cd+++++++++ new/tags/' '>f+++++++++ new/tags/0' '>f+++++++++ new/tags/1')"
 	run -0 rsync -a --stats -i "$MNT/" "$T/dir/"
 	assert_line 'Number of regular files transferred: 0'
@@ -298,7 +300,7 @@ all_dirs() {
 	diff <(archive_dirs "$T/l1.tar") <(all_dirs "$MNT")
 	run -0 find "$MNT" -newer "$T/stamp" -type f
 	assert_output "$(printf '%s\n' "$MNT/i" "$MNT/tags/1")"
-	# directories keep the store's creation time: none is newer
+	# no entry was added, removed or renamed: no directory is newer
 	run -0 find "$MNT" -newer "$T/stamp"
 	assert_output "$(printf '%s\n' "$MNT/i" "$MNT/tags/1")"
 	run -0 find "$MNT" -newer "$T/stamp" -type d
@@ -381,7 +383,7 @@ all_dirs() {
 	mount_extra "$T/r2" "$T/loaded"
 	assert_restored_exactly "$T/r1" "$T/hot"
 	assert_restored_exactly "$T/r2" "$T/loaded"
-	# directories show the original store's creation time
+	# directories show their times (here the original store's creation time) after backup and load
 	[ "$(stat -c %Y.%y "$MNT/tags")" = "$(stat -c %Y.%y "$T/r1/tags")" ]
 	[ "$(stat -c %Y.%y "$MNT/tags")" = "$(stat -c %Y.%y "$T/r2/tags")" ]
 }

@@ -1,0 +1,139 @@
+/*
+ * tests/unit/test_model_attr.c - the attr space through the model: records
+ * only where attributes differ, kept by create/mkdir, moved by rename,
+ * dropped by remove, imports and kind changes, and checked by model_check.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/model.h"
+#include "unit.h"
+
+#define UNIT_MODEL_DIR "/tmp/kvfs-attr-XXXXXX"
+#include "unit_model.h"
+
+/* Lines of the dump that start with "attr ". */
+static int attr_records(struct model *m)
+{
+	size_t len = 0;
+	char *text = dump_text(m, &len), *p = text;
+	int n = 0;
+
+	while (p && (p = strstr(p, "\nattr ")) != NULL) {
+		n++;
+		p++;
+	}
+	free(text);
+	return n;
+}
+
+static struct model_node stat_of(struct model *m, const char *path)
+{
+	struct model_error err;
+	struct model_node n;
+
+	memset(&n, 0, sizeof(n));
+	CHECK_EQ_INT(model_stat(m, path, 0, &n, &err), 0);
+	return n;
+}
+
+static uint64_t problems_of(struct model *m)
+{
+	struct model_error err;
+	uint64_t problems = 99;
+
+	CHECK_EQ_INT(model_check(m, NULL, &problems, &err), 0);
+	return problems;
+}
+
+static void test_defaults_cost_nothing(void)
+{
+	struct model *m = open_fresh();
+	struct model_error err;
+	struct model_attr none = { 0 };
+
+	CHECK(m != NULL);
+	CHECK_EQ_INT(model_import(m, "/", "{\"a\":{\"b\":1},\"c\":[1,2]}", 23, NULL, NULL, &err), 0);
+	CHECK_EQ_INT(attr_records(m), 0);
+	CHECK_EQ_INT(stat_of(m, "/a/b").attr.have, 0);
+	/* a node created with default attributes: only its directory's time */
+	CHECK_EQ_INT(model_create_as(m, "/a/new", &none, &err), 0);
+	CHECK_EQ_INT(attr_records(m), 1);
+	CHECK((stat_of(m, "/a").attr.have & MODEL_ATTR_MTIME) != 0);
+	CHECK_EQ_INT(stat_of(m, "/a/new").attr.have, 0);
+	CHECK_EQ_INT((int)problems_of(m), 0);
+	close_fresh(m);
+}
+
+static void test_set_rename_remove(void)
+{
+	struct model *m = open_fresh();
+	struct model_error err;
+	struct model_attr mode = { .have = MODEL_ATTR_MODE, .mode = 0600 };
+	struct model_attr owner = { .have = MODEL_ATTR_UID | MODEL_ATTR_GID, .uid = 7, .gid = 8 };
+	struct model_node n;
+
+	CHECK(m != NULL);
+	CHECK_EQ_INT(model_mkdir_as(m, "/d", MODEL_KIND_OBJECT, &owner, &err), 0);
+	CHECK_EQ_INT(model_create_as(m, "/d/f", &mode, &err), 0);
+	n = stat_of(m, "/d/f");
+	CHECK_EQ_INT((int)n.attr.mode, 0600);
+	CHECK(n.ctime_ns >= n.mtime_ns);
+	n = stat_of(m, "/d");
+	CHECK_EQ_INT((int)n.attr.uid, 7);
+	CHECK_EQ_INT((int)n.attr.gid, 8);
+	/* back to the default: the field goes, the ctime stays */
+	CHECK_EQ_INT(model_set_attr(m, "/d/f", &(struct model_attr){ 0 }, MODEL_ATTR_MODE, &err), 0);
+	CHECK_EQ_INT(stat_of(m, "/d/f").attr.have & MODEL_ATTR_MODE, 0);
+	CHECK_EQ_INT(model_set_attr(m, "/d/f", &mode, 0, &err), 0);
+	/* rename carries the subtree's records; the old names have none */
+	CHECK_EQ_INT(model_rename(m, "/d", "/e", 0, &err), 0);
+	CHECK_EQ_INT((int)stat_of(m, "/e/f").attr.mode, 0600);
+	CHECK_EQ_INT((int)stat_of(m, "/e").attr.uid, 7);
+	CHECK_EQ_INT(model_mkdir(m, "/d", MODEL_KIND_OBJECT, &err), 0);
+	CHECK_EQ_INT(model_create(m, "/d/f", &err), 0);
+	CHECK_EQ_INT(stat_of(m, "/d/f").attr.have & MODEL_ATTR_MODE, 0);
+	CHECK_EQ_INT(stat_of(m, "/d").attr.have & MODEL_ATTR_UID, 0);
+	/* a view of the node carries its mode, without execute bits */
+	CHECK_EQ_INT((int)stat_of(m, "/e/f.json").attr.mode, 0600);
+	/* rm -r drops them */
+	CHECK_EQ_INT(model_remove(m, "/e", MODEL_REMOVE_RECURSIVE, &err), 0);
+	CHECK_EQ_INT(model_mkdir(m, "/e", MODEL_KIND_OBJECT, &err), 0);
+	CHECK_EQ_INT(model_write(m, "/e/f", "x", 1, 0, MODEL_WRITE_TEXT, &err), 0);
+	CHECK_EQ_INT(stat_of(m, "/e/f").attr.have & MODEL_ATTR_MODE, 0);
+	CHECK_EQ_INT((int)problems_of(m), 0);
+	close_fresh(m);
+}
+
+static void test_imports_and_kinds_prune(void)
+{
+	struct model *m = open_fresh();
+	struct model_error err;
+	struct model_attr mode = { .have = MODEL_ATTR_MODE, .mode = 0640 };
+
+	CHECK(m != NULL);
+	CHECK_EQ_INT(model_import(m, "/", "{\"a\":{\"b\":1,\"c\":2}}", 19, NULL, NULL, &err), 0);
+	CHECK_EQ_INT(model_set_attr(m, "/a/b", &mode, 0, &err), 0);
+	CHECK_EQ_INT(model_set_attr(m, "/a/c", &mode, 0, &err), 0);
+	/* the document keeps b, drops c */
+	CHECK_EQ_INT(model_write(m, "/a.json", "{\"b\":5}", 7, 0, MODEL_WRITE_TEXT, &err), 0);
+	CHECK_EQ_INT((int)stat_of(m, "/a/b").attr.mode, 0640);
+	CHECK_EQ_INT(attr_records(m), 1);
+	CHECK_EQ_INT(model_import(m, "/a", "{\"x\":1}", 7, NULL, NULL, &err), 0);
+	CHECK_EQ_INT(attr_records(m), 0);
+	/* an object of "0", "1" becoming an array re-keys its children */
+	CHECK_EQ_INT(model_import(m, "/o", "{\"0\":1,\"1\":2}", 13, NULL, NULL, &err), 0);
+	CHECK_EQ_INT(model_set_attr(m, "/o/0", &mode, 0, &err), 0);
+	CHECK_EQ_INT(model_set_type(m, "/o", "array", &err), 0);
+	CHECK_EQ_INT((int)problems_of(m), 0);
+	close_fresh(m);
+}
+
+int main(void)
+{
+	TEST(test_defaults_cost_nothing);
+	TEST(test_set_rename_remove);
+	TEST(test_imports_and_kinds_prune);
+	return UNIT_DONE();
+}
