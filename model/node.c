@@ -255,10 +255,10 @@ static int stat_in(struct model *m, struct store_txn *txn, const char *path, uns
 }
 
 static int tview_stat_path(struct model *m, struct store_txn *txn, const char *path,
-			   struct model_node *out, struct model_error *err)
+			   size_t at, struct model_node *out, struct model_error *err)
 {
 	struct tview *v;
-	int ret = tview_open(txn, path, &v, err);
+	int ret = tview_open(txn, path, at, &v, err);
 
 	if (ret < 0)
 		return ret;
@@ -268,11 +268,11 @@ static int tview_stat_path(struct model *m, struct store_txn *txn, const char *p
 }
 
 /* The text of a table's @schema.json or of an index's link. */
-static int tview_text_in(struct store_txn *txn, const char *path, struct strbuf *sb,
+static int tview_text_in(struct store_txn *txn, const char *path, size_t at, struct strbuf *sb,
 			 struct model_error *err)
 {
 	struct tview *v;
-	int ret = tview_open(txn, path, &v, err);
+	int ret = tview_open(txn, path, at, &v, err);
 
 	if (ret < 0)
 		return ret;
@@ -285,15 +285,21 @@ int model_readlink(struct model *m, const char *path, char **out, struct model_e
 {
 	struct store_txn *txn;
 	struct strbuf sb;
+	size_t at;
 	int ret;
 
-	if (!tview_is(path) || tview_is_schema(path))
-		return tree_fail(err, -EINVAL, "%s: not a symbolic link", path);
 	ret = store_read_begin(m->st, &txn);
 	if (ret < 0)
 		return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
 	strbuf_init(&sb);
-	ret = tview_text_in(txn, path, &sb, err);
+	/* only a table's index links are symbolic links */
+	ret = tview_find(txn, path, &at);
+	if (ret < 0)
+		tree_fail(err, ret, "%s: %s", path, strerror(-ret));
+	else if (ret == 0 || strcmp(path + at, "@schema.json") == 0)
+		ret = tree_fail(err, -EINVAL, "%s: not a symbolic link", path);
+	else
+		ret = tview_text_in(txn, path, at, &sb, err);
 	store_txn_end(txn);
 	if (ret == 0 && sb.failed)
 		ret = tree_fail(err, -ENOMEM, "%s: out of memory", path);
@@ -309,12 +315,17 @@ int model_stat(struct model *m, const char *path, unsigned flags,
 	       struct model_node *out, struct model_error *err)
 {
 	struct store_txn *txn;
+	size_t at;
 	int ret = store_read_begin(m->st, &txn);
 
 	if (ret < 0)
 		return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
-	ret = tview_is(path) ? tview_stat_path(m, txn, path, out, err) :
-	      stat_in(m, txn, path, flags, out, err);
+	ret = tview_find(txn, path, &at);
+	if (ret < 0)
+		tree_fail(err, ret, "%s: %s", path, strerror(-ret));
+	else
+		ret = ret ? tview_stat_path(m, txn, path, at, out, err) :
+		      stat_in(m, txn, path, flags, out, err);
 	store_txn_end(txn);
 	return ret;
 }
@@ -331,11 +342,15 @@ static int text_in(struct store_txn *txn, const char *path, text_fn fn, void *ar
 	struct tree_path p;
 	struct tree_node n;
 	struct strbuf sb;
-	int ret;
+	size_t at;
+	int ret = tview_find(txn, path, &at);
 
-	if (tview_is(path)) {
+	if (ret < 0)
+		return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
+	if (ret) {
 		strbuf_init(&sb);
-		ret = tview_is_schema(path) ? tview_text_in(txn, path, &sb, err) :
+		ret = strcmp(path + at, "@schema.json") == 0 ?
+		      tview_text_in(txn, path, at, &sb, err) :
 		      tree_fail(err, -EINVAL, "%s: a table's index is read through its links",
 				path);
 		if (ret == 0)
@@ -476,6 +491,7 @@ int model_list_open(struct model *m, const char *path, struct model_list **out,
 {
 	struct store_txn *txn;
 	struct model_list *l;
+	size_t at;
 	int ret;
 
 	l = calloc(1, sizeof(*l));
@@ -487,10 +503,14 @@ int model_list_open(struct model *m, const char *path, struct model_list **out,
 		tree_fail(err, ret, "%s: %s", path, strerror(-ret));
 		goto out_free;
 	}
-	if (tview_is(path)) {
-		ret = tview_open(txn, path, &l->tv, err);
-		if (ret == 0 && tview_is_schema(path)) {
+	ret = tview_find(txn, path, &at);
+	if (ret < 0) {
+		tree_fail(err, ret, "%s: %s", path, strerror(-ret));
+	} else if (ret) {
+		ret = tview_open(txn, path, at, &l->tv, err);
+		if (ret == 0 && strcmp(path + at, "@schema.json") == 0) {
 			tview_free(l->tv);
+			l->tv = NULL;
 			ret = tree_fail(err, -ENOTDIR, "%s: not a directory", path);
 		}
 	} else {
@@ -643,7 +663,10 @@ static int write_txn(struct store_txn *txn, void *arg)
 	int ret;
 
 	tree_clear(op->err);
-	if (tview_is_schema(op->path))
+	ret = tview_is_schema(txn, op->path);
+	if (ret < 0)
+		return tree_fail(op->err, ret, "%s: %s", op->path, strerror(-ret));
+	if (ret)
 		return table_schema_write(txn, op->path, op->data, op->len, op->err);
 	ret = tree_resolve(txn, op->path, rflags, &p, op->err);
 	if (ret < 0)
@@ -728,7 +751,10 @@ static int create_txn(struct store_txn *txn, void *arg)
 	int ret;
 
 	tree_clear(op->err);
-	if (tview_is_schema(op->path))
+	ret = tview_is_schema(txn, op->path);
+	if (ret < 0)
+		return tree_fail(op->err, ret, "%s: %s", op->path, strerror(-ret));
+	if (ret)
 		return 0;	/* written at close, checked then */
 	ret = tree_resolve(txn, op->path, TREE_FOR_CREATE, &p, op->err);
 	if (ret < 0)

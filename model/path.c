@@ -84,8 +84,7 @@ int64_t tree_now_ns(void)
 
 static bool name_needs_escape(const uint8_t *k, size_t len)
 {
-	/* '@' names are the mount's own (a table's views): a key shows as %@... */
-	if (len == 0 || k[0] == '%' || k[0] == '@')
+	if (len == 0 || k[0] == '%')
 		return true;
 	if ((len == 1 && k[0] == '.') || (len == 2 && k[0] == '.' && k[1] == '.'))
 		return true;
@@ -400,10 +399,15 @@ int tree_resolve(struct store_txn *txn, const char *path, unsigned flags,
 			if (c.len == 0)
 				break;
 		}
-		if (c.name[0] == '@')
-			return tree_fail(err, -EROFS, "%s: names beginning with @ are a table's "
-					 "read-only views (a key beginning with @ is written %%@...)",
-					 path);
+		if (c.name[0] == '@') {
+			/* directly inside a table, '@' names are the table's own views */
+			ret = table_is_at(txn, out->key, w.len);
+			if (ret < 0)
+				return resolve_fail(path, ret, err);
+			if (ret)
+				return tree_fail(err, -EROFS, "%s: inside a table, names beginning "
+						 "with @ are the table's read-only views", path);
+		}
 		out->parent_len = w.len;
 		ret = append_name(txn, out, &w, c.name, c.len, flags);
 		if (ret == 0 && w.overflow)

@@ -556,6 +556,17 @@ int table_schema_reload(struct store_txn *txn, const uint8_t *key, size_t len)
 	return 0;
 }
 
+int table_is_at(struct store_txn *txn, const uint8_t *key, size_t len)
+{
+	struct store_val v;
+	int ret;
+
+	if (len == 0)
+		return 0;	/* the root is never a table */
+	ret = store_get(txn, STORE_SPACE_SCHEMA, key, len, &v);
+	return ret == -ENOENT ? 0 : ret < 0 ? ret : 1;
+}
+
 int table_touch(struct store_txn *txn, const uint8_t *key, size_t len, bool subtree)
 {
 	struct table_txn *tt = store_txn_owner(txn);
@@ -989,6 +1000,19 @@ static bool any_references(const struct table_txn *tt)
 	return false;
 }
 
+/* Directly inside a table the '@' names are its own views: no row can be browsed there. */
+static bool row_key_is_at(const struct table_schema *s, const uint8_t *row, size_t len)
+{
+	uint8_t raw[STORE_KEY_MAX];
+	struct tuple_elem e;
+
+	if (key_elem(s, row, len, 0, &e) < 0 || e.type != TUPLE_TYPE_STRING || e.len == 0 ||
+	    e.len > sizeof(raw))
+		return false;
+	tuple_elem_copy(&e, raw);
+	return raw[0] == '@';
+}
+
 int table_txn_commit(struct store_txn *txn, struct table_txn *tt)
 {
 	struct tree_node n;
@@ -1010,6 +1034,9 @@ int table_txn_commit(struct store_txn *txn, struct table_txn *tt)
 			return ret;
 		if (!n.exists)
 			continue;
+		if (row_key_is_at(s, r->key, r->len))
+			return fail_row(tt, -EINVAL, r->key, r->len, "a row key cannot begin with @ "
+					"inside a table (the table's own names)");
 		if (n.kind != MODEL_KIND_OBJECT)
 			return fail_row(tt, -EINVAL, r->key, r->len, "a row of a table must be an "
 					"object");

@@ -122,6 +122,12 @@ int table_txn_commit(struct store_txn *txn, struct table_txn *tt);
 int table_touch(struct store_txn *txn, const uint8_t *key, size_t len, bool subtree);
 
 /*
+ * 1 when key[0..len] is a declared table (one get in the schema space), 0
+ * when not: names beginning with '@' are special only directly inside one.
+ */
+int table_is_at(struct store_txn *txn, const uint8_t *key, size_t len);
+
+/*
  * A schema put again inside a transaction that already loaded it: the
  * commit must check the rows against the new one (several declarations in
  * one transaction, as a write of PATH/@schema.json makes).
@@ -161,9 +167,19 @@ int table_schema_write(struct store_txn *txn, const char *path, const char *json
  * directories are derived from the index space inside txn.
  */
 struct tview;
-bool tview_is(const char *path);	/* some component begins with '@' */
-bool tview_is_schema(const char *path);	/* .../@schema.json */
-int tview_open(struct store_txn *txn, const char *path, struct tview **out,
+/*
+ * Where path names a table's own '@' name: 1 with *at the offset of the
+ * first '@' component whose parent is a declared table, 0 when there is
+ * none (every name is ordinary), <0 on a store error.
+ */
+int tview_find(struct store_txn *txn, const char *path, size_t *at);
+/*
+ * 1 when a write to path is a schema's: TABLE/@schema.json, or DIR/@schema.json
+ * with no key "@schema" in DIR (declares DIR); 0 when not, <0 on a store error.
+ */
+int tview_is_schema(struct store_txn *txn, const char *path);
+/* at: from tview_find. */
+int tview_open(struct store_txn *txn, const char *path, size_t at, struct tview **out,
 	       struct model_error *err);
 void tview_free(struct tview *v);
 int tview_stat(struct model *m, struct store_txn *txn, struct tview *v, struct model_node *out,

@@ -54,25 +54,63 @@ void tview_free(struct tview *v)
 	free(v);
 }
 
-/* The offset of the first component beginning with '@', or -1. */
-static ssize_t reserved_at(const char *path)
+/* The offset of the next component beginning with '@' from `from`, or -1. */
+static ssize_t next_at(const char *path, size_t from)
 {
-	for (size_t i = 0; path[i]; i++)
+	for (size_t i = from; path[i]; i++)
 		if (path[i] == '@' && (i == 0 || path[i - 1] == '/'))
 			return (ssize_t)i;
 	return -1;
 }
 
-bool tview_is(const char *path)
+int tview_find(struct store_txn *txn, const char *path, size_t *at)
 {
-	return reserved_at(path) >= 0;
+	ssize_t i;
+
+	for (i = next_at(path, 0); i >= 0; i = next_at(path, (size_t)i + 1)) {
+		struct model_error quiet;
+		struct tree_path p;
+		char *parent;
+		int ret;
+
+		if (i == 0)
+			continue;	/* the root is never a table */
+		parent = strndup(path, (size_t)i);
+		if (!parent)
+			return -ENOMEM;
+		/* a parent that does not resolve holds no table: the caller says why */
+		ret = tree_resolve(txn, parent, 0, &p, &quiet);
+		free(parent);
+		if (ret < 0 || p.is_view)
+			return 0;
+		ret = table_is_at(txn, p.key, p.len);
+		if (ret != 0) {
+			*at = (size_t)i;
+			return ret;
+		}
+	}
+	return 0;
 }
 
-bool tview_is_schema(const char *path)
+int tview_is_schema(struct store_txn *txn, const char *path)
 {
-	ssize_t at = reserved_at(path);
+	const char *slash = strrchr(path, '/');
+	struct model_error quiet;
+	struct tree_path p;
+	struct tree_node n;
+	size_t at;
+	int ret = tview_find(txn, path, &at);
 
-	return at >= 0 && strcmp(path + at, "@schema.json") == 0;
+	if (ret != 0)
+		return ret < 0 ? ret : strcmp(path + at, "@schema.json") == 0;
+	/* DIR/@schema.json declares DIR a table (README), unless it is the
+	 * JSON view of an existing key "@schema" of a plain tree */
+	if (strcmp(slash ? slash + 1 : path, "@schema.json") != 0)
+		return 0;
+	if (tree_resolve(txn, path, 0, &p, &quiet) < 0)
+		return 0;
+	ret = tree_lookup(txn, p.key, p.len, &n);
+	return ret < 0 ? ret : !n.exists;
 }
 
 /* Splits the components after the '@' one (inclusive) into comps. */
@@ -171,14 +209,14 @@ static int add_key(struct store_txn *txn, struct tview *v, const char *name)
 static int range_open(struct tview *v, char comps[][TREE_NAME_MAX], int n);
 
 /* The table at the path before the '@' component. */
-static int open_table(struct store_txn *txn, const char *path, ssize_t at, struct tview *v,
+static int open_table(struct store_txn *txn, const char *path, size_t at, struct tview *v,
 		      struct model_error *err)
 {
 	struct tree_path p;
 	struct model_error quiet;
 	int ret;
 
-	v->table_path = strndup(path, (size_t)at);
+	v->table_path = strndup(path, at);
 	v->s = malloc(sizeof(*v->s));
 	if (!v->table_path || !v->s)
 		return tree_fail(err, -ENOMEM, "%s: out of memory", path);
@@ -191,20 +229,15 @@ static int open_table(struct store_txn *txn, const char *path, ssize_t at, struc
 	return 0;
 }
 
-int tview_open(struct store_txn *txn, const char *path, struct tview **out,
+int tview_open(struct store_txn *txn, const char *path, size_t at, struct tview **out,
 	       struct model_error *err)
 {
 	char (*comps)[TREE_NAME_MAX];
-	ssize_t at = reserved_at(path);
 	struct tview *v = calloc(1, sizeof(*v));
 	uint8_t id[16];
 	struct tuple_writer w;
 	int n, i, ret;
 
-	if (at < 0) {
-		free(v);
-		return tree_fail(err, -EINVAL, "%s: no name beginning with @", path);
-	}
 	comps = malloc(TVIEW_COMPS_MAX * sizeof(*comps));
 	if (!v || !comps) {
 		free(comps);
