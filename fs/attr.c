@@ -27,6 +27,10 @@ void fs_stat_fill(const struct fs_ctx *ctx, const struct model_node *n, struct s
 	if (dir) {
 		st->st_mode = S_IFDIR | perm;
 		st->st_nlink = 2 + n->subdirs;
+	} else if (n->kind == MODEL_KIND_LINK) {
+		st->st_mode = S_IFLNK | 0777;
+		st->st_nlink = 1;
+		st->st_size = (off_t)n->size;
 	} else {
 		st->st_mode = S_IFREG | perm;
 		st->st_nlink = 1;
@@ -157,7 +161,7 @@ static int node_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 	if (kind)
 		*kind = n.kind;
 	if (volatile_)
-		*volatile_ = pending || n.kind == MODEL_KIND_VIEW;
+		*volatile_ = pending || n.kind == MODEL_KIND_VIEW || n.derived;
 	return 0;
 }
 

@@ -171,6 +171,7 @@ static int dir_fill_fn(void *arg, const char *name, const struct model_node *nod
 	vol = fs_stat_pending_locked(ctx, child, true, &e.attr);
 	child->kind_known = true;
 	child->is_dir = fs_kind_is_dir(node->kind);
+	vol = vol || node->derived;	/* a table's @ views: never cached */
 	e.ino = fs_node_ino(ctx, child);
 	e.entry_timeout = vol ? 0.0 : ctx->entry_timeout;
 	/*

@@ -576,6 +576,8 @@ void fs_want_type_clear(struct fs_ctx *ctx, struct fs_node *node);
 
 /* attributes (attr.c) */
 void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+/* table.c: a table index's row links */
+void fs_op_readlink(fuse_req_t req, fuse_ino_t ino);
 void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		   struct fuse_file_info *fi);
 /* open files (file.c) */

@@ -13,6 +13,7 @@
  *   invalidate.c  the invalidation worker, the write section, the watcher
  *   node.c        the node table (struct fs_node), revalidation
  *   mount.c       options, logging, the daemon's lifetime
+ *   table.c       a table index's row links (readlink)
  *
  * File contents written through the mount are buffered in one buffer per
  * leaf, shared by all its writable opens (per open for views and pending
@@ -99,6 +100,7 @@ const struct fuse_lowlevel_ops fs_ops = {
 	.forget = op_forget,
 	.forget_multi = op_forget_multi,
 	.getattr = fs_op_getattr,
+	.readlink = fs_op_readlink,
 	.setattr = fs_op_setattr,
 	.mknod = fs_op_mknod,
 	.mkdir = fs_op_mkdir,

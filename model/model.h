@@ -43,6 +43,7 @@ enum model_kind {
 	MODEL_KIND_OBJECT,
 	MODEL_KIND_ARRAY,
 	MODEL_KIND_VIEW,	/* NAME.json: the JSON rendering of NAME */
+	MODEL_KIND_LINK,	/* a symlink: an index's entry, pointing at its row */
 };
 
 enum model_type {
@@ -88,6 +89,7 @@ struct model_node {
 	struct model_attr attr;	/* stored attributes (views: none) */
 	bool empty;		/* containers: no children */
 	uint32_t subdirs;	/* containers, with MODEL_STAT_SUBDIRS: child containers */
+	bool derived;		/* a table's @ view: computed from its rows, never cache it */
 };
 
 #define MODEL_READER_PIDS 16
@@ -139,6 +141,8 @@ int model_stat(struct model *m, const char *path, unsigned flags,
  */
 ssize_t model_read(struct model *m, const char *path, void *dst, size_t size,
 		   uint64_t offset, struct model_error *err);
+/* A link's target (a table index's entry, "../../ann"); *out is heap (free()). */
+int model_readlink(struct model *m, const char *path, char **out, struct model_error *err);
 /* The whole text form; *out is heap (free()), NUL-terminated for convenience. */
 int model_read_all(struct model *m, const char *path, char **out, size_t *len,
 		   struct model_error *err);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/table_int.h"
 #include "model/tree_int.h"
 
 /* ---- handle ---- */
@@ -163,6 +164,8 @@ const char *model_kind_name(enum model_kind kind)
 		return "array";
 	case MODEL_KIND_VIEW:
 		return "view";
+	case MODEL_KIND_LINK:
+		return "link";
 	}
 	return "unknown";
 }
@@ -251,15 +254,78 @@ static int stat_in(struct model *m, struct store_txn *txn, const char *path, uns
 	return 0;
 }
 
+static int tview_stat_path(struct model *m, struct store_txn *txn, const char *path,
+			   size_t at, struct model_node *out, struct model_error *err)
+{
+	struct tview *v;
+	int ret = tview_open(txn, path, at, &v, err);
+
+	if (ret < 0)
+		return ret;
+	ret = tview_stat(m, txn, v, out, err);
+	tview_free(v);
+	return ret;
+}
+
+/* The text of a table's @schema.json or of an index's link. */
+static int tview_text_in(struct store_txn *txn, const char *path, size_t at, struct strbuf *sb,
+			 struct model_error *err)
+{
+	struct tview *v;
+	int ret = tview_open(txn, path, at, &v, err);
+
+	if (ret < 0)
+		return ret;
+	ret = tview_text(txn, v, sb, err);
+	tview_free(v);
+	return ret;
+}
+
+int model_readlink(struct model *m, const char *path, char **out, struct model_error *err)
+{
+	struct store_txn *txn;
+	struct strbuf sb;
+	size_t at;
+	int ret;
+
+	ret = store_read_begin(m->st, &txn);
+	if (ret < 0)
+		return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
+	strbuf_init(&sb);
+	/* only a table's index links are symbolic links */
+	ret = tview_find(txn, path, &at);
+	if (ret < 0)
+		tree_fail(err, ret, "%s: %s", path, strerror(-ret));
+	else if (ret == 0 || strcmp(path + at, "@schema.json") == 0)
+		ret = tree_fail(err, -EINVAL, "%s: not a symbolic link", path);
+	else
+		ret = tview_text_in(txn, path, at, &sb, err);
+	store_txn_end(txn);
+	if (ret == 0 && sb.failed)
+		ret = tree_fail(err, -ENOMEM, "%s: out of memory", path);
+	if (ret < 0) {
+		strbuf_release(&sb);
+		return ret;
+	}
+	*out = strbuf_detach(&sb, NULL);
+	return 0;
+}
+
 int model_stat(struct model *m, const char *path, unsigned flags,
 	       struct model_node *out, struct model_error *err)
 {
 	struct store_txn *txn;
+	size_t at;
 	int ret = store_read_begin(m->st, &txn);
 
 	if (ret < 0)
 		return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
-	ret = stat_in(m, txn, path, flags, out, err);
+	ret = tview_find(txn, path, &at);
+	if (ret < 0)
+		tree_fail(err, ret, "%s: %s", path, strerror(-ret));
+	else
+		ret = ret ? tview_stat_path(m, txn, path, at, out, err) :
+		      stat_in(m, txn, path, flags, out, err);
 	store_txn_end(txn);
 	return ret;
 }
@@ -276,8 +342,23 @@ static int text_in(struct store_txn *txn, const char *path, text_fn fn, void *ar
 	struct tree_path p;
 	struct tree_node n;
 	struct strbuf sb;
-	int ret = tree_find(txn, path, &p, &n, err);
+	size_t at;
+	int ret = tview_find(txn, path, &at);
 
+	if (ret < 0)
+		return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
+	if (ret) {
+		strbuf_init(&sb);
+		ret = strcmp(path + at, "@schema.json") == 0 ?
+		      tview_text_in(txn, path, at, &sb, err) :
+		      tree_fail(err, -EINVAL, "%s: a table's index is read through its links",
+				path);
+		if (ret == 0)
+			ret = fn(arg, NULL, &sb);
+		strbuf_release(&sb);
+		return ret;
+	}
+	ret = tree_find(txn, path, &p, &n, err);
 	if (ret < 0)
 		return ret;
 	if (!p.is_view) {
@@ -386,6 +467,7 @@ struct model_list {
 	size_t len;
 	uint8_t last[STORE_KEY_MAX];	/* the last child handed out */
 	size_t last_len;
+	struct tview *tv;	/* a table's @ directory: listed by table_view.c */
 };
 
 static int list_open_in(struct store_txn *txn, const char *path, struct model_list *l,
@@ -409,6 +491,7 @@ int model_list_open(struct model *m, const char *path, struct model_list **out,
 {
 	struct store_txn *txn;
 	struct model_list *l;
+	size_t at;
 	int ret;
 
 	l = calloc(1, sizeof(*l));
@@ -420,7 +503,19 @@ int model_list_open(struct model *m, const char *path, struct model_list **out,
 		tree_fail(err, ret, "%s: %s", path, strerror(-ret));
 		goto out_free;
 	}
-	ret = list_open_in(txn, path, l, err);
+	ret = tview_find(txn, path, &at);
+	if (ret < 0) {
+		tree_fail(err, ret, "%s: %s", path, strerror(-ret));
+	} else if (ret) {
+		ret = tview_open(txn, path, at, &l->tv, err);
+		if (ret == 0 && strcmp(path + at, "@schema.json") == 0) {
+			tview_free(l->tv);
+			l->tv = NULL;
+			ret = tree_fail(err, -ENOTDIR, "%s: not a directory", path);
+		}
+	} else {
+		ret = list_open_in(txn, path, l, err);
+	}
 	store_txn_end(txn);
 	if (ret < 0)
 		goto out_free;
@@ -489,7 +584,8 @@ int model_list_fill(struct model_list *list, model_list_fn fn, void *arg)
 
 	if (ret < 0)
 		return ret;
-	ret = list_fill_in(list, txn, fn, arg);
+	ret = list->tv ? tview_fill(list->m, txn, list->tv, fn, arg) :
+	      list_fill_in(list, txn, fn, arg);
 	store_txn_end(txn);
 	return ret;
 }
@@ -497,10 +593,14 @@ int model_list_fill(struct model_list *list, model_list_fn fn, void *arg)
 void model_list_rewind(struct model_list *list)
 {
 	list->last_len = 0;
+	if (list->tv)
+		tview_rewind(list->tv);
 }
 
 void model_list_close(struct model_list *list)
 {
+	if (list)
+		tview_free(list->tv);
 	free(list);
 }
 
@@ -563,6 +663,11 @@ static int write_txn(struct store_txn *txn, void *arg)
 	int ret;
 
 	tree_clear(op->err);
+	ret = tview_is_schema(txn, op->path);
+	if (ret < 0)
+		return tree_fail(op->err, ret, "%s: %s", op->path, strerror(-ret));
+	if (ret)
+		return table_schema_write(txn, op->path, op->data, op->len, op->err);
 	ret = tree_resolve(txn, op->path, rflags, &p, op->err);
 	if (ret < 0)
 		return ret;
@@ -646,6 +751,11 @@ static int create_txn(struct store_txn *txn, void *arg)
 	int ret;
 
 	tree_clear(op->err);
+	ret = tview_is_schema(txn, op->path);
+	if (ret < 0)
+		return tree_fail(op->err, ret, "%s: %s", op->path, strerror(-ret));
+	if (ret)
+		return 0;	/* written at close, checked then */
 	ret = tree_resolve(txn, op->path, TREE_FOR_CREATE, &p, op->err);
 	if (ret < 0)
 		return ret;

@@ -399,6 +399,15 @@ int tree_resolve(struct store_txn *txn, const char *path, unsigned flags,
 			if (c.len == 0)
 				break;
 		}
+		if (c.name[0] == '@') {
+			/* directly inside a table, '@' names are the table's own views */
+			ret = table_is_at(txn, out->key, w.len);
+			if (ret < 0)
+				return resolve_fail(path, ret, err);
+			if (ret)
+				return tree_fail(err, -EROFS, "%s: inside a table, names beginning "
+						 "with @ are the table's read-only views", path);
+		}
 		out->parent_len = w.len;
 		ret = append_name(txn, out, &w, c.name, c.len, flags);
 		if (ret == 0 && w.overflow)

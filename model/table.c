@@ -535,6 +535,38 @@ static int rows_touch_under(struct store_txn *txn, struct table_txn *tt, int t,
 	return ret;
 }
 
+int table_schema_reload(struct store_txn *txn, const uint8_t *key, size_t len)
+{
+	struct table_txn *tt = store_txn_owner(txn);
+	struct store_val v;
+	int ret;
+
+	if (!tt || !tt->loaded)
+		return 0;
+	for (int t = 0; t < tt->ntables; t++) {
+		struct table_schema *s = tt->tables[t];
+
+		if (s->key_len != len || memcmp(s->key, key, len) != 0)
+			continue;
+		ret = store_get(txn, STORE_SPACE_SCHEMA, key, len, &v);
+		if (ret < 0)
+			return ret;
+		return table_schema_decode(key, len, v.data, v.len, s) < 0 ? -EIO : 0;
+	}
+	return 0;
+}
+
+int table_is_at(struct store_txn *txn, const uint8_t *key, size_t len)
+{
+	struct store_val v;
+	int ret;
+
+	if (len == 0)
+		return 0;	/* the root is never a table */
+	ret = store_get(txn, STORE_SPACE_SCHEMA, key, len, &v);
+	return ret == -ENOENT ? 0 : ret < 0 ? ret : 1;
+}
+
 int table_touch(struct store_txn *txn, const uint8_t *key, size_t len, bool subtree)
 {
 	struct table_txn *tt = store_txn_owner(txn);
@@ -968,6 +1000,19 @@ static bool any_references(const struct table_txn *tt)
 	return false;
 }
 
+/* Directly inside a table the '@' names are its own views: no row can be browsed there. */
+static bool row_key_is_at(const struct table_schema *s, const uint8_t *row, size_t len)
+{
+	uint8_t raw[STORE_KEY_MAX];
+	struct tuple_elem e;
+
+	if (key_elem(s, row, len, 0, &e) < 0 || e.type != TUPLE_TYPE_STRING || e.len == 0 ||
+	    e.len > sizeof(raw))
+		return false;
+	tuple_elem_copy(&e, raw);
+	return raw[0] == '@';
+}
+
 int table_txn_commit(struct store_txn *txn, struct table_txn *tt)
 {
 	struct tree_node n;
@@ -989,6 +1034,9 @@ int table_txn_commit(struct store_txn *txn, struct table_txn *tt)
 			return ret;
 		if (!n.exists)
 			continue;
+		if (row_key_is_at(s, r->key, r->len))
+			return fail_row(tt, -EINVAL, r->key, r->len, "a row key cannot begin with @ "
+					"inside a table (the table's own names)");
 		if (n.kind != MODEL_KIND_OBJECT)
 			return fail_row(tt, -EINVAL, r->key, r->len, "a row of a table must be an "
 					"object");

@@ -29,7 +29,7 @@ static const char *const col_types[] = { "string", "integer", "double", "number"
 					 "boolean", "bytes", "object", "array" };
 
 /* The table at path: key in p, schema in s; -ENOENT with a message when none. */
-static int schema_get(struct store_txn *txn, const char *path, struct tree_path *p,
+int table_schema_get(struct store_txn *txn, const char *path, struct tree_path *p,
 		      struct table_schema *s, struct model_error *err)
 {
 	struct store_val v;
@@ -62,6 +62,8 @@ static int schema_put(struct store_txn *txn, const struct table_schema *s)
 	if (ret == 0)
 		ret = store_put(txn, STORE_SPACE_SCHEMA, s->key, s->key_len, sb.buf, sb.len);
 	strbuf_release(&sb);
+	if (ret == 0)
+		ret = table_schema_reload(txn, s->key, s->key_len);
 	if (ret == 0)
 		ret = table_touch(txn, s->key, s->key_len, true);
 	return ret;
@@ -237,7 +239,7 @@ static int column_txn(struct store_txn *txn, void *arg)
 	int ret, slot;
 
 	tree_clear(op->err);
-	ret = schema_get(txn, op->path, &p, s, op->err);
+	ret = table_schema_get(txn, op->path, &p, s, op->err);
 	if (ret < 0)
 		return ret;
 	memset(&c, 0, sizeof(c));
@@ -274,7 +276,7 @@ static int column_txn(struct store_txn *txn, void *arg)
 		rs = malloc(sizeof(*rs));
 		if (!rs)
 			return -ENOMEM;
-		ret = schema_get(txn, op->references, &rp, rs, op->err);
+		ret = table_schema_get(txn, op->references, &rp, rs, op->err);
 		if (ret == 0 && rs->key_depth != 1)
 			ret = tree_fail(op->err, -EINVAL, "%s: a reference names a row of a table of "
 					"key depth 1", op->references);
@@ -349,7 +351,7 @@ static int drop_txn(struct store_txn *txn, void *arg)
 	int ret;
 
 	tree_clear(op->err);
-	ret = schema_get(txn, op->path, &p, s, op->err);
+	ret = table_schema_get(txn, op->path, &p, s, op->err);
 	if (ret == 0)
 		ret = check_unreferenced(txn, s, op->err);
 	for (int i = 0; i < s->nidx && ret == 0; i++)
@@ -367,7 +369,7 @@ static int index_create_txn(struct store_txn *txn, void *arg)
 	int ret;
 
 	tree_clear(op->err);
-	ret = schema_get(txn, op->path, &p, op->s, op->err);
+	ret = table_schema_get(txn, op->path, &p, op->s, op->err);
 	if (ret < 0)
 		return ret;
 	if (op->field[0] == '@')
@@ -385,7 +387,7 @@ static int index_drop_txn(struct store_txn *txn, void *arg)
 	int ret;
 
 	tree_clear(op->err);
-	ret = schema_get(txn, op->path, &p, s, op->err);
+	ret = table_schema_get(txn, op->path, &p, s, op->err);
 	if (ret < 0)
 		return ret;
 	if (op->field[0] == '@')
@@ -457,7 +459,7 @@ int model_index_drop(struct model *m, const char *path, const char *name,
 
 /* ---- reading: show, list, find ---- */
 
-static void show_json(const struct table_schema *s, struct json_writer *w)
+void table_show_json(const struct table_schema *s, struct json_writer *w)
 {
 	struct strbuf path;
 
@@ -529,7 +531,7 @@ static int read_schema(struct model *m, const char *path, struct store_txn **txn
 		free(*s);
 		return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
 	}
-	ret = schema_get(*txn, path, p, *s, err);
+	ret = table_schema_get(*txn, path, p, *s, err);
 	if (ret < 0) {
 		store_txn_end(*txn);
 		free(*s);
@@ -551,7 +553,7 @@ int model_table_show(struct model *m, const char *path, char **out, size_t *len,
 		return ret;
 	strbuf_init(&sb);
 	json_writer_init(&w, &sb, NULL, true);
-	show_json(s, &w);
+	table_show_json(s, &w);
 	ret = json_writer_finish(&w);
 	store_txn_end(txn);
 	free(s);
@@ -588,7 +590,7 @@ int model_index_list(struct model *m, const char *path, FILE *out, struct model_
  * (undeclared: true/false/null, a number when it reads as one, else a
  * string).
  */
-static int arg_value(const struct table_schema *s, const char *field, const char *text,
+int table_value_arg(const struct table_schema *s, const char *field, const char *text,
 		     size_t len, struct strbuf *sb)
 {
 	enum table_col_type type = 0;
@@ -631,7 +633,7 @@ static int find_prefix(const struct table_schema *s, const struct table_index *x
 		const char *slash = x->nfields > 1 ? strchr(p, '/') : NULL;
 		size_t len = slash ? (size_t)(slash - p) : strlen(p);
 
-		if (arg_value(s, x->fields[f], p, len, sb) < 0)
+		if (table_value_arg(s, x->fields[f], p, len, sb) < 0)
 			return tree_fail(err, -EINVAL, "find: \"%.*s\" is not a value of field %s's "
 					 "type", (int)len, p, x->fields[f]);
 		p = slash ? slash + 1 : NULL;
@@ -774,4 +776,209 @@ static int repair_txn(struct store_txn *txn, void *arg)
 int model_check_repair(struct model *m, struct model_error *err)
 {
 	return tree_write(m, "check --repair", repair_txn, err, err);
+}
+
+/* ---- the mount's PATH/@schema.json, written ---- */
+
+struct want_col {
+	char name[TABLE_NAME_MAX];
+	char type[16];
+	bool required;
+	int64_t max_length;
+	char references[512];
+};
+
+struct want_idx {
+	char name[TABLE_NAME_MAX];
+	char fields[TABLE_INDEX_FIELDS_MAX * TABLE_NAME_MAX];
+	bool unique;
+};
+
+/* A schema as written: the JSON of model_table_show. */
+struct want {
+	int64_t key_depth;
+	char key_fields[TABLE_KEY_DEPTH_MAX * TABLE_NAME_MAX];
+	int ncols, nidx;
+	struct want_col cols[TABLE_COLUMNS_MAX];
+	struct want_idx idx[TABLE_INDEXES_MAX];
+	char section[16];	/* the top-level member being read */
+	char attr[16];		/* the member of a column or index being read */
+	const char *bad;	/* what is wrong, for the message */
+};
+
+static void add_name(char *list, size_t cap, const char *str, size_t len)
+{
+	size_t n = strlen(list);
+
+	if (n + len + 2 < cap)
+		snprintf(list + n, cap - n, "%s%.*s", n ? "," : "", (int)len, str);
+}
+
+static int want_token(void *arg, const struct json_token *t)
+{
+	struct want *w = arg;
+	bool is_col = strcmp(w->section, "columns") == 0;
+	bool is_idx = strcmp(w->section, "indexes") == 0;
+
+	if (t->event == JSON_KEY && t->depth == 1) {
+		snprintf(w->section, sizeof(w->section), "%.*s", (int)t->len, t->str);
+		return 0;
+	}
+	if (t->event == JSON_KEY && t->depth == 2 && (is_col || is_idx)) {
+		int *n = is_col ? &w->ncols : &w->nidx;
+
+		if (*n == (is_col ? TABLE_COLUMNS_MAX : TABLE_INDEXES_MAX) ||
+		    t->len >= TABLE_NAME_MAX)
+			return w->bad = "too many columns or indexes, or too long a name", -EINVAL;
+		snprintf(is_col ? w->cols[*n].name : w->idx[*n].name, TABLE_NAME_MAX, "%.*s",
+			 (int)t->len, t->str);
+		(*n)++;
+		return 0;
+	}
+	if (t->event == JSON_KEY && t->depth == 3) {
+		snprintf(w->attr, sizeof(w->attr), "%.*s", (int)t->len, t->str);
+		return 0;
+	}
+	if (t->depth == 1 && strcmp(w->section, "key_depth") == 0) {
+		if (t->event != JSON_INTEGER)
+			return w->bad = "key_depth must be an integer", -EINVAL;
+		w->key_depth = t->integer;
+	} else if (t->depth == 2 && strcmp(w->section, "key_fields") == 0) {
+		if (t->event != JSON_STRING)
+			return w->bad = "key_fields must be an array of names", -EINVAL;
+		add_name(w->key_fields, sizeof(w->key_fields), t->str, t->len);
+	} else if (t->depth >= 3 && is_col && w->ncols) {
+		struct want_col *c = &w->cols[w->ncols - 1];
+
+		if (!strcmp(w->attr, "type") && t->event == JSON_STRING)
+			snprintf(c->type, sizeof(c->type), "%.*s", (int)t->len, t->str);
+		else if (!strcmp(w->attr, "required") && (t->event == JSON_TRUE || t->event == JSON_FALSE))
+			c->required = t->event == JSON_TRUE;
+		else if (!strcmp(w->attr, "max_length") && t->event == JSON_INTEGER)
+			c->max_length = t->integer;
+		else if (!strcmp(w->attr, "references") && t->event == JSON_STRING)
+			snprintf(c->references, sizeof(c->references), "%.*s", (int)t->len, t->str);
+		else if (t->event != JSON_OBJECT_BEGIN && t->event != JSON_OBJECT_END)
+			return w->bad = "a column has type, required, max_length, references", -EINVAL;
+	} else if (t->depth >= 3 && is_idx && w->nidx) {
+		struct want_idx *x = &w->idx[w->nidx - 1];
+
+		if (!strcmp(w->attr, "fields") && t->event == JSON_STRING && t->depth == 4)
+			add_name(x->fields, sizeof(x->fields), t->str, t->len);
+		else if (!strcmp(w->attr, "unique") && (t->event == JSON_TRUE || t->event == JSON_FALSE))
+			x->unique = t->event == JSON_TRUE;
+		else if (t->event != JSON_OBJECT_BEGIN && t->event != JSON_OBJECT_END &&
+			 t->event != JSON_ARRAY_BEGIN && t->event != JSON_ARRAY_END)
+			return w->bad = "an index has fields and unique", -EINVAL;
+	}
+	return 0;
+}
+
+static bool same_index(const struct table_index *x, const struct want_idx *wi)
+{
+	char fields[sizeof(wi->fields)] = "";
+
+	for (int f = 0; f < x->nfields; f++)
+		add_name(fields, sizeof(fields), x->fields[f], strlen(x->fields[f]));
+	return x->unique == wi->unique && strcmp(fields, wi->fields) == 0;
+}
+
+static int apply_want(struct store_txn *txn, struct table_op *op, struct want *w)
+{
+	struct table_schema *s = op->s;
+	struct tree_path p;
+	struct model_error quiet;
+	char have[sizeof(w->key_fields)] = "";
+	int ret = table_schema_get(txn, op->path, &p, s, &quiet);
+
+	if (ret == -ENOENT) {
+		op->key_depth = (int)w->key_depth;
+		op->key_fields = w->key_fields[0] ? w->key_fields : NULL;
+		ret = create_txn(txn, op);
+	} else if (ret == 0) {
+		for (int i = 0; i < s->nkey_fields; i++)
+			add_name(have, sizeof(have), s->key_fields[i], strlen(s->key_fields[i]));
+		if (s->key_depth != w->key_depth || strcmp(have, w->key_fields) != 0)
+			return tree_fail(op->err, -EINVAL, "%s: key_depth and key_fields cannot "
+					 "change (kvfs table drop, then declare again)", op->path);
+		for (int i = 0; i < s->ncols; i++) {
+			bool kept = false;
+
+			for (int j = 0; j < w->ncols; j++)
+				kept |= strcmp(s->cols[i].name, w->cols[j].name) == 0;
+			if (!kept)
+				return tree_fail(op->err, -EINVAL, "%s: column %s cannot be removed",
+						 op->path, s->cols[i].name);
+		}
+	} else {
+		return tree_fail(op->err, ret, "%s", quiet.msg);
+	}
+	for (int j = 0; ret == 0 && j < w->ncols; j++) {
+		op->field = w->cols[j].name;
+		op->type = w->cols[j].type;
+		op->required = w->cols[j].required;
+		op->max_length = w->cols[j].max_length;
+		op->references = w->cols[j].references[0] ? w->cols[j].references : NULL;
+		ret = column_txn(txn, op);
+	}
+	/* indexes: drop the ones gone or changed, then create the new ones */
+	ret = ret ?: table_schema_get(txn, op->path, &p, s, op->err);
+	for (int i = 0; ret == 0 && i < s->nidx; i++) {
+		bool keep = s->idx[i].name[0] == '@';
+
+		for (int j = 0; j < w->nidx; j++)
+			keep |= !strcmp(s->idx[i].name, w->idx[j].name) &&
+				same_index(&s->idx[i], &w->idx[j]);
+		if (keep)
+			continue;
+		op->field = s->idx[i].name;
+		ret = index_drop_txn(txn, op) ?: table_schema_get(txn, op->path, &p, s, op->err);
+		i = -1;
+	}
+	for (int j = 0; ret == 0 && j < w->nidx; j++) {
+		bool have_it = w->idx[j].name[0] == '@';
+
+		for (int i = 0; i < s->nidx; i++)
+			have_it |= !strcmp(s->idx[i].name, w->idx[j].name);
+		if (have_it)
+			continue;
+		op->field = w->idx[j].name;
+		op->fields = w->idx[j].fields;
+		op->unique = w->idx[j].unique;
+		ret = index_create_txn(txn, op) ?: table_schema_get(txn, op->path, &p, s, op->err);
+	}
+	return ret;
+}
+
+int table_schema_write(struct store_txn *txn, const char *path, const char *json, size_t len,
+		       struct model_error *err)
+{
+	struct table_op op = { .err = err };
+	struct want *w = calloc(1, sizeof(*w));
+	char *table = NULL;
+	const char *at = strstr(path, "@schema.json");
+	int ret;
+
+	op.s = malloc(sizeof(*op.s));
+	table = at ? strndup(path, (size_t)(at - path)) : NULL;
+	if (!w || !op.s || !table) {
+		ret = tree_fail(err, -ENOMEM, "%s: out of memory", path);
+		goto out_free;
+	}
+	op.path = table;
+	w->key_depth = 1;
+	ret = json_parse(json, len, 0, 8, want_token, w, NULL, NULL, err);
+	if (ret < 0) {
+		if (w->bad)
+			tree_fail(err, ret, "%s: %s", path, w->bad);
+		else
+			tree_fail(err, ret, "%s: invalid JSON: %s", path, err->msg);
+		goto out_free;
+	}
+	ret = apply_want(txn, &op, w);
+out_free:
+	free(table);
+	free(op.s);
+	free(w);
+	return ret;
 }

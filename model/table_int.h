@@ -128,6 +128,19 @@ int table_txn_flush(struct store_txn *txn, struct table_txn *tt);
 int table_touch(struct store_txn *txn, const uint8_t *key, size_t len, bool subtree);
 
 /*
+ * 1 when key[0..len] is a declared table (one get in the schema space), 0
+ * when not: names beginning with '@' are special only directly inside one.
+ */
+int table_is_at(struct store_txn *txn, const uint8_t *key, size_t len);
+
+/*
+ * A schema put again inside a transaction that already loaded it: the
+ * commit must check the rows against the new one (several declarations in
+ * one transaction, as a write of PATH/@schema.json makes).
+ */
+int table_schema_reload(struct store_txn *txn, const uint8_t *key, size_t len);
+
+/*
  * -EBUSY with a message when key[0..len] is a table or holds one: moving a
  * table directory would leave its declaration behind (not supported).
  */
@@ -137,5 +150,52 @@ int table_check_move(struct store_txn *txn, const uint8_t *key, size_t len, cons
 /* kvfs check: reports index/row disagreement through fn; repair rebuilds. */
 typedef void (*table_report_fn)(void *arg, const uint8_t *key, size_t len, const char *msg);
 int table_check(struct store_txn *txn, table_report_fn fn, void *arg, uint64_t *entries);
+
+struct tree_path;
+struct json_writer;
+
+/* ---- shared by the verbs and the mount's views (table_cmd.c) ---- */
+/* The table at path: key in p, schema in s; -ENOENT with a message when none. */
+int table_schema_get(struct store_txn *txn, const char *path, struct tree_path *p,
+		     struct table_schema *s, struct model_error *err);
+/* Appends the encoded value text stands for, as field's column type reads it. */
+int table_value_arg(const struct table_schema *s, const char *field, const char *text,
+		    size_t len, struct strbuf *sb);
+void table_show_json(const struct table_schema *s, struct json_writer *w);
+/* Declares or alters the table at path from the JSON of its schema view. */
+int table_schema_write(struct store_txn *txn, const char *path, const char *json, size_t len,
+		       struct model_error *err);
+
+/*
+ * ---- a table's reserved @ names (table_view.c) ----
+ * tview_open parses a path through a table's '@' name (-ENOENT with a
+ * message when it names nothing); the view is heap (tview_free). Links and
+ * directories are derived from the index space inside txn.
+ */
+struct tview;
+/*
+ * Where path names a table's own '@' name: 1 with *at the offset of the
+ * first '@' component whose parent is a declared table, 0 when there is
+ * none (every name is ordinary), <0 on a store error.
+ */
+int tview_find(struct store_txn *txn, const char *path, size_t *at);
+/*
+ * 1 when a write to path is a schema's: TABLE/@schema.json, or DIR/@schema.json
+ * with no key "@schema" in DIR (declares DIR); 0 when not, <0 on a store error.
+ */
+int tview_is_schema(struct store_txn *txn, const char *path);
+/* at: from tview_find. */
+int tview_open(struct store_txn *txn, const char *path, size_t at, struct tview **out,
+	       struct model_error *err);
+void tview_free(struct tview *v);
+int tview_stat(struct model *m, struct store_txn *txn, struct tview *v, struct model_node *out,
+	       struct model_error *err);
+/* The schema's JSON or a link's target, appended to out. */
+int tview_text(struct store_txn *txn, struct tview *v, struct strbuf *out,
+	       struct model_error *err);
+/* Like model_list_fill, resuming after the last name handed out. */
+int tview_fill(struct model *m, struct store_txn *txn, struct tview *v, model_list_fn fn,
+	       void *arg);
+void tview_rewind(struct tview *v);
 
 #endif
