@@ -3,7 +3,8 @@
 # runs the same suite against an ASan+UBSan build.
 # `make stress` kills the daemon STRESS_KILLS times (default 200) under writes
 # and checks the store after each kill; `make fuzz` runs each libFuzzer target
-# for FUZZ_SECONDS (default 60). CI (.ci/run) runs test, asan and a short fuzz.
+# for FUZZ_SECONDS (default 60). CI (.ci/run) runs test, asan, tsan and a
+# short fuzz.
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
@@ -93,10 +94,11 @@ asan: deps
 # runs the mount suites; a "WARNING: ThreadSanitizer" line in a daemon's log
 # fails the test (tests/test_helper/common.bash). tests/tsan.supp names the
 # reports judged false, each with the reason.
-TSAN_OPTIONS_KVFS := halt_on_error=0:exitcode=66:log_path=stderr:second_deadlock_stack=1:suppressions=$(CURDIR)/tests/tsan.supp
+# (TSAN_OPTIONS: scripts/run-tests.sh.) About 2.5 min.
 tsan: deps
 	@$(MAKE) --no-print-directory BUILD=build-tsan BIN=build-tsan/kvfs SANITIZE=thread all
-	@KVFS_BIN=$(CURDIR)/build-tsan/kvfs KVFS_TSAN=1 TSAN_OPTIONS='$(TSAN_OPTIONS_KVFS)' bats $(MOUNT_SUITES)
+	@KVFS_BIN=$(CURDIR)/build-tsan/kvfs KVFS_TSAN=1 KVFS_SUITES='$(MOUNT_SUITES)' \
+		bash scripts/run-tests.sh build-tsan
 
 # As root it also runs `make install` (so the README's `kvfs` commands work);
 # KEEP=1 keeps the demo store mounted.
