@@ -3,7 +3,8 @@
 # runs the same suite against an ASan+UBSan build.
 # `make stress` kills the daemon STRESS_KILLS times (default 200) under writes
 # and checks the store after each kill; `make fuzz` runs each libFuzzer target
-# for FUZZ_SECONDS (default 60). CI (.ci/run) runs test, asan and a short fuzz.
+# for FUZZ_SECONDS (default 60). CI (.ci/run) runs test, asan, tsan and a
+# short fuzz.
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
@@ -42,7 +43,7 @@ CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
 UNIT_STORE := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_store*.c))
 UNIT_MODEL := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_model*.c))
 
-.PHONY: all store model unit test test-nocache asan install uninstall clean deps bench demo
+.PHONY: all store model unit test test-nocache asan tsan install uninstall clean deps bench demo
 all: $(BIN)
 
 $(BIN): $(CLI_OBJ) $(FS_OBJ) $(MODEL_OBJ) $(STORE_OBJ)
@@ -89,6 +90,16 @@ asan: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan BIN=build-asan/kvfs SANITIZE=address,undefined all unit
 	@KVFS_BIN=$(CURDIR)/build-asan/kvfs KVFS_ASAN=1 bash scripts/run-tests.sh build-asan
 
+# The ThreadSanitizer build lives in build-tsan/ (binary build-tsan/kvfs) and
+# runs the mount suites; a "WARNING: ThreadSanitizer" line in a daemon's log
+# fails the test (tests/test_helper/common.bash). tests/tsan.supp names the
+# reports judged false, each with the reason.
+# (TSAN_OPTIONS: scripts/run-tests.sh.) About 2.5 min.
+tsan: deps
+	@$(MAKE) --no-print-directory BUILD=build-tsan BIN=build-tsan/kvfs SANITIZE=thread all
+	@KVFS_BIN=$(CURDIR)/build-tsan/kvfs KVFS_TSAN=1 KVFS_SUITES='$(MOUNT_SUITES)' \
+		bash scripts/run-tests.sh build-tsan
+
 # As root it also runs `make install` (so the README's `kvfs` commands work);
 # KEEP=1 keeps the demo store mounted.
 demo:
@@ -109,7 +120,7 @@ uninstall:
 	      $(DESTDIR)/sbin/mount.kvfs $(DESTDIR)/sbin/mount.fuse.kvfs
 
 clean:
-	rm -rf build build-asan kvfs
+	rm -rf build build-asan build-tsan kvfs
 
 # ---- crash probe and fuzzing (tests/60-crash.bats runs a few kills) ----
 # `make stress` kills the daemon STRESS_KILLS times (scripts/stress-crash.sh);

@@ -86,6 +86,7 @@ void fs_file_publish(struct fs_ctx *ctx, struct fs_file *f)
 {
 	pthread_mutex_lock(&ctx->lock);
 	file_set_pend_locked(f, f->pending || ((f->dirty || f->trunc) && f->kind != FS_FILE_VIEW_APPEND));
+	f->pend_view = f->writable && fs_file_is_view(f) && f->pending;
 	f->pend_len = f->len;
 	f->pend_mtime = f->wmtime_ns;
 	pthread_mutex_unlock(&ctx->lock);
@@ -477,14 +478,18 @@ out_opened:
 	return 0;
 }
 
-/* Whether node is a view that an open writer created and has not committed yet. */
+/*
+ * Whether node is a view that an open writer created and has not committed
+ * yet: a hint, rechecked by the model. Reads pend_view, not f->pending or
+ * f->kind, which f->lock guards and this thread cannot take under ctx->lock.
+ */
 static bool view_is_pending(struct fs_ctx *ctx, const struct fs_node *node)
 {
 	bool pending = false;
 
 	pthread_mutex_lock(&ctx->lock);
 	for (const struct fs_file *f = ctx->files; f && !pending; f = f->next)
-		pending = f->node == node && f->writable && fs_file_is_view(f) && f->pending;
+		pending = f->node == node && f->pend_view;
 	pthread_mutex_unlock(&ctx->lock);
 	return pending;
 }

@@ -160,6 +160,9 @@ struct fs_file {
 	bool pend;		/* getattr answers pend_len/pend_mtime (ctx->lock) */
 	uint64_t pend_len;	/* (ctx->lock) */
 	int64_t pend_mtime;	/* (ctx->lock) */
+	bool pend_view;		/* a created view this writer has not committed yet:
+				 * the copy of writable && view && pending that
+				 * view_is_pending reads (ctx->lock; fs_file_publish) */
 	pthread_mutex_t lock;	/* guards every field below */
 	enum fs_file_kind kind;
 	char *buf;		/* writers: the new content; readers: the text */
@@ -168,8 +171,8 @@ struct fs_file {
 	uint64_t open_size;
 	bool dirty;		/* written since the last commit: commit at flush */
 	bool trunc;		/* opened with O_TRUNC, not written: commit at release */
-	bool pending;		/* created view, not yet in the store (also read under
-				 * ctx->lock by view_is_pending: a hint, rechecked by the model) */
+	bool pending;		/* created view, not yet in the store (others see it
+				 * as pend_view, after fs_file_publish) */
 	int64_t wmtime_ns;	/* time of the last change to buf */
 };
 

@@ -449,19 +449,29 @@ static bool path_stat(struct fs_ctx *ctx, struct fs_node *n, struct model_node *
 	return *ret == 0;
 }
 
-/* Forgets n's name in the kernel (its dentry, and with it the subtree). */
+/*
+ * Forgets n's name in the kernel (its dentry, and with it the subtree). The
+ * notification is sent without ctx->lock (the kernel may call back into the
+ * daemon); the parent stays pinned until then, because its inode number is
+ * its address: a rename could free it and a new node reuse that number.
+ */
 static void forget_name(struct fs_ctx *ctx, struct fs_node *n)
 {
-	fuse_ino_t parent;
+	struct fs_node *parent;
 	char *name;
 
 	pthread_mutex_lock(&ctx->lock);
-	parent = fs_node_ino(ctx, n->parent);
+	parent = n->parent;
+	fs_node_ref_locked(parent);
 	name = strdup(n->name);
 	pthread_mutex_unlock(&ctx->lock);
 	if (name)
-		fuse_lowlevel_notify_inval_entry(ctx->se, parent, name, strlen(name));
+		fuse_lowlevel_notify_inval_entry(ctx->se, fs_node_ino(ctx, parent), name,
+						 strlen(name));
 	free(name);
+	pthread_mutex_lock(&ctx->lock);
+	fs_node_unref_locked(ctx, parent);
+	pthread_mutex_unlock(&ctx->lock);
 }
 
 /* One node of a revalidation (pinned by the caller; no lock held). */

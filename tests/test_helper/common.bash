@@ -84,10 +84,10 @@ wait_gone() {
 }
 
 # assert_log_clean [LOG]: fails when a daemon's log (default $MOUNT_LOG)
-# shows a sanitizer report.
+# shows a sanitizer report (ASan, UBSan, or TSan under `make tsan`).
 assert_log_clean() {
 	local log=${1:-$MOUNT_LOG}
-	if grep -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$log" >/dev/null 2>&1; then
+	if grep -E 'ERROR: (Address|Leak)Sanitizer|runtime error:|WARNING: ThreadSanitizer' "$log" >/dev/null 2>&1; then
 		echo "sanitizer report in the kvfs log $log:" >&2
 		cat "$log" >&2
 		return 1
