@@ -103,6 +103,9 @@ bool fs_stat_pending_locked(struct fs_ctx *ctx, const struct fs_node *node, bool
 	return true;
 }
 
+/* node_stat's looks at the store for a name that a commit may have just made */
+#define FS_STAT_RETRIES 4
+
 /*
  * Attributes of node at path: the model's, or an open file's unsaved ones.
  * *kind (may be NULL) gets the kind; *volatile_ is set when the kernel
@@ -111,7 +114,7 @@ bool fs_stat_pending_locked(struct fs_ctx *ctx, const struct fs_node *node, bool
 static int node_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 		     struct stat *st, enum model_kind *kind, bool *volatile_)
 {
-	uint64_t gen = model_generation(ctx->model);
+	uint64_t gen = model_generation(ctx->model), now;
 	struct model_error err = { { 0 } };
 	struct model_node n;
 	bool pending, cached;
@@ -129,27 +132,45 @@ static int node_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 			*volatile_ = true;
 		return 0;
 	}
-	/* nlink costs a seek per child: counted once per store generation */
-	cached = node->nlink_gen == gen + 1;
-	nlink = node->nlink;
 	pthread_mutex_unlock(&ctx->lock);
-	ret = model_stat(ctx->model, path, cached ? 0 : MODEL_STAT_SUBDIRS, &n, &err);
-	if (ret == 0)
-		fs_stat_fill(ctx, &n, st);
-	if (ret == 0 && cached && fs_kind_is_dir(n.kind))
-		st->st_nlink = nlink;
-	pthread_mutex_lock(&ctx->lock);
-	if (ret == 0) {
-		st->st_ino = fs_node_st_ino_locked(node, st->st_ino);
-		node->kind_known = true;
-		node->is_dir = fs_kind_is_dir(n.kind);
+	for (int tries = 1;; tries++) {
+		pthread_mutex_lock(&ctx->lock);
+		/* nlink costs a seek per child: counted once per store generation */
+		cached = node->nlink_gen == gen + 1;
+		nlink = node->nlink;
+		pthread_mutex_unlock(&ctx->lock);
+		ret = model_stat(ctx->model, path, cached ? 0 : MODEL_STAT_SUBDIRS, &n, &err);
+		if (ret == 0)
+			fs_stat_fill(ctx, &n, st);
+		if (ret == 0 && cached && fs_kind_is_dir(n.kind))
+			st->st_nlink = nlink;
+		pthread_mutex_lock(&ctx->lock);
+		if (ret == 0) {
+			st->st_ino = fs_node_st_ino_locked(node, st->st_ino);
+			node->kind_known = true;
+			node->is_dir = fs_kind_is_dir(n.kind);
+		}
+		if (ret == 0 && fs_kind_is_dir(n.kind)) {
+			node->nlink = (uint32_t)st->st_nlink;	/* for readdirplus, while gen holds */
+			node->nlink_gen = gen + 1;
+		}
+		pending = fs_stat_pending_locked(ctx, node, ret == 0, st);
+		pthread_mutex_unlock(&ctx->lock);
+		/*
+		 * Absent from the store and no longer pending: a view that a
+		 * writer committed between the two looks (parallel >> x.json)
+		 * is in the store now. When anyone committed since the stat,
+		 * ask again, or that getattr or lookup fails a racing open
+		 * with ENOENT. Each retry needs another commit; bounded all
+		 * the same.
+		 */
+		if (ret != -ENOENT || pending || tries == FS_STAT_RETRIES)
+			break;
+		now = model_generation(ctx->model);
+		if (now == gen)
+			break;
+		gen = now;
 	}
-	if (ret == 0 && fs_kind_is_dir(n.kind)) {
-		node->nlink = (uint32_t)st->st_nlink;	/* for readdirplus, while gen holds */
-		node->nlink_gen = gen + 1;
-	}
-	pending = fs_stat_pending_locked(ctx, node, ret == 0, st);
-	pthread_mutex_unlock(&ctx->lock);
 	if (pending) {
 		n.kind = ret == 0 ? n.kind : MODEL_KIND_VIEW;
 		ret = 0;
