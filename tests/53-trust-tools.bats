@@ -27,11 +27,6 @@ teardown() {
 	return "$status"
 }
 
-# err PATH: the user.kvfs.error of PATH (fails when it has none).
-err() {
-	getfattr --absolute-names --only-values -n user.kvfs.error "$1"
-}
-
 @test "a failed cp of invalid JSON: the parser's message is user.kvfs.error of the directory and the root" {
 	mkdir -p "$MNT/d/e"
 	printf '{"a": 1,}' >"$BATS_TEST_TMPDIR/bad.json"

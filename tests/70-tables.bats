@@ -8,6 +8,7 @@
 # and by user.kvfs.error, not by echo's status.
 
 load 'test_helper/common'
+load 'test_helper/tables'
 
 setup() {
 	mount_setup
@@ -17,30 +18,10 @@ teardown() {
 	mount_teardown
 }
 
-# err PATH: the user.kvfs.error of PATH (fails when it has none).
-err() {
-	getfattr --absolute-names --only-values -n user.kvfs.error "$1"
-}
-
-# row NAME JSON: writes a whole row through the mount, as cp does.
-row() {
-	printf '%s' "$2" >"$BATS_TEST_TMPDIR/row.json"
-	cp "$BATS_TEST_TMPDIR/row.json" "$MNT/people/$1.json"
-}
-
-people() {
-	mkdir "$MNT/people"
-	kvfs table create "$STORE" /people --key-depth 1
-	kvfs index create "$STORE" /people by_email email --unique
-	kvfs index create "$STORE" /people by_age age
-	row ann '{"email":"ann@x","age":30}'
-	row bob '{"email":"bob@x","age":-4.5}'
-}
-
 @test "a unique clash through cp of a row view and through echo > a field is refused, nothing changed" {
 	people
 	kvfs dump "$STORE" >"$BATS_TEST_TMPDIR/before"
-	run -1 row cy '{"email":"ann@x","age":1}'
+	run -1 row people/cy '{"email":"ann@x","age":1}'
 	assert_output --partial 'File exists'
 	run -0 err "$MNT/people"
 	assert_output --partial '/people/cy: unique index by_email: /people/ann has the same email'
@@ -59,12 +40,12 @@ people() {
 
 @test "find orders numbers numerically across integers, doubles and huge integers; ranges are inclusive" {
 	people
-	row cy '{"email":"cy@x","age":100}'
-	row dee '{"email":"dee@x","age":30.5}'
-	row eve '{"email":"eve@x","age":9007199254740993}'
-	row fay '{"email":"fay@x","age":9007199254740992}'
-	row gus '{"email":"gus@x","age":-123456789012345678901234567890}'
-	row hal '{"email":"hal@x"}'
+	row people/cy '{"email":"cy@x","age":100}'
+	row people/dee '{"email":"dee@x","age":30.5}'
+	row people/eve '{"email":"eve@x","age":9007199254740993}'
+	row people/fay '{"email":"fay@x","age":9007199254740992}'
+	row people/gus '{"email":"gus@x","age":-123456789012345678901234567890}'
+	row people/hal '{"email":"hal@x"}'
 	run -0 kvfs find "$STORE" /people by_age --from -1e40
 	assert_output "$(printf 'gus\nbob\nann\ndee\ncy\nfay\neve')"
 	run -0 kvfs find "$STORE" /people by_age --from 30 --to 100
@@ -125,8 +106,8 @@ people() {
 	run -0 kvfs check "$STORE"
 	# a new directory of that name is a plain one
 	mkdir "$MNT/people"
-	row ann '{"email":"x"}'
-	row bob '{"email":"x"}'
+	row people/ann '{"email":"x"}'
+	row people/bob '{"email":"x"}'
 }
 
 @test "a dangling reference is refused (EINVAL) and a referenced row cannot be removed (EBUSY)" {
@@ -221,8 +202,8 @@ people() {
 @test "index create over duplicates names two rows; table show, index list and drop" {
 	mkdir "$MNT/people"
 	kvfs table create "$STORE" /people --key-depth 1
-	row ann '{"email":"same"}'
-	row bob '{"email":"same"}'
+	row people/ann '{"email":"same"}'
+	row people/bob '{"email":"same"}'
 	run -1 kvfs index create "$STORE" /people by_email email --unique
 	assert_output --partial '/people/ann'
 	assert_output --partial '/people/bob'

@@ -5,6 +5,7 @@
 # all read-only and never cached past a change.
 
 load 'test_helper/common'
+load 'test_helper/tables'
 
 setup() {
 	mount_setup
@@ -12,24 +13,6 @@ setup() {
 
 teardown() {
 	mount_teardown
-}
-
-err() {
-	getfattr --absolute-names --only-values -n user.kvfs.error "$1"
-}
-
-row() {
-	printf '%s' "$2" >"$BATS_TEST_TMPDIR/row.json"
-	cp "$BATS_TEST_TMPDIR/row.json" "$MNT/$1.json"
-}
-
-people() {
-	mkdir "$MNT/people"
-	kvfs table create "$STORE" /people --key-depth 1
-	kvfs index create "$STORE" /people by_email email --unique
-	kvfs index create "$STORE" /people by_age age
-	row people/ann '{"email":"ann@x","age":30}'
-	row people/bob '{"email":"bob@x","age":-4.5}'
 }
 
 @test "cat @schema.json shows the schema as kvfs table show does; @ names are not listed" {

@@ -175,3 +175,8 @@ eventually() {
 	done
 	"$@"
 }
+
+# err PATH: the user.kvfs.error of PATH (fails when it has none).
+err() {
+	getfattr --absolute-names --only-values -n user.kvfs.error "$1"
+}
