@@ -364,6 +364,18 @@ static int setattr_mtime(struct fs_ctx *ctx, struct fs_node *node, const struct 
 }
 
 /*
+ * One field a chmod/chown sets: stored only where it differs from the
+ * default, so setting the default back removes it from the node's record.
+ */
+static void attr_choose(struct model_attr *set, unsigned *unset, unsigned bit, bool is_default)
+{
+	if (is_default)
+		*unset |= bit;
+	else
+		set->have |= bit;
+}
+
+/*
  * chmod and chown: kept in the attr space, a value equal to the default
  * (0644/0755, the mounting user) drops the field. The kernel checked who
  * may (default_permissions). A pending file in an array and a view accept
@@ -393,24 +405,16 @@ static int setattr_owner_mode(struct fs_ctx *ctx, struct fs_node *node, const st
 		goto out_end;
 	if (ret == 0 && (to_set & FUSE_SET_ATTR_MODE)) {
 		set.mode = attr->st_mode & 07777;
-		if (set.mode == fs_mode_default(fs_kind_is_dir(n.kind)))
-			unset |= MODEL_ATTR_MODE;
-		else
-			set.have |= MODEL_ATTR_MODE;
+		attr_choose(&set, &unset, MODEL_ATTR_MODE,
+			    set.mode == fs_mode_default(fs_kind_is_dir(n.kind)));
 	}
 	if (ret == 0 && (to_set & FUSE_SET_ATTR_UID)) {
 		set.uid = attr->st_uid;
-		if (set.uid == ctx->uid)
-			unset |= MODEL_ATTR_UID;
-		else
-			set.have |= MODEL_ATTR_UID;
+		attr_choose(&set, &unset, MODEL_ATTR_UID, set.uid == ctx->uid);
 	}
 	if (ret == 0 && (to_set & FUSE_SET_ATTR_GID)) {
 		set.gid = attr->st_gid;
-		if (set.gid == ctx->gid)
-			unset |= MODEL_ATTR_GID;
-		else
-			set.have |= MODEL_ATTR_GID;
+		attr_choose(&set, &unset, MODEL_ATTR_GID, set.gid == ctx->gid);
 	}
 	if (ret == 0)
 		ret = model_set_attr(ctx->model, path, &set, unset, &err);
