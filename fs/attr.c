@@ -85,17 +85,29 @@ static struct fs_file *pending_file_locked(struct fs_ctx *ctx, const struct fs_n
 }
 
 bool fs_stat_pending_locked(struct fs_ctx *ctx, const struct fs_node *node, bool exists,
-			    struct stat *st)
+			    struct stat *st, enum model_kind *kind)
 {
 	struct fs_file *f = pending_file_locked(ctx, node);
+	const struct model_attr *a;
 
 	if (!f)
 		return false;
 	if (!exists) {
-		struct model_node n = { .kind = MODEL_KIND_VIEW, .ino = (uint64_t)(uintptr_t)node };
+		struct model_node n = { .kind = f->pend_leaf ? MODEL_KIND_LEAF : MODEL_KIND_VIEW,
+					.ino = f->pend_leaf ? f->pend_ino :
+					       (uint64_t)(uintptr_t)node };
 
 		fs_stat_fill(ctx, &n, st);
+		if (kind)
+			*kind = n.kind;
 	}
+	a = &f->pend_attr;	/* a created leaf's mode and owner, or a deferred chmod */
+	if (a->have & MODEL_ATTR_MODE)
+		st->st_mode = (st->st_mode & S_IFMT) | (a->mode & 07777);
+	if (a->have & MODEL_ATTR_UID)
+		st->st_uid = a->uid;
+	if (a->have & MODEL_ATTR_GID)
+		st->st_gid = a->gid;
 	st->st_size = (off_t)f->pend_len;
 	st->st_blocks = (blkcnt_t)((f->pend_len + 511) / 512);
 	st->st_mtim = fs_ns_to_ts(f->pend_mtime);
@@ -117,6 +129,7 @@ static int node_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 	uint64_t gen = model_generation(ctx->model), now;
 	struct model_error err = { { 0 } };
 	struct model_node n;
+	enum model_kind pend_kind = MODEL_KIND_VIEW;
 	bool pending, cached;
 	uint32_t nlink;
 	int ret;
@@ -124,7 +137,7 @@ static int node_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 	pthread_mutex_lock(&ctx->lock);
 	if (node->tmp) {
 		fs_tmp_stat_locked(ctx, node, st);
-		fs_stat_pending_locked(ctx, node, true, st);
+		fs_stat_pending_locked(ctx, node, true, st, NULL);
 		pthread_mutex_unlock(&ctx->lock);
 		if (kind)
 			*kind = MODEL_KIND_LEAF;
@@ -154,7 +167,7 @@ static int node_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 			node->nlink = (uint32_t)st->st_nlink;	/* for readdirplus, while gen holds */
 			node->nlink_gen = gen + 1;
 		}
-		pending = fs_stat_pending_locked(ctx, node, ret == 0, st);
+		pending = fs_stat_pending_locked(ctx, node, ret == 0, st, &pend_kind);
 		pthread_mutex_unlock(&ctx->lock);
 		/*
 		 * Absent from the store and no longer pending: a view that a
@@ -172,7 +185,7 @@ static int node_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 		gen = now;
 	}
 	if (pending) {
-		n.kind = ret == 0 ? n.kind : MODEL_KIND_VIEW;
+		n.kind = ret == 0 ? n.kind : pend_kind;
 		ret = 0;
 	}
 	if (ret < 0) {
@@ -335,11 +348,15 @@ static int setattr_mtime(struct fs_ctx *ctx, struct fs_node *node, const struct 
 	struct model_error err = { { 0 } };
 	int64_t ns = (to_set & FUSE_SET_ATTR_MTIME_NOW) ? fs_now_ns() :
 		     (int64_t)attr->st_mtim.tv_sec * 1000000000 + attr->st_mtim.tv_nsec;
+	struct fs_defer d = { .mtime = true, .mtime_ns = ns };
 	struct model_node n;
-	int ret = fs_node_commit_files(ctx, node);
 	char *path;
 	bool tmp;
+	int ret;
 
+	if (fs_writer_defer(ctx, node, &d, &ret))
+		return ret;	/* committed with the content at close */
+	ret = fs_node_commit_files(ctx, node);
 	if (ret < 0)
 		return ret;
 	pthread_mutex_lock(&ctx->lock);
@@ -375,6 +392,27 @@ static void attr_choose(struct model_attr *set, unsigned *unset, unsigned bit, b
 		set->have |= bit;
 }
 
+/* chmod/chown on a leaf open for writing: kept for its commit at close. */
+static bool owner_mode_defer(struct fs_ctx *ctx, struct fs_node *node, const struct stat *attr,
+			     int to_set, int *ret)
+{
+	struct fs_defer d = { 0 };
+
+	if (to_set & FUSE_SET_ATTR_MODE) {
+		d.set.mode = attr->st_mode & 07777;
+		attr_choose(&d.set, &d.unset, MODEL_ATTR_MODE, d.set.mode == fs_mode_default(false));
+	}
+	if (to_set & FUSE_SET_ATTR_UID) {
+		d.set.uid = attr->st_uid;
+		attr_choose(&d.set, &d.unset, MODEL_ATTR_UID, d.set.uid == ctx->uid);
+	}
+	if (to_set & FUSE_SET_ATTR_GID) {
+		d.set.gid = attr->st_gid;
+		attr_choose(&d.set, &d.unset, MODEL_ATTR_GID, d.set.gid == ctx->gid);
+	}
+	return fs_writer_defer(ctx, node, &d, ret);
+}
+
 /*
  * chmod and chown: kept in the attr space, a value equal to the default
  * (0644/0755, the mounting user) drops the field. The kernel checked who
@@ -397,6 +435,8 @@ static int setattr_owner_mode(struct fs_ctx *ctx, struct fs_node *node, const st
 	pthread_mutex_unlock(&ctx->lock);
 	if (tmp)
 		return 0;
+	if (owner_mode_defer(ctx, node, attr, to_set, &ret))
+		return ret;	/* committed with the content at close */
 	ret = fs_write_path(ctx, node, NULL, &path);
 	if (ret < 0)
 		return ret;

@@ -82,11 +82,48 @@ void fs_file_put(struct fs_ctx *ctx, struct fs_file *f)
 		file_free(f);
 }
 
+/*
+ * f->lock held. The mode and owner getattr shows for a leaf writer: a
+ * created leaf's, then the deferred chmod/chown (a dropped field shows the
+ * default).
+ */
+static struct model_attr file_pend_attr(const struct fs_ctx *ctx, const struct fs_file *f)
+{
+	const unsigned fields = MODEL_ATTR_MODE | MODEL_ATTR_UID | MODEL_ATTR_GID;
+	struct model_attr a = { 0 };
+	unsigned set = f->want_set.have & fields;
+
+	if (f->kind != FS_FILE_WRITER)
+		return a;
+	if (f->pending)
+		a = f->new_attr;
+	a.have &= fields;
+	a.have |= f->want_unset | set;
+	if (f->want_unset & MODEL_ATTR_MODE)
+		a.mode = fs_mode_default(false);
+	if (f->want_unset & MODEL_ATTR_UID)
+		a.uid = ctx->uid;
+	if (f->want_unset & MODEL_ATTR_GID)
+		a.gid = ctx->gid;
+	if (set & MODEL_ATTR_MODE)
+		a.mode = f->want_set.mode;
+	if (set & MODEL_ATTR_UID)
+		a.uid = f->want_set.uid;
+	if (set & MODEL_ATTR_GID)
+		a.gid = f->want_set.gid;
+	return a;
+}
+
 void fs_file_publish(struct fs_ctx *ctx, struct fs_file *f)
 {
+	struct model_attr a = file_pend_attr(ctx, f);
+
 	pthread_mutex_lock(&ctx->lock);
 	file_set_pend_locked(f, f->pending || ((f->dirty || f->trunc) && f->kind != FS_FILE_VIEW_APPEND));
 	f->pend_view = f->writable && fs_file_is_view(f) && f->pending;
+	f->pend_leaf = f->kind == FS_FILE_WRITER && f->pending;
+	f->pend_ino = f->ino;
+	f->pend_attr = a;
 	f->pend_len = f->len;
 	f->pend_mtime = f->wmtime_ns;
 	pthread_mutex_unlock(&ctx->lock);
@@ -112,6 +149,22 @@ int fs_file_resize(struct fs_file *f, size_t len)
 		memset(f->buf + f->len, 0, len - f->len);
 	f->len = len;
 	return 0;
+}
+
+/*
+ * f->lock held. A leaf writer's commit: content, type, and what was set on
+ * the descriptor (mtime, mode, owner), creating the leaf when it is
+ * pending, all in one transaction.
+ */
+static int file_commit_leaf(struct fs_ctx *ctx, struct fs_file *f, const char *path,
+			    enum model_type type, struct model_error *err)
+{
+	struct model_file_commit c = { .type = type, .create = f->pending,
+				       .new_attr = f->new_attr, .mtime_set = f->want_mtime,
+				       .mtime_ns = f->wmtime_ns, .set = f->want_set,
+				       .unset = f->want_unset };
+
+	return model_write_file(ctx->model, path, f->len ? f->buf : "", f->len, &c, err);
 }
 
 /*
@@ -152,12 +205,16 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 		}
 		return ret;
 	}
-	ret = model_write(ctx->model, path, f->len ? f->buf : "", f->len, type, flags, &err);
+	if (f->kind == FS_FILE_WRITER)
+		ret = file_commit_leaf(ctx, f, path, type, &err);
+	else
+		ret = model_write(ctx->model, path, f->len ? f->buf : "", f->len, type, flags, &err);
 	if (ret == -EINVAL && type) {
 		/* the type set on the empty leaf does not fit the text: inferred instead */
 		fs_log_model(ctx, ret, &err, path);
 		err.msg[0] = '\0';
-		ret = model_write(ctx->model, path, f->len ? f->buf : "", f->len, 0, flags, &err);
+		ret = f->kind == FS_FILE_WRITER ? file_commit_leaf(ctx, f, path, 0, &err) :
+		      model_write(ctx->model, path, f->len ? f->buf : "", f->len, 0, flags, &err);
 	}
 	fs_write_end(ctx, ret);
 	if (type)
@@ -177,6 +234,9 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 	}
 	fs_trace(ctx, "commit %s (%zu bytes)", path, f->len);
 	f->dirty = f->trunc = false;
+	f->want_mtime = false;
+	memset(&f->want_set, 0, sizeof(f->want_set));
+	f->want_unset = 0;
 	if (f->kind == FS_FILE_VIEW_APPEND)
 		f->len = 0;
 	f->pending = false;
@@ -216,7 +276,7 @@ int fs_node_commit_files(struct fs_ctx *ctx, struct fs_node *node)
 		if (f->trunc)
 			f->dirty = true;
 		r = file_commit_locked(ctx, f);
-		if (f->pending) {	/* a created view never written: nothing to save */
+		if (f->pending && fs_file_is_view(f)) {	/* a created view never written: nothing to save */
 			f->pending = false;
 			fs_file_publish(ctx, f);
 		}
@@ -367,6 +427,142 @@ int fs_view_pending_open(struct fs_ctx *ctx, struct fs_node *node, struct fuse_f
 	return 0;
 }
 
+int fs_leaf_pending_open(struct fs_ctx *ctx, struct fs_node *node, struct fuse_file_info *fi,
+			 const struct model_attr *attr, uint64_t ino, struct fs_file **out)
+{
+	struct fs_file *f = fs_file_new(ctx, node);
+
+	if (!f)
+		return -ENOMEM;
+	pthread_mutex_lock(&ctx->lock);
+	ino = fs_node_st_ino_locked(node, ino);
+	pthread_mutex_unlock(&ctx->lock);
+	pthread_mutex_lock(&f->lock);
+	f->writable = true;
+	f->kind = FS_FILE_WRITER;
+	f->pending = true;
+	f->trunc = true;	/* empty: committed at release when nothing is written */
+	f->new_attr = *attr;
+	f->ino = ino;
+	f->wmtime_ns = fs_now_ns();
+	fs_file_publish(ctx, f);
+	pthread_mutex_unlock(&f->lock);
+	f = writer_publish(ctx, f, fi->flags);
+	fi->keep_cache = 0;
+	fi->fh = (uintptr_t)f;
+	*out = f;
+	return 0;
+}
+
+/* f->lock held. Merges a chmod/chown into what f keeps for its commit. */
+static void defer_owner_mode(struct fs_file *f, const struct fs_defer *d)
+{
+	static const unsigned bits[] = { MODEL_ATTR_MODE, MODEL_ATTR_UID, MODEL_ATTR_GID };
+
+	for (size_t i = 0; i < sizeof(bits) / sizeof(bits[0]); i++) {
+		unsigned b = bits[i];
+
+		if (d->set.have & b) {
+			f->want_set.have |= b;
+			f->want_unset &= ~b;
+		} else if (d->unset & b) {
+			f->want_unset |= b;
+			f->want_set.have &= ~b;
+		}
+	}
+	if (d->set.have & MODEL_ATTR_MODE)
+		f->want_set.mode = d->set.mode;
+	if (d->set.have & MODEL_ATTR_UID)
+		f->want_set.uid = d->set.uid;
+	if (d->set.have & MODEL_ATTR_GID)
+		f->want_set.gid = d->set.gid;
+}
+
+/*
+ * f->lock held. A type for f's next commit: refused now when the text
+ * written so far does not parse as it; on an empty leaf kept as the type
+ * tar sets before writing (inferred instead when the text does not fit).
+ */
+static int defer_type(struct fs_ctx *ctx, struct fs_file *f, const char *name)
+{
+	struct model_error err = { { 0 } };
+	enum model_type type;
+	char *path = NULL;
+
+	if (model_type_parse(name, &type) < 0 ||
+	    (f->len && model_type_check(name, f->buf, f->len) < 0)) {
+		snprintf(err.msg, sizeof(err.msg), "the text is not a valid %s", name);
+		if (fs_node_path(ctx, f->node, NULL, &path) == 0)
+			snprintf(err.msg, sizeof(err.msg), "%s: not a valid %s", path, name);
+		fs_log_model(ctx, -EINVAL, &err, path ? path : name);
+		free(path);
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&ctx->lock);
+	if (!f->node->want_type)
+		fs_node_ref_locked(f->node);	/* as xattr.c's want_type_later */
+	f->node->want_type = type;
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
+bool fs_writer_defer(struct fs_ctx *ctx, struct fs_node *node, const struct fs_defer *d,
+		     int *ret)
+{
+	struct fs_file *f;
+
+	pthread_mutex_lock(&ctx->lock);
+	f = node->wfile;
+	if (f)
+		f->refs++;
+	pthread_mutex_unlock(&ctx->lock);
+	if (!f)
+		return false;
+	pthread_mutex_lock(&f->lock);
+	*ret = d->type ? defer_type(ctx, f, d->type) : 0;
+	if (*ret == 0) {
+		if (d->mtime) {
+			f->want_mtime = true;
+			f->wmtime_ns = d->mtime_ns;
+		}
+		defer_owner_mode(f, d);
+		f->dirty = true;	/* the next flush commits it, content and all */
+		fs_file_publish(ctx, f);
+	}
+	pthread_mutex_unlock(&f->lock);
+	fs_file_put(ctx, f);
+	return true;
+}
+
+bool fs_node_settle(struct fs_ctx *ctx, struct fs_node *node)
+{
+	bool pending;
+
+	pthread_mutex_lock(&ctx->lock);
+	pending = node->wfile && node->wfile->pend_leaf;
+	pthread_mutex_unlock(&ctx->lock);
+	if (pending)
+		fs_node_commit_files(ctx, node);	/* a failure is logged; close reports it */
+	return pending;
+}
+
+void fs_name_settle(struct fs_ctx *ctx, struct fs_node *dir, const char *name)
+{
+	struct fs_node *node;
+
+	pthread_mutex_lock(&ctx->lock);
+	node = fs_node_child_locked(ctx, dir, name, false);
+	if (node)
+		fs_node_ref_locked(node);
+	pthread_mutex_unlock(&ctx->lock);
+	if (!node)
+		return;
+	fs_node_settle(ctx, node);
+	pthread_mutex_lock(&ctx->lock);
+	fs_node_unref_locked(ctx, node);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
 /*
  * `>> NAME.json` appends to an array: refused at open when NAME is an
  * object or a leaf, instead of failing at close (which shells ignore).
@@ -508,6 +704,7 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	fs_trace(ctx, "open %s 0%o", path, (unsigned)fi->flags);
+	fs_node_settle(ctx, node);	/* a created leaf another handle has open: in the store now */
 	pthread_mutex_lock(&ctx->lock);
 	tmp = node->tmp != NULL;
 	pthread_mutex_unlock(&ctx->lock);
@@ -585,6 +782,7 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		f->dirty = true;
 		f->trunc = false;
 		f->wmtime_ns = fs_now_ns();
+		f->want_mtime = false;	/* a write after utimens sets the time again */
 		fs_file_publish(ctx, f);
 	}
 	pthread_mutex_unlock(&f->lock);

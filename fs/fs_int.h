@@ -163,6 +163,11 @@ struct fs_file {
 	bool pend_view;		/* a created view this writer has not committed yet:
 				 * the copy of writable && view && pending that
 				 * view_is_pending reads (ctx->lock; fs_file_publish) */
+	bool pend_leaf;		/* a created leaf not in the store yet: getattr shows
+				 * it as a leaf (ctx->lock; fs_file_publish) */
+	uint64_t pend_ino;	/* its st_ino (ctx->lock) */
+	struct model_attr pend_attr;	/* mode, uid, gid getattr shows for the
+					 * deferred ones (ctx->lock; have: which) */
 	pthread_mutex_t lock;	/* guards every field below */
 	enum fs_file_kind kind;
 	char *buf;		/* writers: the new content; readers: the text */
@@ -173,7 +178,17 @@ struct fs_file {
 	bool trunc;		/* opened with O_TRUNC, not written: commit at release */
 	bool pending;		/* created view, not yet in the store (others see it
 				 * as pend_view, after fs_file_publish) */
-	int64_t wmtime_ns;	/* time of the last change to buf */
+	int64_t wmtime_ns;	/* time of the last change to buf, or the mtime set */
+	/*
+	 * Leaf writers: what the tool set on the descriptor before closing it
+	 * (utimens, chmod, chown), kept for the commit at close, so that
+	 * content, type, mode and mtime of one file land in one commit. A
+	 * created leaf (pending) is not in the store until that commit either.
+	 */
+	bool want_mtime;	/* wmtime_ns was set by utimens: stored as is */
+	struct model_attr want_set;	/* chmod/chown: fields stored */
+	unsigned want_unset;	/* chmod/chown: fields back to the default */
+	struct model_attr new_attr;	/* pending leaf: what create gives it */
 };
 
 /* f->lock held, or the kind is one that never changes. */
@@ -417,9 +432,13 @@ void fs_attr_for_new(fuse_req_t req, struct fs_ctx *ctx, mode_t mode, bool dir,
 void fs_tmp_stat_locked(const struct fs_ctx *ctx, const struct fs_node *node,
 			struct stat *st);
 
-/* ctx->lock held. Overrides st with a pending file's content; false when none. */
+/*
+ * ctx->lock held. Overrides st with a pending file's content (and a
+ * created leaf's or deferred mode and owner); false when none. *kind (may
+ * be NULL) gets what a node absent from the store shows as.
+ */
 bool fs_stat_pending_locked(struct fs_ctx *ctx, const struct fs_node *node, bool exists,
-			    struct stat *st);
+			    struct stat *st, enum model_kind *kind);
 
 double fs_attr_timeout_for(const struct fs_ctx *ctx, bool volatile_);
 
@@ -471,6 +490,40 @@ int fs_file_resize(struct fs_file *f, size_t len);
 int fs_node_commit_files(struct fs_ctx *ctx, struct fs_node *node);
 
 struct fs_file *fs_fi_file(const struct fuse_file_info *fi);
+
+/*
+ * create of a leaf: the leaf is not committed now but at close, with its
+ * content, type, mode and mtime (model_create_check said it may be made;
+ * attr: its mode and owner, ino: its st_ino). The writer is the node's
+ * shared one; *out holds the handle's ref.
+ */
+int fs_leaf_pending_open(struct fs_ctx *ctx, struct fs_node *node, struct fuse_file_info *fi,
+			 const struct model_attr *attr, uint64_t ino, struct fs_file **out);
+
+/* A change a tool makes on an open leaf before closing it (fs_writer_defer). */
+struct fs_defer {
+	bool mtime;
+	int64_t mtime_ns;
+	struct model_attr set;	/* chmod/chown */
+	unsigned unset;
+	const char *type;	/* user.kvfs.type, or NULL */
+};
+/*
+ * Keeps d on the node's open writer for its commit at close (cp -a sets
+ * times, type and mode on its descriptor before closing it): true when
+ * kept, with *ret 0 or a refusal (a type the text does not parse as);
+ * false when node has no open writer (the caller commits d itself).
+ */
+bool fs_writer_defer(struct fs_ctx *ctx, struct fs_node *node, const struct fs_defer *d,
+		     int *ret);
+
+/*
+ * A created leaf called name in dir that is not in the store yet is
+ * committed now (an unlink, rename or open from elsewhere needs it there).
+ */
+void fs_name_settle(struct fs_ctx *ctx, struct fs_node *dir, const char *name);
+/* The same for node; true when it was such a leaf. */
+bool fs_node_settle(struct fs_ctx *ctx, struct fs_node *node);
 
 /*
  * A writer of a view whose node is not in the store yet (created, or opened

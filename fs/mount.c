@@ -553,7 +553,7 @@ static int check_mountpoint(const char *mnt)
 static int open_model(struct fs_ctx *ctx, const struct fs_options *opts)
 {
 	unsigned flags = (opts->create ? MODEL_OPEN_CREATE : 0) |
-			 (opts->read_only ? MODEL_OPEN_READONLY : 0);
+			 (opts->read_only ? MODEL_OPEN_READONLY : MODEL_OPEN_SYNC_ONCE);
 	struct model_error err = { { 0 } };
 	struct stat st;
 	int ret;
@@ -653,10 +653,14 @@ int fs_mount_main(const struct fs_options *opts)
 out_model:
 	fs_files_commit_all(ctx);
 	/* A --create that never served leaves no store behind. */
-	if (served == SERVE_NEVER_MOUNTED)
+	if (served == SERVE_NEVER_MOUNTED) {
 		model_close_discard(ctx->model);
-	else
+	} else {
+		/* the last commit's meta page is not synced by its commit (SYNC_ONCE) */
+		if (!opts->read_only && model_sync(ctx->model) < 0)
+			fs_log(ctx, LOG_ERR, "cannot sync the store at unmount");
 		model_close(ctx->model);
+	}
 out_args:
 	fuse_opt_free_args(&args);
 out_ctx:

@@ -108,6 +108,7 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	struct model_attr a;
 	struct fs_file *f = NULL;
 	bool view = fs_name_is_view(name, strlen(name));
+	uint64_t ino = 0;
 	char *path;
 	int ret = fs_name_check(name);
 
@@ -119,7 +120,14 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 		goto out_reply;
 	fs_trace(ctx, "create %s", path);
 	fs_attr_for_new(req, ctx, mode, false, &a);
-	ret = model_create_as(ctx->model, path, &a, &err);
+	/*
+	 * A leaf is only checked: it is committed at close with its content,
+	 * type, mode and mtime, one commit per file (fs_leaf_pending_open).
+	 */
+	if (view)
+		ret = model_create_as(ctx->model, path, &a, &err);
+	else
+		ret = model_create_check(ctx->model, path, &a, &ino, &err);
 	fs_write_end(ctx, ret);
 	if (ret == -EINVAL && !view) {
 		/* a name that is no index in an array; -EINVAL: dir is no array */
@@ -138,7 +146,7 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 		fs_log_model(ctx, ret, &err, path);
 		goto out_free;
 	}
-	if (view) {
+	if (view || ret == 0) {
 		/* A view is only checked: it exists once its first content is committed. */
 		struct fs_node *node;
 
@@ -149,7 +157,8 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 			ret = -ENOMEM;
 			goto out_free;
 		}
-		ret = fs_view_pending_open(ctx, node, fi, &f);
+		ret = view ? fs_view_pending_open(ctx, node, fi, &f) :
+		      fs_leaf_pending_open(ctx, node, fi, &a, ino, &f);
 		if (ret < 0) {
 			pthread_mutex_lock(&ctx->lock);
 			fs_node_drop_unused_locked(ctx, node);
@@ -191,7 +200,10 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, uns
 	struct model_error err = { { 0 } };
 	struct fs_node *dir, *node;
 	char *path;
-	int ret = name_begin(req, parent, name, what, &dir, &path);
+	int ret;
+
+	fs_name_settle(ctx, fs_node_from_ino(ctx, parent), name);	/* a created leaf, still open */
+	ret = name_begin(req, parent, name, what, &dir, &path);
 
 	if (ret < 0) {
 		fs_reply_err(req, ret);
@@ -261,6 +273,9 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		mflags |= MODEL_RENAME_NOREPLACE;
 	if (flags & RENAME_EXCHANGE)
 		mflags |= MODEL_RENAME_EXCHANGE;
+	/* created leaves still open are committed first: the store moves them */
+	fs_name_settle(ctx, fs_node_from_ino(ctx, parent), name);
+	fs_name_settle(ctx, newdir, newname);
 	ret = ctx->read_only ? -EROFS :
 	      fs_tmp_rename(ctx, fs_node_from_ino(ctx, parent), name, newdir, newname, flags);
 	if (ret != 1) {

@@ -139,7 +139,7 @@ int fs_tmp_create(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
 	pthread_mutex_lock(&ctx->lock);
 	if (ret == 0) {
 		fs_tmp_stat_locked(ctx, node, &e->attr);
-		fs_stat_pending_locked(ctx, node, true, &e->attr);
+		fs_stat_pending_locked(ctx, node, true, &e->attr, NULL);
 		node->nlookup++;
 		e->ino = fs_node_ino(ctx, node);	/* timeouts 0: asked again each time */
 	} else if (made) {

@@ -237,6 +237,15 @@ void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 	}
 	memcpy(type, value, size);
 	type[size] = '\0';
+	{
+		struct fs_defer d = { .type = type };
+
+		/* a leaf open for writing takes its type with its content at close */
+		if (fs_writer_defer(ctx, node, &d, &ret)) {
+			fs_reply_err(req, ret);
+			return;
+		}
+	}
 	ret = fs_node_commit_files(ctx, node);
 	if (ret == 0 && fs_tmp_set_type(ctx, node, type, &ret)) {
 		fs_reply_err(req, ret);

@@ -36,6 +36,7 @@ enum model_open_flags {
 	MODEL_OPEN_CREATE = 1 << 0,
 	MODEL_OPEN_READONLY = 1 << 1,
 	MODEL_OPEN_NOSYNC = 1 << 2,
+	MODEL_OPEN_SYNC_ONCE = 1 << 3,	/* one sync per commit: STORE_OPEN_SYNC_ONCE */
 };
 
 enum model_kind {
@@ -191,6 +192,31 @@ int model_write_at(struct model *m, const char *path, const void *data, size_t l
 		   struct model_error *err);
 /* Creates an empty string leaf (views: checks the name only). -EEXIST if present. */
 int model_create(struct model *m, const char *path, struct model_error *err);
+/*
+ * The commit of one file written through the mount (fs/file.c): its content,
+ * and in the same transaction what the tool set on its open descriptor
+ * before closing it. A leaf only (-EISDIR on a view's path).
+ */
+struct model_file_commit {
+	enum model_type type;	/* 0: keep or infer (model_write's rule) */
+	bool create;		/* the leaf may be new: then it gets new_attr */
+	struct model_attr new_attr;	/* as model_create_as's attr */
+	bool mtime_set;		/* mtime_ns instead of now (utimens) */
+	int64_t mtime_ns;
+	struct model_attr set;	/* as model_set_attr (chmod, chown): set.have, */
+	unsigned unset;		/* and the fields dropped back to the default */
+};
+int model_write_file(struct model *m, const char *path, const void *data, size_t len,
+		     const struct model_file_commit *c, struct model_error *err);
+/*
+ * Whether model_create_as(path, attr) would succeed now, without writing
+ * anything: 0, or its -errno and message. *ino (may be NULL) gets the
+ * st_ino the leaf will have.
+ */
+int model_create_check(struct model *m, const char *path, const struct model_attr *attr,
+		       uint64_t *ino, struct model_error *err);
+/* Whether text (file text, as written) parses as the type named name: 0 or -EINVAL. */
+int model_type_check(const char *name, const void *text, size_t len);
 /* Imports a JSON document at path (one transaction); progress(arg, done, total) may be NULL. */
 typedef void (*model_progress_fn)(void *arg, uint64_t done, uint64_t total);
 int model_import(struct model *m, const char *path, const char *json, size_t len,

@@ -26,6 +26,7 @@ int model_open(const char *dir, unsigned flags, struct model **out, struct model
 	sflags |= (flags & MODEL_OPEN_CREATE) ? STORE_OPEN_CREATE : 0;
 	sflags |= (flags & MODEL_OPEN_READONLY) ? STORE_OPEN_READONLY : 0;
 	sflags |= (flags & MODEL_OPEN_NOSYNC) ? STORE_OPEN_NOSYNC : 0;
+	sflags |= (flags & MODEL_OPEN_SYNC_ONCE) ? STORE_OPEN_SYNC_ONCE : 0;
 	ret = store_open(dir, sflags, &m->st, why, sizeof(why));
 	if (ret < 0) {
 		/* The store's reasons mostly name the directory already. */
@@ -617,6 +618,8 @@ struct node_op {
 	enum model_kind kind;
 	int64_t mtime_ns;
 	const struct model_attr *attr;	/* create, mkdir: the new node's; set_attr */
+	const struct model_file_commit *fc;	/* model_write_file */
+	uint64_t ino;		/* model_create_check's answer */
 	struct model_error *err;
 };
 
@@ -819,6 +822,110 @@ static int mkdir_txn(struct store_txn *txn, void *arg)
 	return ret;
 }
 
+static int create_check_txn(struct store_txn *txn, void *arg)
+{
+	struct node_op *op = arg;
+	struct tree_path p;
+	int ret = create_txn(txn, op);
+
+	if (ret == 0)
+		ret = tree_resolve(txn, op->path, TREE_FOR_CREATE, &p, op->err);
+	if (ret == 0)
+		op->ino = tree_ino(p.key, p.len, p.is_view);
+	return ret;
+}
+
+int model_create_check(struct model *m, const char *path, const struct model_attr *attr,
+		       uint64_t *ino, struct model_error *err)
+{
+	struct node_op op = { .m = m, .path = path, .attr = attr, .err = err };
+	int ret = tree_write_dry(m, path, create_check_txn, &op, err);
+
+	if (ret == 0 && ino)
+		*ino = op.ino;
+	return ret;
+}
+
+int model_type_check(const char *name, const void *text, size_t len)
+{
+	enum model_type type;
+	struct leaf leaf;
+
+	if (model_type_parse(name, &type) < 0)
+		return -EINVAL;
+	return leaf_from_text(text, len, true, NULL, type, 0, &leaf) < 0 ? -EINVAL : 0;
+}
+
+/* chmod and chown on the node at p: set's fields stored, unset's dropped, ctime now. */
+static int attr_chmod_chown(struct store_txn *txn, const struct tree_path *p,
+		      const struct model_attr *set, unsigned unset)
+{
+	struct model_attr a = *set, old;
+	int ret = attr_get(txn, p->key, p->len, &old);
+
+	/* a corrupt record (-EIO) is replaced */
+	if (ret < 0 && ret != -EIO)
+		return ret;
+	if (ret < 0)
+		old.have = 0;
+	old.have &= ~unset;
+	ret = attr_put(txn, p->key, p->len, &old);
+	if (ret < 0)
+		return ret;
+	a.have &= MODEL_ATTR_MODE | MODEL_ATTR_UID | MODEL_ATTR_GID;
+	a.have |= MODEL_ATTR_CTIME;
+	a.ctime_ns = tree_now_ns();
+	return attr_merge(txn, p->key, p->len, &a);
+}
+
+static int write_file_txn(struct store_txn *txn, void *arg)
+{
+	struct node_op *op = arg;
+	const struct model_file_commit *c = op->fc;
+	struct tree_path p;
+	struct tree_node before;
+	int ret;
+
+	tree_clear(op->err);
+	ret = tree_resolve(txn, op->path, c->create ? TREE_FOR_CREATE : 0, &p, op->err);
+	if (ret < 0)
+		return ret;
+	if (p.is_view || p.len == 0)
+		return tree_fail(op->err, -EISDIR, "%s: not a leaf", op->path);
+	ret = tree_lookup(txn, p.key, p.len, &before);
+	if (ret < 0)
+		return tree_fail(op->err, ret, "%s: %s", op->path, strerror(-ret));
+	ret = write_leaf(txn, op, &p);
+	if (ret < 0)
+		return ret;
+	/* a new leaf: the attributes it was created with (as create_txn) */
+	if (!before.exists)
+		ret = new_node_attrs(txn, op, &p, tree_now_ns());
+	if (ret == 0 && (c->set.have || c->unset))
+		ret = attr_chmod_chown(txn, &p, &c->set, c->unset);
+	else if (ret == 0 && c->mtime_set) {
+		struct model_attr a = { .have = MODEL_ATTR_CTIME, .ctime_ns = tree_now_ns() };
+
+		ret = attr_merge(txn, p.key, p.len, &a);	/* utimens sets ctime */
+	}
+	if (ret < 0)
+		return tree_fail(op->err, ret, "%s: %s", op->path, strerror(-ret));
+	return 0;
+}
+
+int model_write_file(struct model *m, const char *path, const void *data, size_t len,
+		     const struct model_file_commit *c, struct model_error *err)
+{
+	struct node_op op = { .m = m, .path = path, .data = data, .len = len, .type = c->type,
+			      .flags = MODEL_WRITE_TEXT |
+				       (c->create ? 0 : MODEL_WRITE_NO_CREATE) |
+				       (c->mtime_set ? NODE_WRITE_AT : 0),
+			      .mtime_ns = c->mtime_ns, .attr = &c->new_attr, .fc = c,
+			      .err = err };
+
+	return tree_write(m, path, write_file_txn, &op, err);
+}
+
 int model_mkdir(struct model *m, const char *path, enum model_kind kind, struct model_error *err)
 {
 	return model_mkdir_as(m, path, kind, NULL, err);
@@ -936,7 +1043,6 @@ int model_set_mtime(struct model *m, const char *path, int64_t mtime_ns, struct 
 static int set_attr_txn(struct store_txn *txn, void *arg)
 {
 	struct node_op *op = arg;
-	struct model_attr a = *op->attr, old;
 	struct tree_path p;
 	struct tree_node n;
 	int ret;
@@ -948,19 +1054,7 @@ static int set_attr_txn(struct store_txn *txn, void *arg)
 	if (p.is_view)
 		return tree_fail(op->err, -EPERM, "%s: a view has no mode or owner of its own",
 				 op->path);
-	/* a corrupt record (-EIO) is replaced */
-
-	ret = attr_get(txn, p.key, p.len, &old);
-	if (ret < 0 && ret != -EIO)
-		return ret;
-	old.have &= ~op->flags;
-	ret = attr_put(txn, p.key, p.len, &old);
-	if (ret < 0)
-		return ret;
-	a.have &= MODEL_ATTR_MODE | MODEL_ATTR_UID | MODEL_ATTR_GID;
-	a.have |= MODEL_ATTR_CTIME;
-	a.ctime_ns = tree_now_ns();
-	return attr_merge(txn, p.key, p.len, &a);
+	return attr_chmod_chown(txn, &p, op->attr, op->flags);
 }
 
 int model_set_attr(struct model *m, const char *path, const struct model_attr *set,

@@ -72,6 +72,32 @@ int tree_write(struct model *m, const char *what, store_write_fn fn, void *arg,
 	return ret;
 }
 
+/* A dry run: everything a commit would check, then an abort (TREE_DRY_OK). */
+#define TREE_DRY_OK 1
+static int tree_dry_txn(struct store_txn *txn, void *arg)
+{
+	int ret = tree_write_txn(txn, arg);
+
+	return ret == 0 ? TREE_DRY_OK : ret;
+}
+
+int tree_write_dry(struct model *m, const char *what, store_write_fn fn, void *arg,
+		   struct model_error *err)
+{
+	struct tree_write_op op = { fn, arg, err };
+	int ret;
+
+	tree_clear(err);
+	if (m->readonly)
+		return tree_fail(err, -EROFS, "%s: the store is read-only", what);
+	ret = store_write(m->st, tree_dry_txn, &op);
+	if (ret == TREE_DRY_OK)
+		return 0;
+	if (ret < 0 && err && !err->msg[0])
+		tree_fail(err, ret, "%s: %s", what, strerror(-ret));
+	return ret;
+}
+
 int64_t tree_now_ns(void)
 {
 	struct timespec ts;

@@ -688,6 +688,8 @@ static int env_open(struct store *st, const char *dir, unsigned flags, char *why
 		envflags |= MDB_RDONLY;
 	if (flags & STORE_OPEN_NOSYNC)
 		envflags |= MDB_NOSYNC;
+	if (flags & STORE_OPEN_SYNC_ONCE)
+		envflags |= MDB_NOMETASYNC;
 	rc = mdb_env_create(&st->env);
 	if (rc == 0)
 		rc = mdb_env_set_maxdbs(st->env, 8);

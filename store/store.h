@@ -31,6 +31,13 @@ enum store_open_flags {
 	STORE_OPEN_CREATE = 1 << 0,	/* create the store if missing (the directory must be empty) */
 	STORE_OPEN_READONLY = 1 << 1,
 	STORE_OPEN_NOSYNC = 1 << 2,	/* commits not fsynced; store_sync() makes them durable */
+	/*
+	 * One sync per commit (LMDB's MDB_NOMETASYNC): a commit's pages are
+	 * synced before its meta page is written, and that write is made
+	 * durable by the next commit or store_sync(). Integrity is kept; a
+	 * crash of the machine (not of the process) may lose the last commit.
+	 */
+	STORE_OPEN_SYNC_ONCE = 1 << 3,
 };
 
 struct store;
