@@ -21,7 +21,10 @@
  *   1. f->lock          one open file (struct fs_file): its buffer and state.
  *                       Held across model calls (a commit, a snapshot).
  *   2. ctx->gen_lock    the write section, fs_write_begin .. fs_write_end:
- *                       held across one model call that may commit.
+ *                       held across one model call that may commit; shared
+ *                       by calls that keep every name where it is (so their
+ *                       commits can share one sync: the store's group
+ *                       commit), exclusive for renames and unlinks.
  *   3. ctx->lock        the node table and every node's fields, ctx->files
  *                       and each file's list links, refs and pend fields.
  *                       No model call is made while holding it (the model
@@ -265,18 +268,13 @@ struct fs_ctx {
 	pthread_t inval_thread;	/* written before the thread runs, joined after stop */
 
 	/*
-	 * Noticing commits by other processes (the offline CLI; invalidate.c).
-	 * The store's generation is its last transaction id. Our own writes
-	 * run between fs_write_begin and fs_write_end, one at a time (the
-	 * store serializes writers anyway): a generation that moves by more
-	 * than our one commit, or moves while we are not writing, was moved by
-	 * someone else. The watcher thread polls every FS_WATCH_MS and then
-	 * invalidates what the kernel caches, so that long entry and attribute
-	 * timeouts stay honest.
+	 * Noticing commits by other processes (the offline CLI; invalidate.c):
+	 * the store accounts for our own commits as it makes them and tells
+	 * whether anyone else committed (model_changed_elsewhere). The watcher
+	 * thread polls every FS_WATCH_MS and then invalidates what the kernel
+	 * caches, so that long entry and attribute timeouts stay honest.
 	 */
-	pthread_mutex_t gen_lock;	/* the write section; gen_known, gen_foreign */
-	uint64_t gen_known;	/* the generation accounted for */
-	bool gen_foreign;	/* someone else committed since the last poll */
+	pthread_rwlock_t gen_lock;	/* the write section (rank 2 above) */
 	pthread_mutex_t watch_lock;	/* watch_stop, watch_started */
 	pthread_cond_t watch_cond;
 	bool watch_stop, watch_started;
@@ -324,9 +322,14 @@ void fs_inval_foreign(struct fs_ctx *ctx);
 int fs_inval_start(struct fs_ctx *ctx);
 void fs_inval_stop(struct fs_ctx *ctx);
 
-/* ---- noticing other processes' commits (invalidate.c) ---- */
-/* Around every model call that may commit: serializes our writes and accounts for them. */
+/* ---- the write section (invalidate.c) ---- */
+/*
+ * Around every model call that may commit. Shared: calls that keep every
+ * name where it is run together (their commits share a sync); _excl: a
+ * rename or unlink, which moves the node table before it ends.
+ */
 void fs_write_begin(struct fs_ctx *ctx);
+void fs_write_begin_excl(struct fs_ctx *ctx);
 void fs_write_end(struct fs_ctx *ctx, int ret);
 /*
  * fs_write_begin, then fs_node_path: a path taken inside the write section
@@ -334,6 +337,7 @@ void fs_write_end(struct fs_ctx *ctx, int ret);
  * table before they end theirs. On failure the section is ended already.
  */
 int fs_write_path(struct fs_ctx *ctx, struct fs_node *node, const char *name, char **out);
+int fs_write_path_excl(struct fs_ctx *ctx, struct fs_node *node, const char *name, char **out);
 int fs_watch_start(struct fs_ctx *ctx);
 void fs_watch_stop(struct fs_ctx *ctx);
 

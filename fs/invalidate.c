@@ -257,50 +257,43 @@ void fs_inval_stop(struct fs_ctx *ctx)
 
 void fs_write_begin(struct fs_ctx *ctx)
 {
-	uint64_t gen;
+	pthread_rwlock_rdlock(&ctx->gen_lock);
+}
 
-	pthread_mutex_lock(&ctx->gen_lock);
-	gen = model_generation(ctx->model);
-	if (gen != ctx->gen_known)
-		ctx->gen_foreign = true;
-	ctx->gen_known = gen;
+void fs_write_begin_excl(struct fs_ctx *ctx)
+{
+	pthread_rwlock_wrlock(&ctx->gen_lock);
 }
 
 void fs_write_end(struct fs_ctx *ctx, int ret)
 {
-	uint64_t gen = model_generation(ctx->model);
-
-	/* A call commits at most one transaction, and none when it fails. */
-	if (gen - ctx->gen_known > (ret < 0 ? 0u : 1u))
-		ctx->gen_foreign = true;
-	ctx->gen_known = gen;
-	pthread_mutex_unlock(&ctx->gen_lock);
+	(void)ret;
+	pthread_rwlock_unlock(&ctx->gen_lock);
 }
 
-int fs_write_path(struct fs_ctx *ctx, struct fs_node *node, const char *name, char **out)
+static int write_path(struct fs_ctx *ctx, struct fs_node *node, const char *name, char **out,
+		      bool excl)
 {
 	int ret;
 
-	fs_write_begin(ctx);
+	if (excl)
+		fs_write_begin_excl(ctx);
+	else
+		fs_write_begin(ctx);
 	ret = fs_node_path(ctx, node, name, out);
 	if (ret < 0)
 		fs_write_end(ctx, ret);
 	return ret;
 }
 
-/* true once per change of the store by another process. */
-static bool store_changed_elsewhere(struct fs_ctx *ctx)
+int fs_write_path(struct fs_ctx *ctx, struct fs_node *node, const char *name, char **out)
 {
-	uint64_t gen;
-	bool changed;
+	return write_path(ctx, node, name, out, false);
+}
 
-	pthread_mutex_lock(&ctx->gen_lock);
-	gen = model_generation(ctx->model);
-	changed = ctx->gen_foreign || gen != ctx->gen_known;
-	ctx->gen_known = gen;
-	ctx->gen_foreign = false;
-	pthread_mutex_unlock(&ctx->gen_lock);
-	return changed;
+int fs_write_path_excl(struct fs_ctx *ctx, struct fs_node *node, const char *name, char **out)
+{
+	return write_path(ctx, node, name, out, true);
 }
 
 /*
@@ -341,7 +334,7 @@ static void *watch_main(void *arg)
 		pthread_mutex_unlock(&ctx->watch_lock);
 		if (++ticks % FS_READERS_CHECK_TICKS == 0)
 			readers_check(ctx);
-		if (store_changed_elsewhere(ctx)) {
+		if (model_changed_elsewhere(ctx->model)) {
 			fs_trace(ctx, "the store changed elsewhere: invalidating");
 			fs_inval_foreign(ctx);
 		}
@@ -355,9 +348,7 @@ int fs_watch_start(struct fs_ctx *ctx)
 {
 	int ret;
 
-	pthread_mutex_lock(&ctx->gen_lock);
-	ctx->gen_known = model_generation(ctx->model);
-	pthread_mutex_unlock(&ctx->gen_lock);
+	model_changed_elsewhere(ctx->model);	/* what came before the mount is no news */
 	pthread_mutex_lock(&ctx->watch_lock);
 	ret = pthread_create(&ctx->watch_thread, NULL, watch_main, ctx);
 	ctx->watch_started = ret == 0;

@@ -397,7 +397,15 @@ static struct fs_ctx *ctx_new(const struct fs_options *opts)
 	pthread_mutex_init(&ctx->lock, NULL);
 	pthread_mutex_init(&ctx->inval_lock, NULL);
 	pthread_cond_init(&ctx->inval_cond, NULL);
-	pthread_mutex_init(&ctx->gen_lock, NULL);
+	{
+		pthread_rwlockattr_t ra;
+
+		/* renames and unlinks (exclusive) are not starved by streams of commits */
+		pthread_rwlockattr_init(&ra);
+		pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+		pthread_rwlock_init(&ctx->gen_lock, &ra);
+		pthread_rwlockattr_destroy(&ra);
+	}
 	pthread_mutex_init(&ctx->watch_lock, NULL);
 	return ctx;
 }
@@ -408,7 +416,7 @@ static void ctx_free(struct fs_ctx *ctx)
 	pthread_mutex_destroy(&ctx->lock);
 	pthread_mutex_destroy(&ctx->inval_lock);
 	pthread_cond_destroy(&ctx->inval_cond);
-	pthread_mutex_destroy(&ctx->gen_lock);
+	pthread_rwlock_destroy(&ctx->gen_lock);
 	pthread_mutex_destroy(&ctx->watch_lock);
 	pthread_cond_destroy(&ctx->watch_cond);
 	pthread_mutex_destroy(&ctx->err_lock);

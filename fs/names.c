@@ -14,10 +14,10 @@
 
 /*
  * Starts an operation that changes name in the directory parent: on success
- * the write section is open (fs_write_path) and the caller ends it.
+ * the write section is open (fs_write_path, or _excl) and the caller ends it.
  */
-static int name_begin(fuse_req_t req, fuse_ino_t parent, const char *name, const char *what,
-		      struct fs_node **dir, char **path)
+static int name_begin_as(fuse_req_t req, fuse_ino_t parent, const char *name, const char *what,
+			 bool excl, struct fs_node **dir, char **path)
 {
 	struct fs_ctx *ctx = fs_req_ctx(req);
 	int ret;
@@ -28,11 +28,20 @@ static int name_begin(fuse_req_t req, fuse_ino_t parent, const char *name, const
 		return ret;
 	if (ctx->read_only)
 		return -EROFS;
-	ret = fs_write_path(ctx, *dir, name, path);
+	ret = excl ? fs_write_path_excl(ctx, *dir, name, path) : fs_write_path(ctx, *dir, name, path);
 	if (ret < 0)
 		return ret;
 	fs_trace(ctx, "%s %s", what, *path);
 	return 0;
+}
+
+static int name_begin(fuse_req_t req, fuse_ino_t parent, const char *name, const char *what,
+		      struct fs_node **dir, char **path)
+{
+	/* removals and renames move the node table: exclusive */
+	bool excl = strcmp(what, "mkdir") != 0 && strcmp(what, "mknod") != 0;
+
+	return name_begin_as(req, parent, name, what, excl, dir, path);
 }
 
 /*

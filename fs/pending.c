@@ -216,7 +216,7 @@ static int tmp_commit(struct fs_ctx *ctx, struct fs_node *node, struct fs_node *
 	pthread_mutex_unlock(&ctx->lock);
 	if (!copy)
 		return -ENOMEM;
-	ret = fs_write_path(ctx, newdir, newname, &to);
+	ret = fs_write_path_excl(ctx, newdir, newname, &to);
 	if (ret < 0)
 		goto out_free;
 	if ((flags & RENAME_NOREPLACE) && model_stat(ctx->model, to, 0, &n, NULL) == 0)

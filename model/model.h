@@ -122,6 +122,8 @@ int model_readers_check(struct model *m, unsigned *cleared);
 int model_info(struct model *m, struct model_info *out);
 /* Cheap: changes whenever any process commits to the store. */
 uint64_t model_generation(struct model *m);
+/* Whether another process committed since the last call or the open (store_changed_elsewhere). */
+bool model_changed_elsewhere(struct model *m);
 int model_sync(struct model *m);
 /* Compacting hot copy of the whole store into the empty directory dir. */
 int model_backup(struct model *m, const char *dir, struct model_error *err);

@@ -111,6 +111,11 @@ uint64_t model_generation(struct model *m)
 	return store_info(m->st, &info) < 0 ? 0 : info.last_txn_id;
 }
 
+bool model_changed_elsewhere(struct model *m)
+{
+	return store_changed_elsewhere(m->st);
+}
+
 int model_sync(struct model *m)
 {
 	return store_sync(m->st);

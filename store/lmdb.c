@@ -63,7 +63,13 @@ struct store {
 	/* Record format: set at open; only ever raised to STORE_FORMAT_VERSION
 	 * once a snapshot shows the store upgraded (store_txn_format). */
 	_Atomic unsigned format;
-	pthread_mutex_t write_mutex;	/* one writer of this process at a time */
+	pthread_mutex_t write_mutex;	/* one writer of this process at a time; seen_txnid, foreign */
+	uint64_t seen_txnid;		/* the last commit accounted for (ours or noticed) */
+	bool foreign;			/* another process committed since store_changed_elsewhere */
+	pthread_mutex_t q_mutex;	/* the group commit's queue: the three fields below */
+	pthread_cond_t q_cond;
+	struct store_req *q_head, *q_tail;
+	bool q_leader;			/* a writer is committing a batch */
 	pthread_mutex_t gate_mutex;	/* guards the two fields below */
 	pthread_cond_t gate_cond;
 	unsigned active_txns;		/* transactions open in this process */
@@ -727,11 +733,15 @@ static struct store *store_alloc(const char *dir, unsigned flags)
 	pthread_mutex_init(&st->write_mutex, NULL);
 	pthread_mutex_init(&st->gate_mutex, NULL);
 	pthread_cond_init(&st->gate_cond, NULL);
+	pthread_mutex_init(&st->q_mutex, NULL);
+	pthread_cond_init(&st->q_cond, NULL);
 	return st;
 }
 
 static void store_free(struct store *st)
 {
+	pthread_cond_destroy(&st->q_cond);
+	pthread_mutex_destroy(&st->q_mutex);
 	pthread_cond_destroy(&st->gate_cond);
 	pthread_mutex_destroy(&st->gate_mutex);
 	pthread_mutex_destroy(&st->write_mutex);
@@ -769,6 +779,12 @@ int store_open(const char *dir, unsigned flags, struct store **out, char *why, s
 	rc = open_spaces(st, dir, why, why_len);
 	if (rc)
 		goto out_close_env;
+	{
+		MDB_envinfo info;
+
+		if (mdb_env_info(st->env, &info) == 0)
+			st->seen_txnid = info.me_last_txnid;	/* what came before is no news */
+	}
 	*out = st;
 	return 0;
 
@@ -1037,53 +1053,182 @@ int store_set_format(struct store_txn *txn, unsigned version)
 }
 
 /*
- * One attempt: begin, run fn, commit. *retry is set when the map was full
- * (the transaction is then gone and the caller grows the map).
+ * Group commit. Writers of this process queue their operations; the first
+ * one to find no batch running becomes the leader: it takes every queued
+ * operation and runs them in one LMDB transaction, each in a nested
+ * transaction of its own (so that a refusal undoes only its own changes),
+ * and commits them together: one sync for all. Writers that arrive while
+ * it commits queue up for the next batch. Each gets its own result.
  */
-static int write_attempt(struct store *st, store_write_fn fn, void *arg, bool *retry)
+struct store_req {
+	store_write_fn fn;
+	void *arg;
+	int rc;
+	bool done;		/* q_mutex */
+	struct store_req *next;	/* q_mutex */
+};
+
+static void batch_fail(struct store_req *batch, int rc, bool only_ok)
+{
+	for (struct store_req *r = batch; r; r = r->next)
+		if (!only_ok || r->rc == 0)
+			r->rc = rc;
+}
+
+/* write_mutex held. Our commit txnid: anything between it and the last one seen is foreign. */
+static void note_own_commit(struct store *st, uint64_t txnid)
+{
+	if (txnid - 1 > st->seen_txnid)
+		st->foreign = true;
+	st->seen_txnid = txnid;
+}
+
+/* One request of a batch of several, in a nested transaction of t. 0, or <0: fail the batch. */
+static int batch_run_nested(struct store_txn *t, struct store_req *r, bool *map_full)
+{
+	struct store_txn c = { .st = t->st, .write = true, .format = t->format };
+	int rc = mdb_txn_begin(t->st->env, t->txn, 0, &c.txn);
+
+	if (rc)
+		return store_err(rc);
+	r->rc = r->fn(&c, r->arg);
+	if (c.map_full || r->rc) {
+		mdb_txn_abort(c.txn);
+		*map_full = c.map_full;
+		return 0;
+	}
+	rc = mdb_txn_commit(c.txn);	/* into t */
+	if (rc == MDB_MAP_FULL)
+		*map_full = true;
+	else if (rc)
+		return commit_err(t->st, rc);
+	t->format = c.format;
+	return 0;
+}
+
+/*
+ * write_mutex held. One attempt at a batch: begin, run each request,
+ * commit. *retry is set when the map was full (the transaction is then gone
+ * and the caller grows the map). Sets every request's rc.
+ */
+static void batch_attempt(struct store *st, struct store_req *batch, bool *retry)
 {
 	struct store_txn t = { .st = st, .write = true };
+	bool map_full = false;
+	unsigned ok = 0;
+	uint64_t txnid;
 	int rc;
 
 	*retry = false;
 	t.format = snapshot_format(st);
 	rc = txn_begin(st, 0, &t.txn);
-	if (rc)
-		return rc;
-	rc = fn(&t, arg);
-	if (t.map_full || rc) {
-		*retry = t.map_full;
+	if (rc) {
+		batch_fail(batch, rc, false);
+		return;
+	}
+	for (struct store_req *r = batch; r && !map_full; r = r->next) {
+		if (!batch->next) {	/* alone: in t itself, as without batching */
+			r->rc = r->fn(&t, r->arg);
+			map_full = t.map_full;
+		} else {
+			rc = batch_run_nested(&t, r, &map_full);
+			if (rc) {
+				batch_fail(batch, rc, false);
+				goto out_abort_txn;
+			}
+		}
+		ok += r->rc == 0;
+	}
+	if (map_full) {
+		*retry = true;
 		goto out_abort_txn;
 	}
+	if (!ok)
+		goto out_abort_txn;	/* nothing to commit: refusals only */
+	txnid = mdb_txn_id(t.txn);
 	rc = mdb_txn_commit(t.txn);	/* frees the transaction even on failure */
 	gate_leave(st, false);
 	*retry = rc == MDB_MAP_FULL;
-	return commit_err(st, rc);
+	if (rc)
+		batch_fail(batch, commit_err(st, rc), true);
+	else
+		note_own_commit(st, txnid);
+	return;
 
 out_abort_txn:
 	mdb_txn_abort(t.txn);
 	gate_leave(st, false);
-	return rc;
 }
 
-int store_write(struct store *st, store_write_fn fn, void *arg)
+static void batch_run(struct store *st, struct store_req *batch)
 {
 	bool retry;
 	int rc;
 
-	if (st->readonly)
-		return -EROFS;
 	pthread_mutex_lock(&st->write_mutex);
 	for (;;) {
-		rc = write_attempt(st, fn, arg, &retry);
+		batch_attempt(st, batch, &retry);
 		if (!retry)
 			break;
 		rc = grow_mapsize(st);
-		if (rc)
+		if (rc) {
+			batch_fail(batch, rc, false);
 			break;
+		}
 	}
 	pthread_mutex_unlock(&st->write_mutex);
-	return rc;
+}
+
+int store_write(struct store *st, store_write_fn fn, void *arg)
+{
+	struct store_req req = { .fn = fn, .arg = arg };
+	struct store_req *batch, *r, *next;
+
+	if (st->readonly)
+		return -EROFS;
+	pthread_mutex_lock(&st->q_mutex);
+	if (st->q_tail)
+		st->q_tail->next = &req;
+	else
+		st->q_head = &req;
+	st->q_tail = &req;
+	while (!req.done) {
+		if (st->q_leader) {
+			pthread_cond_wait(&st->q_cond, &st->q_mutex);
+			continue;
+		}
+		st->q_leader = true;
+		batch = st->q_head;
+		st->q_head = st->q_tail = NULL;
+		pthread_mutex_unlock(&st->q_mutex);
+		batch_run(st, batch);
+		pthread_mutex_lock(&st->q_mutex);
+		for (r = batch; r; r = next) {
+			next = r->next;
+			r->done = true;	/* its writer may return (and free r) once we unlock */
+		}
+		st->q_leader = false;
+		pthread_cond_broadcast(&st->q_cond);
+	}
+	pthread_mutex_unlock(&st->q_mutex);
+	return req.rc;
+}
+
+bool store_changed_elsewhere(struct store *st)
+{
+	MDB_envinfo info;
+	bool changed;
+
+	/* under write_mutex: no commit of ours is half accounted for */
+	pthread_mutex_lock(&st->write_mutex);
+	if (mdb_env_info(st->env, &info) == 0 && info.me_last_txnid > st->seen_txnid) {
+		st->foreign = true;
+		st->seen_txnid = info.me_last_txnid;
+	}
+	changed = st->foreign;
+	st->foreign = false;
+	pthread_mutex_unlock(&st->write_mutex);
+	return changed;
 }
 
 /* ---- point operations ---- */

@@ -142,6 +142,17 @@ int store_set_format(struct store_txn *txn, unsigned version);
  */
 typedef int (*store_write_fn)(struct store_txn *txn, void *arg);
 int store_write(struct store *st, store_write_fn fn, void *arg);
+/*
+ * Group commit: writes from several threads that arrive together share one
+ * LMDB transaction (each fn in a nested transaction of its own, so a refusal
+ * undoes only its own changes) and so one sync; each caller gets its own
+ * fn's result. The store's generation then moves once for all of them.
+ *
+ * Whether another process committed since the last call (or the open): our
+ * own commits are accounted for as they happen. Takes the write lock
+ * briefly: not for hot paths.
+ */
+bool store_changed_elsewhere(struct store *st);
 
 /*
  * A space a format-2 store does not have yet (SCHEMA, INDEX) is created at a
