@@ -258,6 +258,17 @@ void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 		return;
 	}
 	fs_trace(ctx, "set type %s %s", path, type);
+	{
+		char now[64];
+
+		/* the type it has already (rsync -X sets every file's): no commit */
+		if (model_get_type(ctx->model, path, now, sizeof(now), NULL) == 0 &&
+		    strcmp(now, type) == 0) {
+			fs_want_type_clear(ctx, node);
+			type_change_end(req, ctx, ino, node, path, 0, &err);
+			return;
+		}
+	}
 	ret = model_set_type(ctx->model, path, type, &err);
 	if (ret == 0)
 		fs_want_type_clear(ctx, node);	/* applied now: nothing kept for later */
