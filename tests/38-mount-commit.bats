@@ -1,0 +1,206 @@
+#!/usr/bin/env bats
+# tests/38-mount-commit.bats - the commit model: one commit per file however
+# the tool orders its calls (create, write, utimens, setxattr, chmod, close),
+# commits counted by the store's generation; a created leaf is in the store
+# only once it is closed; refusals at close; group commit of parallel writers.
+
+load 'test_helper/common'
+
+setup() {
+	mount_setup
+}
+
+teardown() {
+	mount_teardown
+}
+
+# The store's generation: it moves by one per commit, by any process.
+gen() {
+	kvfs info "$STORE" | awk '/^generation:/ { print $2 }'
+}
+
+@test "cp -a of typed leaves: one commit per file, with content, type, mode and mtime together" {
+	src=$BATS_TEST_TMPDIR/src
+	mkdir -p "$src"
+	for i in $(seq 20); do
+		printf '%d\n' "$i" >"$src/k$i"
+		setfattr -n user.kvfs.type -v integer "$src/k$i"
+		touch -d '2001-02-03 04:05:06' "$src/k$i"
+	done
+	chmod 600 "$src/k1"
+	mkdir "$MNT/d"
+	g0=$(gen)
+	cp -a "$src"/k* "$MNT/d/"
+	g1=$(gen)
+	[ "$((g1 - g0))" -eq 20 ]
+	# each landed whole: another process (the CLI) sees it typed, right after cp
+	run -0 kvfs export --compact "$STORE" /d
+	assert_output --partial '"k5":5'
+	assert_output --partial '"k20":20'
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/d/k7"
+	assert_output integer
+	run -0 stat -c '%Y %a' "$MNT/d/k1" "$MNT/d/k2"
+	assert_line "$(stat -c %Y "$src/k1") 600"
+	assert_line "$(stat -c %Y "$src/k2") 644"
+}
+
+@test "cp of documents and echo > leaf: one commit per file" {
+	docs=$BATS_TEST_TMPDIR/docs
+	mkdir -p "$docs"
+	for i in $(seq 12); do
+		printf '{"id":%d,"tags":["a","b"],"n":{"x":%d}}\n' "$i" "$i" >"$docs/doc$i.json"
+	done
+	g0=$(gen)
+	cp "$docs"/*.json "$MNT/"
+	g1=$(gen)
+	[ "$((g1 - g0))" -eq 12 ]
+	run -0 cat "$MNT/doc7/n/x"
+	assert_output 7
+	mkdir "$MNT/e"
+	g1=$(gen)
+	for i in $(seq 15); do echo "v$i" >"$MNT/e/k$i"; done
+	g2=$(gen)
+	[ "$((g2 - g1))" -eq 15 ]
+	run -0 kvfs get "$STORE" /e/k15
+	assert_output v15
+}
+
+@test "a created leaf is seen through the mount before its close, in the store only after it" {
+	# the other process starts before the file is opened: a fork would
+	# duplicate the descriptor, and its close at exec flushes (commits) it
+	run -0 python3 - "$MNT" "$KVFS_BIN" "$STORE" <<'PY'
+import os, subprocess, sys
+mnt, kvfs, store = sys.argv[1:]
+ls = subprocess.Popen(["sh", "-c", 'read go; "$0" ls "$1" /', kvfs, store],
+                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+p = os.path.join(mnt, "new")
+fd = os.open(p, os.O_CREAT | os.O_WRONLY, 0o640)
+os.write(fd, b"42\n")
+st = os.stat(p)
+assert st.st_size == 3 and (st.st_mode & 0o777) == 0o640, st
+listed = ls.communicate("go\n")[0]
+assert "new" not in listed, listed
+os.close(fd)
+out = subprocess.run([kvfs, "get", store, "/new"], capture_output=True, text=True)
+assert out.stdout == "42\n", out
+print("ok")
+PY
+	assert_output ok
+	run -0 stat -c %a "$MNT/new"
+	assert_output 640
+	# an empty created file is committed at close too
+	: >"$MNT/empty"
+	run -0 kvfs get "$STORE" /empty
+	assert_output ''
+}
+
+@test "a type that the text written does not parse as is refused at once; close reports a refused commit" {
+	run -0 python3 - "$MNT" <<'PY'
+import errno, os, sys
+mnt = sys.argv[1]
+fd = os.open(os.path.join(mnt, "t"), os.O_CREAT | os.O_WRONLY, 0o644)
+os.write(fd, b"abc\n")
+try:
+    os.setxattr(fd, "user.kvfs.type", b"integer")
+    print("accepted")
+except OSError as e:
+    print("refused", errno.errorcode[e.errno])
+os.setxattr(fd, "user.kvfs.type", b"string")
+os.close(fd)
+print(open(os.path.join(mnt, "t")).read(), end="")
+PY
+	assert_line 'refused EINVAL'
+	assert_line abc
+	# a refusal found by the commit itself (a unique index) comes back from close
+	mkdir -p "$MNT/users/ann" "$MNT/users/bob"
+	run -0 kvfs table create "$STORE" /users --key-depth 1
+	run -0 kvfs table column "$STORE" /users name string
+	run -0 kvfs index create "$STORE" /users by_name name --unique
+	echo ann >"$MNT/users/ann/name"
+	run -0 python3 - "$MNT/users/bob/name" <<'PY'
+import errno, os, sys
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY, 0o644)
+os.write(fd, b"ann\n")
+try:
+    os.close(fd)
+    print("closed")
+except OSError as e:
+    print("close failed", errno.errorcode[e.errno])
+PY
+	assert_output --regexp '^close failed E'
+	run -0 kvfs export --compact "$STORE" /users
+	assert_output '{"ann":{"name":"ann"},"bob":{}}'
+}
+
+@test "unlink, rename and a second open of a created leaf still open; fsync commits it" {
+	run -0 python3 - "$MNT" "$KVFS_BIN" "$STORE" <<'PY'
+import os, subprocess, sys
+mnt, kvfs, store = sys.argv[1:]
+j = lambda n: os.path.join(mnt, n)
+fd = os.open(j("a"), os.O_CREAT | os.O_WRONLY, 0o644)
+os.write(fd, b"one\n")
+os.rename(j("a"), j("b"))
+os.write(fd, b"two\n")
+os.close(fd)
+assert open(j("b")).read() == "one\ntwo\n"
+assert not os.path.exists(j("a"))
+fd = os.open(j("c"), os.O_CREAT | os.O_WRONLY, 0o644)
+os.write(fd, b"gone\n")
+os.unlink(j("c"))
+os.close(fd)
+assert not os.path.exists(j("c"))
+fd = os.open(j("d"), os.O_CREAT | os.O_WRONLY, 0o644)
+os.write(fd, b"dd\n")
+assert open(j("d")).read() == "dd\n"	# another open sees it
+os.write(fd, b"ee\n")
+os.fsync(fd)
+out = subprocess.run([kvfs, "get", store, "/d"], capture_output=True, text=True)
+assert out.stdout == "dd\nee\n", out
+os.close(fd)
+print("ok")
+PY
+	assert_output ok
+	run -0 kvfs ls "$STORE" /
+	assert_output $'b\nd'
+}
+
+@test "four writers at once: every file committed, commits shared between them" {
+	g0=$(gen)
+	pids=()
+	for j in 1 2 3 4; do
+		(mkdir "$MNT/w$j" && for i in $(seq 50); do echo "$j.$i" >"$MNT/w$j/k$i"; done) &
+		pids+=("$!")
+	done
+	wait "${pids[@]}"	# not the daemon, also a child of the test
+	g1=$(gen)
+	[ "$((g1 - g0))" -le 204 ]
+	for j in 1 2 3 4; do
+		run -0 kvfs get "$STORE" "/w$j/k50"
+		assert_output "$j.50"
+		[ "$(kvfs ls "$STORE" "/w$j" | wc -l)" -eq 50 ]
+	done
+}
+
+@test "tar and rsync restores: what the calls after close cost, per file" {
+	src=$BATS_TEST_TMPDIR/src
+	mkdir -p "$src/d"
+	for i in $(seq 10); do
+		printf '%d\n' "$i" >"$src/d/k$i"
+		setfattr -n user.kvfs.type -v integer "$src/d/k$i"
+	done
+	tar --xattrs -C "$src" -cf "$BATS_TEST_TMPDIR/t.tar" d
+	mkdir "$MNT/t" "$MNT/r"
+	g0=$(gen)
+	tar --xattrs -C "$MNT/t" -xf "$BATS_TEST_TMPDIR/t.tar"
+	g1=$(gen)
+	# mknod, then the close with content, type, mtime and mode; the directory's own
+	[ "$((g1 - g0))" -le $((2 * 10 + 6)) ]
+	rsync -aX "$src/d/" "$MNT/r/"
+	g2=$(gen)
+	# the close, then by path: type, utimens, chmod, rename (see README)
+	[ "$((g2 - g1))" -le $((5 * 10 + 4)) ]
+	run -0 kvfs export --compact "$STORE" /t/d
+	assert_output --partial '"k3":3'
+	run -0 kvfs export --compact "$STORE" /r
+	assert_output --partial '"k3":3'
+}
