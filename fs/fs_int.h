@@ -243,6 +243,9 @@ struct fs_ctx {
 	double entry_timeout;	/* seconds the kernel may trust a name */
 	double attr_timeout;	/* seconds the kernel may trust attributes */
 	char *log_path;		/* -o log=FILE (absolute), or NULL */
+	unsigned commit_ms;	/* -o commit=MS: commits not synced, the watcher syncs
+				 * at most MS later (README "The commit model"); 0: each
+				 * commit synced before close returns */
 	int log_fd;		/* lines go here when >= 0 (-o log=, or no syslog): else syslog */
 
 	pthread_mutex_t err_lock;	/* errors, err_next (mount.c) */

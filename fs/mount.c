@@ -159,6 +159,7 @@ struct fs_optvals {
 	double attr_timeout;
 	int debug;
 	char *log;	/* heap (fuse_opt) */
+	int commit_ms;	/* -o commit=MS; -1 when not given */
 };
 
 #define FS_OPT(t, field) { t, offsetof(struct fs_optvals, field), 1 }
@@ -167,6 +168,7 @@ static const struct fuse_opt fs_opt_spec[] = {
 	{ "attr_timeout=%lf", offsetof(struct fs_optvals, attr_timeout), 0 },
 	FS_OPT("debug", debug),
 	{ "log=%s", offsetof(struct fs_optvals, log), 0 },
+	{ "commit=%d", offsetof(struct fs_optvals, commit_ms), 0 },
 	FUSE_OPT_END
 };
 
@@ -219,7 +221,7 @@ static int log_open(struct fs_ctx *ctx, const char *file)
  */
 static int build_args(struct fs_ctx *ctx, const struct fs_options *opts, struct fuse_args *args)
 {
-	struct fs_optvals v = { FS_TIMEOUT_DEFAULT, FS_TIMEOUT_DEFAULT, 0, NULL };
+	struct fs_optvals v = { FS_TIMEOUT_DEFAULT, FS_TIMEOUT_DEFAULT, 0, NULL, -1 };
 	char *fsname = NULL;
 	int ret = -1;
 
@@ -240,6 +242,12 @@ static int build_args(struct fs_ctx *ctx, const struct fs_options *opts, struct 
 		fprintf(stderr, "kvfs: mount: timeouts cannot be negative\n");
 		return -1;
 	}
+	if (v.commit_ms == 0 || v.commit_ms < -1 || v.commit_ms > 3600000) {
+		fprintf(stderr, "kvfs: mount: commit=%d: give 1 to 3600000 milliseconds\n",
+			v.commit_ms);
+		return -1;
+	}
+	ctx->commit_ms = v.commit_ms > 0 ? (unsigned)v.commit_ms : 0;
 	ctx->entry_timeout = v.entry_timeout;
 	ctx->attr_timeout = v.attr_timeout;
 	ctx->debug = opts->debug || v.debug;
@@ -561,7 +569,8 @@ static int check_mountpoint(const char *mnt)
 static int open_model(struct fs_ctx *ctx, const struct fs_options *opts)
 {
 	unsigned flags = (opts->create ? MODEL_OPEN_CREATE : 0) |
-			 (opts->read_only ? MODEL_OPEN_READONLY : MODEL_OPEN_SYNC_ONCE);
+			 (opts->read_only ? MODEL_OPEN_READONLY :
+			  ctx->commit_ms ? MODEL_OPEN_NOSYNC : MODEL_OPEN_SYNC_ONCE);
 	struct model_error err = { { 0 } };
 	struct stat st;
 	int ret;

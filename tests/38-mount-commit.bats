@@ -204,3 +204,45 @@ PY
 	run -0 kvfs export --compact "$STORE" /r
 	assert_output --partial '"k3":3'
 }
+
+@test "-o commit=MS: one commit per file, seen at once through the mount and by others; refusals still at close" {
+	unmount_store
+	mount_store -o commit=600000
+	docs=$BATS_TEST_TMPDIR/docs
+	mkdir -p "$docs"
+	for i in $(seq 8); do printf '{"id":%d}\n' "$i" >"$docs/doc$i.json"; done
+	g0=$(gen)
+	cp "$docs"/*.json "$MNT/"
+	for i in $(seq 8); do echo "$i" >"$MNT/k$i"; done
+	g1=$(gen)
+	[ "$((g1 - g0))" -eq 16 ]
+	run -0 cat "$MNT/doc3/id" "$MNT/k8"
+	assert_output $'3\n8'
+	run -0 kvfs get "$STORE" /doc8/id
+	assert_output 8
+	run -0 python3 - "$MNT/bad.json" <<'PY'
+import errno, os, sys
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY, 0o644)
+os.write(fd, b'{"a": ')
+try:
+    os.close(fd)
+    print("closed")
+except OSError as e:
+    print("close failed", errno.errorcode[e.errno])
+PY
+	assert_output 'close failed EINVAL'
+	run ! kvfs get "$STORE" /bad
+	# unmounting syncs; the store is whole
+	unmount_store
+	run -0 kvfs check "$STORE"
+	run -0 kvfs get "$STORE" /k5
+	assert_output 5
+}
+
+@test "-o commit=MS: a bad value is refused at mount" {
+	unmount_store
+	run ! "$KVFS_BIN" mount -f --create -o commit=0 "$STORE" "$MNT"
+	assert_output --partial 'commit=0'
+	run ! "$KVFS_BIN" mount -f --create -o commit=-3 "$STORE" "$MNT"
+	run ! mountpoint -q "$MNT"
+}

@@ -1,0 +1,98 @@
+#!/usr/bin/env bats
+# tests/61-crash-commit.bats - the daemon killed with SIGKILL, with and
+# without -o commit=MS: what was fsynced is there, and every document closed
+# before the kill is whole or absent, never part of one.
+
+load 'test_helper/common'
+
+setup() {
+	mount_setup
+}
+
+teardown() {
+	if [ -n "${MOUNT_PID:-}" ] && grep -qs " $MNT " /proc/mounts; then
+		mount_teardown
+	fi
+	grep -qs " $MNT " /proc/mounts && fusermount3 -uz "$MNT"
+	true
+}
+
+# kill_daemon: SIGKILL, then the dead mount is cleared (as `kvfs umount` does).
+kill_daemon() {
+	kill -KILL "$MOUNT_PID"
+	wait_gone "$MOUNT_PID" 100
+	MOUNT_PID=
+	fusermount3 -uz "$MNT"
+}
+
+# write_docs N: N documents of 20 fields each, all fields of one document
+# holding its number, written with cp (no fsync).
+write_docs() {
+	local docs=$BATS_TEST_TMPDIR/docs i
+	mkdir -p "$docs"
+	for ((i = 0; i < $1; i++)); do
+		python3 -c 'import json, sys; n = int(sys.argv[1]); print(json.dumps({"f%02d" % j: n for j in range(20)}))' "$i" >"$docs/doc$i.json"
+	done
+	cp "$docs"/*.json "$MNT/"
+}
+
+# Every document in the store has all 20 fields with its own number, or is absent.
+assert_docs_whole() {
+	kvfs export --compact "$STORE" / >"$BATS_TEST_TMPDIR/after.json"
+	run -0 python3 - "$BATS_TEST_TMPDIR/after.json" <<'PY'
+import json, sys
+tree = json.load(open(sys.argv[1]))
+bad = []
+for name, doc in tree.items():
+    if not name.startswith("doc"):
+        continue
+    n = int(name[3:])
+    if doc != {"f%02d" % j: n for j in range(20)}:
+        bad.append(name)
+print("torn:", bad) if bad else print("whole:", sum(1 for k in tree if k.startswith("doc")))
+PY
+	assert_output --partial 'whole:'
+}
+
+fsync_file() {
+	python3 - "$1" "$2" <<'PY'
+import os, sys
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+os.write(fd, sys.argv[2].encode())
+os.fsync(fd)
+os.close(fd)
+PY
+}
+
+@test "-o commit: SIGKILL after an fsync finds the fsynced data; unsynced documents are whole or absent" {
+	unmount_store
+	mount_store -o commit=600000
+	write_docs 30
+	fsync_file "$MNT/synced" $'kept\n'
+	write_docs 30
+	kill_daemon
+	run -0 kvfs check "$STORE"
+	run -0 kvfs get "$STORE" /synced
+	assert_output kept
+	assert_docs_whole
+}
+
+@test "-o commit: SIGKILL right after unsynced closes: each document whole or absent" {
+	unmount_store
+	mount_store -o commit=600000
+	write_docs 40
+	kill_daemon
+	run -0 kvfs check "$STORE"
+	assert_docs_whole
+}
+
+@test "default mode: SIGKILL after closes and an fsync: everything closed is there, whole" {
+	write_docs 30
+	fsync_file "$MNT/synced" $'kept\n'
+	kill_daemon
+	run -0 kvfs check "$STORE"
+	run -0 kvfs get "$STORE" /synced
+	assert_output kept
+	assert_docs_whole
+	assert_output 'whole: 30'
+}
