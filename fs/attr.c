@@ -135,6 +135,16 @@ static int node_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 	int ret;
 
 	pthread_mutex_lock(&ctx->lock);
+	if (node->wfile && node->wfile->pend_leaf) {
+		/* a created leaf not committed yet: all it has is its writer's (no store look) */
+		fs_stat_pending_locked(ctx, node, false, st, NULL);
+		pthread_mutex_unlock(&ctx->lock);
+		if (kind)
+			*kind = MODEL_KIND_LEAF;
+		if (volatile_)
+			*volatile_ = true;
+		return 0;
+	}
 	if (node->tmp) {
 		fs_tmp_stat_locked(ctx, node, st);
 		fs_stat_pending_locked(ctx, node, true, st, NULL);
