@@ -43,7 +43,7 @@ CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
 UNIT_STORE := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_store*.c))
 UNIT_MODEL := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_model*.c))
 
-.PHONY: all store model unit test test-nocache asan tsan install uninstall clean deps bench demo
+.PHONY: all store model unit test test-nocache asan tsan install uninstall clean deps bench bench-write demo
 all: $(BIN)
 
 $(BIN): $(CLI_OBJ) $(FS_OBJ) $(MODEL_OBJ) $(STORE_OBJ)
@@ -107,6 +107,10 @@ demo:
 
 bench: all
 	@bash scripts/bench.sh
+
+# Write workloads (restores, documents, parallel writers); root, the store on disk.
+bench-write: all
+	@bash scripts/bench-write.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)/sbin
