@@ -248,6 +248,8 @@ struct fs_ctx {
 	bool inval_foreign;	/* coalesced: the store changed elsewhere, revalidate all */
 	bool inval_stop, inval_started;
 	pthread_t inval_thread;	/* written before the thread runs, joined after stop */
+	uint64_t inval_queued, inval_sent;	/* items ever queued / handled, for fs_inval_wait */
+	pthread_cond_t inval_sent_cond;	/* broadcast when inval_sent moves or the worker stops */
 
 	/*
 	 * Noticing commits by other processes (the offline CLI; invalidate.c).
@@ -308,6 +310,14 @@ void fs_inval_subtree(struct fs_ctx *ctx, struct fs_node *node);
 void fs_inval_foreign(struct fs_ctx *ctx);
 int fs_inval_start(struct fs_ctx *ctx);
 void fs_inval_stop(struct fs_ctx *ctx);
+/*
+ * Waits until the worker has handled every item queued before the call, so
+ * that a view's close returns with the kernel's names already following the
+ * new subtree. Only from operations during which the kernel holds no
+ * directory lock (flush, fsync): the worker's entry notifications take them.
+ * Gives up after a second.
+ */
+void fs_inval_wait(struct fs_ctx *ctx);
 
 /* ---- noticing other processes' commits (invalidate.c) ---- */
 /* Around every model call that may commit: serializes our writes and accounts for them. */

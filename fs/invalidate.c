@@ -116,6 +116,7 @@ static void inval_push(struct fs_ctx *ctx, struct fs_inval *iv)
 	else
 		ctx->inval_head = iv;
 	ctx->inval_tail = iv;
+	ctx->inval_queued++;
 	pthread_cond_signal(&ctx->inval_cond);
 	pthread_mutex_unlock(&ctx->inval_lock);
 }
@@ -216,9 +217,32 @@ static void *inval_main(void *arg)
 		inval_send(ctx, iv);
 		free(iv);
 		pthread_mutex_lock(&ctx->inval_lock);
+		ctx->inval_sent++;
+		pthread_cond_broadcast(&ctx->inval_sent_cond);
 	}
+	pthread_cond_broadcast(&ctx->inval_sent_cond);
 	pthread_mutex_unlock(&ctx->inval_lock);
 	return NULL;
+}
+
+/*
+ * Bounded: were every daemon thread parked here while the worker waits for
+ * a directory lock held by a process whose lookup needs a thread, the wait
+ * would never end; after a second the names are left to follow a little late.
+ */
+void fs_inval_wait(struct fs_ctx *ctx)
+{
+	struct timespec deadline;
+	uint64_t target;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += 1;
+	pthread_mutex_lock(&ctx->inval_lock);
+	target = ctx->inval_queued;
+	while (ctx->inval_started && !ctx->inval_stop && ctx->inval_sent < target)
+		if (pthread_cond_timedwait(&ctx->inval_sent_cond, &ctx->inval_lock, &deadline) != 0)
+			break;
+	pthread_mutex_unlock(&ctx->inval_lock);
 }
 
 int fs_inval_start(struct fs_ctx *ctx)
