@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# What one change by another process costs a mount that knows many nodes:
+# the daemon's CPU (utime + stime from /proc/PID/stat) per outside
+# `kvfs put`, and the time until `stat` and `cat` through the mount show
+# the new value, for a reference build and this one in the same run.
+#   KVFS_BASE=OLD/kvfs scripts/bench-changes.sh [LEAVES] [PUTS]
+# LEAVES (default 1,000,000) integer leaves, 1,000 a directory, imported
+# with `kvfs import`; `find MNT` once makes the kernel learn every node;
+# then PUTS (default 10) puts, each waiting until cat shows it and the
+# daemon's CPU time stops moving. Each put writes a longer value than the
+# last: stat shows its size only once the watcher dropped the cached
+# attributes (cat alone may see it sooner: its open reaches the daemon,
+# which notices the new mtime itself). Without KVFS_BASE only
+# this build is measured. Needs root (FUSE mounts) and python3.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+leaves=${1:-1000000}
+puts=${2:-10}
+per_dir=1000
+new=${KVFS_BIN:-$PWD/kvfs}
+base=${KVFS_BASE:-}
+work=$(mktemp -d /tmp/kvfs-bench-changes.XXXXXX)
+mnt=$work/mnt
+pid=
+mkdir -p "$mnt"
+
+cleanup() {
+	fusermount3 -u "$mnt" 2>/dev/null || true
+	[ -z "$pid" ] || wait "$pid" 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+now() { date +%s.%N; }
+hz=$(getconf CLK_TCK)
+
+# cpu_ticks PID: utime + stime of the whole process (threads that ended included).
+cpu_ticks() {
+	awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"
+}
+
+# settle PID: waits until the daemon's CPU time has not moved for 0.6 s.
+settle() {
+	local a b
+	a=$(cpu_ticks "$1")
+	while :; do
+		sleep 0.3
+		b=$(cpu_ticks "$1")
+		if [ "$a" = "$b" ]; then
+			sleep 0.3
+			[ "$(cpu_ticks "$1")" = "$b" ] && return 0
+		fi
+		a=$(cpu_ticks "$1")
+	done
+}
+
+python3 - "$leaves" "$per_dir" >"$work/doc.json" <<'PY'
+import sys
+leaves, per = int(sys.argv[1]), int(sys.argv[2])
+dirs = (leaves + per - 1) // per
+sys.stdout.write("{")
+for d in range(dirs):
+    n = min(per, leaves - d * per)
+    sys.stdout.write("%s\"d%d\": {%s}" % ("," if d else "", d,
+                     ",".join("\"f%d\": %d" % (i, i) for i in range(n))))
+sys.stdout.write("}")
+PY
+
+# measure NAME KVFS: prints one result line for that build.
+measure() {
+	local name=$1 kvfs=$2 store=$work/store-$1 i t0 t1 c0 c1 ms lat
+	local total_ms=0 worst=0 sum_lat=0 find_s idle
+	"$kvfs" import --create "$store" / "$work/doc.json" >/dev/null
+	"$kvfs" mount -f "$store" "$mnt" >"$work/$name.log" 2>&1 &
+	pid=$!
+	for ((i = 0; i < 200; i++)); do
+		mountpoint -q "$mnt" && break
+		sleep 0.05
+	done
+	t0=$(now)
+	find "$mnt" >/dev/null
+	t1=$(now)
+	find_s=$(awk -v a="$t1" -v b="$t0" 'BEGIN { printf "%.1f", a - b }')
+	settle "$pid"
+	# the watcher's own cost while nothing changes, over 3 s
+	c0=$(cpu_ticks "$pid")
+	sleep 3
+	c1=$(cpu_ticks "$pid")
+	idle=$(awk -v d=$((c1 - c0)) -v hz="$hz" 'BEGIN { printf "%.1f", d * 1000 / hz / 3 }')
+	for ((i = 1; i <= puts; i++)); do
+		local path=/d$((i * 7 % (leaves / per_dir)))/f$((i * 13 % per_dir))
+		local value
+		value=$(printf 'value-%d-%*s' "$i" "$i" '' | tr ' ' x)
+		c0=$(cpu_ticks "$pid")
+		t0=$(now)
+		"$kvfs" put "$store" "$path" "$value"
+		until [ "$(stat -c %s "$mnt$path")" = $((${#value} + 1)) ] &&
+			[ "$(cat "$mnt$path")" = "$value" ]; do
+			sleep 0.005
+		done
+		t1=$(now)
+		settle "$pid"
+		c1=$(cpu_ticks "$pid")
+		ms=$(awk -v d=$((c1 - c0)) -v hz="$hz" 'BEGIN { printf "%.1f", d * 1000 / hz }')
+		lat=$(awk -v a="$t1" -v b="$t0" 'BEGIN { printf "%.0f", (a - b) * 1000 }')
+		total_ms=$(awk -v a="$total_ms" -v b="$ms" 'BEGIN { print a + b }')
+		sum_lat=$((sum_lat + lat))
+		[ "$lat" -gt "$worst" ] && worst=$lat
+	done
+	fusermount3 -u "$mnt"
+	wait "$pid" || true
+	pid=
+	rm -rf "$store"
+	awk -v n="$name" -v t="$total_ms" -v p="$puts" -v s="$sum_lat" -v w="$worst" \
+	    -v f="$find_s" -v idle="$idle" \
+	    'BEGIN { printf "%-5s  cpu/put %8.1f ms   stat+cat show it: mean %5.0f ms, worst %5.0f ms   (find %s s; idle %s ms/s)\n",
+		     n, t / p, s / p, w, f, idle }' | tee -a "$work/results"
+}
+
+echo "$leaves leaves in $((leaves / per_dir)) directories, $puts outside puts each"
+[ -z "$base" ] || measure base "$base"
+measure new "$new"
+if [ -n "$base" ]; then
+	awk '{ cpu[$1] = $3; lat[$1] = $9 }
+	     END { if (cpu["new"] > 0) printf "cpu per put: base/new = %.0fx", cpu["base"] / cpu["new"];
+		   else printf "cpu per put: new below the clock tick (base %.1f ms)", cpu["base"];
+		   printf "; mean latency base/new = %.1fx\n", lat["base"] / lat["new"] }' \
+		"$work/results"
+fi
