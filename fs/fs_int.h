@@ -259,7 +259,8 @@ struct fs_ctx {
 	 * store serializes writers anyway): a generation that moves by more
 	 * than our one commit, or moves while we are not writing, was moved by
 	 * someone else. The watcher thread polls every FS_WATCH_MS and then
-	 * invalidates what the kernel caches, so that long entry and attribute
+	 * invalidates what the kernel caches of the nodes those commits
+	 * touched (the change feed below), so that long entry and attribute
 	 * timeouts stay honest.
 	 */
 	pthread_mutex_t gen_lock;	/* the write section; gen_known, gen_foreign, own* */
