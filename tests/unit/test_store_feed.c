@@ -62,7 +62,7 @@ static int encode_decode(const struct feed_set *s, uint64_t writer, struct seen 
 	while (ret == 0 && feed_entry_next(e, &c) == 1 && out->n < 8) {
 		out->kind[out->n] = c.kind;
 		out->len[out->n] = c.len;
-		if (c.len <= sizeof(out->key[0]))
+		if (c.len && c.len <= sizeof(out->key[0]))
 			memcpy(out->key[out->n], c.key, c.len);
 		out->n++;
 	}
@@ -232,7 +232,7 @@ static int collect(void *arg, const struct store_change *c)
 	g->n++;
 	g->mine += c->mine;
 	g->last_pos = c->pos;
-	if (c->len <= sizeof(g->key)) {
+	if (c->len && c->len <= sizeof(g->key)) {
 		memcpy(g->key, c->key, c->len);
 		g->len = c->len;
 	}
