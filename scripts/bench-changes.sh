@@ -5,7 +5,8 @@
 # the new value, for a reference build and this one in the same run.
 #   KVFS_BASE=OLD/kvfs scripts/bench-changes.sh [LEAVES] [PUTS]
 # LEAVES (default 1,000,000) integer leaves, 1,000 a directory, imported
-# with `kvfs import`; `find MNT` once makes the kernel learn every node;
+# with `kvfs import`; `find MNT -ls` once makes the kernel learn every node
+# (a plain find reads most names with readdir alone, and learns few leaves);
 # then PUTS (default 10) puts, each waiting until cat shows it and the
 # daemon's CPU time stops moving. Each put writes a longer value than the
 # last: stat shows its size only once the watcher dropped the cached
@@ -69,7 +70,7 @@ PY
 # measure NAME KVFS: prints one result line for that build.
 measure() {
 	local name=$1 kvfs=$2 store=$work/store-$1 i t0 t1 c0 c1 ms lat
-	local total_ms=0 worst=0 sum_lat=0 find_s idle
+	local total_ms=0 worst=0 sum_lat=0 find_s idle rss
 	"$kvfs" import --create "$store" / "$work/doc.json" >/dev/null
 	"$kvfs" mount -f "$store" "$mnt" >"$work/$name.log" 2>&1 &
 	pid=$!
@@ -78,7 +79,7 @@ measure() {
 		sleep 0.05
 	done
 	t0=$(now)
-	find "$mnt" >/dev/null
+	find "$mnt" -ls >/dev/null
 	t1=$(now)
 	find_s=$(awk -v a="$t1" -v b="$t0" 'BEGIN { printf "%.1f", a - b }')
 	settle "$pid"
@@ -87,6 +88,7 @@ measure() {
 	sleep 3
 	c1=$(cpu_ticks "$pid")
 	idle=$(awk -v d=$((c1 - c0)) -v hz="$hz" 'BEGIN { printf "%.1f", d * 1000 / hz / 3 }')
+	rss=$(awk '/^VmRSS/ { printf "%d", $2 / 1024 }' "/proc/$pid/status")
 	for ((i = 1; i <= puts; i++)); do
 		local path=/d$((i * 7 % (leaves / per_dir)))/f$((i * 13 % per_dir))
 		local value
@@ -112,9 +114,9 @@ measure() {
 	pid=
 	rm -rf "$store"
 	awk -v n="$name" -v t="$total_ms" -v p="$puts" -v s="$sum_lat" -v w="$worst" \
-	    -v f="$find_s" -v idle="$idle" \
-	    'BEGIN { printf "%-5s  cpu/put %8.1f ms   stat+cat show it: mean %5.0f ms, worst %5.0f ms   (find %s s; idle %s ms/s)\n",
-		     n, t / p, s / p, w, f, idle }' | tee -a "$work/results"
+	    -v f="$find_s" -v idle="$idle" -v rss="$rss" \
+	    'BEGIN { printf "%-5s  cpu/put %8.1f ms   stat+cat show it: mean %5.0f ms, worst %5.0f ms   (find -ls %s s; daemon %s MiB; idle %s ms/s)\n",
+		     n, t / p, s / p, w, f, rss, idle }' | tee -a "$work/results"
 }
 
 echo "$leaves leaves in $((leaves / per_dir)) directories, $puts outside puts each"

@@ -1099,8 +1099,14 @@ static int write_attempt(struct store *st, store_write_fn fn, void *arg, bool *r
 	if (rc)
 		return rc;
 	rc = fn(&t, arg);
-	if (rc == 0 && !t.map_full)	/* the change log entry, in the same transaction */
+	if (rc == 0 && !t.map_full) {
+		/* The change log entry, in the same transaction. Without memory
+		 * for it the commit goes without: readers see a gap, and
+		 * re-check everything. */
 		rc = feed_txn_commit(&t, &t.feed, st->writer, st->feed_keep);
+		if (rc == -ENOMEM)
+			rc = 0;
+	}
 	if (t.map_full || rc) {
 		*retry = t.map_full;
 		goto out_abort_txn;
