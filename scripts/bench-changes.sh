@@ -40,10 +40,19 @@ cpu_ticks() {
 	awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"
 }
 
-# cpu_ns PID: CPU nanoseconds of the threads alive now (schedstat), finer
+# cpu_snap PID FILE: each live thread's CPU nanoseconds (schedstat), finer
 # than the clock ticks of /proc/PID/stat, which a cheap change stays below.
-cpu_ns() {
-	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%d", s }'
+cpu_snap() {
+	local t
+	for t in /proc/"$1"/task/*; do
+		echo "${t##*/} $(cut -d' ' -f1 "$t/schedstat" 2>/dev/null || echo 0)"
+	done >"$2"
+}
+
+# cpu_delta_ns BEFORE AFTER: nanoseconds the threads ran in between (a
+# thread that ended meanwhile is missed; a new one counts whole).
+cpu_delta_ns() {
+	awk 'NR == FNR { a[$1] = $2; next } { d += $2 - ($1 in a ? a[$1] : 0) } END { printf "%d", d }' "$1" "$2"
 }
 
 # settle PID: waits until the daemon's CPU time has not moved for 0.6 s.
@@ -105,7 +114,7 @@ measure() {
 		cat "$mnt$path" >/dev/null
 		settle "$pid"
 		c0=$(cpu_ticks "$pid")
-		n0=$(cpu_ns "$pid")
+		cpu_snap "$pid" "$work/snap0"
 		t0=$(now)
 		"$kvfs" put "$store" "$path" "$value"
 		until [ "$(stat -c %s "$mnt$path")" = $((${#value} + 1)) ] &&
@@ -115,8 +124,8 @@ measure() {
 		t1=$(now)
 		settle "$pid"
 		c1=$(cpu_ticks "$pid")
-		n1=$(cpu_ns "$pid")
-		[ "$n1" -lt "$n0" ] || total_ns=$((total_ns + n1 - n0))
+		cpu_snap "$pid" "$work/snap1"
+		total_ns=$((total_ns + $(cpu_delta_ns "$work/snap0" "$work/snap1")))
 		ms=$(awk -v d=$((c1 - c0)) -v hz="$hz" 'BEGIN { printf "%.1f", d * 1000 / hz }')
 		lat=$(awk -v a="$t1" -v b="$t0" 'BEGIN { printf "%.0f", (a - b) * 1000 }')
 		total_ms=$(awk -v a="$total_ms" -v b="$ms" 'BEGIN { print a + b }')
