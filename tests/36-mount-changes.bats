@@ -196,3 +196,19 @@ pread_is() {
 	run -0 mdb_stat -s changes "$STORE"
 	assert_output --partial 'Entries: '
 }
+
+@test "a read-only mount of a store without the log re-checks every node" {
+	local old=$BATS_TEST_TMPDIR/v2 ro=$BATS_TEST_TMPDIR/ro
+	mkdir -p "$old"
+	mdb_load -f "$BATS_TEST_DIRNAME/fixtures/v2-store.mdbdump" "$old" 2>/dev/null
+	run ! mdb_stat -s changes "$old"
+	KVFS_MOUNT_OPTS=${KVFS_MOUNT_OPTS:+$KVFS_MOUNT_OPTS,}ro,debug mount_extra "$ro" "$old"
+	run -0 cat "$ro/int"
+	assert_output 42
+	# a writer upgrades the store and makes the log; this mount never opened it
+	kvfs put "$old" /int 4321
+	eventually 5 size_is "$ro/int" 5
+	run -0 cat "$ro/int"
+	assert_output 4321
+	grep -q 're-checking every node' "$ro.log"
+}
