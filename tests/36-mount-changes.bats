@@ -210,5 +210,5 @@ pread_is() {
 	eventually 5 size_is "$ro/int" 5
 	run -0 cat "$ro/int"
 	assert_output 4321
-	grep -q 're-checking every node' "$ro.log"
+	eventually 5 grep -q 're-checking every node' "$ro.log"
 }
