@@ -87,7 +87,7 @@ struct store_txn {
 	bool map_full;		/* an operation hit MDB_MAP_FULL: grow and retry */
 	unsigned format;	/* this snapshot's format; 0 = not looked up yet */
 	void *owner;		/* the caller's (store_txn_set_owner) */
-	struct feed_set feed;	/* write transactions: the keys touched (feed.c) */
+	struct feed_set *feed;	/* write transactions: the keys touched (feed.c) */
 };
 
 enum scan_state { SCAN_START, SCAN_SEEK, SCAN_NEXT, SCAN_END };
@@ -1089,12 +1089,13 @@ int store_set_format(struct store_txn *txn, unsigned version)
  */
 static int write_attempt(struct store *st, store_write_fn fn, void *arg, bool *retry)
 {
-	struct store_txn t = { .st = st, .write = true };
+	struct feed_set feed;
+	struct store_txn t = { .st = st, .write = true, .feed = &feed };
 	int rc;
 
 	*retry = false;
 	t.format = snapshot_format(st);
-	feed_set_init(&t.feed);
+	feed_set_init(&feed);
 	rc = txn_begin(st, 0, &t.txn);
 	if (rc)
 		return rc;
@@ -1103,7 +1104,7 @@ static int write_attempt(struct store *st, store_write_fn fn, void *arg, bool *r
 		/* The change log entry, in the same transaction. Without memory
 		 * for it the commit goes without: readers see a gap, and
 		 * re-check everything. */
-		rc = feed_txn_commit(&t, &t.feed, st->writer, st->feed_keep);
+		rc = feed_txn_commit(&t, &feed, st->writer, st->feed_keep);
 		if (rc == -ENOMEM)
 			rc = 0;
 	}
@@ -1111,14 +1112,14 @@ static int write_attempt(struct store *st, store_write_fn fn, void *arg, bool *r
 		*retry = t.map_full;
 		goto out_abort_txn;
 	}
-	feed_set_release(&t.feed);
+	feed_set_release(&feed);
 	rc = mdb_txn_commit(t.txn);	/* frees the transaction even on failure */
 	gate_leave(st, false);
 	*retry = rc == MDB_MAP_FULL;
 	return commit_err(st, rc);
 
 out_abort_txn:
-	feed_set_release(&t.feed);
+	feed_set_release(&feed);
 	mdb_txn_abort(t.txn);
 	gate_leave(st, false);
 	return rc;
@@ -1187,7 +1188,7 @@ int store_put(struct store_txn *txn, enum store_space space,
 		return rc;
 	rc = mdb_put(txn->txn, txn->st->dbi[space], &k, &v, 0);
 	if (rc == 0)
-		feed_set_note(&txn->feed, space, key, key_len, false);
+		feed_set_note(txn->feed, space, key, key_len, false);
 	return txn_err(txn, rc);
 }
 
@@ -1206,7 +1207,7 @@ int store_del(struct store_txn *txn, enum store_space space, const void *key, si
 		return rc;
 	rc = mdb_del(txn->txn, txn->st->dbi[space], &k, NULL);
 	if (rc == 0)
-		feed_set_note(&txn->feed, space, key, key_len, false);
+		feed_set_note(txn->feed, space, key, key_len, false);
 	return txn_err(txn, rc);
 }
 
@@ -1256,7 +1257,7 @@ int store_del_prefix(struct store_txn *txn, enum store_space space,
 	}
 	mdb_cursor_close(c);
 	if (n)
-		feed_set_note(&txn->feed, space, prefix, prefix_len, true);
+		feed_set_note(txn->feed, space, prefix, prefix_len, true);
 	if (deleted)
 		*deleted = n;
 	return rc == MDB_NOTFOUND ? 0 : txn_err(txn, rc);
