@@ -188,6 +188,8 @@ enum fs_inval_kind {
 	FS_INVAL_ATTR,		/* the attributes of a node */
 	FS_INVAL_DATA,		/* the attributes and cached pages of a node */
 	FS_INVAL_SUBTREE,	/* a node and everything known below it (the item holds a ref) */
+	FS_INVAL_PATH,		/* the node at a path another process changed (name = path) */
+	FS_INVAL_PATH_TREE,	/* the same, with everything known below it */
 };
 
 /*
@@ -204,6 +206,7 @@ struct fs_error {
 
 /* A renamed name whose node was freed: its next node keeps the number (node.c). */
 #define FS_MOVED_MAX 64
+#define FS_OWN_MAX 64	/* our commits remembered for the change feed (invalidate.c) */
 struct fs_moved {
 	const struct fs_node *parent;	/* compared, never followed: may be stale */
 	char *name;		/* heap; NULL for an unused slot */
@@ -258,12 +261,23 @@ struct fs_ctx {
 	 * store serializes writers anyway): a generation that moves by more
 	 * than our one commit, or moves while we are not writing, was moved by
 	 * someone else. The watcher thread polls every FS_WATCH_MS and then
-	 * invalidates what the kernel caches, so that long entry and attribute
+	 * invalidates what the kernel caches of the nodes those commits
+	 * touched (the change feed below), so that long entry and attribute
 	 * timeouts stay honest.
 	 */
-	pthread_mutex_t gen_lock;	/* the write section; gen_known, gen_foreign */
+	pthread_mutex_t gen_lock;	/* the write section; gen_known, gen_foreign, own* */
 	uint64_t gen_known;	/* the generation accounted for */
 	bool gen_foreign;	/* someone else committed since the last poll */
+	uint64_t own[FS_OWN_MAX];	/* a ring: generations of our commits, accounted for */
+	unsigned own_next;	/* the slot the next one takes */
+	/*
+	 * The change feed (model_changes_read): the watcher reads what other
+	 * commits touched from feed_pos on, and has the worker revalidate only
+	 * those nodes; when the store cannot tell, every node. Only the
+	 * watcher thread touches these (fs_watch_start sets them before).
+	 */
+	uint64_t feed_pos;	/* generation the feed was read up to */
+	uint64_t feed_want;	/* a foreign commit was seen at this generation: read to it */
 	pthread_mutex_t watch_lock;	/* watch_stop, watch_started */
 	pthread_cond_t watch_cond;
 	bool watch_stop, watch_started;
@@ -271,6 +285,7 @@ struct fs_ctx {
 };
 
 #define FS_WATCH_MS 150
+#define FS_FEED_PATHS_MAX 4096	/* changed paths in one poll beyond which all are re-checked */
 #define FS_READERS_CHECK_TICKS 20	/* clear dead readers every 20 polls: 3 s */
 #define FS_TIMEOUT_DEFAULT 86400.0	/* entry and attr timeouts: the watcher keeps them honest */
 
@@ -364,6 +379,8 @@ void fs_node_drop_pending_below(struct fs_ctx *ctx, struct fs_node *node);
 /* Worker side of fs_inval_subtree and fs_inval_foreign (node: the ref the item held). */
 void fs_node_revalidate_subtree(struct fs_ctx *ctx, struct fs_node *node);
 void fs_node_revalidate_all(struct fs_ctx *ctx);
+/* Worker side of a change feed item: the node at path (and below it, subtree). */
+void fs_node_revalidate_path(struct fs_ctx *ctx, const char *path, bool subtree);
 
 /* ---- the operations table (ops.c) ---- */
 extern const struct fuse_lowlevel_ops fs_ops;

@@ -2,7 +2,8 @@
  * fs/invalidate.c - telling the kernel what changed behind its caches: the
  * invalidation worker (notifications never run inside an operation), the
  * write section that accounts for our own commits, and the watcher that
- * notices commits by other processes.
+ * notices commits by other processes and reads the store's change feed to
+ * re-check only the nodes they touched.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -184,6 +185,10 @@ static void inval_send(struct fs_ctx *ctx, const struct fs_inval *iv)
 	case FS_INVAL_SUBTREE:
 		fs_node_revalidate_subtree(ctx, fs_node_from_ino(ctx, iv->ino));
 		return;		/* the item's ref is given back there */
+	case FS_INVAL_PATH:
+	case FS_INVAL_PATH_TREE:
+		fs_node_revalidate_path(ctx, iv->name, iv->kind == FS_INVAL_PATH_TREE);
+		return;
 	}
 	if (ret < 0 && ret != -ENOENT)
 		fs_trace(ctx, "invalidate %lu %s: %s", (unsigned long)iv->ino, iv->name,
@@ -297,6 +302,11 @@ void fs_write_end(struct fs_ctx *ctx, int ret)
 	/* A call commits at most one transaction, and none when it fails. */
 	if (gen - ctx->gen_known > (ret < 0 ? 0u : 1u))
 		ctx->gen_foreign = true;
+	else if (gen != ctx->gen_known) {
+		/* ours (or, when the call made none, someone's the feed names) */
+		ctx->own[ctx->own_next] = gen;
+		ctx->own_next = (ctx->own_next + 1) % FS_OWN_MAX;
+	}
 	ctx->gen_known = gen;
 	pthread_mutex_unlock(&ctx->gen_lock);
 }
@@ -312,19 +322,124 @@ int fs_write_path(struct fs_ctx *ctx, struct fs_node *node, const char *name, ch
 	return ret;
 }
 
-/* true once per change of the store by another process. */
-static bool store_changed_elsewhere(struct fs_ctx *ctx)
+/*
+ * true once per change of the store by another process; *gen: the
+ * generation up to which every other commit is ours, accounted for.
+ */
+static bool store_changed_elsewhere(struct fs_ctx *ctx, uint64_t *gen)
 {
-	uint64_t gen;
 	bool changed;
 
 	pthread_mutex_lock(&ctx->gen_lock);
-	gen = model_generation(ctx->model);
-	changed = ctx->gen_foreign || gen != ctx->gen_known;
-	ctx->gen_known = gen;
+	*gen = model_generation(ctx->model);
+	changed = ctx->gen_foreign || *gen != ctx->gen_known;
+	ctx->gen_known = *gen;
 	ctx->gen_foreign = false;
 	pthread_mutex_unlock(&ctx->gen_lock);
 	return changed;
+}
+
+/* ---- the change feed: what other commits touched ---- */
+
+/* The paths one read of the feed gathered, queued for the worker at the end. */
+struct feed_batch {
+	struct fs_inval *head, *tail;
+	unsigned n;
+	uint64_t own[FS_OWN_MAX];	/* a copy of ctx->own */
+};
+
+static bool batch_is_own(const struct feed_batch *b, uint64_t gen)
+{
+	for (unsigned i = 0; i < FS_OWN_MAX; i++)
+		if (b->own[i] == gen)
+			return true;
+	return false;
+}
+
+/*
+ * One node a commit touched. Our own commits, accounted for in the write
+ * section, were invalidated by the operation that made them; a commit of
+ * ours made outside one (none today) is treated as another's. -ESTALE
+ * asks for the whole re-check: everything changed, or too much to list.
+ */
+static int feed_one(void *arg, const struct model_change *c)
+{
+	struct feed_batch *b = arg;
+	size_t len = strlen(c->path);
+	struct fs_inval *iv;
+
+	if (c->mine && batch_is_own(b, c->generation))
+		return 0;
+	if ((c->flags & MODEL_CHANGE_SUBTREE) && strcmp(c->path, "/") == 0)
+		return -ESTALE;
+	if (++b->n > FS_FEED_PATHS_MAX)
+		return -ESTALE;
+	iv = calloc(1, sizeof(*iv) + len + 1);
+	if (!iv)
+		return -ENOMEM;
+	iv->kind = (c->flags & MODEL_CHANGE_SUBTREE) ? FS_INVAL_PATH_TREE : FS_INVAL_PATH;
+	memcpy(iv->name, c->path, len);
+	if (b->tail)
+		b->tail->next = iv;
+	else
+		b->head = iv;
+	b->tail = iv;
+	return 0;
+}
+
+static void batch_free(struct feed_batch *b)
+{
+	struct fs_inval *iv, *next;
+
+	for (iv = b->head; iv; iv = next) {
+		next = iv->next;
+		free(iv);
+	}
+	b->head = b->tail = NULL;
+}
+
+/*
+ * Runs on the watcher thread, once per poll. When no other process
+ * committed, the generation moved by our own commits only: nothing to
+ * read. Otherwise the feed names what the other commits touched; when it
+ * cannot (its log trimmed past our position, a commit without an entry,
+ * a store without a log), every known node is re-checked as before.
+ */
+static void feed_poll(struct fs_ctx *ctx)
+{
+	struct feed_batch b = { NULL, NULL, 0, { 0 } };
+	uint64_t gen, upto = ctx->feed_pos;
+	int ret;
+
+	if (store_changed_elsewhere(ctx, &gen) && gen > ctx->feed_want)
+		ctx->feed_want = gen;
+	if (ctx->feed_pos >= ctx->feed_want) {
+		if (gen > ctx->feed_pos)
+			ctx->feed_pos = gen;
+		return;
+	}
+	pthread_mutex_lock(&ctx->gen_lock);
+	memcpy(b.own, ctx->own, sizeof(b.own));
+	pthread_mutex_unlock(&ctx->gen_lock);
+	ret = model_changes_read(ctx->model, ctx->feed_pos, feed_one, &b, &upto);
+	ctx->feed_pos = upto > ctx->feed_pos ? upto : ctx->feed_pos;
+	if (ret < 0) {
+		batch_free(&b);
+		fs_trace(ctx, "the store changed elsewhere (%s): re-checking every node",
+			 ret == -ESTALE ? "the change log cannot tell what" : strerror(-ret));
+		if (ret != -ESTALE || ctx->feed_pos < ctx->feed_want)
+			ctx->feed_pos = ctx->feed_want;	/* the re-check covers it */
+		fs_inval_foreign(ctx);
+		return;
+	}
+	fs_trace(ctx, "the store changed elsewhere: re-checking %u paths", b.n);
+	while (b.head) {
+		struct fs_inval *iv = b.head;
+
+		b.head = iv->next;
+		iv->next = NULL;
+		inval_push(ctx, iv);
+	}
 }
 
 /*
@@ -365,10 +480,7 @@ static void *watch_main(void *arg)
 		pthread_mutex_unlock(&ctx->watch_lock);
 		if (++ticks % FS_READERS_CHECK_TICKS == 0)
 			readers_check(ctx);
-		if (store_changed_elsewhere(ctx)) {
-			fs_trace(ctx, "the store changed elsewhere: invalidating");
-			fs_inval_foreign(ctx);
-		}
+		feed_poll(ctx);
 		pthread_mutex_lock(&ctx->watch_lock);
 	}
 	pthread_mutex_unlock(&ctx->watch_lock);
@@ -381,6 +493,7 @@ int fs_watch_start(struct fs_ctx *ctx)
 
 	pthread_mutex_lock(&ctx->gen_lock);
 	ctx->gen_known = model_generation(ctx->model);
+	ctx->feed_pos = ctx->feed_want = ctx->gen_known;
 	pthread_mutex_unlock(&ctx->gen_lock);
 	pthread_mutex_lock(&ctx->watch_lock);
 	ret = pthread_create(&ctx->watch_thread, NULL, watch_main, ctx);
