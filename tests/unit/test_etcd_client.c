@@ -1,0 +1,903 @@
+/*
+ * tests/unit/test_etcd_client.c - store/etcd_client.c against a LIVE etcd
+ * cluster (endpoints in KVFS_ETCD_ENDPOINTS, "HOST:PORT,..."; started by
+ * tests/80-etcd-client.bats with scripts/etcd-cluster.sh). Without
+ * arguments: every client call as TAP tests. With a verb, one step for the
+ * bats suite: put, get, bigput, incr, conflict, watch-one, bench.
+ * Every run works under its own key prefix, so runs never see each other.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store/etcd_client.h"
+#include "tests/unit/unit.h"
+
+static const char *endpoints;
+static char prefix[64];	/* "kvfs-test/<pid>/" */
+
+static struct etcd_client *client(void)
+{
+	struct etcd_client *c = NULL;
+	char why[256];
+	int rc = etcd_client_open(endpoints, &c, why, sizeof(why));
+
+	if (rc < 0) {
+		fprintf(stderr, "# open %s: %s\n", endpoints, why);
+		exit(2);
+	}
+	return c;
+}
+
+/* prefix + name, as bytes; *len set. Returns a static buffer of `slot`. */
+static const char *key(int slot, const char *name, size_t *len)
+{
+	static char bufs[4][256];
+
+	*len = (size_t)snprintf(bufs[slot], sizeof(bufs[slot]), "%s%s", prefix, name);
+	return bufs[slot];
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void test_base64(void)
+{
+	uint8_t in[64], back[64];
+	char enc[100];
+
+	for (size_t n = 0; n < sizeof(in); n++) {
+		for (size_t i = 0; i < n; i++)
+			in[i] = (uint8_t)(i * 37 + n);
+		size_t el = etcd_b64_encode(in, n, enc);
+		CHECK_EQ_INT(el, 4 * ((n + 2) / 3));
+		long dl = etcd_b64_decode(enc, el, back);
+		CHECK_EQ_INT(dl, n);
+		CHECK_MEM(back, n, in, n);
+	}
+	etcd_b64_encode("foo", 3, enc);
+	CHECK(strcmp(enc, "Zm9v") == 0);
+	CHECK_EQ_INT(etcd_b64_decode("Zm9", 3, back), -EINVAL);
+	CHECK_EQ_INT(etcd_b64_decode("Zm!v", 4, back), -EINVAL);
+	CHECK_EQ_INT(etcd_b64_decode("Z===", 4, back), -EINVAL);
+	CHECK_EQ_INT(etcd_b64_decode("YQ==YQ==", 8, back), -EINVAL);
+}
+
+static void test_prefix_end(void)
+{
+	uint8_t out[8];
+
+	CHECK_EQ_INT(etcd_prefix_end("ab", 2, out), 2);
+	CHECK_MEM(out, 2, "ac", 2);
+	CHECK_EQ_INT(etcd_prefix_end("a\xff\xff", 3, out), 1);
+	CHECK_MEM(out, 1, "b", 1);
+	CHECK_EQ_INT(etcd_prefix_end("\xff", 1, out), 1);
+	CHECK_EQ_INT(out[0], 0);
+	CHECK_EQ_INT(etcd_prefix_end("", 0, out), 1);
+}
+
+static void test_open_errors(void)
+{
+	struct etcd_client *c = NULL;
+	char why[128] = "";
+
+	CHECK_EQ_INT(etcd_client_open("", &c, why, sizeof(why)), -EINVAL);
+	CHECK(c == NULL);
+	CHECK(strstr(why, "endpoint") != NULL);
+	CHECK_EQ_INT(etcd_client_open("a:1,,b:2", &c, why, sizeof(why)), -EINVAL);
+}
+
+/* Binary keys and values (NUL, 0xff) survive; a missing key reads as no kvs. */
+static void test_put_get(void)
+{
+	struct etcd_client *c = client();
+	struct etcd_range_result r;
+	char k[300];
+	size_t kl, pl;
+	const char *p = key(0, "", &pl);
+	const uint8_t val[] = { 'v', 0, 0xff, 'w' };
+	int64_t rev = 0;
+
+	memcpy(k, p, pl);
+	memcpy(k + pl, "bin\0\xff", 5);
+	kl = pl + 5;
+	CHECK_EQ_INT(etcd_client_put(c, k, kl, val, sizeof(val), 0, &rev), 0);
+	CHECK(rev > 0);
+	CHECK_EQ_INT(etcd_client_range(c, k, kl, NULL, &r), 0);
+	CHECK_EQ_INT(r.len, 1);
+	if (r.len == 1) {
+		CHECK_MEM(r.kvs[0].key, r.kvs[0].key_len, k, kl);
+		CHECK_MEM(r.kvs[0].val, r.kvs[0].val_len, val, sizeof(val));
+		CHECK_EQ_INT(r.kvs[0].mod_rev, rev);
+		CHECK_EQ_INT(r.kvs[0].create_rev, rev);
+		CHECK_EQ_INT(r.kvs[0].version, 1);
+	}
+	CHECK(r.revision >= rev);
+	etcd_range_result_release(&r);
+	/* an empty value is a value, not an absent key */
+	CHECK_EQ_INT(etcd_client_put(c, k, kl, "", 0, 0, NULL), 0);
+	CHECK_EQ_INT(etcd_client_range(c, k, kl, NULL, &r), 0);
+	CHECK_EQ_INT(r.len, 1);
+	if (r.len == 1)
+		CHECK_EQ_INT(r.kvs[0].val_len, 0);
+	etcd_range_result_release(&r);
+	const char *missing = key(1, "missing", &kl);
+	CHECK_EQ_INT(etcd_client_range(c, missing, kl, NULL, &r), 0);
+	CHECK_EQ_INT(r.len, 0);
+	CHECK_EQ_INT(r.count, 0);
+	etcd_range_result_release(&r);
+	etcd_client_close(c);
+}
+
+/* Prefix ranges: order, keys_only, limit/more/count, count_only, reads at an old revision. */
+static void test_range_options(void)
+{
+	struct etcd_client *c = client();
+	struct etcd_range_result r;
+	uint8_t end[300];
+	char name[32];
+	size_t pl, kl, el;
+	const char *p = key(0, "r/", &pl);
+	int64_t rev5 = 0, rev;
+
+	for (int i = 0; i < 20; i++) {
+		snprintf(name, sizeof(name), "r/%02d", 19 - i);	/* written out of order */
+		const char *k = key(1, name, &kl);
+		CHECK_EQ_INT(etcd_client_put(c, k, kl, name, strlen(name), 0, &rev), 0);
+		if (i == 14)
+			rev5 = rev;	/* key r/05 as first written */
+	}
+	el = etcd_prefix_end(p, pl, end);
+	struct etcd_range_opts all = { .range_end = end, .range_end_len = el };
+	CHECK_EQ_INT(etcd_client_range(c, p, pl, &all, &r), 0);
+	CHECK_EQ_INT(r.len, 20);
+	for (size_t i = 0; i < r.len; i++) {
+		char want[128];
+
+		snprintf(want, sizeof(want), "%sr/%02zu", prefix, i);
+		CHECK_MEM(r.kvs[i].key, r.kvs[i].key_len, want, strlen(want));
+		CHECK(r.kvs[i].val != NULL);
+	}
+	etcd_range_result_release(&r);
+
+	struct etcd_range_opts ko = all;
+	ko.keys_only = true;
+	ko.limit = 5;
+	CHECK_EQ_INT(etcd_client_range(c, p, pl, &ko, &r), 0);
+	CHECK_EQ_INT(r.len, 5);
+	CHECK(r.more);
+	CHECK_EQ_INT(r.count, 20);
+	if (r.len > 0)
+		CHECK(r.kvs[0].val == NULL);
+	etcd_range_result_release(&r);
+
+	struct etcd_range_opts co = all;
+	co.count_only = true;
+	CHECK_EQ_INT(etcd_client_range(c, p, pl, &co, &r), 0);
+	CHECK_EQ_INT(r.len, 0);
+	CHECK_EQ_INT(r.count, 20);
+	etcd_range_result_release(&r);
+
+	/* change r/05, then read it as of the revision that first wrote it */
+	const char *k5 = key(1, "r/05", &kl);
+	CHECK_EQ_INT(etcd_client_put(c, k5, kl, "new", 3, 0, NULL), 0);
+	struct etcd_range_opts old = { .revision = rev5 };
+	CHECK_EQ_INT(etcd_client_range(c, k5, kl, &old, &r), 0);
+	CHECK_EQ_INT(r.len, 1);
+	if (r.len == 1)
+		CHECK_MEM(r.kvs[0].val, r.kvs[0].val_len, "r/05", 4);
+	etcd_range_result_release(&r);
+
+	int64_t deleted = 0;
+	CHECK_EQ_INT(etcd_client_delete_range(c, p, pl, end, el, &deleted, &rev), 0);
+	CHECK_EQ_INT(deleted, 20);
+	CHECK_EQ_INT(etcd_client_range(c, p, pl, &all, &r), 0);
+	CHECK_EQ_INT(r.len, 0);
+	etcd_range_result_release(&r);
+	CHECK_EQ_INT(etcd_client_delete_range(c, k5, kl, NULL, 0, &deleted, NULL), 0);
+	CHECK_EQ_INT(deleted, 0);
+	etcd_client_close(c);
+}
+
+/* Guards: create_revision 0 (absent), mod_revision, value; the failure branch's range. */
+static void test_txn_guards(void)
+{
+	struct etcd_client *c = client();
+	struct etcd_txn_result t;
+	size_t kl;
+	const char *k = key(0, "txn/a", &kl);
+	struct etcd_cmp absent = { .target = ETCD_CMP_CREATE, .result = ETCD_CMP_EQUAL,
+				   .key = k, .key_len = kl, .rev = 0 };
+	struct etcd_op put1 = { .type = ETCD_OP_PUT, .key = k, .key_len = kl, .val = "1", .val_len = 1 };
+	struct etcd_op get = { .type = ETCD_OP_RANGE, .key = k, .key_len = kl };
+
+	CHECK_EQ_INT(etcd_client_txn(c, &absent, 1, &put1, 1, &get, 1, &t), 0);
+	CHECK(t.succeeded);
+	int64_t created = t.revision;
+	etcd_txn_result_release(&t);
+	CHECK_EQ_INT(etcd_client_txn(c, &absent, 1, &put1, 1, &get, 1, &t), 0);
+	CHECK(!t.succeeded);
+	CHECK_EQ_INT(t.len, 1);
+	if (t.len == 1 && t.ranges[0].len == 1)
+		CHECK_EQ_INT(t.ranges[0].kvs[0].mod_rev, created);
+	else
+		CHECK(0);
+	etcd_txn_result_release(&t);
+
+	struct etcd_cmp mod = { .target = ETCD_CMP_MOD, .result = ETCD_CMP_EQUAL,
+				.key = k, .key_len = kl, .rev = created };
+	struct etcd_op put2 = put1;
+	put2.val = "2";
+	CHECK_EQ_INT(etcd_client_txn(c, &mod, 1, &put2, 1, NULL, 0, &t), 0);
+	CHECK(t.succeeded);
+	etcd_txn_result_release(&t);
+	CHECK_EQ_INT(etcd_client_txn(c, &mod, 1, &put2, 1, NULL, 0, &t), 0);
+	CHECK(!t.succeeded);	/* the revision moved on */
+	etcd_txn_result_release(&t);
+
+	struct etcd_cmp val = { .target = ETCD_CMP_VALUE, .result = ETCD_CMP_EQUAL,
+				.key = k, .key_len = kl, .val = "2", .val_len = 1 };
+	CHECK_EQ_INT(etcd_client_txn(c, &val, 1, &get, 1, NULL, 0, &t), 0);
+	CHECK(t.succeeded);
+	etcd_txn_result_release(&t);
+
+	/* a range guard: no key under txn/ changed after the newest revision */
+	uint8_t end[300];
+	size_t pl;
+	const char *p = key(1, "txn/", &pl);
+	size_t el = etcd_prefix_end(p, pl, end);
+	struct etcd_cmp rg = { .target = ETCD_CMP_MOD, .result = ETCD_CMP_LESS, .key = p,
+			       .key_len = pl, .range_end = end, .range_end_len = el, .rev = 1LL << 60 };
+	CHECK_EQ_INT(etcd_client_txn(c, &rg, 1, NULL, 0, NULL, 0, &t), 0);
+	CHECK(t.succeeded);
+	etcd_txn_result_release(&t);
+	rg.rev = created;	/* txn/a changed after `created`: the guard fails */
+	CHECK_EQ_INT(etcd_client_txn(c, &rg, 1, NULL, 0, NULL, 0, &t), 0);
+	CHECK(!t.succeeded);
+	etcd_txn_result_release(&t);
+
+	/* etcd refuses a key twice in one Txn */
+	struct etcd_op twice[2] = { put1, put2 };
+	CHECK_EQ_INT(etcd_client_txn(c, NULL, 0, twice, 2, NULL, 0, &t), -EINVAL);
+	CHECK(strstr(etcd_client_error(c), "duplicate") != NULL);
+	CHECK_EQ_INT(etcd_client_delete_range(c, p, pl, end, el, NULL, NULL), 0);
+	etcd_client_close(c);
+}
+
+/* 100 puts and a delete in one Txn, all or nothing. */
+static void test_txn_many_ops(void)
+{
+	struct etcd_client *c = client();
+	struct etcd_op ops[101];
+	char names[100][32];
+	size_t kl[100], pl;
+	struct etcd_txn_result t;
+	struct etcd_range_result r;
+	uint8_t end[300];
+	const char *p = key(0, "many/", &pl);
+	char keys[100][128];
+
+	for (int i = 0; i < 100; i++) {
+		snprintf(names[i], sizeof(names[i]), "many/%03d", i);
+		const char *k = key(1, names[i], &kl[i]);
+		memcpy(keys[i], k, kl[i]);
+		ops[i] = (struct etcd_op){ .type = ETCD_OP_PUT, .key = keys[i], .key_len = kl[i],
+					   .val = names[i], .val_len = strlen(names[i]) };
+	}
+	ops[100] = (struct etcd_op){ .type = ETCD_OP_DELETE, .key = "nope", .key_len = 4 };
+	CHECK_EQ_INT(etcd_client_txn(c, NULL, 0, ops, 101, NULL, 0, &t), 0);
+	CHECK(t.succeeded);
+	CHECK_EQ_INT(t.len, 101);
+	etcd_txn_result_release(&t);
+	size_t el = etcd_prefix_end(p, pl, end);
+	struct etcd_range_opts o = { .range_end = end, .range_end_len = el, .count_only = true };
+	CHECK_EQ_INT(etcd_client_range(c, p, pl, &o, &r), 0);
+	CHECK_EQ_INT(r.count, 100);
+	etcd_range_result_release(&r);
+	CHECK_EQ_INT(etcd_client_delete_range(c, p, pl, end, el, NULL, NULL), 0);
+	etcd_client_close(c);
+}
+
+static void test_leases(void)
+{
+	struct etcd_client *c = client();
+	struct etcd_range_result r;
+	int64_t id = 0, ttl = 0;
+	size_t kl;
+	const char *k = key(0, "leased", &kl);
+
+	CHECK_EQ_INT(etcd_client_lease_grant(c, 60, &id, &ttl), 0);
+	CHECK(id != 0);
+	CHECK_EQ_INT(ttl, 60);
+	CHECK_EQ_INT(etcd_client_put(c, k, kl, "x", 1, id, NULL), 0);
+	CHECK_EQ_INT(etcd_client_range(c, k, kl, NULL, &r), 0);
+	CHECK(r.len == 1 && r.kvs[0].lease == id);
+	etcd_range_result_release(&r);
+	ttl = 0;
+	CHECK_EQ_INT(etcd_client_lease_keepalive(c, id, &ttl), 0);
+	CHECK(ttl > 0);
+	CHECK_EQ_INT(etcd_client_lease_revoke(c, id), 0);
+	CHECK_EQ_INT(etcd_client_range(c, k, kl, NULL, &r), 0);
+	CHECK_EQ_INT(r.len, 0);	/* the lease took its key along */
+	etcd_range_result_release(&r);
+	CHECK_EQ_INT(etcd_client_lease_keepalive(c, id, &ttl), -ENOENT);
+	CHECK_EQ_INT(etcd_client_lease_revoke(c, id), -ENOENT);
+	CHECK_EQ_INT(etcd_client_put(c, k, kl, "x", 1, id, NULL), -ENOENT);
+	etcd_client_close(c);
+}
+
+/* ---- watch ---- */
+
+struct watch_log {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool ready;
+	int n;	/* events seen */
+	int stop_after;
+	char keys[8][64];
+	bool deletes[8];
+	struct etcd_client *c;
+	const void *k;
+	size_t k_len;
+	const void *end;
+	size_t end_len;
+	int64_t start;
+	int rc;
+};
+
+static int on_event(const struct etcd_event *ev, void *arg)
+{
+	struct watch_log *w = arg;
+	int rc = 0;
+
+	pthread_mutex_lock(&w->mu);
+	if (!ev) {
+		w->ready = true;
+	} else if (w->n < 8) {
+		size_t l = ev->kv->key_len < 63 ? ev->kv->key_len : 63;
+		memcpy(w->keys[w->n], ev->kv->key, l);
+		w->keys[w->n][l] = '\0';
+		w->deletes[w->n] = ev->is_delete;
+		w->n++;
+		if (w->n == w->stop_after)
+			rc = 1;
+	}
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	return rc;
+}
+
+static void *watch_thread(void *arg)
+{
+	struct watch_log *w = arg;
+
+	w->rc = etcd_client_watch(w->c, w->k, w->k_len, w->end, w->end_len, w->start,
+				  on_event, w, NULL);
+	pthread_mutex_lock(&w->mu);
+	w->ready = true;	/* also wakes a waiter when the watch failed */
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+/* Waits (bounded, 10 s) for the watch to be established. */
+static void wait_ready(struct watch_log *w)
+{
+	struct timespec dl;
+
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += 10;
+	pthread_mutex_lock(&w->mu);
+	while (!w->ready && pthread_cond_timedwait(&w->cv, &w->mu, &dl) == 0)
+		;
+	pthread_mutex_unlock(&w->mu);
+}
+
+static void watch_init(struct watch_log *w, const char *p, size_t pl, uint8_t *end, int stop_after)
+{
+	memset(w, 0, sizeof(*w));
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->cv, NULL);
+	w->c = client();
+	w->k = p;
+	w->k_len = pl;
+	w->end = end;
+	w->end_len = etcd_prefix_end(p, pl, end);
+	w->stop_after = stop_after;
+}
+
+static void watch_release(struct watch_log *w)
+{
+	etcd_client_close(w->c);
+	pthread_mutex_destroy(&w->mu);
+	pthread_cond_destroy(&w->cv);
+}
+
+/* Another handle's puts and delete reach a prefix watch in order; a replay from a revision. */
+static void test_watch(void)
+{
+	struct etcd_client *c = client();
+	struct watch_log w;
+	pthread_t th;
+	uint8_t end[300];
+	char p[128];
+	size_t pl, kl;
+	int64_t first = 0;
+
+	const char *wp = key(0, "w/", &pl);
+
+	memcpy(p, wp, pl);
+	watch_init(&w, p, pl, end, 3);
+	CHECK_EQ_INT(pthread_create(&th, NULL, watch_thread, &w), 0);
+	wait_ready(&w);
+	CHECK(w.ready);
+	const char *ka = key(1, "w/a", &kl);
+	CHECK_EQ_INT(etcd_client_put(c, ka, kl, "1", 1, 0, &first), 0);
+	const char *kb = key(1, "w/b", &kl);
+	CHECK_EQ_INT(etcd_client_put(c, kb, kl, "2", 1, 0, NULL), 0);
+	const char *other = key(2, "elsewhere", &kl);
+	CHECK_EQ_INT(etcd_client_put(c, other, kl, "3", 1, 0, NULL), 0);
+	ka = key(1, "w/a", &kl);
+	CHECK_EQ_INT(etcd_client_delete_range(c, ka, kl, NULL, 0, NULL, NULL), 0);
+	pthread_join(th, NULL);
+	CHECK_EQ_INT(w.rc, 1);	/* ended by the callback after 3 events */
+	CHECK_EQ_INT(w.n, 3);
+	CHECK(strstr(w.keys[0], "w/a") && !w.deletes[0]);
+	CHECK(strstr(w.keys[1], "w/b") && !w.deletes[1]);
+	CHECK(strstr(w.keys[2], "w/a") && w.deletes[2]);
+	watch_release(&w);
+
+	/* the same history replayed from the first put's revision */
+	watch_init(&w, p, pl, end, 3);
+	w.start = first;
+	CHECK_EQ_INT(pthread_create(&th, NULL, watch_thread, &w), 0);
+	pthread_join(th, NULL);
+	CHECK_EQ_INT(w.n, 3);
+	CHECK(w.n == 3 && w.deletes[2]);
+	watch_release(&w);
+
+	/* a quiet watch ends when cancelled from another thread */
+	watch_init(&w, p, pl, end, 100);
+	CHECK_EQ_INT(pthread_create(&th, NULL, watch_thread, &w), 0);
+	wait_ready(&w);
+	etcd_client_cancel(w.c);
+	pthread_join(th, NULL);
+	CHECK_EQ_INT(w.rc, -ECANCELED);
+	/* and the handle works again afterwards */
+	struct etcd_range_result r;
+	CHECK_EQ_INT(etcd_client_range(w.c, p, pl, NULL, &r), 0);
+	etcd_range_result_release(&r);
+	watch_release(&w);
+	CHECK_EQ_INT(etcd_client_delete_range(c, p, pl, end, etcd_prefix_end(p, pl, end), NULL, NULL), 0);
+	etcd_client_close(c);
+}
+
+/* A dead first member is skipped; no live member at all is -ECONNREFUSED with a message. */
+static void test_failover(void)
+{
+	struct etcd_client *c = NULL;
+	struct etcd_range_result r;
+	char list[512], why[128];
+	size_t kl;
+	const char *k = key(0, "fo", &kl);
+
+	snprintf(list, sizeof(list), "127.0.0.1:1,%s", endpoints);
+	CHECK_EQ_INT(etcd_client_open(list, &c, why, sizeof(why)), 0);
+	if (!c)
+		return;
+	CHECK_EQ_INT(etcd_client_put(c, k, kl, "x", 1, 0, NULL), 0);
+	CHECK(strcmp(etcd_client_endpoint(c), "http://127.0.0.1:1") != 0);	/* moved on */
+	CHECK_EQ_INT(etcd_client_delete_range(c, k, kl, NULL, 0, NULL, NULL), 0);
+	etcd_client_close(c);
+
+	CHECK_EQ_INT(etcd_client_open("127.0.0.1:1,127.0.0.1:2", &c, why, sizeof(why)), 0);
+	if (!c)
+		return;
+	CHECK_EQ_INT(etcd_client_range(c, k, kl, NULL, &r), -ECONNREFUSED);
+	CHECK(strstr(etcd_client_error(c), "127.0.0.1") != NULL);
+	etcd_client_close(c);
+}
+
+/* Over the raised limit (10 MiB) a request is refused with -E2BIG, nothing written. */
+static void test_too_large(void)
+{
+	struct etcd_client *c = client();
+	struct etcd_range_result r;
+	size_t n = 11u << 20, kl;
+	char *big = malloc(n);
+	const char *k = key(0, "huge", &kl);
+
+	CHECK(big != NULL);
+	if (!big)
+		return;
+	memset(big, 'h', n);
+	CHECK_EQ_INT(etcd_client_put(c, k, kl, big, n, 0, NULL), -E2BIG);
+	CHECK(etcd_client_error(c)[0] != '\0');
+	CHECK_EQ_INT(etcd_client_range(c, k, kl, NULL, &r), 0);
+	CHECK_EQ_INT(r.len, 0);
+	etcd_range_result_release(&r);
+	free(big);
+	etcd_client_close(c);
+}
+
+/* ---- verbs for tests/80-etcd-client.bats ---- */
+
+static int verb_put(int argc, char **argv)
+{
+	struct etcd_client *c = client();
+	int rc = argc == 2 ? etcd_client_put(c, argv[0], strlen(argv[0]), argv[1],
+					     strlen(argv[1]), 0, NULL) : -EINVAL;
+
+	if (rc < 0)
+		fprintf(stderr, "put: %s (%d)\n", etcd_client_error(c), rc);
+	etcd_client_close(c);
+	return rc < 0;
+}
+
+/* Prints the value (exit 0), or exits 1 when absent, 2 on error. */
+static int verb_get(int argc, char **argv)
+{
+	struct etcd_client *c = client();
+	struct etcd_range_result r;
+	int rc = argc == 1 ? etcd_client_range(c, argv[0], strlen(argv[0]), NULL, &r) : -EINVAL;
+
+	if (rc < 0) {
+		fprintf(stderr, "get: %s (%d)\n", etcd_client_error(c), rc);
+		etcd_client_close(c);
+		return 2;
+	}
+	rc = r.len == 1 ? 0 : 1;
+	if (r.len == 1)
+		printf("%.*s\n", (int)r.kvs[0].val_len, (const char *)r.kvs[0].val);
+	etcd_range_result_release(&r);
+	etcd_client_close(c);
+	return rc;
+}
+
+/* bigput KEY BYTES: writes BYTES bytes, reads them back, prints the length read. */
+static int verb_bigput(int argc, char **argv)
+{
+	struct etcd_client *c = client();
+	struct etcd_range_result r;
+	size_t n = argc == 2 ? strtoul(argv[1], NULL, 10) : 0;
+	char *v = malloc(n ? n : 1);
+	int rc = v ? 0 : -ENOMEM;
+
+	for (size_t i = 0; i < n && v; i++)
+		v[i] = (char)('a' + i % 26);
+	if (rc == 0)
+		rc = etcd_client_put(c, argv[0], strlen(argv[0]), v, n, 0, NULL);
+	if (rc == 0)
+		rc = etcd_client_range(c, argv[0], strlen(argv[0]), NULL, &r);
+	if (rc == 0) {
+		bool same = r.len == 1 && r.kvs[0].val_len == n && memcmp(r.kvs[0].val, v, n) == 0;
+		printf("%zu %s\n", r.len == 1 ? r.kvs[0].val_len : 0, same ? "same" : "different");
+		etcd_range_result_release(&r);
+	} else {
+		fprintf(stderr, "bigput: %s (%d)\n", etcd_client_error(c), rc);
+	}
+	free(v);
+	etcd_client_close(c);
+	return rc < 0;
+}
+
+/*
+ * One optimistic read-modify-write of the decimal counter at k: read it and
+ * its mod_revision (create_revision 0 guards a missing one), commit value+1
+ * guarded on that. 1 committed, 0 conflict, <0 error.
+ */
+static int incr_once(struct etcd_client *c, const char *k, int64_t *seen_mod, long *seen_val)
+{
+	struct etcd_range_result r;
+	struct etcd_txn_result t;
+	char val[32];
+	long cur = 0;
+	int rc = etcd_client_range(c, k, strlen(k), NULL, &r);
+
+	if (rc < 0)
+		return rc;
+	struct etcd_cmp g = { .result = ETCD_CMP_EQUAL, .key = k, .key_len = strlen(k) };
+	if (r.len == 1) {
+		g.target = ETCD_CMP_MOD;
+		g.rev = r.kvs[0].mod_rev;
+		cur = strtol((const char *)r.kvs[0].val, NULL, 10);
+	} else {
+		g.target = ETCD_CMP_CREATE;
+		g.rev = 0;
+	}
+	etcd_range_result_release(&r);
+	if (seen_mod)
+		*seen_mod = g.rev;
+	if (seen_val)
+		*seen_val = cur;
+	snprintf(val, sizeof(val), "%ld", cur + 1);
+	struct etcd_op put = { .type = ETCD_OP_PUT, .key = k, .key_len = strlen(k),
+			       .val = val, .val_len = strlen(val) };
+	rc = etcd_client_txn(c, &g, 1, &put, 1, NULL, 0, &t);
+	if (rc < 0)
+		return rc;
+	rc = t.succeeded ? 1 : 0;
+	etcd_txn_result_release(&t);
+	return rc;
+}
+
+/* incr KEY N: N increments, each retried from the start on conflict. */
+static int verb_incr(int argc, char **argv)
+{
+	struct etcd_client *c = client();
+	long n = argc == 2 ? strtol(argv[1], NULL, 10) : 0, retries = 0;
+	int rc = 0;
+
+	for (long i = 0; i < n && rc >= 0; i++) {
+		while ((rc = incr_once(c, argv[0], NULL, NULL)) == 0)
+			retries++;
+	}
+	if (rc < 0)
+		fprintf(stderr, "incr: %s (%d)\n", etcd_client_error(c), rc);
+	printf("retries=%ld\n", retries);
+	etcd_client_close(c);
+	return rc < 0;
+}
+
+/*
+ * conflict KEY: clients A and B both read the counter; B commits first; A's
+ * guarded commit must fail, and A's retry from the start must see B's value.
+ */
+static int verb_conflict(int argc, char **argv)
+{
+	struct etcd_client *a = client(), *b = client();
+	struct etcd_txn_result t;
+	struct etcd_range_result r;
+	const char *k = argc == 1 ? argv[0] : "conflict";
+	int64_t a_mod = 0;
+	long a_val = 0, b_val = 0;
+	int rc, ok = 1;
+
+	/* A's read, its guard and its value kept as if A had paused before committing */
+	rc = etcd_client_range(a, k, strlen(k), NULL, &r);
+	if (rc < 0)
+		goto out;
+	a_mod = r.len ? r.kvs[0].mod_rev : 0;
+	a_val = r.len ? strtol((const char *)r.kvs[0].val, NULL, 10) : 0;
+	etcd_range_result_release(&r);
+	rc = incr_once(b, k, NULL, &b_val);	/* B wins */
+	printf("b=%s\n", rc == 1 ? "committed" : "lost");
+	ok &= rc == 1;
+	char val[32];
+	snprintf(val, sizeof(val), "%ld", a_val + 1);
+	struct etcd_cmp g = { .target = r.len ? ETCD_CMP_MOD : ETCD_CMP_CREATE,
+			      .result = ETCD_CMP_EQUAL, .key = k, .key_len = strlen(k), .rev = a_mod };
+	struct etcd_op put = { .type = ETCD_OP_PUT, .key = k, .key_len = strlen(k),
+			       .val = val, .val_len = strlen(val) };
+	rc = etcd_client_txn(a, &g, 1, &put, 1, NULL, 0, &t);
+	if (rc < 0)
+		goto out;
+	printf("a=%s\n", t.succeeded ? "committed" : "conflict");
+	ok &= !t.succeeded;
+	etcd_txn_result_release(&t);
+	long seen = 0;
+	rc = incr_once(a, k, NULL, &seen);	/* A's retry from the start */
+	printf("a-retry=%s saw=%ld\n", rc == 1 ? "committed" : "conflict", seen);
+	ok &= rc == 1 && seen == b_val + 1;
+out:
+	if (rc < 0)
+		fprintf(stderr, "conflict: %s / %s (%d)\n", etcd_client_error(a), etcd_client_error(b), rc);
+	etcd_client_close(a);
+	etcd_client_close(b);
+	return rc < 0 || !ok;
+}
+
+static int print_first(const struct etcd_event *ev, void *arg)
+{
+	double *t0 = arg;
+
+	if (!ev) {
+		*t0 = now_ms();
+		printf("ready\n");
+		fflush(stdout);
+		return 0;
+	}
+	printf("%s %.*s after %.0f ms\n", ev->is_delete ? "delete" : "put",
+	       (int)ev->kv->key_len, (const char *)ev->kv->key, now_ms() - *t0);
+	fflush(stdout);
+	return 1;
+}
+
+static void *cancel_later(void *arg)
+{
+	sleep(20);
+	etcd_client_cancel(arg);
+	return NULL;
+}
+
+/* watch-one PREFIX: prints "ready", then the first event under PREFIX (exit 0); gives up after 20 s. */
+static int verb_watch_one(int argc, char **argv)
+{
+	struct etcd_client *c = client();
+	uint8_t end[512];
+	double t0 = 0;
+	pthread_t th;
+	size_t pl = argc == 1 ? strlen(argv[0]) : 0;
+	int rc;
+
+	if (pl == 0 || pl > sizeof(end))
+		return 2;
+	pthread_create(&th, NULL, cancel_later, c);
+	pthread_detach(th);
+	rc = etcd_client_watch(c, argv[0], pl, end, etcd_prefix_end(argv[0], pl, end), 0,
+			       print_first, &t0, NULL);
+	if (rc != 1)
+		fprintf(stderr, "watch: %s (%d)\n", etcd_client_error(c), rc);
+	_exit(rc == 1 ? 0 : 1);	/* the canceller thread may still sleep */
+}
+
+/* ---- bench: the figures in docs/ETCD.md (not a test) ---- */
+
+/* Writes n keys "<p>NNNNN/SSS" (subtree of `sub` keys per child) in Txns of 1000 puts. */
+static int bench_fill(struct etcd_client *c, const char *p, int n, int sub)
+{
+	static struct etcd_op ops[1000];
+	static char keys[1000][96];
+	struct etcd_txn_result t;
+	int used = 0, rc = 0;
+
+	for (int i = 0; i < n && rc == 0; i++) {
+		for (int j = 0; j < sub && rc == 0; j++) {
+			int kl = snprintf(keys[used], sizeof(keys[used]), "%s%05d/%03d", p, i, j);
+			ops[used] = (struct etcd_op){ .type = ETCD_OP_PUT, .key = keys[used],
+						      .key_len = (size_t)kl, .val = "value-of-about-32-bytes-xxxxxxxxx",
+						      .val_len = 33 };
+			if (++used == 1000 || (i == n - 1 && j == sub - 1)) {
+				rc = etcd_client_txn(c, NULL, 0, ops, (size_t)used, NULL, 0, &t);
+				if (rc == 0)
+					etcd_txn_result_release(&t);
+				used = 0;
+			}
+		}
+	}
+	return rc;
+}
+
+static double bench_range(struct etcd_client *c, const char *p, bool keys_only, int runs, size_t *got)
+{
+	uint8_t end[128];
+	struct etcd_range_opts o = { .range_end = end, .keys_only = keys_only };
+	struct etcd_range_result r;
+	double t0 = now_ms();
+
+	o.range_end_len = etcd_prefix_end(p, strlen(p), end);
+	for (int i = 0; i < runs; i++) {
+		if (etcd_client_range(c, p, strlen(p), &o, &r) < 0)
+			return -1;
+		*got = r.len;
+		etcd_range_result_release(&r);
+	}
+	return (now_ms() - t0) / runs;
+}
+
+static int bench_main(void)
+{
+	struct etcd_client *c = client();
+	struct etcd_range_result r;
+	struct etcd_txn_result t;
+	static struct etcd_op ops[1000];
+	static char keys[1000][96];
+	char p1[96], p10[96];
+	size_t kl, got = 0;
+	const char *k = key(0, "point", &kl);
+	int runs = 200;
+	double t0, get_ms, txn_ms, ls_ms;
+
+	if (etcd_client_put(c, k, kl, "v", 1, 0, NULL) < 0)
+		goto fail;
+	t0 = now_ms();
+	for (int i = 0; i < runs; i++) {
+		if (etcd_client_range(c, k, kl, NULL, &r) < 0)
+			goto fail;
+		etcd_range_result_release(&r);
+	}
+	get_ms = (now_ms() - t0) / runs;
+	printf("point get:                        %.3f ms (mean of %d)\n", get_ms, runs);
+
+	for (int i = 0; i < 100; i++) {
+		int n = snprintf(keys[i], sizeof(keys[i]), "%stxn/%03d", prefix, i);
+		ops[i] = (struct etcd_op){ .type = ETCD_OP_PUT, .key = keys[i], .key_len = (size_t)n,
+					   .val = "value-of-about-32-bytes-xxxxxxxxx", .val_len = 33 };
+	}
+	t0 = now_ms();
+	for (int i = 0; i < 30; i++) {
+		if (etcd_client_txn(c, NULL, 0, ops, 100, NULL, 0, &t) < 0)
+			goto fail;
+		etcd_txn_result_release(&t);
+	}
+	txn_ms = (now_ms() - t0) / 30;
+	printf("100-put txn:                      %.3f ms (mean of 30) = %.1f x point get\n",
+	       txn_ms, txn_ms / get_ms);
+
+	snprintf(p1, sizeof(p1), "%sls1/", prefix);
+	snprintf(p10, sizeof(p10), "%sls10/", prefix);
+	if (bench_fill(c, p1, 1000, 1) < 0 || bench_fill(c, p10, 1000, 10) < 0)
+		goto fail;
+	ls_ms = bench_range(c, p1, true, 30, &got);
+	printf("keys_only range, 1000 keys:       %.3f ms (%zu keys) = %.1f x point get\n",
+	       ls_ms, got, ls_ms / get_ms);
+	t0 = bench_range(c, p1, false, 30, &got);
+	printf("range with values, 1000 keys:     %.3f ms = %.2f x keys_only\n", t0, t0 / ls_ms);
+	t0 = bench_range(c, p10, true, 10, &got);
+	printf("keys_only range, 1000 children x 10 keys: %.3f ms (%zu keys) = %.1f x 1000 keys\n",
+	       t0, got, t0 / ls_ms);
+	/* one bounded range per child, batched into one Txn of 1000 range ops */
+	for (int i = 0; i < 1000; i++) {
+		int n = snprintf(keys[i], sizeof(keys[i]), "%s%05d/", p10, i);
+		ops[i] = (struct etcd_op){ .type = ETCD_OP_RANGE, .key = keys[i], .key_len = (size_t)n,
+					   .range_end = NULL, .keys_only = true, .limit = 1 };
+	}
+	static uint8_t ends[1000][96];
+	for (int i = 0; i < 1000; i++) {
+		ops[i].range_end = ends[i];
+		ops[i].range_end_len = etcd_prefix_end(keys[i], ops[i].key_len, ends[i]);
+	}
+	t0 = now_ms();
+	for (int i = 0; i < 10; i++) {
+		if (etcd_client_txn(c, NULL, 0, ops, 1000, NULL, 0, &t) < 0)
+			goto fail;
+		etcd_txn_result_release(&t);
+	}
+	t0 = (now_ms() - t0) / 10;
+	printf("txn of 1000 limit-1 ranges (one per child): %.3f ms = %.1f x 1000-key keys_only range\n",
+	       t0, t0 / ls_ms);
+	k = key(0, "", &kl);
+	uint8_t end[128];
+	etcd_client_delete_range(c, k, kl, end, etcd_prefix_end(k, kl, end), NULL, NULL);
+	etcd_client_close(c);
+	return 0;
+fail:
+	fprintf(stderr, "bench: %s\n", etcd_client_error(c));
+	etcd_client_close(c);
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct { const char *name; int (*fn)(int, char **); } verbs[] = {
+		{ "put", verb_put }, { "get", verb_get }, { "bigput", verb_bigput },
+		{ "incr", verb_incr }, { "conflict", verb_conflict }, { "watch-one", verb_watch_one },
+	};
+	endpoints = getenv("KVFS_ETCD_ENDPOINTS");
+	if (!endpoints || !*endpoints) {
+		fprintf(stderr, "KVFS_ETCD_ENDPOINTS is not set (scripts/etcd-cluster.sh start)\n");
+		return 2;
+	}
+	snprintf(prefix, sizeof(prefix), "kvfs-test/%d/", (int)getpid());
+	for (size_t i = 0; argc > 1 && i < sizeof(verbs) / sizeof(verbs[0]); i++)
+		if (strcmp(argv[1], verbs[i].name) == 0)
+			return verbs[i].fn(argc - 2, argv + 2);
+	if (argc > 1 && strcmp(argv[1], "bench") == 0)
+		return bench_main();
+	if (argc > 1) {
+		fprintf(stderr, "unknown verb %s\n", argv[1]);
+		return 2;
+	}
+	TEST(test_base64);
+	TEST(test_prefix_end);
+	TEST(test_open_errors);
+	TEST(test_put_get);
+	TEST(test_range_options);
+	TEST(test_txn_guards);
+	TEST(test_txn_many_ops);
+	TEST(test_leases);
+	TEST(test_watch);
+	TEST(test_failover);
+	TEST(test_too_large);
+	return UNIT_DONE();
+}
