@@ -65,8 +65,13 @@ static int gateway_error(struct etcd_client *c, const cJSON *obj)
 
 	if (!cJSON_IsString(msg))
 		msg = cJSON_GetObjectItemCaseSensitive(obj, "error");
-	return fail(c, etcd_wire_errno(cJSON_IsNumber(code) ? code->valueint : 2),
-		    "etcd: %s", cJSON_IsString(msg) ? msg->valuestring : "unknown error");
+	const char *text = cJSON_IsString(msg) ? msg->valuestring : "unknown error";
+	int rc = etcd_wire_errno(cJSON_IsNumber(code) ? code->valueint : 2);
+
+	/* ResourceExhausted is also the quota alarm: that one is a full disk */
+	if (rc == -E2BIG && strstr(text, "space exceeded"))
+		rc = -ENOSPC;
+	return fail(c, rc, "etcd: %s", text);
 }
 
 /* ---- transport ---- */

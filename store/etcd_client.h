@@ -15,6 +15,7 @@
  * one-line message for the last error (etcd_client_error):
  *   -ECONNREFUSED no member could be reached     -ETIMEDOUT  a member stopped answering
  *   -E2BIG        request over --max-request-bytes (gRPC ResourceExhausted)
+ *   -ENOSPC       the cluster's space quota is used up (the NOSPACE alarm)
  *   -EINVAL       etcd refused the request (a key twice in one Txn, too many ops)
  *   -ENOENT       lease not found                -ESTALE     revision compacted
  *   -EAGAIN       cluster unavailable (no leader) -EACCES    auth refused
