@@ -710,6 +710,9 @@ int etcd_client_watch(struct etcd_client *c, const void *key, size_t key_len,
 	c->compact_rev = 0;
 	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_watch_body);
 	rc = post(c, "/v3/watch", body, true, NULL);
+	/* an answer without a final newline (an error object) is a line too */
+	if (rc == 0 && c->resp.len > 0)
+		rc = watch_line(c, c->resp.data, c->resp.len);
 	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_body);
 	free(body);
 	c->resp.len = 0;

@@ -403,6 +403,21 @@ static void wait_ready(struct watch_log *w)
 	pthread_mutex_unlock(&w->mu);
 }
 
+/* Joins the watch thread; cancels the watch first if it runs 20 s (a test failure, not a hang). */
+static void watch_join(pthread_t th, struct watch_log *w)
+{
+	struct timespec dl;
+
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += 20;
+	if (pthread_timedjoin_np(th, NULL, &dl) != 0) {
+		fprintf(stderr, "#   watch still running after 20 s: cancelled\n");
+		unit_current_failed = 1;
+		etcd_client_cancel(w->c);
+		pthread_join(th, NULL);
+	}
+}
+
 static void watch_init(struct watch_log *w, const char *p, size_t pl, uint8_t *end, int stop_after)
 {
 	memset(w, 0, sizeof(*w));
@@ -449,7 +464,7 @@ static void test_watch(void)
 	CHECK_EQ_INT(etcd_client_put(c, other, kl, "3", 1, 0, NULL), 0);
 	ka = key(1, "w/a", &kl);
 	CHECK_EQ_INT(etcd_client_delete_range(c, ka, kl, NULL, 0, NULL, NULL), 0);
-	pthread_join(th, NULL);
+	watch_join(th, &w);
 	CHECK_EQ_INT(w.rc, 1);	/* ended by the callback after 3 events */
 	CHECK_EQ_INT(w.n, 3);
 	CHECK(strstr(w.keys[0], "w/a") && !w.deletes[0]);
@@ -461,7 +476,7 @@ static void test_watch(void)
 	watch_init(&w, p, pl, end, 3);
 	w.start = first;
 	CHECK_EQ_INT(pthread_create(&th, NULL, watch_thread, &w), 0);
-	pthread_join(th, NULL);
+	watch_join(th, &w);
 	CHECK_EQ_INT(w.n, 3);
 	CHECK(w.n == 3 && w.deletes[2]);
 	watch_release(&w);
@@ -471,7 +486,7 @@ static void test_watch(void)
 	CHECK_EQ_INT(pthread_create(&th, NULL, watch_thread, &w), 0);
 	wait_ready(&w);
 	etcd_client_cancel(w.c);
-	pthread_join(th, NULL);
+	watch_join(th, &w);
 	CHECK_EQ_INT(w.rc, -ECANCELED);
 	/* and the handle works again afterwards */
 	struct etcd_range_result r;
@@ -785,6 +800,92 @@ static double bench_range(struct etcd_client *c, const char *p, bool keys_only, 
 	return (now_ms() - t0) / runs;
 }
 
+struct bench_watch {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct etcd_client *c;
+	const char *p;
+	size_t pl;
+	uint8_t end[128];
+	size_t el;
+	bool ready;
+	int seen;	/* events */
+	double at;	/* when the last one arrived */
+};
+
+static int bench_on_event(const struct etcd_event *ev, void *arg)
+{
+	struct bench_watch *b = arg;
+
+	pthread_mutex_lock(&b->mu);
+	if (ev) {
+		b->seen++;
+		b->at = now_ms();
+	} else {
+		b->ready = true;
+	}
+	pthread_cond_broadcast(&b->cv);
+	pthread_mutex_unlock(&b->mu);
+	return 0;
+}
+
+static void *bench_watch_thread(void *arg)
+{
+	struct bench_watch *b = arg;
+
+	etcd_client_watch(b->c, b->p, b->pl, b->end, b->el, 0, bench_on_event, b, NULL);
+	pthread_mutex_lock(&b->mu);
+	b->ready = true;
+	pthread_cond_broadcast(&b->cv);
+	pthread_mutex_unlock(&b->mu);
+	return NULL;
+}
+
+/* Waits (at most 5 s) for the watch to be ready (seen < 0) or to have seen `seen` events. */
+static void bench_wait(struct bench_watch *b, int seen)
+{
+	struct timespec dl;
+
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += 5;
+	pthread_mutex_lock(&b->mu);
+	while ((seen < 0 ? !b->ready : b->seen < seen) &&
+	       pthread_cond_timedwait(&b->cv, &b->mu, &dl) == 0)
+		;
+	pthread_mutex_unlock(&b->mu);
+}
+
+/* Mean time from starting a put to its event's arrival in another handle's watch. */
+static double bench_watch(struct etcd_client *c)
+{
+	struct bench_watch b = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+	pthread_t th;
+	double sum = 0;
+	size_t kl;
+
+	b.c = client();
+	b.p = key(0, "bw/", &b.pl);
+	b.el = etcd_prefix_end(b.p, b.pl, b.end);
+	if (pthread_create(&th, NULL, bench_watch_thread, &b) != 0)
+		return -1;
+	bench_wait(&b, -1);
+	for (int i = 0; i < 20; i++) {
+		double t0 = now_ms();
+		const char *k = key(1, i % 2 ? "bw/a" : "bw/b", &kl);
+
+		if (etcd_client_put(c, k, kl, "x", 1, 0, NULL) < 0)
+			break;
+		bench_wait(&b, i + 1);
+		pthread_mutex_lock(&b.mu);
+		sum += b.at - t0;
+		pthread_mutex_unlock(&b.mu);
+	}
+	etcd_client_cancel(b.c);
+	pthread_join(th, NULL);
+	etcd_client_close(b.c);
+	return b.seen >= 20 ? sum / 20 : -1;
+}
+
 static int bench_main(void)
 {
 	struct etcd_client *c = client();
@@ -856,6 +957,11 @@ static int bench_main(void)
 	t0 = (now_ms() - t0) / 10;
 	printf("txn of 1000 limit-1 ranges (one per child): %.3f ms = %.1f x 1000-key keys_only range\n",
 	       t0, t0 / ls_ms);
+	t0 = bench_watch(c);
+	if (t0 < 0)
+		goto fail;
+	printf("watch delivery (put sent -> event in another handle): %.3f ms (mean of 20) = %.1f x point get\n",
+	       t0, t0 / get_ms);
 	k = key(0, "", &kl);
 	uint8_t end[128];
 	etcd_client_delete_range(c, k, kl, end, etcd_prefix_end(k, kl, end), NULL, NULL);
