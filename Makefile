@@ -161,6 +161,6 @@ ETCD_TEST := $(BUILD)/etcd/test_etcd_client
 .PHONY: etcd-client-test
 etcd-client-test: $(ETCD_TEST)
 
-$(ETCD_TEST): tests/unit/test_etcd_client.c tests/unit/unit.h $(wildcard store/etcd_*)
+$(ETCD_TEST): tests/unit/test_etcd_client.c $(wildcard tests/unit/etcd_*) tests/unit/unit.h $(wildcard store/etcd_*)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_etcd_client.c $(wildcard store/etcd_*.c) $(ETCD_LIBS) -lpthread
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_etcd_client.c tests/unit/etcd_tool.c $(wildcard store/etcd_*.c) $(ETCD_LIBS) -lpthread

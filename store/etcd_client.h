@@ -71,8 +71,9 @@ const char *etcd_client_endpoint(const struct etcd_client *c);
 void etcd_client_set_timeout(struct etcd_client *c, long ms);
 /*
  * Makes the call running on c (a watch, typically) return -ECANCELED soon
- * (within ~100 ms); the one call that may come from another thread. Later
- * calls run normally again.
+ * (within a second: libcurl calls the progress callback that polls the flag
+ * at least once a second). The one call that may come from another thread;
+ * the next call on c runs normally again.
  */
 void etcd_client_cancel(struct etcd_client *c);
 
