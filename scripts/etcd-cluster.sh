@@ -10,8 +10,9 @@
 #   stop      stops all members and removes their data.
 #   stop-one  stops member N (0-2, default 2) only, keeping its data: the
 #             other two keep a quorum, so writes go on (the member-loss test).
-#   status    one line per member: its client URL and running/stopped; exits 1
-#             when none runs.
+#   status    one line per member: its client URL and running/stopped, then
+#             the URL; exits 1 when none runs.
+#   endpoints the members' client URLs, comma-separated (for etcdctl --endpoints)
 # Environment:
 #   KVFS_ETCD_DIR   the cluster's directory (default ${TMPDIR:-/tmp}/kvfs-etcd-$UID)
 #   KVFS_ETCD_PORT  first port (default 23790): member i listens for clients
@@ -73,15 +74,27 @@ install_etcd() {
 	command -v etcd >/dev/null || die "etcd still missing after apt-get install"
 }
 
+# True when something listens on 127.0.0.1:$1.
+port_busy() {
+	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
 start_member() {
-	local i=$1 cluster="" j
+	local i=$1 cluster="" j p
+	# Another cluster on our ports would answer the health check for us.
+	for p in "$(client_port "$i")" "$(peer_port "$i")"; do
+		port_busy "$p" && die "port $p is in use (set KVFS_ETCD_PORT to another base)"
+	done
 	for ((j = 0; j < members; j++)); do
 		cluster+="${cluster:+,}m$j=http://127.0.0.1:$(peer_port "$j")"
 	done
 	# A member restarting with its data ignores the initial-cluster flags.
 	# setsid and closed descriptors: the member outlives this script and
 	# holds none of the caller's pipes open (bats waits on those).
-	setsid etcd --name "m$i" --logger=zap --data-dir "$dir/m$i.etcd" \
+	# The member writes its own pid (setsid may fork first), then becomes etcd.
+	rm -f "$dir/m$i.pid"
+	setsid bash -c 'echo $$ >"$0"; exec "$@"' "$dir/m$i.pid" \
+		etcd --name "m$i" --logger=zap --data-dir "$dir/m$i.etcd" \
 		--listen-client-urls "http://127.0.0.1:$(client_port "$i")" \
 		--advertise-client-urls "http://127.0.0.1:$(client_port "$i")" \
 		--listen-peer-urls "http://127.0.0.1:$(peer_port "$i")" \
@@ -91,7 +104,12 @@ start_member() {
 		--max-request-bytes "$max_request_bytes" --max-txn-ops "$max_txn_ops" \
 		"${compaction[@]}" \
 		</dev/null >>"$dir/m$i.log" 2>&1 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
-	echo $! >"$dir/m$i.pid"
+}
+
+# True while member $1's process (maybe still starting) lives.
+member_alive() {
+	local pid
+	pid=$(cat "$dir/m$1.pid" 2>/dev/null) && [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
 }
 
 # Waits (at most 30 s) until every running member answers healthy.
@@ -100,11 +118,23 @@ wait_healthy() {
 	for ((tries = 0; tries < 300; tries++)); do
 		eps=""
 		for ((i = 0; i < members; i++)); do
-			member_pid "$i" >/dev/null && eps+="${eps:+,}http://127.0.0.1:$(client_port "$i")"
+			if [ ! -s "$dir/m$i.pid" ]; then	# not forked yet
+				eps=""
+				break
+			fi
+			if ! member_alive "$i"; then
+				# exited at once (a port in use, a bad data dir): say why
+				tail -n 3 "$dir/m$i.log" >&2 || true
+				die "member $i exited (log: $dir/m$i.log)"
+			fi
+			eps+="${eps:+,}http://127.0.0.1:$(client_port "$i")"
 		done
-		[ -n "$eps" ] || die "no member is running (logs: $dir/m*.log)"
-		if ETCDCTL_API=3 etcdctl --endpoints="$eps" --dial-timeout=1s \
+		if [ -n "$eps" ] && ETCDCTL_API=3 etcdctl --endpoints="$eps" --dial-timeout=1s \
 			--command-timeout=2s endpoint health >/dev/null 2>&1; then
+			# still ours after answering (not a stranger on the port)
+			for ((i = 0; i < members; i++)); do
+				member_pid "$i" >/dev/null || die "member $i exited (log: $dir/m$i.log)"
+			done
 			return 0
 		fi
 		sleep 0.1
@@ -177,5 +207,5 @@ stop) cmd_stop ;;
 stop-one) cmd_stop_one "${2:-}" ;;
 status) cmd_status ;;
 endpoints) endpoints ;;
-*) die "usage: $0 start|stop|stop-one [N]|status" ;;
+*) die "usage: $0 start|stop|stop-one [N]|status|endpoints" ;;
 esac
