@@ -137,3 +137,11 @@ etcdc() {
 	KVFS_ETCD_ENDPOINTS=$gone run -0 etcdc get "loss/$$/5"
 	assert_output v5
 }
+
+@test "start refuses ports another cluster already serves, and names them" {
+	KVFS_ETCD_DIR=$BATS_TEST_TMPDIR/other run -1 "$REPO/scripts/etcd-cluster.sh" start
+	assert_output --partial "port $KVFS_ETCD_PORT is in use"
+	# the running cluster is untouched
+	run -0 "$REPO/scripts/etcd-cluster.sh" status
+	assert_equal "$(grep -c ' running$' <<<"$output")" 3
+}
