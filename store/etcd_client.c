@@ -410,6 +410,22 @@ int etcd_client_delete_range(struct etcd_client *c, const void *key, size_t key_
 	return 0;
 }
 
+int etcd_client_compact(struct etcd_client *c, int64_t revision, bool physical)
+{
+	cJSON *req = cJSON_CreateObject(), *reply = NULL;
+	int rc = req ? etcd_wire_add_i64(req, "revision", revision) : -ENOMEM;
+
+	if (rc == 0 && physical && !cJSON_AddTrueToObject(req, "physical"))
+		rc = -ENOMEM;
+	if (rc < 0) {
+		cJSON_Delete(req);
+		return fail(c, rc, "etcd: out of memory building a compaction");
+	}
+	rc = call(c, "/v3/kv/compaction", req, &reply);
+	cJSON_Delete(reply);
+	return rc;
+}
+
 /* ---- Txn ---- */
 
 static const char *const cmp_targets[] = { "MOD", "CREATE", "VERSION", "VALUE" };

@@ -106,6 +106,13 @@ int etcd_client_delete_range(struct etcd_client *c, const void *key, size_t key_
 		      const void *range_end, size_t range_end_len,
 		      int64_t *deleted, int64_t *revision);
 
+/*
+ * Discards the history before `revision` (what auto-compaction does on a
+ * timer); reads and watches from older revisions then give -ESTALE.
+ * physical: wait until the space is really freed.
+ */
+int etcd_client_compact(struct etcd_client *c, int64_t revision, bool physical);
+
 /* Txn compares: target of `key` (or of every key in [key, range_end)) against a value. */
 enum etcd_cmp_target { ETCD_CMP_MOD, ETCD_CMP_CREATE, ETCD_CMP_VERSION, ETCD_CMP_VALUE };
 enum etcd_cmp_result { ETCD_CMP_EQUAL, ETCD_CMP_GREATER, ETCD_CMP_LESS, ETCD_CMP_NOT_EQUAL };
@@ -171,7 +178,8 @@ struct etcd_event {
 
 /*
  * Called once with ev NULL when the watch is established (so a caller knows
- * from when on it sees changes), then once per event, in revision order.
+ * from when on it sees changes; etcd sends this even just before refusing a
+ * compacted start revision), then once per event, in revision order.
  * Return 0 to go on, anything else to end the watch (etcd_watch returns it).
  */
 typedef int (*etcd_watch_fn)(const struct etcd_event *ev, void *arg);

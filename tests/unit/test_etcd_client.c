@@ -547,6 +547,36 @@ static void test_too_large(void)
 	etcd_client_close(c);
 }
 
+static int count_event(const struct etcd_event *ev, void *arg)
+{
+	(void)arg;
+	return ev ? 1 : 0;	/* the first event ends the watch; "created" does not */
+}
+
+/* After compaction, reads and watches from before it give -ESTALE (and the oldest revision left). */
+static void test_compacted(void)
+{
+	struct etcd_client *c = client();
+	struct etcd_range_result r;
+	int64_t r1 = 0, r2 = 0, oldest = 0;
+	size_t kl;
+	const char *k = key(0, "compact", &kl);
+
+	CHECK_EQ_INT(etcd_client_put(c, k, kl, "1", 1, 0, &r1), 0);
+	CHECK_EQ_INT(etcd_client_put(c, k, kl, "2", 1, 0, &r2), 0);
+	CHECK_EQ_INT(etcd_client_compact(c, r2, true), 0);
+	CHECK_EQ_INT(etcd_client_range(c, k, kl, &(struct etcd_range_opts){ .revision = r1 }, &r), -ESTALE);
+	CHECK(strstr(etcd_client_error(c), "compacted") != NULL);
+	CHECK_EQ_INT(etcd_client_range(c, k, kl, &(struct etcd_range_opts){ .revision = r2 }, &r), 0);
+	CHECK(r.len == 1 && r.kvs[0].val_len == 1 && r.kvs[0].val[0] == '2');
+	etcd_range_result_release(&r);
+	CHECK_EQ_INT(etcd_client_watch(c, k, kl, NULL, 0, r1, count_event, NULL, &oldest), -ESTALE);
+	CHECK(oldest >= r2);
+	CHECK_EQ_INT(etcd_client_compact(c, r1, false), -ESTALE);	/* already compacted */
+	CHECK_EQ_INT(etcd_client_delete_range(c, k, kl, NULL, 0, NULL, NULL), 0);
+	etcd_client_close(c);
+}
+
 /* ---- the write buffer (store/etcd_buf.c) ---- */
 
 /* Reads through the buffer: written, deleted (by key or range), untouched. */
@@ -748,6 +778,7 @@ int main(int argc, char **argv)
 	TEST(test_watch);
 	TEST(test_failover);
 	TEST(test_too_large);
+	TEST(test_compacted);
 	TEST(test_buf_reads);
 	TEST(test_buf_commit_gaps);
 	TEST(test_buf_guards);
