@@ -151,7 +151,7 @@ static int check_meta(struct store_txn *txn, struct check *c)
 	/* Format 1 is read as it is (a read-only open does not upgrade). */
 	c->format = store_txn_format(txn);
 	if (v.len != 4 || c->format < 1 || c->format > STORE_FORMAT_VERSION)
-		check_report(c, "format", 6, "format version is not 1, 2 or 3");
+		check_report(c, "format", 6, "format version is not 1, 2, 3 or 4");
 	if (store_get(txn, STORE_SPACE_META, "created", 7, &v) != 0 || v.len != 8)
 		check_report(c, "created", 7, "creation time missing or malformed");
 	return 0;

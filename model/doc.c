@@ -10,6 +10,7 @@
 
 #include "model/table_int.h"
 #include "model/tree_int.h"
+#include "model/ttl_int.h"
 
 /* ---- flatten ---- */
 
@@ -1072,7 +1073,7 @@ static int export_run(struct model *m, const char *path, unsigned flags, struct 
 {
 	struct store_txn *txn;
 	struct json_writer w;
-	int ret = store_read_begin(m->st, &txn);
+	int ret = tree_read_begin(m, &txn);
 
 	if (ret < 0)
 		return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
@@ -1120,6 +1121,7 @@ struct import_op {
 	model_progress_fn progress;
 	void *arg;
 	struct model_error *err;
+	int64_t ttl_deadline_ns;	/* the imported node's; 0: none */
 };
 
 static int import_txn(struct store_txn *txn, void *arg)
@@ -1132,7 +1134,12 @@ static int import_txn(struct store_txn *txn, void *arg)
 	ret = tree_resolve(txn, op->path, TREE_FOR_CREATE, &p, op->err);
 	if (ret < 0)
 		return ret;
-	ret = doc_write(txn, &p, op->json, op->len, 0, op->progress, op->arg, op->err);
+	/* the document replaces the node: TTLs in it are cleared, unless given again */
+	ret = p.len ? ttl_delete_subtree(txn, p.key, p.len) : 0;
+	if (ret == 0)
+		ret = doc_write(txn, &p, op->json, op->len, 0, op->progress, op->arg, op->err);
+	if (ret == 0 && op->ttl_deadline_ns && p.len)
+		ret = ttl_set(txn, p.key, p.len, op->ttl_deadline_ns);
 	/* nodes the document keeps keep their attributes; removed ones lose them */
 	return ret < 0 ? ret : attr_prune(txn, p.key, p.len);
 }
@@ -1140,7 +1147,19 @@ static int import_txn(struct store_txn *txn, void *arg)
 int model_import(struct model *m, const char *path, const char *json, size_t len,
 		 model_progress_fn progress, void *arg, struct model_error *err)
 {
-	struct import_op op = { path, json, len, progress, arg, err };
+	return model_import_ttl(m, path, json, len, 0, progress, arg, err);
+}
 
+int model_import_ttl(struct model *m, const char *path, const char *json, size_t len,
+		     int64_t ttl_seconds, model_progress_fn progress, void *arg,
+		     struct model_error *err)
+{
+	struct import_op op = { path, json, len, progress, arg, err, 0 };
+
+	if (ttl_seconds && model_ttl_deadline(ttl_seconds, tree_now_ns(), &op.ttl_deadline_ns) < 0)
+		return tree_fail(err, -EINVAL, "%s: a time to live is 1 to %lld seconds", path,
+				 (long long)TTL_SECONDS_MAX);
+	if (ttl_seconds && (!path[strspn(path, "/")]))
+		return tree_fail(err, -EINVAL, "%s: the root cannot expire", path);
 	return tree_write(m, path, import_txn, &op, err);
 }

@@ -229,7 +229,7 @@ static int load_format(struct store_txn *txn, struct load *l, const struct strbu
 	const uint8_t *v = (const uint8_t *)val->buf;
 
 	if (val->len != 4 || v[0] || v[1] || v[2] || v[3] < 1 || v[3] > STORE_FORMAT_VERSION)
-		return load_fail(l, "the dump's format version is not 1, 2 or 3");
+		return load_fail(l, "the dump's format version is not 1, 2, 3 or 4");
 	l->format = v[3];
 	return store_set_format(txn, STORE_FORMAT_VERSION);
 }

@@ -14,6 +14,7 @@
 
 #include "model/table_int.h"
 #include "model/tree_int.h"
+#include "model/ttl_int.h"
 
 int tree_fail(struct model_error *err, int ret, const char *fmt, ...)
 {
@@ -57,8 +58,8 @@ static int tree_write_txn(struct store_txn *txn, void *arg)
 	return ret;
 }
 
-int tree_write(struct model *m, const char *what, store_write_fn fn, void *arg,
-	       struct model_error *err)
+int tree_write_plain(struct model *m, const char *what, store_write_fn fn, void *arg,
+		     struct model_error *err)
 {
 	struct tree_write_op op = { fn, arg, err };
 	int ret;
@@ -70,6 +71,15 @@ int tree_write(struct model *m, const char *what, store_write_fn fn, void *arg,
 	if (ret < 0 && err && !err->msg[0])
 		tree_fail(err, ret, "%s: %s", what, strerror(-ret));
 	return ret;
+}
+
+int tree_write(struct model *m, const char *what, store_write_fn fn, void *arg,
+	       struct model_error *err)
+{
+	/* Due nodes go first, so that the write sees the tree reads show. */
+	if (!m->readonly)
+		ttl_reap_due(m);
+	return tree_write_plain(m, what, fn, arg, err);
 }
 
 int64_t tree_now_ns(void)

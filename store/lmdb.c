@@ -52,7 +52,7 @@
 #define MAX_READERS 254
 
 static const char *const space_names[STORE_SPACE_COUNT] = { "meta", "data", "schema", "index",
-								   "attr" };
+								   "attr", "expiry", "ttl" };
 
 struct store {
 	MDB_env *env;
@@ -84,6 +84,13 @@ struct store_txn {
 	bool map_full;		/* an operation hit MDB_MAP_FULL: grow and retry */
 	unsigned format;	/* this snapshot's format; 0 = not looked up yet */
 	void *owner;		/* the caller's (store_txn_set_owner) */
+	struct hidden *hidden;	/* heap: data-space subtrees hidden from reads, or NULL */
+};
+
+/* Sorted, and no key is the tuple ancestor of another (store_txn_hide). */
+struct hidden {
+	size_t n, cap;
+	struct store_val keys[];	/* each key's bytes are heap */
 };
 
 enum scan_state { SCAN_START, SCAN_SEEK, SCAN_NEXT, SCAN_END };
@@ -92,6 +99,7 @@ struct store_scan {
 	struct store_txn *txn;
 	MDB_cursor *cursor;
 	enum scan_state state;
+	enum store_space space;
 	uint64_t steps;
 	size_t prefix_len;
 	size_t target_len;
@@ -401,9 +409,9 @@ static int open_spaces(struct store *st, const char *dir, char *why, size_t why_
 		rc = store_err(rc);
 		goto out_abort_txn;
 	}
-	/* Format 3's spaces: created here for older stores (their upgrade only
-	 * raises the version); a read-only open of one reads them as empty. */
-	for (int sp = STORE_SPACE_SCHEMA; sp <= STORE_SPACE_ATTR; sp++) {
+	/* Format 3's and 4's spaces: created here for older stores (their
+	 * upgrade only raises the version); a read-only open reads them as empty. */
+	for (int sp = STORE_SPACE_SCHEMA; sp < STORE_SPACE_COUNT; sp++) {
 		rc = mdb_dbi_open(txn, space_names[sp], create, &st->dbi[sp]);
 		if (rc == MDB_NOTFOUND && st->readonly) {
 			st->absent[sp] = true;
@@ -690,7 +698,7 @@ static int env_open(struct store *st, const char *dir, unsigned flags, char *why
 		envflags |= MDB_NOSYNC;
 	rc = mdb_env_create(&st->env);
 	if (rc == 0)
-		rc = mdb_env_set_maxdbs(st->env, 8);
+		rc = mdb_env_set_maxdbs(st->env, 12);
 	if (rc == 0)
 		rc = mdb_env_set_maxreaders(st->env, MAX_READERS);
 	if (rc == 0)
@@ -977,6 +985,8 @@ int store_read_begin(struct store *st, struct store_txn **out)
 	return 0;
 }
 
+static void hidden_free(struct hidden *h);
+
 /* Ends a read transaction. Write transactions belong to store_write: no-op. */
 void store_txn_end(struct store_txn *txn)
 {
@@ -984,7 +994,101 @@ void store_txn_end(struct store_txn *txn)
 		return;
 	mdb_txn_abort(txn->txn);
 	gate_leave(txn->st, false);
+	hidden_free(txn->hidden);
 	free(txn);
+}
+
+/* ---- hidden subtrees (store_txn_hide) ---- */
+
+/* True when a (a node key) is k itself or a tuple ancestor of k. */
+static bool key_covers(const struct store_val *a, const void *k, size_t len)
+{
+	return a->len <= len && memcmp(a->data, k, a->len) == 0 &&
+	       (a->len == len || ((const uint8_t *)k)[a->len] != 0xff);
+}
+
+static int key_cmp(const void *a, size_t a_len, const void *b, size_t b_len)
+{
+	int c = memcmp(a, b, a_len < b_len ? a_len : b_len);
+
+	return c ? c : (a_len > b_len) - (a_len < b_len);
+}
+
+/* Index of the first hidden key > k. */
+static size_t hidden_upper(const struct hidden *h, const void *k, size_t len)
+{
+	size_t lo = 0, hi = h->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (key_cmp(h->keys[mid].data, h->keys[mid].len, k, len) <= 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * The hidden key covering k, or NULL. Exact with one comparison: no hidden
+ * key is an ancestor of another, so any key between a covering ancestor A
+ * and k would be A's descendant (dropped) or sort after k (A + 0xff...).
+ */
+static const struct store_val *hidden_find(const struct hidden *h, const void *k, size_t len)
+{
+	size_t i;
+
+	if (!h || h->n == 0)
+		return NULL;
+	i = hidden_upper(h, k, len);
+	return i > 0 && key_covers(&h->keys[i - 1], k, len) ? &h->keys[i - 1] : NULL;
+}
+
+static void hidden_free(struct hidden *h)
+{
+	if (!h)
+		return;
+	for (size_t i = 0; i < h->n; i++)
+		free((void *)h->keys[i].data);
+	free(h);
+}
+
+int store_txn_hide(struct store_txn *txn, const void *key, size_t len)
+{
+	struct hidden *h = txn->hidden;
+	struct store_val nk;
+	size_t i, j;
+	void *copy;
+
+	if (txn->write || len == 0 || len > STORE_KEY_MAX)
+		return -EINVAL;	/* read transactions only; the root never expires */
+	if (hidden_find(h, key, len))
+		return 0;	/* already hidden with an ancestor */
+	if (!h || h->n == h->cap) {
+		size_t cap = h ? h->cap * 2 : 16;
+		struct hidden *g = realloc(h, sizeof(*g) + cap * sizeof(g->keys[0]));
+
+		if (!g)
+			return -ENOMEM;
+		if (!h)
+			g->n = 0;
+		g->cap = cap;
+		txn->hidden = h = g;
+	}
+	copy = malloc(len);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, key, len);
+	nk = (struct store_val){ copy, len };
+	i = hidden_upper(h, key, len);
+	/* Descendants of the new key sort right after it: drop them. */
+	for (j = i; j < h->n && key_covers(&nk, h->keys[j].data, h->keys[j].len); j++)
+		free((void *)h->keys[j].data);
+	memmove(&h->keys[i + 1], &h->keys[j], (h->n - j) * sizeof(h->keys[0]));
+	h->n = h->n - (j - i) + 1;
+	h->keys[i] = nk;
+	return 0;
 }
 
 uint64_t store_txn_id(const struct store_txn *txn)
@@ -1103,6 +1207,8 @@ int store_get(struct store_txn *txn, enum store_space space,
 		return rc;
 	if (txn->st->absent[space])
 		return -ENOENT;
+	if (space == STORE_SPACE_DATA && hidden_find(txn->hidden, key, key_len))
+		return -ENOENT;
 	rc = mdb_get(txn->txn, txn->st->dbi[space], &k, &v);
 	if (rc)
 		return txn_err(txn, rc);
@@ -1142,6 +1248,15 @@ int store_del(struct store_txn *txn, enum store_space space, const void *key, si
 	if ((rc = check_key(key_len)))
 		return rc;
 	return txn_err(txn, mdb_del(txn->txn, txn->st->dbi[space], &k, NULL));
+}
+
+bool store_space_is_empty(struct store_txn *txn, enum store_space space)
+{
+	MDB_stat ms;
+
+	if (txn->st->absent[space])
+		return true;
+	return mdb_stat(txn->txn, txn->st->dbi[space], &ms) == 0 && ms.ms_entries == 0;
 }
 
 static bool has_prefix(const MDB_val *k, const void *prefix, size_t prefix_len)
@@ -1216,6 +1331,7 @@ int store_scan_open(struct store_txn *txn, enum store_space space,
 		return txn_err(txn, rc);
 	}
 	s->txn = txn;
+	s->space = space;
 	s->state = SCAN_START;
 	if (prefix_len)
 		memcpy(s->prefix, prefix, prefix_len);
@@ -1256,6 +1372,8 @@ static int scan_move(struct store_scan *s, MDB_val *k, MDB_val *v)
 	}
 }
 
+static void subtree_end(const uint8_t *key, size_t len, uint8_t *out, size_t *out_len);
+
 int store_scan_next(struct store_scan *scan, struct store_val *key, struct store_val *val)
 {
 	MDB_val k, v;
@@ -1263,9 +1381,19 @@ int store_scan_next(struct store_scan *scan, struct store_val *key, struct store
 
 	if (scan->state == SCAN_END)
 		return 0;
-	rc = scan_move(scan, &k, &v);
-	if (rc == 0 && !has_prefix(&k, scan->prefix, scan->prefix_len))
-		rc = MDB_NOTFOUND;
+	for (;;) {
+		const struct store_val *h;
+
+		rc = scan_move(scan, &k, &v);
+		if (rc == 0 && !has_prefix(&k, scan->prefix, scan->prefix_len))
+			rc = MDB_NOTFOUND;
+		if (rc || scan->space != STORE_SPACE_DATA ||
+		    !(h = hidden_find(scan->txn->hidden, k.mv_data, k.mv_size)))
+			break;
+		/* A hidden subtree: one seek past it, as a listing skips a child. */
+		subtree_end(h->data, h->len, scan->target, &scan->target_len);
+		scan->state = SCAN_SEEK;
+	}
 	if (rc) {
 		scan->state = SCAN_END;
 		return rc == MDB_NOTFOUND ? 0 : txn_err(scan->txn, rc);
