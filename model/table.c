@@ -474,6 +474,95 @@ static int entries_delete(struct store_txn *txn, const struct table_schema *s, c
 /* ---- touching ---- */
 
 /* Elements in key[from..len]; stops counting at max. */
+static int count_elems(const uint8_t *key, size_t from, size_t len, int max, size_t *end_of_max);
+static bool is_under(const struct table_schema *s, const uint8_t *key, size_t len);
+
+/* Hides the entries of s's indexes that the expired node at key stops being in. */
+static int hide_in_table(struct store_txn *txn, const struct table_schema *s, const uint8_t *key,
+			 size_t len)
+{
+	uint8_t id[16];
+	struct tuple_writer w;
+	struct tuple_reader r;
+	struct tuple_elem e;
+	char field[TABLE_NAME_MAX];
+	size_t row_end = 0, vend;
+	struct strbuf sb;
+	int n, ret = 0;
+
+	if (len <= s->key_len ? memcmp(key, s->key, len) == 0 &&
+				(len == s->key_len || s->key[len] != 0xff) : false) {
+		/* the table itself or an ancestor: every entry of every index */
+		for (int i = 0; i < s->nidx && ret == 0; i++) {
+			tuple_writer_init(&w, id, sizeof(id));
+			tuple_put_int(&w, s->idx[i].id);
+			ret = store_txn_hide(txn, STORE_SPACE_INDEX, id, w.len);
+		}
+		return ret;
+	}
+	if (!is_under(s, key, len))
+		return 0;
+	n = count_elems(key, s->key_len, len, s->key_depth, &row_end);
+	if (n < s->key_depth)
+		return 0;	/* a level of a composite key: left to the reaper */
+	field[0] = '\0';
+	if (len > row_end) {
+		/* a field of the row: only indexes over that top-level field */
+		tuple_reader_init(&r, key + row_end, len - row_end);
+		if (tuple_next(&r, &e) != 1 || e.type != TUPLE_TYPE_STRING ||
+		    e.len >= sizeof(field) || r.pos != len - row_end)
+			return 0;	/* deeper: objects and arrays are never indexed */
+		tuple_elem_copy(&e, field);
+		field[e.len] = '\0';
+	}
+	strbuf_init(&sb);
+	for (int i = 0; i < s->nidx && ret >= 0; i++) {
+		bool uses = !field[0];
+
+		for (int f = 0; !uses && f < s->idx[i].nfields; f++)
+			uses = strcmp(s->idx[i].fields[f], field) == 0;
+		if (!uses)
+			continue;
+		ret = entry_build(txn, s, &s->idx[i], key, row_end, &sb, &vend);
+		if (ret == 0)
+			ret = store_txn_hide(txn, STORE_SPACE_INDEX, sb.buf, sb.len);
+		else if (ret > 0 || ret == -ENAMETOOLONG || ret == -ERANGE)
+			ret = 0;	/* not in that index */
+	}
+	strbuf_release(&sb);
+	return ret < 0 ? ret : 0;
+}
+
+int table_hide_expired(struct store_txn *txn, const uint8_t *key, size_t len)
+{
+	struct table_schema *s;
+	struct store_scan *scan;
+	struct store_val k, v;
+	int ret;
+
+	if (store_space_is_empty(txn, STORE_SPACE_SCHEMA))
+		return 0;
+	s = malloc(sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	ret = store_scan_open(txn, STORE_SPACE_SCHEMA, NULL, 0, &scan);
+	if (ret < 0) {
+		free(s);
+		return ret == -ENOENT ? 0 : ret;
+	}
+	while ((ret = store_scan_next(scan, &k, &v)) == 1) {
+		if (table_schema_decode(k.data, k.len, v.data, v.len, s) < 0)
+			continue;	/* kvfs check reports it */
+		ret = hide_in_table(txn, s, key, len);
+		if (ret < 0)
+			break;
+	}
+	store_scan_close(scan);
+	free(s);
+	return ret < 0 ? ret : 0;
+}
+
+/* Elements in key[from..len]; stops counting at max. */
 static int count_elems(const uint8_t *key, size_t from, size_t len, int max, size_t *end_of_max)
 {
 	struct tuple_reader r;

@@ -10,6 +10,7 @@
 
 #include "model/table_int.h"
 #include "model/tree_int.h"
+#include "model/ttl_int.h"
 
 struct table_op {
 	struct model_error *err;
@@ -526,7 +527,7 @@ static int read_schema(struct model *m, const char *path, struct store_txn **txn
 	*s = malloc(sizeof(**s));
 	if (!*s)
 		return tree_fail(err, -ENOMEM, "%s: out of memory", path);
-	ret = store_read_begin(m->st, txn);
+	ret = tree_read_begin(m, txn);
 	if (ret < 0) {
 		free(*s);
 		return tree_fail(err, ret, "%s: %s", path, strerror(-ret));

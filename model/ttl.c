@@ -271,6 +271,7 @@ int ttl_effective(struct store_txn *txn, const uint8_t *key, size_t len, int64_t
 
 int ttl_hide_expired(struct store_txn *txn, int64_t now_ns)
 {
+	struct ttl_list l = { 0 };
 	struct store_scan *scan;
 	struct store_val k, v;
 	int ret;
@@ -289,11 +290,17 @@ int ttl_hide_expired(struct store_txn *txn, int64_t now_ns)
 			continue;	/* not a node: kvfs check reports it */
 		if (d > now_ns)
 			break;	/* in deadline order: nothing further is due */
-		ret = store_txn_hide(txn, key, len);
+		ret = list_add(&l, key, len, d);
 		if (ret < 0)
 			break;
 	}
 	store_scan_close(scan);
+	/* index entries first: they are computed from rows still visible */
+	for (size_t i = 0; ret >= 0 && i < l.n; i++)
+		ret = table_hide_expired(txn, l.e[i].key, l.e[i].len);
+	for (size_t i = 0; ret >= 0 && i < l.n; i++)
+		ret = store_txn_hide(txn, STORE_SPACE_DATA, l.e[i].key, l.e[i].len);
+	free(l.e);
 	return ret < 0 ? ret : 0;
 }
 

@@ -84,7 +84,7 @@ struct store_txn {
 	bool map_full;		/* an operation hit MDB_MAP_FULL: grow and retry */
 	unsigned format;	/* this snapshot's format; 0 = not looked up yet */
 	void *owner;		/* the caller's (store_txn_set_owner) */
-	struct hidden *hidden;	/* heap: data-space subtrees hidden from reads, or NULL */
+	struct hidden *hidden[2];	/* heap: data/index subtrees hidden from reads, or NULL */
 };
 
 /* Sorted, and no key is the tuple ancestor of another (store_txn_hide). */
@@ -994,7 +994,8 @@ void store_txn_end(struct store_txn *txn)
 		return;
 	mdb_txn_abort(txn->txn);
 	gate_leave(txn->st, false);
-	hidden_free(txn->hidden);
+	hidden_free(txn->hidden[0]);
+	hidden_free(txn->hidden[1]);
 	free(txn);
 }
 
@@ -1054,15 +1055,24 @@ static void hidden_free(struct hidden *h)
 	free(h);
 }
 
-int store_txn_hide(struct store_txn *txn, const void *key, size_t len)
+/* The hidden set of a space: only the data and index spaces have one. */
+static struct hidden **hidden_of(struct store_txn *txn, enum store_space space)
 {
-	struct hidden *h = txn->hidden;
+	return space == STORE_SPACE_DATA ? &txn->hidden[0] :
+	       space == STORE_SPACE_INDEX ? &txn->hidden[1] : NULL;
+}
+
+int store_txn_hide(struct store_txn *txn, enum store_space space, const void *key, size_t len)
+{
+	struct hidden **hp = hidden_of(txn, space);
+	struct hidden *h;
 	struct store_val nk;
 	size_t i, j;
 	void *copy;
 
-	if (txn->write || len == 0 || len > STORE_KEY_MAX)
+	if (!hp || txn->write || len == 0 || len > STORE_KEY_MAX)
 		return -EINVAL;	/* read transactions only; the root never expires */
+	h = *hp;
 	if (hidden_find(h, key, len))
 		return 0;	/* already hidden with an ancestor */
 	if (!h || h->n == h->cap) {
@@ -1074,7 +1084,7 @@ int store_txn_hide(struct store_txn *txn, const void *key, size_t len)
 		if (!h)
 			g->n = 0;
 		g->cap = cap;
-		txn->hidden = h = g;
+		*hp = h = g;
 	}
 	copy = malloc(len);
 	if (!copy)
@@ -1207,7 +1217,7 @@ int store_get(struct store_txn *txn, enum store_space space,
 		return rc;
 	if (txn->st->absent[space])
 		return -ENOENT;
-	if (space == STORE_SPACE_DATA && hidden_find(txn->hidden, key, key_len))
+	if (hidden_of(txn, space) && hidden_find(*hidden_of(txn, space), key, key_len))
 		return -ENOENT;
 	rc = mdb_get(txn->txn, txn->st->dbi[space], &k, &v);
 	if (rc)
@@ -1387,8 +1397,8 @@ int store_scan_next(struct store_scan *scan, struct store_val *key, struct store
 		rc = scan_move(scan, &k, &v);
 		if (rc == 0 && !has_prefix(&k, scan->prefix, scan->prefix_len))
 			rc = MDB_NOTFOUND;
-		if (rc || scan->space != STORE_SPACE_DATA ||
-		    !(h = hidden_find(scan->txn->hidden, k.mv_data, k.mv_size)))
+		if (rc || !hidden_of(scan->txn, scan->space) ||
+		    !(h = hidden_find(*hidden_of(scan->txn, scan->space), k.mv_data, k.mv_size)))
 			break;
 		/* A hidden subtree: one seek past it, as a listing skips a child. */
 		subtree_end(h->data, h->len, scan->target, &scan->target_len);

@@ -115,13 +115,14 @@ uint64_t store_txn_id(const struct store_txn *txn);
 void store_txn_set_owner(struct store_txn *txn, void *owner);
 void *store_txn_owner(const struct store_txn *txn);
 /*
- * Hides the data-space node at key[0..len] and everything under it (its
- * tuple subtree, not siblings that merely continue its bytes) from this
- * transaction's reads: store_get gives -ENOENT and scans step over it, as
- * if it were deleted (model/ttl.c hides expired nodes so). Deletes still
- * see it. The key is copied. 0 or -ENOMEM.
+ * Hides key[0..len] of the data or index space and everything under it
+ * (its tuple subtree, not siblings that merely continue its bytes) from
+ * this read transaction: store_get gives -ENOENT and scans step over it
+ * with one seek, as if it were deleted (model/ttl.c hides expired nodes
+ * and their index entries so). The key is copied. 0, -ENOMEM, or -EINVAL
+ * (a write transaction, another space, an empty key).
  */
-int store_txn_hide(struct store_txn *txn, const void *key, size_t len);
+int store_txn_hide(struct store_txn *txn, enum store_space space, const void *key, size_t len);
 
 /*
  * The meta `format` of the store (docs/FORMAT.md). store_format: as found
