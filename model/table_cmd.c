@@ -771,7 +771,8 @@ static int repair_txn(struct store_txn *txn, void *arg)
 			break;
 	}
 	store_scan_close(scan);
-	return ret;
+	/* the ttl and expiry spaces are rebuilt from each other (model/ttl.c) */
+	return ret < 0 ? ret : ttl_repair(txn, &(uint64_t){ 0 });
 }
 
 int model_check_repair(struct model *m, struct model_error *err)

@@ -592,3 +592,167 @@ int model_ttl_get(struct model *m, const char *path, int64_t *seconds, struct mo
 	*seconds = d > now ? (d - now + 999999999) / 1000000000 : 0;
 	return 0;
 }
+
+/* ---- check and repair ---- */
+
+static bool is_node_key(const void *key, size_t len)
+{
+	struct tuple_reader r;
+	struct tuple_elem e;
+	int ret;
+
+	tuple_reader_init(&r, key, len);
+	while ((ret = tuple_next(&r, &e)) == 1)
+		if (e.type != TUPLE_TYPE_STRING && (e.type != TUPLE_TYPE_INT || e.integer < 0))
+			return false;
+	return ret == 0 && len > 0;
+}
+
+static bool node_exists(struct store_txn *txn, const uint8_t *key, size_t len)
+{
+	struct tree_node n;
+
+	return tree_lookup(txn, key, len, &n) == 0 && n.exists;
+}
+
+/* The ttl space: each entry a node's, with a deadline and its expiry entry. */
+static int check_ttl_space(struct store_txn *txn, table_report_fn fn, void *arg, uint64_t *n)
+{
+	uint8_t ek[TTL_EXPIRY_KEY_MAX];
+	struct store_scan *scan;
+	struct store_val k, v, e;
+	int ret = store_scan_open(txn, STORE_SPACE_TTL, NULL, 0, &scan);
+
+	if (ret == -ENOENT)
+		return 0;
+	if (ret < 0)
+		return ret;
+	while ((ret = store_scan_next(scan, &k, &v)) == 1) {
+		int64_t d;
+
+		(*n)++;
+		if (!is_node_key(k.data, k.len)) {
+			fn(arg, k.data, k.len, "ttl entry: key is no node key");
+			continue;
+		}
+		if (!ttl_deadline_decode(v.data, v.len, &d)) {
+			fn(arg, k.data, k.len, "ttl entry: bad deadline");
+			continue;
+		}
+		if (!node_exists(txn, k.data, k.len))
+			fn(arg, k.data, k.len, "ttl entry of a node that does not exist");
+		ret = store_get(txn, STORE_SPACE_EXPIRY, ek,
+				ttl_expiry_key(d, k.data, k.len, ek), &e);
+		if (ret == -ENOENT)
+			fn(arg, k.data, k.len, "ttl entry without its expiry entry");
+		else if (ret < 0)
+			break;
+		ret = 0;
+	}
+	store_scan_close(scan);
+	return ret;
+}
+
+/* The expiry space: each entry parses and matches its node's ttl entry. */
+static int check_expiry_space(struct store_txn *txn, table_report_fn fn, void *arg)
+{
+	struct store_scan *scan;
+	struct store_val k, v;
+	int ret = store_scan_open(txn, STORE_SPACE_EXPIRY, NULL, 0, &scan);
+
+	if (ret == -ENOENT)
+		return 0;
+	if (ret < 0)
+		return ret;
+	while ((ret = store_scan_next(scan, &k, &v)) == 1) {
+		const uint8_t *key;
+		size_t len;
+		int64_t d, have;
+
+		if (!ttl_expiry_parse(k.data, k.len, &d, &key, &len) || !is_node_key(key, len) ||
+		    v.len != 0) {
+			fn(arg, k.data, k.len, "expiry entry: bad layout");
+			continue;
+		}
+		ret = ttl_get(txn, key, len, &have);
+		if (ret == -ENOENT || (ret == 0 && have != d))
+			fn(arg, k.data, k.len, "expiry entry without its ttl entry");
+		else if (ret < 0 && ret != -EIO)
+			break;
+		ret = 0;
+	}
+	store_scan_close(scan);
+	return ret;
+}
+
+int ttl_check(struct store_txn *txn, table_report_fn fn, void *arg, uint64_t *entries)
+{
+	uint64_t n = 0;
+	int ret = check_ttl_space(txn, fn, arg, &n);
+
+	if (ret == 0)
+		ret = check_expiry_space(txn, fn, arg);
+	if (entries)
+		*entries = n;
+	return ret;
+}
+
+/* Both spaces' valid pairs whose node exists (an expiry entry can restore a lost ttl entry). */
+static int repair_collect(struct store_txn *txn, struct ttl_list *l)
+{
+	struct store_scan *scan;
+	struct store_val k, v;
+	int ret = store_scan_open(txn, STORE_SPACE_TTL, NULL, 0, &scan);
+
+	if (ret < 0)
+		return ret;
+	while ((ret = store_scan_next(scan, &k, &v)) == 1) {
+		int64_t d;
+
+		if (is_node_key(k.data, k.len) && ttl_deadline_decode(v.data, v.len, &d) &&
+		    node_exists(txn, k.data, k.len) && (ret = list_add(l, k.data, k.len, d)) < 0)
+			break;
+	}
+	store_scan_close(scan);
+	if (ret < 0)
+		return ret;
+	ret = store_scan_open(txn, STORE_SPACE_EXPIRY, NULL, 0, &scan);
+	if (ret < 0)
+		return ret;
+	while ((ret = store_scan_next(scan, &k, &v)) == 1) {
+		const uint8_t *key;
+		size_t len;
+		int64_t d;
+
+		if (ttl_expiry_parse(k.data, k.len, &d, &key, &len) && is_node_key(key, len) &&
+		    node_exists(txn, key, len) && (ret = list_add(l, key, len, d)) < 0)
+			break;
+	}
+	store_scan_close(scan);
+	return ret;
+}
+
+int ttl_repair(struct store_txn *txn, uint64_t *kept)
+{
+	struct ttl_list l = { 0 };
+	int ret = repair_collect(txn, &l);
+
+	*kept = 0;
+	if (ret == 0)
+		ret = store_del_prefix(txn, STORE_SPACE_TTL, NULL, 0, NULL);
+	if (ret == 0)
+		ret = store_del_prefix(txn, STORE_SPACE_EXPIRY, NULL, 0, NULL);
+	/* a node found twice keeps the earlier deadline */
+	for (size_t i = 0; ret == 0 && i < l.n; i++) {
+		int64_t d;
+
+		ret = ttl_get(txn, l.e[i].key, l.e[i].len, &d);
+		if (ret == 0 && d <= l.e[i].deadline_ns)
+			continue;
+		ret = ttl_set(txn, l.e[i].key, l.e[i].len, l.e[i].deadline_ns);
+		if (ret == 0)
+			(*kept)++;
+	}
+	free(l.e);
+	return ret;
+}

@@ -75,4 +75,18 @@ int ttl_reap_txn(struct store_txn *txn, int64_t now_ns, unsigned skip, unsigned 
  */
 void ttl_reap_due(struct model *m);
 
+/*
+ * kvfs check: every ttl entry a node's, with a valid deadline and its
+ * expiry entry; every expiry entry well formed and matching its ttl entry.
+ * fn is a table_report_fn (model/table_int.h); *entries counts ttl entries.
+ */
+int ttl_check(struct store_txn *txn, void (*fn)(void *arg, const uint8_t *key, size_t len,
+						const char *msg),
+	      void *arg, uint64_t *entries);
+/*
+ * check --repair: rebuilds both spaces from the valid pairs either holds
+ * whose node exists (the earlier deadline when they disagree).
+ */
+int ttl_repair(struct store_txn *txn, uint64_t *kept);
+
 #endif
