@@ -341,6 +341,7 @@ static void *watch_main(void *arg)
 		pthread_mutex_unlock(&ctx->watch_lock);
 		if (++ticks % FS_READERS_CHECK_TICKS == 0)
 			readers_check(ctx);
+		fs_ttl_reap(ctx);
 		if (store_changed_elsewhere(ctx)) {
 			fs_trace(ctx, "the store changed elsewhere: invalidating");
 			fs_inval_foreign(ctx);
