@@ -139,7 +139,7 @@ static void test_open_modes(void)
 	snprintf(path, sizeof(path), "%s/lock.mdb", dir);
 	CHECK(stat(path, &sb) == 0 && (sb.st_mode & 07777) == 0600);
 	CHECK_EQ_INT(get_kv(st, STORE_SPACE_META, "format", 6, buf, sizeof(buf)), 4);
-	CHECK_MEM(buf, 4, "\0\0\0\3", 4);
+	CHECK_MEM(buf, 4, "\0\0\0\4", 4);
 	CHECK_EQ_INT(get_kv(st, STORE_SPACE_META, "created", 7, buf, sizeof(buf)), 8);
 	store_close(st);
 
