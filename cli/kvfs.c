@@ -139,7 +139,7 @@ static const struct cli_verb verbs[] = {
 	{
 		.name = "table", .run = cli_cmd_table,
 		.synopsis = "create|column|show|drop [--key-depth N] [--key-fields FIELDS] [--required] "
-		"[--max-length N] [--references TABLE] STORE PATH [FIELD TYPE]",
+		"[--max-length N] [--references TABLE] [--ttl SECONDS] STORE PATH [FIELD TYPE]",
 		.summary = "Declare a directory a table, its columns; show or drop its schema.",
 		.help =
 		"kvfs table create STORE PATH --key-depth N [--key-fields F1[,F2...]]\n"

@@ -324,6 +324,9 @@ int model_table_create(struct model *m, const char *path, int key_depth, const c
 int model_table_column(struct model *m, const char *path, const char *field, const char *type,
 		       bool required, int64_t max_length, const char *references,
 		       struct model_error *err);
+/* model_table_create whose new rows expire after ttl_seconds (0: never; docs/FORMAT.md, "TTL"). */
+int model_table_create_ttl(struct model *m, const char *path, int key_depth,
+			   const char *key_fields, int64_t ttl_seconds, struct model_error *err);
 /* The schema as pretty JSON; *out is heap (free()). */
 int model_table_show(struct model *m, const char *path, char **out, size_t *len,
 		     struct model_error *err);

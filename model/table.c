@@ -12,6 +12,7 @@
 
 #include "model/table_int.h"
 #include "model/tree_int.h"
+#include "model/ttl_int.h"
 
 #define SCHEMA_VERSION 1
 #define SCHEMA_BODY_MAX 65536
@@ -62,6 +63,8 @@ int table_schema_encode(const struct table_schema *s, struct strbuf *out)
 		tuple_nested_end(&w);
 	}
 	tuple_nested_end(&w);
+	if (s->ttl_seconds)	/* optional (format 4): records without it read as 0 */
+		tuple_put_int(&w, s->ttl_seconds);
 	if (!w.overflow)
 		leaf_record_seal(s->key, s->key_len, buf, w.len, out);
 	free(buf);
@@ -177,6 +180,11 @@ int table_schema_decode(const uint8_t *key, size_t key_len, const void *rec, siz
 		if (s->nidx >= TABLE_INDEXES_MAX || !next_of(&nr, TUPLE_TYPE_NESTED, &e) ||
 		    !decode_index(&e, &s->idx[s->nidx]))
 			return -EINVAL;
+	if (r.pos < r.len) {
+		if (!next_of(&r, TUPLE_TYPE_INT, &e) || e.integer < 1 || e.integer > TTL_SECONDS_MAX)
+			return -EINVAL;
+		s->ttl_seconds = e.integer;
+	}
 	return r.pos == r.len ? 0 : -EINVAL;
 }
 
@@ -184,6 +192,7 @@ int table_schema_decode(const uint8_t *key, size_t key_len, const void *rec, siz
 
 struct touched {
 	int table;		/* index into tt->tables */
+	bool existed;		/* the row was there at its first touch (a new one: false) */
 	size_t len;
 	uint8_t key[];
 };
@@ -330,6 +339,7 @@ static int rows_add(struct table_txn *tt, int table, const uint8_t *key, size_t 
 	if (!t)
 		return -ENOMEM;
 	t->table = table;
+	t->existed = true;	/* row_touch looks when it matters */
 	t->len = len;
 	memcpy(t->key, key, len);
 	tt->rows[tt->nrows] = t;
@@ -590,12 +600,15 @@ static int row_touch(struct store_txn *txn, struct table_txn *tt, int t, const u
 	struct tree_node n;
 	int ret = rows_add(tt, t, row, len);
 
-	if (ret != 0 || tt->tables[t]->nidx == 0)
+	if (ret != 0 || (tt->tables[t]->nidx == 0 && tt->tables[t]->ttl_seconds == 0))
 		return ret < 0 ? ret : 0;
 	/* A new row has no entries yet: one lookup instead of one per field. */
 	ret = tree_lookup(txn, row, len, &n);
-	if (ret < 0 || !n.exists)
+	if (ret < 0)
 		return ret;
+	tt->rows[tt->nrows - 1]->existed = n.exists;	/* a new row takes the default TTL */
+	if (!n.exists || tt->tables[t]->nidx == 0)
+		return 0;
 	return entries_delete(txn, tt->tables[t], row, len);
 }
 
@@ -1132,6 +1145,8 @@ int table_txn_commit(struct store_txn *txn, struct table_txn *tt)
 		ret = check_columns(txn, tt, s, r->key, r->len);
 		if (ret == 0)
 			ret = entries_insert(txn, tt, s, r->key, r->len);
+		if (ret == 0 && !r->existed && s->ttl_seconds)
+			ret = ttl_default(txn, r->key, r->len, s->ttl_seconds, tree_now_ns());
 		if (ret < 0)
 			return ret;
 	}

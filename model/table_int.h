@@ -94,6 +94,7 @@ struct table_schema {
 	struct table_col cols[TABLE_COLUMNS_MAX];
 	int nidx;
 	struct table_index idx[TABLE_INDEXES_MAX];
+	int64_t ttl_seconds;	/* new rows expire after it (model/ttl.c); 0: never */
 };
 
 /*

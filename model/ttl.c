@@ -109,6 +109,19 @@ int ttl_set(struct store_txn *txn, const uint8_t *key, size_t len, int64_t deadl
 	return ret;
 }
 
+int ttl_default(struct store_txn *txn, const uint8_t *key, size_t len, int64_t seconds,
+		int64_t now_ns)
+{
+	int64_t d;
+	int ret = ttl_get(txn, key, len, &d);
+
+	if (ret != -ENOENT)
+		return ret == -EIO ? 0 : ret;	/* given by the write (or a move): kept */
+	if (model_ttl_deadline(seconds, now_ns, &d) < 0)
+		return 0;
+	return ttl_set(txn, key, len, d);
+}
+
 /* ---- subtrees ---- */
 
 struct ttl_entry {

@@ -36,6 +36,9 @@ bool ttl_deadline_decode(const void *v, size_t len, int64_t *deadline_ns);
 int ttl_get(struct store_txn *txn, const uint8_t *key, size_t len, int64_t *deadline_ns);
 /* Sets (or moves) the node's deadline: both spaces. */
 int ttl_set(struct store_txn *txn, const uint8_t *key, size_t len, int64_t deadline_ns);
+/* A new row of a table with a default: its deadline, unless it has one already. */
+int ttl_default(struct store_txn *txn, const uint8_t *key, size_t len, int64_t seconds,
+		int64_t now_ns);
 /* Drops the node's own deadline, if any (an overwrite). */
 int ttl_clear(struct store_txn *txn, const uint8_t *key, size_t len);
 /* Drops the deadlines of key[0..len] and every node under it. */

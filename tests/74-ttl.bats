@@ -31,7 +31,12 @@ keys_in() {
 	kvfs dump "$1" | grep -c "^$2 " || true
 }
 
-# not_reaped STORE: true while the store still holds TTL records.
+# users_are KEYS...: kvfs find over /sess's by_user index lists exactly KEYS.
+users_are() {
+	[ "$(kvfs find "$STORE" /sess by_user --from a)" = "$(printf '%s\n' "$@")" ]
+}
+
+# reaped STORE: true once the store holds no TTL records.
 reaped() {
 	[ "$(keys_in "$1" expiry)" -eq 0 ] && [ "$(keys_in "$1" ttl)" -eq 0 ]
 }
@@ -280,4 +285,43 @@ reaped() {
 	[ "$output" -ge 98 ]
 	run -0 cat "$MNT/people/ann/age"
 	assert_output '31'
+}
+
+@test "a table's default TTL (table create --ttl, @schema.json) is given to new rows only" {
+	mkdir "$MNT/sess"
+	row sess/old '{"user":"ann"}'
+	kvfs table create "$STORE" /sess --key-depth 1 --ttl 1
+	kvfs index create "$STORE" /sess by_user user
+	run -0 cat "$MNT/sess/@schema.json"
+	assert_output --partial '"ttl": 1'
+	# an existing row keeps living; new rows, by cp and by import --lines, expire
+	run -1 getfattr --absolute-names -n user.kvfs.ttl "$MNT/sess/old"
+	row sess/new '{"user":"bob"}'
+	run -0 ttl_of "$MNT/sess/new"
+	assert_output '1'
+	printf '{"user":"cy"}\n' | kvfs import --lines "$STORE" /sess -
+	run -0 kvfs find "$STORE" /sess by_user cy
+	eventually 5 gone "$MNT/sess/new"
+	eventually 5 users_are old
+	eventually 5 reaped "$STORE"
+	run -0 kvfs check "$STORE"
+	assert_output --partial ', 0 problems'
+	# a row written with its own TTL keeps it; changing a field keeps the row's
+	mkdir "$MNT/sess/own"
+	setfattr -n user.kvfs.ttl -v 100 "$MNT/sess/own"
+	echo dan >"$MNT/sess/own/user"
+	run -0 ttl_of "$MNT/sess/own"
+	[ "$output" -ge 98 ]
+	# the default is altered through @schema.json, and removed by leaving it out
+	printf '%s' '{"key_depth":1,"ttl":300,"indexes":{"by_user":{"fields":["user"],"unique":false}}}' >"$MNT/sess/@schema.json"
+	run -0 kvfs table show "$STORE" /sess
+	assert_output --partial '"ttl": 300'
+	row sess/later '{"user":"eve"}'
+	run -0 ttl_of "$MNT/sess/later"
+	[ "$output" -ge 298 ]
+	printf '%s' '{"key_depth":1,"indexes":{"by_user":{"fields":["user"],"unique":false}}}' >"$MNT/sess/@schema.json"
+	run -0 kvfs table show "$STORE" /sess
+	refute_output --partial '"ttl"'
+	run -2 kvfs table create "$STORE" /other --key-depth 1 --ttl 0
+	run -0 kvfs check "$STORE"
 }
