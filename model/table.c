@@ -487,6 +487,56 @@ static int entries_delete(struct store_txn *txn, const struct table_schema *s, c
 static int count_elems(const uint8_t *key, size_t from, size_t len, int max, size_t *end_of_max);
 static bool is_under(const struct table_schema *s, const uint8_t *key, size_t len);
 
+/* Hides the row's entries in the indexes over field (NULL: in every index). */
+static int hide_row_entries(struct store_txn *txn, const struct table_schema *s,
+			    const uint8_t *row, size_t len, const char *field)
+{
+	struct strbuf sb;
+	size_t vend;
+	int ret = 0;
+
+	strbuf_init(&sb);
+	for (int i = 0; i < s->nidx && ret >= 0; i++) {
+		bool uses = !field;
+
+		for (int f = 0; !uses && f < s->idx[i].nfields; f++)
+			uses = strcmp(s->idx[i].fields[f], field) == 0;
+		if (!uses)
+			continue;
+		ret = entry_build(txn, s, &s->idx[i], row, len, &sb, &vend);
+		if (ret == 0)
+			ret = store_txn_hide(txn, STORE_SPACE_INDEX, sb.buf, sb.len);
+		else if (ret > 0 || ret == -ENAMETOOLONG || ret == -ERANGE)
+			ret = 0;	/* not in that index */
+	}
+	strbuf_release(&sb);
+	return ret < 0 ? ret : 0;
+}
+
+/* A level of a composite key expired: the entries of every row under it. */
+static int hide_rows_under(struct store_txn *txn, const struct table_schema *s,
+			   const uint8_t *key, size_t len, int levels)
+{
+	struct store_scan *scan;
+	struct store_val k, v;
+	uint8_t row[STORE_KEY_MAX];
+	size_t end;
+	int ret = store_scan_open(txn, STORE_SPACE_DATA, key, len, &scan);
+
+	if (ret < 0)
+		return ret;
+	while ((ret = store_scan_next_distinct(scan, levels, &k, &v, &end)) == 1) {
+		if (k.len <= len || end <= len || ((const uint8_t *)k.data)[len] == 0xff)
+			continue;	/* key's own record, or a sibling's escaped NUL */
+		memcpy(row, k.data, end);
+		ret = hide_row_entries(txn, s, row, end, NULL);
+		if (ret < 0)
+			break;
+	}
+	store_scan_close(scan);
+	return ret;
+}
+
 /* Hides the entries of s's indexes that the expired node at key stops being in. */
 static int hide_in_table(struct store_txn *txn, const struct table_schema *s, const uint8_t *key,
 			 size_t len)
@@ -496,8 +546,7 @@ static int hide_in_table(struct store_txn *txn, const struct table_schema *s, co
 	struct tuple_reader r;
 	struct tuple_elem e;
 	char field[TABLE_NAME_MAX];
-	size_t row_end = 0, vend;
-	struct strbuf sb;
+	size_t row_end = 0;
 	int n, ret = 0;
 
 	if (len <= s->key_len ? memcmp(key, s->key, len) == 0 &&
@@ -510,37 +559,21 @@ static int hide_in_table(struct store_txn *txn, const struct table_schema *s, co
 		}
 		return ret;
 	}
-	if (!is_under(s, key, len))
+	if (!is_under(s, key, len) || s->nidx == 0)
 		return 0;
 	n = count_elems(key, s->key_len, len, s->key_depth, &row_end);
 	if (n < s->key_depth)
-		return 0;	/* a level of a composite key: left to the reaper */
-	field[0] = '\0';
-	if (len > row_end) {
-		/* a field of the row: only indexes over that top-level field */
-		tuple_reader_init(&r, key + row_end, len - row_end);
-		if (tuple_next(&r, &e) != 1 || e.type != TUPLE_TYPE_STRING ||
-		    e.len >= sizeof(field) || r.pos != len - row_end)
-			return 0;	/* deeper: objects and arrays are never indexed */
-		tuple_elem_copy(&e, field);
-		field[e.len] = '\0';
-	}
-	strbuf_init(&sb);
-	for (int i = 0; i < s->nidx && ret >= 0; i++) {
-		bool uses = !field[0];
-
-		for (int f = 0; !uses && f < s->idx[i].nfields; f++)
-			uses = strcmp(s->idx[i].fields[f], field) == 0;
-		if (!uses)
-			continue;
-		ret = entry_build(txn, s, &s->idx[i], key, row_end, &sb, &vend);
-		if (ret == 0)
-			ret = store_txn_hide(txn, STORE_SPACE_INDEX, sb.buf, sb.len);
-		else if (ret > 0 || ret == -ENAMETOOLONG || ret == -ERANGE)
-			ret = 0;	/* not in that index */
-	}
-	strbuf_release(&sb);
-	return ret < 0 ? ret : 0;
+		return hide_rows_under(txn, s, key, len, s->key_depth - n);
+	if (len == row_end)
+		return hide_row_entries(txn, s, key, row_end, NULL);
+	/* a field of the row: only indexes over that top-level field */
+	tuple_reader_init(&r, key + row_end, len - row_end);
+	if (tuple_next(&r, &e) != 1 || e.type != TUPLE_TYPE_STRING || e.len >= sizeof(field) ||
+	    r.pos != len - row_end)
+		return 0;	/* deeper: objects and arrays are never indexed */
+	tuple_elem_copy(&e, field);
+	field[e.len] = '\0';
+	return hide_row_entries(txn, s, key, row_end, field);
 }
 
 int table_hide_expired(struct store_txn *txn, const uint8_t *key, size_t len)

@@ -189,6 +189,36 @@ reaped() {
 	assert_output 'dan'
 }
 
+@test "a TTL on a level of a composite key takes the rows under it out of find at once" {
+	mkdir -p "$MNT/names/Mary" "$MNT/names/Ann"
+	kvfs table create "$STORE" /names --key-depth 2
+	kvfs index create "$STORE" /names by_age age
+	row names/Mary/Jane '{"age":30,"nick":"j"}'
+	row names/Mary/Kate '{"age":31}'
+	row names/Ann/Lee '{"age":30}'
+	unmount_store	# no reaper: what find shows comes from hiding alone
+	kvfs put --ttl 2 "$STORE" /names/Mary/Jane/age 30
+	run -0 kvfs find "$STORE" /names by_age 30
+	assert_output "$(printf 'Ann/Lee\nMary/Jane')"
+	# the expiring field is the indexed one: only that index loses the row
+	eventually 5 bash -c "[ \"\$('$KVFS_BIN' find '$STORE' /names by_age 30)\" = Ann/Lee ]"
+	run -0 kvfs export --compact "$STORE" /names/Mary/Jane
+	assert_output '{"nick":"j"}'
+	# a level: every row below it
+	kvfs rm -r "$STORE" /names/Mary/Jane
+	mount_store
+	setfattr -n user.kvfs.ttl -v 2 "$MNT/names/Mary"
+	unmount_store
+	run -0 kvfs find "$STORE" /names by_age --from 0
+	assert_output "$(printf 'Ann/Lee\nMary/Kate')"
+	eventually 5 bash -c "[ \"\$('$KVFS_BIN' find '$STORE' /names by_age --from 0)\" = Ann/Lee ]"
+	run -0 kvfs check "$STORE"
+	kvfs put "$STORE" /x 1	# a write reaps
+	run -0 kvfs check "$STORE"
+	assert_output --partial ', 0 problems'
+	run -1 kvfs ls "$STORE" /names/Mary
+}
+
 @test "TTLs survive dump/load and backup as absolute deadlines" {
 	kvfs put --ttl 100 "$STORE" /a v
 	mkdir "$MNT/d"
