@@ -1012,6 +1012,24 @@ static int render_first(struct store_scan *scan, const uint8_t *key, size_t len,
 	return ret < 0 ? ret : render_scan(scan, len, r);
 }
 
+/* A container whose every key expired (not reaped yet) renders empty (ttl.c). */
+static int render_emptied(struct store_txn *txn, const uint8_t *key, size_t len,
+			  struct json_writer *w)
+{
+	struct tree_node n;
+
+	if (tree_lookup(txn, key, len, &n) < 0 || !n.exists || n.kind == MODEL_KIND_LEAF)
+		return -ENOENT;
+	if (n.kind == MODEL_KIND_ARRAY) {
+		json_write_array_begin(w);
+		json_write_array_end(w);
+	} else {
+		json_write_object_begin(w);
+		json_write_object_end(w);
+	}
+	return 0;
+}
+
 int doc_render(struct store_txn *txn, const uint8_t *key, size_t len, struct json_writer *w)
 {
 	struct store_scan *scan;
@@ -1031,6 +1049,8 @@ int doc_render(struct store_txn *txn, const uint8_t *key, size_t len, struct jso
 		store_scan_close(scan);
 	}
 	free(r);
+	if (ret == -ENOENT)
+		ret = render_emptied(txn, key, len, w);
 	return ret;
 }
 

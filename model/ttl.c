@@ -12,6 +12,8 @@
 #include "model/tree_int.h"
 #include "model/ttl_int.h"
 
+static bool node_exists(struct store_txn *txn, const uint8_t *key, size_t len);
+
 /* ---- encoding ---- */
 
 void ttl_deadline_encode(int64_t deadline_ns, uint8_t out[TTL_DEADLINE_SIZE])
@@ -308,11 +310,17 @@ int ttl_hide_expired(struct store_txn *txn, int64_t now_ns)
 			break;
 	}
 	store_scan_close(scan);
-	/* index entries first: they are computed from rows still visible */
+	/* index entries first: they are computed from rows still visible; only
+	 * nodes that exist are hidden (their parents then read as containers) */
+	for (size_t i = 0; ret >= 0 && i < l.n; i++) {
+		if (!node_exists(txn, l.e[i].key, l.e[i].len))
+			l.e[i].len = 0;
+		else
+			ret = table_hide_expired(txn, l.e[i].key, l.e[i].len);
+	}
 	for (size_t i = 0; ret >= 0 && i < l.n; i++)
-		ret = table_hide_expired(txn, l.e[i].key, l.e[i].len);
-	for (size_t i = 0; ret >= 0 && i < l.n; i++)
-		ret = store_txn_hide(txn, STORE_SPACE_DATA, l.e[i].key, l.e[i].len);
+		if (l.e[i].len)
+			ret = store_txn_hide(txn, STORE_SPACE_DATA, l.e[i].key, l.e[i].len);
 	free(l.e);
 	return ret < 0 ? ret : 0;
 }

@@ -1101,6 +1101,30 @@ int store_txn_hide(struct store_txn *txn, enum store_space space, const void *ke
 	return 0;
 }
 
+int store_txn_hidden_from(struct store_txn *txn, enum store_space space, const void *key,
+			  size_t len, struct store_val *out)
+{
+	struct hidden **hp = hidden_of(txn, space);
+	struct hidden *h = hp ? *hp : NULL;
+	size_t lo = 0, hi;
+
+	if (!h)
+		return 0;
+	/* the first hidden key >= key */
+	for (hi = h->n; lo < hi;) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (key_cmp(h->keys[mid].data, h->keys[mid].len, key, len) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == h->n)
+		return 0;
+	*out = h->keys[lo];
+	return 1;
+}
+
 uint64_t store_txn_id(const struct store_txn *txn)
 {
 	return mdb_txn_id(txn->txn);

@@ -123,6 +123,13 @@ void *store_txn_owner(const struct store_txn *txn);
  * (a write transaction, another space, an empty key).
  */
 int store_txn_hide(struct store_txn *txn, enum store_space space, const void *key, size_t len);
+/*
+ * The first key hidden in the space at or after key[0..len] (byte order):
+ * 1 with *out filled (borrowed until the transaction ends), 0 when none.
+ * model/ shows a directory whose keys are all hidden as an empty one.
+ */
+int store_txn_hidden_from(struct store_txn *txn, enum store_space space, const void *key,
+			  size_t len, struct store_val *out);
 
 /*
  * The meta `format` of the store (docs/FORMAT.md). store_format: as found

@@ -160,11 +160,25 @@ reaped() {
 	# still in the store: read-only verbs never write
 	[ "$(keys_in "$s" expiry)" -eq 1 ]
 	run -0 kvfs check "$s"
+	# a directory whose only child expired reads as empty, as its removal
+	# leaves it (mkdir and put write: they reap /t/gone first)
+	kvfs mkdir "$s" /d
+	kvfs put --ttl 2 "$s" /d/only v
+	[ "$(keys_in "$s" expiry)" -eq 1 ]
+	eventually 5 bash -c "[ -z \"\$('$KVFS_BIN' ls '$s' /d)\" ]"
+	run -0 kvfs ls "$s" /
+	assert_output "$(printf 'd\nt')"
+	run -0 kvfs export --compact "$s" /d
+	assert_output '{}'
+	[ "$(keys_in "$s" expiry)" -eq 1 ]
 	kvfs put "$s" /other 1
 	[ "$(keys_in "$s" expiry)" -eq 0 ]
 	[ "$(keys_in "$s" ttl)" -eq 0 ]
 	run -0 kvfs ls "$s" /t
 	assert_output 'kept'
+	run -0 kvfs export --compact "$s" /d
+	assert_output '{}'
+	run -0 kvfs check "$s"
 }
 
 @test "an expired row leaves index browsing and find at once; after reaping the indexes are exact" {

@@ -256,8 +256,50 @@ static void test_hide_and_reap_at(void)
 	close_fresh(m);
 }
 
+/* A directory whose every child is hidden reads as an empty one; a hidden child is not listed. */
+static void test_emptied_directory(void)
+{
+	struct model *m = open_fresh();
+	struct model_error err;
+	struct store_txn *txn;
+	struct tree_path p;
+	struct tree_node n;
+	struct store_scan *scan;
+	struct tree_child c;
+	int children = 0, ret;
+	int64_t d;
+
+	CHECK(m != NULL);
+	CHECK_EQ_INT(model_import(m, "/", "{\"p\":{\"q\":1},\"r\":[5]}", 21, NULL, NULL, &err), 0);
+	CHECK_EQ_INT(model_ttl_set(m, "/p/q", 10, &err), 0);
+	CHECK_EQ_INT(model_ttl_set(m, "/r/0", 10, &err), 0);
+	d = deadline_of(m, "/r/0");
+	CHECK_EQ_INT(store_read_begin(m->st, &txn), 0);
+	CHECK_EQ_INT(ttl_hide_expired(txn, d), 0);
+	CHECK_EQ_INT(tree_find(txn, "/p/q", &p, &n, NULL), -ENOENT);
+	CHECK_EQ_INT(tree_find(txn, "/p", &p, &n, NULL), 0);
+	CHECK(n.exists && n.empty && n.kind == MODEL_KIND_OBJECT);
+	CHECK_EQ_INT(tree_find(txn, "/r", &p, &n, NULL), 0);
+	CHECK(n.exists && n.empty && n.kind == MODEL_KIND_ARRAY);
+	/* the root lists both; /p lists nothing */
+	CHECK_EQ_INT(store_scan_open(txn, STORE_SPACE_DATA, NULL, 0, &scan), 0);
+	for (ret = tree_child_first(scan, (const uint8_t *)"", 0, NULL, 0, &c); ret == 1;
+	     ret = tree_child_next(scan, 0, &c))
+		children++;
+	store_scan_close(scan);
+	CHECK_EQ_INT(ret, 0);
+	CHECK_EQ_INT(children, 2);
+	CHECK_EQ_INT(tree_find(txn, "/p", &p, &n, NULL), 0);
+	CHECK_EQ_INT(store_scan_open(txn, STORE_SPACE_DATA, p.key, p.len, &scan), 0);
+	CHECK_EQ_INT(tree_child_first(scan, p.key, p.len, NULL, 0, &c), 0);
+	store_scan_close(scan);
+	store_txn_end(txn);
+	close_fresh(m);
+}
+
 int main(void)
 {
+	TEST(test_emptied_directory);
 	TEST(test_expiry_key_encoding);
 	TEST(test_hide_subtree);
 	TEST(test_deadlines_follow_nodes);
