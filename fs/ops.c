@@ -27,8 +27,7 @@
  * (a day by default: the watcher in invalidate.c has the worker revalidate
  * what the kernel knows within FS_WATCH_MS of a commit by another process);
  * views (NAME.json) and nodes that may expire (fs/ttl.c) never; views are
- * read with direct I/O from a
- * snapshot rendered at open. Read-only opens skip the flush at close
+ * read with direct I/O from a snapshot rendered at open. Read-only opens skip the flush at close
  * (noflush). Every open of a leaf goes through the kernel's one page cache
  * (shared writable mmap; readers see later writes); its pages are kept
  * across opens while mtime and size are unchanged, and a commit drops
