@@ -885,6 +885,8 @@ struct render {
 	bool array[STORE_KEY_MAX + 1];
 	int nopen;
 	unsigned format;	/* record format of the snapshot */
+	const uint8_t *root;	/* the rendered node's key (root_len bytes) */
+	size_t root_len;
 };
 
 static void render_close_to(struct render *r, int keep)
@@ -967,18 +969,115 @@ static int render_key(struct render *r, const uint8_t *k, size_t klen, const str
 	return render_value(r->w, r->format, k, klen, val);
 }
 
+/* True when key[0..len] is a tuple prefix of k (k itself or under it). */
+static bool key_under(const uint8_t *k, size_t klen, const uint8_t *key, size_t len)
+{
+	return klen >= len && memcmp(k, key, len) == 0 && (klen == len || k[len] != 0xFF);
+}
+
+/* Length of the parent's key of k: all elements but the last. */
+static size_t parent_len(const uint8_t *k, size_t klen)
+{
+	struct tuple_reader tr;
+	struct tuple_elem e;
+	size_t last = 0;
+
+	tuple_reader_init(&tr, k, klen);
+	while (tr.pos < klen) {
+		last = tr.pos;
+		if (tuple_next(&tr, &e) != 1)
+			break;
+	}
+	return last;
+}
+
+/* Renders key[0..len] as an empty container of the kind its child h shows. */
+static int render_marker(struct render *r, const uint8_t *key, size_t len, const uint8_t *h)
+{
+	struct leaf leaf;
+	struct strbuf sb;
+	struct store_val v;
+	int ret;
+
+	memset(&leaf, 0, sizeof(leaf));
+	leaf.tag = h[len] == 0x02 ? LEAF_EMPTY_OBJECT : LEAF_EMPTY_ARRAY;
+	strbuf_init(&sb);
+	leaf_record_encode(key, len, &leaf, &sb);
+	v = (struct store_val){ sb.buf, sb.len };
+	ret = sb.failed ? -ENOMEM : render_key(r, key, len, &v);
+	strbuf_release(&sb);
+	return ret;
+}
+
+/*
+ * Before the visible key k (NULL: the end), the directories whose every key
+ * expired (model/ttl.c hides them; not reaped yet) render as {} or [], as
+ * their removal will leave them: the deepest such directories under the
+ * last key rendered, each as a marker.
+ */
+static int render_emptied_before(struct store_txn *txn, struct render *r,
+				 const struct store_val *k)
+{
+	uint8_t lo[STORE_KEY_MAX + 1], p[STORE_KEY_MAX];
+	size_t lo_len = r->prev_len, plen;
+	struct store_val h, h2;
+	int ret;
+
+	memcpy(lo, r->prev, lo_len);
+	while (store_txn_hidden_from(txn, STORE_SPACE_DATA, lo, lo_len, &h) == 1) {
+		const uint8_t *hk = h.data;
+
+		if (!key_under(hk, h.len, r->root, r->root_len) || h.len == r->root_len)
+			return 0;	/* past the rendered node */
+		if (k && memcmp(hk, k->data, h.len < k->len ? h.len : k->len) >= 0)
+			return 0;	/* the visible key comes first */
+		plen = parent_len(hk, h.len);
+		memcpy(p, hk, plen);
+		/* past h next time, whatever happens to it now */
+		memcpy(lo, hk, h.len);
+		lo[h.len] = 0xFF;
+		lo_len = h.len + 1;
+		if (plen <= r->root_len || key_under(r->prev, r->prev_len, p, plen) ||
+		    (k && key_under(k->data, k->len, p, plen)))
+			continue;	/* its parent shows through other keys */
+		/* a deeper emptied directory below p renders p through itself */
+		ret = store_txn_hidden_from(txn, STORE_SPACE_DATA, lo, lo_len, &h2);
+		while (ret == 1 && key_under(h2.data, h2.len, p, plen) &&
+		       parent_len(h2.data, h2.len) == plen) {
+			memcpy(lo, h2.data, h2.len);
+			lo[h2.len] = 0xFF;
+			lo_len = h2.len + 1;
+			ret = store_txn_hidden_from(txn, STORE_SPACE_DATA, lo, lo_len, &h2);
+		}
+		if (ret == 1 && key_under(h2.data, h2.len, p, plen))
+			continue;	/* h2 is deeper: its own parent is the marker */
+		ret = render_marker(r, p, plen, hk);
+		if (ret < 0)
+			return ret;
+		memcpy(lo, p, plen);
+		lo[plen] = 0xFF;
+		lo_len = plen + 1;
+	}
+	return 0;
+}
+
 static int render_scan(struct store_scan *scan, size_t len, struct render *r)
 {
+	struct store_txn *txn = store_scan_txn(scan);
 	struct store_val k, v;
 	int ret;
 
 	while ((ret = store_scan_next(scan, &k, &v)) == 1) {
 		if (((const uint8_t *)k.data)[len] == 0xFF)
 			break;
-		ret = render_key(r, k.data, k.len, &v);
+		ret = render_emptied_before(txn, r, &k);
+		if (ret == 0)
+			ret = render_key(r, k.data, k.len, &v);
 		if (ret < 0)
 			return ret;
 	}
+	if (ret == 0)
+		ret = render_emptied_before(txn, r, NULL);
 	render_close_to(r, 0);
 	return ret;
 }
@@ -993,13 +1092,8 @@ static int render_first(struct store_scan *scan, const uint8_t *key, size_t len,
 	if (ret < 0)
 		return ret;
 	/* k.len == len is the node itself: there is no byte [len] to look at. */
-	if (ret == 0 || (k.len > len && ((const uint8_t *)k.data)[len] == 0xFF)) {
-		if (len > 0)
-			return -ENOENT;
-		json_write_object_begin(r->w);	/* the empty root */
-		json_write_object_end(r->w);
-		return 0;
-	}
+	if (ret == 0 || (k.len > len && ((const uint8_t *)k.data)[len] == 0xFF))
+		return -ENOENT;	/* the empty root is rendered by render_emptied */
 	if (k.len == len)
 		return render_value(r->w, r->format, k.data, k.len, &v);
 	tuple_reader_init(&tr, (const uint8_t *)k.data + len, k.len - len);
@@ -1008,26 +1102,31 @@ static int render_first(struct store_scan *scan, const uint8_t *key, size_t len,
 	render_open(r, len, len == 0 ? TUPLE_TYPE_STRING : e.type);
 	memcpy(r->prev, key, len);
 	r->prev_len = len;
-	ret = render_key(r, k.data, k.len, &v);
+	ret = render_emptied_before(store_scan_txn(scan), r, &k);
+	if (ret == 0)
+		ret = render_key(r, k.data, k.len, &v);
 	return ret < 0 ? ret : render_scan(scan, len, r);
 }
 
-/* A container whose every key expired (not reaped yet) renders empty (ttl.c). */
+/*
+ * A directory whose every key expired (not reaped yet; model/ttl.c) renders
+ * as the removal will leave it: empty, but for directories below it that
+ * are emptied too.
+ */
 static int render_emptied(struct store_txn *txn, const uint8_t *key, size_t len,
-			  struct json_writer *w)
+			  struct render *r)
 {
 	struct tree_node n;
+	int ret;
 
 	if (tree_lookup(txn, key, len, &n) < 0 || !n.exists || n.kind == MODEL_KIND_LEAF)
 		return -ENOENT;
-	if (n.kind == MODEL_KIND_ARRAY) {
-		json_write_array_begin(w);
-		json_write_array_end(w);
-	} else {
-		json_write_object_begin(w);
-		json_write_object_end(w);
-	}
-	return 0;
+	render_open(r, len, n.kind == MODEL_KIND_ARRAY ? TUPLE_TYPE_INT : TUPLE_TYPE_STRING);
+	memcpy(r->prev, key, len);
+	r->prev_len = len;
+	ret = render_emptied_before(txn, r, NULL);
+	render_close_to(r, 0);
+	return ret;
 }
 
 int doc_render(struct store_txn *txn, const uint8_t *key, size_t len, struct json_writer *w)
@@ -1043,14 +1142,16 @@ int doc_render(struct store_txn *txn, const uint8_t *key, size_t len, struct jso
 	r->nopen = 0;
 	r->prev_len = 0;
 	r->format = store_txn_format(txn);
+	r->root = key;
+	r->root_len = len;
 	ret = store_scan_open(txn, STORE_SPACE_DATA, key, len, &scan);
 	if (ret == 0) {
 		ret = render_first(scan, key, len, r);
 		store_scan_close(scan);
 	}
-	free(r);
 	if (ret == -ENOENT)
-		ret = render_emptied(txn, key, len, w);
+		ret = render_emptied(txn, key, len, r);
+	free(r);
 	return ret;
 }
 

@@ -170,6 +170,8 @@ reaped() {
 	assert_output "$(printf 'd\nt')"
 	run -0 kvfs export --compact "$s" /d
 	assert_output '{}'
+	run -0 kvfs export --compact "$s"
+	assert_output '{"d":{},"t":{"kept":"w"}}'
 	[ "$(keys_in "$s" expiry)" -eq 1 ]
 	kvfs put "$s" /other 1
 	[ "$(keys_in "$s" expiry)" -eq 0 ]
