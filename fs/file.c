@@ -471,7 +471,7 @@ out_opened:
 	if (fs_file_is_view(f))
 		fi->direct_io = 1;
 	else
-		fi->keep_cache = fs_cache_leaf_valid(ctx, node, &n);
+		fi->keep_cache = !n.expires_ns && fs_cache_leaf_valid(ctx, node, &n);
 	fi->noflush = acc == O_RDONLY;	/* nothing to commit: close needs no round trip */
 	fi->fh = (uintptr_t)f;
 	*out = f;

@@ -97,6 +97,7 @@ struct fs_node {
 	uint64_t cache_size;
 	/* attr.c and dir.c: what the kernel was told */
 	uint64_t dir_gen;	/* store generation when last listed (+1; 0 never) */
+	int64_t dir_until;	/* that listing's earliest child deadline (fs/ttl.c; 0: none) */
 	uint64_t nlink_gen;	/* containers: store generation of nlink (+1; 0 never) */
 	uint32_t nlink;		/* containers: st_nlink as last counted */
 	/* file.c, pending.c, xattr.c */
@@ -646,6 +647,16 @@ void fs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 		    size_t size, int flags);
 void fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+/* time to live (ttl.c): user.kvfs.ttl, seconds left; not listed (like user.kvfs.error) */
+#define FS_XATTR_TTL "user.kvfs.ttl"
+bool fs_ttl_is_name(const char *name);
+void fs_ttl_getxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+void fs_ttl_setxattr(fuse_req_t req, fuse_ino_t ino, const char *value, size_t size, int flags);
+void fs_ttl_removexattr(fuse_req_t req, fuse_ino_t ino);
+/* The watcher, each tick: removes expired nodes (bounded), then revalidates. */
+void fs_ttl_reap(struct fs_ctx *ctx);
+/* True when deadline_ns (CLOCK_REALTIME) is 0 (none) or still ahead. */
+bool fs_ttl_before(int64_t deadline_ns);
 
 /* ---- helpers ---- */
 /* Permission bits of a node without a stored mode. */

@@ -480,6 +480,7 @@ static void *watch_main(void *arg)
 		pthread_mutex_unlock(&ctx->watch_lock);
 		if (++ticks % FS_READERS_CHECK_TICKS == 0)
 			readers_check(ctx);
+		fs_ttl_reap(ctx);
 		feed_poll(ctx);
 		pthread_mutex_lock(&ctx->watch_lock);
 	}

@@ -90,6 +90,7 @@ struct model_node {
 	bool empty;		/* containers: no children */
 	uint32_t subdirs;	/* containers, with MODEL_STAT_SUBDIRS: child containers */
 	bool derived;		/* a table's @ view: computed from its rows, never cache it */
+	int64_t expires_ns;	/* when it (or an ancestor) expires (CLOCK_REALTIME); 0: never */
 };
 
 #define MODEL_READER_PIDS 16
@@ -310,6 +311,36 @@ bool model_error_is_unique_clash(const struct model_error *err);
 /* Rebuilds every index from the rows (refused like a write when a row breaks a rule). */
 int model_check_repair(struct model *m, struct model_error *err);
 
+/* ---- time to live (model/ttl.c; docs/FORMAT.md, "TTL") ---- */
+/*
+ * A node (leaf or subtree) with a time to live disappears from every read
+ * once it passes and is removed by the reaper (model_ttl_reap, and before
+ * every write). Seconds are 1 .. 100 years; -EINVAL otherwise.
+ */
+int model_ttl_set(struct model *m, const char *path, int64_t seconds, struct model_error *err);
+int model_ttl_clear(struct model *m, const char *path, struct model_error *err);
+/* Seconds left, rounded up; -ENODATA when the node has no TTL of its own. */
+int model_ttl_get(struct model *m, const char *path, int64_t *seconds, struct model_error *err);
+/* now_ns + seconds, or -EINVAL when seconds is out of range. */
+int model_ttl_deadline(int64_t seconds, int64_t now_ns, int64_t *deadline_ns);
+/*
+ * Removes expired nodes, up to `batches` transactions of a bounded number
+ * each, through the rm -r path (indexes stay exact); *reaped (may be NULL)
+ * counts them. The daemon calls it in the background.
+ */
+int model_ttl_reap(struct model *m, unsigned batches, uint64_t *reaped, struct model_error *err);
+/*
+ * model_write that also gives the written node a time to live (seconds > 0)
+ * in the same transaction; model_write (and any overwrite) clears it.
+ */
+int model_write_ttl(struct model *m, const char *path, const void *data, size_t len,
+		    enum model_type type, unsigned flags, int64_t ttl_seconds,
+		    struct model_error *err);
+/* model_import with a time to live for the imported node (0: none). */
+int model_import_ttl(struct model *m, const char *path, const char *json, size_t len,
+		     int64_t ttl_seconds, model_progress_fn progress, void *arg,
+		     struct model_error *err);
+
 /* ---- tables and indexes (docs/FORMAT.md, "Tables and indexes") ---- */
 /* Declares the directory at path a table; key_fields "F1,F2" or NULL. */
 int model_table_create(struct model *m, const char *path, int key_depth, const char *key_fields,
@@ -318,6 +349,9 @@ int model_table_create(struct model *m, const char *path, int key_depth, const c
 int model_table_column(struct model *m, const char *path, const char *field, const char *type,
 		       bool required, int64_t max_length, const char *references,
 		       struct model_error *err);
+/* model_table_create whose new rows expire after ttl_seconds (0: never; docs/FORMAT.md, "TTL"). */
+int model_table_create_ttl(struct model *m, const char *path, int key_depth,
+			   const char *key_fields, int64_t ttl_seconds, struct model_error *err);
 /* The schema as pretty JSON; *out is heap (free()). */
 int model_table_show(struct model *m, const char *path, char **out, size_t *len,
 		     struct model_error *err);

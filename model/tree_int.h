@@ -43,6 +43,9 @@ void tree_clear(struct model_error *err);
  */
 int tree_write(struct model *m, const char *what, store_write_fn fn, void *arg,
 	       struct model_error *err);
+/* tree_write without first removing expired nodes (the reaper itself). */
+int tree_write_plain(struct model *m, const char *what, store_write_fn fn, void *arg,
+		     struct model_error *err);
 
 /*
  * Upgrades a store older than STORE_FORMAT_VERSION in one transaction when

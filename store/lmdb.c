@@ -53,7 +53,8 @@
 #define MAX_READERS 254
 
 static const char *const space_names[STORE_SPACES_ALL] = { "meta", "data", "schema", "index",
-								  "attr", [STORE_SPACE_FEED] = "changes" };
+								  "attr", "expiry", "ttl",
+								  [STORE_SPACE_FEED] = "changes" };
 
 struct store {
 	MDB_env *env;
@@ -88,6 +89,13 @@ struct store_txn {
 	unsigned format;	/* this snapshot's format; 0 = not looked up yet */
 	void *owner;		/* the caller's (store_txn_set_owner) */
 	struct feed_set *feed;	/* write transactions: the keys touched (feed.c) */
+	struct hidden *hidden[2];	/* heap: data/index subtrees hidden from reads, or NULL */
+};
+
+/* Sorted, and no key is the tuple ancestor of another (store_txn_hide). */
+struct hidden {
+	size_t n, cap;
+	struct store_val keys[];	/* each key's bytes are heap */
 };
 
 enum scan_state { SCAN_START, SCAN_SEEK, SCAN_NEXT, SCAN_END };
@@ -96,6 +104,7 @@ struct store_scan {
 	struct store_txn *txn;
 	MDB_cursor *cursor;
 	enum scan_state state;
+	enum store_space space;
 	uint64_t steps;
 	size_t prefix_len;
 	size_t target_len;
@@ -405,9 +414,10 @@ static int open_spaces(struct store *st, const char *dir, char *why, size_t why_
 		rc = store_err(rc);
 		goto out_abort_txn;
 	}
-	/* Format 3's spaces, and the optional change log: created here for
-	 * older stores (their upgrade only raises the version); a read-only
-	 * open of one reads them as empty (without a log, the feed cannot tell). */
+	/* Format 3's and 4's spaces, and the optional change log: created
+	 * here for older stores (their upgrade only raises the version); a
+	 * read-only open of one reads them as empty (without a log, the feed
+	 * cannot tell). */
 	for (int sp = STORE_SPACE_SCHEMA; sp < STORE_SPACES_ALL; sp++) {
 		rc = mdb_dbi_open(txn, space_names[sp], create, &st->dbi[sp]);
 		if (rc == MDB_NOTFOUND && st->readonly) {
@@ -695,7 +705,7 @@ static int env_open(struct store *st, const char *dir, unsigned flags, char *why
 		envflags |= MDB_NOSYNC;
 	rc = mdb_env_create(&st->env);
 	if (rc == 0)
-		rc = mdb_env_set_maxdbs(st->env, 8);
+		rc = mdb_env_set_maxdbs(st->env, 12);
 	if (rc == 0)
 		rc = mdb_env_set_maxreaders(st->env, MAX_READERS);
 	if (rc == 0)
@@ -1026,6 +1036,8 @@ int store_read_begin(struct store *st, struct store_txn **out)
 	return 0;
 }
 
+static void hidden_free(struct hidden *h);
+
 /* Ends a read transaction. Write transactions belong to store_write: no-op. */
 void store_txn_end(struct store_txn *txn)
 {
@@ -1033,7 +1045,135 @@ void store_txn_end(struct store_txn *txn)
 		return;
 	mdb_txn_abort(txn->txn);
 	gate_leave(txn->st, false);
+	hidden_free(txn->hidden[0]);
+	hidden_free(txn->hidden[1]);
 	free(txn);
+}
+
+/* ---- hidden subtrees (store_txn_hide) ---- */
+
+/* True when a (a node key) is k itself or a tuple ancestor of k. */
+static bool key_covers(const struct store_val *a, const void *k, size_t len)
+{
+	return a->len <= len && memcmp(a->data, k, a->len) == 0 &&
+	       (a->len == len || ((const uint8_t *)k)[a->len] != 0xff);
+}
+
+static int key_cmp(const void *a, size_t a_len, const void *b, size_t b_len)
+{
+	int c = memcmp(a, b, a_len < b_len ? a_len : b_len);
+
+	return c ? c : (a_len > b_len) - (a_len < b_len);
+}
+
+/* Index of the first hidden key > k. */
+static size_t hidden_upper(const struct hidden *h, const void *k, size_t len)
+{
+	size_t lo = 0, hi = h->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (key_cmp(h->keys[mid].data, h->keys[mid].len, k, len) <= 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * The hidden key covering k, or NULL. Exact with one comparison: no hidden
+ * key is an ancestor of another, so any key between a covering ancestor A
+ * and k would be A's descendant (dropped) or sort after k (A + 0xff...).
+ */
+static const struct store_val *hidden_find(const struct hidden *h, const void *k, size_t len)
+{
+	size_t i;
+
+	if (!h || h->n == 0)
+		return NULL;
+	i = hidden_upper(h, k, len);
+	return i > 0 && key_covers(&h->keys[i - 1], k, len) ? &h->keys[i - 1] : NULL;
+}
+
+static void hidden_free(struct hidden *h)
+{
+	if (!h)
+		return;
+	for (size_t i = 0; i < h->n; i++)
+		free((void *)h->keys[i].data);
+	free(h);
+}
+
+/* The hidden set of a space: only the data and index spaces have one. */
+static struct hidden **hidden_of(struct store_txn *txn, enum store_space space)
+{
+	return space == STORE_SPACE_DATA ? &txn->hidden[0] :
+	       space == STORE_SPACE_INDEX ? &txn->hidden[1] : NULL;
+}
+
+int store_txn_hide(struct store_txn *txn, enum store_space space, const void *key, size_t len)
+{
+	struct hidden **hp = hidden_of(txn, space);
+	struct hidden *h;
+	struct store_val nk;
+	size_t i, j;
+	void *copy;
+
+	if (!hp || txn->write || len == 0 || len > STORE_KEY_MAX)
+		return -EINVAL;	/* read transactions only; the root never expires */
+	h = *hp;
+	if (hidden_find(h, key, len))
+		return 0;	/* already hidden with an ancestor */
+	if (!h || h->n == h->cap) {
+		size_t cap = h ? h->cap * 2 : 16;
+		struct hidden *g = realloc(h, sizeof(*g) + cap * sizeof(g->keys[0]));
+
+		if (!g)
+			return -ENOMEM;
+		if (!h)
+			g->n = 0;
+		g->cap = cap;
+		*hp = h = g;
+	}
+	copy = malloc(len);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, key, len);
+	nk = (struct store_val){ copy, len };
+	i = hidden_upper(h, key, len);
+	/* Descendants of the new key sort right after it: drop them. */
+	for (j = i; j < h->n && key_covers(&nk, h->keys[j].data, h->keys[j].len); j++)
+		free((void *)h->keys[j].data);
+	memmove(&h->keys[i + 1], &h->keys[j], (h->n - j) * sizeof(h->keys[0]));
+	h->n = h->n - (j - i) + 1;
+	h->keys[i] = nk;
+	return 0;
+}
+
+int store_txn_hidden_from(struct store_txn *txn, enum store_space space, const void *key,
+			  size_t len, struct store_val *out)
+{
+	struct hidden **hp = hidden_of(txn, space);
+	struct hidden *h = hp ? *hp : NULL;
+	size_t lo = 0, hi;
+
+	if (!h)
+		return 0;
+	/* the first hidden key >= key */
+	for (hi = h->n; lo < hi;) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (key_cmp(h->keys[mid].data, h->keys[mid].len, key, len) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == h->n)
+		return 0;
+	*out = h->keys[lo];
+	return 1;
 }
 
 uint64_t store_txn_id(const struct store_txn *txn)
@@ -1164,6 +1304,8 @@ int store_get(struct store_txn *txn, enum store_space space,
 		return rc;
 	if (txn->st->absent[space])
 		return -ENOENT;
+	if (hidden_of(txn, space) && hidden_find(*hidden_of(txn, space), key, key_len))
+		return -ENOENT;
 	rc = mdb_get(txn->txn, txn->st->dbi[space], &k, &v);
 	if (rc)
 		return txn_err(txn, rc);
@@ -1209,6 +1351,15 @@ int store_del(struct store_txn *txn, enum store_space space, const void *key, si
 	if (rc == 0)
 		feed_set_note(txn->feed, space, key, key_len, false);
 	return txn_err(txn, rc);
+}
+
+bool store_space_is_empty(struct store_txn *txn, enum store_space space)
+{
+	MDB_stat ms;
+
+	if (txn->st->absent[space])
+		return true;
+	return mdb_stat(txn->txn, txn->st->dbi[space], &ms) == 0 && ms.ms_entries == 0;
 }
 
 static bool has_prefix(const MDB_val *k, const void *prefix, size_t prefix_len)
@@ -1285,6 +1436,7 @@ int store_scan_open(struct store_txn *txn, enum store_space space,
 		return txn_err(txn, rc);
 	}
 	s->txn = txn;
+	s->space = space;
 	s->state = SCAN_START;
 	if (prefix_len)
 		memcpy(s->prefix, prefix, prefix_len);
@@ -1325,6 +1477,8 @@ static int scan_move(struct store_scan *s, MDB_val *k, MDB_val *v)
 	}
 }
 
+static void subtree_end(const uint8_t *key, size_t len, uint8_t *out, size_t *out_len);
+
 int store_scan_next(struct store_scan *scan, struct store_val *key, struct store_val *val)
 {
 	MDB_val k, v;
@@ -1332,9 +1486,19 @@ int store_scan_next(struct store_scan *scan, struct store_val *key, struct store
 
 	if (scan->state == SCAN_END)
 		return 0;
-	rc = scan_move(scan, &k, &v);
-	if (rc == 0 && !has_prefix(&k, scan->prefix, scan->prefix_len))
-		rc = MDB_NOTFOUND;
+	for (;;) {
+		const struct store_val *h;
+
+		rc = scan_move(scan, &k, &v);
+		if (rc == 0 && !has_prefix(&k, scan->prefix, scan->prefix_len))
+			rc = MDB_NOTFOUND;
+		if (rc || !hidden_of(scan->txn, scan->space) ||
+		    !(h = hidden_find(*hidden_of(scan->txn, scan->space), k.mv_data, k.mv_size)))
+			break;
+		/* A hidden subtree: one seek past it, as a listing skips a child. */
+		subtree_end(h->data, h->len, scan->target, &scan->target_len);
+		scan->state = SCAN_SEEK;
+	}
 	if (rc) {
 		scan->state = SCAN_END;
 		return rc == MDB_NOTFOUND ? 0 : txn_err(scan->txn, rc);
