@@ -28,7 +28,8 @@ CFLAGS   += -std=c11 $(WARN) $(OPT) $(PKG_CFLAGS)
 LDFLAGS  += $(OPT)
 LDLIBS   += $(PKG_LIBS) -lpthread
 
-STORE_SRC := $(wildcard store/*.c)
+# store/etcd_*.c (the etcd backend's groundwork) are not part of kvfs yet: see etcd-client-test below.
+STORE_SRC := $(filter-out store/etcd_%.c,$(wildcard store/*.c))
 MODEL_SRC := $(wildcard model/*.c)
 FS_SRC    := $(wildcard fs/*.c)
 CLI_SRC   := $(wildcard cli/*.c)
@@ -76,14 +77,14 @@ test: deps
 	@KVFS_BIN=$(CURDIR)/$(BIN) bash scripts/run-tests.sh $(BUILD)
 
 # The mount suites again with the kernel's name and attribute caches off
-# (about 110 s against 75 s with them on). Not part of `make test` yet: with
-# attr_timeout=0 the kernel asks getattr before each read, and a getattr of
-# an unlinked node fails, so "an open reader keeps its content after unlink"
-# fails here until open files answer getattr (issue 9).
-MOUNT_SUITES := $(wildcard tests/3[0-35]-*.bats tests/40-*.bats tests/53-*.bats)
+# (-o entry_timeout=0,attr_timeout=0): every lookup and getattr reaches the
+# daemon, so answers the caches would hide are checked too. CI runs it.
+# 34-mount-ext4 (fsx, SQLite) runs in make test only.
+MOUNT_SUITES := $(wildcard tests/3[0-35-9]-*.bats tests/40-*.bats tests/53-*.bats tests/74-*.bats)
 test-nocache: deps
 	@$(MAKE) --no-print-directory all
-	@KVFS_BIN=$(CURDIR)/$(BIN) KVFS_MOUNT_OPTS=entry_timeout=0,attr_timeout=0 bats $(MOUNT_SUITES)
+	@KVFS_BIN=$(CURDIR)/$(BIN) KVFS_MOUNT_OPTS=entry_timeout=0,attr_timeout=0 \
+		KVFS_SUITES='$(MOUNT_SUITES)' bash scripts/run-tests.sh none
 
 # The sanitizer build lives entirely in build-asan/ (binary build-asan/kvfs).
 asan: deps
@@ -154,3 +155,17 @@ $(BUILD)/fuzz/%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_store.h $(MODEL_OBJ) $(STOR
 clean: fuzz-clean
 fuzz-clean:
 	rm -rf build-fuzz
+
+# ---- etcd backend groundwork (docs/ETCD.md) ----
+# store/etcd_*.c are not linked into kvfs yet. `make etcd-client-test`
+# builds its test program (against libcurl and cJSON) in $(BUILD)/etcd/, out
+# of the unit programs' way: it needs a live cluster, so
+# tests/80-etcd-client.bats starts one (scripts/etcd-cluster.sh) and runs it.
+ETCD_LIBS = $(shell pkg-config --libs libcurl libcjson 2>/dev/null || echo -lcurl -lcjson)
+ETCD_TEST := $(BUILD)/etcd/test_etcd_client
+.PHONY: etcd-client-test
+etcd-client-test: $(ETCD_TEST)
+
+$(ETCD_TEST): tests/unit/test_etcd_client.c $(wildcard tests/unit/etcd_*) tests/unit/unit.h $(wildcard store/etcd_*)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_etcd_client.c tests/unit/etcd_tool.c $(wildcard store/etcd_*.c) $(ETCD_LIBS) -lpthread

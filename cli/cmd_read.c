@@ -259,7 +259,9 @@ int cli_cmd_dump(const struct cli_verb *verb, int argc, char **argv)
 
 /* The walk itself: open, verify, print the report and the summary line. */
 const struct cli_opt cli_opts_check[] = {
-	{ 1, 0, "repair", NULL, "first rebuild every table index from the rows" },
+	{ 1, 0, "repair", NULL,
+	  "first rebuild every table index from the rows, and\n"
+	  "the TTL spaces from each other" },
 	{ 0, 0, NULL, NULL, NULL },
 };
 
@@ -279,7 +281,7 @@ static int check_run(const char *dir, bool repair)
 		return cli_model_fail(ret, &err, dir);
 	}
 	if (repair)
-		printf("check: indexes rebuilt\n");
+		printf("check: indexes rebuilt\ncheck: ttl space rebuilt\n");
 	ret = model_check(m, stdout, &problems, &err);
 	if (ret < 0) {
 		model_close(m);

@@ -20,6 +20,7 @@ enum {
 	OPT_FROM,
 	OPT_TO,
 	OPT_JSON,
+	OPT_TTL,
 };
 
 const struct cli_opt cli_opts_table[] = {
@@ -28,6 +29,7 @@ const struct cli_opt cli_opts_table[] = {
 	{ OPT_REQUIRED, 0, "required", NULL, "column: every row must have the field" },
 	{ OPT_MAX_LENGTH, 0, "max-length", "N", "column: at most N characters (bytes for bytes)" },
 	{ OPT_REFERENCES, 0, "references", "TABLE", "column: the value names a row of TABLE" },
+	{ OPT_TTL, 0, "ttl", "SECONDS", "create: new rows expire after SECONDS" },
 	{ 0, 0, NULL, NULL, NULL },
 };
 
@@ -48,6 +50,7 @@ struct table_args {
 	const char *key_fields, *references, *from, *to;
 	bool required, unique, json;
 	int64_t max_length;
+	int64_t ttl;
 };
 
 static bool parse_count(const char *arg, int64_t max, int64_t *out)
@@ -83,6 +86,12 @@ static bool parse_all(struct cli_parse *p, const struct cli_verb *verb, struct t
 		case OPT_MAX_LENGTH:
 			if (!parse_count(arg, INT64_MAX, &a->max_length)) {
 				*code = cli_usage_error(verb, "--max-length must be a positive integer");
+				return false;
+			}
+			break;
+		case OPT_TTL:
+			if (!parse_count(arg, 3155760000LL, &a->ttl)) {
+				*code = cli_usage_error(verb, "--ttl must be 1 to 3155760000 seconds");
 				return false;
 			}
 			break;
@@ -173,7 +182,8 @@ int cli_cmd_table(const struct cli_verb *verb, int argc, char **argv)
 	if (cli_open(p.operands[1], CLI_OPEN_WRITE, &m))
 		return CLI_EXIT_FAIL;
 	if (action[0] == 'c' && action[1] == 'r')
-		ret = model_table_create(m, p.operands[2], a.key_depth, a.key_fields, &err);
+		ret = model_table_create_ttl(m, p.operands[2], a.key_depth, a.key_fields, a.ttl,
+					     &err);
 	else if (action[0] == 'c')
 		ret = model_table_column(m, p.operands[2], p.operands[3], p.operands[4],
 					 a.required, a.max_length, a.references, &err);

@@ -23,6 +23,7 @@ enum {
 	OPT_ARRAY,
 	OPT_LINES,
 	OPT_ATOMIC,
+	OPT_TTL,
 };
 
 /* import --lines commits every LINES_BATCH_ROWS lines or LINES_BATCH_BYTES bytes. */
@@ -38,6 +39,9 @@ const struct cli_opt cli_opts_put[] = {
 	  "is written as that type prints, else it becomes a\n"
 	  "string (bytes when VALUE is not UTF-8)." },
 	{ OPT_CREATE, 0, "create", NULL, "create the store when it does not exist" },
+	{ OPT_TTL, 0, "ttl", "SECONDS",
+	  "the leaf expires after SECONDS (1 or more); without\n"
+	  "it a put clears the leaf's time to live" },
 	{ 0, 0, NULL, NULL, NULL },
 };
 
@@ -61,6 +65,9 @@ const struct cli_opt cli_opts_import[] = {
 	  "table at PATH (or the next element of the array at\n"
 	  "PATH), committed every 10000 lines or 16 MiB" },
 	{ OPT_ATOMIC, 0, "atomic", NULL, "with --lines: one transaction, all lines or none" },
+	{ OPT_TTL, 0, "ttl", "SECONDS",
+	  "the imported node (and all under it) expires after\n"
+	  "SECONDS; not with --lines" },
 	{ 0, 0, NULL, NULL, NULL },
 };
 
@@ -71,8 +78,22 @@ const struct cli_opt cli_opts_load[] = {
 
 /* ---- put ---- */
 
+/* A time to live on the command line: 1 second to 100 years. */
+static bool parse_ttl(const char *arg, int64_t *out)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(arg, &end, 10);
+	if (errno || *arg == '\0' || *end != '\0' || model_ttl_deadline(v, 0, &(int64_t){ 0 }) < 0)
+		return false;
+	*out = v;
+	return true;
+}
+
 static int put_run(const char *store, const char *path, const char *value,
-		   enum model_type type, bool create)
+		   enum model_type type, bool create, int64_t ttl)
 {
 	struct model_error err = { .msg = "" };
 	struct cli_input in = { 0 };
@@ -90,7 +111,7 @@ static int put_run(const char *store, const char *path, const char *value,
 	ret = cli_open(store, create ? CLI_OPEN_CREATE : CLI_OPEN_WRITE, &m);
 	if (ret)
 		goto out_release;
-	ret = model_write(m, path, data, len, type, 0, &err);
+	ret = model_write_ttl(m, path, data, len, type, 0, ttl, &err);
 	ret = ret < 0 ? cli_model_fail(ret, &err, path) : CLI_EXIT_OK;
 	cli_close(m, ret);
 out_release:
@@ -102,6 +123,7 @@ int cli_cmd_put(const struct cli_verb *verb, int argc, char **argv)
 {
 	enum model_type type = 0;
 	bool create = false;
+	int64_t ttl = 0;
 	struct cli_parse p;
 	const char *arg;
 	int id;
@@ -110,13 +132,15 @@ int cli_cmd_put(const struct cli_verb *verb, int argc, char **argv)
 	while ((id = cli_parse_next(&p, &arg)) > 0) {
 		if (id == OPT_CREATE)
 			create = true;
-		else if (model_type_parse(arg, &type) < 0)
+		else if (id == OPT_TTL && !parse_ttl(arg, &ttl))
+			return cli_usage_error(verb, "--ttl takes whole seconds, 1 to 3155760000");
+		else if (id == OPT_TYPE && model_type_parse(arg, &type) < 0)
 			return cli_usage_error(verb, "unknown type '%s' (string, integer, double, "
 					       "boolean, null or bytes)", arg);
 	}
 	if (id < 0)
 		return cli_parse_exit(id);
-	return put_run(p.operands[0], p.operands[1], p.operands[2], type, create);
+	return put_run(p.operands[0], p.operands[1], p.operands[2], type, create, ttl);
 }
 
 /* ---- rm ---- */
@@ -225,15 +249,16 @@ static void progress_draw(void *arg, uint64_t done, uint64_t total)
 	pr->drawn = true;
 }
 
-static int import_run(struct model *m, const char *path, const struct cli_input *in)
+static int import_run(struct model *m, const char *path, const struct cli_input *in,
+		      int64_t ttl)
 {
 	struct model_error err = { .msg = "" };
 	struct progress pr = { .last_percent = -1, .drawn = false };
 	bool show = in->len > PROGRESS_MIN_BYTES && isatty(STDERR_FILENO);
 	int ret;
 
-	ret = model_import(m, path, in->data ? in->data : "", in->len,
-			   show ? progress_draw : NULL, &pr, &err);
+	ret = model_import_ttl(m, path, in->data ? in->data : "", in->len, ttl,
+			       show ? progress_draw : NULL, &pr, &err);
 	if (pr.drawn) {
 		if (ret == 0)
 			progress_draw(&pr, in->len, in->len);
@@ -465,6 +490,7 @@ out_fclose:
 int cli_cmd_import(const struct cli_verb *verb, int argc, char **argv)
 {
 	bool lines = false, atomic = false;
+	int64_t ttl = 0;
 	struct cli_input in;
 	struct cli_parse p;
 	const char *arg;
@@ -475,9 +501,14 @@ int cli_cmd_import(const struct cli_verb *verb, int argc, char **argv)
 	while ((id = cli_parse_next(&p, &arg)) > 0) {
 		lines |= id == OPT_LINES;
 		atomic |= id == OPT_ATOMIC;
+		if (id == OPT_TTL && !parse_ttl(arg, &ttl))
+			return cli_usage_error(verb, "--ttl takes whole seconds, 1 to 3155760000");
 	}
 	if (id < 0)
 		return cli_parse_exit(id);
+	if (ttl && lines)
+		return cli_usage_error(verb, "--ttl goes with a JSON document, not --lines "
+				       "(a table's rows take its default: kvfs table create --ttl)");
 	if (atomic && !lines)
 		return cli_usage_error(verb, "--atomic goes with --lines (a JSON document is "
 				       "always imported in one transaction)");
@@ -487,7 +518,7 @@ int cli_cmd_import(const struct cli_verb *verb, int argc, char **argv)
 		return CLI_EXIT_FAIL;
 	ret = cli_open(p.operands[0], CLI_OPEN_CREATE, &m);
 	if (ret == CLI_EXIT_OK) {
-		ret = import_run(m, p.operands[1], &in);
+		ret = import_run(m, p.operands[1], &in, ttl);
 		cli_close(m, ret);
 	}
 	cli_input_release(&in);

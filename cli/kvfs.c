@@ -35,7 +35,7 @@ static const struct cli_verb verbs[] = {
 	},
 	{
 		.name = "put", .run = cli_cmd_put,
-		.synopsis = "[--type TYPE] [--create] STORE PATH VALUE",
+		.synopsis = "[--type TYPE] [--create] [--ttl SECONDS] STORE PATH VALUE",
 		.summary = "Set the leaf at PATH to VALUE; it reads back followed by one newline.",
 		.help =
 		"VALUE is the value itself, not the text of a file: `kvfs put S /a hi` makes\n"
@@ -73,7 +73,7 @@ static const struct cli_verb verbs[] = {
 	},
 	{
 		.name = "import", .run = cli_cmd_import,
-		.synopsis = "[--create] [--lines [--atomic]] STORE PATH FILE|-",
+		.synopsis = "[--create] [--lines [--atomic]] [--ttl SECONDS] STORE PATH FILE|-",
 		.summary = "Replace the subtree at PATH with the JSON document in FILE.",
 		.help =
 		"One transaction: invalid JSON is refused and nothing changes. \"-\" reads\n"
@@ -139,7 +139,7 @@ static const struct cli_verb verbs[] = {
 	{
 		.name = "table", .run = cli_cmd_table,
 		.synopsis = "create|column|show|drop [--key-depth N] [--key-fields FIELDS] [--required] "
-		"[--max-length N] [--references TABLE] STORE PATH [FIELD TYPE]",
+		"[--max-length N] [--references TABLE] [--ttl SECONDS] STORE PATH [FIELD TYPE]",
 		.summary = "Declare a directory a table, its columns; show or drop its schema.",
 		.help =
 		"kvfs table create STORE PATH --key-depth N [--key-fields F1[,F2...]]\n"

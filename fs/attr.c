@@ -205,7 +205,8 @@ static int node_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 	if (kind)
 		*kind = n.kind;
 	if (volatile_)
-		*volatile_ = pending || n.kind == MODEL_KIND_VIEW || n.derived;
+		*volatile_ = pending || n.kind == MODEL_KIND_VIEW || n.derived ||
+			     n.expires_ns != 0;	/* may expire: never cached (fs/ttl.c) */
 	return 0;
 }
 

@@ -54,9 +54,12 @@ void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	d->node = node;
 	pthread_mutex_lock(&ctx->lock);
 	fs_node_ref_locked(node);
-	/* The kernel's cached listing is good while nobody has committed since. */
-	fi->keep_cache = node->dir_gen == gen + 1;
+	/* The kernel's cached listing is good while nobody has committed since,
+	 * and no child it shows has expired. */
+	fi->keep_cache = node->dir_gen == gen + 1 && fs_ttl_before(node->dir_until);
 	node->dir_gen = gen + 1;
+	if (!fi->keep_cache)
+		node->dir_until = 0;	/* the new listing sets it */
 	pthread_mutex_unlock(&ctx->lock);
 	fi->cache_readdir = 1;
 	fi->fh = (uintptr_t)d;
@@ -158,6 +161,12 @@ static int dir_fill_fn(void *arg, const char *name, const struct model_node *nod
 
 	memset(&e, 0, sizeof(e));
 	fs_stat_fill(ctx, node, &e.attr);
+	if (node->expires_ns) {
+		pthread_mutex_lock(&ctx->lock);
+		if (!s->d->node->dir_until || node->expires_ns < s->d->node->dir_until)
+			s->d->node->dir_until = node->expires_ns;
+		pthread_mutex_unlock(&ctx->lock);
+	}
 	if (!s->plus)
 		return dir_add(s, name, &e) ? 0 : 1;
 	pthread_mutex_lock(&ctx->lock);
@@ -171,7 +180,7 @@ static int dir_fill_fn(void *arg, const char *name, const struct model_node *nod
 	vol = fs_stat_pending_locked(ctx, child, true, &e.attr, NULL);
 	child->kind_known = true;
 	child->is_dir = fs_kind_is_dir(node->kind);
-	vol = vol || node->derived;	/* a table's @ views: never cached */
+	vol = vol || node->derived || node->expires_ns;	/* @ views, expiring nodes */
 	e.ino = fs_node_ino(ctx, child);
 	e.entry_timeout = vol ? 0.0 : ctx->entry_timeout;
 	/*

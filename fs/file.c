@@ -443,6 +443,7 @@ int fs_leaf_pending_open(struct fs_ctx *ctx, struct fs_node *node, struct fuse_f
 	f->pending = true;
 	f->trunc = true;	/* empty: committed at release when nothing is written */
 	f->new_attr = *attr;
+	f->new_trunc = fi->flags & O_TRUNC;
 	f->ino = ino;
 	f->wmtime_ns = fs_now_ns();
 	fs_file_publish(ctx, f);
@@ -667,7 +668,7 @@ out_opened:
 	if (fs_file_is_view(f))
 		fi->direct_io = 1;
 	else
-		fi->keep_cache = fs_cache_leaf_valid(ctx, node, &n);
+		fi->keep_cache = !n.expires_ns && fs_cache_leaf_valid(ctx, node, &n);
 	fi->noflush = acc == O_RDONLY;	/* nothing to commit: close needs no round trip */
 	fi->fh = (uintptr_t)f;
 	*out = f;
@@ -801,11 +802,16 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	(void)ino;
 	if (f && f->writable) {
 		pthread_mutex_lock(&f->lock);
+		if (f->kind == FS_FILE_WRITER && f->pending && !f->new_trunc)
+			f->dirty = true;	/* touch: the empty leaf is there when close returns */
 		ret = file_commit_locked(ctx, f);
 		/* A view emptied and not written: close reports the refusal release makes. */
 		if (ret == 0 && fs_file_is_view(f) && f->trunc && !f->dirty)
 			ret = -EINVAL;
 		pthread_mutex_unlock(&f->lock);
+		/* a view's commit may change kinds below it: names follow before close returns */
+		if (ret == 0 && fs_file_is_view(f))
+			fs_inval_wait(ctx);
 	}
 	fs_reply_err(req, ret);
 }
@@ -820,6 +826,8 @@ void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_
 	(void)datasync;
 	if (f && f->writable) {
 		pthread_mutex_lock(&f->lock);
+		if (f->kind == FS_FILE_WRITER && f->pending)
+			f->dirty = true;	/* a created leaf, even empty, is in the store after fsync */
 		ret = file_commit_locked(ctx, f);
 		pthread_mutex_unlock(&f->lock);
 	}

@@ -100,6 +100,7 @@ struct fs_node {
 	uint64_t cache_size;
 	/* attr.c and dir.c: what the kernel was told */
 	uint64_t dir_gen;	/* store generation when last listed (+1; 0 never) */
+	int64_t dir_until;	/* that listing's earliest child deadline (fs/ttl.c; 0: none) */
 	uint64_t nlink_gen;	/* containers: store generation of nlink (+1; 0 never) */
 	uint32_t nlink;		/* containers: st_nlink as last counted */
 	/* file.c, pending.c, xattr.c */
@@ -192,6 +193,9 @@ struct fs_file {
 	struct model_attr want_set;	/* chmod/chown: fields stored */
 	unsigned want_unset;	/* chmod/chown: fields back to the default */
 	struct model_attr new_attr;	/* pending leaf: what create gives it */
+	bool new_trunc;		/* pending leaf created with O_TRUNC (the shell's >):
+				 * like any O_TRUNC, committed at release when not
+				 * written; else (touch) at the first flush */
 };
 
 /* f->lock held, or the kind is one that never changes. */
@@ -206,6 +210,8 @@ enum fs_inval_kind {
 	FS_INVAL_ATTR,		/* the attributes of a node */
 	FS_INVAL_DATA,		/* the attributes and cached pages of a node */
 	FS_INVAL_SUBTREE,	/* a node and everything known below it (the item holds a ref) */
+	FS_INVAL_PATH,		/* the node at a path another process changed (name = path) */
+	FS_INVAL_PATH_TREE,	/* the same, with everything known below it */
 };
 
 /*
@@ -269,15 +275,27 @@ struct fs_ctx {
 	bool inval_foreign;	/* coalesced: the store changed elsewhere, revalidate all */
 	bool inval_stop, inval_started;
 	pthread_t inval_thread;	/* written before the thread runs, joined after stop */
+	uint64_t inval_queued, inval_sent;	/* items ever queued / handled, for fs_inval_wait */
+	pthread_cond_t inval_sent_cond;	/* broadcast when inval_sent moves or the worker stops */
 
 	/*
 	 * Noticing commits by other processes (the offline CLI; invalidate.c):
 	 * the store accounts for our own commits as it makes them and tells
 	 * whether anyone else committed (model_changed_elsewhere). The watcher
 	 * thread polls every FS_WATCH_MS and then invalidates what the kernel
-	 * caches, so that long entry and attribute timeouts stay honest.
+	 * caches of the nodes those commits touched (the change feed below),
+	 * so that long entry and attribute timeouts stay honest.
 	 */
 	pthread_rwlock_t gen_lock;	/* the write section (rank 2 above) */
+	/*
+	 * The change feed (model_changes_read): the watcher reads what other
+	 * commits touched from feed_pos on, and has the worker revalidate only
+	 * those nodes; when the store cannot tell, every node. Only the
+	 * watcher thread touches these (fs_watch_start sets them before).
+	 */
+	uint64_t feed_pos;	/* generation the feed was read up to */
+	uint64_t feed_want;	/* a foreign commit was seen at this generation: read to it */
+	uint64_t reap_lo, reap_hi;	/* the reaper's last commits: ours, read as another's */
 	pthread_mutex_t watch_lock;	/* watch_stop, watch_started */
 	pthread_cond_t watch_cond;
 	bool watch_stop, watch_started;
@@ -285,6 +303,7 @@ struct fs_ctx {
 };
 
 #define FS_WATCH_MS 150
+#define FS_FEED_PATHS_MAX 4096	/* changed paths in one poll beyond which all are re-checked */
 #define FS_READERS_CHECK_TICKS 20	/* clear dead readers every 20 polls: 3 s */
 #define FS_TIMEOUT_DEFAULT 86400.0	/* entry and attr timeouts: the watcher keeps them honest */
 
@@ -324,6 +343,14 @@ void fs_inval_subtree(struct fs_ctx *ctx, struct fs_node *node);
 void fs_inval_foreign(struct fs_ctx *ctx);
 int fs_inval_start(struct fs_ctx *ctx);
 void fs_inval_stop(struct fs_ctx *ctx);
+/*
+ * Waits until the worker has handled every item queued before the call, so
+ * that a view's close returns with the kernel's names already following the
+ * new subtree. Only from operations during which the kernel holds no
+ * directory lock (flush, fsync): the worker's entry notifications take them.
+ * Gives up after a second.
+ */
+void fs_inval_wait(struct fs_ctx *ctx);
 
 /* ---- the write section (invalidate.c) ---- */
 /*
@@ -376,6 +403,8 @@ void fs_node_drop_pending_below(struct fs_ctx *ctx, struct fs_node *node);
 /* Worker side of fs_inval_subtree and fs_inval_foreign (node: the ref the item held). */
 void fs_node_revalidate_subtree(struct fs_ctx *ctx, struct fs_node *node);
 void fs_node_revalidate_all(struct fs_ctx *ctx);
+/* Worker side of a change feed item: the node at path (and below it, subtree). */
+void fs_node_revalidate_path(struct fs_ctx *ctx, const char *path, bool subtree);
 
 /* ---- the operations table (ops.c) ---- */
 extern const struct fuse_lowlevel_ops fs_ops;
@@ -679,6 +708,16 @@ void fs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 		    size_t size, int flags);
 void fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+/* time to live (ttl.c): user.kvfs.ttl, seconds left; not listed (like user.kvfs.error) */
+#define FS_XATTR_TTL "user.kvfs.ttl"
+bool fs_ttl_is_name(const char *name);
+void fs_ttl_getxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+void fs_ttl_setxattr(fuse_req_t req, fuse_ino_t ino, const char *value, size_t size, int flags);
+void fs_ttl_removexattr(fuse_req_t req, fuse_ino_t ino);
+/* The watcher, each tick: removes expired nodes (bounded), then revalidates. */
+void fs_ttl_reap(struct fs_ctx *ctx);
+/* True when deadline_ns (CLOCK_REALTIME) is 0 (none) or still ahead. */
+bool fs_ttl_before(int64_t deadline_ns);
 
 /* ---- helpers ---- */
 /* Permission bits of a node without a stored mode. */

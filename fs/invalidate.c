@@ -1,8 +1,9 @@
 /*
  * fs/invalidate.c - telling the kernel what changed behind its caches: the
  * invalidation worker (notifications never run inside an operation), the
- * write section that accounts for our own commits, and the watcher that
- * notices commits by other processes.
+ * write section (shared by commits, exclusive for renames), and the watcher that
+ * notices commits by other processes and reads the store's change feed to
+ * re-check only the nodes they touched.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -116,6 +117,7 @@ static void inval_push(struct fs_ctx *ctx, struct fs_inval *iv)
 	else
 		ctx->inval_head = iv;
 	ctx->inval_tail = iv;
+	ctx->inval_queued++;
 	pthread_cond_signal(&ctx->inval_cond);
 	pthread_mutex_unlock(&ctx->inval_lock);
 }
@@ -183,6 +185,10 @@ static void inval_send(struct fs_ctx *ctx, const struct fs_inval *iv)
 	case FS_INVAL_SUBTREE:
 		fs_node_revalidate_subtree(ctx, fs_node_from_ino(ctx, iv->ino));
 		return;		/* the item's ref is given back there */
+	case FS_INVAL_PATH:
+	case FS_INVAL_PATH_TREE:
+		fs_node_revalidate_path(ctx, iv->name, iv->kind == FS_INVAL_PATH_TREE);
+		return;
 	}
 	if (ret < 0 && ret != -ENOENT)
 		fs_trace(ctx, "invalidate %lu %s: %s", (unsigned long)iv->ino, iv->name,
@@ -216,9 +222,32 @@ static void *inval_main(void *arg)
 		inval_send(ctx, iv);
 		free(iv);
 		pthread_mutex_lock(&ctx->inval_lock);
+		ctx->inval_sent++;
+		pthread_cond_broadcast(&ctx->inval_sent_cond);
 	}
+	pthread_cond_broadcast(&ctx->inval_sent_cond);
 	pthread_mutex_unlock(&ctx->inval_lock);
 	return NULL;
+}
+
+/*
+ * Bounded: were every daemon thread parked here while the worker waits for
+ * a directory lock held by a process whose lookup needs a thread, the wait
+ * would never end; after a second the names are left to follow a little late.
+ */
+void fs_inval_wait(struct fs_ctx *ctx)
+{
+	struct timespec deadline;
+	uint64_t target;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += 1;
+	pthread_mutex_lock(&ctx->inval_lock);
+	target = ctx->inval_queued;
+	while (ctx->inval_started && !ctx->inval_stop && ctx->inval_sent < target)
+		if (pthread_cond_timedwait(&ctx->inval_sent_cond, &ctx->inval_lock, &deadline) != 0)
+			break;
+	pthread_mutex_unlock(&ctx->inval_lock);
 }
 
 int fs_inval_start(struct fs_ctx *ctx)
@@ -297,6 +326,108 @@ int fs_write_path_excl(struct fs_ctx *ctx, struct fs_node *node, const char *nam
 }
 
 /*
+ * true once per change of the store by another process (the store accounts
+ * for our commits as it makes them); *gen: the generation now.
+ */
+static bool store_changed_elsewhere(struct fs_ctx *ctx, uint64_t *gen)
+{
+	*gen = model_generation(ctx->model);
+	return model_changed_elsewhere(ctx->model);
+}
+
+/* ---- the change feed: what other commits touched ---- */
+
+/* The paths one read of the feed gathered, queued for the worker at the end. */
+struct feed_batch {
+	struct fs_inval *head, *tail;
+	unsigned n;
+	uint64_t reap_lo, reap_hi;	/* a copy of ctx's */
+};
+
+/*
+ * One node a commit touched. Our own commits were invalidated by the
+ * operation that made them, except the reaper's (made outside any
+ * operation: ctx->reap_lo..reap_hi), treated as another's. -ESTALE asks
+ * for the whole re-check: everything changed, or too much to list.
+ */
+static int feed_one(void *arg, const struct model_change *c)
+{
+	struct feed_batch *b = arg;
+	size_t len = strlen(c->path);
+	struct fs_inval *iv;
+
+	if (c->mine && !(c->generation >= b->reap_lo && c->generation <= b->reap_hi))
+		return 0;
+	if ((c->flags & MODEL_CHANGE_SUBTREE) && strcmp(c->path, "/") == 0)
+		return -ESTALE;
+	if (++b->n > FS_FEED_PATHS_MAX)
+		return -ESTALE;
+	iv = calloc(1, sizeof(*iv) + len + 1);
+	if (!iv)
+		return -ENOMEM;
+	iv->kind = (c->flags & MODEL_CHANGE_SUBTREE) ? FS_INVAL_PATH_TREE : FS_INVAL_PATH;
+	memcpy(iv->name, c->path, len);
+	if (b->tail)
+		b->tail->next = iv;
+	else
+		b->head = iv;
+	b->tail = iv;
+	return 0;
+}
+
+static void batch_free(struct feed_batch *b)
+{
+	struct fs_inval *iv, *next;
+
+	for (iv = b->head; iv; iv = next) {
+		next = iv->next;
+		free(iv);
+	}
+	b->head = b->tail = NULL;
+}
+
+/*
+ * Runs on the watcher thread, once per poll. When no other process
+ * committed, the generation moved by our own commits only: nothing to
+ * read. Otherwise the feed names what the other commits touched; when it
+ * cannot (its log trimmed past our position, a commit without an entry,
+ * a store without a log), every known node is re-checked as before.
+ */
+static void feed_poll(struct fs_ctx *ctx)
+{
+	struct feed_batch b = { NULL, NULL, 0, ctx->reap_lo, ctx->reap_hi };
+	uint64_t gen, upto = ctx->feed_pos;
+	int ret;
+
+	if (store_changed_elsewhere(ctx, &gen) && gen > ctx->feed_want)
+		ctx->feed_want = gen;
+	if (ctx->feed_pos >= ctx->feed_want) {
+		if (gen > ctx->feed_pos)
+			ctx->feed_pos = gen;
+		return;
+	}
+	ret = model_changes_read(ctx->model, ctx->feed_pos, feed_one, &b, &upto);
+	ctx->feed_pos = upto > ctx->feed_pos ? upto : ctx->feed_pos;
+	if (ret < 0) {
+		batch_free(&b);
+		fs_trace(ctx, "the store changed elsewhere (%s): re-checking every node",
+			 ret == -ESTALE ? "the change log cannot tell what" : strerror(-ret));
+		if (ret != -ESTALE || ctx->feed_pos < ctx->feed_want)
+			ctx->feed_pos = ctx->feed_want;	/* the re-check covers it */
+		fs_inval_foreign(ctx);
+		return;
+	}
+	fs_trace(ctx, "the store changed elsewhere: re-checking %u paths", b.n);
+	while (b.head) {
+		struct fs_inval *iv = b.head;
+
+		b.head = iv->next;
+		iv->next = NULL;
+		inval_push(ctx, iv);
+	}
+}
+
+/*
  * A reader killed mid-transaction (kvfs dump | head) leaves its slot behind:
  * LMDB then keeps every page freed after its snapshot, so the file grows on
  * each write until the slots run out. Clearing such slots is cheap (a
@@ -352,10 +483,8 @@ static void *watch_main(void *arg)
 		since_watch = 0;
 		if (++ticks % FS_READERS_CHECK_TICKS == 0)
 			readers_check(ctx);
-		if (model_changed_elsewhere(ctx->model)) {
-			fs_trace(ctx, "the store changed elsewhere: invalidating");
-			fs_inval_foreign(ctx);
-		}
+		fs_ttl_reap(ctx);
+		feed_poll(ctx);
 		pthread_mutex_lock(&ctx->watch_lock);
 	}
 	pthread_mutex_unlock(&ctx->watch_lock);
@@ -367,6 +496,7 @@ int fs_watch_start(struct fs_ctx *ctx)
 	int ret;
 
 	model_changed_elsewhere(ctx->model);	/* what came before the mount is no news */
+	ctx->feed_pos = ctx->feed_want = model_generation(ctx->model);
 	pthread_mutex_lock(&ctx->watch_lock);
 	ret = pthread_create(&ctx->watch_thread, NULL, watch_main, ctx);
 	ctx->watch_started = ret == 0;

@@ -14,6 +14,7 @@
  *   node.c        the node table (struct fs_node), revalidation
  *   mount.c       options, logging, the daemon's lifetime
  *   table.c       a table index's row links (readlink)
+ *   ttl.c         user.kvfs.ttl (time to live) and the reaper the watcher runs
  *
  * File contents written through the mount are buffered in one buffer per
  * leaf, shared by all its writable opens (per open for views and pending
@@ -24,9 +25,10 @@
  *
  * Caching: names and attributes are trusted for entry_timeout/attr_timeout
  * (a day by default: the watcher in invalidate.c has the worker revalidate
- * what the kernel knows within FS_WATCH_MS of a commit by another process);
- * views (NAME.json) never, and they are read with direct I/O from a
- * snapshot rendered at open. Read-only opens skip the flush at close
+ * what the kernel knows of the nodes a commit by another process touched,
+ * named by the store's change feed, within FS_WATCH_MS);
+ * views (NAME.json) and nodes that may expire (fs/ttl.c) never; views are
+ * read with direct I/O from a snapshot rendered at open. Read-only opens skip the flush at close
  * (noflush). Every open of a leaf goes through the kernel's one page cache
  * (shared writable mmap; readers see later writes); its pages are kept
  * across opens while mtime and size are unchanged, and a commit drops

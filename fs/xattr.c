@@ -1,6 +1,7 @@
 /*
  * fs/xattr.c - extended attributes (user.kvfs.type, user.kvfs.error,
- * user.kvfs.pid and the refusal of every other name), a type kept for the
+ * user.kvfs.pid, user.kvfs.ttl handed to ttl.c, and the refusal of every
+ * other name), a type kept for the
  * next commit of an empty leaf, and statfs.
  */
 #include <errno.h>
@@ -121,6 +122,10 @@ void fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t siz
 		reply_error_xattr(req, ino, size);
 		return;
 	}
+	if (fs_ttl_is_name(name)) {
+		fs_ttl_getxattr(req, ino, size);
+		return;
+	}
 	if (strcmp(name, FS_XATTR_PID) == 0 && ino == FUSE_ROOT_ID) {
 		snprintf(type, sizeof(type), "%ld", (long)getpid());
 		reply_xattr_value(req, size, type, strlen(type));
@@ -219,6 +224,10 @@ void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 	char type[64], *path;
 	int ret;
 
+	if (fs_ttl_is_name(name)) {
+		fs_ttl_setxattr(req, ino, value, size, flags);
+		return;
+	}
 	if (strcmp(name, FS_XATTR_TYPE) != 0) {
 		fs_reply_err(req, -ENOTSUP);	/* cp -a, rsync -X: skipped quietly */
 		return;
@@ -291,6 +300,10 @@ void fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	char *path;
 	int ret;
 
+	if (fs_ttl_is_name(name)) {
+		fs_ttl_removexattr(req, ino);
+		return;
+	}
 	if (strcmp(name, FS_XATTR_TYPE) != 0) {
 		fs_reply_err(req, strncmp(name, "user.", 5) == 0 ? -ENODATA : -ENOTSUP);
 		return;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "model/tree_int.h"
+#include "model/ttl_int.h"
 
 /*
  * Record layout, version 1 (36 bytes): u8 version, u8 fields (MODEL_ATTR_*),
@@ -180,7 +181,7 @@ int attr_delete_subtree(struct store_txn *txn, const uint8_t *key, size_t len)
 		if (ret < 0 && ret != -ENOENT)
 			return ret;
 	}
-	return 0;
+	return ttl_delete_subtree(txn, key, len);	/* deadlines follow the nodes as attributes do */
 }
 
 struct attr_moved {
@@ -200,6 +201,9 @@ int attr_move_subtree(struct store_txn *txn, const uint8_t *src, size_t src_len,
 
 	if (src_len == 0 || dst_len == 0)
 		return -EINVAL;
+	ret = ttl_move_subtree(txn, src, src_len, dst, dst_len);
+	if (ret < 0)
+		return ret;
 	ret = store_scan_open(txn, STORE_SPACE_ATTR, src, src_len, &scan);
 	if (ret < 0)
 		return ret;
@@ -275,7 +279,7 @@ int attr_prune(struct store_txn *txn, const uint8_t *key, size_t len)
 			ret = 0;
 	}
 	free(gone);
-	return ret;
+	return ret < 0 ? ret : ttl_prune(txn, key, len);
 }
 
 void attr_apply(const struct model_attr *a, struct model_node *out)

@@ -4,7 +4,8 @@
  * every record's checksum (format 2) and decoding, every string UTF-8, no
  * leaf or marker with keys under it, no
  * container mixing names and indices, every attribute record decoding and
- * belonging to an existing node. One line per problem.
+ * belonging to an existing node, the ttl and expiry spaces agreeing with
+ * each other and the nodes (model/ttl.c). One line per problem.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 
 #include "model/table_int.h"
 #include "model/tree_int.h"
+#include "model/ttl_int.h"
 
 struct check {
 	FILE *report;
@@ -151,7 +153,7 @@ static int check_meta(struct store_txn *txn, struct check *c)
 	/* Format 1 is read as it is (a read-only open does not upgrade). */
 	c->format = store_txn_format(txn);
 	if (v.len != 4 || c->format < 1 || c->format > STORE_FORMAT_VERSION)
-		check_report(c, "format", 6, "format version is not 1, 2 or 3");
+		check_report(c, "format", 6, "format version is not 1, 2, 3 or 4");
 	if (store_get(txn, STORE_SPACE_META, "created", 7, &v) != 0 || v.len != 8)
 		check_report(c, "created", 7, "creation time missing or malformed");
 	return 0;
@@ -211,6 +213,12 @@ static int check_attrs(struct store_txn *txn, struct check *c)
 	return ret;
 }
 
+/* TTL problems: the key of the ttl or expiry entry in hex, like the rest. */
+static void check_ttl_report(void *arg, const uint8_t *key, size_t len, const char *msg)
+{
+	check_report(arg, key, len, msg);
+}
+
 /* Table problems name the row by its path, then the key in hex like the rest. */
 static void check_table_report(void *arg, const uint8_t *key, size_t len, const char *msg)
 {
@@ -246,6 +254,8 @@ int model_check(struct model *m, FILE *report, uint64_t *problems, struct model_
 			ret = table_check(txn, check_table_report, c, NULL);
 		if (ret == 0)
 			ret = check_attrs(txn, c);
+		if (ret == 0)
+			ret = ttl_check(txn, check_ttl_report, c, NULL);
 		store_txn_end(txn);
 	}
 	if (ret < 0)

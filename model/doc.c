@@ -10,6 +10,7 @@
 
 #include "model/table_int.h"
 #include "model/tree_int.h"
+#include "model/ttl_int.h"
 
 /* ---- flatten ---- */
 
@@ -884,6 +885,8 @@ struct render {
 	bool array[STORE_KEY_MAX + 1];
 	int nopen;
 	unsigned format;	/* record format of the snapshot */
+	const uint8_t *root;	/* the rendered node's key (root_len bytes) */
+	size_t root_len;
 };
 
 static void render_close_to(struct render *r, int keep)
@@ -966,18 +969,115 @@ static int render_key(struct render *r, const uint8_t *k, size_t klen, const str
 	return render_value(r->w, r->format, k, klen, val);
 }
 
+/* True when key[0..len] is a tuple prefix of k (k itself or under it). */
+static bool key_under(const uint8_t *k, size_t klen, const uint8_t *key, size_t len)
+{
+	return klen >= len && memcmp(k, key, len) == 0 && (klen == len || k[len] != 0xFF);
+}
+
+/* Length of the parent's key of k: all elements but the last. */
+static size_t parent_len(const uint8_t *k, size_t klen)
+{
+	struct tuple_reader tr;
+	struct tuple_elem e;
+	size_t last = 0;
+
+	tuple_reader_init(&tr, k, klen);
+	while (tr.pos < klen) {
+		last = tr.pos;
+		if (tuple_next(&tr, &e) != 1)
+			break;
+	}
+	return last;
+}
+
+/* Renders key[0..len] as an empty container of the kind its child h shows. */
+static int render_marker(struct render *r, const uint8_t *key, size_t len, const uint8_t *h)
+{
+	struct leaf leaf;
+	struct strbuf sb;
+	struct store_val v;
+	int ret;
+
+	memset(&leaf, 0, sizeof(leaf));
+	leaf.tag = h[len] == 0x02 ? LEAF_EMPTY_OBJECT : LEAF_EMPTY_ARRAY;
+	strbuf_init(&sb);
+	leaf_record_encode(key, len, &leaf, &sb);
+	v = (struct store_val){ sb.buf, sb.len };
+	ret = sb.failed ? -ENOMEM : render_key(r, key, len, &v);
+	strbuf_release(&sb);
+	return ret;
+}
+
+/*
+ * Before the visible key k (NULL: the end), the directories whose every key
+ * expired (model/ttl.c hides them; not reaped yet) render as {} or [], as
+ * their removal will leave them: the deepest such directories under the
+ * last key rendered, each as a marker.
+ */
+static int render_emptied_before(struct store_txn *txn, struct render *r,
+				 const struct store_val *k)
+{
+	uint8_t lo[STORE_KEY_MAX + 1], p[STORE_KEY_MAX];
+	size_t lo_len = r->prev_len, plen;
+	struct store_val h, h2;
+	int ret;
+
+	memcpy(lo, r->prev, lo_len);
+	while (store_txn_hidden_from(txn, STORE_SPACE_DATA, lo, lo_len, &h) == 1) {
+		const uint8_t *hk = h.data;
+
+		if (!key_under(hk, h.len, r->root, r->root_len) || h.len == r->root_len)
+			return 0;	/* past the rendered node */
+		if (k && memcmp(hk, k->data, h.len < k->len ? h.len : k->len) >= 0)
+			return 0;	/* the visible key comes first */
+		plen = parent_len(hk, h.len);
+		memcpy(p, hk, plen);
+		/* past h next time, whatever happens to it now */
+		memcpy(lo, hk, h.len);
+		lo[h.len] = 0xFF;
+		lo_len = h.len + 1;
+		if (plen <= r->root_len || key_under(r->prev, r->prev_len, p, plen) ||
+		    (k && key_under(k->data, k->len, p, plen)))
+			continue;	/* its parent shows through other keys */
+		/* a deeper emptied directory below p renders p through itself */
+		ret = store_txn_hidden_from(txn, STORE_SPACE_DATA, lo, lo_len, &h2);
+		while (ret == 1 && key_under(h2.data, h2.len, p, plen) &&
+		       parent_len(h2.data, h2.len) == plen) {
+			memcpy(lo, h2.data, h2.len);
+			lo[h2.len] = 0xFF;
+			lo_len = h2.len + 1;
+			ret = store_txn_hidden_from(txn, STORE_SPACE_DATA, lo, lo_len, &h2);
+		}
+		if (ret == 1 && key_under(h2.data, h2.len, p, plen))
+			continue;	/* h2 is deeper: its own parent is the marker */
+		ret = render_marker(r, p, plen, hk);
+		if (ret < 0)
+			return ret;
+		memcpy(lo, p, plen);
+		lo[plen] = 0xFF;
+		lo_len = plen + 1;
+	}
+	return 0;
+}
+
 static int render_scan(struct store_scan *scan, size_t len, struct render *r)
 {
+	struct store_txn *txn = store_scan_txn(scan);
 	struct store_val k, v;
 	int ret;
 
 	while ((ret = store_scan_next(scan, &k, &v)) == 1) {
 		if (((const uint8_t *)k.data)[len] == 0xFF)
 			break;
-		ret = render_key(r, k.data, k.len, &v);
+		ret = render_emptied_before(txn, r, &k);
+		if (ret == 0)
+			ret = render_key(r, k.data, k.len, &v);
 		if (ret < 0)
 			return ret;
 	}
+	if (ret == 0)
+		ret = render_emptied_before(txn, r, NULL);
 	render_close_to(r, 0);
 	return ret;
 }
@@ -992,13 +1092,8 @@ static int render_first(struct store_scan *scan, const uint8_t *key, size_t len,
 	if (ret < 0)
 		return ret;
 	/* k.len == len is the node itself: there is no byte [len] to look at. */
-	if (ret == 0 || (k.len > len && ((const uint8_t *)k.data)[len] == 0xFF)) {
-		if (len > 0)
-			return -ENOENT;
-		json_write_object_begin(r->w);	/* the empty root */
-		json_write_object_end(r->w);
-		return 0;
-	}
+	if (ret == 0 || (k.len > len && ((const uint8_t *)k.data)[len] == 0xFF))
+		return -ENOENT;	/* the empty root is rendered by render_emptied */
 	if (k.len == len)
 		return render_value(r->w, r->format, k.data, k.len, &v);
 	tuple_reader_init(&tr, (const uint8_t *)k.data + len, k.len - len);
@@ -1007,8 +1102,31 @@ static int render_first(struct store_scan *scan, const uint8_t *key, size_t len,
 	render_open(r, len, len == 0 ? TUPLE_TYPE_STRING : e.type);
 	memcpy(r->prev, key, len);
 	r->prev_len = len;
-	ret = render_key(r, k.data, k.len, &v);
+	ret = render_emptied_before(store_scan_txn(scan), r, &k);
+	if (ret == 0)
+		ret = render_key(r, k.data, k.len, &v);
 	return ret < 0 ? ret : render_scan(scan, len, r);
+}
+
+/*
+ * A directory whose every key expired (not reaped yet; model/ttl.c) renders
+ * as the removal will leave it: empty, but for directories below it that
+ * are emptied too.
+ */
+static int render_emptied(struct store_txn *txn, const uint8_t *key, size_t len,
+			  struct render *r)
+{
+	struct tree_node n;
+	int ret;
+
+	if (tree_lookup(txn, key, len, &n) < 0 || !n.exists || n.kind == MODEL_KIND_LEAF)
+		return -ENOENT;
+	render_open(r, len, n.kind == MODEL_KIND_ARRAY ? TUPLE_TYPE_INT : TUPLE_TYPE_STRING);
+	memcpy(r->prev, key, len);
+	r->prev_len = len;
+	ret = render_emptied_before(txn, r, NULL);
+	render_close_to(r, 0);
+	return ret;
 }
 
 int doc_render(struct store_txn *txn, const uint8_t *key, size_t len, struct json_writer *w)
@@ -1024,11 +1142,15 @@ int doc_render(struct store_txn *txn, const uint8_t *key, size_t len, struct jso
 	r->nopen = 0;
 	r->prev_len = 0;
 	r->format = store_txn_format(txn);
+	r->root = key;
+	r->root_len = len;
 	ret = store_scan_open(txn, STORE_SPACE_DATA, key, len, &scan);
 	if (ret == 0) {
 		ret = render_first(scan, key, len, r);
 		store_scan_close(scan);
 	}
+	if (ret == -ENOENT)
+		ret = render_emptied(txn, key, len, r);
 	free(r);
 	return ret;
 }
@@ -1072,7 +1194,7 @@ static int export_run(struct model *m, const char *path, unsigned flags, struct 
 {
 	struct store_txn *txn;
 	struct json_writer w;
-	int ret = store_read_begin(m->st, &txn);
+	int ret = tree_read_begin(m, &txn);
 
 	if (ret < 0)
 		return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
@@ -1120,6 +1242,7 @@ struct import_op {
 	model_progress_fn progress;
 	void *arg;
 	struct model_error *err;
+	int64_t ttl_deadline_ns;	/* the imported node's; 0: none */
 };
 
 static int import_txn(struct store_txn *txn, void *arg)
@@ -1132,7 +1255,12 @@ static int import_txn(struct store_txn *txn, void *arg)
 	ret = tree_resolve(txn, op->path, TREE_FOR_CREATE, &p, op->err);
 	if (ret < 0)
 		return ret;
-	ret = doc_write(txn, &p, op->json, op->len, 0, op->progress, op->arg, op->err);
+	/* the document replaces the node: TTLs in it are cleared, unless given again */
+	ret = p.len ? ttl_delete_subtree(txn, p.key, p.len) : 0;
+	if (ret == 0)
+		ret = doc_write(txn, &p, op->json, op->len, 0, op->progress, op->arg, op->err);
+	if (ret == 0 && op->ttl_deadline_ns && p.len)
+		ret = ttl_set(txn, p.key, p.len, op->ttl_deadline_ns);
 	/* nodes the document keeps keep their attributes; removed ones lose them */
 	return ret < 0 ? ret : attr_prune(txn, p.key, p.len);
 }
@@ -1140,7 +1268,19 @@ static int import_txn(struct store_txn *txn, void *arg)
 int model_import(struct model *m, const char *path, const char *json, size_t len,
 		 model_progress_fn progress, void *arg, struct model_error *err)
 {
-	struct import_op op = { path, json, len, progress, arg, err };
+	return model_import_ttl(m, path, json, len, 0, progress, arg, err);
+}
 
+int model_import_ttl(struct model *m, const char *path, const char *json, size_t len,
+		     int64_t ttl_seconds, model_progress_fn progress, void *arg,
+		     struct model_error *err)
+{
+	struct import_op op = { path, json, len, progress, arg, err, 0 };
+
+	if (ttl_seconds && model_ttl_deadline(ttl_seconds, tree_now_ns(), &op.ttl_deadline_ns) < 0)
+		return tree_fail(err, -EINVAL, "%s: a time to live is 1 to %lld seconds", path,
+				 (long long)TTL_SECONDS_MAX);
+	if (ttl_seconds && (!path[strspn(path, "/")]))
+		return tree_fail(err, -EINVAL, "%s: the root cannot expire", path);
 	return tree_write(m, path, import_txn, &op, err);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "model/tree_int.h"
+#include "model/ttl_int.h"
 
 #define DUMP_HEADER "kvfs-dump 1"
 
@@ -17,7 +18,9 @@ static const char *const space_names[STORE_SPACE_COUNT] = {
 	[STORE_SPACE_DATA] = "data",
 	[STORE_SPACE_SCHEMA] = "schema",
 	[STORE_SPACE_INDEX] = "index",
-	[STORE_SPACE_ATTR] = "attr",	/* last; dumps made before it have none */
+	[STORE_SPACE_ATTR] = "attr",	/* dumps made before it have none */
+	[STORE_SPACE_EXPIRY] = "expiry",	/* format 4: deadlines, absolute */
+	[STORE_SPACE_TTL] = "ttl",
 };
 
 /* ---- dump ---- */
@@ -229,7 +232,7 @@ static int load_format(struct store_txn *txn, struct load *l, const struct strbu
 	const uint8_t *v = (const uint8_t *)val->buf;
 
 	if (val->len != 4 || v[0] || v[1] || v[2] || v[3] < 1 || v[3] > STORE_FORMAT_VERSION)
-		return load_fail(l, "the dump's format version is not 1, 2 or 3");
+		return load_fail(l, "the dump's format version is not 1, 2, 3 or 4");
 	l->format = v[3];
 	return store_set_format(txn, STORE_FORMAT_VERSION);
 }
@@ -292,6 +295,12 @@ static int load_record(struct store_txn *txn, struct load *l, const char *line, 
 	if (space == STORE_SPACE_ATTR && attr_decode((const uint8_t *)key->buf, key->len,
 						     val->buf ? val->buf : "", val->len, &a) < 0)
 		return load_fail(l, "attribute record does not verify");
+	if (space == STORE_SPACE_EXPIRY &&
+	    (!ttl_expiry_parse(key->buf, key->len, &(int64_t){ 0 }, &(const uint8_t *){ NULL },
+			       &(size_t){ 0 }) || val->len != 0))
+		return load_fail(l, "bad expiry entry");
+	if (space == STORE_SPACE_TTL && !ttl_deadline_decode(val->buf, val->len, &(int64_t){ 0 }))
+		return load_fail(l, "bad ttl entry");
 	return store_put(txn, (enum store_space)space, key->buf, key->len,
 			 val->len ? val->buf : "", val->len);
 }

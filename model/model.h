@@ -91,6 +91,7 @@ struct model_node {
 	bool empty;		/* containers: no children */
 	uint32_t subdirs;	/* containers, with MODEL_STAT_SUBDIRS: child containers */
 	bool derived;		/* a table's @ view: computed from its rows, never cache it */
+	int64_t expires_ns;	/* when it (or an ancestor) expires (CLOCK_REALTIME); 0: never */
 };
 
 #define MODEL_READER_PIDS 16
@@ -120,10 +121,35 @@ void model_close_discard(struct model *m);
  */
 int model_readers_check(struct model *m, unsigned *cleared);
 int model_info(struct model *m, struct model_info *out);
-/* Cheap: changes whenever any process commits to the store. */
+/*
+ * Cheap (no transaction): changes whenever any process commits to the
+ * store; the position model_changes_read counts in.
+ */
 uint64_t model_generation(struct model *m);
 /* Whether another process committed since the last call or the open (store_changed_elsewhere). */
 bool model_changed_elsewhere(struct model *m);
+
+/* One node a commit touched (model/changes.c). */
+enum model_change_flags {
+	MODEL_CHANGE_SUBTREE = 1 << 0,	/* the node and everything below it */
+};
+struct model_change {
+	uint64_t generation;	/* of the commit */
+	bool mine;		/* committed through this model handle */
+	const char *path;	/* the node's mount path ("/" the root); borrowed, callback only */
+	unsigned flags;
+};
+/* 0, or -errno to stop the read with it. */
+typedef int (*model_change_fn)(void *arg, const struct model_change *c);
+/*
+ * Calls fn for each node touched by the commits after generation `after`,
+ * in commit order; *upto gets the generation read up to (also on failure).
+ * -ESTALE when the store cannot tell (its change log was trimmed past
+ * `after`, a commit wrote no entry, or the store has no log): assume that
+ * anything changed.
+ */
+int model_changes_read(struct model *m, uint64_t after, model_change_fn fn, void *arg,
+		       uint64_t *upto);
 int model_sync(struct model *m);
 /* Compacting hot copy of the whole store into the empty directory dir. */
 int model_backup(struct model *m, const char *dir, struct model_error *err);
@@ -313,6 +339,36 @@ bool model_error_is_unique_clash(const struct model_error *err);
 /* Rebuilds every index from the rows (refused like a write when a row breaks a rule). */
 int model_check_repair(struct model *m, struct model_error *err);
 
+/* ---- time to live (model/ttl.c; docs/FORMAT.md, "TTL") ---- */
+/*
+ * A node (leaf or subtree) with a time to live disappears from every read
+ * once it passes and is removed by the reaper (model_ttl_reap, and before
+ * every write). Seconds are 1 .. 100 years; -EINVAL otherwise.
+ */
+int model_ttl_set(struct model *m, const char *path, int64_t seconds, struct model_error *err);
+int model_ttl_clear(struct model *m, const char *path, struct model_error *err);
+/* Seconds left, rounded up; -ENODATA when the node has no TTL of its own. */
+int model_ttl_get(struct model *m, const char *path, int64_t *seconds, struct model_error *err);
+/* now_ns + seconds, or -EINVAL when seconds is out of range. */
+int model_ttl_deadline(int64_t seconds, int64_t now_ns, int64_t *deadline_ns);
+/*
+ * Removes expired nodes, up to `batches` transactions of a bounded number
+ * each, through the rm -r path (indexes stay exact); *reaped (may be NULL)
+ * counts them. The daemon calls it in the background.
+ */
+int model_ttl_reap(struct model *m, unsigned batches, uint64_t *reaped, struct model_error *err);
+/*
+ * model_write that also gives the written node a time to live (seconds > 0)
+ * in the same transaction; model_write (and any overwrite) clears it.
+ */
+int model_write_ttl(struct model *m, const char *path, const void *data, size_t len,
+		    enum model_type type, unsigned flags, int64_t ttl_seconds,
+		    struct model_error *err);
+/* model_import with a time to live for the imported node (0: none). */
+int model_import_ttl(struct model *m, const char *path, const char *json, size_t len,
+		     int64_t ttl_seconds, model_progress_fn progress, void *arg,
+		     struct model_error *err);
+
 /* ---- tables and indexes (docs/FORMAT.md, "Tables and indexes") ---- */
 /* Declares the directory at path a table; key_fields "F1,F2" or NULL. */
 int model_table_create(struct model *m, const char *path, int key_depth, const char *key_fields,
@@ -321,6 +377,9 @@ int model_table_create(struct model *m, const char *path, int key_depth, const c
 int model_table_column(struct model *m, const char *path, const char *field, const char *type,
 		       bool required, int64_t max_length, const char *references,
 		       struct model_error *err);
+/* model_table_create whose new rows expire after ttl_seconds (0: never; docs/FORMAT.md, "TTL"). */
+int model_table_create_ttl(struct model *m, const char *path, int key_depth,
+			   const char *key_fields, int64_t ttl_seconds, struct model_error *err);
 /* The schema as pretty JSON; *out is heap (free()). */
 int model_table_show(struct model *m, const char *path, char **out, size_t *len,
 		     struct model_error *err);

@@ -9,6 +9,7 @@
 
 #include "model/table_int.h"
 #include "model/tree_int.h"
+#include "model/ttl_int.h"
 
 /* ---- handle ---- */
 
@@ -106,9 +107,7 @@ int model_info(struct model *m, struct model_info *out)
 
 uint64_t model_generation(struct model *m)
 {
-	struct store_info info;
-
-	return store_info(m->st, &info) < 0 ? 0 : info.last_txn_id;
+	return store_position(m->st);
 }
 
 bool model_changed_elsewhere(struct model *m)
@@ -229,7 +228,8 @@ static int view_stat(struct model *m, struct store_txn *txn, const struct tree_p
 		return tree_fail(err, ret, "%s: corrupt attribute record (run kvfs check)", p->text);
 	out->attr.have &= MODEL_ATTR_MODE | MODEL_ATTR_UID | MODEL_ATTR_GID;
 	out->attr.mode &= 0666;
-	return 0;
+	ret = ttl_effective(txn, p->key, p->len, &out->expires_ns);
+	return ret < 0 ? tree_fail(err, ret, "%s: corrupt ttl record (run kvfs check)", p->text) : 0;
 }
 
 static int stat_in(struct model *m, struct store_txn *txn, const char *path, unsigned flags,
@@ -252,6 +252,9 @@ static int stat_in(struct model *m, struct store_txn *txn, const char *path, uns
 	if (ret < 0)
 		return tree_fail(err, ret, "%s: corrupt attribute record (run kvfs check)", path);
 	attr_apply(&a, out);
+	ret = ttl_effective(txn, p.key, p.len, &out->expires_ns);
+	if (ret < 0)
+		return tree_fail(err, ret, "%s: corrupt ttl record (run kvfs check)", path);
 	if ((flags & MODEL_STAT_SUBDIRS) && n.kind != MODEL_KIND_LEAF && !n.empty) {
 		ret = count_subdirs(txn, &p, &out->subdirs);
 		if (ret < 0)
@@ -294,7 +297,7 @@ int model_readlink(struct model *m, const char *path, char **out, struct model_e
 	size_t at;
 	int ret;
 
-	ret = store_read_begin(m->st, &txn);
+	ret = tree_read_begin(m, &txn);
 	if (ret < 0)
 		return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
 	strbuf_init(&sb);
@@ -322,7 +325,7 @@ int model_stat(struct model *m, const char *path, unsigned flags,
 {
 	struct store_txn *txn;
 	size_t at;
-	int ret = store_read_begin(m->st, &txn);
+	int ret = tree_read_begin(m, &txn);
 
 	if (ret < 0)
 		return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
@@ -388,7 +391,7 @@ static int text_run(struct model *m, const char *path, text_fn fn, void *arg,
 		    struct model_error *err)
 {
 	struct store_txn *txn;
-	int ret = store_read_begin(m->st, &txn);
+	int ret = tree_read_begin(m, &txn);
 
 	if (ret < 0)
 		return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
@@ -504,7 +507,7 @@ int model_list_open(struct model *m, const char *path, struct model_list **out,
 	if (!l)
 		return tree_fail(err, -ENOMEM, "%s: out of memory", path);
 	l->m = m;
-	ret = store_read_begin(m->st, &txn);
+	ret = tree_read_begin(m, &txn);
 	if (ret < 0) {
 		tree_fail(err, ret, "%s: %s", path, strerror(-ret));
 		goto out_free;
@@ -556,6 +559,9 @@ static int list_hand_out(struct model_list *l, struct store_txn *txn,
 	if (ret < 0)
 		return ret;
 	attr_apply(&a, &node);
+	ret = ttl_effective(txn, c->key, c->end, &node.expires_ns);
+	if (ret < 0)
+		return ret;
 	if (fn(arg, name, &node))
 		return 1;
 	memcpy(l->last, c->key, c->end);
@@ -586,7 +592,7 @@ static int list_fill_in(struct model_list *l, struct store_txn *txn, model_list_
 int model_list_fill(struct model_list *list, model_list_fn fn, void *arg)
 {
 	struct store_txn *txn;
-	int ret = store_read_begin(list->m->st, &txn);
+	int ret = tree_read_begin(list->m, &txn);
 
 	if (ret < 0)
 		return ret;
@@ -622,6 +628,7 @@ struct node_op {
 	unsigned flags;
 	enum model_kind kind;
 	int64_t mtime_ns;
+	int64_t ttl_deadline_ns;	/* write: the written node's deadline; 0: none */
 	const struct model_attr *attr;	/* create, mkdir: the new node's; set_attr */
 	const struct model_file_commit *fc;	/* model_write_file */
 	uint64_t ino;		/* model_create_check's answer */
@@ -657,7 +664,12 @@ static int write_leaf(struct store_txn *txn, struct node_op *op, struct tree_pat
 		if (ret < 0)
 			return tree_fail(op->err, ret, "%s: %s", op->path, strerror(-ret));
 	}
-	ret = tree_put_leaf(txn, p->key, p->len, &leaf);
+	/* an overwrite clears the time to live, unless this write gives one */
+	ret = ttl_clear(txn, p->key, p->len);
+	if (ret == 0)
+		ret = tree_put_leaf(txn, p->key, p->len, &leaf);
+	if (ret == 0 && op->ttl_deadline_ns)
+		ret = ttl_set(txn, p->key, p->len, op->ttl_deadline_ns);
 	if (ret < 0)
 		return tree_fail(op->err, ret, "%s: %s", op->path, strerror(-ret));
 	return 0;
@@ -687,9 +699,15 @@ static int write_txn(struct store_txn *txn, void *arg)
 			ret = attr_touch_dir(txn, p.key, p.parent_len, tree_now_ns());
 		if (ret < 0)
 			return tree_fail(op->err, ret, "%s: %s", op->path, strerror(-ret));
-		ret = doc_write(txn, &p, op->data, op->len,
-				(op->flags & MODEL_WRITE_APPEND_JSON) ? DOC_APPEND : 0,
-				NULL, NULL, op->err);
+		/* a document written over the node clears the TTLs in it; an append does not */
+		if (!(op->flags & MODEL_WRITE_APPEND_JSON) && p.len > 0)
+			ret = ttl_delete_subtree(txn, p.key, p.len);
+		if (ret == 0)
+			ret = doc_write(txn, &p, op->data, op->len,
+					(op->flags & MODEL_WRITE_APPEND_JSON) ? DOC_APPEND : 0,
+					NULL, NULL, op->err);
+		if (ret == 0 && op->ttl_deadline_ns && p.len > 0)
+			ret = ttl_set(txn, p.key, p.len, op->ttl_deadline_ns);
 		/* nodes the new document keeps keep their attributes */
 		return ret < 0 ? ret : attr_prune(txn, p.key, p.len);
 	}
@@ -704,6 +722,19 @@ int model_write(struct model *m, const char *path, const void *data, size_t len,
 	struct node_op op = { .m = m, .path = path, .data = data, .len = len,
 			      .type = type, .flags = flags, .err = err };
 
+	return tree_write(m, path, write_txn, &op, err);
+}
+
+int model_write_ttl(struct model *m, const char *path, const void *data, size_t len,
+		    enum model_type type, unsigned flags, int64_t ttl_seconds,
+		    struct model_error *err)
+{
+	struct node_op op = { .m = m, .path = path, .data = data, .len = len,
+			      .type = type, .flags = flags, .err = err };
+
+	if (ttl_seconds && model_ttl_deadline(ttl_seconds, tree_now_ns(), &op.ttl_deadline_ns) < 0)
+		return tree_fail(err, -EINVAL, "%s: a time to live is 1 to %lld seconds", path,
+				 (long long)TTL_SECONDS_MAX);
 	return tree_write(m, path, write_txn, &op, err);
 }
 
@@ -1095,7 +1126,7 @@ static int get_type_in(struct store_txn *txn, const char *path, char *buf, size_
 int model_get_type(struct model *m, const char *path, char *buf, size_t cap, struct model_error *err)
 {
 	struct store_txn *txn;
-	int ret = store_read_begin(m->st, &txn);
+	int ret = tree_read_begin(m, &txn);
 
 	if (ret < 0)
 		return tree_fail(err, ret, "%s: %s", path, strerror(-ret));

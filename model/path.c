@@ -14,6 +14,7 @@
 
 #include "model/table_int.h"
 #include "model/tree_int.h"
+#include "model/ttl_int.h"
 
 int tree_fail(struct model_error *err, int ret, const char *fmt, ...)
 {
@@ -57,8 +58,8 @@ static int tree_write_txn(struct store_txn *txn, void *arg)
 	return ret;
 }
 
-int tree_write(struct model *m, const char *what, store_write_fn fn, void *arg,
-	       struct model_error *err)
+int tree_write_plain(struct model *m, const char *what, store_write_fn fn, void *arg,
+		     struct model_error *err)
 {
 	struct tree_write_op op = { fn, arg, err };
 	int ret;
@@ -70,6 +71,15 @@ int tree_write(struct model *m, const char *what, store_write_fn fn, void *arg,
 	if (ret < 0 && err && !err->msg[0])
 		tree_fail(err, ret, "%s: %s", what, strerror(-ret));
 	return ret;
+}
+
+int tree_write(struct model *m, const char *what, store_write_fn fn, void *arg,
+	       struct model_error *err)
+{
+	/* Due nodes go first, so that the write sees the tree reads show. */
+	if (!m->readonly)
+		ttl_reap_due(m);
+	return tree_write_plain(m, what, fn, arg, err);
 }
 
 /* A dry run: everything a commit would check, then an abort (TREE_DRY_OK). */
@@ -499,9 +509,26 @@ static int lookup_first(struct store_scan *scan, size_t len, struct tree_node *o
 	return kind_at(k.data, k.len, len, &out->kind);
 }
 
+/*
+ * The first hidden (expired) key strictly under key[0..len] at or after
+ * from[0..from_len]: 1 with *out, 0 when none. A container whose every key
+ * is hidden reads as an empty one, as a removal would leave it.
+ */
+static int hidden_under(struct store_txn *txn, const uint8_t *key, size_t len,
+			const uint8_t *from, size_t from_len, struct store_val *out)
+{
+	const uint8_t *h;
+
+	if (store_txn_hidden_from(txn, STORE_SPACE_DATA, from, from_len, out) != 1)
+		return 0;
+	h = out->data;
+	return out->len > len && memcmp(h, key, len) == 0 && h[len] != 0xFF;
+}
+
 int tree_lookup(struct store_txn *txn, const uint8_t *key, size_t len, struct tree_node *out)
 {
 	struct store_scan *scan;
+	struct store_val h;
 	int ret;
 
 	memset(out, 0, sizeof(*out));
@@ -512,6 +539,12 @@ int tree_lookup(struct store_txn *txn, const uint8_t *key, size_t len, struct tr
 	store_scan_close(scan);
 	if (ret < 0)
 		return ret;
+	if (!out->exists && len > 0 && hidden_under(txn, key, len, key, len, &h)) {
+		out->exists = out->empty = true;	/* every child expired */
+		ret = kind_at(h.data, h.len, len, &out->kind);
+		if (ret < 0)
+			return ret;
+	}
 	if (len == 0) {		/* the root: always an object */
 		out->empty = !out->exists;
 		out->exists = true;
@@ -741,23 +774,69 @@ void tree_node_fill(struct model *m, const uint8_t *key, size_t len,
 
 /* ---- children ---- */
 
-static int child_fill(struct store_scan *scan, size_t len, struct tree_child *c)
+/* Fills c with the child whose first key is k[0..klen]. */
+static int child_at(const uint8_t *k, size_t klen, size_t len, struct tree_child *c)
 {
-	struct store_val k;
 	struct tuple_reader r;
-	int ret = store_scan_next(scan, &k, &c->val);
 
-	if (ret <= 0)
-		return ret;
-	if (k.len <= len || ((const uint8_t *)k.data)[len] == 0xFF)
-		return 0;	/* the prefix itself or a NUL-continued sibling: no children */
-	c->key = k.data;
-	c->key_len = k.len;
-	tuple_reader_init(&r, c->key + len, k.len - len);
+	c->key = k;
+	c->key_len = klen;
+	tuple_reader_init(&r, c->key + len, klen - len);
 	if (tuple_next(&r, &c->elem) != 1)
 		return -EIO;
 	c->end = len + r.pos;
 	return 1;
+}
+
+/*
+ * A child before the next visible key k (NULL: none) whose keys are all
+ * hidden (expired, not reaped yet): it is listed as an empty container.
+ * Searched from lo[0..lo_len] (the prefix, or past the previous child);
+ * a hidden child itself (no key under it) is skipped.
+ */
+static int child_emptied(struct store_txn *txn, size_t len, const uint8_t *lo, size_t lo_len,
+			 const struct store_val *k, struct tree_child *c)
+{
+	uint8_t from[STORE_KEY_MAX + 1];
+	size_t from_len = lo_len;
+	struct store_val h;
+	int ret;
+
+	memcpy(from, lo, lo_len);
+	while (hidden_under(txn, lo, len, from, from_len, &h)) {
+		if (k && memcmp(h.data, k->data, h.len < k->len ? h.len : k->len) >= 0)
+			return 0;	/* the visible child comes first (or is this one) */
+		ret = child_at(h.data, h.len, len, c);
+		if (ret < 0 || c->end < h.len) {
+			c->val = (struct store_val){ NULL, 0 };
+			return ret;
+		}
+		if (c->end >= STORE_KEY_MAX)
+			return 0;
+		memcpy(from, h.data, c->end);	/* the child itself is hidden: past it */
+		from[c->end] = 0xFF;
+		from_len = c->end + 1;
+	}
+	return 0;
+}
+
+static int child_fill(struct store_scan *scan, size_t len, const uint8_t *lo, size_t lo_len,
+		      struct tree_child *c)
+{
+	struct store_val k;
+	int ret = store_scan_next(scan, &k, &c->val);
+
+	if (ret < 0)
+		return ret;
+	if (ret == 1 && (k.len <= len || ((const uint8_t *)k.data)[len] == 0xFF))
+		ret = 0;	/* the prefix itself or a NUL-continued sibling: no children */
+	if (lo) {
+		int e = child_emptied(store_scan_txn(scan), len, lo, lo_len, ret ? &k : NULL, c);
+
+		if (e != 0)
+			return e;
+	}
+	return ret == 1 ? child_at(k.data, k.len, len, c) : 0;
 }
 
 /* Positions the scan after every key under key[0..end]. */
@@ -782,16 +861,28 @@ int tree_child_first(struct store_scan *scan, const uint8_t *prefix, size_t len,
 		if (ret < 0)
 			return ret;
 	}
-	(void)prefix;
 	c->format = store_txn_format(store_scan_txn(scan));
-	return child_fill(scan, len, c);
+	if (after && after_len < STORE_KEY_MAX) {
+		uint8_t lo[STORE_KEY_MAX + 1];
+
+		memcpy(lo, after, after_len);
+		lo[after_len] = 0xFF;
+		return child_fill(scan, len, lo, after_len + 1, c);
+	}
+	return child_fill(scan, len, prefix, len, c);
 }
 
 int tree_child_next(struct store_scan *scan, size_t len, struct tree_child *c)
 {
+	uint8_t lo[STORE_KEY_MAX + 1];
+	size_t lo_len = c->end + 1;
 	int ret = child_skip(scan, c->key, c->end);
 
-	return ret < 0 ? ret : child_fill(scan, len, c);
+	if (ret < 0 || c->end >= STORE_KEY_MAX)
+		return ret < 0 ? ret : 0;
+	memcpy(lo, c->key, c->end);
+	lo[c->end] = 0xFF;
+	return child_fill(scan, len, lo, lo_len, c);
 }
 
 int tree_child_node(const struct tree_child *c, struct tree_node *out)

@@ -110,7 +110,7 @@ int leaf_record_verify(unsigned format, const void *key, size_t key_len, const v
 		return 0;
 	}
 	if (format < 2 || format > STORE_FORMAT_VERSION)
-		return -EIO;	/* formats 2 and 3 seal data records alike */
+		return -EIO;	/* formats 2, 3 and 4 seal data records alike */
 	if (len < LEAF_CHECKSUM_SIZE)
 		return -EBADMSG;
 	*body_len = len - LEAF_CHECKSUM_SIZE;

@@ -12,6 +12,7 @@
 
 #include "model/table_int.h"
 #include "model/tree_int.h"
+#include "model/ttl_int.h"
 
 #define SCHEMA_VERSION 1
 #define SCHEMA_BODY_MAX 65536
@@ -62,6 +63,8 @@ int table_schema_encode(const struct table_schema *s, struct strbuf *out)
 		tuple_nested_end(&w);
 	}
 	tuple_nested_end(&w);
+	if (s->ttl_seconds)	/* optional (format 4): records without it read as 0 */
+		tuple_put_int(&w, s->ttl_seconds);
 	if (!w.overflow)
 		leaf_record_seal(s->key, s->key_len, buf, w.len, out);
 	free(buf);
@@ -177,6 +180,11 @@ int table_schema_decode(const uint8_t *key, size_t key_len, const void *rec, siz
 		if (s->nidx >= TABLE_INDEXES_MAX || !next_of(&nr, TUPLE_TYPE_NESTED, &e) ||
 		    !decode_index(&e, &s->idx[s->nidx]))
 			return -EINVAL;
+	if (r.pos < r.len) {
+		if (!next_of(&r, TUPLE_TYPE_INT, &e) || e.integer < 1 || e.integer > TTL_SECONDS_MAX)
+			return -EINVAL;
+		s->ttl_seconds = e.integer;
+	}
 	return r.pos == r.len ? 0 : -EINVAL;
 }
 
@@ -184,6 +192,7 @@ int table_schema_decode(const uint8_t *key, size_t key_len, const void *rec, siz
 
 struct touched {
 	int table;		/* index into tt->tables */
+	bool existed;		/* the row was there at its first touch (a new one: false) */
 	size_t len;
 	uint8_t key[];
 };
@@ -330,6 +339,7 @@ static int rows_add(struct table_txn *tt, int table, const uint8_t *key, size_t 
 	if (!t)
 		return -ENOMEM;
 	t->table = table;
+	t->existed = true;	/* row_touch looks when it matters */
 	t->len = len;
 	memcpy(t->key, key, len);
 	tt->rows[tt->nrows] = t;
@@ -474,6 +484,128 @@ static int entries_delete(struct store_txn *txn, const struct table_schema *s, c
 /* ---- touching ---- */
 
 /* Elements in key[from..len]; stops counting at max. */
+static int count_elems(const uint8_t *key, size_t from, size_t len, int max, size_t *end_of_max);
+static bool is_under(const struct table_schema *s, const uint8_t *key, size_t len);
+
+/* Hides the row's entries in the indexes over field (NULL: in every index). */
+static int hide_row_entries(struct store_txn *txn, const struct table_schema *s,
+			    const uint8_t *row, size_t len, const char *field)
+{
+	struct strbuf sb;
+	size_t vend;
+	int ret = 0;
+
+	strbuf_init(&sb);
+	for (int i = 0; i < s->nidx && ret >= 0; i++) {
+		bool uses = !field;
+
+		for (int f = 0; !uses && f < s->idx[i].nfields; f++)
+			uses = strcmp(s->idx[i].fields[f], field) == 0;
+		if (!uses)
+			continue;
+		ret = entry_build(txn, s, &s->idx[i], row, len, &sb, &vend);
+		if (ret == 0)
+			ret = store_txn_hide(txn, STORE_SPACE_INDEX, sb.buf, sb.len);
+		else if (ret > 0 || ret == -ENAMETOOLONG || ret == -ERANGE)
+			ret = 0;	/* not in that index */
+	}
+	strbuf_release(&sb);
+	return ret < 0 ? ret : 0;
+}
+
+/* A level of a composite key expired: the entries of every row under it. */
+static int hide_rows_under(struct store_txn *txn, const struct table_schema *s,
+			   const uint8_t *key, size_t len, int levels)
+{
+	struct store_scan *scan;
+	struct store_val k, v;
+	uint8_t row[STORE_KEY_MAX];
+	size_t end;
+	int ret = store_scan_open(txn, STORE_SPACE_DATA, key, len, &scan);
+
+	if (ret < 0)
+		return ret;
+	while ((ret = store_scan_next_distinct(scan, levels, &k, &v, &end)) == 1) {
+		if (k.len <= len || end <= len || ((const uint8_t *)k.data)[len] == 0xff)
+			continue;	/* key's own record, or a sibling's escaped NUL */
+		memcpy(row, k.data, end);
+		ret = hide_row_entries(txn, s, row, end, NULL);
+		if (ret < 0)
+			break;
+	}
+	store_scan_close(scan);
+	return ret;
+}
+
+/* Hides the entries of s's indexes that the expired node at key stops being in. */
+static int hide_in_table(struct store_txn *txn, const struct table_schema *s, const uint8_t *key,
+			 size_t len)
+{
+	uint8_t id[16];
+	struct tuple_writer w;
+	struct tuple_reader r;
+	struct tuple_elem e;
+	char field[TABLE_NAME_MAX];
+	size_t row_end = 0;
+	int n, ret = 0;
+
+	if (len <= s->key_len ? memcmp(key, s->key, len) == 0 &&
+				(len == s->key_len || s->key[len] != 0xff) : false) {
+		/* the table itself or an ancestor: every entry of every index */
+		for (int i = 0; i < s->nidx && ret == 0; i++) {
+			tuple_writer_init(&w, id, sizeof(id));
+			tuple_put_int(&w, s->idx[i].id);
+			ret = store_txn_hide(txn, STORE_SPACE_INDEX, id, w.len);
+		}
+		return ret;
+	}
+	if (!is_under(s, key, len) || s->nidx == 0)
+		return 0;
+	n = count_elems(key, s->key_len, len, s->key_depth, &row_end);
+	if (n < s->key_depth)
+		return hide_rows_under(txn, s, key, len, s->key_depth - n);
+	if (len == row_end)
+		return hide_row_entries(txn, s, key, row_end, NULL);
+	/* a field of the row: only indexes over that top-level field */
+	tuple_reader_init(&r, key + row_end, len - row_end);
+	if (tuple_next(&r, &e) != 1 || e.type != TUPLE_TYPE_STRING || e.len >= sizeof(field) ||
+	    r.pos != len - row_end)
+		return 0;	/* deeper: objects and arrays are never indexed */
+	tuple_elem_copy(&e, field);
+	field[e.len] = '\0';
+	return hide_row_entries(txn, s, key, row_end, field);
+}
+
+int table_hide_expired(struct store_txn *txn, const uint8_t *key, size_t len)
+{
+	struct table_schema *s;
+	struct store_scan *scan;
+	struct store_val k, v;
+	int ret;
+
+	if (store_space_is_empty(txn, STORE_SPACE_SCHEMA))
+		return 0;
+	s = malloc(sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	ret = store_scan_open(txn, STORE_SPACE_SCHEMA, NULL, 0, &scan);
+	if (ret < 0) {
+		free(s);
+		return ret == -ENOENT ? 0 : ret;
+	}
+	while ((ret = store_scan_next(scan, &k, &v)) == 1) {
+		if (table_schema_decode(k.data, k.len, v.data, v.len, s) < 0)
+			continue;	/* kvfs check reports it */
+		ret = hide_in_table(txn, s, key, len);
+		if (ret < 0)
+			break;
+	}
+	store_scan_close(scan);
+	free(s);
+	return ret < 0 ? ret : 0;
+}
+
+/* Elements in key[from..len]; stops counting at max. */
 static int count_elems(const uint8_t *key, size_t from, size_t len, int max, size_t *end_of_max)
 {
 	struct tuple_reader r;
@@ -501,12 +633,15 @@ static int row_touch(struct store_txn *txn, struct table_txn *tt, int t, const u
 	struct tree_node n;
 	int ret = rows_add(tt, t, row, len);
 
-	if (ret != 0 || tt->tables[t]->nidx == 0)
+	if (ret != 0 || (tt->tables[t]->nidx == 0 && tt->tables[t]->ttl_seconds == 0))
 		return ret < 0 ? ret : 0;
 	/* A new row has no entries yet: one lookup instead of one per field. */
 	ret = tree_lookup(txn, row, len, &n);
-	if (ret < 0 || !n.exists)
+	if (ret < 0)
 		return ret;
+	tt->rows[tt->nrows - 1]->existed = n.exists;	/* a new row takes the default TTL */
+	if (!n.exists || tt->tables[t]->nidx == 0)
+		return 0;
 	return entries_delete(txn, tt->tables[t], row, len);
 }
 
@@ -1043,6 +1178,8 @@ int table_txn_commit(struct store_txn *txn, struct table_txn *tt)
 		ret = check_columns(txn, tt, s, r->key, r->len);
 		if (ret == 0)
 			ret = entries_insert(txn, tt, s, r->key, r->len);
+		if (ret == 0 && !r->existed && s->ttl_seconds)
+			ret = ttl_default(txn, r->key, r->len, s->ttl_seconds, tree_now_ns());
 		if (ret < 0)
 			return ret;
 	}

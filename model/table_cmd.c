@@ -10,6 +10,7 @@
 
 #include "model/table_int.h"
 #include "model/tree_int.h"
+#include "model/ttl_int.h"
 
 struct table_op {
 	struct model_error *err;
@@ -22,6 +23,7 @@ struct table_op {
 	int64_t max_length;
 	const char *references;
 	const char *fields;	/* index fields "a,b" */
+	int64_t ttl_seconds;	/* create: new rows' time to live; 0 none */
 	struct table_schema *s;	/* heap, one per op */
 };
 
@@ -139,6 +141,7 @@ static int create_txn(struct store_txn *txn, void *arg)
 		return tree_fail(op->err, -EINVAL, "%s: --key-depth must be 1 to %d", op->path,
 				 TABLE_KEY_DEPTH_MAX);
 	s->key_depth = op->key_depth;
+	s->ttl_seconds = op->ttl_seconds;
 	if (op->key_fields) {
 		ret = split_names(op->key_fields, s->key_fields, TABLE_KEY_DEPTH_MAX,
 				  &s->nkey_fields, op->path, op->err);
@@ -419,8 +422,18 @@ static int run(struct model *m, struct table_op *op, store_write_fn fn, struct m
 int model_table_create(struct model *m, const char *path, int key_depth, const char *key_fields,
 		       struct model_error *err)
 {
-	struct table_op op = { .path = path, .key_depth = key_depth, .key_fields = key_fields };
+	return model_table_create_ttl(m, path, key_depth, key_fields, 0, err);
+}
 
+int model_table_create_ttl(struct model *m, const char *path, int key_depth,
+			   const char *key_fields, int64_t ttl_seconds, struct model_error *err)
+{
+	struct table_op op = { .path = path, .key_depth = key_depth, .key_fields = key_fields,
+			       .ttl_seconds = ttl_seconds };
+
+	if (ttl_seconds && model_ttl_deadline(ttl_seconds, 0, &(int64_t){ 0 }) < 0)
+		return tree_fail(err, -EINVAL, "%s: a time to live is 1 to %lld seconds", path,
+				 (long long)TTL_SECONDS_MAX);
 	return run(m, &op, create_txn, err);
 }
 
@@ -513,6 +526,10 @@ void table_show_json(const struct table_schema *s, struct json_writer *w)
 		json_write_object_end(w);
 	}
 	json_write_object_end(w);
+	if (s->ttl_seconds) {
+		json_write_key(w, "ttl", 3);
+		json_write_integer(w, s->ttl_seconds);
+	}
 	json_write_object_end(w);
 }
 
@@ -526,7 +543,7 @@ static int read_schema(struct model *m, const char *path, struct store_txn **txn
 	*s = malloc(sizeof(**s));
 	if (!*s)
 		return tree_fail(err, -ENOMEM, "%s: out of memory", path);
-	ret = store_read_begin(m->st, txn);
+	ret = tree_read_begin(m, txn);
 	if (ret < 0) {
 		free(*s);
 		return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
@@ -770,7 +787,8 @@ static int repair_txn(struct store_txn *txn, void *arg)
 			break;
 	}
 	store_scan_close(scan);
-	return ret;
+	/* the ttl and expiry spaces are rebuilt from each other (model/ttl.c) */
+	return ret < 0 ? ret : ttl_repair(txn, &(uint64_t){ 0 });
 }
 
 int model_check_repair(struct model *m, struct model_error *err)
@@ -799,6 +817,7 @@ struct want {
 	int64_t key_depth;
 	char key_fields[TABLE_KEY_DEPTH_MAX * TABLE_NAME_MAX];
 	int ncols, nidx;
+	int64_t ttl_seconds;	/* "ttl": new rows' default; 0 none */
 	struct want_col cols[TABLE_COLUMNS_MAX];
 	struct want_idx idx[TABLE_INDEXES_MAX];
 	char section[16];	/* the top-level member being read */
@@ -843,6 +862,10 @@ static int want_token(void *arg, const struct json_token *t)
 		if (t->event != JSON_INTEGER)
 			return w->bad = "key_depth must be an integer", -EINVAL;
 		w->key_depth = t->integer;
+	} else if (t->depth == 1 && strcmp(w->section, "ttl") == 0) {
+		if (t->event != JSON_INTEGER || model_ttl_deadline(t->integer, 0, &(int64_t){ 0 }) < 0)
+			return w->bad = "ttl must be whole seconds, 1 to 3155760000", -EINVAL;
+		w->ttl_seconds = t->integer;
 	} else if (t->depth == 2 && strcmp(w->section, "key_fields") == 0) {
 		if (t->event != JSON_STRING)
 			return w->bad = "key_fields must be an array of names", -EINVAL;
@@ -894,6 +917,7 @@ static int apply_want(struct store_txn *txn, struct table_op *op, struct want *w
 	if (ret == -ENOENT) {
 		op->key_depth = (int)w->key_depth;
 		op->key_fields = w->key_fields[0] ? w->key_fields : NULL;
+		op->ttl_seconds = w->ttl_seconds;
 		ret = create_txn(txn, op);
 	} else if (ret == 0) {
 		for (int i = 0; i < s->nkey_fields; i++)
@@ -946,6 +970,11 @@ static int apply_want(struct store_txn *txn, struct table_op *op, struct want *w
 		op->fields = w->idx[j].fields;
 		op->unique = w->idx[j].unique;
 		ret = index_create_txn(txn, op) ?: table_schema_get(txn, op->path, &p, s, op->err);
+	}
+	/* the default time to live of new rows: absent means none */
+	if (ret == 0 && s->ttl_seconds != w->ttl_seconds) {
+		s->ttl_seconds = w->ttl_seconds;
+		ret = schema_put(txn, s);
 	}
 	return ret;
 }

@@ -94,6 +94,7 @@ struct table_schema {
 	struct table_col cols[TABLE_COLUMNS_MAX];
 	int nidx;
 	struct table_index idx[TABLE_INDEXES_MAX];
+	int64_t ttl_seconds;	/* new rows expire after it (model/ttl.c); 0: never */
 };
 
 /*
@@ -126,6 +127,14 @@ int table_txn_flush(struct store_txn *txn, struct table_txn *tt);
  * first touch of a row deletes its index entries as they are now.
  */
 int table_touch(struct store_txn *txn, const uint8_t *key, size_t len, bool subtree);
+
+/*
+ * The expired node at key[0..len] (not yet hidden in the data space): hides
+ * from the read transaction the index entries it takes along - every entry
+ * of a table it holds, the entries of a row it is, or those over a row's
+ * top-level field it is (model/ttl.c).
+ */
+int table_hide_expired(struct store_txn *txn, const uint8_t *key, size_t len);
 
 /*
  * 1 when key[0..len] is a declared table (one get in the schema space), 0

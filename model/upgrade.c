@@ -59,10 +59,11 @@ static int upgrade_txn(struct store_txn *txn, void *arg)
 	u->records = 0;
 	if (format == STORE_FORMAT_VERSION)
 		return 0;	/* another process was first */
-	if (format != 1 && format != 2)
+	if (format < 1 || format > 3)
 		return -EPROTONOSUPPORT;
-	/* 2 -> 3 adds the schema, index and attr spaces, which store_open created
-	 * empty: raising the version is the whole upgrade. */
+	/* 2 -> 3 adds the schema, index and attr spaces, 3 -> 4 the expiry and
+	 * ttl spaces, which store_open created empty: raising the version is
+	 * the whole upgrade. */
 	ret = format == 1 ? upgrade_1_to_2(txn, u) : 0;
 	if (ret == 0)
 		ret = store_set_format(txn, STORE_FORMAT_VERSION);

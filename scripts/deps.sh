@@ -6,6 +6,8 @@ pkgs=(build-essential pkg-config libfuse3-dev fuse3 liblmdb-dev lmdb-utils
       bats bats-assert bats-support attr rsync tar jq vim xxd python3 procps
       util-linux bsdutils diffutils
       clang libclang-rt-14-dev)   # make fuzz: clang and its libFuzzer runtime
+# etcd backend (docs/ETCD.md): the cluster for tests/80-etcd-client.bats, libcurl and cJSON
+pkgs+=(etcd-server etcd-client libcurl4-openssl-dev libcjson-dev)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")

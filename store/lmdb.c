@@ -42,22 +42,26 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/random.h>
 #include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "store/store.h"
+#include "store/store_int.h"
 
 #define MAPSIZE_DEFAULT ((size_t)64 << 20)
 #define MAX_READERS 254
 
-static const char *const space_names[STORE_SPACE_COUNT] = { "meta", "data", "schema", "index",
-								   "attr" };
+static const char *const space_names[STORE_SPACES_ALL] = { "meta", "data", "schema", "index",
+								  "attr", "expiry", "ttl",
+								  [STORE_SPACE_FEED] = "changes" };
 
 struct store {
 	MDB_env *env;
-	MDB_dbi dbi[STORE_SPACE_COUNT];
-	bool absent[STORE_SPACE_COUNT];	/* read-only open of an older store: not there yet */
+	MDB_dbi dbi[STORE_SPACES_ALL];
+	bool absent[STORE_SPACES_ALL];	/* read-only open of an older store: not there yet */
+	uint64_t writer;	/* random: marks this handle's entries in the change log */
+	unsigned feed_keep;	/* change log entries kept (feed.c) */
 	bool readonly;
 	int64_t created_ns;
 	/* Record format: set at open; only ever raised to STORE_FORMAT_VERSION
@@ -90,6 +94,14 @@ struct store_txn {
 	bool map_full;		/* an operation hit MDB_MAP_FULL: grow and retry */
 	unsigned format;	/* this snapshot's format; 0 = not looked up yet */
 	void *owner;		/* the caller's (store_txn_set_owner) */
+	struct feed_set *feed;	/* write transactions: the keys touched (feed.c) */
+	struct hidden *hidden[2];	/* heap: data/index subtrees hidden from reads, or NULL */
+};
+
+/* Sorted, and no key is the tuple ancestor of another (store_txn_hide). */
+struct hidden {
+	size_t n, cap;
+	struct store_val keys[];	/* each key's bytes are heap */
 };
 
 enum scan_state { SCAN_START, SCAN_SEEK, SCAN_NEXT, SCAN_END };
@@ -98,6 +110,7 @@ struct store_scan {
 	struct store_txn *txn;
 	MDB_cursor *cursor;
 	enum scan_state state;
+	enum store_space space;
 	uint64_t steps;
 	size_t prefix_len;
 	size_t target_len;
@@ -407,9 +420,11 @@ static int open_spaces(struct store *st, const char *dir, char *why, size_t why_
 		rc = store_err(rc);
 		goto out_abort_txn;
 	}
-	/* Format 3's spaces: created here for older stores (their upgrade only
-	 * raises the version); a read-only open of one reads them as empty. */
-	for (int sp = STORE_SPACE_SCHEMA; sp <= STORE_SPACE_ATTR; sp++) {
+	/* Format 3's and 4's spaces, and the optional change log: created
+	 * here for older stores (their upgrade only raises the version); a
+	 * read-only open of one reads them as empty (without a log, the feed
+	 * cannot tell). */
+	for (int sp = STORE_SPACE_SCHEMA; sp < STORE_SPACES_ALL; sp++) {
 		rc = mdb_dbi_open(txn, space_names[sp], create, &st->dbi[sp]);
 		if (rc == MDB_NOTFOUND && st->readonly) {
 			st->absent[sp] = true;
@@ -698,7 +713,7 @@ static int env_open(struct store *st, const char *dir, unsigned flags, char *why
 		envflags |= MDB_NOMETASYNC;
 	rc = mdb_env_create(&st->env);
 	if (rc == 0)
-		rc = mdb_env_set_maxdbs(st->env, 8);
+		rc = mdb_env_set_maxdbs(st->env, 12);
 	if (rc == 0)
 		rc = mdb_env_set_maxreaders(st->env, MAX_READERS);
 	if (rc == 0)
@@ -718,6 +733,32 @@ static int env_open(struct store *st, const char *dir, unsigned flags, char *why
 	return 0;
 }
 
+/* KVFS_CHANGES_KEEP: change log entries kept (tests make it small). */
+static unsigned feed_keep(void)
+{
+	const char *s = getenv("KVFS_CHANGES_KEEP");
+	unsigned long v;
+	char *end;
+
+	if (!s || !*s)
+		return FEED_KEEP_DEFAULT;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v == 0 || v > 1000000)
+		return FEED_KEEP_DEFAULT;
+	return (unsigned)v;
+}
+
+/* Tells this handle's log entries from other writers'; unique enough at random. */
+static uint64_t writer_id(void)
+{
+	uint64_t id = 0;
+
+	if (getrandom(&id, sizeof(id), GRND_NONBLOCK) != (ssize_t)sizeof(id))
+		id = (uint64_t)now_ns() ^ ((uint64_t)getpid() << 32);
+	return id;
+}
+
 static struct store *store_alloc(const char *dir, unsigned flags)
 {
 	struct store *st = calloc(1, sizeof(*st));
@@ -730,6 +771,8 @@ static struct store *store_alloc(const char *dir, unsigned flags)
 		return NULL;
 	}
 	st->readonly = flags & STORE_OPEN_READONLY;
+	st->writer = writer_id();
+	st->feed_keep = feed_keep();
 	pthread_mutex_init(&st->write_mutex, NULL);
 	pthread_mutex_init(&st->gate_mutex, NULL);
 	pthread_cond_init(&st->gate_cond, NULL);
@@ -915,6 +958,22 @@ int store_info(struct store *st, struct store_info *out)
 	return store_err(rc);
 }
 
+/* Inside the gate: the meta pages move when the map is resized. */
+uint64_t store_position(struct store *st)
+{
+	MDB_envinfo info;
+
+	gate_enter(st, false);
+	mdb_env_info(st->env, &info);
+	gate_leave(st, false);
+	return info.me_last_txnid;
+}
+
+uint64_t store_writer_id(const struct store *st)
+{
+	return st->writer;
+}
+
 int store_sync(struct store *st)
 {
 	if (st->readonly)
@@ -995,6 +1054,8 @@ int store_read_begin(struct store *st, struct store_txn **out)
 	return 0;
 }
 
+static void hidden_free(struct hidden *h);
+
 /* Ends a read transaction. Write transactions belong to store_write: no-op. */
 void store_txn_end(struct store_txn *txn)
 {
@@ -1002,7 +1063,135 @@ void store_txn_end(struct store_txn *txn)
 		return;
 	mdb_txn_abort(txn->txn);
 	gate_leave(txn->st, false);
+	hidden_free(txn->hidden[0]);
+	hidden_free(txn->hidden[1]);
 	free(txn);
+}
+
+/* ---- hidden subtrees (store_txn_hide) ---- */
+
+/* True when a (a node key) is k itself or a tuple ancestor of k. */
+static bool key_covers(const struct store_val *a, const void *k, size_t len)
+{
+	return a->len <= len && memcmp(a->data, k, a->len) == 0 &&
+	       (a->len == len || ((const uint8_t *)k)[a->len] != 0xff);
+}
+
+static int key_cmp(const void *a, size_t a_len, const void *b, size_t b_len)
+{
+	int c = memcmp(a, b, a_len < b_len ? a_len : b_len);
+
+	return c ? c : (a_len > b_len) - (a_len < b_len);
+}
+
+/* Index of the first hidden key > k. */
+static size_t hidden_upper(const struct hidden *h, const void *k, size_t len)
+{
+	size_t lo = 0, hi = h->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (key_cmp(h->keys[mid].data, h->keys[mid].len, k, len) <= 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * The hidden key covering k, or NULL. Exact with one comparison: no hidden
+ * key is an ancestor of another, so any key between a covering ancestor A
+ * and k would be A's descendant (dropped) or sort after k (A + 0xff...).
+ */
+static const struct store_val *hidden_find(const struct hidden *h, const void *k, size_t len)
+{
+	size_t i;
+
+	if (!h || h->n == 0)
+		return NULL;
+	i = hidden_upper(h, k, len);
+	return i > 0 && key_covers(&h->keys[i - 1], k, len) ? &h->keys[i - 1] : NULL;
+}
+
+static void hidden_free(struct hidden *h)
+{
+	if (!h)
+		return;
+	for (size_t i = 0; i < h->n; i++)
+		free((void *)h->keys[i].data);
+	free(h);
+}
+
+/* The hidden set of a space: only the data and index spaces have one. */
+static struct hidden **hidden_of(struct store_txn *txn, enum store_space space)
+{
+	return space == STORE_SPACE_DATA ? &txn->hidden[0] :
+	       space == STORE_SPACE_INDEX ? &txn->hidden[1] : NULL;
+}
+
+int store_txn_hide(struct store_txn *txn, enum store_space space, const void *key, size_t len)
+{
+	struct hidden **hp = hidden_of(txn, space);
+	struct hidden *h;
+	struct store_val nk;
+	size_t i, j;
+	void *copy;
+
+	if (!hp || txn->write || len == 0 || len > STORE_KEY_MAX)
+		return -EINVAL;	/* read transactions only; the root never expires */
+	h = *hp;
+	if (hidden_find(h, key, len))
+		return 0;	/* already hidden with an ancestor */
+	if (!h || h->n == h->cap) {
+		size_t cap = h ? h->cap * 2 : 16;
+		struct hidden *g = realloc(h, sizeof(*g) + cap * sizeof(g->keys[0]));
+
+		if (!g)
+			return -ENOMEM;
+		if (!h)
+			g->n = 0;
+		g->cap = cap;
+		*hp = h = g;
+	}
+	copy = malloc(len);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, key, len);
+	nk = (struct store_val){ copy, len };
+	i = hidden_upper(h, key, len);
+	/* Descendants of the new key sort right after it: drop them. */
+	for (j = i; j < h->n && key_covers(&nk, h->keys[j].data, h->keys[j].len); j++)
+		free((void *)h->keys[j].data);
+	memmove(&h->keys[i + 1], &h->keys[j], (h->n - j) * sizeof(h->keys[0]));
+	h->n = h->n - (j - i) + 1;
+	h->keys[i] = nk;
+	return 0;
+}
+
+int store_txn_hidden_from(struct store_txn *txn, enum store_space space, const void *key,
+			  size_t len, struct store_val *out)
+{
+	struct hidden **hp = hidden_of(txn, space);
+	struct hidden *h = hp ? *hp : NULL;
+	size_t lo = 0, hi;
+
+	if (!h)
+		return 0;
+	/* the first hidden key >= key */
+	for (hi = h->n; lo < hi;) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (key_cmp(h->keys[mid].data, h->keys[mid].len, key, len) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == h->n)
+		return 0;
+	*out = h->keys[lo];
+	return 1;
 }
 
 uint64_t store_txn_id(const struct store_txn *txn)
@@ -1086,7 +1275,7 @@ static void note_own_commit(struct store *st, uint64_t txnid)
 /* One request of a batch of several, in a nested transaction of t. 0, or <0: fail the batch. */
 static int batch_run_nested(struct store_txn *t, struct store_req *r, bool *map_full)
 {
-	struct store_txn c = { .st = t->st, .write = true, .format = t->format };
+	struct store_txn c = { .st = t->st, .write = true, .format = t->format, .feed = t->feed };
 	int rc = mdb_txn_begin(t->st->env, t->txn, 0, &c.txn);
 
 	if (rc)
@@ -1113,7 +1302,8 @@ static int batch_run_nested(struct store_txn *t, struct store_req *r, bool *map_
  */
 static void batch_attempt(struct store *st, struct store_req *batch, bool *retry)
 {
-	struct store_txn t = { .st = st, .write = true };
+	struct feed_set feed;
+	struct store_txn t = { .st = st, .write = true, .feed = &feed };
 	bool map_full = false;
 	unsigned ok = 0;
 	uint64_t txnid;
@@ -1121,8 +1311,10 @@ static void batch_attempt(struct store *st, struct store_req *batch, bool *retry
 
 	*retry = false;
 	t.format = snapshot_format(st);
+	feed_set_init(&feed);
 	rc = txn_begin(st, 0, &t.txn);
 	if (rc) {
+		feed_set_release(&feed);
 		batch_fail(batch, rc, false);
 		return;
 	}
@@ -1139,12 +1331,25 @@ static void batch_attempt(struct store *st, struct store_req *batch, bool *retry
 		}
 		ok += r->rc == 0;
 	}
+	if (!map_full && ok) {
+		/* The change log entry, in the same transaction. Without memory
+		 * for it the commit goes without: readers see a gap, and
+		 * re-check everything. (A refused request's keys may be in it:
+		 * readers then re-check a little more.) */
+		rc = feed_txn_commit(&t, &feed, st->writer, st->feed_keep);
+		map_full = t.map_full;
+		if (rc < 0 && rc != -ENOMEM && !map_full) {
+			batch_fail(batch, rc, true);
+			goto out_abort_txn;
+		}
+	}
 	if (map_full) {
 		*retry = true;
 		goto out_abort_txn;
 	}
 	if (!ok)
 		goto out_abort_txn;	/* nothing to commit: refusals only */
+	feed_set_release(&feed);
 	txnid = mdb_txn_id(t.txn);
 	rc = mdb_txn_commit(t.txn);	/* frees the transaction even on failure */
 	gate_leave(st, false);
@@ -1156,6 +1361,7 @@ static void batch_attempt(struct store *st, struct store_req *batch, bool *retry
 	return;
 
 out_abort_txn:
+	feed_set_release(&feed);
 	mdb_txn_abort(t.txn);
 	gate_leave(st, false);
 }
@@ -1250,6 +1456,8 @@ int store_get(struct store_txn *txn, enum store_space space,
 		return rc;
 	if (txn->st->absent[space])
 		return -ENOENT;
+	if (hidden_of(txn, space) && hidden_find(*hidden_of(txn, space), key, key_len))
+		return -ENOENT;
 	rc = mdb_get(txn->txn, txn->st->dbi[space], &k, &v);
 	if (rc)
 		return txn_err(txn, rc);
@@ -1272,7 +1480,10 @@ int store_put(struct store_txn *txn, enum store_space space,
 		return -EINVAL;
 	if ((rc = check_key(key_len)))
 		return rc;
-	return txn_err(txn, mdb_put(txn->txn, txn->st->dbi[space], &k, &v, 0));
+	rc = mdb_put(txn->txn, txn->st->dbi[space], &k, &v, 0);
+	if (rc == 0)
+		feed_set_note(txn->feed, space, key, key_len, false);
+	return txn_err(txn, rc);
 }
 
 int store_del(struct store_txn *txn, enum store_space space, const void *key, size_t key_len)
@@ -1288,7 +1499,19 @@ int store_del(struct store_txn *txn, enum store_space space, const void *key, si
 		return -ENOENT;
 	if ((rc = check_key(key_len)))
 		return rc;
-	return txn_err(txn, mdb_del(txn->txn, txn->st->dbi[space], &k, NULL));
+	rc = mdb_del(txn->txn, txn->st->dbi[space], &k, NULL);
+	if (rc == 0)
+		feed_set_note(txn->feed, space, key, key_len, false);
+	return txn_err(txn, rc);
+}
+
+bool store_space_is_empty(struct store_txn *txn, enum store_space space)
+{
+	MDB_stat ms;
+
+	if (txn->st->absent[space])
+		return true;
+	return mdb_stat(txn->txn, txn->st->dbi[space], &ms) == 0 && ms.ms_entries == 0;
 }
 
 static bool has_prefix(const MDB_val *k, const void *prefix, size_t prefix_len)
@@ -1336,6 +1559,8 @@ int store_del_prefix(struct store_txn *txn, enum store_space space,
 		n++;
 	}
 	mdb_cursor_close(c);
+	if (n)
+		feed_set_note(txn->feed, space, prefix, prefix_len, true);
 	if (deleted)
 		*deleted = n;
 	return rc == MDB_NOTFOUND ? 0 : txn_err(txn, rc);
@@ -1363,6 +1588,7 @@ int store_scan_open(struct store_txn *txn, enum store_space space,
 		return txn_err(txn, rc);
 	}
 	s->txn = txn;
+	s->space = space;
 	s->state = SCAN_START;
 	if (prefix_len)
 		memcpy(s->prefix, prefix, prefix_len);
@@ -1403,6 +1629,8 @@ static int scan_move(struct store_scan *s, MDB_val *k, MDB_val *v)
 	}
 }
 
+static void subtree_end(const uint8_t *key, size_t len, uint8_t *out, size_t *out_len);
+
 int store_scan_next(struct store_scan *scan, struct store_val *key, struct store_val *val)
 {
 	MDB_val k, v;
@@ -1410,9 +1638,19 @@ int store_scan_next(struct store_scan *scan, struct store_val *key, struct store
 
 	if (scan->state == SCAN_END)
 		return 0;
-	rc = scan_move(scan, &k, &v);
-	if (rc == 0 && !has_prefix(&k, scan->prefix, scan->prefix_len))
-		rc = MDB_NOTFOUND;
+	for (;;) {
+		const struct store_val *h;
+
+		rc = scan_move(scan, &k, &v);
+		if (rc == 0 && !has_prefix(&k, scan->prefix, scan->prefix_len))
+			rc = MDB_NOTFOUND;
+		if (rc || !hidden_of(scan->txn, scan->space) ||
+		    !(h = hidden_find(*hidden_of(scan->txn, scan->space), k.mv_data, k.mv_size)))
+			break;
+		/* A hidden subtree: one seek past it, as a listing skips a child. */
+		subtree_end(h->data, h->len, scan->target, &scan->target_len);
+		scan->state = SCAN_SEEK;
+	}
 	if (rc) {
 		scan->state = SCAN_END;
 		return rc == MDB_NOTFOUND ? 0 : txn_err(scan->txn, rc);

@@ -15,7 +15,7 @@
 #include "store/tuple.h"
 
 #define STORE_KEY_MAX 511	/* longest key the backend accepts, in bytes */
-#define STORE_FORMAT_VERSION 3	/* written on creation, checked on open; model/ upgrades 1 and 2 */
+#define STORE_FORMAT_VERSION 4	/* written on creation, checked on open; model/ upgrades 1 to 3 */
 
 /* Key spaces (LMDB named databases). */
 enum store_space {
@@ -24,6 +24,8 @@ enum store_space {
 	STORE_SPACE_SCHEMA,	/* table path -> sealed table schema (format 3) */
 	STORE_SPACE_INDEX,	/* (index id, values..., primary key...) -> "" (format 3) */
 	STORE_SPACE_ATTR,	/* node keys -> mode/owner/time records (model/attr.c; format 3) */
+	STORE_SPACE_EXPIRY,	/* (deadline 8 bytes big-endian, node key) -> "" (model/ttl.c; format 4) */
+	STORE_SPACE_TTL,	/* node key -> deadline 8 bytes big-endian (format 4) */
 	STORE_SPACE_COUNT,
 };
 
@@ -119,6 +121,22 @@ uint64_t store_txn_id(const struct store_txn *txn);
  */
 void store_txn_set_owner(struct store_txn *txn, void *owner);
 void *store_txn_owner(const struct store_txn *txn);
+/*
+ * Hides key[0..len] of the data or index space and everything under it
+ * (its tuple subtree, not siblings that merely continue its bytes) from
+ * this read transaction: store_get gives -ENOENT and scans step over it
+ * with one seek, as if it were deleted (model/ttl.c hides expired nodes
+ * and their index entries so). The key is copied. 0, -ENOMEM, or -EINVAL
+ * (a write transaction, another space, an empty key).
+ */
+int store_txn_hide(struct store_txn *txn, enum store_space space, const void *key, size_t len);
+/*
+ * The first key hidden in the space at or after key[0..len] (byte order):
+ * 1 with *out filled (borrowed until the transaction ends), 0 when none.
+ * model/ shows a directory whose keys are all hidden as an empty one.
+ */
+int store_txn_hidden_from(struct store_txn *txn, enum store_space space, const void *key,
+			  size_t len, struct store_val *out);
 
 /*
  * The meta `format` of the store (docs/FORMAT.md). store_format: as found
@@ -155,7 +173,8 @@ int store_write(struct store *st, store_write_fn fn, void *arg);
 bool store_changed_elsewhere(struct store *st);
 
 /*
- * A space a format-2 store does not have yet (SCHEMA, INDEX) is created at a
+ * A space an older store does not have yet (SCHEMA, INDEX, ATTR from format
+ * 3; EXPIRY, TTL from format 4) is created at a
  * writable open; in a read-only open of such a store it reads as empty:
  * get gives -ENOENT and store_scan_open gives -ENOENT.
  */
@@ -165,6 +184,8 @@ int store_get(struct store_txn *txn, enum store_space space,
 /* put: 0, -ENAMETOOLONG (key > STORE_KEY_MAX), -ENOSPC, -EROFS. */
 int store_put(struct store_txn *txn, enum store_space space,
 	      const void *key, size_t key_len, const void *val, size_t val_len);
+/* True when the space holds no key in this snapshot (one O(1) look; an absent space is empty). */
+bool store_space_is_empty(struct store_txn *txn, enum store_space space);
 /* del: 0 or -ENOENT. */
 int store_del(struct store_txn *txn, enum store_space space, const void *key, size_t key_len);
 /*
@@ -199,5 +220,49 @@ uint64_t store_scan_steps(const struct store_scan *scan);
 /* The transaction the scan runs in (borrowed). */
 struct store_txn *store_scan_txn(struct store_scan *scan);
 void store_scan_close(struct store_scan *scan);
+
+/*
+ * The change feed (store/feed.c): what other processes committed, so that
+ * a mount re-checks only the nodes they touched. Every write transaction
+ * records, inside itself, the keys of the node spaces (DATA, ATTR, SCHEMA:
+ * keys that name a node) it put or deleted, in a small bounded log keyed by
+ * its position (docs/FORMAT.md, "changes"). A position grows with every
+ * commit by any process (LMDB: the transaction id). The log may have been
+ * trimmed, or a commit may have none (an older kvfs, another LMDB tool, a
+ * read-only open of a store without the log): then the feed cannot tell,
+ * and the reader must assume everything changed.
+ */
+enum store_change_kind {
+	STORE_CHANGE_KEY = 1,	/* the node at key: its record or its attributes */
+	STORE_CHANGE_SUBTREE = 2,	/* the node at key (a tuple) and everything below it */
+	STORE_CHANGE_ALL = 3,	/* anything (key empty) */
+};
+
+struct store_change {
+	uint64_t pos;		/* the position of the commit */
+	bool mine;		/* committed through this store handle */
+	enum store_change_kind kind;
+	const uint8_t *key;	/* borrowed: valid during the callback only */
+	size_t len;
+};
+
+/* Called once per change, in commit order: 0, or -errno to stop the read with it. */
+typedef int (*store_feed_fn)(void *arg, const struct store_change *c);
+
+/*
+ * The position of now: the last commit of any process. Cheap (no
+ * transaction; LMDB reads it off its meta page), for polling.
+ */
+uint64_t store_position(struct store *st);
+
+/*
+ * Calls fn for every change committed after position `after`, up to the
+ * snapshot the read takes, whose position goes to *upto (also on -ESTALE).
+ * -ESTALE when the feed cannot tell what changed in between (a commit
+ * without a log entry, entries trimmed, no log at all): the caller must
+ * re-check everything. Commits that touched no node key call fn not at all.
+ */
+int store_feed_read(struct store *st, uint64_t after, store_feed_fn fn, void *arg,
+		    uint64_t *upto);
 
 #endif

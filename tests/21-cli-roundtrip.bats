@@ -309,7 +309,7 @@ PY
 
 @test "a store written by a newer kvfs is refused and left alone" {
 	kvfs put --create "$STORE" /a 1
-	inject "$STORE" meta format '\00\00\00\04'
+	inject "$STORE" meta format '\00\00\00\05'
 	for verb in ls export dump check info; do
 		run -1 kvfs "$verb" "$STORE"
 		assert_output --regexp '^kvfs: .*newer'
@@ -319,7 +319,7 @@ PY
 	run -1 kvfs backup "$STORE" "$T/copy"
 	assert_output --regexp '^kvfs: .*newer'
 	run -0 mdb_dump -s meta -p "$STORE"
-	assert_line ' \00\00\00\04'
+	assert_line ' \00\00\00\05'
 }
 
 @test "an LMDB store that kvfs did not write is refused" {

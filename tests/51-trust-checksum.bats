@@ -195,16 +195,16 @@ load_v1() {
 	assert_output 'abc'
 	cmp "$FIXTURES/v1-store.json" "$MNT/.json"
 	unmount_store
-	[ "$(meta_format "$STORE")" = 00000003 ]
+	[ "$(meta_format "$STORE")" = 00000004 ]
 	run -0 kvfs check "$STORE"
 	assert_output --regexp '^check: 25 keys, 0 problems$'
 	kvfs export "$STORE" >"$T/export.json"
 	cmp "$FIXTURES/v1-store.json" "$T/export.json"
 	run -0 kvfs dump "$STORE"
-	assert_line 'meta 666f726d6174 00000003'
+	assert_line 'meta 666f726d6174 00000004'
 	# /t's body, now followed by its checksum
 	assert_line --regexp '^data 027400 050116690b4d177c8315[0-9a-f]{8}$'
-	# a second writable open finds format 3 and commits nothing
+	# a second writable open finds format 4 and commits nothing
 	gen=$(kvfs info "$STORE" | sed -n 's/^generation: *//p')
 	cp "$STORE/data.mdb" "$T/after-upgrade.mdb"
 	mount_store
@@ -217,7 +217,7 @@ load_v1() {
 @test "a version-1 store is upgraded by the first verb that writes" {
 	load_v1
 	run -0 kvfs put "$STORE" /new 'v'
-	[ "$(meta_format "$STORE")" = 00000003 ]
+	[ "$(meta_format "$STORE")" = 00000004 ]
 	run -0 kvfs check "$STORE"
 	assert_output --regexp '^check: 26 keys, 0 problems$'
 	run -0 kvfs get "$STORE" /nested/0/1/1
@@ -229,17 +229,17 @@ load_v1() {
 
 # ---- dumps of both versions ----
 
-@test "a version-1 dump loads upgraded; a current (version-3) dump loads byte for byte" {
+@test "a version-1 dump loads upgraded; a current (version-4) dump loads byte for byte" {
 	load_v1
 	kvfs dump "$STORE" >"$T/v1.dump"		# read-only: a version-1 dump
 	grep -qx 'meta 666f726d6174 00000001' "$T/v1.dump"
 	run -0 kvfs load "$T/s2" <"$T/v1.dump"
-	[ "$(meta_format "$T/s2")" = 00000003 ]
+	[ "$(meta_format "$T/s2")" = 00000004 ]
 	run -0 kvfs check "$T/s2"
 	kvfs export "$T/s2" >"$T/export.json"
 	cmp "$FIXTURES/v1-store.json" "$T/export.json"
 	kvfs dump "$T/s2" >"$T/v2.dump"
-	grep -qx 'meta 666f726d6174 00000003' "$T/v2.dump"
+	grep -qx 'meta 666f726d6174 00000004' "$T/v2.dump"
 	run -0 kvfs load "$T/s3" <"$T/v2.dump"
 	kvfs dump "$T/s3" >"$T/v2-again.dump"
 	cmp "$T/v2.dump" "$T/v2-again.dump"

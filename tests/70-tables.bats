@@ -256,7 +256,7 @@ teardown() {
 	# a write upgrades it to 3 and tables work
 	local old=$BATS_TEST_TMPDIR/old
 	kvfs put --create "$old" /a 1
-	mdb_dump -s meta "$old" | sed 's/^ \\00\\00\\00\\03$/ \\00\\00\\00\\02/' >"$BATS_TEST_TMPDIR/meta"
+	mdb_dump -s meta "$old" | sed 's/^ \\00\\00\\00\\04$/ \\00\\00\\00\\02/' >"$BATS_TEST_TMPDIR/meta"
 	mdb_dump -s data "$old" >"$BATS_TEST_TMPDIR/data"
 	mkdir "$BATS_TEST_TMPDIR/old2"
 	mdb_load -s meta -f "$BATS_TEST_TMPDIR/meta" "$BATS_TEST_TMPDIR/old2"
@@ -266,7 +266,7 @@ teardown() {
 	run -0 kvfs check "$BATS_TEST_TMPDIR/old2"
 	kvfs table create "$BATS_TEST_TMPDIR/old2" /t --key-depth 1
 	run -0 mdb_dump -s meta -p "$BATS_TEST_TMPDIR/old2"
-	assert_line ' \00\00\00\03'
+	assert_line ' \00\00\00\04'
 	run -0 kvfs check "$BATS_TEST_TMPDIR/old2"
 }
 
@@ -286,7 +286,7 @@ teardown() {
 	# the first write upgrades: the two spaces appear, data stays as it was
 	kvfs mkdir "$old" /people
 	run -0 mdb_dump -s meta -p "$old"
-	assert_line ' \00\00\00\03'
+	assert_line ' \00\00\00\04'
 	run -0 mdb_stat -a "$old"
 	assert_output --partial 'Status of schema'
 	assert_output --partial 'Status of index'

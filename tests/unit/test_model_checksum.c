@@ -117,7 +117,7 @@ static void test_record_every_bit_flip_caught(void)
 	CHECK_EQ_INT(missed, 0);
 	/* too short to hold a checksum; an unknown format */
 	CHECK_EQ_INT(leaf_record_decode(2, key, sizeof(key), sb.buf, 3, &out), -EBADMSG);
-	CHECK_EQ_INT(leaf_record_decode(4, key, sizeof(key), sb.buf, sb.len, &out), -EIO);
+	CHECK_EQ_INT(leaf_record_decode(STORE_FORMAT_VERSION + 1, key, sizeof(key), sb.buf, sb.len, &out), -EIO);
 	/* format 1 reads the bare body; the trailer would be payload there */
 	CHECK_EQ_INT(leaf_record_decode(1, key, sizeof(key), sb.buf, sb.len - 4, &out), 0);
 	CHECK_MEM(out.payload, out.payload_len, "Bob Smith", 9);
@@ -248,9 +248,9 @@ static void test_upgrade_v1_store(void)
 	/* writable: upgraded in one go, same values, every record sealed */
 	CHECK_EQ_INT(model_open(store_dir, 0, &m, &err), 0);
 	CHECK_EQ_INT(store_read_begin(m->st, &txn), 0);
-	CHECK_EQ_INT(store_txn_format(txn), 3);
+	CHECK_EQ_INT(store_txn_format(txn), STORE_FORMAT_VERSION);
 	CHECK_EQ_INT(store_get(txn, STORE_SPACE_META, "format", 6, &v), 0);
-	CHECK_MEM(v.data, v.len, "\0\0\0\3", 4);
+	CHECK_MEM(v.data, v.len, "\0\0\0\4", 4);
 	store_txn_end(txn);
 	check_v1_values(m);
 	CHECK_EQ_INT(problems_in(m), 0);
@@ -259,7 +259,7 @@ static void test_upgrade_v1_store(void)
 
 	/* a second open changes nothing */
 	CHECK_EQ_INT(model_open(store_dir, 0, &m, &err), 0);
-	CHECK_EQ_INT(store_format(m->st), 3);
+	CHECK_EQ_INT(store_format(m->st), STORE_FORMAT_VERSION);
 	check_unchanged(m, d1, l1);
 	close_fresh(m);
 }
@@ -276,7 +276,7 @@ static void test_reader_follows_upgrade(void)
 	check_v1_values(ro);
 	CHECK_EQ_INT(model_open(store_dir, 0, &w, &err), 0);
 	check_v1_values(ro);
-	CHECK_EQ_INT(store_format(ro->st), 3);
+	CHECK_EQ_INT(store_format(ro->st), STORE_FORMAT_VERSION);
 	model_close(ro);
 	close_fresh(w);
 }
@@ -310,7 +310,7 @@ static void test_load_v1_dump(void)
 	free(out);
 	CHECK_EQ_INT(problems_in(m), 0);
 	d1 = dump_text(m, &l1);
-	CHECK(d1 && strstr(d1, "meta 666f726d6174 00000003\n") != NULL);
+	CHECK(d1 && strstr(d1, "meta 666f726d6174 00000004\n") != NULL);
 	CHECK(d1 && strstr(d1, "data 027300 010100000000000000016869") != NULL);
 	CHECK(d1 && strstr(d1, "data 027300 010100000000000000016869\n") == NULL);
 

@@ -139,7 +139,7 @@ static void test_open_modes(void)
 	snprintf(path, sizeof(path), "%s/lock.mdb", dir);
 	CHECK(stat(path, &sb) == 0 && (sb.st_mode & 07777) == 0600);
 	CHECK_EQ_INT(get_kv(st, STORE_SPACE_META, "format", 6, buf, sizeof(buf)), 4);
-	CHECK_MEM(buf, 4, "\0\0\0\3", 4);
+	CHECK_MEM(buf, 4, "\0\0\0\4", 4);
 	CHECK_EQ_INT(get_kv(st, STORE_SPACE_META, "created", 7, buf, sizeof(buf)), 8);
 	store_close(st);
 
@@ -172,10 +172,10 @@ static void test_newer_format_refused(void)
 	struct store *st = open_new(dir, sizeof(dir));
 
 	CHECK(st != NULL);
-	CHECK_EQ_INT(put_kv(st, STORE_SPACE_META, "format", 6, "\0\0\0\4", 4), 0);
+	CHECK_EQ_INT(put_kv(st, STORE_SPACE_META, "format", 6, "\0\0\0\5", 4), 0);
 	store_close(st);
 	CHECK(store_open(dir, 0, &st, why, sizeof(why)) < 0);
-	CHECK(strcmp(why, "store format 4 is newer than this kvfs supports (3)") == 0);
+	CHECK(strcmp(why, "store format 5 is newer than this kvfs supports (4)") == 0);
 	printf("# newer: %s\n", why);
 	CHECK(store_open(dir, STORE_OPEN_READONLY, &st, why, sizeof(why)) < 0);
 }

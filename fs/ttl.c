@@ -1,0 +1,206 @@
+/*
+ * fs/ttl.c - time to live through the mount: the user.kvfs.ttl attribute
+ * (seconds left; set, cleared) and the background reaper the watcher runs.
+ * What expiry means lives in model/ttl.c; here only the kernel's caches.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/xattr.h>
+#include <time.h>
+
+#include "fs/fs_int.h"
+
+#define FS_TTL_REAP_BATCHES 4	/* reaper transactions per watcher tick, at most */
+
+bool fs_ttl_before(int64_t deadline_ns)
+{
+	struct timespec ts;
+
+	if (deadline_ns == 0)
+		return true;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec < deadline_ns;
+}
+
+bool fs_ttl_is_name(const char *name)
+{
+	return strcmp(name, FS_XATTR_TTL) == 0;
+}
+
+/* Replies with the value, its size, or ERANGE (as every getxattr). */
+static void reply_value(fuse_req_t req, size_t size, const char *value, size_t len)
+{
+	if (size == 0)
+		fuse_reply_xattr(req, len);
+	else if (size < len)
+		fs_reply_err(req, -ERANGE);
+	else
+		fuse_reply_buf(req, value, len);
+}
+
+void fs_ttl_getxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct fs_ctx *ctx = fs_req_ctx(req);
+	struct model_error err = { { 0 } };
+	char text[32], *path;
+	int64_t left;
+	int ret = fs_node_path(ctx, fs_node_from_ino(ctx, ino), NULL, &path);
+
+	if (ret == 0) {
+		ret = model_ttl_get(ctx->model, path, &left, &err);
+		free(path);
+	}
+	if (ret == -EINVAL)
+		ret = -ENODATA;	/* a pending file: nothing stored yet */
+	if (ret < 0) {
+		fs_reply_err(req, ret);
+		return;
+	}
+	snprintf(text, sizeof(text), "%lld", (long long)left);
+	reply_value(req, size, text, strlen(text));
+}
+
+/* "SECONDS" with an optional final newline (echo); false when it is not one. */
+static bool parse_seconds(const char *value, size_t size, int64_t *out)
+{
+	char buf[32], *end;
+	long long v;
+
+	if (size > 0 && value[size - 1] == '\n')
+		size--;
+	if (size == 0 || size >= sizeof(buf))
+		return false;
+	memcpy(buf, value, size);
+	buf[size] = '\0';
+	errno = 0;
+	v = strtoll(buf, &end, 10);
+	if (errno || *end != '\0' || buf[0] < '0' || buf[0] > '9')
+		return false;
+	*out = v;
+	return true;
+}
+
+/*
+ * The kernel may hold the node's entry and attributes for entry_timeout and
+ * attr_timeout from before the change: dropped now, so that the next lookup
+ * gets timeouts bounded by the new deadline (fs_node_stat: none while a
+ * node can expire). Below a directory, the kernel reaches a child only
+ * through the directory's own entry.
+ */
+static void ttl_changed(struct fs_ctx *ctx, fuse_ino_t ino, struct fs_node *node)
+{
+	struct fs_node *dir;
+	char *name = NULL;
+
+	pthread_mutex_lock(&ctx->lock);
+	dir = node->hashed ? node->parent : NULL;
+	if (dir) {
+		fs_node_ref_locked(dir);
+		name = strdup(node->name);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	if (dir && name)
+		fs_inval_entry(ctx, fs_node_ino(ctx, dir), name, strlen(name));
+	free(name);
+	if (dir) {
+		pthread_mutex_lock(&ctx->lock);
+		fs_node_unref_locked(ctx, dir);
+		pthread_mutex_unlock(&ctx->lock);
+	}
+	fs_inval_node(ctx, ino, FS_INVAL_ATTR);
+}
+
+/* seconds 0: removexattr, the TTL is cleared. */
+static void ttl_write(fuse_req_t req, fuse_ino_t ino, int64_t seconds)
+{
+	struct fs_ctx *ctx = fs_req_ctx(req);
+	struct fs_node *node = fs_node_from_ino(ctx, ino);
+	struct model_error err = { { 0 } };
+	char *path;
+	int ret;
+
+	if (ctx->read_only) {
+		fs_reply_err(req, -EROFS);
+		return;
+	}
+	ret = fs_node_commit_files(ctx, node);	/* a file being written: its content first */
+	if (ret == 0)
+		ret = fs_write_path(ctx, node, NULL, &path);
+	if (ret < 0) {
+		fs_reply_err(req, ret);
+		return;
+	}
+	fs_trace(ctx, "ttl %s %lld", path, (long long)seconds);
+	ret = seconds ? model_ttl_set(ctx->model, path, seconds, &err) :
+	      model_ttl_clear(ctx->model, path, &err);
+	fs_write_end(ctx, ret);
+	if (ret < 0)
+		fs_log_model(ctx, ret, &err, path);
+	else
+		ttl_changed(ctx, ino, node);
+	free(path);
+	fs_reply_err(req, ret);
+}
+
+void fs_ttl_setxattr(fuse_req_t req, fuse_ino_t ino, const char *value, size_t size, int flags)
+{
+	int64_t seconds;
+
+	if (!parse_seconds(value, size, &seconds) || seconds < 1) {
+		fs_reply_err(req, -EINVAL);
+		return;
+	}
+	if (flags & XATTR_REPLACE) {
+		/* only a node that has a TTL may have it replaced */
+		struct model_error err = { { 0 } };
+		struct fs_ctx *ctx = fs_req_ctx(req);
+		int64_t left;
+		char *path;
+		int ret = fs_node_path(ctx, fs_node_from_ino(ctx, ino), NULL, &path);
+
+		if (ret == 0) {
+			ret = model_ttl_get(ctx->model, path, &left, &err);
+			free(path);
+		}
+		if (ret < 0) {
+			fs_reply_err(req, ret == -EINVAL ? -ENODATA : ret);
+			return;
+		}
+	}
+	ttl_write(req, ino, seconds);
+}
+
+void fs_ttl_removexattr(fuse_req_t req, fuse_ino_t ino)
+{
+	ttl_write(req, ino, 0);
+}
+
+void fs_ttl_reap(struct fs_ctx *ctx)
+{
+	struct model_error err = { { 0 } };
+	uint64_t reaped = 0, before, after;
+	int ret;
+
+	if (ctx->read_only)
+		return;
+	before = model_generation(ctx->model);
+	ret = model_ttl_reap(ctx->model, FS_TTL_REAP_BATCHES, &reaped, &err);
+	if (ret < 0)
+		fs_log_model(ctx, ret, &err, "ttl reaper");
+	after = model_generation(ctx->model);
+	if (reaped && after > before) {
+		/* the feed reads these commits of ours as another's (watcher thread only) */
+		if (ctx->reap_hi <= ctx->feed_pos)
+			ctx->reap_lo = before + 1;
+		ctx->reap_hi = after;
+		if (after > ctx->feed_want)
+			ctx->feed_want = after;
+	}
+	/* No invalidation here: the reaper commits outside the write section,
+	 * so the change feed names what it removed to the watcher as if
+	 * another process had (and nodes that may expire are never cached). */
+	if (reaped)
+		fs_trace(ctx, "ttl reaper removed %llu nodes", (unsigned long long)reaped);
+}

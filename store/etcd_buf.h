@@ -1,0 +1,64 @@
+/*
+ * store/etcd_buf.h - PRIVATE to store/: one write attempt of the etcd backend
+ * (docs/ETCD.md section 4), buffered locally: puts, deletes and deleted
+ * ranges coalesced per key, the guards of everything the attempt read, and
+ * the one guarded Txn that commits it all. Keys here are full etcd keys
+ * (store prefix + space byte + tuple key); the buffer knows no spaces.
+ *
+ * etcd refuses a key twice in one Txn, a put inside a deleted range
+ * included; etcd_buf_commit therefore sends each deleted range as the gaps
+ * between the keys put inside it, and drops single deletes a range covers.
+ */
+#ifndef KVFS_ETCD_BUF_H
+#define KVFS_ETCD_BUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/etcd_client.h"
+
+struct etcd_buf;
+
+/* *out is heap; free it with etcd_buf_free. 0 or -ENOMEM. */
+int etcd_buf_new(struct etcd_buf **out);
+void etcd_buf_free(struct etcd_buf *b);
+
+/* Buffered writes (the bytes are copied). 0 or -ENOMEM. */
+int etcd_buf_put(struct etcd_buf *b, const void *key, size_t key_len,
+		 const void *val, size_t val_len);
+int etcd_buf_del(struct etcd_buf *b, const void *key, size_t key_len);
+/* Deletes [key, end): every key put or buffered in it before is dropped. */
+int etcd_buf_del_range(struct etcd_buf *b, const void *key, size_t key_len,
+		       const void *end, size_t end_len);
+
+/*
+ * What the buffer says about key: 1 = written here (*val and *val_len borrowed,
+ * valid until the next write to b), 0 = deleted here, -ENOENT = not touched
+ * (read it from etcd at the attempt's revision).
+ */
+int etcd_buf_get(const struct etcd_buf *b, const void *key, size_t key_len,
+		 const void **val, size_t *val_len);
+
+/*
+ * Guards, recorded as the attempt reads: a key read from etcd with its
+ * mod_revision (0: it was absent), and a range read at revision `rev`
+ * (no key in it may have changed after rev). The first guard per key wins.
+ */
+int etcd_buf_guard_key(struct etcd_buf *b, const void *key, size_t key_len, int64_t mod_rev);
+int etcd_buf_guard_range(struct etcd_buf *b, const void *key, size_t key_len,
+			 const void *end, size_t end_len, int64_t rev);
+
+/* What the commit will send: operations and bytes of keys and values (for the budget). */
+size_t etcd_buf_ops(const struct etcd_buf *b);
+size_t etcd_buf_bytes(const struct etcd_buf *b);
+
+/*
+ * Sends the whole attempt as one Txn. *committed false: a guard failed
+ * (someone changed what the attempt read; run it again from the start).
+ * *revision (may be NULL): the store revision after the commit. <0: the
+ * client's error (see store/etcd_client.h; c keeps the message).
+ */
+int etcd_buf_commit(struct etcd_buf *b, struct etcd_client *c, bool *committed, int64_t *revision);
+
+#endif

@@ -1,0 +1,741 @@
+/*
+ * store/etcd_client.c - the etcd v3 JSON-gateway client (store/etcd_client.h):
+ * HTTP/1.1 POSTs through one libcurl easy handle per client, requests and
+ * answers as cJSON trees, base64 for bytes, int64 fields as JSON strings.
+ */
+#include "store/etcd_client.h"
+#include "store/etcd_wire.h"
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EP_MAX 16	/* members one client knows at most */
+
+/* A growing byte buffer for answers (and the watch stream's partial line). */
+struct buf {
+	char *data;
+	size_t len, cap;
+};
+
+struct etcd_client {
+	CURL *curl;
+	struct curl_slist *headers;
+	char *eps[EP_MAX];	/* "http://HOST:PORT", heap */
+	size_t n_eps;
+	size_t cur;	/* member that answered last */
+	long timeout_ms;
+	atomic_bool cancel;	/* set by etcd_client_cancel from any thread */
+	struct buf resp;
+	char err[256];
+	/* the watch stream, while etcd_client_watch runs */
+	etcd_watch_fn watch_fn;
+	void *watch_arg;
+	int watch_rc;	/* why the stream was ended from inside (0: it was not) */
+	int64_t compact_rev;
+};
+
+/* ---- errors ---- */
+
+static int fail(struct etcd_client *c, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(struct etcd_client *c, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->err, sizeof(c->err), fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* An {"error":..., "code":N} object (the gateway's failure form) as -errno. */
+static int gateway_error(struct etcd_client *c, const cJSON *obj)
+{
+	const cJSON *code = cJSON_GetObjectItemCaseSensitive(obj, "code");
+	const cJSON *msg = cJSON_GetObjectItemCaseSensitive(obj, "message");
+
+	if (!cJSON_IsString(msg))
+		msg = cJSON_GetObjectItemCaseSensitive(obj, "error");
+	const char *text = cJSON_IsString(msg) ? msg->valuestring : "unknown error";
+	int rc = etcd_wire_errno(cJSON_IsNumber(code) ? code->valueint : 2);
+
+	/* ResourceExhausted is also the quota alarm: that one is a full disk */
+	if (rc == -E2BIG && strstr(text, "space exceeded"))
+		rc = -ENOSPC;
+	return fail(c, rc, "etcd: %s", text);
+}
+
+/* ---- transport ---- */
+
+static int buf_append(struct buf *b, const char *p, size_t n)
+{
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 4096;
+		char *d;
+
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		d = realloc(b->data, cap);
+		if (!d)
+			return -ENOMEM;
+		b->data = d;
+		b->cap = cap;
+	}
+	memcpy(b->data + b->len, p, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+	return 0;
+}
+
+static size_t on_body(char *p, size_t size, size_t n, void *arg)
+{
+	struct etcd_client *c = arg;
+
+	return buf_append(&c->resp, p, size * n) == 0 ? size * n : 0;
+}
+
+static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	struct etcd_client *c = arg;
+
+	(void)dt, (void)dn, (void)ut, (void)un;
+	return atomic_load(&c->cancel) ? 1 : 0;
+}
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc;
+
+static void curl_init_once(void)
+{
+	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+/* Nothing reached the member: safe to send the same request elsewhere. */
+static bool not_sent(CURLcode cc)
+{
+	return cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST;
+}
+
+static int curl_errno(struct etcd_client *c, CURLcode cc, const char *ep)
+{
+	int rc = -EIO;
+
+	if (cc == CURLE_ABORTED_BY_CALLBACK)
+		rc = -ECANCELED;
+	else if (cc == CURLE_OPERATION_TIMEDOUT)
+		rc = -ETIMEDOUT;
+	else if (not_sent(cc))
+		rc = -ECONNREFUSED;
+	else if (cc == CURLE_OUT_OF_MEMORY)
+		rc = -ENOMEM;
+	else if (cc == CURLE_GOT_NOTHING || cc == CURLE_RECV_ERROR || cc == CURLE_SEND_ERROR)
+		rc = -ECONNRESET;
+	return fail(c, rc, "etcd %s: %s", ep, curl_easy_strerror(cc));
+}
+
+/*
+ * POSTs body to path on the current member, moving on to the next member
+ * when one cannot be connected to. stream: the watch (no time limit, the
+ * body goes to the watch parser). On success *reply (unary calls) is the
+ * parsed answer, heap, freed by the caller with cJSON_Delete.
+ */
+static int post(struct etcd_client *c, const char *path, const char *body, bool stream,
+		cJSON **reply)
+{
+	size_t tries;
+	CURLcode cc = CURLE_OK;
+	char url[320];
+	long status = 0;
+
+	c->err[0] = '\0';
+	for (tries = 0; tries < c->n_eps; tries++) {
+		const char *ep = c->eps[c->cur];
+
+		c->resp.len = 0;
+		snprintf(url, sizeof(url), "%s%s", ep, path);
+		curl_easy_setopt(c->curl, CURLOPT_URL, url);
+		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
+		curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, stream ? 0L : c->timeout_ms);
+		cc = curl_easy_perform(c->curl);
+		if (!not_sent(cc))
+			break;
+		c->cur = (c->cur + 1) % c->n_eps;
+	}
+	atomic_store(&c->cancel, false);	/* a cancel ends one call only */
+	if (cc != CURLE_OK) {
+		if (stream && c->watch_rc != 0)
+			return c->watch_rc;
+		return curl_errno(c, cc, c->eps[c->cur]);
+	}
+	if (stream)
+		return c->watch_rc;
+	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
+	*reply = cJSON_ParseWithLength(c->resp.data ? c->resp.data : "", c->resp.len);
+	if (!*reply || !cJSON_IsObject(*reply)) {
+		cJSON_Delete(*reply);
+		*reply = NULL;
+		return fail(c, -EPROTO, "etcd %s: HTTP %ld, answer is not JSON", c->eps[c->cur], status);
+	}
+	if (status != 200 || cJSON_GetObjectItemCaseSensitive(*reply, "error")) {
+		int rc = gateway_error(c, *reply);
+
+		cJSON_Delete(*reply);
+		*reply = NULL;
+		return rc;
+	}
+	return 0;
+}
+
+/* Serializes and sends req (consumed), parsing the answer into *reply. */
+static int call(struct etcd_client *c, const char *path, cJSON *req, cJSON **reply)
+{
+	char *body = cJSON_PrintUnformatted(req);
+	int rc;
+
+	cJSON_Delete(req);
+	if (!body)
+		return fail(c, -ENOMEM, "etcd: out of memory building a request");
+	rc = post(c, path, body, false, reply);
+	free(body);
+	return rc;
+}
+
+/* ---- handle ---- */
+
+static int add_endpoint(struct etcd_client *c, const char *s, size_t n)
+{
+	bool has_scheme = n >= 3 && memmem(s, n, "://", 3) != NULL;
+	char *ep;
+
+	if (n == 0 || n > 256 || c->n_eps == EP_MAX)
+		return -EINVAL;
+	ep = malloc(n + 8);
+	if (!ep)
+		return -ENOMEM;
+	snprintf(ep, n + 8, "%s%.*s", has_scheme ? "" : "http://", (int)n, s);
+	c->eps[c->n_eps++] = ep;
+	return 0;
+}
+
+int etcd_client_open(const char *endpoints, struct etcd_client **out, char *why, size_t why_len)
+{
+	struct etcd_client *c;
+	const char *p = endpoints, *comma;
+	int rc = -ENOMEM;
+
+	*out = NULL;
+	pthread_once(&curl_once, curl_init_once);
+	if (curl_init_rc != CURLE_OK) {
+		if (why)
+			snprintf(why, why_len, "libcurl: %s", curl_easy_strerror(curl_init_rc));
+		return -EIO;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		goto out_why;
+	c->timeout_ms = 10000;
+	atomic_init(&c->cancel, false);
+	for (;;) {
+		comma = strchr(p, ',');
+		rc = add_endpoint(c, p, comma ? (size_t)(comma - p) : strlen(p));
+		if (rc < 0)
+			goto out_close;
+		if (!comma)
+			break;
+		p = comma + 1;
+	}
+	rc = -ENOMEM;
+	c->curl = curl_easy_init();
+	/* "Expect:" off: libcurl would wait for a 100 Continue on big bodies. */
+	c->headers = curl_slist_append(NULL, "Content-Type: application/json");
+	if (c->headers)
+		c->headers = curl_slist_append(c->headers, "Expect:");
+	if (!c->curl || !c->headers)
+		goto out_close;
+	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, c->headers);
+	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);	/* threads: no SIGALRM */
+	curl_easy_setopt(c->curl, CURLOPT_TCP_NODELAY, 1L);
+	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, 1000L);
+	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, c);
+	curl_easy_setopt(c->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(c->curl, CURLOPT_XFERINFODATA, c);
+	curl_easy_setopt(c->curl, CURLOPT_NOPROGRESS, 0L);
+	*out = c;
+	return 0;
+
+out_close:
+	etcd_client_close(c);
+out_why:
+	if (why)
+		snprintf(why, why_len, rc == -EINVAL ? "bad etcd endpoint list \"%s\"" :
+			 "out of memory opening an etcd client for \"%s\"", endpoints);
+	return rc;
+}
+
+void etcd_client_close(struct etcd_client *c)
+{
+	if (!c)
+		return;
+	if (c->curl)
+		curl_easy_cleanup(c->curl);
+	curl_slist_free_all(c->headers);
+	for (size_t i = 0; i < c->n_eps; i++)
+		free(c->eps[i]);
+	free(c->resp.data);
+	free(c);
+}
+
+const char *etcd_client_error(const struct etcd_client *c)
+{
+	return c->err;
+}
+
+const char *etcd_client_endpoint(const struct etcd_client *c)
+{
+	return c->eps[c->cur];
+}
+
+void etcd_client_set_timeout(struct etcd_client *c, long ms)
+{
+	c->timeout_ms = ms;
+}
+
+void etcd_client_cancel(struct etcd_client *c)
+{
+	atomic_store(&c->cancel, true);
+}
+
+/* ---- KV ---- */
+
+static int range_request(cJSON *obj, const void *key, size_t key_len,
+			 const struct etcd_range_opts *o)
+{
+	int rc = etcd_wire_add_b64(obj, "key", key, key_len);
+
+	if (rc == 0 && o && o->range_end)
+		rc = etcd_wire_add_b64(obj, "range_end", o->range_end, o->range_end_len);
+	if (rc == 0 && o && o->limit > 0)
+		rc = etcd_wire_add_i64(obj, "limit", o->limit);
+	if (rc == 0 && o && o->revision > 0)
+		rc = etcd_wire_add_i64(obj, "revision", o->revision);
+	if (rc == 0 && o && o->keys_only && !cJSON_AddTrueToObject(obj, "keys_only"))
+		rc = -ENOMEM;
+	if (rc == 0 && o && o->count_only && !cJSON_AddTrueToObject(obj, "count_only"))
+		rc = -ENOMEM;
+	return rc;
+}
+
+int etcd_client_range(struct etcd_client *c, const void *key, size_t key_len,
+		      const struct etcd_range_opts *opts, struct etcd_range_result *out)
+{
+	cJSON *req = cJSON_CreateObject(), *reply = NULL;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!req || range_request(req, key, key_len, opts) < 0) {
+		cJSON_Delete(req);
+		return fail(c, -ENOMEM, "etcd: out of memory building a range");
+	}
+	rc = call(c, "/v3/kv/range", req, &reply);
+	if (rc < 0)
+		return rc;
+	rc = etcd_wire_parse_range(reply, out);
+	cJSON_Delete(reply);
+	return rc < 0 ? fail(c, rc, "etcd: bad range answer") : 0;
+}
+
+static int put_request(cJSON *obj, const void *key, size_t key_len,
+		       const void *val, size_t val_len, int64_t lease)
+{
+	int rc = etcd_wire_add_b64(obj, "key", key, key_len);
+
+	if (rc == 0)
+		rc = etcd_wire_add_b64(obj, "value", val, val_len);
+	if (rc == 0 && lease != 0)
+		rc = etcd_wire_add_i64(obj, "lease", lease);
+	return rc;
+}
+
+int etcd_client_put(struct etcd_client *c, const void *key, size_t key_len,
+		    const void *val, size_t val_len, int64_t lease, int64_t *revision)
+{
+	cJSON *req = cJSON_CreateObject(), *reply = NULL;
+	int rc;
+
+	if (!req || put_request(req, key, key_len, val, val_len, lease) < 0) {
+		cJSON_Delete(req);
+		return fail(c, -ENOMEM, "etcd: out of memory building a put");
+	}
+	rc = call(c, "/v3/kv/put", req, &reply);
+	if (rc < 0)
+		return rc;
+	if (revision)
+		*revision = etcd_wire_get_i64(cJSON_GetObjectItemCaseSensitive(reply, "header"), "revision");
+	cJSON_Delete(reply);
+	return 0;
+}
+
+int etcd_client_delete_range(struct etcd_client *c, const void *key, size_t key_len,
+			     const void *range_end, size_t range_end_len,
+			     int64_t *deleted, int64_t *revision)
+{
+	cJSON *req = cJSON_CreateObject(), *reply = NULL;
+	int rc = req ? etcd_wire_add_b64(req, "key", key, key_len) : -ENOMEM;
+
+	if (rc == 0 && range_end)
+		rc = etcd_wire_add_b64(req, "range_end", range_end, range_end_len);
+	if (rc < 0) {
+		cJSON_Delete(req);
+		return fail(c, -ENOMEM, "etcd: out of memory building a delete");
+	}
+	rc = call(c, "/v3/kv/deleterange", req, &reply);
+	if (rc < 0)
+		return rc;
+	if (deleted)
+		*deleted = etcd_wire_get_i64(reply, "deleted");
+	if (revision)
+		*revision = etcd_wire_get_i64(cJSON_GetObjectItemCaseSensitive(reply, "header"), "revision");
+	cJSON_Delete(reply);
+	return 0;
+}
+
+int etcd_client_compact(struct etcd_client *c, int64_t revision, bool physical)
+{
+	cJSON *req = cJSON_CreateObject(), *reply = NULL;
+	int rc = req ? etcd_wire_add_i64(req, "revision", revision) : -ENOMEM;
+
+	if (rc == 0 && physical && !cJSON_AddTrueToObject(req, "physical"))
+		rc = -ENOMEM;
+	if (rc < 0) {
+		cJSON_Delete(req);
+		return fail(c, rc, "etcd: out of memory building a compaction");
+	}
+	rc = call(c, "/v3/kv/compaction", req, &reply);
+	cJSON_Delete(reply);
+	return rc;
+}
+
+/* ---- Txn ---- */
+
+static const char *const cmp_targets[] = { "MOD", "CREATE", "VERSION", "VALUE" };
+static const char *const cmp_results[] = { "EQUAL", "GREATER", "LESS", "NOT_EQUAL" };
+static const char *const cmp_fields[] = { "mod_revision", "create_revision", "version", NULL };
+
+static int cmp_json(cJSON *arr, const struct etcd_cmp *cm)
+{
+	cJSON *o = cJSON_CreateObject();
+	int rc;
+
+	if (!o || !cJSON_AddItemToArray(arr, o)) {
+		cJSON_Delete(o);
+		return -ENOMEM;
+	}
+	if (!cJSON_AddStringToObject(o, "target", cmp_targets[cm->target]) ||
+	    !cJSON_AddStringToObject(o, "result", cmp_results[cm->result]))
+		return -ENOMEM;
+	rc = etcd_wire_add_b64(o, "key", cm->key, cm->key_len);
+	if (rc == 0 && cm->range_end)
+		rc = etcd_wire_add_b64(o, "range_end", cm->range_end, cm->range_end_len);
+	if (rc == 0 && cm->target == ETCD_CMP_VALUE)
+		rc = etcd_wire_add_b64(o, "value", cm->val, cm->val_len);
+	else if (rc == 0)
+		rc = etcd_wire_add_i64(o, cmp_fields[cm->target], cm->rev);
+	return rc;
+}
+
+static int op_json(cJSON *arr, const struct etcd_op *op)
+{
+	static const char *const kinds[] = { "request_range", "request_put", "request_delete_range" };
+	cJSON *wrap = cJSON_CreateObject(), *o = cJSON_CreateObject();
+	struct etcd_range_opts ro = {
+		.range_end = op->range_end, .range_end_len = op->range_end_len,
+		.keys_only = op->keys_only, .limit = op->limit,
+	};
+	int rc;
+
+	if (!wrap || !o || !cJSON_AddItemToObject(wrap, kinds[op->type], o)) {
+		cJSON_Delete(wrap);
+		cJSON_Delete(o);
+		return -ENOMEM;
+	}
+	if (!cJSON_AddItemToArray(arr, wrap)) {
+		cJSON_Delete(wrap);
+		return -ENOMEM;
+	}
+	switch (op->type) {
+	case ETCD_OP_RANGE:
+		return range_request(o, op->key, op->key_len, &ro);
+	case ETCD_OP_PUT:
+		return put_request(o, op->key, op->key_len, op->val, op->val_len, op->lease);
+	case ETCD_OP_DELETE:
+		rc = etcd_wire_add_b64(o, "key", op->key, op->key_len);
+		if (rc == 0 && op->range_end)
+			rc = etcd_wire_add_b64(o, "range_end", op->range_end, op->range_end_len);
+		return rc;
+	}
+	return -EINVAL;
+}
+
+static int txn_request(cJSON *req, const struct etcd_cmp *cmps, size_t n_cmps,
+		       const struct etcd_op *succ, size_t n_succ,
+		       const struct etcd_op *fail_ops, size_t n_fail)
+{
+	cJSON *cmp = cJSON_AddArrayToObject(req, "compare");
+	cJSON *s = cJSON_AddArrayToObject(req, "success");
+	cJSON *f = cJSON_AddArrayToObject(req, "failure");
+	size_t i;
+	int rc = cmp && s && f ? 0 : -ENOMEM;
+
+	for (i = 0; rc == 0 && i < n_cmps; i++)
+		rc = cmp_json(cmp, &cmps[i]);
+	for (i = 0; rc == 0 && i < n_succ; i++)
+		rc = op_json(s, &succ[i]);
+	for (i = 0; rc == 0 && i < n_fail; i++)
+		rc = op_json(f, &fail_ops[i]);
+	return rc;
+}
+
+void etcd_txn_result_release(struct etcd_txn_result *r)
+{
+	for (size_t i = 0; i < r->len; i++)
+		etcd_range_result_release(&r->ranges[i]);
+	free(r->ranges);
+	memset(r, 0, sizeof(*r));
+}
+
+static int parse_txn(const cJSON *reply, struct etcd_txn_result *out)
+{
+	const cJSON *resps = cJSON_GetObjectItemCaseSensitive(reply, "responses"), *it;
+	int n = cJSON_GetArraySize(resps), rc;
+
+	out->succeeded = etcd_wire_get_bool(reply, "succeeded");
+	out->revision = etcd_wire_get_i64(cJSON_GetObjectItemCaseSensitive(reply, "header"), "revision");
+	if (n == 0)
+		return 0;
+	out->ranges = calloc((size_t)n, sizeof(*out->ranges));
+	if (!out->ranges)
+		return -ENOMEM;
+	cJSON_ArrayForEach(it, resps) {
+		const cJSON *r = cJSON_GetObjectItemCaseSensitive(it, "response_range");
+
+		if (r) {
+			rc = etcd_wire_parse_range(r, &out->ranges[out->len]);
+			if (rc < 0)
+				return rc;
+		}
+		out->len++;
+	}
+	return 0;
+}
+
+int etcd_client_txn(struct etcd_client *c, const struct etcd_cmp *cmps, size_t n_cmps,
+		    const struct etcd_op *success, size_t n_success,
+		    const struct etcd_op *failure, size_t n_failure, struct etcd_txn_result *out)
+{
+	cJSON *req = cJSON_CreateObject(), *reply = NULL;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!req || txn_request(req, cmps, n_cmps, success, n_success, failure, n_failure) < 0) {
+		cJSON_Delete(req);
+		return fail(c, -ENOMEM, "etcd: out of memory building a txn");
+	}
+	rc = call(c, "/v3/kv/txn", req, &reply);
+	if (rc < 0)
+		return rc;
+	rc = parse_txn(reply, out);
+	cJSON_Delete(reply);
+	if (rc < 0) {
+		etcd_txn_result_release(out);
+		return fail(c, rc, "etcd: bad txn answer");
+	}
+	return 0;
+}
+
+/* ---- leases ---- */
+
+static int lease_call(struct etcd_client *c, const char *path, const char *field, int64_t v,
+		      cJSON **reply)
+{
+	cJSON *req = cJSON_CreateObject();
+
+	if (!req || etcd_wire_add_i64(req, field, v) < 0) {
+		cJSON_Delete(req);
+		return fail(c, -ENOMEM, "etcd: out of memory building a lease request");
+	}
+	return call(c, path, req, reply);
+}
+
+int etcd_client_lease_grant(struct etcd_client *c, int64_t ttl, int64_t *id, int64_t *granted)
+{
+	cJSON *reply = NULL;
+	int rc = lease_call(c, "/v3/lease/grant", "TTL", ttl, &reply);
+
+	if (rc < 0)
+		return rc;
+	*id = etcd_wire_get_i64(reply, "ID");
+	if (granted)
+		*granted = etcd_wire_get_i64(reply, "TTL");
+	cJSON_Delete(reply);
+	return *id != 0 ? 0 : fail(c, -EPROTO, "etcd: lease grant answered no ID");
+}
+
+int etcd_client_lease_revoke(struct etcd_client *c, int64_t id)
+{
+	cJSON *reply = NULL;
+	int rc = lease_call(c, "/v3/lease/revoke", "ID", id, &reply);
+
+	cJSON_Delete(reply);
+	return rc;
+}
+
+/*
+ * The gateway serves LeaseKeepAlive (a bidirectional stream) to one request
+ * body as one {"result": ...} answer; a TTL of 0 means the lease is gone.
+ */
+int etcd_client_lease_keepalive(struct etcd_client *c, int64_t id, int64_t *ttl)
+{
+	cJSON *reply = NULL;
+	int64_t t;
+	int rc = lease_call(c, "/v3/lease/keepalive", "ID", id, &reply);
+
+	if (rc < 0)
+		return rc;
+	t = etcd_wire_get_i64(cJSON_GetObjectItemCaseSensitive(reply, "result"), "TTL");
+	cJSON_Delete(reply);
+	if (ttl)
+		*ttl = t;
+	return t > 0 ? 0 : fail(c, -ENOENT, "etcd: lease %" PRId64 " not found", id);
+}
+
+/* ---- watch ---- */
+
+/* One line of the stream: {"result": WatchResponse} or {"error": ...}. */
+static int watch_line(struct etcd_client *c, const char *line, size_t len)
+{
+	cJSON *o = cJSON_ParseWithLength(line, len);
+	const cJSON *res, *events, *ev;
+	int64_t rev;
+	int rc = 0;
+
+	if (!o)
+		return fail(c, -EPROTO, "etcd: watch line is not JSON");
+	res = cJSON_GetObjectItemCaseSensitive(o, "result");
+	if (!res) {
+		const cJSON *e = cJSON_GetObjectItemCaseSensitive(o, "error");
+
+		rc = gateway_error(c, e ? e : o);
+		goto out;
+	}
+	rev = etcd_wire_get_i64(cJSON_GetObjectItemCaseSensitive(res, "header"), "revision");
+	if (etcd_wire_get_i64(res, "compact_revision") > 0) {
+		c->compact_rev = etcd_wire_get_i64(res, "compact_revision");
+		rc = fail(c, -ESTALE, "etcd: watch start revision compacted (oldest %" PRId64 ")",
+			  c->compact_rev);
+		goto out;
+	}
+	if (etcd_wire_get_bool(res, "canceled")) {
+		rc = fail(c, -EPIPE, "etcd: watch canceled by the server");
+		goto out;
+	}
+	if (etcd_wire_get_bool(res, "created")) {
+		rc = c->watch_fn(NULL, c->watch_arg);
+		goto out;
+	}
+	events = cJSON_GetObjectItemCaseSensitive(res, "events");
+	cJSON_ArrayForEach(ev, events) {
+		const cJSON *type = cJSON_GetObjectItemCaseSensitive(ev, "type");
+		struct etcd_kv kv;
+		struct etcd_event e = { .kv = &kv, .revision = rev };
+
+		e.is_delete = cJSON_IsString(type) && strcmp(type->valuestring, "DELETE") == 0;
+		rc = etcd_wire_parse_kv(cJSON_GetObjectItemCaseSensitive(ev, "kv"), &kv);
+		if (rc < 0) {
+			rc = fail(c, rc, "etcd: bad watch event");
+			goto out;
+		}
+		rc = c->watch_fn(&e, c->watch_arg);
+		etcd_wire_kv_release(&kv);
+		if (rc != 0)
+			break;
+	}
+out:
+	cJSON_Delete(o);
+	return rc;
+}
+
+/* Cuts the stream into lines; a non-zero watch_rc ends the transfer. */
+static size_t on_watch_body(char *p, size_t size, size_t n, void *arg)
+{
+	struct etcd_client *c = arg;
+	size_t start = 0, i;
+
+	if (buf_append(&c->resp, p, size * n) < 0) {
+		c->watch_rc = fail(c, -ENOMEM, "etcd: out of memory reading a watch");
+		return 0;
+	}
+	for (i = 0; i < c->resp.len; i++) {
+		if (c->resp.data[i] != '\n')
+			continue;
+		if (i > start)
+			c->watch_rc = watch_line(c, c->resp.data + start, i - start);
+		start = i + 1;
+		if (c->watch_rc != 0)
+			return 0;
+	}
+	memmove(c->resp.data, c->resp.data + start, c->resp.len - start);
+	c->resp.len -= start;
+	return size * n;
+}
+
+int etcd_client_watch(struct etcd_client *c, const void *key, size_t key_len,
+		      const void *range_end, size_t range_end_len, int64_t start_rev,
+		      etcd_watch_fn fn, void *arg, int64_t *compact_rev)
+{
+	cJSON *req = cJSON_CreateObject(), *cr = cJSON_CreateObject();
+	char *body = NULL;
+	int rc = req && cr && cJSON_AddItemToObject(req, "create_request", cr) ? 0 : -ENOMEM;
+
+	if (rc < 0)
+		cJSON_Delete(cr);
+	if (rc == 0)
+		rc = etcd_wire_add_b64(cr, "key", key, key_len);
+	if (rc == 0 && range_end)
+		rc = etcd_wire_add_b64(cr, "range_end", range_end, range_end_len);
+	if (rc == 0 && start_rev > 0)
+		rc = etcd_wire_add_i64(cr, "start_revision", start_rev);
+	if (rc == 0 && !(body = cJSON_PrintUnformatted(req)))
+		rc = -ENOMEM;
+	cJSON_Delete(req);
+	if (rc < 0)
+		return fail(c, rc, "etcd: out of memory building a watch");
+	c->watch_fn = fn;
+	c->watch_arg = arg;
+	c->watch_rc = 0;
+	c->compact_rev = 0;
+	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_watch_body);
+	rc = post(c, "/v3/watch", body, true, NULL);
+	/* an answer without a final newline (an error object) is a line too */
+	if (rc == 0 && c->resp.len > 0)
+		rc = watch_line(c, c->resp.data, c->resp.len);
+	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_body);
+	free(body);
+	c->resp.len = 0;
+	if (compact_rev)
+		*compact_rev = c->compact_rev;
+	/* A stream that ends by itself (member gone) is a broken watch. */
+	if (rc == 0)
+		rc = fail(c, -EPIPE, "etcd %s: watch stream ended", c->eps[c->cur]);
+	return rc;
+}

@@ -1,0 +1,204 @@
+/*
+ * store/etcd_client.h - PRIVATE to store/: a small client of etcd v3's JSON
+ * gateway (POST /v3/kv/range, /v3/kv/put, /v3/kv/deleterange, /v3/kv/txn,
+ * /v3/lease/..., /v3/watch) over libcurl, the JSON read and written with cJSON,
+ * keys and values base64-coded on the wire. The etcd backend (docs/ETCD.md)
+ * is built on it; nothing above store/ may include it.
+ *
+ * Threads: a handle is one libcurl easy handle with its kept-alive
+ * connection and is NOT thread-safe. Give every thread its own handle (the
+ * backend keeps one per reader/writer thread and one for the watch thread);
+ * the only call that may come from another thread is etcd_client_cancel.
+ * libcurl's global set-up runs once, inside the first etcd_client_open.
+ *
+ * Errors: every call returns 0 or -errno and never exits; the handle keeps a
+ * one-line message for the last error (etcd_client_error):
+ *   -ECONNREFUSED no member could be reached     -ETIMEDOUT  a member stopped answering
+ *   -E2BIG        request over --max-request-bytes (gRPC ResourceExhausted)
+ *   -ENOSPC       the cluster's space quota is used up (the NOSPACE alarm)
+ *   -EINVAL       etcd refused the request (a key twice in one Txn, too many ops)
+ *   -ENOENT       lease not found                -ESTALE     revision compacted
+ *   -EAGAIN       cluster unavailable (no leader) -EACCES    auth refused
+ *   -EPROTO       an answer that is not the expected JSON   -ECANCELED cancelled
+ * Fail-over: when a member cannot be connected to (nothing was sent), the
+ * call is tried on the next member of the list, each at most once; the
+ * member that answered is kept for the next calls.
+ */
+#ifndef KVFS_ETCD_CLIENT_H
+#define KVFS_ETCD_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct etcd_client;
+
+/* One key-value as etcd returns it. key/val are heap, owned by the result holding them. */
+struct etcd_kv {
+	uint8_t *key;
+	size_t key_len;
+	uint8_t *val;	/* NULL with keys_only */
+	size_t val_len;
+	int64_t create_rev;	/* revision that created the key (0: absent) */
+	int64_t mod_rev;	/* revision of its last change */
+	int64_t version;	/* changes since creation */
+	int64_t lease;	/* 0: none */
+};
+
+/* A range's answer; release with etcd_range_result_release. */
+struct etcd_range_result {
+	struct etcd_kv *kvs;
+	size_t len;
+	int64_t count;	/* keys in the whole range (may exceed len when limited) */
+	bool more;	/* the limit cut the answer short */
+	int64_t revision;	/* the store revision the answer was read at */
+};
+
+void etcd_range_result_release(struct etcd_range_result *r);
+
+/*
+ * endpoints: "HOST:PORT[,HOST:PORT...]" (an "http://" scheme is optional).
+ * *out is heap; close it with etcd_client_close. On failure -errno and a
+ * reason in why (may be NULL).
+ */
+int etcd_client_open(const char *endpoints, struct etcd_client **out, char *why, size_t why_len);
+void etcd_client_close(struct etcd_client *c);
+/* The last error's message; borrowed, valid until the next call on c. "" when none. */
+const char *etcd_client_error(const struct etcd_client *c);
+/* The endpoint the last call went to ("http://HOST:PORT"); borrowed from c. */
+const char *etcd_client_endpoint(const struct etcd_client *c);
+/* Per-call time limit for unary calls, in ms (default 10000; 0 = none). */
+void etcd_client_set_timeout(struct etcd_client *c, long ms);
+/*
+ * Makes the call running on c (a watch, typically) return -ECANCELED soon
+ * (within a second: libcurl calls the progress callback that polls the flag
+ * at least once a second). The one call that may come from another thread;
+ * the next call on c runs normally again.
+ */
+void etcd_client_cancel(struct etcd_client *c);
+
+/* Range options; a zeroed struct (or NULL) reads one key at the newest revision. */
+struct etcd_range_opts {
+	const void *range_end;	/* NULL: the single key; see ETCD_RANGE_END_* */
+	size_t range_end_len;
+	bool keys_only;
+	bool count_only;
+	int64_t limit;	/* 0: no limit */
+	int64_t revision;	/* 0: newest; else read the store as of this revision */
+};
+
+/*
+ * Half-open ranges: etcd reads [key, range_end). etcd_prefix_end writes the
+ * end of "every key starting with p" into out (p_len bytes, at least 1) and
+ * returns its length: p with its last byte below 0xff raised by one and the
+ * rest cut. An empty prefix or one of only 0xff bytes gives the single byte
+ * 0x00, which etcd reads as "to the end of the keyspace".
+ */
+size_t etcd_prefix_end(const void *p, size_t p_len, uint8_t *out);
+
+int etcd_client_range(struct etcd_client *c, const void *key, size_t key_len,
+	       const struct etcd_range_opts *opts, struct etcd_range_result *out);
+/* *revision (may be NULL): the revision the put created. lease 0: none. */
+int etcd_client_put(struct etcd_client *c, const void *key, size_t key_len,
+	     const void *val, size_t val_len, int64_t lease, int64_t *revision);
+/* range_end NULL: the single key. *deleted and *revision may be NULL. */
+int etcd_client_delete_range(struct etcd_client *c, const void *key, size_t key_len,
+		      const void *range_end, size_t range_end_len,
+		      int64_t *deleted, int64_t *revision);
+
+/*
+ * Discards the history before `revision` (what auto-compaction does on a
+ * timer); reads and watches from older revisions then give -ESTALE.
+ * physical: wait until the space is really freed.
+ */
+int etcd_client_compact(struct etcd_client *c, int64_t revision, bool physical);
+
+/* Txn compares: target of `key` (or of every key in [key, range_end)) against a value. */
+enum etcd_cmp_target { ETCD_CMP_MOD, ETCD_CMP_CREATE, ETCD_CMP_VERSION, ETCD_CMP_VALUE };
+enum etcd_cmp_result { ETCD_CMP_EQUAL, ETCD_CMP_GREATER, ETCD_CMP_LESS, ETCD_CMP_NOT_EQUAL };
+
+struct etcd_cmp {
+	enum etcd_cmp_target target;
+	enum etcd_cmp_result result;
+	const void *key;
+	size_t key_len;
+	const void *range_end;	/* NULL: the key alone */
+	size_t range_end_len;
+	int64_t rev;	/* for MOD, CREATE, VERSION (create_rev 0 == "absent") */
+	const void *val;	/* for VALUE */
+	size_t val_len;
+};
+
+enum etcd_op_type { ETCD_OP_RANGE, ETCD_OP_PUT, ETCD_OP_DELETE };
+
+/* One operation of a Txn branch; for RANGE, range_end/keys_only/limit apply. */
+struct etcd_op {
+	enum etcd_op_type type;
+	const void *key;
+	size_t key_len;
+	const void *range_end;
+	size_t range_end_len;
+	const void *val;	/* PUT */
+	size_t val_len;
+	int64_t lease;	/* PUT; 0: none */
+	bool keys_only;	/* RANGE */
+	int64_t limit;	/* RANGE; 0: none */
+};
+
+/* A Txn's answer; release with etcd_txn_result_release. */
+struct etcd_txn_result {
+	bool succeeded;	/* every compare held: the success branch ran */
+	int64_t revision;	/* store revision after the Txn */
+	struct etcd_range_result *ranges;	/* one per op of the branch that ran; filled for RANGE ops */
+	size_t len;
+};
+
+void etcd_txn_result_release(struct etcd_txn_result *r);
+
+/*
+ * Runs one Txn: if every compare holds, the success ops, else the failure
+ * ops, atomically. A failed compare is not an error (0, succeeded false).
+ */
+int etcd_client_txn(struct etcd_client *c, const struct etcd_cmp *cmps, size_t n_cmps,
+	     const struct etcd_op *success, size_t n_success,
+	     const struct etcd_op *failure, size_t n_failure, struct etcd_txn_result *out);
+
+/* Leases: grant (ttl seconds; *id out, *granted may be NULL), revoke, one keep-alive round. */
+int etcd_client_lease_grant(struct etcd_client *c, int64_t ttl, int64_t *id, int64_t *granted);
+int etcd_client_lease_revoke(struct etcd_client *c, int64_t id);
+/* *ttl (may be NULL): the lease's renewed TTL. -ENOENT when the lease has expired. */
+int etcd_client_lease_keepalive(struct etcd_client *c, int64_t id, int64_t *ttl);
+
+/* A watch event; kv borrowed for the callback's duration. */
+struct etcd_event {
+	bool is_delete;
+	const struct etcd_kv *kv;	/* a delete's kv has key and mod_rev only */
+	int64_t revision;	/* the header revision of the response carrying it */
+};
+
+/*
+ * Called once with ev NULL when the watch is established (so a caller knows
+ * from when on it sees changes; etcd sends this even just before refusing a
+ * compacted start revision), then once per event, in revision order.
+ * Return 0 to go on, anything else to end the watch (etcd_watch returns it).
+ */
+typedef int (*etcd_watch_fn)(const struct etcd_event *ev, void *arg);
+
+/*
+ * Watches [key, range_end) (range_end NULL: the key alone) from start_rev
+ * (0: from now) and blocks, delivering events to fn, until fn returns
+ * non-zero, etcd_client_cancel (-ECANCELED), the stream breaks (-EPIPE or
+ * the transport's error), or start_rev was compacted (-ESTALE; then
+ * *compact_rev, may be NULL, is the oldest revision still available).
+ * Not failed over mid-stream: the caller resumes from the last revision seen + 1.
+ */
+int etcd_client_watch(struct etcd_client *c, const void *key, size_t key_len,
+	       const void *range_end, size_t range_end_len, int64_t start_rev,
+	       etcd_watch_fn fn, void *arg, int64_t *compact_rev);
+
+/* Base64 (RFC 4648, padded), exposed for tests. encode: out >= 4*((n+2)/3)+1 bytes, NUL-ended. */
+size_t etcd_b64_encode(const void *in, size_t n, char *out);
+/* decode: out >= 3*(n/4) bytes; returns the length or -EINVAL on bad input. */
+long etcd_b64_decode(const char *in, size_t n, uint8_t *out);
+
+#endif

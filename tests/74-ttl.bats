@@ -1,0 +1,373 @@
+#!/usr/bin/env bats
+# Issue 10, TTL keys: a time to live on a leaf or a subtree (setfattr
+# user.kvfs.ttl, kvfs put --ttl, kvfs import --ttl), gone from every read
+# once it passes (before the reaper removes it), removed by the mount's
+# reaper with indexes kept exact, cleared by an overwrite, carried by
+# dump/load and backup, verified and rebuilt by check; format 4.
+
+load 'test_helper/common'
+load 'test_helper/tables'
+
+setup() {
+	mount_setup
+}
+
+teardown() {
+	mount_teardown
+}
+
+# gone PATH: true once PATH no longer exists (for eventually).
+gone() {
+	[ ! -e "$1" ] && [ ! -L "$1" ]
+}
+
+# ttl_of PATH: the seconds left, as getfattr shows them.
+ttl_of() {
+	getfattr --absolute-names --only-values -n user.kvfs.ttl "$1"
+}
+
+# keys_in STORE SPACE: how many records a dump holds in SPACE.
+keys_in() {
+	kvfs dump "$1" | grep -c "^$2 " || true
+}
+
+# users_are KEYS...: kvfs find over /sess's by_user index lists exactly KEYS.
+users_are() {
+	[ "$(kvfs find "$STORE" /sess by_user --from a)" = "$(printf '%s\n' "$@")" ]
+}
+
+# reaped STORE: true once the store holds no TTL records.
+reaped() {
+	[ "$(keys_in "$1" expiry)" -eq 0 ] && [ "$(keys_in "$1" ttl)" -eq 0 ]
+}
+
+@test "a leaf with a 2-second TTL set through setfattr leaves ls, cat, stat, the views and export, then is reaped" {
+	mkdir "$MNT/s"
+	echo hello >"$MNT/s/tmp"
+	echo keep >"$MNT/s/other"
+	setfattr -n user.kvfs.ttl -v 2 "$MNT/s/tmp"
+	run -0 ttl_of "$MNT/s/tmp"
+	assert_output --regexp '^[12]$'
+	run -0 cat "$MNT/s/tmp"
+	assert_output 'hello'
+	run -0 ls "$MNT/s"
+	assert_output "$(printf 'other\ntmp')"
+	eventually 5 gone "$MNT/s/tmp"
+	run -0 ls "$MNT/s"
+	assert_output 'other'
+	run -1 cat "$MNT/s/tmp"
+	run -1 stat "$MNT/s/tmp"
+	run -0 cat "$MNT/s.json"
+	refute_output --partial 'tmp'
+	run -0 kvfs export "$STORE" /s
+	refute_output --partial 'hello'
+	run -1 kvfs get "$STORE" /s/tmp
+	eventually 5 reaped "$STORE"
+	run -0 kvfs dump "$STORE"
+	refute_output --partial "$(printf 'tmp' | od -An -tx1 | tr -d ' \n')"
+	run -0 kvfs check "$STORE"
+	assert_output --partial ', 0 problems'
+}
+
+@test "a TTL on a directory expires the whole subtree; kvfs put --ttl on a leaf too" {
+	mkdir -p "$MNT/sess/a"
+	echo 1 >"$MNT/sess/a/x"
+	echo 2 >"$MNT/sess/y"
+	echo stay >"$MNT/stay"
+	setfattr -n user.kvfs.ttl -v 2 "$MNT/sess"
+	run -0 cat "$MNT/sess/a/x"
+	assert_output '1'
+	kvfs put --ttl 2 "$STORE" /stay2 v
+	run -0 cat "$MNT/stay2"
+	assert_output 'v'
+	eventually 5 gone "$MNT/stay2"
+	eventually 5 gone "$MNT/sess"
+	gone "$MNT/sess/a/x"
+	gone "$MNT/sess/y"
+	run -0 ls "$MNT"
+	assert_output 'stay'
+	run -0 find "$MNT"
+	refute_output --partial 'sess'
+	eventually 5 reaped "$STORE"
+	run -1 kvfs ls "$STORE" /sess
+	run -0 kvfs check "$STORE"
+}
+
+@test "getfattr counts down; no TTL is ENODATA; an overwrite clears the TTL unless --ttl gives it again" {
+	kvfs put "$STORE" /k v
+	run -1 getfattr --absolute-names -n user.kvfs.ttl "$MNT/k"
+	assert_output --partial 'No such attribute'
+	kvfs put --ttl 100 "$STORE" /k v
+	run -0 ttl_of "$MNT/k"
+	[ "$output" -le 100 ] && [ "$output" -ge 98 ]
+	# a write through the mount is an overwrite
+	echo w >"$MNT/k"
+	run -1 getfattr --absolute-names -n user.kvfs.ttl "$MNT/k"
+	setfattr -n user.kvfs.ttl -v 50 "$MNT/k"
+	run -0 ttl_of "$MNT/k"
+	[ "$output" -le 50 ] && [ "$output" -ge 48 ]
+	kvfs put "$STORE" /k again
+	run -1 getfattr --absolute-names -n user.kvfs.ttl "$MNT/k"
+	kvfs put --ttl 30 "$STORE" /k again
+	run -0 ttl_of "$MNT/k"
+	[ "$output" -le 30 ] && [ "$output" -ge 28 ]
+	# removexattr clears it; a bad value is refused and changes nothing
+	setfattr -x user.kvfs.ttl "$MNT/k"
+	run -1 getfattr --absolute-names -n user.kvfs.ttl "$MNT/k"
+	run -1 setfattr -n user.kvfs.ttl -v abc "$MNT/k"
+	run -1 setfattr -n user.kvfs.ttl -v 0 "$MNT/k"
+	run -1 getfattr --absolute-names -n user.kvfs.ttl "$MNT/k"
+	run -2 kvfs put --ttl 0 "$STORE" /k v
+	run -2 kvfs put --ttl x "$STORE" /k v
+	# a view write replaces the document: its TTLs are cleared
+	mkdir "$MNT/d"
+	echo 1 >"$MNT/d/a"
+	setfattr -n user.kvfs.ttl -v 60 "$MNT/d/a"
+	printf '{"a": 2}' >"$MNT/d.json"
+	run -1 getfattr --absolute-names -n user.kvfs.ttl "$MNT/d/a"
+	run -0 kvfs check "$STORE"
+}
+
+@test "kvfs import --ttl expires the imported document; a TTL moves with mv" {
+	printf '{"a": {"b": 1}, "c": [1, 2]}' >"$BATS_TEST_TMPDIR/doc.json"
+	kvfs import --ttl 100 "$STORE" /doc "$BATS_TEST_TMPDIR/doc.json"
+	run -0 ttl_of "$MNT/doc"
+	[ "$output" -ge 98 ]
+	mv "$MNT/doc" "$MNT/moved"
+	run -0 ttl_of "$MNT/moved"
+	[ "$output" -ge 98 ]
+	run -0 kvfs check "$STORE"
+	run -2 kvfs import --ttl 5 --lines "$STORE" /rows "$BATS_TEST_TMPDIR/doc.json"
+	kvfs import --ttl 2 "$STORE" /short "$BATS_TEST_TMPDIR/doc.json"
+	run -0 cat "$MNT/short/a/b"
+	eventually 5 gone "$MNT/short"
+	run -0 kvfs check "$STORE"
+}
+
+@test "an expired entry is hidden from every read before it is removed; a writing verb reaps it" {
+	unmount_store	# no reaper: only the reads hide it
+	local s=$BATS_TEST_TMPDIR/offline
+	kvfs mkdir --create "$s" /t
+	kvfs put --ttl 2 "$s" /t/gone v
+	kvfs put "$s" /t/kept w
+	run -0 kvfs get "$s" /t/gone
+	# bounded: the read hides it within a few seconds
+	eventually 5 bash -c "! '$KVFS_BIN' get '$s' /t/gone"
+	run -0 kvfs ls "$s" /t
+	assert_output 'kept'
+	run -0 kvfs export "$s" /t
+	refute_output --partial 'gone'
+	# still in the store: read-only verbs never write
+	[ "$(keys_in "$s" expiry)" -eq 1 ]
+	run -0 kvfs check "$s"
+	# a directory whose only child expired reads as empty, as its removal
+	# leaves it (mkdir and put write: they reap /t/gone first)
+	kvfs mkdir "$s" /d
+	kvfs put --ttl 2 "$s" /d/only v
+	[ "$(keys_in "$s" expiry)" -eq 1 ]
+	eventually 5 bash -c "[ -z \"\$('$KVFS_BIN' ls '$s' /d)\" ]"
+	run -0 kvfs ls "$s" /
+	assert_output "$(printf 'd\nt')"
+	run -0 kvfs export --compact "$s" /d
+	assert_output '{}'
+	run -0 kvfs export --compact "$s"
+	assert_output '{"d":{},"t":{"kept":"w"}}'
+	[ "$(keys_in "$s" expiry)" -eq 1 ]
+	kvfs put "$s" /other 1
+	[ "$(keys_in "$s" expiry)" -eq 0 ]
+	[ "$(keys_in "$s" ttl)" -eq 0 ]
+	run -0 kvfs ls "$s" /t
+	assert_output 'kept'
+	run -0 kvfs export --compact "$s" /d
+	assert_output '{}'
+	run -0 kvfs check "$s"
+}
+
+@test "an expired row leaves index browsing and find at once; after reaping the indexes are exact" {
+	people
+	row people/cy '{"email":"cy@x","age":30}'
+	run -0 kvfs find "$STORE" /people by_age 30
+	assert_output "$(printf 'ann\ncy')"
+	setfattr -n user.kvfs.ttl -v 1 "$MNT/people/cy"
+	eventually 5 gone "$MNT/people/cy"
+	run -0 kvfs find "$STORE" /people by_age 30
+	assert_output 'ann'
+	run -0 ls -f "$MNT/people/@by_email"
+	refute_output --partial 'cy@x'
+	gone "$MNT/people/@by_age/30/cy"
+	[ -L "$MNT/people/@by_age/30/ann" ]
+	eventually 5 reaped "$STORE"
+	run -0 kvfs check "$STORE"
+	assert_output --partial ', 0 problems'
+	# the email is free again
+	row people/dan '{"email":"cy@x","age":1}'
+	run -0 kvfs find "$STORE" /people by_email cy@x
+	assert_output 'dan'
+}
+
+@test "a TTL on a level of a composite key takes the rows under it out of find at once" {
+	mkdir -p "$MNT/names/Mary" "$MNT/names/Ann"
+	kvfs table create "$STORE" /names --key-depth 2
+	kvfs index create "$STORE" /names by_age age
+	row names/Mary/Jane '{"age":30,"nick":"j"}'
+	row names/Mary/Kate '{"age":31}'
+	row names/Ann/Lee '{"age":30}'
+	unmount_store	# no reaper: what find shows comes from hiding alone
+	kvfs put --ttl 2 "$STORE" /names/Mary/Jane/age 30
+	run -0 kvfs find "$STORE" /names by_age 30
+	assert_output "$(printf 'Ann/Lee\nMary/Jane')"
+	# the expiring field is the indexed one: only that index loses the row
+	eventually 5 bash -c "[ \"\$('$KVFS_BIN' find '$STORE' /names by_age 30)\" = Ann/Lee ]"
+	run -0 kvfs export --compact "$STORE" /names/Mary/Jane
+	assert_output '{"nick":"j"}'
+	# a level: every row below it
+	kvfs rm -r "$STORE" /names/Mary/Jane
+	mount_store
+	setfattr -n user.kvfs.ttl -v 2 "$MNT/names/Mary"
+	unmount_store
+	run -0 kvfs find "$STORE" /names by_age --from 0
+	assert_output "$(printf 'Ann/Lee\nMary/Kate')"
+	eventually 5 bash -c "[ \"\$('$KVFS_BIN' find '$STORE' /names by_age --from 0)\" = Ann/Lee ]"
+	run -0 kvfs check "$STORE"
+	kvfs put "$STORE" /x 1	# a write reaps
+	run -0 kvfs check "$STORE"
+	assert_output --partial ', 0 problems'
+	run -1 kvfs ls "$STORE" /names/Mary
+}
+
+@test "TTLs survive dump/load and backup as absolute deadlines" {
+	kvfs put --ttl 100 "$STORE" /a v
+	mkdir "$MNT/d"
+	echo 1 >"$MNT/d/x"
+	setfattr -n user.kvfs.ttl -v 200 "$MNT/d"
+	kvfs dump "$STORE" >"$BATS_TEST_TMPDIR/dump"
+	[ "$(grep -c '^expiry ' "$BATS_TEST_TMPDIR/dump")" -eq 2 ]
+	[ "$(grep -c '^ttl ' "$BATS_TEST_TMPDIR/dump")" -eq 2 ]
+	kvfs load "$BATS_TEST_TMPDIR/s2" <"$BATS_TEST_TMPDIR/dump"
+	kvfs dump "$BATS_TEST_TMPDIR/s2" | cmp - "$BATS_TEST_TMPDIR/dump"
+	kvfs backup "$STORE" "$BATS_TEST_TMPDIR/b"
+	run -0 kvfs check "$BATS_TEST_TMPDIR/b"
+	kvfs dump "$BATS_TEST_TMPDIR/b" | grep -c '^ttl ' | grep -qx 2
+	mount_extra "$BATS_TEST_TMPDIR/m2" "$BATS_TEST_TMPDIR/s2"
+	run -0 ttl_of "$BATS_TEST_TMPDIR/m2/d"
+	[ "$output" -le 200 ] && [ "$output" -ge 190 ]
+	# an expired deadline in a dump stays expired after load
+	kvfs put --ttl 1 "$STORE" /soon v
+	kvfs dump "$STORE" >"$BATS_TEST_TMPDIR/dump2"
+	eventually 5 gone "$MNT/soon"
+	kvfs load "$BATS_TEST_TMPDIR/s3" <"$BATS_TEST_TMPDIR/dump2"
+	run -1 kvfs get "$BATS_TEST_TMPDIR/s3" /soon
+	# a bad deadline is refused by load
+	sed 's/^ttl \([0-9a-f]*\) .*/ttl \1 00/' "$BATS_TEST_TMPDIR/dump" >"$BATS_TEST_TMPDIR/bad"
+	run -1 kvfs load "$BATS_TEST_TMPDIR/s4" <"$BATS_TEST_TMPDIR/bad"
+	assert_output --partial 'bad ttl entry'
+}
+
+@test "check finds a ttl entry removed and an expiry entry added on purpose; check --repair rebuilds" {
+	unmount_store	# no reaper: the store stays as the test leaves it
+	kvfs put --ttl 1000 "$STORE" /a v
+	kvfs put "$STORE" /b w
+	run -0 kvfs check "$STORE"
+	assert_output --partial ', 0 problems'
+	# a copy of the store whose ttl space lost its one record (through LMDB's tools)
+	mdb_dump -a "$STORE" | awk '
+		/^database=/ { db = $0 }
+		/^HEADER=END/ { print; data = 1; next }
+		/^DATA=END/ { data = 0 }
+		!(data && db == "database=ttl") { print }' >"$BATS_TEST_TMPDIR/all"
+	local s=$BATS_TEST_TMPDIR/s2
+	mkdir "$s"
+	mdb_load -f "$BATS_TEST_TMPDIR/all" "$s"
+	run -1 kvfs check "$s"
+	assert_output --partial 'expiry entry without its ttl entry'
+	# and an expiry entry for a node that does not exist (/zz, long due)
+	printf '%s\n%s\n' '\00\00\00\00\00\00\00\01\02zz\00' '' | mdb_load -s expiry -T "$s"
+	run -1 kvfs check "$s"
+	assert_output --partial '0000000000000001027a7a00: expiry entry without its ttl entry'
+	run -0 kvfs check --repair "$s"
+	assert_output --partial 'check: ttl space rebuilt'
+	assert_output --partial ', 0 problems'
+	run -0 kvfs dump "$s"
+	refute_output --partial '027a7a00'
+	[ "$(keys_in "$s" ttl)" -eq 1 ]
+	# the restored deadline is the one the expiry entry kept
+	[ "$(kvfs dump "$s" | grep '^ttl ')" = "$(kvfs dump "$STORE" | grep '^ttl ')" ]
+	# a corrupt deadline value is reported too
+	printf '%s\n%s\n' '\02b\00' '\00' | mdb_load -s ttl -T "$s"
+	run -1 kvfs check "$s"
+	assert_output --partial '026200: ttl entry: bad deadline'
+	run -0 kvfs check --repair "$s"
+	run -0 kvfs get "$s" /b
+	assert_output 'w'
+}
+
+@test "a committed format-3 store reads as it is read-only and is upgraded to 4 by a write" {
+	unmount_store
+	local old=$BATS_TEST_TMPDIR/v3
+	mkdir -p "$old"
+	mdb_load -f "$BATS_TEST_DIRNAME/fixtures/v3-store.mdbdump" "$old" 2>/dev/null
+	run -0 mdb_dump -s meta -p "$old"
+	assert_line ' \00\00\00\03'
+	cp "$old/data.mdb" "$BATS_TEST_TMPDIR/before.mdb"
+	run -0 kvfs check "$old"
+	run -0 kvfs find "$old" /people by_email --from a
+	assert_output "$(printf 'ann\nbob')"
+	run -0 kvfs get "$old" /nested/0/1/1
+	assert_output 'x'
+	cmp "$old/data.mdb" "$BATS_TEST_TMPDIR/before.mdb"
+	# the first write upgrades: the two spaces appear, nothing else changes
+	kvfs put --ttl 100 "$old" /people/ann/age 31
+	run -0 mdb_dump -s meta -p "$old"
+	assert_line ' \00\00\00\04'
+	run -0 mdb_stat -a "$old"
+	assert_output --partial 'Status of expiry'
+	assert_output --partial 'Status of ttl'
+	run -0 kvfs check "$old"
+	assert_output --partial ', 0 problems'
+	run -0 kvfs find "$old" /people by_email ann@x
+	assert_output 'ann'
+	STORE=$old mount_store
+	run -0 ttl_of "$MNT/people/ann/age"
+	[ "$output" -ge 98 ]
+	run -0 cat "$MNT/people/ann/age"
+	assert_output '31'
+}
+
+@test "a table's default TTL (table create --ttl, @schema.json) is given to new rows only" {
+	mkdir "$MNT/sess"
+	row sess/old '{"user":"ann"}'
+	kvfs table create "$STORE" /sess --key-depth 1 --ttl 2
+	kvfs index create "$STORE" /sess by_user user
+	run -0 cat "$MNT/sess/@schema.json"
+	assert_output --partial '"ttl": 2'
+	# an existing row keeps living; new rows, by cp and by import --lines, expire
+	run -1 getfattr --absolute-names -n user.kvfs.ttl "$MNT/sess/old"
+	row sess/new '{"user":"bob"}'
+	run -0 ttl_of "$MNT/sess/new"
+	assert_output --regexp '^[12]$'
+	printf '{"user":"cy"}\n' | kvfs import --lines "$STORE" /sess -
+	run -0 kvfs find "$STORE" /sess by_user cy
+	eventually 5 gone "$MNT/sess/new"
+	eventually 5 users_are old
+	eventually 5 reaped "$STORE"
+	run -0 kvfs check "$STORE"
+	assert_output --partial ', 0 problems'
+	# a row written with its own TTL keeps it; changing a field keeps the row's
+	mkdir "$MNT/sess/own"
+	setfattr -n user.kvfs.ttl -v 100 "$MNT/sess/own"
+	echo dan >"$MNT/sess/own/user"
+	run -0 ttl_of "$MNT/sess/own"
+	[ "$output" -ge 98 ]
+	# the default is altered through @schema.json, and removed by leaving it out
+	printf '%s' '{"key_depth":1,"ttl":300,"indexes":{"by_user":{"fields":["user"],"unique":false}}}' >"$MNT/sess/@schema.json"
+	run -0 kvfs table show "$STORE" /sess
+	assert_output --partial '"ttl": 300'
+	row sess/later '{"user":"eve"}'
+	run -0 ttl_of "$MNT/sess/later"
+	[ "$output" -ge 298 ]
+	printf '%s' '{"key_depth":1,"indexes":{"by_user":{"fields":["user"],"unique":false}}}' >"$MNT/sess/@schema.json"
+	run -0 kvfs table show "$STORE" /sess
+	refute_output --partial '"ttl"'
+	run -2 kvfs table create "$STORE" /other --key-depth 1 --ttl 0
+	run -0 kvfs check "$STORE"
+}
