@@ -46,6 +46,7 @@
 
 #include <fuse_lowlevel.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -210,6 +211,20 @@ struct fs_moved {
 	uint32_t moved;
 };
 
+/* What stats.c counts: the requests by opcode, and the pages pushed (dir.c). */
+enum fs_stat {
+	FS_STAT_LOOKUP, FS_STAT_FORGET, FS_STAT_GETATTR, FS_STAT_SETATTR, FS_STAT_READLINK,
+	FS_STAT_MKNOD, FS_STAT_MKDIR, FS_STAT_UNLINK, FS_STAT_RMDIR, FS_STAT_SYMLINK,
+	FS_STAT_RENAME, FS_STAT_LINK, FS_STAT_OPEN, FS_STAT_READ, FS_STAT_WRITE,
+	FS_STAT_FLUSH, FS_STAT_RELEASE, FS_STAT_FSYNC, FS_STAT_OPENDIR, FS_STAT_READDIR,
+	FS_STAT_READDIRPLUS, FS_STAT_RELEASEDIR, FS_STAT_FSYNCDIR, FS_STAT_STATFS,
+	FS_STAT_SETXATTR, FS_STAT_GETXATTR, FS_STAT_LISTXATTR, FS_STAT_REMOVEXATTR,
+	FS_STAT_CREATE,
+	FS_STAT_STORE,		/* fuse_lowlevel_notify_store calls that succeeded */
+	FS_STAT_STORE_BYTES,	/* and the bytes they pushed */
+	FS_STAT_MAX
+};
+
 /*
  * All the daemon's state: fuse_req_userdata() of every request (mount.c
  * makes it). The settings at the top are fixed once the session runs.
@@ -266,6 +281,8 @@ struct fs_ctx {
 	pthread_cond_t watch_cond;
 	bool watch_stop, watch_started;
 	pthread_t watch_thread;
+
+	_Atomic uint64_t stats[FS_STAT_MAX];	/* stats.c: requests by opcode; no lock */
 };
 
 #define FS_WATCH_MS 150
@@ -357,6 +374,13 @@ void fs_node_revalidate_all(struct fs_ctx *ctx);
 
 /* ---- the operations table (ops.c) ---- */
 extern const struct fuse_lowlevel_ops fs_ops;
+
+/* ---- request counters (stats.c) ---- */
+/* ops.c's table, each request counted first: the one the session runs. */
+extern const struct fuse_lowlevel_ops fs_ops_counted;
+void fs_stat_add(struct fs_ctx *ctx, enum fs_stat which, uint64_t n);
+/* "opcode count" lines into buf (cap bytes, not NUL-terminated); the length used. */
+size_t fs_stats_format(struct fs_ctx *ctx, char *buf, size_t cap);
 
 /* ---- small helpers shared by the operations ---- */
 

@@ -644,7 +644,7 @@ int fs_mount_main(const struct fs_options *opts)
 		goto out_ctx;
 	if (open_model(ctx, opts) < 0)
 		goto out_args;
-	ctx->se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), ctx);
+	ctx->se = fuse_session_new(&args, &fs_ops_counted, sizeof(fs_ops_counted), ctx);
 	if (!ctx->se)
 		goto out_model;
 	served = serve(ctx, &report);
