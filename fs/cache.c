@@ -29,6 +29,76 @@ void fs_cache_forget(struct fs_ctx *ctx, struct fs_node *node)
 	fs_inval_node(ctx, fs_node_ino(ctx, node), FS_INVAL_DATA);
 }
 
+/*
+ * ctx->push_lock and the write section held. Reads the leaf at path and
+ * stores its text in the kernel's pages; *n gets the version stored (the
+ * stat comes first: text read after it is never older). 0 when stored.
+ */
+static int push_store(struct fs_ctx *ctx, struct fs_node *node, const char *path,
+		      struct model_node *n)
+{
+	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(0);
+	char *buf = NULL;
+	size_t len = 0;
+	int ret = model_stat(ctx->model, path, 0, n, NULL);
+
+	if (ret < 0)
+		return ret;
+	if (n->kind != MODEL_KIND_LEAF || n->derived || n->size > FS_PUSH_SIZE_MAX)
+		return -EAGAIN;
+	ret = model_read_all(ctx->model, path, &buf, &len, NULL);
+	if (ret < 0)
+		return ret;
+	if (len != n->size) {
+		free(buf);
+		return -EAGAIN;
+	}
+	bv.buf[0].size = len;
+	bv.buf[0].mem = buf;
+	ret = len ? fuse_lowlevel_notify_store(ctx->se, fs_node_ino(ctx, node), 0, &bv, 0) : 0;
+	free(buf);
+	if (ret == 0) {
+		fs_stat_add(ctx, FS_STAT_STORE, 1);
+		fs_stat_add(ctx, FS_STAT_STORE_BYTES, len);
+	}
+	return ret;
+}
+
+void fs_cache_push(struct fs_ctx *ctx, struct fs_node *node)
+{
+	struct model_node n;
+	char *path = NULL;
+	bool go;
+	int ret;
+
+	pthread_mutex_lock(&ctx->push_lock);
+	ret = fs_write_path(ctx, node, NULL, &path);
+	if (ret < 0)
+		goto out_unlock;
+	pthread_mutex_lock(&ctx->lock);
+	go = node->hashed && !node->wfile && !node->npend && !node->tmp && !node->want_type &&
+	     !node->cache_known;
+	pthread_mutex_unlock(&ctx->lock);
+	ret = go ? push_store(ctx, node, path, &n) : -EAGAIN;
+	if (ret == 0) {
+		/* the pages hold this version now: the next open keeps them */
+		pthread_mutex_lock(&ctx->lock);
+		node->cache_known = true;
+		node->cache_mtime = n.mtime_ns;
+		node->cache_size = n.size;
+		pthread_mutex_unlock(&ctx->lock);
+	}
+	fs_write_end(ctx, -1);	/* nothing committed: any move of the store was someone else */
+	free(path);
+out_unlock:
+	pthread_mutex_unlock(&ctx->push_lock);
+	if (ret < 0 && ret != -EAGAIN && ret != -ENOENT)
+		fs_trace(ctx, "push %lu: %s", (unsigned long)fs_node_ino(ctx, node), strerror(-ret));
+	pthread_mutex_lock(&ctx->lock);
+	fs_node_unref_locked(ctx, node);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
 int fs_file_snapshot(struct fs_ctx *ctx, struct fs_file *f, const char *path)
 {
 	struct model_error err = { { 0 } };

@@ -459,8 +459,12 @@ int fs_file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 		fs_file_put(ctx, f);
 		return ret;
 	}
-	if (f->kind == FS_FILE_WRITER)
+	if (f->kind == FS_FILE_WRITER) {
+		/* not while the worker pushes the leaf's text into its pages */
+		pthread_mutex_lock(&ctx->push_lock);
 		f = writer_publish(ctx, f, fi->flags);
+		pthread_mutex_unlock(&ctx->push_lock);
+	}
 out_opened:
 	/*
 	 * Leaves, read or written, go through the kernel's one page cache

@@ -18,6 +18,10 @@
  * Lock order. A thread holding a lock may take only locks further down this
  * list, never one further up, and no two locks of the same rank at once:
  *
+ *   0. ctx->push_lock   one push of a leaf's text into the kernel's pages
+ *                       (cache.c, in the worker) against a leaf's first
+ *                       writer being published (file.c): taken with no
+ *                       other lock held.
  *   1. f->lock          one open file (struct fs_file): its buffer and state.
  *                       Held across model calls (a commit, a snapshot).
  *   2. ctx->gen_lock    the write section, fs_write_begin .. fs_write_end:
@@ -189,6 +193,7 @@ enum fs_inval_kind {
 	FS_INVAL_ATTR,		/* the attributes of a node */
 	FS_INVAL_DATA,		/* the attributes and cached pages of a node */
 	FS_INVAL_SUBTREE,	/* a node and everything known below it (the item holds a ref) */
+	FS_INVAL_STORE,		/* push a small leaf's text into its pages (the item holds a ref) */
 };
 
 /*
@@ -262,6 +267,7 @@ struct fs_ctx {
 	struct fs_inval *inval_head, *inval_tail;
 	bool inval_foreign;	/* coalesced: the store changed elsewhere, revalidate all */
 	bool inval_stop, inval_started;
+	unsigned inval_npush;	/* FS_INVAL_STORE items queued (at most FS_PUSH_QUEUE_MAX) */
 	pthread_t inval_thread;	/* written before the thread runs, joined after stop */
 
 	/*
@@ -274,6 +280,7 @@ struct fs_ctx {
 	 * invalidates what the kernel caches, so that long entry and attribute
 	 * timeouts stay honest.
 	 */
+	pthread_mutex_t push_lock;	/* a push against a first writer (lock order, 0) */
 	pthread_mutex_t gen_lock;	/* the write section; gen_known, gen_foreign */
 	uint64_t gen_known;	/* the generation accounted for */
 	bool gen_foreign;	/* someone else committed since the last poll */
@@ -321,6 +328,16 @@ void fs_inval_node(struct fs_ctx *ctx, fuse_ino_t ino, enum fs_inval_kind kind);
  * stays hashed. Pending files whose array is gone are dropped.
  */
 void fs_inval_subtree(struct fs_ctx *ctx, struct fs_node *node);
+/*
+ * After a listing told the kernel about node (a leaf of at most
+ * FS_PUSH_SIZE_MAX bytes whose pages were never filled; queued at
+ * releasedir, once the kernel has made the inode): the worker pushes
+ * its text into the kernel's page cache, so that a first `cat` needs no
+ * read. Takes over the caller's ref on node. Skipped (the ref dropped)
+ * while FS_PUSH_QUEUE_MAX pushes wait: a listing of a huge tree must not
+ * make the worker fall behind on invalidations.
+ */
+void fs_inval_push(struct fs_ctx *ctx, struct fs_node *node);
 /* The store changed elsewhere: one coalesced revalidation of every known node. */
 void fs_inval_foreign(struct fs_ctx *ctx);
 int fs_inval_start(struct fs_ctx *ctx);
@@ -427,6 +444,15 @@ static inline bool fs_kind_is_dir(enum model_kind kind)
  */
 #define FS_SNAPSHOT_MAX ((uint64_t)64 << 20)
 
+/*
+ * Pushing listed leaves into the page cache (dir.c, cache.c): leaves up to
+ * one page, at most FS_PUSH_ENTRIES_MAX per open directory, while at
+ * most FS_PUSH_QUEUE_MAX pushes wait for the worker.
+ */
+#define FS_PUSH_SIZE_MAX 4096
+#define FS_PUSH_ENTRIES_MAX 4096
+#define FS_PUSH_QUEUE_MAX 4096
+
 /* ---- attributes (attr.c) ---- */
 
 void fs_stat_fill(const struct fs_ctx *ctx, const struct model_node *n, struct stat *st);
@@ -514,6 +540,16 @@ int fs_file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
  * text) are dropped, and the next reader does not keep them.
  */
 void fs_cache_forget(struct fs_ctx *ctx, struct fs_node *node);
+
+/*
+ * Worker side of fs_inval_push: in the write section (so no commit through
+ * the mount and no rename moves the name meanwhile) and under
+ * ctx->push_lock (so no writer appears), a leaf with no writer, no pending
+ * content and pages never filled gets its text stored in the kernel's page
+ * cache (fuse_lowlevel_notify_store) and recorded as the version the pages
+ * hold, so that the next open keeps them. Drops the ref the item held.
+ */
+void fs_cache_push(struct fs_ctx *ctx, struct fs_node *node);
 
 /* A reader of a view gets the rendering of the moment it opened. */
 int fs_file_snapshot(struct fs_ctx *ctx, struct fs_file *f, const char *path);

@@ -95,7 +95,7 @@ void fs_inval_after_change(struct fs_ctx *ctx, struct fs_node *node, bool view)
 /* Frees an item; a subtree item gives back the ref it held. */
 static void inval_free(struct fs_ctx *ctx, struct fs_inval *iv)
 {
-	if (iv->kind == FS_INVAL_SUBTREE) {
+	if (iv->kind == FS_INVAL_SUBTREE || iv->kind == FS_INVAL_STORE) {
 		pthread_mutex_lock(&ctx->lock);
 		fs_node_unref_locked(ctx, fs_node_from_ino(ctx, iv->ino));
 		pthread_mutex_unlock(&ctx->lock);
@@ -106,11 +106,14 @@ static void inval_free(struct fs_ctx *ctx, struct fs_inval *iv)
 static void inval_push(struct fs_ctx *ctx, struct fs_inval *iv)
 {
 	pthread_mutex_lock(&ctx->inval_lock);
-	if (!ctx->inval_started || ctx->inval_stop) {
+	if (!ctx->inval_started || ctx->inval_stop ||
+	    (iv->kind == FS_INVAL_STORE && ctx->inval_npush >= FS_PUSH_QUEUE_MAX)) {
 		pthread_mutex_unlock(&ctx->inval_lock);
 		inval_free(ctx, iv);
 		return;
 	}
+	if (iv->kind == FS_INVAL_STORE)
+		ctx->inval_npush++;
 	if (ctx->inval_tail)
 		ctx->inval_tail->next = iv;
 	else
@@ -157,6 +160,21 @@ void fs_inval_subtree(struct fs_ctx *ctx, struct fs_node *node)
 	inval_push(ctx, iv);
 }
 
+void fs_inval_push(struct fs_ctx *ctx, struct fs_node *node)
+{
+	struct fs_inval *iv = calloc(1, sizeof(*iv) + 1);
+
+	if (!iv) {
+		pthread_mutex_lock(&ctx->lock);
+		fs_node_unref_locked(ctx, node);
+		pthread_mutex_unlock(&ctx->lock);
+		return;
+	}
+	iv->kind = FS_INVAL_STORE;
+	iv->ino = fs_node_ino(ctx, node);
+	inval_push(ctx, iv);
+}
+
 void fs_inval_foreign(struct fs_ctx *ctx)
 {
 	pthread_mutex_lock(&ctx->inval_lock);
@@ -183,6 +201,9 @@ static void inval_send(struct fs_ctx *ctx, const struct fs_inval *iv)
 	case FS_INVAL_SUBTREE:
 		fs_node_revalidate_subtree(ctx, fs_node_from_ino(ctx, iv->ino));
 		return;		/* the item's ref is given back there */
+	case FS_INVAL_STORE:
+		fs_cache_push(ctx, fs_node_from_ino(ctx, iv->ino));
+		return;		/* and there */
 	}
 	if (ret < 0 && ret != -ENOENT)
 		fs_trace(ctx, "invalidate %lu %s: %s", (unsigned long)iv->ino, iv->name,
@@ -212,6 +233,8 @@ static void *inval_main(void *arg)
 		ctx->inval_head = iv->next;
 		if (!ctx->inval_head)
 			ctx->inval_tail = NULL;
+		if (iv->kind == FS_INVAL_STORE)
+			ctx->inval_npush--;
 		pthread_mutex_unlock(&ctx->inval_lock);
 		inval_send(ctx, iv);
 		free(iv);
