@@ -21,13 +21,6 @@ struct fs_dir {
 	struct fs_node *node;	/* fixed; holds one ref */
 	struct model_list *list;
 	off_t pos;		/* offset of the next entry: 0 ".", 1 "..", 2 + i child i */
-	/*
-	 * readdirplus: small leaves to push into the page cache (each holds a
-	 * ref), queued at releasedir: the kernel has made their inodes by
-	 * then, which it does only after the reply, in the reading process.
-	 */
-	struct fs_node **push;
-	size_t npush, cappush;
 };
 
 void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -94,31 +87,6 @@ struct dir_fill {
 	size_t ncounted, capcounted;
 };
 
-/* ctx->lock held. Keeps child for a push at releasedir; false: no memory. */
-static bool dir_push_add(struct fs_dir *d, struct fs_node *child)
-{
-	if (d->npush == d->cappush) {
-		size_t cap = d->cappush ? d->cappush * 2 : 64;
-		struct fs_node **p = realloc(d->push, cap * sizeof(*p));
-
-		if (!p)
-			return false;
-		d->push = p;
-		d->cappush = cap;
-	}
-	fs_node_ref_locked(child);
-	d->push[d->npush++] = child;
-	return true;
-}
-
-/* Drops the pushes from index from on (a reply the kernel never saw). */
-static void dir_push_drop(struct fs_ctx *ctx, struct fs_dir *d, size_t from)
-{
-	pthread_mutex_lock(&ctx->lock);
-	while (d->npush > from)
-		fs_node_unref_locked(ctx, d->push[--d->npush]);
-	pthread_mutex_unlock(&ctx->lock);
-}
 
 /* ctx->lock held. Records a lookup counted for the reply; false: no memory. */
 static bool dir_count_lookup(struct dir_fill *s, struct fs_node *child)
@@ -230,11 +198,6 @@ static int dir_fill_fn(void *arg, const char *name, const struct model_node *nod
 		pthread_mutex_unlock(&ctx->lock);
 		return 1;
 	}
-	/* a small leaf whose pages were never filled: pushed there once replied */
-	if (node->kind == MODEL_KIND_LEAF && !vol && node->size <= FS_PUSH_SIZE_MAX &&
-	    s->d->npush < FS_PUSH_ENTRIES_MAX && !child->cache_known && !child->wfile &&
-	    !child->tmp)
-		dir_push_add(s->d, child);	/* no memory: no push, nothing else lost */
 	pthread_mutex_unlock(&ctx->lock);
 	return 0;
 }
@@ -256,7 +219,6 @@ static void dir_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_in
 	struct fs_dir *d = (struct fs_dir *)(uintptr_t)fi->fh;
 	struct dir_fill s = { .req = req, .ctx = fs_req_ctx(req), .d = d, .plus = plus,
 			      .size = size };
-	size_t npush = d->npush;
 	int ret = 0;
 
 	s.buf = malloc(size ? size : 1);
@@ -283,7 +245,12 @@ out_reply:
 		/* the kernel never saw these entries: it will not forget them */
 		for (size_t i = 0; i < s.ncounted; i++)
 			fs_node_forget(s.ctx, fs_node_ino(s.ctx, s.counted[i]), 1);
-		dir_push_drop(s.ctx, d, npush);
+	} else if (plus && s.ncounted) {
+		/* the kernel knows these leaves now: the first read of one pushes the rest */
+		pthread_mutex_lock(&s.ctx->lock);
+		if (d->node->push_state == FS_PUSH_NONE)
+			d->node->push_state = FS_PUSH_LISTED;
+		pthread_mutex_unlock(&s.ctx->lock);
 	}
 	free(s.counted);
 	free(s.buf);
@@ -309,9 +276,6 @@ void fs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct fs_dir *d = (struct fs_dir *)(uintptr_t)fi->fh;
 
 	(void)ino;
-	for (size_t i = 0; i < d->npush; i++)
-		fs_inval_push(ctx, d->push[i]);	/* takes over the ref */
-	free(d->push);
 	model_list_close(d->list);
 	pthread_mutex_lock(&ctx->lock);
 	fs_node_unref_locked(ctx, d->node);

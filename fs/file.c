@@ -476,6 +476,9 @@ out_opened:
 		fi->direct_io = 1;
 	else
 		fi->keep_cache = fs_cache_leaf_valid(ctx, node, &n);
+	/* a reader that missed the pages (recorded now): cat * sends one read, not one per leaf */
+	if (f->kind == FS_FILE_READER && !fi->keep_cache)
+		fs_cache_push_siblings(ctx, node);
 	fi->noflush = acc == O_RDONLY;	/* nothing to commit: close needs no round trip */
 	fi->fh = (uintptr_t)f;
 	*out = f;

@@ -80,6 +80,19 @@ struct fs_tmpfile {
 };
 
 /*
+ * Pushing the text of a directory's small leaves into the kernel's page
+ * cache (cache.c): a readdirplus makes the kernel know them (LISTED); the
+ * first open of one of them that misses the page cache queues the push of
+ * all of them (QUEUED), so that `cat *` sends one read, not one per leaf,
+ * while `find` and `ls -l`, which open nothing, cost no push.
+ */
+enum fs_push_state {
+	FS_PUSH_NONE,
+	FS_PUSH_LISTED,
+	FS_PUSH_QUEUED,
+};
+
+/*
  * A node the kernel knows (node.c owns the table). Every field is guarded by
  * ctx->lock; the root's parent and name are fixed.
  */
@@ -100,6 +113,7 @@ struct fs_node {
 	bool cache_known;	/* cache_* recorded at an earlier open */
 	int64_t cache_mtime;	/* leaf mtime and size at the last open or commit */
 	uint64_t cache_size;
+	enum fs_push_state push_state;	/* directories: pushing their leaves' text (cache.c) */
 	/* attr.c and dir.c: what the kernel was told */
 	uint64_t dir_gen;	/* store generation when last listed (+1; 0 never) */
 	uint64_t nlink_gen;	/* containers: store generation of nlink (+1; 0 never) */
@@ -193,7 +207,7 @@ enum fs_inval_kind {
 	FS_INVAL_ATTR,		/* the attributes of a node */
 	FS_INVAL_DATA,		/* the attributes and cached pages of a node */
 	FS_INVAL_SUBTREE,	/* a node and everything known below it (the item holds a ref) */
-	FS_INVAL_STORE,		/* push a small leaf's text into its pages (the item holds a ref) */
+	FS_INVAL_STORE,		/* push a directory's small leaves into their pages (holds a ref) */
 };
 
 /*
@@ -227,6 +241,7 @@ enum fs_stat {
 	FS_STAT_CREATE,
 	FS_STAT_STORE,		/* fuse_lowlevel_notify_store calls that succeeded */
 	FS_STAT_STORE_BYTES,	/* and the bytes they pushed */
+	FS_STAT_STORE_DIRS,	/* directories whose leaves the worker went through */
 	FS_STAT_MAX
 };
 
@@ -329,15 +344,12 @@ void fs_inval_node(struct fs_ctx *ctx, fuse_ino_t ino, enum fs_inval_kind kind);
  */
 void fs_inval_subtree(struct fs_ctx *ctx, struct fs_node *node);
 /*
- * After a listing told the kernel about node (a leaf of at most
- * FS_PUSH_SIZE_MAX bytes whose pages were never filled; queued at
- * releasedir, once the kernel has made the inode): the worker pushes
- * its text into the kernel's page cache, so that a first `cat` needs no
- * read. Takes over the caller's ref on node. Skipped (the ref dropped)
- * while FS_PUSH_QUEUE_MAX pushes wait: a listing of a huge tree must not
- * make the worker fall behind on invalidations.
+ * Queues the push of directory dir's small leaves (fs_cache_push_dir).
+ * Takes over the caller's ref on dir. Skipped (the ref dropped) while
+ * FS_PUSH_QUEUE_MAX pushes wait: the worker must not fall behind on
+ * invalidations.
  */
-void fs_inval_push(struct fs_ctx *ctx, struct fs_node *node);
+void fs_inval_push(struct fs_ctx *ctx, struct fs_node *dir);
 /* The store changed elsewhere: one coalesced revalidation of every known node. */
 void fs_inval_foreign(struct fs_ctx *ctx);
 int fs_inval_start(struct fs_ctx *ctx);
@@ -445,13 +457,13 @@ static inline bool fs_kind_is_dir(enum model_kind kind)
 #define FS_SNAPSHOT_MAX ((uint64_t)64 << 20)
 
 /*
- * Pushing listed leaves into the page cache (dir.c, cache.c): leaves up to
- * one page, at most FS_PUSH_ENTRIES_MAX per open directory, while at
- * most FS_PUSH_QUEUE_MAX pushes wait for the worker.
+ * Pushing listed leaves into the page cache (cache.c): leaves up to one
+ * page, at most FS_PUSH_ENTRIES_MAX per directory, while at most
+ * FS_PUSH_QUEUE_MAX directories wait for the worker.
  */
 #define FS_PUSH_SIZE_MAX 4096
 #define FS_PUSH_ENTRIES_MAX 4096
-#define FS_PUSH_QUEUE_MAX 4096
+#define FS_PUSH_QUEUE_MAX 64
 
 /* ---- attributes (attr.c) ---- */
 
@@ -542,14 +554,21 @@ int fs_file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 void fs_cache_forget(struct fs_ctx *ctx, struct fs_node *node);
 
 /*
- * Worker side of fs_inval_push: in the write section (so no commit through
- * the mount and no rename moves the name meanwhile) and under
- * ctx->push_lock (so no writer appears), a leaf with no writer, no pending
- * content and pages never filled gets its text stored in the kernel's page
- * cache (fuse_lowlevel_notify_store) and recorded as the version the pages
- * hold, so that the next open keeps them. Drops the ref the item held.
+ * An open of leaf node missed the page cache: when its directory was
+ * listed (FS_PUSH_LISTED), queues the push of the directory's leaves.
  */
-void fs_cache_push(struct fs_ctx *ctx, struct fs_node *node);
+void fs_cache_push_siblings(struct fs_ctx *ctx, struct fs_node *node);
+
+/*
+ * Worker side of fs_inval_push: each small leaf of dir that the kernel
+ * knows, with no writer, no pending content and pages never filled, gets
+ * its text stored in the kernel's page cache (fuse_lowlevel_notify_store)
+ * and recorded as the version the pages hold, so that the next open keeps
+ * them. Each push runs in the write section (no commit through the mount,
+ * no rename moves the name meanwhile) and under ctx->push_lock (no writer
+ * appears). Drops the ref the item held.
+ */
+void fs_cache_push_dir(struct fs_ctx *ctx, struct fs_node *dir);
 
 /* A reader of a view gets the rendering of the moment it opened. */
 int fs_file_snapshot(struct fs_ctx *ctx, struct fs_file *f, const char *path);

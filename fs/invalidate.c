@@ -92,11 +92,13 @@ void fs_inval_after_change(struct fs_ctx *ctx, struct fs_node *node, bool view)
 
 /* ---- invalidation worker ---- */
 
-/* Frees an item; a subtree item gives back the ref it held. */
+/* Frees an item; a subtree or push item gives back the ref it held. */
 static void inval_free(struct fs_ctx *ctx, struct fs_inval *iv)
 {
 	if (iv->kind == FS_INVAL_SUBTREE || iv->kind == FS_INVAL_STORE) {
 		pthread_mutex_lock(&ctx->lock);
+		if (iv->kind == FS_INVAL_STORE)	/* not pushed: the next miss may ask again */
+			fs_node_from_ino(ctx, iv->ino)->push_state = FS_PUSH_LISTED;
 		fs_node_unref_locked(ctx, fs_node_from_ino(ctx, iv->ino));
 		pthread_mutex_unlock(&ctx->lock);
 	}
@@ -160,18 +162,19 @@ void fs_inval_subtree(struct fs_ctx *ctx, struct fs_node *node)
 	inval_push(ctx, iv);
 }
 
-void fs_inval_push(struct fs_ctx *ctx, struct fs_node *node)
+void fs_inval_push(struct fs_ctx *ctx, struct fs_node *dir)
 {
 	struct fs_inval *iv = calloc(1, sizeof(*iv) + 1);
 
 	if (!iv) {
 		pthread_mutex_lock(&ctx->lock);
-		fs_node_unref_locked(ctx, node);
+		dir->push_state = FS_PUSH_LISTED;
+		fs_node_unref_locked(ctx, dir);
 		pthread_mutex_unlock(&ctx->lock);
 		return;
 	}
 	iv->kind = FS_INVAL_STORE;
-	iv->ino = fs_node_ino(ctx, node);
+	iv->ino = fs_node_ino(ctx, dir);
 	inval_push(ctx, iv);
 }
 
@@ -202,7 +205,7 @@ static void inval_send(struct fs_ctx *ctx, const struct fs_inval *iv)
 		fs_node_revalidate_subtree(ctx, fs_node_from_ino(ctx, iv->ino));
 		return;		/* the item's ref is given back there */
 	case FS_INVAL_STORE:
-		fs_cache_push(ctx, fs_node_from_ino(ctx, iv->ino));
+		fs_cache_push_dir(ctx, fs_node_from_ino(ctx, iv->ino));
 		return;		/* and there */
 	}
 	if (ret < 0 && ret != -ENOENT)

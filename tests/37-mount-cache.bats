@@ -22,7 +22,8 @@ count() {
 }
 
 # pushed_at_least N: the daemon has pushed N leaves' text so far (the worker
-# pushes after the listing's directory is closed)
+# pushes a listed directory's leaves after the first open of one of them
+# that missed the page cache)
 pushed_at_least() {
 	[ "$(count notify_store)" -ge "$1" ]
 }
@@ -30,6 +31,11 @@ pushed_at_least() {
 # reads_as FILE TEXT: FILE reads as TEXT (and a newline) now
 reads_as() {
 	[ "$(cat "$1")" = "$2" ]
+}
+
+# dirs_pushed_at_least N: the worker went through N directories' leaves
+dirs_pushed_at_least() {
+	[ "$(count notify_store_dirs)" -ge "$1" ]
 }
 
 # a directory d of N leaves "value I" (not listed yet by this mount)
@@ -62,36 +68,42 @@ make_dir() {
 	refute_output --partial kvfs.stats
 }
 
-@test "listing a directory pushes its small leaves: a first cat sends no read" {
+@test "the first read in a listed directory pushes its other small leaves: their cat sends no read" {
 	unmount_store
 	make_dir 20
 	mount_store
-	run -0 count read
-	local reads=$output
-	run -0 ls "$MNT/d"
-	eventually 10 pushed_at_least 20
+	run -0 ls -l "$MNT/d"
+	run -0 find "$MNT" -type f
+	run -0 count notify_store
+	assert_output 0	# listing alone pushes nothing
+	run -0 cat "$MNT/d/k0"
+	assert_output 'value 0'
+	eventually 10 pushed_at_least 19
 	local bytes
-	bytes=$(stat -c %s "$MNT"/d/* | awk '{ n += $1 } END { print n }')
+	bytes=$(stat -c %s "$MNT"/d/k1* "$MNT"/d/k[2-9] | awk '{ n += $1 } END { print n }')
 	run -0 count notify_store_bytes
-	[ "$output" -eq "$bytes" ]	# the exact text of each, nothing more
-	local leaf
-	for leaf in $(seq 0 19); do
+	[ "$output" -eq "$bytes" ]	# the exact text of each other leaf, nothing more
+	run -0 count read
+	local reads=$output leaf
+	for leaf in $(seq 1 19); do
 		run -0 cat "$MNT/d/k$leaf"
 		assert_output "value $leaf"
 	done
 	run -0 count read
 	[ "$output" -eq "$reads" ]
-	# listed again: already in the page cache, nothing pushed twice
+	# listed and read again: in the page cache already, nothing pushed twice
 	run -0 ls -l "$MNT/d"
+	run -0 cat "$MNT/d/k0" "$MNT/d/k5"
 	run -0 count notify_store
-	[ "$output" -eq 20 ]
+	[ "$output" -eq 19 ]
 }
 
 @test "pushed pages follow later writes through the mount, same size or not" {
 	unmount_store
-	make_dir 3
+	make_dir 4
 	mount_store
 	run -0 ls "$MNT/d"
+	run -0 cat "$MNT/d/k3"	# pushes the others
 	eventually 10 pushed_at_least 3
 	printf 'VALUE 0' >"$MNT/d/k0"	# the same size
 	echo 'a longer value' >"$MNT/d/k1"
@@ -111,9 +123,10 @@ make_dir() {
 
 @test "pushed pages are dropped when another process changes the leaf" {
 	unmount_store
-	make_dir 3
+	make_dir 4
 	mount_store
 	run -0 ls "$MNT/d"
+	run -0 cat "$MNT/d/k3"	# pushes the others
 	eventually 10 pushed_at_least 3
 	run -0 cat "$MNT/d/k0"
 	assert_output 'value 0'
@@ -131,15 +144,16 @@ make_dir() {
 
 @test "a leaf open for writing, a big leaf and a view are never pushed" {
 	unmount_store
-	make_dir 2
+	make_dir 3
 	head -c 5000 /dev/zero | tr '\0' x | kvfs put "$STORE" /d/big - >/dev/null
 	mount_store
 	exec 6>>"$MNT/d/k1"	# a writer is open on k1
 	run -0 ls "$MNT/d"
+	run -0 cat "$MNT/d/k0"	# pushes the others
 	eventually 10 pushed_at_least 1
-	run -0 ls "$MNT/d"	# one more listing, one more chance to push wrongly
+	eventually 10 dirs_pushed_at_least 1	# the worker went through all of d
 	run -0 count notify_store
-	[ "$output" -eq 1 ]	# k0 only
+	[ "$output" -eq 1 ]	# k2 only
 	echo appended >&6
 	run -0 cat "$MNT/d/k1"
 	assert_output $'value 1\nappended'
@@ -153,10 +167,11 @@ make_dir() {
 
 @test "a directory listed while a name is renamed over keeps each leaf's own text" {
 	unmount_store
-	make_dir 4
+	make_dir 5
 	mount_store
 	run -0 ls "$MNT/d"
 	mv "$MNT/d/k3" "$MNT/d/k0"
+	run -0 cat "$MNT/d/k4"	# pushes the others
 	eventually 10 pushed_at_least 3
 	run -0 cat "$MNT/d/k0" "$MNT/d/k1" "$MNT/d/k2"
 	assert_output $'value 3\nvalue 1\nvalue 2'
