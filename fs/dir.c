@@ -239,18 +239,23 @@ static void dir_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_in
 	if (ret >= 0 && s.err < 0)
 		ret = s.err;
 out_reply:
+	if (plus && s.ncounted) {
+		/*
+		 * The kernel learns these leaves from the reply: the first open of
+		 * one that misses the page cache pushes the others. Marked before
+		 * replying: once replied, a releasedir may free d.
+		 */
+		pthread_mutex_lock(&s.ctx->lock);
+		if (d->node->push_state == FS_PUSH_NONE)
+			d->node->push_state = FS_PUSH_LISTED;
+		pthread_mutex_unlock(&s.ctx->lock);
+	}
 	if (ret < 0 && s.used == 0) {
 		fs_reply_err(req, ret);
 	} else if (fuse_reply_buf(req, s.buf, s.used) < 0) {
 		/* the kernel never saw these entries: it will not forget them */
 		for (size_t i = 0; i < s.ncounted; i++)
 			fs_node_forget(s.ctx, fs_node_ino(s.ctx, s.counted[i]), 1);
-	} else if (plus && s.ncounted) {
-		/* the kernel knows these leaves now: the first read of one pushes the rest */
-		pthread_mutex_lock(&s.ctx->lock);
-		if (d->node->push_state == FS_PUSH_NONE)
-			d->node->push_state = FS_PUSH_LISTED;
-		pthread_mutex_unlock(&s.ctx->lock);
 	}
 	free(s.counted);
 	free(s.buf);

@@ -20,11 +20,25 @@ rounds=${KVFS_BENCH_ROUNDS:-3}
 . scripts/bench-lib.sh
 bench_setup 2g
 
-# seconds CMD...: wall time of one run of CMD, output discarded
-seconds() { local t0 t1; t0=$(now); "$@" >/dev/null 2>&1; t1=$(now); awk -v a="$t1" -v b="$t0" 'BEGIN { printf "%.4f", a - b }'; }
+# seconds CMD...: wall time of one run of CMD, output discarded; a failed
+# run stops the benchmark (a quick failure would pass for the best time)
+seconds() {
+	local t0 t1 err
+	err=$(mktemp)
+	t0=$(now)
+	if ! "$@" >/dev/null 2>"$err"; then
+		echo "bench: failed in $PWD: $*" >&2
+		cat "$err" >&2
+		rm -f "$err"
+		return 1
+	fi
+	t1=$(now)
+	rm -f "$err"
+	awk -v a="$t1" -v b="$t0" 'BEGIN { printf "%.4f", a - b }'
+}
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 min() { awk -v a="$1" -v b="$2" 'BEGIN { print (a == "" || b < a) ? b : a }'; }
-mount_kvfs() { "$kvfs" mount "$store" "$mnt"; }
+mount_kvfs() { "$kvfs" mount "$store" "$mnt" && mountpoint -q "$mnt"; }
 umount_kvfs() { fusermount3 -u "$mnt"; }
 
 echo "# building a tree of $dirs x $leaves leaves"
@@ -76,18 +90,21 @@ ops=(
 	"rsync -aX ./ DEST (idle)|rsync -aX ./ \"\$DEST/rs/\""
 )
 prep='rm -rf "$DEST/cp"'
-timed() { (cd "$1" && DEST=$2 sh -c "$prep" && DEST=$2 seconds sh -c "$3"); }
+timed() { (cd "$1" && export DEST=$2 && sh -c "$prep" && seconds sh -c "$3"); }
 printf '%-40s %10s %10s %10s %8s %8s\n' operation tmpfs kvfs-1st kvfs-2nd ratio1 ratio2
 for entry in "${ops[@]}"; do
 	label=${entry%%|*} op=${entry#*|}
 	t_ref='' t_first='' t_second=''
 	for ((r = 0; r < rounds; r++)); do
-		t_ref=$(min "$t_ref" "$(timed "$ref/tree" "$ref/dst/tmpfs" "$op")")
+		t=$(timed "$ref/tree" "$ref/dst/tmpfs" "$op") || exit 1
+		t_ref=$(min "$t_ref" "$t")
 		mount_kvfs
 		s0=$(stats_of)
-		t_first=$(min "$t_first" "$(timed "$mnt" "$ref/dst/kvfs" "$op")")
+		t=$(timed "$mnt" "$ref/dst/kvfs" "$op") || exit 1
+		t_first=$(min "$t_first" "$t")
 		s1=$(stats_of)
-		t_second=$(min "$t_second" "$(timed "$mnt" "$ref/dst/kvfs" "$op")")
+		t=$(timed "$mnt" "$ref/dst/kvfs" "$op") || exit 1
+		t_second=$(min "$t_second" "$t")
 		s2=$(stats_of)
 		umount_kvfs
 	done
