@@ -141,6 +141,14 @@ void fs_cache_push_dir(struct fs_ctx *ctx, struct fs_node *dir)
 	for (size_t i = 0; i < names.n; i++) {
 		struct fs_node *child;
 
+		if (fs_inval_waiting(ctx)) {
+			/* an invalidation first: the rest of dir (the pushed are skipped) later */
+			while (i < names.n)
+				free(names.v[i++]);
+			free(names.v);
+			fs_inval_push(ctx, dir);	/* takes over the ref; QUEUED stays */
+			return;
+		}
 		pthread_mutex_lock(&ctx->lock);
 		child = dir->hashed || dir == &ctx->root ?
 			fs_node_child_locked(ctx, dir, names.v[i], false) : NULL;

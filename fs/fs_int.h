@@ -282,7 +282,12 @@ struct fs_ctx {
 	struct fs_inval *inval_head, *inval_tail;
 	bool inval_foreign;	/* coalesced: the store changed elsewhere, revalidate all */
 	bool inval_stop, inval_started;
-	unsigned inval_npush;	/* FS_INVAL_STORE items queued (at most FS_PUSH_QUEUE_MAX) */
+	/*
+	 * FS_INVAL_STORE items wait apart, behind every other item: a push
+	 * only saves a read later, and must not delay an invalidation.
+	 */
+	struct fs_inval *push_head, *push_tail;
+	unsigned inval_npush;	/* items on that list (at most FS_PUSH_QUEUE_MAX) */
 	pthread_t inval_thread;	/* written before the thread runs, joined after stop */
 
 	/*
@@ -350,6 +355,8 @@ void fs_inval_subtree(struct fs_ctx *ctx, struct fs_node *node);
  * invalidations.
  */
 void fs_inval_push(struct fs_ctx *ctx, struct fs_node *dir);
+/* Whether an invalidation waits for the worker: a push in progress yields to it. */
+bool fs_inval_waiting(struct fs_ctx *ctx);
 /* The store changed elsewhere: one coalesced revalidation of every known node. */
 void fs_inval_foreign(struct fs_ctx *ctx);
 int fs_inval_start(struct fs_ctx *ctx);
@@ -566,7 +573,8 @@ void fs_cache_push_siblings(struct fs_ctx *ctx, struct fs_node *node);
  * and recorded as the version the pages hold, so that the next open keeps
  * them. Each push runs in the write section (no commit through the mount,
  * no rename moves the name meanwhile) and under ctx->push_lock (no writer
- * appears). Drops the ref the item held.
+ * appears). When an invalidation comes to wait meanwhile, the rest of dir
+ * is queued again behind it. Drops the ref the item held.
  */
 void fs_cache_push_dir(struct fs_ctx *ctx, struct fs_node *dir);
 

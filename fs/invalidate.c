@@ -114,13 +114,20 @@ static void inval_push(struct fs_ctx *ctx, struct fs_inval *iv)
 		inval_free(ctx, iv);
 		return;
 	}
-	if (iv->kind == FS_INVAL_STORE)
+	if (iv->kind == FS_INVAL_STORE) {
 		ctx->inval_npush++;
-	if (ctx->inval_tail)
-		ctx->inval_tail->next = iv;
-	else
-		ctx->inval_head = iv;
-	ctx->inval_tail = iv;
+		if (ctx->push_tail)
+			ctx->push_tail->next = iv;
+		else
+			ctx->push_head = iv;
+		ctx->push_tail = iv;
+	} else {
+		if (ctx->inval_tail)
+			ctx->inval_tail->next = iv;
+		else
+			ctx->inval_head = iv;
+		ctx->inval_tail = iv;
+	}
 	pthread_cond_signal(&ctx->inval_cond);
 	pthread_mutex_unlock(&ctx->inval_lock);
 }
@@ -178,6 +185,16 @@ void fs_inval_push(struct fs_ctx *ctx, struct fs_node *dir)
 	inval_push(ctx, iv);
 }
 
+bool fs_inval_waiting(struct fs_ctx *ctx)
+{
+	bool waiting;
+
+	pthread_mutex_lock(&ctx->inval_lock);
+	waiting = ctx->inval_head || ctx->inval_foreign || ctx->inval_stop;
+	pthread_mutex_unlock(&ctx->inval_lock);
+	return waiting;
+}
+
 void fs_inval_foreign(struct fs_ctx *ctx)
 {
 	pthread_mutex_lock(&ctx->inval_lock);
@@ -221,7 +238,8 @@ static void *inval_main(void *arg)
 	for (;;) {
 		struct fs_inval *iv;
 
-		while (!ctx->inval_head && !ctx->inval_foreign && !ctx->inval_stop)
+		while (!ctx->inval_head && !ctx->push_head && !ctx->inval_foreign &&
+		       !ctx->inval_stop)
 			pthread_cond_wait(&ctx->inval_cond, &ctx->inval_lock);
 		if (ctx->inval_stop)
 			break;
@@ -232,12 +250,19 @@ static void *inval_main(void *arg)
 			pthread_mutex_lock(&ctx->inval_lock);
 			continue;
 		}
-		iv = ctx->inval_head;
-		ctx->inval_head = iv->next;
-		if (!ctx->inval_head)
-			ctx->inval_tail = NULL;
-		if (iv->kind == FS_INVAL_STORE)
+		if (ctx->inval_head) {
+			iv = ctx->inval_head;
+			ctx->inval_head = iv->next;
+			if (!ctx->inval_head)
+				ctx->inval_tail = NULL;
+		} else {
+			/* pushes only when no invalidation waits */
+			iv = ctx->push_head;
+			ctx->push_head = iv->next;
+			if (!ctx->push_head)
+				ctx->push_tail = NULL;
 			ctx->inval_npush--;
+		}
 		pthread_mutex_unlock(&ctx->inval_lock);
 		inval_send(ctx, iv);
 		free(iv);
@@ -275,7 +300,13 @@ void fs_inval_stop(struct fs_ctx *ctx)
 		next = iv->next;
 		inval_free(ctx, iv);
 	}
+	for (iv = ctx->push_head; iv; iv = next) {
+		next = iv->next;
+		inval_free(ctx, iv);
+	}
 	ctx->inval_head = ctx->inval_tail = NULL;
+	ctx->push_head = ctx->push_tail = NULL;
+	ctx->inval_npush = 0;
 	ctx->inval_started = false;
 }
 
