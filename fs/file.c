@@ -615,6 +615,9 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		if (ret == 0 && fs_file_is_view(f) && f->trunc && !f->dirty)
 			ret = -EINVAL;
 		pthread_mutex_unlock(&f->lock);
+		/* a view's commit may change kinds below it: names follow before close returns */
+		if (ret == 0 && fs_file_is_view(f))
+			fs_inval_wait(ctx);
 	}
 	fs_reply_err(req, ret);
 }

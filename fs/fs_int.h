@@ -207,6 +207,8 @@ enum fs_inval_kind {
 	FS_INVAL_ATTR,		/* the attributes of a node */
 	FS_INVAL_DATA,		/* the attributes and cached pages of a node */
 	FS_INVAL_SUBTREE,	/* a node and everything known below it (the item holds a ref) */
+	FS_INVAL_PATH,		/* the node at a path another process changed (name = path) */
+	FS_INVAL_PATH_TREE,	/* the same, with everything known below it */
 	FS_INVAL_STORE,		/* push a directory's small leaves into their pages (holds a ref) */
 };
 
@@ -224,6 +226,7 @@ struct fs_error {
 
 /* A renamed name whose node was freed: its next node keeps the number (node.c). */
 #define FS_MOVED_MAX 64
+#define FS_OWN_MAX 64	/* our commits remembered for the change feed (invalidate.c) */
 struct fs_moved {
 	const struct fs_node *parent;	/* compared, never followed: may be stale */
 	char *name;		/* heap; NULL for an unused slot */
@@ -289,6 +292,8 @@ struct fs_ctx {
 	struct fs_inval *push_head, *push_tail;
 	unsigned inval_npush;	/* items on that list (at most FS_PUSH_QUEUE_MAX) */
 	pthread_t inval_thread;	/* written before the thread runs, joined after stop */
+	uint64_t inval_queued, inval_sent;	/* items ever queued / handled, for fs_inval_wait */
+	pthread_cond_t inval_sent_cond;	/* broadcast when inval_sent moves or the worker stops */
 
 	/*
 	 * Noticing commits by other processes (the offline CLI; invalidate.c).
@@ -297,13 +302,24 @@ struct fs_ctx {
 	 * store serializes writers anyway): a generation that moves by more
 	 * than our one commit, or moves while we are not writing, was moved by
 	 * someone else. The watcher thread polls every FS_WATCH_MS and then
-	 * invalidates what the kernel caches, so that long entry and attribute
+	 * invalidates what the kernel caches of the nodes those commits
+	 * touched (the change feed below), so that long entry and attribute
 	 * timeouts stay honest.
 	 */
 	pthread_mutex_t push_lock;	/* a push against a first writer (lock order, 0) */
-	pthread_mutex_t gen_lock;	/* the write section; gen_known, gen_foreign */
+	pthread_mutex_t gen_lock;	/* the write section; gen_known, gen_foreign, own* */
 	uint64_t gen_known;	/* the generation accounted for */
 	bool gen_foreign;	/* someone else committed since the last poll */
+	uint64_t own[FS_OWN_MAX];	/* a ring: generations of our commits, accounted for */
+	unsigned own_next;	/* the slot the next one takes */
+	/*
+	 * The change feed (model_changes_read): the watcher reads what other
+	 * commits touched from feed_pos on, and has the worker revalidate only
+	 * those nodes; when the store cannot tell, every node. Only the
+	 * watcher thread touches these (fs_watch_start sets them before).
+	 */
+	uint64_t feed_pos;	/* generation the feed was read up to */
+	uint64_t feed_want;	/* a foreign commit was seen at this generation: read to it */
 	pthread_mutex_t watch_lock;	/* watch_stop, watch_started */
 	pthread_cond_t watch_cond;
 	bool watch_stop, watch_started;
@@ -313,6 +329,7 @@ struct fs_ctx {
 };
 
 #define FS_WATCH_MS 150
+#define FS_FEED_PATHS_MAX 4096	/* changed paths in one poll beyond which all are re-checked */
 #define FS_READERS_CHECK_TICKS 20	/* clear dead readers every 20 polls: 3 s */
 #define FS_TIMEOUT_DEFAULT 86400.0	/* entry and attr timeouts: the watcher keeps them honest */
 
@@ -361,6 +378,14 @@ bool fs_inval_waiting(struct fs_ctx *ctx);
 void fs_inval_foreign(struct fs_ctx *ctx);
 int fs_inval_start(struct fs_ctx *ctx);
 void fs_inval_stop(struct fs_ctx *ctx);
+/*
+ * Waits until the worker has handled every item queued before the call, so
+ * that a view's close returns with the kernel's names already following the
+ * new subtree. Only from operations during which the kernel holds no
+ * directory lock (flush, fsync): the worker's entry notifications take them.
+ * Gives up after a second.
+ */
+void fs_inval_wait(struct fs_ctx *ctx);
 
 /* ---- noticing other processes' commits (invalidate.c) ---- */
 /* Around every model call that may commit: serializes our writes and accounts for them. */
@@ -407,6 +432,8 @@ void fs_node_drop_pending_below(struct fs_ctx *ctx, struct fs_node *node);
 /* Worker side of fs_inval_subtree and fs_inval_foreign (node: the ref the item held). */
 void fs_node_revalidate_subtree(struct fs_ctx *ctx, struct fs_node *node);
 void fs_node_revalidate_all(struct fs_ctx *ctx);
+/* Worker side of a change feed item: the node at path (and below it, subtree). */
+void fs_node_revalidate_path(struct fs_ctx *ctx, const char *path, bool subtree);
 
 /* ---- the operations table (ops.c) ---- */
 extern const struct fuse_lowlevel_ops fs_ops;

@@ -2,7 +2,8 @@
  * fs/invalidate.c - telling the kernel what changed behind its caches: the
  * invalidation worker (notifications never run inside an operation), the
  * write section that accounts for our own commits, and the watcher that
- * notices commits by other processes.
+ * notices commits by other processes and reads the store's change feed to
+ * re-check only the nodes they touched.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -115,6 +116,7 @@ static void inval_push(struct fs_ctx *ctx, struct fs_inval *iv)
 		return;
 	}
 	if (iv->kind == FS_INVAL_STORE) {
+		/* not counted in inval_queued: fs_inval_wait never waits for a push */
 		ctx->inval_npush++;
 		if (ctx->push_tail)
 			ctx->push_tail->next = iv;
@@ -127,6 +129,7 @@ static void inval_push(struct fs_ctx *ctx, struct fs_inval *iv)
 		else
 			ctx->inval_head = iv;
 		ctx->inval_tail = iv;
+		ctx->inval_queued++;
 	}
 	pthread_cond_signal(&ctx->inval_cond);
 	pthread_mutex_unlock(&ctx->inval_lock);
@@ -221,9 +224,13 @@ static void inval_send(struct fs_ctx *ctx, const struct fs_inval *iv)
 	case FS_INVAL_SUBTREE:
 		fs_node_revalidate_subtree(ctx, fs_node_from_ino(ctx, iv->ino));
 		return;		/* the item's ref is given back there */
+	case FS_INVAL_PATH:
+	case FS_INVAL_PATH_TREE:
+		fs_node_revalidate_path(ctx, iv->name, iv->kind == FS_INVAL_PATH_TREE);
+		return;
 	case FS_INVAL_STORE:
 		fs_cache_push_dir(ctx, fs_node_from_ino(ctx, iv->ino));
-		return;		/* and there */
+		return;		/* the item's ref is given back there */
 	}
 	if (ret < 0 && ret != -ENOENT)
 		fs_trace(ctx, "invalidate %lu %s: %s", (unsigned long)iv->ino, iv->name,
@@ -237,6 +244,7 @@ static void *inval_main(void *arg)
 	pthread_mutex_lock(&ctx->inval_lock);
 	for (;;) {
 		struct fs_inval *iv;
+		bool push;
 
 		while (!ctx->inval_head && !ctx->push_head && !ctx->inval_foreign &&
 		       !ctx->inval_stop)
@@ -250,7 +258,8 @@ static void *inval_main(void *arg)
 			pthread_mutex_lock(&ctx->inval_lock);
 			continue;
 		}
-		if (ctx->inval_head) {
+		push = !ctx->inval_head;
+		if (!push) {
 			iv = ctx->inval_head;
 			ctx->inval_head = iv->next;
 			if (!ctx->inval_head)
@@ -267,9 +276,34 @@ static void *inval_main(void *arg)
 		inval_send(ctx, iv);
 		free(iv);
 		pthread_mutex_lock(&ctx->inval_lock);
+		if (!push) {
+			ctx->inval_sent++;
+			pthread_cond_broadcast(&ctx->inval_sent_cond);
+		}
 	}
+	pthread_cond_broadcast(&ctx->inval_sent_cond);
 	pthread_mutex_unlock(&ctx->inval_lock);
 	return NULL;
+}
+
+/*
+ * Bounded: were every daemon thread parked here while the worker waits for
+ * a directory lock held by a process whose lookup needs a thread, the wait
+ * would never end; after a second the names are left to follow a little late.
+ */
+void fs_inval_wait(struct fs_ctx *ctx)
+{
+	struct timespec deadline;
+	uint64_t target;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += 1;
+	pthread_mutex_lock(&ctx->inval_lock);
+	target = ctx->inval_queued;
+	while (ctx->inval_started && !ctx->inval_stop && ctx->inval_sent < target)
+		if (pthread_cond_timedwait(&ctx->inval_sent_cond, &ctx->inval_lock, &deadline) != 0)
+			break;
+	pthread_mutex_unlock(&ctx->inval_lock);
 }
 
 int fs_inval_start(struct fs_ctx *ctx)
@@ -330,6 +364,11 @@ void fs_write_end(struct fs_ctx *ctx, int ret)
 	/* A call commits at most one transaction, and none when it fails. */
 	if (gen - ctx->gen_known > (ret < 0 ? 0u : 1u))
 		ctx->gen_foreign = true;
+	else if (gen != ctx->gen_known) {
+		/* ours (or, when the call made none, someone's the feed names) */
+		ctx->own[ctx->own_next] = gen;
+		ctx->own_next = (ctx->own_next + 1) % FS_OWN_MAX;
+	}
 	ctx->gen_known = gen;
 	pthread_mutex_unlock(&ctx->gen_lock);
 }
@@ -345,19 +384,124 @@ int fs_write_path(struct fs_ctx *ctx, struct fs_node *node, const char *name, ch
 	return ret;
 }
 
-/* true once per change of the store by another process. */
-static bool store_changed_elsewhere(struct fs_ctx *ctx)
+/*
+ * true once per change of the store by another process; *gen: the
+ * generation up to which every other commit is ours, accounted for.
+ */
+static bool store_changed_elsewhere(struct fs_ctx *ctx, uint64_t *gen)
 {
-	uint64_t gen;
 	bool changed;
 
 	pthread_mutex_lock(&ctx->gen_lock);
-	gen = model_generation(ctx->model);
-	changed = ctx->gen_foreign || gen != ctx->gen_known;
-	ctx->gen_known = gen;
+	*gen = model_generation(ctx->model);
+	changed = ctx->gen_foreign || *gen != ctx->gen_known;
+	ctx->gen_known = *gen;
 	ctx->gen_foreign = false;
 	pthread_mutex_unlock(&ctx->gen_lock);
 	return changed;
+}
+
+/* ---- the change feed: what other commits touched ---- */
+
+/* The paths one read of the feed gathered, queued for the worker at the end. */
+struct feed_batch {
+	struct fs_inval *head, *tail;
+	unsigned n;
+	uint64_t own[FS_OWN_MAX];	/* a copy of ctx->own */
+};
+
+static bool batch_is_own(const struct feed_batch *b, uint64_t gen)
+{
+	for (unsigned i = 0; i < FS_OWN_MAX; i++)
+		if (b->own[i] == gen)
+			return true;
+	return false;
+}
+
+/*
+ * One node a commit touched. Our own commits, accounted for in the write
+ * section, were invalidated by the operation that made them; a commit of
+ * ours made outside one (none today) is treated as another's. -ESTALE
+ * asks for the whole re-check: everything changed, or too much to list.
+ */
+static int feed_one(void *arg, const struct model_change *c)
+{
+	struct feed_batch *b = arg;
+	size_t len = strlen(c->path);
+	struct fs_inval *iv;
+
+	if (c->mine && batch_is_own(b, c->generation))
+		return 0;
+	if ((c->flags & MODEL_CHANGE_SUBTREE) && strcmp(c->path, "/") == 0)
+		return -ESTALE;
+	if (++b->n > FS_FEED_PATHS_MAX)
+		return -ESTALE;
+	iv = calloc(1, sizeof(*iv) + len + 1);
+	if (!iv)
+		return -ENOMEM;
+	iv->kind = (c->flags & MODEL_CHANGE_SUBTREE) ? FS_INVAL_PATH_TREE : FS_INVAL_PATH;
+	memcpy(iv->name, c->path, len);
+	if (b->tail)
+		b->tail->next = iv;
+	else
+		b->head = iv;
+	b->tail = iv;
+	return 0;
+}
+
+static void batch_free(struct feed_batch *b)
+{
+	struct fs_inval *iv, *next;
+
+	for (iv = b->head; iv; iv = next) {
+		next = iv->next;
+		free(iv);
+	}
+	b->head = b->tail = NULL;
+}
+
+/*
+ * Runs on the watcher thread, once per poll. When no other process
+ * committed, the generation moved by our own commits only: nothing to
+ * read. Otherwise the feed names what the other commits touched; when it
+ * cannot (its log trimmed past our position, a commit without an entry,
+ * a store without a log), every known node is re-checked as before.
+ */
+static void feed_poll(struct fs_ctx *ctx)
+{
+	struct feed_batch b = { NULL, NULL, 0, { 0 } };
+	uint64_t gen, upto = ctx->feed_pos;
+	int ret;
+
+	if (store_changed_elsewhere(ctx, &gen) && gen > ctx->feed_want)
+		ctx->feed_want = gen;
+	if (ctx->feed_pos >= ctx->feed_want) {
+		if (gen > ctx->feed_pos)
+			ctx->feed_pos = gen;
+		return;
+	}
+	pthread_mutex_lock(&ctx->gen_lock);
+	memcpy(b.own, ctx->own, sizeof(b.own));
+	pthread_mutex_unlock(&ctx->gen_lock);
+	ret = model_changes_read(ctx->model, ctx->feed_pos, feed_one, &b, &upto);
+	ctx->feed_pos = upto > ctx->feed_pos ? upto : ctx->feed_pos;
+	if (ret < 0) {
+		batch_free(&b);
+		fs_trace(ctx, "the store changed elsewhere (%s): re-checking every node",
+			 ret == -ESTALE ? "the change log cannot tell what" : strerror(-ret));
+		if (ret != -ESTALE || ctx->feed_pos < ctx->feed_want)
+			ctx->feed_pos = ctx->feed_want;	/* the re-check covers it */
+		fs_inval_foreign(ctx);
+		return;
+	}
+	fs_trace(ctx, "the store changed elsewhere: re-checking %u paths", b.n);
+	while (b.head) {
+		struct fs_inval *iv = b.head;
+
+		b.head = iv->next;
+		iv->next = NULL;
+		inval_push(ctx, iv);
+	}
 }
 
 /*
@@ -398,10 +542,7 @@ static void *watch_main(void *arg)
 		pthread_mutex_unlock(&ctx->watch_lock);
 		if (++ticks % FS_READERS_CHECK_TICKS == 0)
 			readers_check(ctx);
-		if (store_changed_elsewhere(ctx)) {
-			fs_trace(ctx, "the store changed elsewhere: invalidating");
-			fs_inval_foreign(ctx);
-		}
+		feed_poll(ctx);
 		pthread_mutex_lock(&ctx->watch_lock);
 	}
 	pthread_mutex_unlock(&ctx->watch_lock);
@@ -414,6 +555,7 @@ int fs_watch_start(struct fs_ctx *ctx)
 
 	pthread_mutex_lock(&ctx->gen_lock);
 	ctx->gen_known = model_generation(ctx->model);
+	ctx->feed_pos = ctx->feed_want = ctx->gen_known;
 	pthread_mutex_unlock(&ctx->gen_lock);
 	pthread_mutex_lock(&ctx->watch_lock);
 	ret = pthread_create(&ctx->watch_thread, NULL, watch_main, ctx);

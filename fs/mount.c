@@ -397,6 +397,7 @@ static struct fs_ctx *ctx_new(const struct fs_options *opts)
 	pthread_mutex_init(&ctx->lock, NULL);
 	pthread_mutex_init(&ctx->inval_lock, NULL);
 	pthread_cond_init(&ctx->inval_cond, NULL);
+	pthread_cond_init(&ctx->inval_sent_cond, NULL);
 	pthread_mutex_init(&ctx->gen_lock, NULL);
 	pthread_mutex_init(&ctx->push_lock, NULL);
 	pthread_mutex_init(&ctx->watch_lock, NULL);
@@ -409,6 +410,7 @@ static void ctx_free(struct fs_ctx *ctx)
 	pthread_mutex_destroy(&ctx->lock);
 	pthread_mutex_destroy(&ctx->inval_lock);
 	pthread_cond_destroy(&ctx->inval_cond);
+	pthread_cond_destroy(&ctx->inval_sent_cond);
 	pthread_mutex_destroy(&ctx->gen_lock);
 	pthread_mutex_destroy(&ctx->push_lock);
 	pthread_mutex_destroy(&ctx->watch_lock);

@@ -541,6 +541,57 @@ void fs_node_revalidate_subtree(struct fs_ctx *ctx, struct fs_node *node)
 	vec_release(ctx, &vec);
 }
 
+/*
+ * The nodes a commit of another process touched, by mount path: a hash
+ * lookup per component finds what the kernel knows of it, so the cost
+ * follows the path and the nodes known below a changed subtree, never the
+ * whole table. The node (and, for a subtree, every known node below it) is
+ * revalidated and its parent's attributes dropped (a name came or went);
+ * when the kernel knows only an ancestor, the deepest one known is
+ * revalidated instead, since its listing may have changed.
+ */
+void fs_node_revalidate_path(struct fs_ctx *ctx, const char *path, bool subtree)
+{
+	struct node_vec vec = { NULL, 0, 0 };
+	struct fs_node *n = &ctx->root, *parent = NULL;
+	char *copy = strdup(path), *name, *save = NULL;
+	bool whole = true;
+
+	if (!copy) {
+		fs_node_revalidate_all(ctx);	/* cannot say which: all of them */
+		return;
+	}
+	pthread_mutex_lock(&ctx->lock);
+	for (name = strtok_r(copy, "/", &save); name; name = strtok_r(NULL, "/", &save)) {
+		struct fs_node *c = fs_node_child_locked(ctx, n, name, false);
+
+		if (!c) {
+			whole = false;
+			break;
+		}
+		n = c;
+	}
+	if (whole && n != &ctx->root) {
+		parent = n->parent;
+		fs_node_ref_locked(parent);
+	}
+	if (whole && subtree)
+		collect_subtree_locked(&vec, n);
+	else
+		vec_push_locked(&vec, n);
+	pthread_mutex_unlock(&ctx->lock);
+	free(copy);
+	for (size_t i = 0; i < vec.n; i++)
+		revalidate_one(ctx, vec.v[i]);
+	if (parent) {
+		fuse_lowlevel_notify_inval_inode(ctx->se, fs_node_ino(ctx, parent), -1, 0);
+		pthread_mutex_lock(&ctx->lock);
+		fs_node_unref_locked(ctx, parent);
+		pthread_mutex_unlock(&ctx->lock);
+	}
+	vec_release(ctx, &vec);
+}
+
 #define FS_REVALIDATE_CHUNK 256
 
 /*

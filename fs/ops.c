@@ -25,7 +25,8 @@
  *
  * Caching: names and attributes are trusted for entry_timeout/attr_timeout
  * (a day by default: the watcher in invalidate.c has the worker revalidate
- * what the kernel knows within FS_WATCH_MS of a commit by another process);
+ * what the kernel knows of the nodes a commit by another process touched,
+ * named by the store's change feed, within FS_WATCH_MS);
  * views (NAME.json) never, and they are read with direct I/O from a
  * snapshot rendered at open. Read-only opens skip the flush at close
  * (noflush). Every open of a leaf goes through the kernel's one page cache

@@ -119,8 +119,33 @@ void model_close_discard(struct model *m);
  */
 int model_readers_check(struct model *m, unsigned *cleared);
 int model_info(struct model *m, struct model_info *out);
-/* Cheap: changes whenever any process commits to the store. */
+/*
+ * Cheap (no transaction): changes whenever any process commits to the
+ * store; the position model_changes_read counts in.
+ */
 uint64_t model_generation(struct model *m);
+
+/* One node a commit touched (model/changes.c). */
+enum model_change_flags {
+	MODEL_CHANGE_SUBTREE = 1 << 0,	/* the node and everything below it */
+};
+struct model_change {
+	uint64_t generation;	/* of the commit */
+	bool mine;		/* committed through this model handle */
+	const char *path;	/* the node's mount path ("/" the root); borrowed, callback only */
+	unsigned flags;
+};
+/* 0, or -errno to stop the read with it. */
+typedef int (*model_change_fn)(void *arg, const struct model_change *c);
+/*
+ * Calls fn for each node touched by the commits after generation `after`,
+ * in commit order; *upto gets the generation read up to (also on failure).
+ * -ESTALE when the store cannot tell (its change log was trimmed past
+ * `after`, a commit wrote no entry, or the store has no log): assume that
+ * anything changed.
+ */
+int model_changes_read(struct model *m, uint64_t after, model_change_fn fn, void *arg,
+		       uint64_t *upto);
 int model_sync(struct model *m);
 /* Compacting hot copy of the whole store into the empty directory dir. */
 int model_backup(struct model *m, const char *dir, struct model_error *err);

@@ -105,9 +105,7 @@ int model_info(struct model *m, struct model_info *out)
 
 uint64_t model_generation(struct model *m)
 {
-	struct store_info info;
-
-	return store_info(m->st, &info) < 0 ? 0 : info.last_txn_id;
+	return store_position(m->st);
 }
 
 int model_sync(struct model *m)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every unit-test program and every bats suite, counts results, and ends
 # with the single line "N passed, N failed" that CI reads.
-# Usage: scripts/run-tests.sh BUILD_DIR   (binary: $KVFS_BIN, default ./kvfs)
+# Usage: scripts/run-tests.sh BUILD_DIR   (binary: $KVFS_BIN, default ./kvfs;
+# BUILD_DIR "none" runs no unit programs, only the bats suites)
 set -u
 build=${1:-build}
 cd "$(dirname "$0")/.."

@@ -42,22 +42,25 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/random.h>
 #include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "store/store.h"
+#include "store/store_int.h"
 
 #define MAPSIZE_DEFAULT ((size_t)64 << 20)
 #define MAX_READERS 254
 
-static const char *const space_names[STORE_SPACE_COUNT] = { "meta", "data", "schema", "index",
-								   "attr" };
+static const char *const space_names[STORE_SPACES_ALL] = { "meta", "data", "schema", "index",
+								  "attr", [STORE_SPACE_FEED] = "changes" };
 
 struct store {
 	MDB_env *env;
-	MDB_dbi dbi[STORE_SPACE_COUNT];
-	bool absent[STORE_SPACE_COUNT];	/* read-only open of an older store: not there yet */
+	MDB_dbi dbi[STORE_SPACES_ALL];
+	bool absent[STORE_SPACES_ALL];	/* read-only open of an older store: not there yet */
+	uint64_t writer;	/* random: marks this handle's entries in the change log */
+	unsigned feed_keep;	/* change log entries kept (feed.c) */
 	bool readonly;
 	int64_t created_ns;
 	/* Record format: set at open; only ever raised to STORE_FORMAT_VERSION
@@ -84,6 +87,7 @@ struct store_txn {
 	bool map_full;		/* an operation hit MDB_MAP_FULL: grow and retry */
 	unsigned format;	/* this snapshot's format; 0 = not looked up yet */
 	void *owner;		/* the caller's (store_txn_set_owner) */
+	struct feed_set *feed;	/* write transactions: the keys touched (feed.c) */
 };
 
 enum scan_state { SCAN_START, SCAN_SEEK, SCAN_NEXT, SCAN_END };
@@ -401,9 +405,10 @@ static int open_spaces(struct store *st, const char *dir, char *why, size_t why_
 		rc = store_err(rc);
 		goto out_abort_txn;
 	}
-	/* Format 3's spaces: created here for older stores (their upgrade only
-	 * raises the version); a read-only open of one reads them as empty. */
-	for (int sp = STORE_SPACE_SCHEMA; sp <= STORE_SPACE_ATTR; sp++) {
+	/* Format 3's spaces, and the optional change log: created here for
+	 * older stores (their upgrade only raises the version); a read-only
+	 * open of one reads them as empty (without a log, the feed cannot tell). */
+	for (int sp = STORE_SPACE_SCHEMA; sp < STORE_SPACES_ALL; sp++) {
 		rc = mdb_dbi_open(txn, space_names[sp], create, &st->dbi[sp]);
 		if (rc == MDB_NOTFOUND && st->readonly) {
 			st->absent[sp] = true;
@@ -710,6 +715,32 @@ static int env_open(struct store *st, const char *dir, unsigned flags, char *why
 	return 0;
 }
 
+/* KVFS_CHANGES_KEEP: change log entries kept (tests make it small). */
+static unsigned feed_keep(void)
+{
+	const char *s = getenv("KVFS_CHANGES_KEEP");
+	unsigned long v;
+	char *end;
+
+	if (!s || !*s)
+		return FEED_KEEP_DEFAULT;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v == 0 || v > 1000000)
+		return FEED_KEEP_DEFAULT;
+	return (unsigned)v;
+}
+
+/* Tells this handle's log entries from other writers'; unique enough at random. */
+static uint64_t writer_id(void)
+{
+	uint64_t id = 0;
+
+	if (getrandom(&id, sizeof(id), GRND_NONBLOCK) != (ssize_t)sizeof(id))
+		id = (uint64_t)now_ns() ^ ((uint64_t)getpid() << 32);
+	return id;
+}
+
 static struct store *store_alloc(const char *dir, unsigned flags)
 {
 	struct store *st = calloc(1, sizeof(*st));
@@ -722,6 +753,8 @@ static struct store *store_alloc(const char *dir, unsigned flags)
 		return NULL;
 	}
 	st->readonly = flags & STORE_OPEN_READONLY;
+	st->writer = writer_id();
+	st->feed_keep = feed_keep();
 	pthread_mutex_init(&st->write_mutex, NULL);
 	pthread_mutex_init(&st->gate_mutex, NULL);
 	pthread_cond_init(&st->gate_cond, NULL);
@@ -897,6 +930,22 @@ int store_info(struct store *st, struct store_info *out)
 	return store_err(rc);
 }
 
+/* Inside the gate: the meta pages move when the map is resized. */
+uint64_t store_position(struct store *st)
+{
+	MDB_envinfo info;
+
+	gate_enter(st, false);
+	mdb_env_info(st->env, &info);
+	gate_leave(st, false);
+	return info.me_last_txnid;
+}
+
+uint64_t store_writer_id(const struct store *st)
+{
+	return st->writer;
+}
+
 int store_sync(struct store *st)
 {
 	if (st->readonly)
@@ -1040,25 +1089,37 @@ int store_set_format(struct store_txn *txn, unsigned version)
  */
 static int write_attempt(struct store *st, store_write_fn fn, void *arg, bool *retry)
 {
-	struct store_txn t = { .st = st, .write = true };
+	struct feed_set feed;
+	struct store_txn t = { .st = st, .write = true, .feed = &feed };
 	int rc;
 
 	*retry = false;
 	t.format = snapshot_format(st);
+	feed_set_init(&feed);
 	rc = txn_begin(st, 0, &t.txn);
 	if (rc)
 		return rc;
 	rc = fn(&t, arg);
+	if (rc == 0 && !t.map_full) {
+		/* The change log entry, in the same transaction. Without memory
+		 * for it the commit goes without: readers see a gap, and
+		 * re-check everything. */
+		rc = feed_txn_commit(&t, &feed, st->writer, st->feed_keep);
+		if (rc == -ENOMEM)
+			rc = 0;
+	}
 	if (t.map_full || rc) {
 		*retry = t.map_full;
 		goto out_abort_txn;
 	}
+	feed_set_release(&feed);
 	rc = mdb_txn_commit(t.txn);	/* frees the transaction even on failure */
 	gate_leave(st, false);
 	*retry = rc == MDB_MAP_FULL;
 	return commit_err(st, rc);
 
 out_abort_txn:
+	feed_set_release(&feed);
 	mdb_txn_abort(t.txn);
 	gate_leave(st, false);
 	return rc;
@@ -1125,7 +1186,10 @@ int store_put(struct store_txn *txn, enum store_space space,
 		return -EINVAL;
 	if ((rc = check_key(key_len)))
 		return rc;
-	return txn_err(txn, mdb_put(txn->txn, txn->st->dbi[space], &k, &v, 0));
+	rc = mdb_put(txn->txn, txn->st->dbi[space], &k, &v, 0);
+	if (rc == 0)
+		feed_set_note(txn->feed, space, key, key_len, false);
+	return txn_err(txn, rc);
 }
 
 int store_del(struct store_txn *txn, enum store_space space, const void *key, size_t key_len)
@@ -1141,7 +1205,10 @@ int store_del(struct store_txn *txn, enum store_space space, const void *key, si
 		return -ENOENT;
 	if ((rc = check_key(key_len)))
 		return rc;
-	return txn_err(txn, mdb_del(txn->txn, txn->st->dbi[space], &k, NULL));
+	rc = mdb_del(txn->txn, txn->st->dbi[space], &k, NULL);
+	if (rc == 0)
+		feed_set_note(txn->feed, space, key, key_len, false);
+	return txn_err(txn, rc);
 }
 
 static bool has_prefix(const MDB_val *k, const void *prefix, size_t prefix_len)
@@ -1189,6 +1256,8 @@ int store_del_prefix(struct store_txn *txn, enum store_space space,
 		n++;
 	}
 	mdb_cursor_close(c);
+	if (n)
+		feed_set_note(txn->feed, space, prefix, prefix_len, true);
 	if (deleted)
 		*deleted = n;
 	return rc == MDB_NOTFOUND ? 0 : txn_err(txn, rc);

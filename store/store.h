@@ -182,4 +182,48 @@ uint64_t store_scan_steps(const struct store_scan *scan);
 struct store_txn *store_scan_txn(struct store_scan *scan);
 void store_scan_close(struct store_scan *scan);
 
+/*
+ * The change feed (store/feed.c): what other processes committed, so that
+ * a mount re-checks only the nodes they touched. Every write transaction
+ * records, inside itself, the keys of the node spaces (DATA, ATTR, SCHEMA:
+ * keys that name a node) it put or deleted, in a small bounded log keyed by
+ * its position (docs/FORMAT.md, "changes"). A position grows with every
+ * commit by any process (LMDB: the transaction id). The log may have been
+ * trimmed, or a commit may have none (an older kvfs, another LMDB tool, a
+ * read-only open of a store without the log): then the feed cannot tell,
+ * and the reader must assume everything changed.
+ */
+enum store_change_kind {
+	STORE_CHANGE_KEY = 1,	/* the node at key: its record or its attributes */
+	STORE_CHANGE_SUBTREE = 2,	/* the node at key (a tuple) and everything below it */
+	STORE_CHANGE_ALL = 3,	/* anything (key empty) */
+};
+
+struct store_change {
+	uint64_t pos;		/* the position of the commit */
+	bool mine;		/* committed through this store handle */
+	enum store_change_kind kind;
+	const uint8_t *key;	/* borrowed: valid during the callback only */
+	size_t len;
+};
+
+/* Called once per change, in commit order: 0, or -errno to stop the read with it. */
+typedef int (*store_feed_fn)(void *arg, const struct store_change *c);
+
+/*
+ * The position of now: the last commit of any process. Cheap (no
+ * transaction; LMDB reads it off its meta page), for polling.
+ */
+uint64_t store_position(struct store *st);
+
+/*
+ * Calls fn for every change committed after position `after`, up to the
+ * snapshot the read takes, whose position goes to *upto (also on -ESTALE).
+ * -ESTALE when the feed cannot tell what changed in between (a commit
+ * without a log entry, entries trimmed, no log at all): the caller must
+ * re-check everything. Commits that touched no node key call fn not at all.
+ */
+int store_feed_read(struct store *st, uint64_t after, store_feed_fn fn, void *arg,
+		    uint64_t *upto);
+
 #endif

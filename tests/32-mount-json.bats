@@ -185,3 +185,17 @@ for i in range(2):
 	run -0 bash -c "cd '$MNT/doc' && cp '$BATS_TEST_TMPDIR/new.json' ../doc.json && sleep 0.3 && /bin/pwd && ls && cat a"
 	assert_output "$MNT/doc"$'\na\nb\n2'
 }
+
+@test "after a view's close, cached names already follow kinds that changed (50 rounds)" {
+	local round	# not i: bats' run changes a global i
+	for round in $(seq 50); do
+		echo '{"a": {"b": 1}}' >"$MNT/x.json"
+		ls "$MNT/x/a" >/dev/null
+		echo '{"a": "leaf '"$round"'"}' >"$MNT/x.json"
+		run -0 cat "$MNT/x/a"
+		assert_output "leaf $round"
+		echo '{"a": {"b": '"$round"'}}' >"$MNT/x.json"
+		run -0 cat "$MNT/x/a/b"
+		assert_output "$round"
+	done
+}
