@@ -459,8 +459,12 @@ int fs_file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 		fs_file_put(ctx, f);
 		return ret;
 	}
-	if (f->kind == FS_FILE_WRITER)
+	if (f->kind == FS_FILE_WRITER) {
+		/* not while the worker pushes the leaf's text into its pages */
+		pthread_mutex_lock(&ctx->push_lock);
 		f = writer_publish(ctx, f, fi->flags);
+		pthread_mutex_unlock(&ctx->push_lock);
+	}
 out_opened:
 	/*
 	 * Leaves, read or written, go through the kernel's one page cache
@@ -472,6 +476,9 @@ out_opened:
 		fi->direct_io = 1;
 	else
 		fi->keep_cache = !n.expires_ns && fs_cache_leaf_valid(ctx, node, &n);
+	/* a reader that missed the pages (recorded now): cat * sends one read, not one per leaf */
+	if (f->kind == FS_FILE_READER && !fi->keep_cache)
+		fs_cache_push_siblings(ctx, node);
 	fi->noflush = acc == O_RDONLY;	/* nothing to commit: close needs no round trip */
 	fi->fh = (uintptr_t)f;
 	*out = f;
