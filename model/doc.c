@@ -741,15 +741,17 @@ static int prepare_replace(struct flat *f, const struct tree_node *n)
 	return n->exists ? 0 : tree_attach(f->txn, f->p, f->err);
 }
 
-static int flat_parse(struct flat *f, const char *json, size_t len,
+static int flat_parse(struct flat *f, const char *json, size_t len, bool mapped,
 		      model_progress_fn progress, void *arg)
 {
+	struct stream_progress sp = { .fn = progress, .arg = arg };
 	struct model_error perr;
 	int ret;
 
 	perr.msg[0] = '\0';
+	stream_drop_init(&sp.drop, json, mapped);
 	ret = json_parse(json, len, f->append ? JSON_PARSE_SEQUENCE : 0, MODEL_DEPTH_MAX,
-			 flat_event, f, progress, arg, &perr);
+			 flat_event, f, mapped || progress ? stream_progress : NULL, &sp, &perr);
 	if (ret < 0 && !f->failed)
 		return tree_fail(f->err, ret, "%s: invalid JSON: %s", f->p->text,
 				 perr.msg[0] ? perr.msg : strerror(-ret));
@@ -785,7 +787,7 @@ int doc_write(struct store_txn *txn, const struct tree_path *p, const char *json
 	if (ret == 0)
 		ret = f->append ? prepare_append(f, &n) : prepare_replace(f, &n);
 	if (ret == 0)
-		ret = flat_parse(f, json, len, progress, arg);
+		ret = flat_parse(f, json, len, flags & DOC_MAPPED, progress, arg);
 	if (ret == 0 && f->append && !f->appended && (!n.exists || n.marker))
 		ret = tree_put_marker(txn, p->key, p->len, MODEL_KIND_ARRAY);
 	strbuf_release(&f->bytes);
@@ -1120,6 +1122,7 @@ struct import_op {
 	model_progress_fn progress;
 	void *arg;
 	struct model_error *err;
+	unsigned flags;		/* DOC_* */
 };
 
 static int import_txn(struct store_txn *txn, void *arg)
@@ -1132,7 +1135,7 @@ static int import_txn(struct store_txn *txn, void *arg)
 	ret = tree_resolve(txn, op->path, TREE_FOR_CREATE, &p, op->err);
 	if (ret < 0)
 		return ret;
-	ret = doc_write(txn, &p, op->json, op->len, 0, op->progress, op->arg, op->err);
+	ret = doc_write(txn, &p, op->json, op->len, op->flags, op->progress, op->arg, op->err);
 	/* nodes the document keeps keep their attributes; removed ones lose them */
 	return ret < 0 ? ret : attr_prune(txn, p.key, p.len);
 }
@@ -1140,7 +1143,15 @@ static int import_txn(struct store_txn *txn, void *arg)
 int model_import(struct model *m, const char *path, const char *json, size_t len,
 		 model_progress_fn progress, void *arg, struct model_error *err)
 {
-	struct import_op op = { path, json, len, progress, arg, err };
+	struct import_op op = { path, json, len, progress, arg, err, 0 };
+
+	return tree_write(m, path, import_txn, &op, err);
+}
+
+int model_import_mapped(struct model *m, const char *path, const char *json, size_t len,
+			model_progress_fn progress, void *arg, struct model_error *err)
+{
+	struct import_op op = { path, json, len, progress, arg, err, DOC_MAPPED };
 
 	return tree_write(m, path, import_txn, &op, err);
 }

@@ -1128,6 +1128,28 @@ int store_put(struct store_txn *txn, enum store_space space,
 	return txn_err(txn, mdb_put(txn->txn, txn->st->dbi[space], &k, &v, 0));
 }
 
+int store_put_reserve(struct store_txn *txn, enum store_space space, const void *key,
+		      size_t key_len, size_t val_len, void **out)
+{
+	MDB_val k = { key_len, (void *)key }, v = { val_len, NULL };
+	int rc;
+
+	*out = NULL;
+	if (!txn->write)
+		return -EROFS;
+	if (txn->map_full)
+		return -ENOSPC;
+	if (key_len == 0)
+		return -EINVAL;
+	if ((rc = check_key(key_len)))
+		return rc;
+	/* LMDB hands back the value's place in its own dirty page: no copy. */
+	rc = txn_err(txn, mdb_put(txn->txn, txn->st->dbi[space], &k, &v, MDB_RESERVE));
+	if (rc == 0)
+		*out = v.mv_data;
+	return rc;
+}
+
 int store_del(struct store_txn *txn, enum store_space space, const void *key, size_t key_len)
 {
 	MDB_val k = { key_len, (void *)key };
