@@ -46,7 +46,8 @@ void cli_progress_draw(struct cli_progress *pr, uint64_t bytes, int64_t rows, bo
 		snprintf(left, sizeof(left), ", %d:%02d left", (int)(rest / 60), (int)rest % 60);
 	}
 	if (rows >= 0)
-		snprintf(count, sizeof(count), ", %lld rows", (long long)rows);
+		snprintf(count, sizeof(count), ", %lld rows, %.0f rows/s", (long long)rows,
+			 secs > 0 ? (double)rows / secs : 0);
 	if (pr->total)
 		fprintf(stderr, "\rimport: %d%% (%.1f MiB of %.1f MiB), %.1f MiB/s%s%s   ",
 			(int)(bytes * 100 / pr->total), (double)bytes / MIB,
