@@ -1111,10 +1111,11 @@ int store_get(struct store_txn *txn, enum store_space space,
 	return 0;
 }
 
-int store_put(struct store_txn *txn, enum store_space space,
-	      const void *key, size_t key_len, const void *val, size_t val_len)
+/* Every put goes through here (a plain one, or MDB_RESERVE: v gets the place). */
+static int put_with(struct store_txn *txn, enum store_space space, const void *key,
+		    size_t key_len, MDB_val *v, unsigned flags)
 {
-	MDB_val k = { key_len, (void *)key }, v = { val_len, (void *)val };
+	MDB_val k = { key_len, (void *)key };
 	int rc;
 
 	if (!txn->write)
@@ -1125,28 +1126,25 @@ int store_put(struct store_txn *txn, enum store_space space,
 		return -EINVAL;
 	if ((rc = check_key(key_len)))
 		return rc;
-	return txn_err(txn, mdb_put(txn->txn, txn->st->dbi[space], &k, &v, 0));
+	return txn_err(txn, mdb_put(txn->txn, txn->st->dbi[space], &k, v, flags));
+}
+
+int store_put(struct store_txn *txn, enum store_space space,
+	      const void *key, size_t key_len, const void *val, size_t val_len)
+{
+	MDB_val v = { val_len, (void *)val };
+
+	return put_with(txn, space, key, key_len, &v, 0);
 }
 
 int store_put_reserve(struct store_txn *txn, enum store_space space, const void *key,
 		      size_t key_len, size_t val_len, void **out)
 {
-	MDB_val k = { key_len, (void *)key }, v = { val_len, NULL };
-	int rc;
-
-	*out = NULL;
-	if (!txn->write)
-		return -EROFS;
-	if (txn->map_full)
-		return -ENOSPC;
-	if (key_len == 0)
-		return -EINVAL;
-	if ((rc = check_key(key_len)))
-		return rc;
+	MDB_val v = { val_len, NULL };
 	/* LMDB hands back the value's place in its own dirty page: no copy. */
-	rc = txn_err(txn, mdb_put(txn->txn, txn->st->dbi[space], &k, &v, MDB_RESERVE));
-	if (rc == 0)
-		*out = v.mv_data;
+	int rc = put_with(txn, space, key, key_len, &v, MDB_RESERVE);
+
+	*out = rc == 0 ? v.mv_data : NULL;
 	return rc;
 }
 
