@@ -6,7 +6,8 @@
 #                    mdb_load of the same keys in sorted order (mdb_dump of
 #                    the imported store's data space); peak RSS / document
 #   cp N MB          a document written through the mount with cp: the
-#                    daemon's VmHWM / document
+#                    daemon's VmHWM / document (one of small values, one
+#                    of 1 MiB strings)
 #   leaf N MB        one string leaf written through the mount: VmHWM / leaf
 # Usage: scripts/bench-import.sh [SIZES_MB...]  (default 40 100; the mount
 # figures use BENCH_CP_MB, default 300, and BENCH_LEAF_MB, default 1024;
@@ -117,6 +118,28 @@ cp_one() {
 	rm -f "$doc"
 }
 
+# cp_strings MB: a document of 1 MiB strings (few keys: the buffer, not the
+# store's pages, is what the daemon's memory follows).
+cp_strings() {
+	local mb=$1 doc=$work/strings.json hwm bytes
+	python3 -c '
+import sys
+mb, path = int(sys.argv[1]), sys.argv[2]
+with open(path, "w") as f:
+    f.write("{")
+    for i in range(mb):
+        f.write(("" if i == 0 else ",") + "\"s%04d\":\"" % i + chr(97 + i % 26) * (1 << 20) + "\\n\"")
+    f.write("}\n")' "$mb" "$doc"
+	bytes=$(stat -c %s "$doc")
+	mount_kvfs
+	cp "$doc" "$mnt/s.json"
+	hwm=$(hwm_kib)
+	printf 'cp     %4d MB of 1 MiB strings  daemon VmHWM %d MB = %sx doc\n' "$mb" \
+		$((hwm / 1024)) "$(ratio $((hwm * 1024)) "$bytes")"
+	umount_kvfs
+	rm -f "$doc"
+}
+
 leaf_one() {
 	local mb=$1 t0 t1 hwm size
 	mount_kvfs
@@ -136,4 +159,5 @@ for mb in "${sizes[@]}"; do
 	import_one "$mb"
 done
 [ "$cp_mb" = 0 ] || cp_one "$cp_mb"
+[ "$cp_mb" = 0 ] || cp_strings "$cp_mb"
 [ "$leaf_mb" = 0 ] || leaf_one "$leaf_mb"
