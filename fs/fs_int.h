@@ -194,6 +194,12 @@ struct fs_file {
 	bool pending;		/* created view, not yet in the store (others see it
 				 * as pend_view, after fs_file_publish) */
 	int64_t wmtime_ns;	/* time of the last change to buf */
+	bool refused;		/* the model refused buf as it is: not parsed again */
+	/* spill.c: buf is a shared mapping of an unlinked file once big */
+	const char *spill_dir;	/* fixed: where that file goes (the store's directory) */
+	bool spilled;
+	int spill_fd;
+	size_t spill_end;	/* bytes of the file ever written: after it, zeros */
 };
 
 /* f->lock held, or the kind is one that never changes. */
@@ -482,7 +488,9 @@ static inline bool fs_kind_is_dir(enum model_kind kind)
 	return kind == MODEL_KIND_OBJECT || kind == MODEL_KIND_ARRAY;
 }
 
-#define FS_FILE_MAX ((size_t)1 << 30)	/* largest content buffered for one file */
+/* Largest content buffered for one file: beyond FS_SPILL_MIN it is on disk (spill.c). */
+#define FS_FILE_MAX ((size_t)1 << 40)
+#define FS_SPILL_MIN ((size_t)8 << 20)
 
 /*
  * Readers of leaves up to this size keep the version they last read in a
@@ -557,6 +565,18 @@ void fs_file_publish(struct fs_ctx *ctx, struct fs_file *f);
 
 /* f->lock held. Makes buf hold len bytes, zero-filling a gap. */
 int fs_file_resize(struct fs_file *f, size_t len);
+
+/*
+ * ---- spilled write buffers (spill.c) ---- all with f->lock held.
+ * grow: buf (in a spill file already or about to be moved there) gets cap
+ * bytes; zero_gap: the bytes after f->len read as zeros; write: the
+ * bytes at off (within cap) are set with pwrite, not through the mapping;
+ * release: unmaps and closes (f->buf is NULL then). 0 or -errno.
+ */
+int fs_spill_grow(struct fs_file *f, size_t cap);
+int fs_spill_zero_gap(struct fs_file *f);
+int fs_spill_write(struct fs_file *f, const void *buf, size_t size, size_t off);
+void fs_spill_release(struct fs_file *f);
 
 /*
  * Commits the unsaved content of every open file of node, so that a change
