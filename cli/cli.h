@@ -207,6 +207,22 @@ void cli_input_release(struct cli_input *in);
 
 /* ---- verbs ---- */
 
+/*
+ * The import progress bar (cli/progress.c): drawn on stderr only when it
+ * is a terminal, at most five times a second unless forced. total 0: the
+ * size is unknown (a pipe); rows < 0: not counted.
+ */
+struct cli_progress {
+	bool show;
+	bool drawn;
+	uint64_t total;
+	double start, last;
+};
+void cli_progress_start(struct cli_progress *pr, uint64_t total);
+void cli_progress_draw(struct cli_progress *pr, uint64_t bytes, int64_t rows, bool force);
+/* Ends the line the bar was drawn on, if any. */
+void cli_progress_end(struct cli_progress *pr);
+
 int cli_cmd_get(const struct cli_verb *verb, int argc, char **argv);
 int cli_cmd_ls(const struct cli_verb *verb, int argc, char **argv);
 int cli_cmd_export(const struct cli_verb *verb, int argc, char **argv);

@@ -8,12 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 
-#define MIB (1024.0 * 1024.0)
 #define PROGRESS_MIN_BYTES (1024 * 1024)
 
 enum {
@@ -224,91 +222,42 @@ int cli_cmd_mkdir(const struct cli_verb *verb, int argc, char **argv)
 
 /* ---- import ---- */
 
-/* "\rimport: 45% (123.4 MiB of 274.0 MiB)" on a terminal, redrawn per percent. */
-struct progress {
-	int last_percent;
-	bool drawn;
-};
-
-static void progress_draw(void *arg, uint64_t done, uint64_t total)
+static void import_tick(void *arg, uint64_t done, uint64_t total)
 {
-	struct progress *pr = arg;
-	int percent;
-
-	if (total == 0)
-		return;
-	if (done > total)
-		done = total;
-	percent = (int)(done * 100 / total);
-	if (pr->drawn && percent == pr->last_percent)
-		return;
-	fprintf(stderr, "\rimport: %d%% (%.1f MiB of %.1f MiB)", percent,
-		(double)done / MIB, (double)total / MIB);
-	fflush(stderr);
-	pr->last_percent = percent;
-	pr->drawn = true;
+	(void)total;
+	cli_progress_draw(arg, done, -1, false);
 }
 
 static int import_run(struct model *m, const char *path, const struct cli_input *in,
 		      int64_t ttl)
 {
 	struct model_error err = { .msg = "" };
-	struct progress pr = { .last_percent = -1, .drawn = false };
-	bool show = in->len > PROGRESS_MIN_BYTES && isatty(STDERR_FILENO);
+	struct cli_progress pr;
 	int ret;
 
+	cli_progress_start(&pr, in->len);
+	pr.show = pr.show && in->len > PROGRESS_MIN_BYTES;
+	/* a mapped file gives its pages back as it is parsed */
 	ret = model_import_ttl(m, path, in->data ? in->data : "", in->len, ttl,
-			       show ? progress_draw : NULL, &pr, &err);
-	if (pr.drawn) {
-		if (ret == 0)
-			progress_draw(&pr, in->len, in->len);
-		fputc('\n', stderr);
-	}
+			       in->mapped ? MODEL_WRITE_MAPPED : 0, pr.show ? import_tick : NULL,
+			       &pr, &err);
+	if (ret == 0)
+		cli_progress_draw(&pr, in->len, -1, true);
+	cli_progress_end(&pr);
 	return ret < 0 ? cli_model_fail(ret, &err, path) : CLI_EXIT_OK;
 }
 
 /* ---- import --lines ---- */
 
-/* "\rimport: 45% (12.0 of 26.5 MiB), 81234 rows, 80500 rows/s, 0:03 left" on a terminal. */
+/* The bar, with the bytes and rows committed before the current call. */
 struct lines_progress {
-	bool show;
-	bool drawn;
-	uint64_t total;		/* input bytes, 0 when unknown (a pipe) */
-	uint64_t bytes, rows;	/* committed before the current call */
-	double start, last;
+	struct cli_progress bar;
+	uint64_t bytes, rows;
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void lines_draw(struct lines_progress *pr, uint64_t bytes, uint64_t rows, bool force)
 {
-	double t = now_s(), secs = t - pr->start;
-	double rate = secs > 0 ? (double)rows / secs : 0;
-	char left[32] = "";
-
-	if (!pr->show || (!force && t - pr->last < 0.2))
-		return;
-	pr->last = t;
-	if (pr->total && bytes <= pr->total && bytes > 0 && secs > 0) {
-		double rest = secs * (double)(pr->total - bytes) / (double)bytes;
-
-		snprintf(left, sizeof(left), ", %d:%02d left", (int)(rest / 60), (int)rest % 60);
-	}
-	if (pr->total)
-		fprintf(stderr, "\rimport: %d%% (%.1f of %.1f MiB), %llu rows, %.0f rows/s%s   ",
-			(int)(bytes * 100 / (pr->total ? pr->total : 1)), (double)bytes / MIB,
-			(double)pr->total / MIB, (unsigned long long)rows, rate, left);
-	else
-		fprintf(stderr, "\rimport: %.1f MiB, %llu rows, %.0f rows/s   ",
-			(double)bytes / MIB, (unsigned long long)rows, rate);
-	fflush(stderr);
-	pr->drawn = true;
+	cli_progress_draw(&pr->bar, bytes, (int64_t)rows, force);
 }
 
 /* Called by the model while a batch runs: its bytes and rows so far. */
@@ -368,9 +317,7 @@ static int lines_batch(struct lines_run *r, const char *data, size_t len, uint64
 	if (ret < 0) {
 		char where[48] = "";
 
-		if (r->pr.drawn)
-			fputc('\n', stderr);
-		r->pr.drawn = false;
+		cli_progress_end(&r->pr.bar);
 		if (r->st.fail_line)
 			snprintf(where, sizeof(where), "line %llu: ",
 				 (unsigned long long)r->st.fail_line);
@@ -406,7 +353,7 @@ static int lines_atomic(struct lines_run *r, const char *name)
 
 	if (cli_input_read(name, &in))
 		return CLI_EXIT_FAIL;
-	r->pr.total = in.len;
+	r->pr.bar.total = in.len;
 	ret = lines_batch(r, in.data ? in.data : "", in.len,
 			  count_lines(in.data ? in.data : "", in.len));
 	cli_input_release(&in);
@@ -465,10 +412,8 @@ static int lines_main(const char *store, const char *path, const char *name, boo
 		if (!in)
 			return cli_fail("%s: %s", name, strerror(errno));
 	}
-	r.pr.show = isatty(STDERR_FILENO);
-	if (!atomic && fstat(fileno(in), &st) == 0 && S_ISREG(st.st_mode))
-		r.pr.total = (uint64_t)st.st_size;
-	r.pr.start = r.pr.last = now_s();
+	cli_progress_start(&r.pr.bar, !atomic && fstat(fileno(in), &st) == 0 &&
+				      S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0);
 	r.st.progress = lines_tick;
 	r.st.arg = &r.pr;
 	ret = cli_open(store, CLI_OPEN_CREATE, &r.m);
@@ -476,10 +421,9 @@ static int lines_main(const char *store, const char *path, const char *name, boo
 		goto out_fclose;
 	ret = atomic ? lines_atomic(&r, name) : lines_stream(&r, in, shown);
 	/* the final figures are drawn however quick the import was */
-	if (r.pr.show && ret == CLI_EXIT_OK)
+	if (ret == CLI_EXIT_OK)
 		lines_draw(&r.pr, r.pr.bytes, r.pr.rows, true);
-	if (r.pr.drawn)
-		fputc('\n', stderr);
+	cli_progress_end(&r.pr.bar);
 	cli_close(r.m, ret);
 out_fclose:
 	if (in != stdin)

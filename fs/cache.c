@@ -29,6 +29,169 @@ void fs_cache_forget(struct fs_ctx *ctx, struct fs_node *node)
 	fs_inval_node(ctx, fs_node_ino(ctx, node), FS_INVAL_DATA);
 }
 
+/*
+ * ctx->push_lock and the write section held. Reads the leaf at path and
+ * stores its text in the kernel's pages; *n gets the version stored (the
+ * stat comes first: text read after it is never older). 0 when stored.
+ */
+static int push_store(struct fs_ctx *ctx, struct fs_node *node, const char *path,
+		      struct model_node *n)
+{
+	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(0);
+	char *buf = NULL;
+	size_t len = 0;
+	int ret = model_stat(ctx->model, path, 0, n, NULL);
+
+	if (ret < 0)
+		return ret;
+	if (n->kind != MODEL_KIND_LEAF || n->derived || n->size > FS_PUSH_SIZE_MAX)
+		return -EAGAIN;
+	ret = model_read_all(ctx->model, path, &buf, &len, NULL);
+	if (ret < 0)
+		return ret;
+	if (len != n->size) {
+		free(buf);
+		return -EAGAIN;
+	}
+	bv.buf[0].size = len;
+	bv.buf[0].mem = buf;
+	ret = len ? fuse_lowlevel_notify_store(ctx->se, fs_node_ino(ctx, node), 0, &bv, 0) : 0;
+	free(buf);
+	return ret;
+}
+
+/* One leaf of a push (node pinned by the caller): see fs_cache_push_dir. */
+static void push_leaf(struct fs_ctx *ctx, struct fs_node *node)
+{
+	struct model_node n;
+	char *path = NULL;
+	bool go;
+	int ret;
+
+	pthread_mutex_lock(&ctx->push_lock);
+	/* exclusive: no commit of ours runs while the text is read and stored */
+	ret = fs_write_path_excl(ctx, node, NULL, &path);
+	if (ret < 0)
+		goto out_unlock;
+	pthread_mutex_lock(&ctx->lock);
+	go = node->hashed && node->nlookup > 0 && !node->wfile && !node->npend && !node->tmp &&
+	     !node->want_type && !node->cache_known;
+	pthread_mutex_unlock(&ctx->lock);
+	ret = go ? push_store(ctx, node, path, &n) : -EAGAIN;
+	if (ret == 0) {
+		/* the pages hold this version now: the next open keeps them */
+		pthread_mutex_lock(&ctx->lock);
+		node->cache_known = true;
+		node->cache_mtime = n.mtime_ns;
+		node->cache_size = n.size;
+		pthread_mutex_unlock(&ctx->lock);
+		/* counted once recorded: a test that saw the count may open it */
+		fs_stat_add(ctx, FS_STAT_STORE_BYTES, n.size);
+		fs_stat_add(ctx, FS_STAT_STORE, 1);
+	}
+	fs_write_end(ctx, -1);	/* nothing committed: any move of the store was someone else */
+	free(path);
+out_unlock:
+	pthread_mutex_unlock(&ctx->push_lock);
+	if (ret < 0 && ret != -EAGAIN && ret != -ENOENT)
+		fs_trace(ctx, "push %lu: %s", (unsigned long)fs_node_ino(ctx, node), strerror(-ret));
+}
+
+/* The names of a directory's small leaves (model_list_fill callback). */
+struct push_names {
+	char **v;
+	size_t n, cap;
+};
+
+static int push_collect_fn(void *arg, const char *name, const struct model_node *node)
+{
+	struct push_names *l = arg;
+
+	if (node->kind != MODEL_KIND_LEAF || node->derived || node->size > FS_PUSH_SIZE_MAX)
+		return 0;
+	if (l->n == FS_PUSH_ENTRIES_MAX)
+		return 1;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		char **v = realloc(l->v, cap * sizeof(*v));
+
+		if (!v)
+			return 1;
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n] = strdup(name);
+	return l->v[l->n] ? (l->n++, 0) : 1;
+}
+
+void fs_cache_push_dir(struct fs_ctx *ctx, struct fs_node *dir)
+{
+	struct push_names names = { NULL, 0, 0 };
+	struct model_list *list;
+	char *path;
+	int ret = fs_node_path(ctx, dir, NULL, &path);
+
+	if (ret == 0) {
+		ret = model_list_open(ctx->model, path, &list, NULL);
+		free(path);
+	}
+	if (ret == 0) {
+		model_list_fill(list, push_collect_fn, &names);	/* what it found before a failure */
+		model_list_close(list);
+	}
+	for (size_t i = 0; i < names.n; i++) {
+		struct fs_node *child;
+
+		if (fs_inval_waiting(ctx)) {
+			/* an invalidation first: the rest of dir (the pushed are skipped) later */
+			while (i < names.n)
+				free(names.v[i++]);
+			free(names.v);
+			fs_inval_push(ctx, dir);	/* takes over the ref; QUEUED stays */
+			return;
+		}
+		pthread_mutex_lock(&ctx->lock);
+		child = dir->hashed || dir == &ctx->root ?
+			fs_node_child_locked(ctx, dir, names.v[i], false) : NULL;
+		if (child && child->nlookup > 0 && !child->cache_known)
+			fs_node_ref_locked(child);
+		else
+			child = NULL;
+		pthread_mutex_unlock(&ctx->lock);
+		free(names.v[i]);
+		if (!child)
+			continue;	/* not known to the kernel, or its pages were filled */
+		push_leaf(ctx, child);
+		pthread_mutex_lock(&ctx->lock);
+		fs_node_unref_locked(ctx, child);
+		pthread_mutex_unlock(&ctx->lock);
+	}
+	free(names.v);
+	pthread_mutex_lock(&ctx->lock);
+	if (dir->push_state == FS_PUSH_QUEUED)
+		dir->push_state = FS_PUSH_NONE;	/* until the next listing */
+	fs_node_unref_locked(ctx, dir);
+	pthread_mutex_unlock(&ctx->lock);
+	fs_stat_add(ctx, FS_STAT_STORE_DIRS, 1);
+}
+
+void fs_cache_push_siblings(struct fs_ctx *ctx, struct fs_node *node)
+{
+	struct fs_node *dir;
+
+	pthread_mutex_lock(&ctx->lock);
+	dir = node->hashed ? node->parent : NULL;
+	if (dir && dir->push_state == FS_PUSH_LISTED) {
+		dir->push_state = FS_PUSH_QUEUED;
+		fs_node_ref_locked(dir);
+	} else {
+		dir = NULL;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	if (dir)
+		fs_inval_push(ctx, dir);
+}
+
 int fs_file_snapshot(struct fs_ctx *ctx, struct fs_file *f, const char *path)
 {
 	struct model_error err = { { 0 } };

@@ -90,6 +90,7 @@ struct dir_fill {
 	size_t ncounted, capcounted;
 };
 
+
 /* ctx->lock held. Records a lookup counted for the reply; false: no memory. */
 static bool dir_count_lookup(struct dir_fill *s, struct fs_node *child)
 {
@@ -247,6 +248,17 @@ static void dir_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_in
 	if (ret >= 0 && s.err < 0)
 		ret = s.err;
 out_reply:
+	if (plus && s.ncounted) {
+		/*
+		 * The kernel learns these leaves from the reply: the first open of
+		 * one that misses the page cache pushes the others. Marked before
+		 * replying: once replied, a releasedir may free d.
+		 */
+		pthread_mutex_lock(&s.ctx->lock);
+		if (d->node->push_state == FS_PUSH_NONE)
+			d->node->push_state = FS_PUSH_LISTED;
+		pthread_mutex_unlock(&s.ctx->lock);
+	}
 	if (ret < 0 && s.used == 0) {
 		fs_reply_err(req, ret);
 	} else if (fuse_reply_buf(req, s.buf, s.used) < 0) {

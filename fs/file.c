@@ -22,6 +22,8 @@ struct fs_file *fs_file_new(struct fs_ctx *ctx, struct fs_node *node)
 	f->type = FS_HANDLE_FILE;
 	f->node = node;
 	f->refs = 1;
+	f->spill_dir = ctx->store_dir;
+	f->spill_fd = -1;
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_mutex_lock(&ctx->lock);
 	fs_node_ref_locked(node);
@@ -67,6 +69,7 @@ static bool file_unref_locked(struct fs_ctx *ctx, struct fs_file *f)
 static void file_free(struct fs_file *f)
 {
 	pthread_mutex_destroy(&f->lock);
+	fs_spill_release(f);
 	free(f->buf);
 	free(f);
 }
@@ -131,23 +134,39 @@ void fs_file_publish(struct fs_ctx *ctx, struct fs_file *f)
 
 int fs_file_resize(struct fs_file *f, size_t len)
 {
+	int ret;
+
 	if (len > FS_FILE_MAX)
 		return -EFBIG;
+	f->refused = false;
 	if (len > f->cap) {
 		size_t cap = f->cap ? f->cap : 4096;
 		char *buf;
 
 		while (cap < len)
 			cap *= 2;
-		buf = realloc(f->buf, cap);
-		if (!buf)
-			return -ENOMEM;
-		f->buf = buf;
-		f->cap = cap;
+		if (f->spilled || cap > FS_SPILL_MIN) {
+			ret = fs_spill_grow(f, cap);	/* big: on disk, not in memory */
+			if (ret < 0)
+				return ret;
+		} else {
+			buf = realloc(f->buf, cap);
+			if (!buf)
+				return -ENOMEM;
+			f->buf = buf;
+			f->cap = cap;
+		}
 	}
-	if (len > f->len)
+	if (len > f->len && f->spilled) {
+		ret = fs_spill_zero_gap(f);
+		if (ret < 0)
+			return ret;
+	} else if (len > f->len) {
 		memset(f->buf + f->len, 0, len - f->len);
+	}
 	f->len = len;
+	if (f->spilled && len > f->spill_end)
+		f->spill_end = len;	/* callers may write these bytes through buf */
 	return 0;
 }
 
@@ -185,6 +204,10 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 
 	if (!f->dirty)
 		return 0;
+	if (f->refused)
+		return -EINVAL;	/* the same content again: refused without parsing it twice */
+	if (f->spilled)
+		flags |= MODEL_WRITE_MAPPED;
 	ret = fs_tmp_flush_locked(ctx, f);
 	if (ret != 0)
 		return ret < 0 ? ret : 0;
@@ -229,6 +252,7 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 	if (ret < 0) {
 		/* still dirty: the next flush or close tries again and reports it */
 		fs_log_model(ctx, ret, &err, path);
+		f->refused = ret == -EINVAL && view;
 		free(path);
 		return ret;
 	}
@@ -365,6 +389,7 @@ static void writer_trunc_locked(struct fs_ctx *ctx, struct fs_file *f)
 {
 	f->len = 0;
 	f->trunc = true;
+	f->refused = false;
 	f->wmtime_ns = fs_now_ns();
 	fs_file_publish(ctx, f);
 }
@@ -656,8 +681,12 @@ int fs_file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 		fs_file_put(ctx, f);
 		return ret;
 	}
-	if (f->kind == FS_FILE_WRITER)
+	if (f->kind == FS_FILE_WRITER) {
+		/* not while the worker pushes the leaf's text into its pages */
+		pthread_mutex_lock(&ctx->push_lock);
 		f = writer_publish(ctx, f, fi->flags);
+		pthread_mutex_unlock(&ctx->push_lock);
+	}
 out_opened:
 	/*
 	 * Leaves, read or written, go through the kernel's one page cache
@@ -669,6 +698,9 @@ out_opened:
 		fi->direct_io = 1;
 	else
 		fi->keep_cache = !n.expires_ns && fs_cache_leaf_valid(ctx, node, &n);
+	/* a reader that missed the pages (recorded now): cat * sends one read, not one per leaf */
+	if (f->kind == FS_FILE_READER && !fi->keep_cache)
+		fs_cache_push_siblings(ctx, node);
 	fi->noflush = acc == O_RDONLY;	/* nothing to commit: close needs no round trip */
 	fi->fh = (uintptr_t)f;
 	*out = f;
@@ -778,8 +810,12 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	start = f->kind == FS_FILE_VIEW_APPEND || (fi->flags & O_APPEND) ? f->len : (size_t)off;
 	end = start + size;
 	ret = end > f->len ? fs_file_resize(f, end) : 0;
-	if (ret == 0) {
+	if (ret == 0 && f->spilled)
+		ret = fs_spill_write(f, buf, size, start);
+	else if (ret == 0)
 		memcpy(f->buf + start, buf, size);
+	if (ret == 0) {
+		f->refused = false;
 		f->dirty = true;
 		f->trunc = false;
 		f->wmtime_ns = fs_now_ns();

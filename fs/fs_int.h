@@ -18,6 +18,10 @@
  * Lock order. A thread holding a lock may take only locks further down this
  * list, never one further up, and no two locks of the same rank at once:
  *
+ *   0. ctx->push_lock   one push of a leaf's text into the kernel's pages
+ *                       (cache.c, in the worker) against a leaf's first
+ *                       writer being published (file.c): taken with no
+ *                       other lock held.
  *   1. f->lock          one open file (struct fs_file): its buffer and state.
  *                       Held across model calls (a commit, a snapshot).
  *   2. ctx->gen_lock    the write section, fs_write_begin .. fs_write_end:
@@ -49,6 +53,7 @@
 
 #include <fuse_lowlevel.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -78,6 +83,19 @@ struct fs_tmpfile {
 };
 
 /*
+ * Pushing the text of a directory's small leaves into the kernel's page
+ * cache (cache.c): a readdirplus makes the kernel know them (LISTED); the
+ * first open of one of them that misses the page cache queues the push of
+ * all of them (QUEUED), so that `cat *` sends one read, not one per leaf,
+ * while `find` and `ls -l`, which open nothing, cost no push.
+ */
+enum fs_push_state {
+	FS_PUSH_NONE,
+	FS_PUSH_LISTED,
+	FS_PUSH_QUEUED,
+};
+
+/*
  * A node the kernel knows (node.c owns the table). Every field is guarded by
  * ctx->lock; the root's parent and name are fixed.
  */
@@ -98,6 +116,7 @@ struct fs_node {
 	bool cache_known;	/* cache_* recorded at an earlier open */
 	int64_t cache_mtime;	/* leaf mtime and size at the last open or commit */
 	uint64_t cache_size;
+	enum fs_push_state push_state;	/* directories: pushing their leaves' text (cache.c) */
 	/* attr.c and dir.c: what the kernel was told */
 	uint64_t dir_gen;	/* store generation when last listed (+1; 0 never) */
 	int64_t dir_until;	/* that listing's earliest child deadline (fs/ttl.c; 0: none) */
@@ -196,6 +215,12 @@ struct fs_file {
 	bool new_trunc;		/* pending leaf created with O_TRUNC (the shell's >):
 				 * like any O_TRUNC, committed at release when not
 				 * written; else (touch) at the first flush */
+	bool refused;		/* the model refused buf as it is: not parsed again */
+	/* spill.c: buf is a shared mapping of an unlinked file once big */
+	const char *spill_dir;	/* fixed: where that file goes (the store's directory) */
+	bool spilled;
+	int spill_fd;
+	size_t spill_end;	/* bytes of the file ever written: after it, zeros */
 };
 
 /* f->lock held, or the kind is one that never changes. */
@@ -212,6 +237,7 @@ enum fs_inval_kind {
 	FS_INVAL_SUBTREE,	/* a node and everything known below it (the item holds a ref) */
 	FS_INVAL_PATH,		/* the node at a path another process changed (name = path) */
 	FS_INVAL_PATH_TREE,	/* the same, with everything known below it */
+	FS_INVAL_STORE,		/* push a directory's small leaves into their pages (holds a ref) */
 };
 
 /*
@@ -232,6 +258,21 @@ struct fs_moved {
 	const struct fs_node *parent;	/* compared, never followed: may be stale */
 	char *name;		/* heap; NULL for an unused slot */
 	uint32_t moved;
+};
+
+/* What stats.c counts: the requests by opcode, and the pages pushed (dir.c). */
+enum fs_stat {
+	FS_STAT_LOOKUP, FS_STAT_FORGET, FS_STAT_GETATTR, FS_STAT_SETATTR, FS_STAT_READLINK,
+	FS_STAT_MKNOD, FS_STAT_MKDIR, FS_STAT_UNLINK, FS_STAT_RMDIR, FS_STAT_SYMLINK,
+	FS_STAT_RENAME, FS_STAT_LINK, FS_STAT_OPEN, FS_STAT_READ, FS_STAT_WRITE,
+	FS_STAT_FLUSH, FS_STAT_RELEASE, FS_STAT_FSYNC, FS_STAT_OPENDIR, FS_STAT_READDIR,
+	FS_STAT_READDIRPLUS, FS_STAT_RELEASEDIR, FS_STAT_FSYNCDIR, FS_STAT_STATFS,
+	FS_STAT_SETXATTR, FS_STAT_GETXATTR, FS_STAT_LISTXATTR, FS_STAT_REMOVEXATTR,
+	FS_STAT_CREATE,
+	FS_STAT_STORE,		/* fuse_lowlevel_notify_store calls that succeeded */
+	FS_STAT_STORE_BYTES,	/* and the bytes they pushed */
+	FS_STAT_STORE_DIRS,	/* directories whose leaves the worker went through */
+	FS_STAT_MAX
 };
 
 /*
@@ -274,6 +315,12 @@ struct fs_ctx {
 	struct fs_inval *inval_head, *inval_tail;
 	bool inval_foreign;	/* coalesced: the store changed elsewhere, revalidate all */
 	bool inval_stop, inval_started;
+	/*
+	 * FS_INVAL_STORE items wait apart, behind every other item: a push
+	 * only saves a read later, and must not delay an invalidation.
+	 */
+	struct fs_inval *push_head, *push_tail;
+	unsigned inval_npush;	/* items on that list (at most FS_PUSH_QUEUE_MAX) */
 	pthread_t inval_thread;	/* written before the thread runs, joined after stop */
 	uint64_t inval_queued, inval_sent;	/* items ever queued / handled, for fs_inval_wait */
 	pthread_cond_t inval_sent_cond;	/* broadcast when inval_sent moves or the worker stops */
@@ -286,6 +333,7 @@ struct fs_ctx {
 	 * caches of the nodes those commits touched (the change feed below),
 	 * so that long entry and attribute timeouts stay honest.
 	 */
+	pthread_mutex_t push_lock;	/* a push against a first writer (lock order, 0) */
 	pthread_rwlock_t gen_lock;	/* the write section (rank 2 above) */
 	/*
 	 * The change feed (model_changes_read): the watcher reads what other
@@ -300,6 +348,8 @@ struct fs_ctx {
 	pthread_cond_t watch_cond;
 	bool watch_stop, watch_started;
 	pthread_t watch_thread;
+
+	_Atomic uint64_t stats[FS_STAT_MAX];	/* stats.c: requests by opcode; no lock */
 };
 
 #define FS_WATCH_MS 150
@@ -339,6 +389,15 @@ void fs_inval_node(struct fs_ctx *ctx, fuse_ino_t ino, enum fs_inval_kind kind);
  * stays hashed. Pending files whose array is gone are dropped.
  */
 void fs_inval_subtree(struct fs_ctx *ctx, struct fs_node *node);
+/*
+ * Queues the push of directory dir's small leaves (fs_cache_push_dir).
+ * Takes over the caller's ref on dir. Skipped (the ref dropped) while
+ * FS_PUSH_QUEUE_MAX pushes wait: the worker must not fall behind on
+ * invalidations.
+ */
+void fs_inval_push(struct fs_ctx *ctx, struct fs_node *dir);
+/* Whether an invalidation waits for the worker: a push in progress yields to it. */
+bool fs_inval_waiting(struct fs_ctx *ctx);
 /* The store changed elsewhere: one coalesced revalidation of every known node. */
 void fs_inval_foreign(struct fs_ctx *ctx);
 int fs_inval_start(struct fs_ctx *ctx);
@@ -409,6 +468,13 @@ void fs_node_revalidate_path(struct fs_ctx *ctx, const char *path, bool subtree)
 /* ---- the operations table (ops.c) ---- */
 extern const struct fuse_lowlevel_ops fs_ops;
 
+/* ---- request counters (stats.c) ---- */
+/* ops.c's table, each request counted first: the one the session runs. */
+extern const struct fuse_lowlevel_ops fs_ops_counted;
+void fs_stat_add(struct fs_ctx *ctx, enum fs_stat which, uint64_t n);
+/* "opcode count" lines into buf (cap bytes, not NUL-terminated); the length used. */
+size_t fs_stats_format(struct fs_ctx *ctx, char *buf, size_t cap);
+
 /* ---- small helpers shared by the operations ---- */
 
 static inline struct fs_ctx *fs_req_ctx(fuse_req_t req)
@@ -445,7 +511,9 @@ static inline bool fs_kind_is_dir(enum model_kind kind)
 	return kind == MODEL_KIND_OBJECT || kind == MODEL_KIND_ARRAY;
 }
 
-#define FS_FILE_MAX ((size_t)1 << 30)	/* largest content buffered for one file */
+/* Largest content buffered for one file: beyond FS_SPILL_MIN it is on disk (spill.c). */
+#define FS_FILE_MAX ((size_t)1 << 40)
+#define FS_SPILL_MIN ((size_t)8 << 20)
 
 /*
  * Readers of leaves up to this size keep the version they last read in a
@@ -453,6 +521,15 @@ static inline bool fs_kind_is_dir(enum model_kind kind)
  * commit). Above it they read per call, each call from one version.
  */
 #define FS_SNAPSHOT_MAX ((uint64_t)64 << 20)
+
+/*
+ * Pushing listed leaves into the page cache (cache.c): leaves up to one
+ * page, at most FS_PUSH_ENTRIES_MAX per directory, while at most
+ * FS_PUSH_QUEUE_MAX directories wait for the worker.
+ */
+#define FS_PUSH_SIZE_MAX 4096
+#define FS_PUSH_ENTRIES_MAX 4096
+#define FS_PUSH_QUEUE_MAX 64
 
 /* ---- attributes (attr.c) ---- */
 
@@ -517,6 +594,18 @@ void fs_file_publish(struct fs_ctx *ctx, struct fs_file *f);
 int fs_file_resize(struct fs_file *f, size_t len);
 
 /*
+ * ---- spilled write buffers (spill.c) ---- all with f->lock held.
+ * grow: buf (in a spill file already or about to be moved there) gets cap
+ * bytes; zero_gap: the bytes after f->len read as zeros; write: the
+ * bytes at off (within cap) are set with pwrite, not through the mapping;
+ * release: unmaps and closes (f->buf is NULL then). 0 or -errno.
+ */
+int fs_spill_grow(struct fs_file *f, size_t cap);
+int fs_spill_zero_gap(struct fs_file *f);
+int fs_spill_write(struct fs_file *f, const void *buf, size_t size, size_t off);
+void fs_spill_release(struct fs_file *f);
+
+/*
  * Commits the unsaved content of every open file of node, so that a change
  * of mtime or type applies to the new content (cp -a sets both on its open
  * descriptor before closing it). A truncation not yet written (O_TRUNC,
@@ -579,6 +668,24 @@ int fs_file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
  * text) are dropped, and the next reader does not keep them.
  */
 void fs_cache_forget(struct fs_ctx *ctx, struct fs_node *node);
+
+/*
+ * An open of leaf node missed the page cache: when its directory was
+ * listed (FS_PUSH_LISTED), queues the push of the directory's leaves.
+ */
+void fs_cache_push_siblings(struct fs_ctx *ctx, struct fs_node *node);
+
+/*
+ * Worker side of fs_inval_push: each small leaf of dir that the kernel
+ * knows, with no writer, no pending content and pages never filled, gets
+ * its text stored in the kernel's page cache (fuse_lowlevel_notify_store)
+ * and recorded as the version the pages hold, so that the next open keeps
+ * them. Each push runs in the write section (no commit through the mount,
+ * no rename moves the name meanwhile) and under ctx->push_lock (no writer
+ * appears). When an invalidation comes to wait meanwhile, the rest of dir
+ * is queued again behind it. Drops the ref the item held.
+ */
+void fs_cache_push_dir(struct fs_ctx *ctx, struct fs_node *dir);
 
 /* A reader of a view gets the rendering of the moment it opened. */
 int fs_file_snapshot(struct fs_ctx *ctx, struct fs_file *f, const char *path);

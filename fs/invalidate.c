@@ -93,11 +93,13 @@ void fs_inval_after_change(struct fs_ctx *ctx, struct fs_node *node, bool view)
 
 /* ---- invalidation worker ---- */
 
-/* Frees an item; a subtree item gives back the ref it held. */
+/* Frees an item; a subtree or push item gives back the ref it held. */
 static void inval_free(struct fs_ctx *ctx, struct fs_inval *iv)
 {
-	if (iv->kind == FS_INVAL_SUBTREE) {
+	if (iv->kind == FS_INVAL_SUBTREE || iv->kind == FS_INVAL_STORE) {
 		pthread_mutex_lock(&ctx->lock);
+		if (iv->kind == FS_INVAL_STORE)	/* not pushed: the next miss may ask again */
+			fs_node_from_ino(ctx, iv->ino)->push_state = FS_PUSH_LISTED;
 		fs_node_unref_locked(ctx, fs_node_from_ino(ctx, iv->ino));
 		pthread_mutex_unlock(&ctx->lock);
 	}
@@ -107,17 +109,28 @@ static void inval_free(struct fs_ctx *ctx, struct fs_inval *iv)
 static void inval_push(struct fs_ctx *ctx, struct fs_inval *iv)
 {
 	pthread_mutex_lock(&ctx->inval_lock);
-	if (!ctx->inval_started || ctx->inval_stop) {
+	if (!ctx->inval_started || ctx->inval_stop ||
+	    (iv->kind == FS_INVAL_STORE && ctx->inval_npush >= FS_PUSH_QUEUE_MAX)) {
 		pthread_mutex_unlock(&ctx->inval_lock);
 		inval_free(ctx, iv);
 		return;
 	}
-	if (ctx->inval_tail)
-		ctx->inval_tail->next = iv;
-	else
-		ctx->inval_head = iv;
-	ctx->inval_tail = iv;
-	ctx->inval_queued++;
+	if (iv->kind == FS_INVAL_STORE) {
+		/* not counted in inval_queued: fs_inval_wait never waits for a push */
+		ctx->inval_npush++;
+		if (ctx->push_tail)
+			ctx->push_tail->next = iv;
+		else
+			ctx->push_head = iv;
+		ctx->push_tail = iv;
+	} else {
+		if (ctx->inval_tail)
+			ctx->inval_tail->next = iv;
+		else
+			ctx->inval_head = iv;
+		ctx->inval_tail = iv;
+		ctx->inval_queued++;
+	}
 	pthread_cond_signal(&ctx->inval_cond);
 	pthread_mutex_unlock(&ctx->inval_lock);
 }
@@ -159,6 +172,32 @@ void fs_inval_subtree(struct fs_ctx *ctx, struct fs_node *node)
 	inval_push(ctx, iv);
 }
 
+void fs_inval_push(struct fs_ctx *ctx, struct fs_node *dir)
+{
+	struct fs_inval *iv = calloc(1, sizeof(*iv) + 1);
+
+	if (!iv) {
+		pthread_mutex_lock(&ctx->lock);
+		dir->push_state = FS_PUSH_LISTED;
+		fs_node_unref_locked(ctx, dir);
+		pthread_mutex_unlock(&ctx->lock);
+		return;
+	}
+	iv->kind = FS_INVAL_STORE;
+	iv->ino = fs_node_ino(ctx, dir);
+	inval_push(ctx, iv);
+}
+
+bool fs_inval_waiting(struct fs_ctx *ctx)
+{
+	bool waiting;
+
+	pthread_mutex_lock(&ctx->inval_lock);
+	waiting = ctx->inval_head || ctx->inval_foreign || ctx->inval_stop;
+	pthread_mutex_unlock(&ctx->inval_lock);
+	return waiting;
+}
+
 void fs_inval_foreign(struct fs_ctx *ctx)
 {
 	pthread_mutex_lock(&ctx->inval_lock);
@@ -189,6 +228,9 @@ static void inval_send(struct fs_ctx *ctx, const struct fs_inval *iv)
 	case FS_INVAL_PATH_TREE:
 		fs_node_revalidate_path(ctx, iv->name, iv->kind == FS_INVAL_PATH_TREE);
 		return;
+	case FS_INVAL_STORE:
+		fs_cache_push_dir(ctx, fs_node_from_ino(ctx, iv->ino));
+		return;		/* the item's ref is given back there */
 	}
 	if (ret < 0 && ret != -ENOENT)
 		fs_trace(ctx, "invalidate %lu %s: %s", (unsigned long)iv->ino, iv->name,
@@ -202,8 +244,10 @@ static void *inval_main(void *arg)
 	pthread_mutex_lock(&ctx->inval_lock);
 	for (;;) {
 		struct fs_inval *iv;
+		bool push;
 
-		while (!ctx->inval_head && !ctx->inval_foreign && !ctx->inval_stop)
+		while (!ctx->inval_head && !ctx->push_head && !ctx->inval_foreign &&
+		       !ctx->inval_stop)
 			pthread_cond_wait(&ctx->inval_cond, &ctx->inval_lock);
 		if (ctx->inval_stop)
 			break;
@@ -214,16 +258,28 @@ static void *inval_main(void *arg)
 			pthread_mutex_lock(&ctx->inval_lock);
 			continue;
 		}
-		iv = ctx->inval_head;
-		ctx->inval_head = iv->next;
-		if (!ctx->inval_head)
-			ctx->inval_tail = NULL;
+		push = !ctx->inval_head;
+		if (!push) {
+			iv = ctx->inval_head;
+			ctx->inval_head = iv->next;
+			if (!ctx->inval_head)
+				ctx->inval_tail = NULL;
+		} else {
+			/* pushes only when no invalidation waits */
+			iv = ctx->push_head;
+			ctx->push_head = iv->next;
+			if (!ctx->push_head)
+				ctx->push_tail = NULL;
+			ctx->inval_npush--;
+		}
 		pthread_mutex_unlock(&ctx->inval_lock);
 		inval_send(ctx, iv);
 		free(iv);
 		pthread_mutex_lock(&ctx->inval_lock);
-		ctx->inval_sent++;
-		pthread_cond_broadcast(&ctx->inval_sent_cond);
+		if (!push) {
+			ctx->inval_sent++;
+			pthread_cond_broadcast(&ctx->inval_sent_cond);
+		}
 	}
 	pthread_cond_broadcast(&ctx->inval_sent_cond);
 	pthread_mutex_unlock(&ctx->inval_lock);
@@ -278,7 +334,13 @@ void fs_inval_stop(struct fs_ctx *ctx)
 		next = iv->next;
 		inval_free(ctx, iv);
 	}
+	for (iv = ctx->push_head; iv; iv = next) {
+		next = iv->next;
+		inval_free(ctx, iv);
+	}
 	ctx->inval_head = ctx->inval_tail = NULL;
+	ctx->push_head = ctx->push_tail = NULL;
+	ctx->inval_npush = 0;
 	ctx->inval_started = false;
 }
 

@@ -406,6 +406,7 @@ static struct fs_ctx *ctx_new(const struct fs_options *opts)
 	pthread_mutex_init(&ctx->inval_lock, NULL);
 	pthread_cond_init(&ctx->inval_cond, NULL);
 	pthread_cond_init(&ctx->inval_sent_cond, NULL);
+	pthread_mutex_init(&ctx->push_lock, NULL);
 	{
 		pthread_rwlockattr_t ra;
 
@@ -427,6 +428,7 @@ static void ctx_free(struct fs_ctx *ctx)
 	pthread_cond_destroy(&ctx->inval_cond);
 	pthread_cond_destroy(&ctx->inval_sent_cond);
 	pthread_rwlock_destroy(&ctx->gen_lock);
+	pthread_mutex_destroy(&ctx->push_lock);
 	pthread_mutex_destroy(&ctx->watch_lock);
 	pthread_cond_destroy(&ctx->watch_cond);
 	pthread_mutex_destroy(&ctx->err_lock);
@@ -663,7 +665,7 @@ int fs_mount_main(const struct fs_options *opts)
 		goto out_ctx;
 	if (open_model(ctx, opts) < 0)
 		goto out_args;
-	ctx->se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), ctx);
+	ctx->se = fuse_session_new(&args, &fs_ops_counted, sizeof(fs_ops_counted), ctx);
 	if (!ctx->se)
 		goto out_model;
 	served = serve(ctx, &report);

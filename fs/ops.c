@@ -14,6 +14,7 @@
  *   node.c        the node table (struct fs_node), revalidation
  *   mount.c       options, logging, the daemon's lifetime
  *   table.c       a table index's row links (readlink)
+ *   stats.c       the request counters: the table the session runs wraps this one
  *   ttl.c         user.kvfs.ttl (time to live) and the reaper the watcher runs
  *
  * File contents written through the mount are buffered in one buffer per
@@ -32,7 +33,9 @@
  * (noflush). Every open of a leaf goes through the kernel's one page cache
  * (shared writable mmap; readers see later writes); its pages are kept
  * across opens while mtime and size are unchanged, and a commit drops
- * them (cache.c). Directory listings are cached by the kernel while the
+ * them (cache.c). The first open that misses the pages in a listed
+ * directory has the worker push the text of its other small leaves into
+ * the page cache (notify_store, cache.c). Directory listings are cached by the kernel while the
  * store's generation is unchanged. Whatever a commit changes behind the
  * kernel's back (a subtree replaced through NAME.json, a rename onto a
  * view, a type change) is revalidated by the worker.

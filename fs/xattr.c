@@ -22,6 +22,7 @@
 #define FS_XATTR_ERROR "user.kvfs.error"	/* the last refusal for a path (below a directory) */
 
 #define FS_XATTR_PID "user.kvfs.pid"		/* the root: the daemon's pid, for kvfs umount */
+#define FS_XATTR_STATS "user.kvfs.stats"	/* the root: requests by opcode (stats.c) */
 
 void fs_op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
@@ -129,6 +130,13 @@ void fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t siz
 	if (strcmp(name, FS_XATTR_PID) == 0 && ino == FUSE_ROOT_ID) {
 		snprintf(type, sizeof(type), "%ld", (long)getpid());
 		reply_xattr_value(req, size, type, strlen(type));
+		return;
+	}
+	if (strcmp(name, FS_XATTR_STATS) == 0 && ino == FUSE_ROOT_ID) {
+		char stats[2048];
+		size_t len = fs_stats_format(ctx, stats, sizeof(stats));
+
+		reply_xattr_value(req, size, stats, len);
 		return;
 	}
 	if (strcmp(name, FS_XATTR_TYPE) != 0) {

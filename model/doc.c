@@ -742,15 +742,17 @@ static int prepare_replace(struct flat *f, const struct tree_node *n)
 	return n->exists ? 0 : tree_attach(f->txn, f->p, f->err);
 }
 
-static int flat_parse(struct flat *f, const char *json, size_t len,
+static int flat_parse(struct flat *f, const char *json, size_t len, bool mapped,
 		      model_progress_fn progress, void *arg)
 {
+	struct stream_progress sp = { .fn = progress, .arg = arg };
 	struct model_error perr;
 	int ret;
 
 	perr.msg[0] = '\0';
+	stream_drop_init(&sp.drop, json, mapped);
 	ret = json_parse(json, len, f->append ? JSON_PARSE_SEQUENCE : 0, MODEL_DEPTH_MAX,
-			 flat_event, f, progress, arg, &perr);
+			 flat_event, f, mapped || progress ? stream_progress : NULL, &sp, &perr);
 	if (ret < 0 && !f->failed)
 		return tree_fail(f->err, ret, "%s: invalid JSON: %s", f->p->text,
 				 perr.msg[0] ? perr.msg : strerror(-ret));
@@ -786,7 +788,7 @@ int doc_write(struct store_txn *txn, const struct tree_path *p, const char *json
 	if (ret == 0)
 		ret = f->append ? prepare_append(f, &n) : prepare_replace(f, &n);
 	if (ret == 0)
-		ret = flat_parse(f, json, len, progress, arg);
+		ret = flat_parse(f, json, len, flags & DOC_MAPPED, progress, arg);
 	if (ret == 0 && f->append && !f->appended && (!n.exists || n.marker))
 		ret = tree_put_marker(txn, p->key, p->len, MODEL_KIND_ARRAY);
 	strbuf_release(&f->bytes);
@@ -1243,6 +1245,7 @@ struct import_op {
 	void *arg;
 	struct model_error *err;
 	int64_t ttl_deadline_ns;	/* the imported node's; 0: none */
+	unsigned flags;		/* DOC_* */
 };
 
 static int import_txn(struct store_txn *txn, void *arg)
@@ -1258,7 +1261,7 @@ static int import_txn(struct store_txn *txn, void *arg)
 	/* the document replaces the node: TTLs in it are cleared, unless given again */
 	ret = p.len ? ttl_delete_subtree(txn, p.key, p.len) : 0;
 	if (ret == 0)
-		ret = doc_write(txn, &p, op->json, op->len, 0, op->progress, op->arg, op->err);
+		ret = doc_write(txn, &p, op->json, op->len, op->flags, op->progress, op->arg, op->err);
 	if (ret == 0 && op->ttl_deadline_ns && p.len)
 		ret = ttl_set(txn, p.key, p.len, op->ttl_deadline_ns);
 	/* nodes the document keeps keep their attributes; removed ones lose them */
@@ -1268,14 +1271,22 @@ static int import_txn(struct store_txn *txn, void *arg)
 int model_import(struct model *m, const char *path, const char *json, size_t len,
 		 model_progress_fn progress, void *arg, struct model_error *err)
 {
-	return model_import_ttl(m, path, json, len, 0, progress, arg, err);
+	return model_import_ttl(m, path, json, len, 0, 0, progress, arg, err);
+}
+
+int model_import_mapped(struct model *m, const char *path, const char *json, size_t len,
+			model_progress_fn progress, void *arg, struct model_error *err)
+{
+	return model_import_ttl(m, path, json, len, 0, MODEL_WRITE_MAPPED, progress, arg, err);
 }
 
 int model_import_ttl(struct model *m, const char *path, const char *json, size_t len,
-		     int64_t ttl_seconds, model_progress_fn progress, void *arg,
+		     int64_t ttl_seconds, unsigned flags, model_progress_fn progress, void *arg,
 		     struct model_error *err)
 {
-	struct import_op op = { path, json, len, progress, arg, err, 0 };
+	struct import_op op = { .path = path, .json = json, .len = len, .progress = progress,
+				.arg = arg, .err = err,
+				.flags = (flags & MODEL_WRITE_MAPPED) ? DOC_MAPPED : 0 };
 
 	if (ttl_seconds && model_ttl_deadline(ttl_seconds, tree_now_ns(), &op.ttl_deadline_ns) < 0)
 		return tree_fail(err, -EINVAL, "%s: a time to live is 1 to %lld seconds", path,

@@ -200,6 +200,12 @@ enum model_write_flags {
 	MODEL_WRITE_TEXT = 1 << 0,
 	MODEL_WRITE_APPEND_JSON = 1 << 1,	/* views: append each JSON value to the array */
 	MODEL_WRITE_NO_CREATE = 1 << 2,		/* fail with -ENOENT if the leaf is missing */
+	/*
+	 * `data` is a file mapping (never heap memory), unchanged during the
+	 * call: the model drops its pages (MADV_DONTNEED) once it has read
+	 * past them, so a big document or leaf is never resident whole.
+	 */
+	MODEL_WRITE_MAPPED = 1 << 3,
 };
 /*
  * Commits new content for a leaf or a view in one transaction.
@@ -249,6 +255,9 @@ int model_type_check(const char *name, const void *text, size_t len);
 typedef void (*model_progress_fn)(void *arg, uint64_t done, uint64_t total);
 int model_import(struct model *m, const char *path, const char *json, size_t len,
 		 model_progress_fn progress, void *arg, struct model_error *err);
+/* model_import of json that is a read-only file mapping (see MODEL_WRITE_MAPPED). */
+int model_import_mapped(struct model *m, const char *path, const char *json, size_t len,
+			model_progress_fn progress, void *arg, struct model_error *err);
 
 /*
  * kvfs import --lines: each non-blank line of data (JSON Lines) becomes a
@@ -364,9 +373,12 @@ int model_ttl_reap(struct model *m, unsigned batches, uint64_t *reaped, struct m
 int model_write_ttl(struct model *m, const char *path, const void *data, size_t len,
 		    enum model_type type, unsigned flags, int64_t ttl_seconds,
 		    struct model_error *err);
-/* model_import with a time to live for the imported node (0: none). */
+/*
+ * model_import with a time to live for the imported node (0: none);
+ * flags: 0, or MODEL_WRITE_MAPPED for json that is a read-only file mapping.
+ */
 int model_import_ttl(struct model *m, const char *path, const char *json, size_t len,
-		     int64_t ttl_seconds, model_progress_fn progress, void *arg,
+		     int64_t ttl_seconds, unsigned flags, model_progress_fn progress, void *arg,
 		     struct model_error *err);
 
 /* ---- tables and indexes (docs/FORMAT.md, "Tables and indexes") ---- */

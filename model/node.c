@@ -640,6 +640,7 @@ struct node_op {
 
 static int write_leaf(struct store_txn *txn, struct node_op *op, struct tree_path *p)
 {
+	struct stream_drop src;
 	struct tree_node n;
 	struct leaf leaf;
 	int ret = tree_lookup(txn, p->key, p->len, &n);
@@ -650,9 +651,12 @@ static int write_leaf(struct store_txn *txn, struct node_op *op, struct tree_pat
 		return tree_fail(op->err, -EISDIR, "%s: is a directory", op->path);
 	if (!n.exists && (op->flags & MODEL_WRITE_NO_CREATE))
 		return tree_missing(txn, p, op->err);
+	stream_drop_init(&src, op->data, op->flags & MODEL_WRITE_MAPPED);
 	ret = leaf_from_text(op->data, op->len, op->flags & MODEL_WRITE_TEXT,
 			     n.exists ? &n.leaf : NULL, op->type,
 			     (op->flags & NODE_WRITE_AT) ? op->mtime_ns : tree_now_ns(), &leaf);
+	stream_drop_upto(&src, op->len);	/* read through once: the copy reads it again */
+	stream_drop_init(&src, op->data, op->flags & MODEL_WRITE_MAPPED);
 	if (ret < 0)
 		return tree_fail(op->err, ret, "%s: not a valid %s", op->path,
 				 model_type_name(op->type));
@@ -667,7 +671,7 @@ static int write_leaf(struct store_txn *txn, struct node_op *op, struct tree_pat
 	/* an overwrite clears the time to live, unless this write gives one */
 	ret = ttl_clear(txn, p->key, p->len);
 	if (ret == 0)
-		ret = tree_put_leaf(txn, p->key, p->len, &leaf);
+		ret = tree_put_leaf_from(txn, p->key, p->len, &leaf, &src);
 	if (ret == 0 && op->ttl_deadline_ns)
 		ret = ttl_set(txn, p->key, p->len, op->ttl_deadline_ns);
 	if (ret < 0)
@@ -704,7 +708,8 @@ static int write_txn(struct store_txn *txn, void *arg)
 			ret = ttl_delete_subtree(txn, p.key, p.len);
 		if (ret == 0)
 			ret = doc_write(txn, &p, op->data, op->len,
-					(op->flags & MODEL_WRITE_APPEND_JSON) ? DOC_APPEND : 0,
+					((op->flags & MODEL_WRITE_APPEND_JSON) ? DOC_APPEND : 0) |
+					((op->flags & MODEL_WRITE_MAPPED) ? DOC_MAPPED : 0),
 					NULL, NULL, op->err);
 		if (ret == 0 && op->ttl_deadline_ns && p.len > 0)
 			ret = ttl_set(txn, p.key, p.len, op->ttl_deadline_ns);

@@ -701,21 +701,6 @@ int tree_delete(struct store_txn *txn, const uint8_t *key, size_t len)
 	return 0;
 }
 
-int tree_put_leaf(struct store_txn *txn, const uint8_t *key, size_t len, const struct leaf *leaf)
-{
-	struct strbuf sb;
-	int ret;
-
-	ret = table_touch(txn, key, len, false);
-	if (ret < 0)
-		return ret;
-	strbuf_init(&sb);
-	leaf_record_encode(key, len, leaf, &sb);
-	ret = sb.failed ? -ENOMEM : store_put(txn, STORE_SPACE_DATA, key, len, sb.buf, sb.len);
-	strbuf_release(&sb);
-	return ret;
-}
-
 int tree_put_marker(struct store_txn *txn, const uint8_t *key, size_t len, enum model_kind kind)
 {
 	struct leaf leaf;

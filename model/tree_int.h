@@ -133,6 +133,7 @@ int tree_delete(struct store_txn *txn, const uint8_t *key, size_t len);
  * with element type `child`, writes a marker when the container is now empty. */
 int tree_keep_parent(struct store_txn *txn, const uint8_t *key, size_t parent_len);
 int tree_put_marker(struct store_txn *txn, const uint8_t *key, size_t len, enum model_kind kind);
+/* stream.c: a big string, bytes or digits payload goes straight into the store's page. */
 int tree_put_leaf(struct store_txn *txn, const uint8_t *key, size_t len, const struct leaf *leaf);
 uint64_t tree_ino(const uint8_t *key, size_t len, bool view);
 void tree_node_fill(struct model *m, const uint8_t *key, size_t len,
@@ -183,6 +184,7 @@ void attr_apply(const struct model_attr *a, struct model_node *out);
 /* ---- documents (doc.c) ---- */
 enum doc_flags {
 	DOC_APPEND = 1 << 0,	/* append each value as the next array element */
+	DOC_MAPPED = 1 << 1,	/* json is a file mapping: give its pages back as parsed */
 };
 /* Replaces (or appends to) the node at p with parsed JSON, inside txn. */
 int doc_write(struct store_txn *txn, const struct tree_path *p, const char *json, size_t len,
@@ -192,5 +194,29 @@ int doc_render(struct store_txn *txn, const uint8_t *key, size_t len, struct jso
 /* Renders into out (MODEL_JSON_* flags), finished. */
 int doc_render_buf(struct store_txn *txn, const uint8_t *key, size_t len, unsigned flags,
 		   struct strbuf *out);
+
+/* ---- big inputs (stream.c) ---- */
+/*
+ * The part of an input already consumed: with `mapped` (the input is a
+ * read-only or shared file mapping, never heap memory) its whole pages are
+ * dropped from the process (madvise MADV_DONTNEED; the file keeps them).
+ */
+struct stream_drop {
+	const void *base;
+	size_t done;		/* bytes from base whose pages are dropped */
+	bool mapped;
+};
+void stream_drop_init(struct stream_drop *d, const void *base, bool mapped);
+void stream_drop_upto(struct stream_drop *d, size_t upto);
+/* A json_parse progress hook that drops what was parsed, then calls fn (may be NULL). */
+struct stream_progress {
+	struct stream_drop drop;
+	model_progress_fn fn;
+	void *arg;
+};
+void stream_progress(void *arg, uint64_t done, uint64_t total);
+/* tree_put_leaf, dropping the payload's pages of src as they are copied. */
+int tree_put_leaf_from(struct store_txn *txn, const uint8_t *key, size_t len,
+		       const struct leaf *leaf, struct stream_drop *src);
 
 #endif

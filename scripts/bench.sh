@@ -6,6 +6,12 @@
 # each on a fresh mount (first pass, then second pass) and on tmpfs, and the
 # best time of each column is kept: the same rule for both sides, and the
 # least disturbed by other load on the machine.
+# Copies (cp -a, idle rsync -aX) go to a tmpfs in both cases, so the only
+# difference between the columns is where the tree is read from.
+# The table is also written as CSV to $KVFS_BENCH_CSV (default: a file in
+# /tmp, named at the end). With KVFS_BENCH_STATS=1 each operation's FUSE
+# requests per opcode (the mount root's user.kvfs.stats, first and second
+# pass of the last round) are written beside it as NAME.requests.csv.
 #   scripts/bench.sh [DIRS [LEAVES_PER_DIR]]     default 100 x 100 = 10,000 files
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,11 +20,25 @@ rounds=${KVFS_BENCH_ROUNDS:-3}
 . scripts/bench-lib.sh
 bench_setup 2g
 
-# seconds CMD...: wall time of one run of CMD, output discarded
-seconds() { local t0 t1; t0=$(now); "$@" >/dev/null 2>&1; t1=$(now); awk -v a="$t1" -v b="$t0" 'BEGIN { printf "%.4f", a - b }'; }
+# seconds CMD...: wall time of one run of CMD, output discarded; a failed
+# run stops the benchmark (a quick failure would pass for the best time)
+seconds() {
+	local t0 t1 err
+	err=$(mktemp)
+	t0=$(now)
+	if ! "$@" >/dev/null 2>"$err"; then
+		echo "bench: failed in $PWD: $*" >&2
+		cat "$err" >&2
+		rm -f "$err"
+		return 1
+	fi
+	t1=$(now)
+	rm -f "$err"
+	awk -v a="$t1" -v b="$t0" 'BEGIN { printf "%.4f", a - b }'
+}
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 min() { awk -v a="$1" -v b="$2" 'BEGIN { print (a == "" || b < a) ? b : a }'; }
-mount_kvfs() { "$kvfs" mount "$store" "$mnt"; }
+mount_kvfs() { "$kvfs" mount "$store" "$mnt" && mountpoint -q "$mnt"; }
 umount_kvfs() { fusermount3 -u "$mnt"; }
 
 echo "# building a tree of $dirs x $leaves leaves"
@@ -33,24 +53,71 @@ mkdir "$work/raw"
 t_raw=$(seconds mdb_load -f "$work/raw.dump" "$work/raw")
 echo "import of $((dirs * leaves)) leaves: ${t_import}s; raw mdb_load of the same keys: ${t_raw}s; ratio $(ratio "$t_import" "$t_raw")"
 
+# The tree is $ref/tree; copies land in $ref/dst/{tmpfs,kvfs} (the same tmpfs).
+mkdir -p "$ref/tree" "$ref/dst/tmpfs" "$ref/dst/kvfs"
 mount_kvfs
-cp -a "$mnt/." "$ref/"
+cp -a "$mnt/." "$ref/tree/"
+# idle rsync: each side's copy is brought up to date once, before timing
+rsync -aX "$mnt/" "$ref/dst/kvfs/rs/"
 umount_kvfs
+rsync -aX "$ref/tree/" "$ref/dst/tmpfs/rs/"
 
-ops=("find . -type f" "find . -type f -exec stat -c %s {} +" "ls -lR ." "find . -type f -exec cat {} +")
+csv=${KVFS_BENCH_CSV:-/tmp/kvfs-bench-$(date -u +%Y%m%dT%H%M%SZ).csv}
+stats_csv=${csv%.csv}.requests.csv
+echo "operation,tmpfs_s,kvfs_first_s,kvfs_second_s,ratio_first,ratio_second" >"$csv"
+[ "${KVFS_BENCH_STATS:-0}" = 1 ] && echo "operation,pass,opcode,requests" >"$stats_csv"
+
+# stats_of: the daemon's request counters, one "opcode count" a line
+stats_of() { getfattr --only-values -n user.kvfs.stats "$mnt" 2>/dev/null || true; }
+# stats_diff BEFORE AFTER OP PASS: the requests OP made, as CSV lines
+stats_diff() {
+	awk -v op="$3" -v pass="$4" 'NR == FNR { a[$1] = $2; next }
+		{ d = $2 - a[$1]; if ($1 == "getxattr") d--; if (d > 0) printf "\"%s\",%s,%s,%d\n", op, pass, $1, d }' \
+		<(printf '%s\n' "$1") <(printf '%s\n' "$2")
+}
+
+# Each operation: "label|command" run with sh -c in the tree, DEST naming
+# the side's own directory on the destination tmpfs; "prep" runs untimed
+# before each timed run (removing the previous copy).
+ops=(
+	"find . -type f|find . -type f"
+	"find . -type f -exec stat -c %s {} +|find . -type f -exec stat -c %s {} +"
+	"ls -lR .|ls -lR ."
+	"find . -type f -exec cat {} +|find . -type f -exec cat {} +"
+	"tar -c .|tar -cf - . | cat"
+	"tar --xattrs -c .|tar --xattrs -cf - . | cat"
+	"cp -a . DEST|cp -a . \"\$DEST/cp\""
+	"rsync -aX ./ DEST (idle)|rsync -aX ./ \"\$DEST/rs/\""
+)
+prep='rm -rf "$DEST/cp"'
+timed() { (cd "$1" && export DEST=$2 && sh -c "$prep" && seconds sh -c "$3"); }
 printf '%-40s %10s %10s %10s %8s %8s\n' operation tmpfs kvfs-1st kvfs-2nd ratio1 ratio2
-for op in "${ops[@]}"; do
+for entry in "${ops[@]}"; do
+	label=${entry%%|*} op=${entry#*|}
 	t_ref='' t_first='' t_second=''
 	for ((r = 0; r < rounds; r++)); do
-		t_ref=$(min "$t_ref" "$(cd "$ref" && seconds sh -c "$op")")
+		t=$(timed "$ref/tree" "$ref/dst/tmpfs" "$op") || exit 1
+		t_ref=$(min "$t_ref" "$t")
 		mount_kvfs
-		t_first=$(min "$t_first" "$(cd "$mnt" && seconds sh -c "$op")")
-		t_second=$(min "$t_second" "$(cd "$mnt" && seconds sh -c "$op")")
+		s0=$(stats_of)
+		t=$(timed "$mnt" "$ref/dst/kvfs" "$op") || exit 1
+		t_first=$(min "$t_first" "$t")
+		s1=$(stats_of)
+		t=$(timed "$mnt" "$ref/dst/kvfs" "$op") || exit 1
+		t_second=$(min "$t_second" "$t")
+		s2=$(stats_of)
 		umount_kvfs
 	done
-	printf '%-40s %10.3f %10.3f %10.3f %8s %8s\n' "$op" "$t_ref" "$t_first" "$t_second" \
+	if [ "${KVFS_BENCH_STATS:-0}" = 1 ]; then
+		stats_diff "$s0" "$s1" "$label" first >>"$stats_csv"
+		stats_diff "$s1" "$s2" "$label" second >>"$stats_csv"
+	fi
+	printf '%-40s %10.3f %10.3f %10.3f %8s %8s\n' "$label" "$t_ref" "$t_first" "$t_second" \
 		"$(ratio "$t_first" "$t_ref")" "$(ratio "$t_second" "$t_ref")"
+	printf '"%s",%s,%s,%s,%s,%s\n' "$label" "$t_ref" "$t_first" "$t_second" \
+		"$(ratio "$t_first" "$t_ref")" "$(ratio "$t_second" "$t_ref")" >>"$csv"
 done
+rm -rf "$ref/dst"
 
 echo "# ls cost against subtree size: 10 children holding 1 key each vs 100,000 each"
 python3 - >"$work/small.json" <<'PY'
@@ -68,3 +135,6 @@ t_small=$(cd "$mnt" && seconds sh -c 'for i in $(seq 200); do ls small >/dev/nul
 t_big=$(cd "$mnt" && seconds sh -c 'for i in $(seq 200); do ls big >/dev/null; ls -f big >/dev/null; done')
 umount_kvfs
 echo "ls of 10 children, 200 times: small subtrees ${t_small}s, 100,000-key subtrees ${t_big}s; ratio $(ratio "$t_big" "$t_small")"
+echo "# table as CSV: $csv"
+[ "${KVFS_BENCH_STATS:-0}" = 1 ] && echo "# requests per opcode: $stats_csv"
+true

@@ -1466,10 +1466,11 @@ int store_get(struct store_txn *txn, enum store_space space,
 	return 0;
 }
 
-int store_put(struct store_txn *txn, enum store_space space,
-	      const void *key, size_t key_len, const void *val, size_t val_len)
+/* Every put goes through here (a plain one, or MDB_RESERVE: v gets the place). */
+static int put_with(struct store_txn *txn, enum store_space space, const void *key,
+		    size_t key_len, MDB_val *v, unsigned flags)
 {
-	MDB_val k = { key_len, (void *)key }, v = { val_len, (void *)val };
+	MDB_val k = { key_len, (void *)key };
 	int rc;
 
 	if (!txn->write)
@@ -1480,10 +1481,29 @@ int store_put(struct store_txn *txn, enum store_space space,
 		return -EINVAL;
 	if ((rc = check_key(key_len)))
 		return rc;
-	rc = mdb_put(txn->txn, txn->st->dbi[space], &k, &v, 0);
+	rc = mdb_put(txn->txn, txn->st->dbi[space], &k, v, flags);
 	if (rc == 0)
 		feed_set_note(txn->feed, space, key, key_len, false);
 	return txn_err(txn, rc);
+}
+
+int store_put(struct store_txn *txn, enum store_space space,
+	      const void *key, size_t key_len, const void *val, size_t val_len)
+{
+	MDB_val v = { val_len, (void *)val };
+
+	return put_with(txn, space, key, key_len, &v, 0);
+}
+
+int store_put_reserve(struct store_txn *txn, enum store_space space, const void *key,
+		      size_t key_len, size_t val_len, void **out)
+{
+	MDB_val v = { val_len, NULL };
+	/* LMDB hands back the value's place in its own dirty page: no copy. */
+	int rc = put_with(txn, space, key, key_len, &v, MDB_RESERVE);
+
+	*out = rc == 0 ? v.mv_data : NULL;
+	return rc;
 }
 
 int store_del(struct store_txn *txn, enum store_space space, const void *key, size_t key_len)

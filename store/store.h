@@ -186,6 +186,13 @@ int store_put(struct store_txn *txn, enum store_space space,
 	      const void *key, size_t key_len, const void *val, size_t val_len);
 /* True when the space holds no key in this snapshot (one O(1) look; an absent space is empty). */
 bool store_space_is_empty(struct store_txn *txn, enum store_space space);
+/*
+ * put of a value of val_len bytes that the caller fills in: *out points at
+ * its place in the transaction's own page (so a big value is never copied
+ * whole). Valid until the next write in txn; errors as put.
+ */
+int store_put_reserve(struct store_txn *txn, enum store_space space, const void *key,
+		      size_t key_len, size_t val_len, void **out);
 /* del: 0 or -ENOENT. */
 int store_del(struct store_txn *txn, enum store_space space, const void *key, size_t key_len);
 /*

@@ -188,7 +188,7 @@ static void test_deadlines_follow_nodes(void)
 	CHECK_EQ_INT(count_space(m, STORE_SPACE_TTL), 1);
 	CHECK_EQ_INT(count_space(m, STORE_SPACE_EXPIRY), 1);
 	/* a document written over it clears them; clear drops the rest */
-	CHECK_EQ_INT(model_import_ttl(m, "/z", "{\"q\":1}", 7, 7, NULL, NULL, &err), 0);
+	CHECK_EQ_INT(model_import_ttl(m, "/z", "{\"q\":1}", 7, 7, 0, NULL, NULL, &err), 0);
 	CHECK_EQ_INT(model_ttl_get(m, "/z", &left, &err), 0);
 	CHECK(left == 7);
 	CHECK_EQ_INT(model_ttl_clear(m, "/z", &err), 0);

@@ -1,0 +1,179 @@
+#!/usr/bin/env bats
+# What the kernel answers itself, and that it stays right: the request
+# counters (user.kvfs.stats on the mount root) and the text of small leaves
+# pushed into the page cache when their directory is listed, which must
+# match the store after changes through the mount and by other processes.
+
+load 'test_helper/common'
+
+setup() {
+	mount_setup
+}
+
+teardown() {
+	exec 6>&- 2>/dev/null || true
+	mount_teardown
+}
+
+# count OPCODE: that counter of the daemon (reading it is one getxattr)
+count() {
+	getfattr --absolute-names --only-values -n user.kvfs.stats "$MNT" |
+		awk -v k="$1" '$1 == k { print $2; found = 1 } END { exit !found }'
+}
+
+# pushed_at_least N: the daemon has pushed N leaves' text so far (the worker
+# pushes a listed directory's leaves after the first open of one of them
+# that missed the page cache)
+pushed_at_least() {
+	[ "$(count notify_store)" -ge "$1" ]
+}
+
+# reads_as FILE TEXT: FILE reads as TEXT (and a newline) now
+reads_as() {
+	[ "$(cat "$1")" = "$2" ]
+}
+
+# dirs_pushed_at_least N: the worker went through N directories' leaves
+dirs_pushed_at_least() {
+	[ "$(count notify_store_dirs)" -ge "$1" ]
+}
+
+# a directory d of N leaves "value I" (not listed yet by this mount)
+make_dir() {
+	python3 -c 'import json, sys; n = int(sys.argv[1]); print(json.dumps({"k%d" % i: "value %d" % i for i in range(n)}))' \
+		"$1" >"$BATS_TEST_TMPDIR/d.json"
+	kvfs import "$STORE" /d "$BATS_TEST_TMPDIR/d.json" >/dev/null
+}
+
+@test "user.kvfs.stats counts the requests by opcode, on the mount root only" {
+	echo hello >"$MNT/f"
+	run -0 count open
+	local before=$output
+	local try
+	for try in 1 2 3; do
+		run -0 cat "$MNT/f"
+		assert_output hello
+	done
+	run -0 count open
+	[ "$output" -eq $((before + 3)) ]
+	run -0 count getxattr
+	local g=$output
+	run -0 count getxattr
+	[ "$output" -gt "$g" ]	# reading the counters is counted too
+	run -0 count lookup
+	[ "$output" -ge 1 ]
+	run ! getfattr --absolute-names -n user.kvfs.stats "$MNT/f"
+	# not listed: cp -a and rsync -X never copy it
+	run -0 getfattr --absolute-names -d -m - "$MNT"
+	refute_output --partial kvfs.stats
+}
+
+@test "the first read in a listed directory pushes its other small leaves: their cat sends no read" {
+	unmount_store
+	make_dir 20
+	mount_store
+	run -0 ls -l "$MNT/d"
+	run -0 find "$MNT" -type f
+	run -0 count notify_store
+	assert_output 0	# listing alone pushes nothing
+	run -0 cat "$MNT/d/k0"
+	assert_output 'value 0'
+	eventually 10 pushed_at_least 19
+	local bytes
+	bytes=$(stat -c %s "$MNT"/d/k1* "$MNT"/d/k[2-9] | awk '{ n += $1 } END { print n }')
+	run -0 count notify_store_bytes
+	[ "$output" -eq "$bytes" ]	# the exact text of each other leaf, nothing more
+	run -0 count read
+	local reads=$output leaf
+	for leaf in $(seq 1 19); do
+		run -0 cat "$MNT/d/k$leaf"
+		assert_output "value $leaf"
+	done
+	run -0 count read
+	[ "$output" -eq "$reads" ]
+	# listed and read again: in the page cache already, nothing pushed twice
+	run -0 ls -l "$MNT/d"
+	run -0 cat "$MNT/d/k0" "$MNT/d/k5"
+	run -0 count notify_store
+	[ "$output" -eq 19 ]
+}
+
+@test "pushed pages follow later writes through the mount, same size or not" {
+	unmount_store
+	make_dir 4
+	mount_store
+	run -0 ls "$MNT/d"
+	run -0 cat "$MNT/d/k3"	# pushes the others
+	eventually 10 pushed_at_least 3
+	printf 'VALUE 0' >"$MNT/d/k0"	# the same size
+	echo 'a longer value' >"$MNT/d/k1"
+	run -0 cat "$MNT/d/k0"
+	assert_output 'VALUE 0'
+	run -0 cat "$MNT/d/k1"
+	assert_output 'a longer value'
+	run -0 kvfs get "$STORE" /d/k0
+	assert_output 'VALUE 0'
+	# a reader opened before a write sees it
+	exec 6<"$MNT/d/k2"
+	echo two >>"$MNT/d/k2"
+	run -0 cat <&6
+	exec 6<&-
+	assert_output $'value 2\ntwo'
+}
+
+@test "pushed pages are dropped when another process changes the leaf" {
+	unmount_store
+	make_dir 4
+	mount_store
+	run -0 ls "$MNT/d"
+	run -0 cat "$MNT/d/k3"	# pushes the others
+	eventually 10 pushed_at_least 3
+	run -0 cat "$MNT/d/k0"
+	assert_output 'value 0'
+	kvfs put "$STORE" /d/k0 'VALUE 0'	# the same size, another process
+	kvfs put "$STORE" /d/k1 'changed, and longer'
+	kvfs rm "$STORE" /d/k2
+	eventually 5 reads_as "$MNT/d/k0" 'VALUE 0'
+	eventually 5 reads_as "$MNT/d/k1" 'changed, and longer'
+	eventually 5 test ! -e "$MNT/d/k2"
+	# listed again after the change: pushed again, from the new text
+	run -0 ls "$MNT/d"
+	run -0 cat "$MNT/d/k0" "$MNT/d/k1"
+	assert_output $'VALUE 0\nchanged, and longer'
+}
+
+@test "a leaf open for writing, a big leaf and a view are never pushed" {
+	unmount_store
+	make_dir 3
+	head -c 5000 /dev/zero | tr '\0' x | kvfs put "$STORE" /d/big - >/dev/null
+	mount_store
+	exec 6>>"$MNT/d/k1"	# a writer is open on k1
+	run -0 ls "$MNT/d"
+	run -0 cat "$MNT/d/k0"	# pushes the others
+	eventually 10 pushed_at_least 1
+	eventually 10 dirs_pushed_at_least 1	# the worker went through all of d
+	run -0 count notify_store
+	[ "$output" -eq 1 ]	# k2 only
+	echo appended >&6
+	run -0 cat "$MNT/d/k1"
+	assert_output $'value 1\nappended'
+	exec 6>&-
+	run -0 kvfs get "$STORE" /d/k1
+	assert_output $'value 1\nappended'
+	run -0 cmp "$MNT/d/big" <(kvfs get "$STORE" /d/big)
+	run -0 cat "$MNT/d.json"
+	assert_output --partial '"k0": "value 0"'
+}
+
+@test "a directory listed while a name is renamed over keeps each leaf's own text" {
+	unmount_store
+	make_dir 5
+	mount_store
+	run -0 ls "$MNT/d"
+	mv "$MNT/d/k3" "$MNT/d/k0"
+	run -0 cat "$MNT/d/k4"	# pushes the others
+	eventually 10 pushed_at_least 3
+	run -0 cat "$MNT/d/k0" "$MNT/d/k1" "$MNT/d/k2"
+	assert_output $'value 3\nvalue 1\nvalue 2'
+	run ! test -e "$MNT/d/k3"
+}
