@@ -181,7 +181,8 @@ static int file_commit_leaf(struct fs_ctx *ctx, struct fs_file *f, const char *p
 	struct model_file_commit c = { .type = type, .create = f->pending,
 				       .new_attr = f->new_attr, .mtime_set = f->want_mtime,
 				       .mtime_ns = f->wmtime_ns, .set = f->want_set,
-				       .unset = f->want_unset };
+				       .unset = f->want_unset,
+				       .flags = f->spilled ? MODEL_WRITE_MAPPED : 0 };
 
 	return model_write_file(ctx->model, path, f->len ? f->buf : "", f->len, &c, err);
 }

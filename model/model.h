@@ -239,6 +239,7 @@ struct model_file_commit {
 	int64_t mtime_ns;
 	struct model_attr set;	/* as model_set_attr (chmod, chown): set.have, */
 	unsigned unset;		/* and the fields dropped back to the default */
+	unsigned flags;		/* more model_write flags: MODEL_WRITE_MAPPED */
 };
 int model_write_file(struct model *m, const char *path, const void *data, size_t len,
 		     const struct model_file_commit *c, struct model_error *err);

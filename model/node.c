@@ -958,7 +958,7 @@ int model_write_file(struct model *m, const char *path, const void *data, size_t
 		     const struct model_file_commit *c, struct model_error *err)
 {
 	struct node_op op = { .m = m, .path = path, .data = data, .len = len, .type = c->type,
-			      .flags = MODEL_WRITE_TEXT |
+			      .flags = MODEL_WRITE_TEXT | (c->flags & MODEL_WRITE_MAPPED) |
 				       (c->create ? 0 : MODEL_WRITE_NO_CREATE) |
 				       (c->mtime_set ? NODE_WRITE_AT : 0),
 			      .mtime_ns = c->mtime_ns, .attr = &c->new_attr, .fc = c,
