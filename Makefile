@@ -44,7 +44,7 @@ CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
 UNIT_STORE := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_store*.c))
 UNIT_MODEL := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_model*.c))
 
-.PHONY: all store model unit test test-nocache asan tsan install uninstall clean deps bench bench-write demo
+.PHONY: all store model unit test test-nocache asan tsan install uninstall clean deps bench bench-read bench-write demo
 all: $(BIN)
 
 $(BIN): $(CLI_OBJ) $(FS_OBJ) $(MODEL_OBJ) $(STORE_OBJ)
@@ -106,7 +106,11 @@ tsan: deps
 demo:
 	@PREFIX='$(PREFIX)' DESTDIR='$(DESTDIR)' bash scripts/demo.sh
 
+# Read and write workloads in one run, one table of ratios and one CSV (root).
 bench: all
+	@bash scripts/bench-all.sh
+
+bench-read: all
 	@bash scripts/bench.sh
 
 # Write workloads (restores, documents, parallel writers); root, the store on disk.

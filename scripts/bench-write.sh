@@ -86,7 +86,7 @@ w_write4() {
 names=(cp_a rsync tar docs echo write1 write4)
 labels=("restore $nfiles leaves: cp -a" "restore $nfiles leaves: rsync -aX"
 	"restore $nfiles leaves: tar --xattrs -x" "cp of 2000 documents"
-	"1000 echo > leaf" "1 writer, 800 echo >" "4 writers, 4 x 200 echo >")
+	"1000 echo > leaf" "1 writer: 800 echo >" "4 writers: 4 x 200 echo >")
 files=("$nfiles" "$nfiles" "$nfiles" 2000 1000 800 800)
 declare -A t_ref t_kvfs cpf
 
