@@ -37,7 +37,7 @@ struct etcd_client;
 struct etcd_kv {
 	uint8_t *key;
 	size_t key_len;
-	uint8_t *val;	/* NULL with keys_only */
+	uint8_t *val;	/* NULL with keys_only; a NUL follows its val_len bytes */
 	size_t val_len;
 	int64_t create_rev;	/* revision that created the key (0: absent) */
 	int64_t mod_rev;	/* revision of its last change */

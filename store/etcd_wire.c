@@ -178,6 +178,7 @@ int etcd_wire_get_b64(const cJSON *obj, const char *name, uint8_t **out, size_t 
 		*out = NULL;
 		return -EPROTO;
 	}
+	(*out)[got] = '\0';	/* got <= 3 * (n / 4): the +1 holds it */
 	*len = (size_t)got;
 	return 0;
 }

@@ -120,6 +120,8 @@ static void test_put_get(void)
 	if (r.len == 1) {
 		CHECK_MEM(r.kvs[0].key, r.kvs[0].key_len, k, kl);
 		CHECK_MEM(r.kvs[0].val, r.kvs[0].val_len, val, sizeof(val));
+		/* a NUL follows the bytes (strtol of "9" must not read on into "95") */
+		CHECK_EQ_INT(r.kvs[0].val[r.kvs[0].val_len], 0);
 		CHECK_EQ_INT(r.kvs[0].mod_rev, rev);
 		CHECK_EQ_INT(r.kvs[0].create_rev, rev);
 		CHECK_EQ_INT(r.kvs[0].version, 1);
