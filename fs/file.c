@@ -198,7 +198,7 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 	unsigned flags = MODEL_WRITE_TEXT |
 			 (f->kind == FS_FILE_VIEW_APPEND ? MODEL_WRITE_APPEND_JSON : 0) |
 			 (view ? 0 : MODEL_WRITE_NO_CREATE);
-	struct model_error err = { { 0 } };
+	struct model_error err = { 0 };
 	enum model_type type;
 	char *path;
 	int ret;
@@ -233,7 +233,7 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 		ret = file_commit_leaf(ctx, f, path, type, &err);
 	else
 		ret = model_write(ctx->model, path, f->len ? f->buf : "", f->len, type, flags, &err);
-	if (ret == -EINVAL && type) {
+	if (ret < 0 && type && err.reason == MODEL_REASON_TYPE_MISMATCH) {
 		/* the type set on the empty leaf does not fit the text: inferred instead */
 		fs_log_model(ctx, ret, &err, path);
 		err.msg[0] = '\0';
@@ -355,7 +355,7 @@ struct fs_file *fs_fi_file(const struct fuse_file_info *fi)
 static int file_load(struct fs_ctx *ctx, struct fs_file *f, const char *path, int flags,
 		     bool view)
 {
-	struct model_error err = { { 0 } };
+	struct model_error err = { 0 };
 	int ret;
 
 	f->writable = true;
@@ -512,7 +512,7 @@ static void defer_owner_mode(struct fs_file *f, const struct fs_defer *d)
  */
 static int defer_type(struct fs_ctx *ctx, struct fs_file *f, const char *name)
 {
-	struct model_error err = { { 0 } };
+	struct model_error err = { 0 };
 	enum model_type type;
 	char *path = NULL;
 
@@ -596,13 +596,13 @@ void fs_name_settle(struct fs_ctx *ctx, struct fs_node *dir, const char *name)
  */
 static int view_append_check(struct fs_ctx *ctx, const char *path)
 {
-	struct model_error err = { { 0 } };
+	struct model_error err = { 0 };
 	size_t len = strlen(path);
 	struct model_node n;
 	char *target;
 	int ret;
 
-	target = strndup(path, len - 5);
+	target = strndup(path, model_name_view_base(path, len));
 	if (!target)
 		return -ENOMEM;
 	ret = model_stat(ctx->model, target, 0, &n, NULL);
@@ -627,7 +627,7 @@ static int view_append_check(struct fs_ctx *ctx, const char *path)
 int fs_file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 		 struct fuse_file_info *fi, struct fs_file **out)
 {
-	struct model_error err = { { 0 } };
+	struct model_error err = { 0 };
 	int acc = fi->flags & O_ACCMODE;
 	struct model_node n;
 	struct fs_file *f;

@@ -742,8 +742,9 @@ int fs_tmp_open(struct fs_ctx *ctx, struct fs_node *node, struct fuse_file_info 
 		struct fs_file **out);
 
 /*
- * create of a name that is no index in an array (or -EINVAL when dir is
- * no array): makes or opens the pending file, fills e and counts a lookup.
+ * create of a name that is no index in an array (model/ refused it with
+ * MODEL_REASON_NOT_AN_INDEX): makes or opens the pending file, fills e
+ * and counts a lookup.
  */
 int fs_tmp_create(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
 		  struct fuse_file_info *fi, struct fuse_entry_param *e, struct fs_file **out);
@@ -838,12 +839,6 @@ static inline mode_t fs_mode_default(bool dir)
 static inline int fs_name_check(const char *name)
 {
 	return strlen(name) > FS_NAME_MAX ? -ENAMETOOLONG : 0;
-}
-
-static inline bool fs_name_is_view(const char *name, size_t len)
-{
-	return len >= 5 && name[len - 5] == '.' && name[len - 4] == 'j' &&
-	       name[len - 3] == 's' && name[len - 2] == 'o' && name[len - 1] == 'n';
 }
 
 #endif
