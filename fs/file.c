@@ -253,7 +253,8 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 	if (ret < 0) {
 		/* still dirty: the next flush or close tries again and reports it */
 		fs_log_model(ctx, ret, &err, path);
-		f->refused = ret == -EINVAL && view;
+		/* the text itself is refused: the same text is not parsed again */
+		f->refused = view && err.reason == MODEL_REASON_BAD_JSON;
 		free(path);
 		return ret;
 	}

@@ -39,6 +39,7 @@ enum model_reason {
 	MODEL_REASON_INDEX_IN_OBJECT,	/* an index element under an object */
 	MODEL_REASON_TYPE_MISMATCH,	/* the text does not parse as the type asked or kept */
 	MODEL_REASON_BAD_NAME,	/* a name no key is written as (escapes, UTF-8, length) */
+	MODEL_REASON_BAD_JSON,	/* a view's text is no JSON document (or sequence) */
 };
 
 struct model_error {

@@ -75,9 +75,14 @@ static void test_reason_type_mismatch(void)
 	/* a success clears the reason of an earlier refusal */
 	CHECK_EQ_INT(model_write(m, "/n", "12\n", 3, MODEL_TYPE_INTEGER, MODEL_WRITE_TEXT, &err), 0);
 	CHECK_EQ_INT(err.reason, MODEL_REASON_NONE);
-	/* refusals for other reasons carry none */
+	/* a view's text that is no JSON */
 	CHECK_EQ_INT(model_write(m, "/n.json", "{", 1, 0, MODEL_WRITE_TEXT, &err), -EINVAL);
+	CHECK_EQ_INT(err.reason, MODEL_REASON_BAD_JSON);
+	CHECK_EQ_INT(model_write(m, "/arr.json", "[1] x", 5, 0, MODEL_WRITE_TEXT, &err), -EINVAL);
+	CHECK_EQ_INT(err.reason, MODEL_REASON_BAD_JSON);
+	CHECK_EQ_INT(model_write(m, "/arr.json", "[1]", 3, 0, MODEL_WRITE_TEXT, &err), 0);
 	CHECK_EQ_INT(err.reason, MODEL_REASON_NONE);
+	/* refusals for other reasons carry none */
 	CHECK_EQ_INT(model_set_type(m, "/n", "nosuchtype", &err), -EINVAL);
 	CHECK_EQ_INT(err.reason, MODEL_REASON_NONE);
 	close_fresh(m);
