@@ -127,7 +127,7 @@ static int node_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 		     struct stat *st, enum model_kind *kind, bool *volatile_)
 {
 	uint64_t gen = model_generation(ctx->model), now;
-	struct model_error err = { { 0 } };
+	struct model_error err = { 0 };
 	struct model_node n;
 	enum model_kind pend_kind = MODEL_KIND_VIEW;
 	bool pending, cached;
@@ -283,7 +283,7 @@ void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 /* truncate(2) of node without an open file: read, resize, commit at once. */
 static int truncate_path(struct fs_ctx *ctx, struct fs_node *node, off_t size)
 {
-	struct model_error err = { { 0 } };
+	struct model_error err = { 0 };
 	size_t len = 0;
 	char *text = NULL, *grown, *path;
 	int ret;
@@ -356,7 +356,7 @@ static int setattr_size(struct fs_ctx *ctx, struct fs_node *node, struct fs_file
 static int setattr_mtime(struct fs_ctx *ctx, struct fs_node *node, const struct stat *attr,
 			 int to_set)
 {
-	struct model_error err = { { 0 } };
+	struct model_error err = { 0 };
 	int64_t ns = (to_set & FUSE_SET_ATTR_MTIME_NOW) ? fs_now_ns() :
 		     (int64_t)attr->st_mtim.tv_sec * 1000000000 + attr->st_mtim.tv_nsec;
 	struct fs_defer d = { .mtime = true, .mtime_ns = ns };
@@ -433,7 +433,7 @@ static bool owner_mode_defer(struct fs_ctx *ctx, struct fs_node *node, const str
 static int setattr_owner_mode(struct fs_ctx *ctx, struct fs_node *node, const struct stat *attr,
 			      int to_set)
 {
-	struct model_error err = { { 0 } };
+	struct model_error err = { 0 };
 	struct model_attr set = { 0 };
 	unsigned unset = 0;
 	struct model_node n;

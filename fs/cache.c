@@ -194,7 +194,7 @@ void fs_cache_push_siblings(struct fs_ctx *ctx, struct fs_node *node)
 
 int fs_file_snapshot(struct fs_ctx *ctx, struct fs_file *f, const char *path)
 {
-	struct model_error err = { { 0 } };
+	struct model_error err = { 0 };
 	char *buf = NULL;
 	size_t len = 0;
 	int ret = model_read_all(ctx->model, path, &buf, &len, &err);
@@ -291,7 +291,7 @@ static struct fs_file *writer_get(struct fs_ctx *ctx, struct fs_node *node)
 static int reader_serve_store(struct fs_ctx *ctx, struct fs_file *f, const char *path,
 			      fuse_req_t req, size_t size, off_t off)
 {
-	struct model_error err = { { 0 } };
+	struct model_error err = { 0 };
 	struct model_node n;
 	char *buf;
 	ssize_t got;

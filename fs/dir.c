@@ -27,7 +27,7 @@ void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs_ctx *ctx = fs_req_ctx(req);
 	struct fs_node *node = fs_node_from_ino(ctx, ino);
-	struct model_error err = { { 0 } };
+	struct model_error err = { 0 };
 	struct fs_dir *d;
 	uint64_t gen;
 	char *path;

@@ -122,13 +122,14 @@ struct fs_node {
 	int64_t dir_until;	/* that listing's earliest child deadline (fs/ttl.c; 0: none) */
 	uint64_t nlink_gen;	/* containers: store generation of nlink (+1; 0 never) */
 	uint32_t nlink;		/* containers: st_nlink as last counted */
-	/* file.c, pending.c, xattr.c */
+	/* file.c, defer.c, pending.c, xattr.c */
 	unsigned npend;		/* open files whose unsaved content getattr shows (f->pend) */
 	struct fs_tmpfile *tmp;	/* a pending file (pending.c) */
 	struct fs_file *wfile;	/* a leaf's one write buffer, shared by its writers */
 	enum model_type want_type;	/* set on an empty leaf whose text did not parse yet
 					 * (tar --xattrs types a file before writing it):
-					 * applied at the next commit; holds one ref (xattr.c) */
+					 * applied at the next commit; holds one ref (xattr.c,
+					 * defer.c) */
 };
 
 /*
@@ -625,6 +626,19 @@ struct fs_file *fs_fi_file(const struct fuse_file_info *fi);
 int fs_leaf_pending_open(struct fs_ctx *ctx, struct fs_node *node, struct fuse_file_info *fi,
 			 const struct model_attr *attr, uint64_t ino, struct fs_file **out);
 
+/*
+ * A writer of a view whose node is not in the store yet (created, or opened
+ * while another created one is pending): its content is committed at close.
+ */
+int fs_view_pending_open(struct fs_ctx *ctx, struct fs_node *node, struct fuse_file_info *fi,
+			 struct fs_file **out);
+
+/* Opens node (at path) for fi->flags; the reply is sent by the caller. */
+int fs_file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
+		 struct fuse_file_info *fi, struct fs_file **out);
+
+/* ---- changes kept on an open writer (defer.c) ---- */
+
 /* A change a tool makes on an open leaf before closing it (fs_writer_defer). */
 struct fs_defer {
 	bool mtime;
@@ -649,17 +663,6 @@ bool fs_writer_defer(struct fs_ctx *ctx, struct fs_node *node, const struct fs_d
 void fs_name_settle(struct fs_ctx *ctx, struct fs_node *dir, const char *name);
 /* The same for node; true when it was such a leaf. */
 bool fs_node_settle(struct fs_ctx *ctx, struct fs_node *node);
-
-/*
- * A writer of a view whose node is not in the store yet (created, or opened
- * while another created one is pending): its content is committed at close.
- */
-int fs_view_pending_open(struct fs_ctx *ctx, struct fs_node *node, struct fuse_file_info *fi,
-			 struct fs_file **out);
-
-/* Opens node (at path) for fi->flags; the reply is sent by the caller. */
-int fs_file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
-		 struct fuse_file_info *fi, struct fs_file **out);
 
 /* ---- the page-cache and reader rules (cache.c) ---- */
 
@@ -742,8 +745,9 @@ int fs_tmp_open(struct fs_ctx *ctx, struct fs_node *node, struct fuse_file_info 
 		struct fs_file **out);
 
 /*
- * create of a name that is no index in an array (or -EINVAL when dir is
- * no array): makes or opens the pending file, fills e and counts a lookup.
+ * create of a name that is no index in an array (model/ refused it with
+ * MODEL_REASON_NOT_AN_INDEX): makes or opens the pending file, fills e
+ * and counts a lookup.
  */
 int fs_tmp_create(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
 		  struct fuse_file_info *fi, struct fuse_entry_param *e, struct fs_file **out);
@@ -838,12 +842,6 @@ static inline mode_t fs_mode_default(bool dir)
 static inline int fs_name_check(const char *name)
 {
 	return strlen(name) > FS_NAME_MAX ? -ENAMETOOLONG : 0;
-}
-
-static inline bool fs_name_is_view(const char *name, size_t len)
-{
-	return len >= 5 && name[len - 5] == '.' && name[len - 4] == 'j' &&
-	       name[len - 3] == 's' && name[len - 2] == 'o' && name[len - 1] == 'n';
 }
 
 #endif

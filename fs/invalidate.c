@@ -33,13 +33,13 @@ static struct fs_node *view_target(struct fs_ctx *ctx, struct fs_node *dir, cons
 	struct fs_node *target = NULL;
 	char *base;
 
-	if (!fs_name_is_view(name, len))
+	if (!model_name_is_view(name, len))
 		return NULL;
-	base = strndup(name, len - 5);
+	base = strndup(name, model_name_view_base(name, len));
 	if (!base)
 		return NULL;
 	pthread_mutex_lock(&ctx->lock);
-	if (len == 5)
+	if (model_name_view_base(name, len) == 0)
 		target = dir;
 	else if (dir->hashed)
 		target = fs_node_child_locked(ctx, dir, base, false);

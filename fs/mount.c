@@ -107,8 +107,8 @@ static bool error_matches(const char *entry, const char *path, bool below)
 
 	if (elen < len || memcmp(entry, path, len) != 0)
 		return false;
-	if (elen == len || strcmp(rest, ".json") == 0)
-		return true;
+	if (elen == len || model_name_view_base(entry, elen) == len)
+		return true;	/* path itself, or its view */
 	return below && (len == 0 || *rest == '/');
 }
 
@@ -575,7 +575,7 @@ static int open_model(struct fs_ctx *ctx, const struct fs_options *opts)
 	unsigned flags = (opts->create ? MODEL_OPEN_CREATE : 0) |
 			 (opts->read_only ? MODEL_OPEN_READONLY :
 			  ctx->commit_ms ? MODEL_OPEN_NOSYNC : MODEL_OPEN_SYNC_ONCE);
-	struct model_error err = { { 0 } };
+	struct model_error err = { 0 };
 	struct stat st;
 	int ret;
 

@@ -66,7 +66,7 @@ static void name_end_entry(fuse_req_t req, struct fs_node *dir, const char *name
 void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	struct fs_ctx *ctx = fs_req_ctx(req);
-	struct model_error err = { { 0 } };
+	struct model_error err = { 0 };
 	struct fs_node *dir;
 	struct model_attr a;
 	char *path;
@@ -86,7 +86,7 @@ void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 		 dev_t rdev)
 {
 	struct fs_ctx *ctx = fs_req_ctx(req);
-	struct model_error err = { { 0 } };
+	struct model_error err = { 0 };
 	struct model_attr a;
 	struct fs_node *dir;
 	char *path;
@@ -112,11 +112,11 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 {
 	struct fs_ctx *ctx = fs_req_ctx(req);
 	struct fs_node *dir = fs_node_from_ino(ctx, parent);
-	struct model_error err = { { 0 } };
+	struct model_error err = { 0 };
 	struct fuse_entry_param e;
 	struct model_attr a;
 	struct fs_file *f = NULL;
-	bool view = fs_name_is_view(name, strlen(name));
+	bool view = model_name_is_view(name, strlen(name));
 	uint64_t ino = 0;
 	char *path;
 	int ret = fs_name_check(name);
@@ -138,16 +138,13 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	else
 		ret = model_create_check(ctx->model, path, &a, &ino, &err);
 	fs_write_end(ctx, ret);
-	if (ret == -EINVAL && !view) {
-		/* a name that is no index in an array; -EINVAL: dir is no array */
-		int r = fs_tmp_create(ctx, dir, name, fi, &e, &f);
-
-		if (r == 0) {
+	if (ret < 0 && !view && err.reason == MODEL_REASON_NOT_AN_INDEX) {
+		/* a name that is no index in an array: a pending temporary file */
+		ret = fs_tmp_create(ctx, dir, name, fi, &e, &f);
+		if (ret == 0) {
 			fs_trace(ctx, "pending file %s", path);
 			goto out_reply_create;
 		}
-		if (r != -EINVAL)
-			ret = r;
 	}
 	if (ret == -EEXIST && !(fi->flags & O_EXCL))
 		view = false;	/* made meanwhile (by the CLI): open what is there */
@@ -206,7 +203,7 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, uns
 			const char *what)
 {
 	struct fs_ctx *ctx = fs_req_ctx(req);
-	struct model_error err = { { 0 } };
+	struct model_error err = { 0 };
 	struct fs_node *dir, *node;
 	char *path;
 	int ret;
@@ -263,7 +260,7 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		  fuse_ino_t newparent, const char *newname, unsigned int flags)
 {
 	struct fs_ctx *ctx = fs_req_ctx(req);
-	struct model_error err = { { 0 } };
+	struct model_error err = { 0 };
 	struct fs_node *dir, *newdir = fs_node_from_ino(ctx, newparent);
 	unsigned mflags = 0;
 	char *from, *to = NULL;
@@ -309,7 +306,7 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 	fs_inval_name(ctx, dir, name);
 	fs_inval_name(ctx, newdir, newname);
-	if (fs_name_is_view(newname, strlen(newname)))	/* the moved file is a view now */
+	if (model_name_is_view(newname, strlen(newname)))	/* the moved file is a view now */
 		fs_inval_entry(ctx, newparent, newname, strlen(newname));
 out_free:
 	free(from);

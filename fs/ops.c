@@ -5,6 +5,7 @@
  *
  *   attr.c        attributes, entry replies, getattr/setattr
  *   file.c        open files (struct fs_file): open/read/write/flush/release, commit
+ *   defer.c       chmod/chown/utimens/type kept on an open writer; settling created leaves
  *   cache.c       the page-cache and reader rules (versions, keep_cache, fstat of unlinked)
  *   pending.c     pending files in arrays (struct fs_tmpfile)
  *   dir.c         directory reading (struct fs_dir)

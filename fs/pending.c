@@ -12,19 +12,6 @@
 
 #include "fs/fs_int.h"
 
-/* A canonical array index: "0", or decimal digits without a leading zero (docs/FORMAT.md). */
-static bool name_is_index(const char *name)
-{
-	size_t len = strlen(name);
-
-	if (len == 0 || len > 19 || (name[0] == '0' && len > 1))
-		return false;
-	for (size_t i = 0; i < len; i++)
-		if (name[i] < '0' || name[i] > '9')
-			return false;
-	return true;
-}
-
 /* Whether the directory node is an array (an empty array marker included). */
 static bool dir_is_array(struct fs_ctx *ctx, struct fs_node *dir)
 {
@@ -111,8 +98,6 @@ int fs_tmp_create(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
 	bool made = false;
 	int ret = 0;
 
-	if (!dir_is_array(ctx, dir))
-		return -EINVAL;
 	pthread_mutex_lock(&ctx->lock);
 	node = fs_node_child_locked(ctx, dir, name, true);
 	if (!node) {
@@ -195,8 +180,8 @@ static int tmp_commit(struct fs_ctx *ctx, struct fs_node *node, struct fs_node *
 		      const char *name, struct fs_node *newdir, const char *newname,
 		      unsigned flags)
 {
-	bool view = fs_name_is_view(newname, strlen(newname));
-	struct model_error err = { { 0 } };
+	bool view = model_name_is_view(newname, strlen(newname));
+	struct model_error err = { 0 };
 	enum model_type type = 0;
 	struct model_node n;
 	int64_t mtime = 0;
@@ -242,7 +227,7 @@ out_free:
 int fs_tmp_rename(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
 		  struct fs_node *newdir, const char *newname, unsigned flags)
 {
-	bool view = fs_name_is_view(newname, strlen(newname));
+	bool view = model_name_is_view(newname, strlen(newname));
 	struct fs_node *node;
 	int ret;
 
@@ -257,7 +242,7 @@ int fs_tmp_rename(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
 	ret = flags & RENAME_EXCHANGE ? -EINVAL : fs_node_commit_files(ctx, node);
 	if (ret < 0)
 		goto out_unref;
-	if (!view && !name_is_index(newname) && dir_is_array(ctx, newdir)) {
+	if (!view && !model_name_is_index(newname, strlen(newname)) && dir_is_array(ctx, newdir)) {
 		pthread_mutex_lock(&ctx->lock);
 		ret = tmp_replace_locked(ctx, newdir, newname, flags);
 		pthread_mutex_unlock(&ctx->lock);

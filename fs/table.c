@@ -12,7 +12,7 @@ void fs_op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	struct fs_ctx *ctx = fs_req_ctx(req);
 	struct fs_node *node = fs_node_from_ino(ctx, ino);
-	struct model_error err = { { 0 } };
+	struct model_error err = { 0 };
 	char *path, *target = NULL;
 	int ret = fs_node_path(ctx, node, NULL, &path);
 

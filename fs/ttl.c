@@ -43,7 +43,7 @@ static void reply_value(fuse_req_t req, size_t size, const char *value, size_t l
 void fs_ttl_getxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	struct fs_ctx *ctx = fs_req_ctx(req);
-	struct model_error err = { { 0 } };
+	struct model_error err = { 0 };
 	char text[32], *path;
 	int64_t left;
 	int ret = fs_node_path(ctx, fs_node_from_ino(ctx, ino), NULL, &path);
@@ -117,7 +117,7 @@ static void ttl_write(fuse_req_t req, fuse_ino_t ino, int64_t seconds)
 {
 	struct fs_ctx *ctx = fs_req_ctx(req);
 	struct fs_node *node = fs_node_from_ino(ctx, ino);
-	struct model_error err = { { 0 } };
+	struct model_error err = { 0 };
 	char *path;
 	int ret;
 
@@ -154,7 +154,7 @@ void fs_ttl_setxattr(fuse_req_t req, fuse_ino_t ino, const char *value, size_t s
 	}
 	if (flags & XATTR_REPLACE) {
 		/* only a node that has a TTL may have it replaced */
-		struct model_error err = { { 0 } };
+		struct model_error err = { 0 };
 		struct fs_ctx *ctx = fs_req_ctx(req);
 		int64_t left;
 		char *path;
@@ -179,7 +179,7 @@ void fs_ttl_removexattr(fuse_req_t req, fuse_ino_t ino)
 
 void fs_ttl_reap(struct fs_ctx *ctx)
 {
-	struct model_error err = { { 0 } };
+	struct model_error err = { 0 };
 	uint64_t reaped = 0, before, after;
 	int ret;
 

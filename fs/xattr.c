@@ -66,7 +66,7 @@ static void reply_xattr_value(fuse_req_t req, size_t size, const char *value, si
 static int node_type(struct fs_ctx *ctx, fuse_ino_t ino, char *buf, size_t cap)
 {
 	struct fs_node *node = fs_node_from_ino(ctx, ino);
-	struct model_error err = { { 0 } };
+	struct model_error err = { 0 };
 	char *path;
 	bool tmp;
 	int ret;
@@ -228,7 +228,7 @@ void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 {
 	struct fs_ctx *ctx = fs_req_ctx(req);
 	struct fs_node *node = fs_node_from_ino(ctx, ino);
-	struct model_error err = { { 0 } };
+	struct model_error err = { 0 };
 	char type[64], *path;
 	int ret;
 
@@ -289,7 +289,7 @@ void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 	ret = model_set_type(ctx->model, path, type, &err);
 	if (ret == 0)
 		fs_want_type_clear(ctx, node);	/* applied now: nothing kept for later */
-	else if (ret == -EINVAL && want_type_later(ctx, node, path, type))
+	else if (err.reason == MODEL_REASON_TYPE_MISMATCH && want_type_later(ctx, node, path, type))
 		ret = 0;
 	type_change_end(req, ctx, ino, node, path, ret, &err);
 }
@@ -303,7 +303,7 @@ void fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	struct fs_ctx *ctx = fs_req_ctx(req);
 	struct fs_node *node = fs_node_from_ino(ctx, ino);
-	struct model_error err = { { 0 } };
+	struct model_error err = { 0 };
 	bool tmp, view;
 	char *path;
 	int ret;
@@ -325,7 +325,7 @@ void fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	tmp = node->tmp != NULL;
 	if (tmp)
 		node->tmp->type = 0;	/* a pending file: typed as unset at its commit */
-	view = node != &ctx->root && fs_name_is_view(node->name, strlen(node->name));
+	view = node != &ctx->root && model_name_is_view(node->name, strlen(node->name));
 	pthread_mutex_unlock(&ctx->lock);
 	if (ret == 0 && (tmp || view)) {
 		fs_reply_err(req, tmp ? 0 : -ENODATA);	/* a view has no type */

@@ -754,8 +754,9 @@ static int flat_parse(struct flat *f, const char *json, size_t len, bool mapped,
 	ret = json_parse(json, len, f->append ? JSON_PARSE_SEQUENCE : 0, MODEL_DEPTH_MAX,
 			 flat_event, f, mapped || progress ? stream_progress : NULL, &sp, &perr);
 	if (ret < 0 && !f->failed)
-		return tree_fail(f->err, ret, "%s: invalid JSON: %s", f->p->text,
-				 perr.msg[0] ? perr.msg : strerror(-ret));
+		return tree_fail_reason(f->err, ret, ret == -EINVAL ? MODEL_REASON_BAD_JSON :
+					MODEL_REASON_NONE, "%s: invalid JSON: %s", f->p->text,
+					perr.msg[0] ? perr.msg : strerror(-ret));
 	return ret;
 }
 

@@ -28,8 +28,23 @@
 struct model;
 struct model_list;
 
+/*
+ * Why model/ refused, for the callers that act on it (fs/ maps a reason
+ * to what it does next instead of guessing from the errno). Set where the
+ * model refuses for that reason; MODEL_REASON_NONE for every other error.
+ */
+enum model_reason {
+	MODEL_REASON_NONE = 0,
+	MODEL_REASON_NOT_AN_INDEX,	/* a name that is no index (0, 1, ...) in an array */
+	MODEL_REASON_INDEX_IN_OBJECT,	/* an index element under an object */
+	MODEL_REASON_TYPE_MISMATCH,	/* the text does not parse as the type asked or kept */
+	MODEL_REASON_BAD_NAME,	/* a name no key is written as (escapes, UTF-8, length) */
+	MODEL_REASON_BAD_JSON,	/* a view's text is no JSON document (or sequence) */
+};
+
 struct model_error {
 	char msg[512];
+	enum model_reason reason;	/* of the refusal msg describes */
 };
 
 enum model_open_flags {
@@ -153,6 +168,16 @@ int model_changes_read(struct model *m, uint64_t after, model_change_fn fn, void
 int model_sync(struct model *m);
 /* Compacting hot copy of the whole store into the empty directory dir. */
 int model_backup(struct model *m, const char *dir, struct model_error *err);
+
+/*
+ * Names: whether name (len bytes, no '/') is a view, NAME.json, of the
+ * node NAME; model_name_view_base gives the length of NAME (len itself
+ * for a name that is no view). ".json" alone is the view of its directory.
+ */
+bool model_name_is_view(const char *name, size_t len);
+size_t model_name_view_base(const char *name, size_t len);
+/* Whether name is an array index as a file name writes it: "0", "1", ... no leading 0. */
+bool model_name_is_index(const char *name, size_t len);
 
 const char *model_type_name(enum model_type type);	/* "string", "integer", ... */
 int model_type_parse(const char *name, enum model_type *out);

@@ -658,8 +658,9 @@ static int write_leaf(struct store_txn *txn, struct node_op *op, struct tree_pat
 	stream_drop_upto(&src, op->len);	/* read through once: the copy reads it again */
 	stream_drop_init(&src, op->data, op->flags & MODEL_WRITE_MAPPED);
 	if (ret < 0)
-		return tree_fail(op->err, ret, "%s: not a valid %s", op->path,
-				 model_type_name(op->type));
+		return tree_fail_reason(op->err, ret, ret == -EINVAL ? MODEL_REASON_TYPE_MISMATCH :
+					MODEL_REASON_NONE, "%s: not a valid %s", op->path,
+					model_type_name(op->type));
 	if (!n.exists) {
 		ret = tree_attach(txn, p, op->err);
 		if (ret < 0)

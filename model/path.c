@@ -24,14 +24,31 @@ int tree_fail(struct model_error *err, int ret, const char *fmt, ...)
 		va_start(ap, fmt);
 		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 		va_end(ap);
+		err->reason = MODEL_REASON_NONE;
+	}
+	return ret;
+}
+
+int tree_fail_reason(struct model_error *err, int ret, enum model_reason reason,
+		     const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err) {
+		va_start(ap, fmt);
+		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		va_end(ap);
+		err->reason = reason;
 	}
 	return ret;
 }
 
 void tree_clear(struct model_error *err)
 {
-	if (err)
+	if (err) {
 		err->msg[0] = '\0';
+		err->reason = MODEL_REASON_NONE;
+	}
 }
 
 struct tree_write_op {
@@ -118,13 +135,35 @@ int64_t tree_now_ns(void)
 
 /* ---- names ---- */
 
+/* The one place that says what a view name is (docs/FORMAT.md, "Views"). */
+#define VIEW_SUFFIX ".json"
+#define VIEW_SUFFIX_LEN (sizeof(VIEW_SUFFIX) - 1)
+
+bool model_name_is_view(const char *name, size_t len)
+{
+	return len >= VIEW_SUFFIX_LEN &&
+	       memcmp(name + len - VIEW_SUFFIX_LEN, VIEW_SUFFIX, VIEW_SUFFIX_LEN) == 0;
+}
+
+size_t model_name_view_base(const char *name, size_t len)
+{
+	return model_name_is_view(name, len) ? len - VIEW_SUFFIX_LEN : len;
+}
+
+bool model_name_is_index(const char *name, size_t len)
+{
+	int64_t index;
+
+	return tree_name_index(name, len, &index);
+}
+
 static bool name_needs_escape(const uint8_t *k, size_t len)
 {
 	if (len == 0 || k[0] == '%')
 		return true;
 	if ((len == 1 && k[0] == '.') || (len == 2 && k[0] == '.' && k[1] == '.'))
 		return true;
-	if (len >= 5 && memcmp(k + len - 5, ".json", 5) == 0)
+	if (model_name_is_view((const char *)k, len))
 		return true;
 	return memchr(k, '/', len) || memchr(k, '\0', len);
 }
@@ -395,8 +434,8 @@ static int invalid_name(const char *path, const struct component *c, struct mode
 	if (!err)
 		return -EINVAL;
 	name_problem(c->name, c->len, why, sizeof(why));
-	return tree_fail(err, -EINVAL, "%s: invalid name '%.*s': %s", path,
-			 (int)(c->len > 200 ? 200 : c->len), c->name, why);
+	return tree_fail_reason(err, -EINVAL, MODEL_REASON_BAD_NAME, "%s: invalid name '%.*s': %s",
+				path, (int)(c->len > 200 ? 200 : c->len), c->name, why);
 }
 
 static int resolve_fail(const char *path, int ret, struct model_error *err)
@@ -429,9 +468,9 @@ int tree_resolve(struct store_txn *txn, const char *path, unsigned flags,
 	out->is_view = false;
 	tuple_writer_init(&w, out->key, sizeof(out->key));
 	while (next_component(path, &pos, &c)) {
-		if (c.last && c.len >= 5 && memcmp(c.name + c.len - 5, ".json", 5) == 0) {
+		if (c.last && model_name_is_view(c.name, c.len)) {
 			out->is_view = true;
-			c.len -= 5;
+			c.len = model_name_view_base(c.name, c.len);
 			if (c.len == 0)
 				break;
 		}
@@ -645,10 +684,11 @@ int tree_parent_check(struct store_txn *txn, const struct tree_path *p, struct t
 	if (n.kind == MODEL_KIND_LEAF)
 		return tree_fail(err, -ENOTDIR, "%s: the parent is a leaf, not a directory", p->text);
 	if (n.kind == MODEL_KIND_ARRAY && !last_is_int(p))
-		return tree_fail(err, -EINVAL, "%s: names in an array are indices (0, 1, ...)",
-				 p->text);
+		return tree_fail_reason(err, -EINVAL, MODEL_REASON_NOT_AN_INDEX,
+					"%s: names in an array are indices (0, 1, ...)", p->text);
 	if (n.kind == MODEL_KIND_OBJECT && last_is_int(p))
-		return tree_fail(err, -EINVAL, "%s: an index in an object", p->text);
+		return tree_fail_reason(err, -EINVAL, MODEL_REASON_INDEX_IN_OBJECT,
+					"%s: an index in an object", p->text);
 	*out = n;
 	return 0;
 }

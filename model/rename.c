@@ -434,8 +434,9 @@ static int set_leaf_type(struct store_txn *txn, const struct rename_op *op,
 	/* type 0 and no old leaf: inferred as for a new file (string, or bytes) */
 	ret = leaf_from_text(text, size, true, NULL, type, n->leaf.mtime_ns, &leaf);
 	if (ret < 0)
-		tree_fail(op->err, ret, "%s: the value is not a valid %s", op->from,
-			  op->type ? op->type : model_type_name(type));
+		tree_fail_reason(op->err, ret, ret == -EINVAL ? MODEL_REASON_TYPE_MISMATCH :
+				 MODEL_REASON_NONE, "%s: the value is not a valid %s", op->from,
+				 op->type ? op->type : model_type_name(type));
 	else
 		ret = tree_put_leaf(txn, p->key, p->len, &leaf);
 	free(text);

@@ -29,6 +29,9 @@ struct model {
 /* Writes "fmt..." into err (may be NULL) and returns ret. */
 int tree_fail(struct model_error *err, int ret, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* tree_fail that also records why (err->reason); tree_fail records MODEL_REASON_NONE. */
+int tree_fail_reason(struct model_error *err, int ret, enum model_reason reason,
+		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 int64_t tree_now_ns(void);
 /*
  * Empties err (may be NULL). Every store_write callback calls it first: an

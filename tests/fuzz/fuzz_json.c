@@ -39,7 +39,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 static char *export_compact(const char *path, size_t *len)
 {
-	struct model_error err = { { 0 } };
+	struct model_error err = { 0 };
 	char *out = NULL;
 
 	if (model_export(store.m, path, MODEL_JSON_COMPACT, &out, len, &err) < 0) {
@@ -51,7 +51,7 @@ static char *export_compact(const char *path, size_t *len)
 
 static void check_clean(void)
 {
-	struct model_error err = { { 0 } };
+	struct model_error err = { 0 };
 	uint64_t problems = 0;
 	FILE *report = fopen("/dev/null", "w");
 
@@ -67,7 +67,7 @@ static void check_clean(void)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct model_error err = { { 0 } };
+	struct model_error err = { 0 };
 	char *first, *second;
 	size_t first_len, second_len;
 

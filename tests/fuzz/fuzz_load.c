@@ -32,7 +32,7 @@ static void remove_stores(void)
 /* The whole store as dump text (heap; the caller frees it). */
 static char *dump_text(struct model *m, size_t *len)
 {
-	struct model_error err = { { 0 } };
+	struct model_error err = { 0 };
 	char *buf = NULL;
 	FILE *f = open_memstream(&buf, len);
 
@@ -136,7 +136,7 @@ static bool is_format_1(const uint8_t *data, size_t size)
  */
 static void check_survives(struct model *m)
 {
-	struct model_error err = { { 0 } };
+	struct model_error err = { 0 };
 	uint64_t problems = 0;
 	FILE *report = fopen("/dev/null", "w");
 	char *json = NULL;
@@ -152,7 +152,7 @@ static void check_survives(struct model *m)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct model_error err = { { 0 } };
+	struct model_error err = { 0 };
 	char *d1, *d2, *want, *got;
 	size_t d1_len, d2_len, want_len, got_len;
 

@@ -42,7 +42,7 @@ static int fuzz_copy_meta(struct store_txn *txn, const char *key, char *dst, siz
 /* Opens a new empty store in a new temporary directory; aborts when it cannot. */
 static void fuzz_store_open(struct fuzz_store *fs, const char *target)
 {
-	struct model_error err = { { 0 } };
+	struct model_error err = { 0 };
 	struct store_txn *txn;
 	const char *tmp = getenv("TMPDIR");
 

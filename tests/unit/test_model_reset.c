@@ -82,7 +82,7 @@ static void test_reset_leaves_and_containers(void)
 
 static void check_create_msg(struct model *m, const char *path, const char *want)
 {
-	struct model_error err = { { 0 } };
+	struct model_error err = { 0 };
 
 	CHECK_EQ_INT(model_create(m, path, &err), -EINVAL);
 	CHECK(strstr(err.msg, want) != NULL);
