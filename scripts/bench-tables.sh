@@ -7,7 +7,8 @@
 #            two indexes (one unique)
 #            and once as one import (one transaction) of the whole table
 #     SMALL, LARGE   table sizes for find (default 1,000 and 100,000): the
-#            same 200 point finds and 200 range finds of 100 rows each
+#            same 200 point finds and 200 range finds of 100 rows each, by
+#            kvfs find and as listings of @NAME/VALUE/ and @range through a mount
 #   LINES=N (default 100,000): rows of the `import --lines` run, against
 #            mdb_load of the same keys and row texts into a bare LMDB
 set -euo pipefail
@@ -139,4 +140,31 @@ echo "one 100-row range find out of $large rows (a whole kvfs process): $(elapse
 t_small=$(find_time "$work/s$small")
 t_large=$(find_time "$work/s$large")
 echo "400 finds: $small rows ${t_small}s, $large rows ${t_large}s," \
+	"ratio $(ratio "$t_large" "$t_small") (goal: at most 1.5)"
+
+# ls_time STORE: the same through a mount: 200 listings of an index value's
+# rows (ls -f PATH/@by_email/VALUE/) and 200 of a 100-row range
+# (PATH/@by_name/@range/FROM/TO/), each a fresh lookup (the index directories
+# are never cached by the kernel); prints the seconds.
+ls_time() {
+	local t0 i lo
+	"$kvfs" mount -o ro "$1" "$mnt" 2>/dev/null
+	t0=$(now)
+	for ((i = 0; i < 200; i++)); do
+		ls -f "$mnt/people/@by_email/u$((i * 3))@x/" >/dev/null
+		lo=$(( (i * 4) % (small - 100) ))
+		ls -f "$mnt/people/@by_name/@range/$(printf n%07d "$lo")/$(printf n%07d $((lo + 99)))/" \
+			>/dev/null
+	done
+	elapsed "$t0"
+	fusermount3 -u "$mnt"
+}
+n_range=$("$kvfs" mount -o ro "$work/s$large" "$mnt" 2>/dev/null &&
+	ls -f "$mnt/people/@by_name/@range/n0000100/n0000199/" | grep -vc '^\.\.\?$'; fusermount3 -u "$mnt")
+echo "a range through the mount lists $n_range rows of $large"
+# best of two runs each: the first also pays for faulting the store's pages in
+best() { awk -v a="$1" -v b="$2" 'BEGIN { print (a < b) ? a : b }'; }
+t_small=$(best "$(ls_time "$work/s$small")" "$(ls_time "$work/s$small")")
+t_large=$(best "$(ls_time "$work/s$large")" "$(ls_time "$work/s$large")")
+echo "400 index listings through the mount: $small rows ${t_small}s, $large rows ${t_large}s," \
 	"ratio $(ratio "$t_large" "$t_small") (goal: at most 1.5)"
