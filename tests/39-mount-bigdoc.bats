@@ -75,7 +75,7 @@ same_doc() {
 }
 
 @test "a 300 MB document through cp: exact, and the daemon's peak at most 1.5x" {
-	[ -z "${KVFS_ASAN:-}" ] || skip "300 MB through ASan takes minutes; the 20 MB variant below runs everywhere"
+	[ -z "${KVFS_ASAN:-}${KVFS_TSAN:-}" ] || skip "300 MB through a sanitizer takes minutes and its shadow memory makes the peak meaningless; the 20 MB variant below runs everywhere"
 	big_doc 300 "$T/big.json"
 	cp "$T/big.json" "$MNT/big.json"
 	peak=$(hwm_kib)
@@ -133,7 +133,7 @@ same_doc() {
 }
 
 @test "a 200 MB string leaf written with a pipe peaks at most at 1.5x in the daemon" {
-	[ -z "${KVFS_ASAN:-}" ] || skip "ASan's shadow memory makes the peak meaningless; the 24 MB leaf above runs everywhere"
+	[ -z "${KVFS_ASAN:-}${KVFS_TSAN:-}" ] || skip "a sanitizer's shadow memory makes the peak meaningless; the 24 MB leaf above runs everywhere"
 	head -c $((200 * 1024 * 1024)) /dev/zero | tr '\0' a >"$MNT/big"
 	peak=$(hwm_kib)
 	echo "daemon VmHWM $peak KiB for a 200 MiB leaf" >&3
