@@ -13,21 +13,6 @@
 
 #define FEED_TRIM_BATCH 64	/* old entries deleted per scan while trimming */
 
-static void put_be(uint8_t *p, uint64_t v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		p[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
-}
-
-static uint64_t get_be(const uint8_t *p, size_t n)
-{
-	uint64_t v = 0;
-
-	for (size_t i = 0; i < n; i++)
-		v = (v << 8) | p[i];
-	return v;
-}
-
 /* ---- tuple boundaries ---- */
 
 /*

@@ -302,21 +302,6 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static void put_be(uint8_t *p, uint64_t v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		p[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
-}
-
-static uint64_t get_be(const uint8_t *p, size_t n)
-{
-	uint64_t v = 0;
-
-	for (size_t i = 0; i < n; i++)
-		v = (v << 8) | p[i];
-	return v;
-}
-
 static int meta_put(MDB_txn *txn, MDB_dbi dbi, const char *name, uint64_t v, size_t n)
 {
 	uint8_t buf[8];

@@ -23,6 +23,22 @@
 #define FEED_KEEP_DEFAULT 1024	/* entries kept (KVFS_CHANGES_KEEP for tests) */
 #define FEED_KEY_LEN 8		/* an entry's key: its position, 8 bytes big-endian */
 
+/* n-byte big-endian numbers (the meta values, the feed's positions). */
+static inline void put_be(uint8_t *p, uint64_t v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
+}
+
+static inline uint64_t get_be(const uint8_t *p, size_t n)
+{
+	uint64_t v = 0;
+
+	for (size_t i = 0; i < n; i++)
+		v = (v << 8) | p[i];
+	return v;
+}
+
 /* Entry layout (docs/FORMAT.md, "changes"). */
 #define FEED_VERSION 1
 #define FEED_FLAG_ALL 0x01	/* everything may have changed: no items */
