@@ -513,9 +513,14 @@ static int hide_row_entries(struct store_txn *txn, const struct table_schema *s,
 	return ret < 0 ? ret : 0;
 }
 
-/* A level of a composite key expired: the entries of every row under it. */
-static int hide_rows_under(struct store_txn *txn, const struct table_schema *s,
-			   const uint8_t *key, size_t len, int levels)
+/*
+ * Calls fn(txn, arg, row, row_len) for every row under key[0..len] (a
+ * partial key: levels short of the table's depth); stops at an error.
+ */
+typedef int (*row_fn)(struct store_txn *txn, void *arg, const uint8_t *row, size_t len);
+
+static int rows_under(struct store_txn *txn, const uint8_t *key, size_t len, int levels,
+		      row_fn fn, void *arg)
 {
 	struct store_scan *scan;
 	struct store_val k, v;
@@ -529,12 +534,24 @@ static int hide_rows_under(struct store_txn *txn, const struct table_schema *s,
 		if (k.len <= len || end <= len || ((const uint8_t *)k.data)[len] == 0xff)
 			continue;	/* key's own record, or a sibling's escaped NUL */
 		memcpy(row, k.data, end);
-		ret = hide_row_entries(txn, s, row, end, NULL);
+		ret = fn(txn, arg, row, end);
 		if (ret < 0)
 			break;
 	}
 	store_scan_close(scan);
 	return ret;
+}
+
+static int hide_row_fn(struct store_txn *txn, void *arg, const uint8_t *row, size_t len)
+{
+	return hide_row_entries(txn, arg, row, len, NULL);
+}
+
+/* A level of a composite key expired: the entries of every row under it. */
+static int hide_rows_under(struct store_txn *txn, const struct table_schema *s,
+			   const uint8_t *key, size_t len, int levels)
+{
+	return rows_under(txn, key, len, levels, hide_row_fn, (void *)s);
 }
 
 /* Hides the entries of s's indexes that the expired node at key stops being in. */
@@ -645,29 +662,28 @@ static int row_touch(struct store_txn *txn, struct table_txn *tt, int t, const u
 	return entries_delete(txn, tt->tables[t], row, len);
 }
 
+struct touch_arg {
+	struct table_txn *tt;
+	int t;
+	bool emptied;
+};
+
+static int touch_row_fn(struct store_txn *txn, void *arg, const uint8_t *row, size_t len)
+{
+	struct touch_arg *ta = arg;
+
+	/* emptied: the table's entries are all gone already */
+	return ta->emptied ? rows_add(ta->tt, ta->t, row, len) :
+	       row_touch(txn, ta->tt, ta->t, row, len);
+}
+
 /* Touches every row under key[0..len] (a partial key: levels short of depth). */
 static int rows_touch_under(struct store_txn *txn, struct table_txn *tt, int t,
 			    const uint8_t *key, size_t len, int levels, bool emptied)
 {
-	struct store_scan *scan;
-	struct store_val k, v;
-	uint8_t row[STORE_KEY_MAX];
-	size_t end;
-	int ret = store_scan_open(txn, STORE_SPACE_DATA, key, len, &scan);
+	struct touch_arg ta = { tt, t, emptied };
 
-	if (ret < 0)
-		return ret;
-	while ((ret = store_scan_next_distinct(scan, levels, &k, &v, &end)) == 1) {
-		if (k.len <= len || end <= len || ((const uint8_t *)k.data)[len] == 0xff)
-			continue;	/* key's own record, or a sibling's escaped NUL */
-		memcpy(row, k.data, end);
-		/* emptied: the table's entries are all gone already */
-		ret = emptied ? rows_add(tt, t, row, end) : row_touch(txn, tt, t, row, end);
-		if (ret < 0)
-			break;
-	}
-	store_scan_close(scan);
-	return ret;
+	return rows_under(txn, key, len, levels, touch_row_fn, &ta);
 }
 
 int table_schema_reload(struct store_txn *txn, const uint8_t *key, size_t len)

@@ -201,6 +201,17 @@ static int drop_entry(struct store_txn *txn, const struct ttl_entry *e)
 	return ret == -ENOENT ? 0 : ret;
 }
 
+/* Collects and removes the TTLs at and below key into *l (heap; the caller frees l->e). */
+static int take_subtree(struct store_txn *txn, const uint8_t *key, size_t len,
+			struct ttl_list *l)
+{
+	int ret = collect_subtree(txn, key, len, l);
+
+	for (size_t i = 0; ret == 0 && i < l->n; i++)
+		ret = drop_entry(txn, &l->e[i]);
+	return ret;
+}
+
 int ttl_delete_subtree(struct store_txn *txn, const uint8_t *key, size_t len)
 {
 	struct ttl_list l = { 0 };
@@ -208,9 +219,7 @@ int ttl_delete_subtree(struct store_txn *txn, const uint8_t *key, size_t len)
 
 	if (store_space_is_empty(txn, STORE_SPACE_TTL))
 		return 0;
-	ret = collect_subtree(txn, key, len, &l);
-	for (size_t i = 0; ret == 0 && i < l.n; i++)
-		ret = drop_entry(txn, &l.e[i]);
+	ret = take_subtree(txn, key, len, &l);
 	free(l.e);
 	return ret;
 }
@@ -224,9 +233,7 @@ int ttl_move_subtree(struct store_txn *txn, const uint8_t *src, size_t src_len,
 
 	if (store_space_is_empty(txn, STORE_SPACE_TTL))
 		return 0;
-	ret = collect_subtree(txn, src, src_len, &l);
-	for (size_t i = 0; ret == 0 && i < l.n; i++)
-		ret = drop_entry(txn, &l.e[i]);
+	ret = take_subtree(txn, src, src_len, &l);
 	for (size_t i = 0; ret == 0 && i < l.n; i++) {
 		size_t rest = l.e[i].len - src_len;
 
