@@ -249,6 +249,8 @@ int table_entry_build(struct store_txn *txn, const struct table_schema *s,
 int table_key_count(const uint8_t *key, size_t from, size_t len, int max, size_t *end_of_max);
 /* key lies inside table s (not its empty-table marker). */
 bool table_is_under(const struct table_schema *s, const uint8_t *key, size_t len);
+/* "string", "integer", ...: the name a column type has in schemas and messages ("?" if none). */
+const char *table_col_type_name(enum table_col_type t);
 /* Sets tt->err to "PATH-of-row: message" and returns ret. */
 int table_fail_row(struct table_txn *tt, int ret, const uint8_t *row, size_t len,
 		   const char *fmt, ...) __attribute__((format(printf, 5, 6)));

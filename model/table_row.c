@@ -162,7 +162,7 @@ int table_fail_row(struct table_txn *tt, int ret, const uint8_t *row, size_t len
 	return ret;
 }
 
-static const char *col_type_name(enum table_col_type t)
+const char *table_col_type_name(enum table_col_type t)
 {
 	static const char *const names[] = { "?", "string", "integer", "double", "number",
 					     "boolean", "bytes", "object", "array" };
@@ -289,7 +289,7 @@ int table_check_columns(struct store_txn *txn, struct table_txn *tt,
 		}
 		if (!type_ok(c->type, &n))
 			return table_fail_row(tt, -EINVAL, row, len, "field %s must be %s, not %s",
-					c->name, col_type_name(c->type), node_type_name(&n));
+					c->name, table_col_type_name(c->type), node_type_name(&n));
 		if (c->max_length > 0 && n.kind == MODEL_KIND_LEAF &&
 		    (n.leaf.tag == LEAF_STRING ? utf8_chars(n.leaf.payload, n.leaf.payload_len)
 		     : n.leaf.payload_len) > (uint64_t)c->max_length)
