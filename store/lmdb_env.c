@@ -379,8 +379,7 @@ static void lmdb_close(struct store *st, bool discard)
 const struct store_ops store_lmdb_ops = {
 	.version = STORE_OPS_VERSION,
 	.name = "lmdb",
-	.abilities = STORE_CAN_SYNC | STORE_CAN_HOT_COPY | STORE_CAN_USAGE | STORE_CAN_FEED |
-		     STORE_CAN_LOCAL,
+	.abilities = STORE_CAN_SYNC | STORE_CAN_HOT_COPY | STORE_CAN_USAGE | STORE_CAN_FEED,
 	.store_size = sizeof(struct lmdb_store),
 	.txn_size = sizeof(struct lmdb_txn),
 	.scan_size = sizeof(struct lmdb_scan),

@@ -125,7 +125,6 @@ static void test_lmdb_declares_abilities(void)
 	CHECK(strcmp(store_name(st), dir) == 0);
 	CHECK(store_can(st, STORE_CAN_SYNC));
 	CHECK(store_can(st, STORE_CAN_HOT_COPY | STORE_CAN_USAGE | STORE_CAN_FEED));
-	CHECK(store_can(st, STORE_CAN_LOCAL));
 	CHECK(store_can(st, 0));
 	store_close(st);
 }
