@@ -177,7 +177,7 @@ static int dir_fill_fn(void *arg, const char *name, const struct model_node *nod
 		s->err = -ENOMEM;
 		return 1;
 	}
-	e.attr.st_ino = fs_node_st_ino_locked(child, e.attr.st_ino);
+	e.attr.st_ino = fs_node_st_ino_locked(ctx, child, e.attr.st_ino);
 	vol = fs_stat_pending_locked(ctx, child, true, &e.attr, NULL);
 	child->kind_known = true;
 	child->is_dir = fs_kind_is_dir(node->kind);
