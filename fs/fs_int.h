@@ -516,8 +516,12 @@ static inline bool fs_kind_is_dir(enum model_kind kind)
 	return kind == MODEL_KIND_OBJECT || kind == MODEL_KIND_ARRAY;
 }
 
-/* Largest content buffered for one file: beyond FS_SPILL_MIN it is on disk (spill.c). */
-#define FS_FILE_MAX ((size_t)1 << 40)
+/*
+ * Largest content of one file: what a leaf can hold (a write past it fails
+ * with EFBIG, before anything is buffered); beyond FS_SPILL_MIN the buffer
+ * is on disk (spill.c).
+ */
+#define FS_FILE_MAX MODEL_LEAF_MAX
 #define FS_SPILL_MIN ((size_t)8 << 20)
 
 /*

@@ -24,6 +24,12 @@
 /* Deepest JSON nesting accepted: above the 511-byte key limit (every level
  * takes at least one key byte), so the key limit is what a document meets. */
 #define MODEL_DEPTH_MAX 512
+/*
+ * Largest leaf content: a leaf is one value in the store, and LMDB writes a
+ * value's pages with one pwrite, which Linux cuts at 2 GiB - 4 KiB (LMDB
+ * then fails the commit with EIO). 2 GiB - 1 MiB leaves room for the record.
+ */
+#define MODEL_LEAF_MAX ((size_t)0x7ff00000)
 
 struct model;
 struct model_list;
