@@ -264,6 +264,11 @@ attr_record_len() {
 	mv "$MNT/d" "$MNT/e"
 	run -0 stat -c %i "$MNT/e" "$MNT/e/sub" "$MNT/e/sub/leaf" "$MNT/e/g" "$MNT/e/f"
 	assert_output "$d"$'\n'"$sub"$'\n'"$leaf"$'\n'"$f"$'\n'"$newf"
+	# a listing's numbers (d_ino, ls -i) are the ones stat shows
+	run -0 bash -c "cd '$MNT/e' && ls -i1 | awk '{ print \$2, \$1 }' | sort"
+	local listed=$output
+	run -0 bash -c "cd '$MNT/e' && stat -c '%n %i' * | sort"
+	assert_equal "$listed" "$output"
 	# cp and diff compare inode numbers: they must tell the two files apart
 	run -0 cp "$MNT/e/f" "$MNT/e/g"
 	run -0 cat "$MNT/e/g"
