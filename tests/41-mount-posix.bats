@@ -284,7 +284,7 @@ attr_record_len() {
 	assert_output ''
 }
 
-@test "what the data model refuses fails cleanly: EPERM for fifo, device, socket, symlink, hard link; nothing is left behind" {
+@test "what the data model refuses fails cleanly: EPERM for fifo, device, socket, symlink, hard link, EFBIG past 2 GiB; nothing is left behind" {
 	open_tmpdir_to_others
 	mount_store -o allow_other
 	echo x >"$MNT/f"
@@ -298,7 +298,14 @@ attr_record_len() {
 	assert_output --partial 'Operation not permitted'
 	run -1 python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$MNT/sock"
 	assert_output --partial 'Operation not permitted'
+	# content past what one leaf holds (2 GiB - 1 MiB): the write fails, the file stays as it was
+	run -1 python3 -c 'import os,sys; fd = os.open(sys.argv[1], os.O_WRONLY); os.pwrite(fd, b"a", 2**31 + 1)' "$MNT/f"
+	assert_output --partial 'File too large'
+	run -0 stat -c %s "$MNT/f"
+	assert_output 2
 	run -0 ls -A "$MNT"
 	assert_output f
+	run -0 cat "$MNT/f"
+	assert_output x
 	run -0 kvfs check "$STORE"
 }
