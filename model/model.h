@@ -24,6 +24,12 @@
 /* Deepest JSON nesting accepted: above the 511-byte key limit (every level
  * takes at least one key byte), so the key limit is what a document meets. */
 #define MODEL_DEPTH_MAX 512
+/*
+ * Largest leaf content: a leaf is one value in the store, and LMDB writes a
+ * value's pages with one pwrite, which Linux cuts at 2 GiB - 4 KiB (LMDB
+ * then fails the commit with EIO). 2 GiB - 1 MiB leaves room for the record.
+ */
+#define MODEL_LEAF_MAX ((size_t)0x7ff00000)
 
 struct model;
 struct model_list;
@@ -83,6 +89,7 @@ enum model_attr_fields {
 	MODEL_ATTR_GID = 1 << 2,
 	MODEL_ATTR_MTIME = 1 << 3,	/* containers: last entry change or utimens */
 	MODEL_ATTR_CTIME = 1 << 4,	/* last chmod/chown/utimens/rename/entry change */
+	MODEL_ATTR_ATIME = 1 << 5,	/* set by utimens apart from the mtime (else atime = mtime) */
 };
 
 struct model_attr {
@@ -92,6 +99,7 @@ struct model_attr {
 	uint32_t gid;
 	int64_t mtime_ns;
 	int64_t ctime_ns;
+	int64_t atime_ns;
 };
 
 struct model_node {
@@ -337,12 +345,19 @@ int model_rename(struct model *m, const char *from, const char *to, unsigned fla
 /* Leaves: the stored mtime; containers: the attr mtime. Sets ctime to now. */
 int model_set_mtime(struct model *m, const char *path, int64_t mtime_ns, struct model_error *err);
 /*
- * Sets the fields of set->have (mode, uid, gid) on the node at path, drops
+ * Sets the fields of set->have (mode, uid, gid, atime) on the node at path, drops
  * the fields of `unset` (back to the default), and sets its ctime to now,
  * in one transaction; -EPERM on a view (it has no node).
  */
 int model_set_attr(struct model *m, const char *path, const struct model_attr *set,
 		   unsigned unset, struct model_error *err);
+/*
+ * utimens in one transaction: the mtime when mtime_ns is not NULL (as
+ * model_set_mtime), the atime field of set/unset (MODEL_ATTR_ATIME) as
+ * model_set_attr, ctime now. A view accepts it and keeps nothing.
+ */
+int model_set_times(struct model *m, const char *path, const int64_t *mtime_ns,
+		    const struct model_attr *set, unsigned unset, struct model_error *err);
 /*
  * model_create / model_mkdir with the new node's attributes (attr->have may
  * be 0: all default), in the same transaction. attr may be NULL.
