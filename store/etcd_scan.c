@@ -1,0 +1,314 @@
+/*
+ * store/etcd_scan.c - scans of the etcd backend: a space's key range read in
+ * pages of ETCD_PAGE keys, every page at the transaction's revision (so a
+ * listing is one snapshot), the next page starting after the last key. In
+ * a write transaction the pages are merged with the attempt's buffer (its
+ * puts shown, its deletes hidden) and every stretch read is guarded.
+ */
+#include "store/etcd_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/tuple.h"
+
+struct store_etcd_scan {
+	struct store_etcd_txn *txn;
+	size_t base;	/* bytes before the tuple key: PREFIX 0x00 SPACE */
+	size_t tprefix_len;	/* the tuple prefix scanned */
+	uint8_t lo[ETCD_KEY_MAX], hi[ETCD_KEY_MAX];	/* [lo, hi): every key with the prefix */
+	size_t lo_len, hi_len;
+	/* the position: the next key returned is >= cur (> cur when !incl) */
+	uint8_t cur[ETCD_KEY_MAX];
+	size_t cur_len;
+	bool incl;
+	/* the page read last, and where it was read from */
+	struct etcd_range_result *page;	/* kept by the transaction */
+	size_t idx;
+	uint8_t from[ETCD_KEY_MAX];
+	size_t from_len;
+	/* etcd's keys below skip lie in a range this attempt deleted (skip_len 0: none) */
+	uint8_t skip[ETCD_KEY_MAX];
+	size_t skip_len;
+	uint64_t steps;
+};
+
+static int key_cmp(const void *a, size_t al, const void *b, size_t bl)
+{
+	int c = memcmp(a, b, al < bl ? al : bl);
+
+	if (c != 0)
+		return c;
+	return al < bl ? -1 : al > bl;
+}
+
+int store_etcd_scan_open(struct store_etcd_txn *txn, enum store_space space,
+			 const void *prefix, size_t prefix_len, struct store_etcd_scan **out)
+{
+	struct store_etcd_scan *s;
+
+	*out = NULL;
+	if (prefix_len > STORE_KEY_MAX)
+		return -ENAMETOOLONG;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->txn = txn;
+	s->base = etcd_key(txn->st, space, NULL, 0, s->lo);
+	s->lo_len = etcd_key(txn->st, space, prefix, prefix_len, s->lo);
+	s->hi_len = etcd_prefix_end(s->lo, s->lo_len, s->hi);
+	s->tprefix_len = prefix_len;
+	memcpy(s->cur, s->lo, s->lo_len);
+	s->cur_len = s->lo_len;
+	s->incl = true;
+	*out = s;
+	return 0;
+}
+
+void store_etcd_scan_close(struct store_etcd_scan *scan)
+{
+	free(scan);
+}
+
+uint64_t store_etcd_scan_steps(const struct store_etcd_scan *scan)
+{
+	return scan->steps;
+}
+
+struct store_etcd_txn *store_etcd_scan_txn(struct store_etcd_scan *scan)
+{
+	return scan->txn;
+}
+
+/* k is at or past the position. */
+static bool past_cur(const struct store_etcd_scan *s, const void *k, size_t kl)
+{
+	int c = key_cmp(k, kl, s->cur, s->cur_len);
+
+	return c > 0 || (c == 0 && s->incl);
+}
+
+/* Reads the next page: from the position, or after the current page when that is further. */
+static int fetch(struct store_etcd_scan *s)
+{
+	struct etcd_range_opts o = { .range_end = s->hi, .range_end_len = s->hi_len,
+				     .limit = ETCD_PAGE };
+	uint8_t from[ETCD_KEY_MAX];
+	size_t fl;
+	int rc;
+
+	memcpy(from, s->cur, s->cur_len);
+	fl = s->cur_len;
+	if (!s->incl)
+		from[fl++] = 0;	/* the first key after cur */
+	if (s->page && s->page->len) {
+		const struct etcd_kv *last = &s->page->kvs[s->page->len - 1];
+
+		if (key_cmp(last->key, last->key_len, from, fl) >= 0) {
+			memcpy(from, last->key, last->key_len);
+			from[last->key_len] = 0;
+			fl = last->key_len + 1;
+		}
+	}
+	if (s->skip_len && key_cmp(s->skip, s->skip_len, from, fl) > 0) {
+		memcpy(from, s->skip, s->skip_len);
+		fl = s->skip_len;
+	}
+	s->steps++;
+	rc = etcd_txn_range(s->txn, from, fl, &o, &s->page);
+	if (rc) {
+		s->page = NULL;
+		return rc;
+	}
+	s->idx = 0;
+	memcpy(s->from, from, fl);
+	s->from_len = fl;
+	if (s->txn->write) {
+		/* what this page read: [from, after its last key), or to the end */
+		uint8_t end[ETCD_KEY_MAX];
+		size_t el = s->hi_len;
+
+		memcpy(end, s->hi, s->hi_len);
+		if (s->page->more && s->page->len) {
+			const struct etcd_kv *last = &s->page->kvs[s->page->len - 1];
+
+			memcpy(end, last->key, last->key_len);
+			end[last->key_len] = 0;
+			el = last->key_len + 1;
+		}
+		rc = etcd_txn_guard_range(s->txn, from, fl, end, el);
+	}
+	return rc;
+}
+
+/* The next key of etcd at or past the position that the buffer does not override: 1, 0, <0. */
+static int etcd_next(struct store_etcd_scan *s, const struct etcd_kv **out)
+{
+	for (;;) {
+		const struct etcd_kv *kv;
+
+		if (!s->page || s->idx >= s->page->len) {
+			int rc;
+
+			if (s->page && !s->page->more)
+				return 0;
+			if (key_cmp(s->cur, s->cur_len, s->hi, s->hi_len) >= 0)
+				return 0;	/* sought past the prefix */
+			rc = fetch(s);
+			if (rc)
+				return rc;
+			if (!s->page->len)
+				return 0;
+		}
+		kv = &s->page->kvs[s->idx];
+		if (!past_cur(s, kv->key, kv->key_len) ||
+		    (s->skip_len && key_cmp(kv->key, kv->key_len, s->skip, s->skip_len) < 0)) {
+			s->idx++;
+			continue;
+		}
+		if (s->txn->write) {
+			const void *v, *end;
+			size_t vl, el;
+
+			if (etcd_buf_covering(s->txn->buf, kv->key, kv->key_len, &end, &el)) {
+				/* a range this attempt deleted: skip it whole */
+				if (key_cmp(end, el, s->hi, s->hi_len) >= 0 || (el == 1 && !*(const uint8_t *)end))
+					return 0;
+				memcpy(s->skip, end, el);
+				s->skip_len = el;
+				s->idx++;
+				continue;
+			}
+			if (etcd_buf_get(s->txn->buf, kv->key, kv->key_len, &v, &vl) != -ENOENT) {
+				s->idx++;	/* written or deleted here: the buffer answers */
+				continue;
+			}
+		}
+		*out = kv;
+		return 1;
+	}
+}
+
+int store_etcd_scan_next(struct store_etcd_scan *scan, struct store_val *key, struct store_val *val)
+{
+	const struct etcd_kv *kv = NULL;
+	const void *bk = NULL, *bv = NULL;
+	size_t bkl = 0, bvl = 0;
+	int rc = etcd_next(scan, &kv), has_b = 0;
+
+	if (rc < 0)
+		return rc;
+	if (rc == 0)
+		kv = NULL;
+	if (scan->txn->write)
+		has_b = etcd_buf_next_put(scan->txn->buf, scan->cur, scan->cur_len, scan->incl,
+					  scan->hi, scan->hi_len, &bk, &bkl, &bv, &bvl);
+	if (has_b && (!kv || key_cmp(bk, bkl, kv->key, kv->key_len) < 0)) {
+		memcpy(scan->cur, bk, bkl);
+		scan->cur_len = bkl;
+		scan->incl = false;
+		key->data = (const uint8_t *)bk + scan->base;
+		key->len = bkl - scan->base;
+		val->data = bv;
+		val->len = bvl;
+		return 1;
+	}
+	if (!kv)
+		return 0;
+	scan->idx++;
+	memcpy(scan->cur, kv->key, kv->key_len);
+	scan->cur_len = kv->key_len;
+	scan->incl = false;
+	key->data = kv->key + scan->base;
+	key->len = kv->key_len - scan->base;
+	val->data = kv->val ? (const void *)kv->val : (const void *)"";
+	val->len = kv->val_len;
+	return 1;
+}
+
+/* Moves the position to the tuple key k (up to STORE_KEY_MAX + 1 bytes: a subtree's end). */
+static void seek_to(struct store_etcd_scan *scan, const void *key, size_t key_len)
+{
+	uint8_t k[ETCD_KEY_MAX];
+	size_t kl = scan->base;
+
+	memcpy(k, scan->lo, scan->base);
+	memcpy(k + kl, key, key_len);
+	kl += key_len;
+	if (key_cmp(k, kl, scan->lo, scan->lo_len) < 0) {
+		memcpy(k, scan->lo, scan->lo_len);
+		kl = scan->lo_len;
+	}
+	memcpy(scan->cur, k, kl);
+	scan->cur_len = kl;
+	scan->incl = true;
+	scan->skip_len = 0;	/* found again from the buffer if k lies in a deleted range */
+	/* the page holds every key from where it was read: still good when that is not past k */
+	if (scan->page && key_cmp(scan->from, scan->from_len, k, kl) > 0)
+		scan->page = NULL;
+	if (scan->page) {
+		scan->idx = 0;	/* skip what lies before the position */
+		while (scan->idx < scan->page->len) {
+			const struct etcd_kv *e = &scan->page->kvs[scan->idx];
+
+			if (key_cmp(e->key, e->key_len, k, kl) >= 0)
+				break;
+			scan->idx++;
+		}
+	}
+}
+
+/* Keys below the prefix seek to the prefix; keys past it end the scan on the next step. */
+int store_etcd_scan_seek(struct store_etcd_scan *scan, const void *key, size_t key_len)
+{
+	if (key_len > STORE_KEY_MAX)
+		return -ENAMETOOLONG;
+	seek_to(scan, key, key_len);
+	return 0;
+}
+
+/* Length (in the tuple key) up to the end of the depth-th element after the prefix; 0 when shorter. */
+static int child_boundary(const struct store_etcd_scan *s, const struct store_val *key,
+			  int depth, size_t *end)
+{
+	struct tuple_reader r;
+	struct tuple_elem e;
+	int rc = 1;
+
+	tuple_reader_init(&r, (const uint8_t *)key->data + s->tprefix_len, key->len - s->tprefix_len);
+	for (int i = 0; i < depth && rc == 1; i++)
+		rc = tuple_next(&r, &e);
+	if (rc < 0)
+		return -EIO;
+	*end = s->tprefix_len + r.pos;
+	return rc;
+}
+
+int store_etcd_scan_next_distinct(struct store_etcd_scan *scan, int depth,
+				  struct store_val *key, struct store_val *val, size_t *child_end)
+{
+	uint8_t target[STORE_KEY_MAX + 1];
+	size_t end;
+	int rc;
+
+	if (depth < 1)
+		return -EINVAL;
+	for (;;) {
+		rc = store_etcd_scan_next(scan, key, val);
+		if (rc != 1)
+			return rc;
+		rc = child_boundary(scan, key, depth, &end);
+		if (rc < 0)
+			return rc;
+		if (rc == 1)
+			break;
+	}
+	*child_end = end;
+	/* past the child's subtree: its element + 0xff (no element starts with 0xff) */
+	memcpy(target, key->data, end);
+	target[end] = 0xff;
+	/* the page stays with the transaction, so key and val stay where they point */
+	seek_to(scan, target, end + 1);
+	return 1;
+}

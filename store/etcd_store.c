@@ -1,0 +1,737 @@
+/*
+ * store/etcd_store.c - the etcd backend (docs/ETCD.md): opening a store
+ * named by an etcd:// URL, read transactions pinned at one revision, write
+ * transactions buffered (store/etcd_buf.c) and committed as one guarded
+ * Txn, run again on conflict, and the point operations. Scans are in
+ * store/etcd_scan.c.
+ */
+#include "store/etcd_int.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store/store_int.h"
+
+#define ETCD_TXN_BYTES (6u << 20)	/* raw bytes per Txn (docs/ETCD.md section 5) */
+#define ETCD_TXN_OPS 8000u	/* operations per Txn (the cluster script allows 8192) */
+#define ETCD_WRITE_TRIES 400	/* conflicts in a row before giving up with -EBUSY */
+
+static void say(char *why, size_t why_len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!why || !why_len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, why_len, fmt, ap);
+	va_end(ap);
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+bool store_etcd_is_url(const char *name)
+{
+	return name && strncmp(name, "etcd://", 7) == 0;
+}
+
+int etcd_space_byte(enum store_space space)
+{
+	static const char bytes[STORE_SPACE_COUNT] = {
+		[STORE_SPACE_META] = 'm', [STORE_SPACE_DATA] = 'd', [STORE_SPACE_SCHEMA] = 's',
+		[STORE_SPACE_INDEX] = 'i', [STORE_SPACE_ATTR] = 'a', [STORE_SPACE_EXPIRY] = 'e',
+		[STORE_SPACE_TTL] = 't',
+	};
+
+	if ((int)space == ETCD_SPACE_STAMP || (int)space == ETCD_SPACE_WRITER)
+		return (int)space;	/* the private spaces are named by their byte */
+	return (unsigned)space < STORE_SPACE_COUNT ? bytes[space] : 'l';
+}
+
+size_t etcd_key(const struct store_etcd *st, int space, const void *key, size_t key_len,
+		uint8_t *out)
+{
+	memcpy(out, st->prefix, st->prefix_len);
+	out[st->prefix_len] = (uint8_t)etcd_space_byte((enum store_space)space);
+	if (key_len)
+		memcpy(out + st->prefix_len + 1, key, key_len);
+	return st->prefix_len + 1 + key_len;
+}
+
+/* ---- the handle pool: one client per thread in a call ---- */
+
+static int client_take(struct store_etcd *st, struct etcd_client **out)
+{
+	pthread_mutex_lock(&st->pool_lock);
+	if (st->n_pool) {
+		*out = st->pool[--st->n_pool];
+		pthread_mutex_unlock(&st->pool_lock);
+		return 0;
+	}
+	pthread_mutex_unlock(&st->pool_lock);
+	return etcd_client_open(st->endpoints, out, NULL, 0);
+}
+
+static void client_give(struct store_etcd *st, struct etcd_client *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&st->pool_lock);
+	if (st->n_pool < ETCD_POOL_MAX) {
+		st->pool[st->n_pool++] = c;
+		c = NULL;
+	}
+	pthread_mutex_unlock(&st->pool_lock);
+	etcd_client_close(c);
+}
+
+/* ---- open and close ---- */
+
+/* Splits etcd://ENDPOINTS/PREFIX into st. */
+static int parse_url(struct store_etcd *st, const char *url, char *why, size_t why_len)
+{
+	const char *rest = url + 7, *slash = strchr(rest, '/');
+	size_t plen;
+
+	if (!slash || slash == rest) {
+		say(why, why_len, "%s: expected etcd://HOST:PORT[,HOST:PORT...]/PREFIX", url);
+		return -EINVAL;
+	}
+	st->endpoints = strndup(rest, (size_t)(slash - rest));
+	if (!st->endpoints)
+		return -ENOMEM;
+	slash++;
+	plen = strlen(slash);
+	while (plen && slash[plen - 1] == '/')
+		plen--;	/* etcd://h/team/docs/ names the same store as .../team/docs */
+	if (plen == 0) {
+		say(why, why_len, "%s: no PREFIX after the endpoints (etcd://HOST:PORT/PREFIX)", url);
+		return -EINVAL;
+	}
+	if (plen > ETCD_PREFIX_MAX) {
+		say(why, why_len, "%s: PREFIX longer than %d bytes", url, ETCD_PREFIX_MAX);
+		return -ENAMETOOLONG;
+	}
+	memcpy(st->prefix, slash, plen);
+	st->prefix[plen] = 0;	/* keeps store "a" apart from store "a/b" */
+	st->prefix_len = plen + 1;
+	return 0;
+}
+
+static void meta_be(uint8_t *out, uint64_t v, size_t n)
+{
+	put_be(out, v, n);
+}
+
+/* Writes the meta keys when nothing holds the format key yet. 0, or 1 when someone else did first. */
+static int create_meta(struct store_etcd *st, struct etcd_client *c)
+{
+	uint8_t fk[ETCD_KEY_MAX], ck[ETCD_KEY_MAX], fv[4], cv[8];
+	size_t fl = etcd_key(st, STORE_SPACE_META, "format", 6, fk);
+	size_t cl = etcd_key(st, STORE_SPACE_META, "created", 7, ck);
+	struct etcd_cmp cmp = { .target = ETCD_CMP_CREATE, .result = ETCD_CMP_EQUAL,
+				.key = fk, .key_len = fl, .rev = 0 };
+	struct etcd_op ops[2] = {
+		{ .type = ETCD_OP_PUT, .key = fk, .key_len = fl, .val = fv, .val_len = 4 },
+		{ .type = ETCD_OP_PUT, .key = ck, .key_len = cl, .val = cv, .val_len = 8 },
+	};
+	struct etcd_txn_result r;
+	int rc;
+
+	st->created_ns = now_ns();
+	meta_be(fv, STORE_FORMAT_VERSION, 4);
+	meta_be(cv, (uint64_t)st->created_ns, 8);
+	rc = etcd_client_txn(c, &cmp, 1, ops, 2, NULL, 0, &r);
+	if (rc)
+		return rc;
+	rc = r.succeeded ? 0 : 1;
+	etcd_txn_result_release(&r);
+	return rc;
+}
+
+/* Reads (or creates) the meta keys: the store's format and creation time. */
+static int open_meta(struct store_etcd *st, struct etcd_client *c, const char *url,
+		     char *why, size_t why_len)
+{
+	uint8_t k[ETCD_KEY_MAX], end[ETCD_KEY_MAX];
+	struct etcd_range_result r;
+	struct etcd_range_opts any = { .keys_only = true, .limit = 1 };
+	size_t kl;
+	int rc;
+
+	for (int tries = 0; tries < 3; tries++) {
+		kl = etcd_key(st, STORE_SPACE_META, "format", 6, k);
+		rc = etcd_client_range(c, k, kl, NULL, &r);
+		if (rc)
+			goto fail;
+		if (r.len == 1) {
+			uint64_t v = r.kvs[0].val_len == 4 ? get_be(r.kvs[0].val, 4) : 0;
+
+			etcd_range_result_release(&r);
+			if (v == 0) {
+				say(why, why_len, "%s: not a kvfs store (no format version)", url);
+				return -EINVAL;
+			}
+			if (v > STORE_FORMAT_VERSION) {
+				say(why, why_len, "store format %llu is newer than this kvfs supports (%d)",
+				    (unsigned long long)v, STORE_FORMAT_VERSION);
+				return -EPROTONOSUPPORT;
+			}
+			atomic_store(&st->format, (unsigned)v);
+			kl = etcd_key(st, STORE_SPACE_META, "created", 7, k);
+			if (etcd_client_range(c, k, kl, NULL, &r) == 0) {
+				if (r.len == 1 && r.kvs[0].val_len == 8)
+					st->created_ns = (int64_t)get_be(r.kvs[0].val, 8);
+				etcd_range_result_release(&r);
+			}
+			return 0;
+		}
+		etcd_range_result_release(&r);
+		/* no format key: is anything else under the prefix? */
+		any.range_end = end;
+		any.range_end_len = etcd_prefix_end(st->prefix, st->prefix_len, end);
+		rc = etcd_client_range(c, st->prefix, st->prefix_len, &any, &r);
+		if (rc)
+			goto fail;
+		kl = r.len;
+		etcd_range_result_release(&r);
+		if (kl) {
+			say(why, why_len, "%s: not a kvfs store (keys under the prefix, no format version)",
+			    url);
+			return -EINVAL;
+		}
+		if (!(st->flags & STORE_OPEN_CREATE) || (st->flags & STORE_OPEN_READONLY)) {
+			say(why, why_len, "%s: no kvfs store there", url);
+			return -ENOENT;
+		}
+		rc = create_meta(st, c);
+		if (rc < 0)
+			goto fail;
+		if (rc == 0) {
+			st->created = true;
+			atomic_store(&st->format, STORE_FORMAT_VERSION);
+			return 0;
+		}
+		/* another client created it meanwhile: read what it wrote */
+	}
+	say(why, why_len, "%s: the store's meta keys keep changing", url);
+	return -EAGAIN;
+fail:
+	say(why, why_len, "%s: %s", url, etcd_client_error(c));
+	return rc;
+}
+
+int store_etcd_open(const char *url, unsigned flags, struct store_etcd **out,
+		    char *why, size_t why_len)
+{
+	struct store_etcd *st;
+	struct etcd_client *c = NULL;
+	int rc;
+
+	*out = NULL;
+	if (!store_etcd_is_url(url)) {
+		say(why, why_len, "%s: not an etcd:// URL", url);
+		return -EINVAL;
+	}
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	st->flags = flags;
+	pthread_mutex_init(&st->write_lock, NULL);
+	pthread_mutex_init(&st->pool_lock, NULL);
+	if (getrandom(&st->writer, sizeof(st->writer), 0) != sizeof(st->writer))
+		st->writer = (uint64_t)now_ns() ^ ((uint64_t)getpid() << 32);
+	rc = parse_url(st, url, why, why_len);
+	if (rc)
+		goto free_st;
+	rc = etcd_client_open(st->endpoints, &c, why, why_len);
+	if (rc)
+		goto free_st;
+	rc = open_meta(st, c, url, why, why_len);
+	if (rc)
+		goto close_client;
+	client_give(st, c);
+	*out = st;
+	return 0;
+close_client:
+	etcd_client_close(c);
+free_st:
+	store_etcd_close(st, false);
+	return rc;
+}
+
+void store_etcd_close(struct store_etcd *st, bool discard)
+{
+	if (!st)
+		return;
+	if (discard && st->created) {
+		struct etcd_client *c;
+		uint8_t end[ETCD_KEY_MAX];
+		size_t el = etcd_prefix_end(st->prefix, st->prefix_len, end);
+
+		if (client_take(st, &c) == 0) {
+			/* best effort: a failure leaves an empty-looking store that open refuses clearly */
+			(void)etcd_client_delete_range(c, st->prefix, st->prefix_len, end, el, NULL, NULL);
+			client_give(st, c);
+		}
+	}
+	for (size_t i = 0; i < st->n_pool; i++)
+		etcd_client_close(st->pool[i]);
+	pthread_mutex_destroy(&st->write_lock);
+	pthread_mutex_destroy(&st->pool_lock);
+	free(st->endpoints);
+	free(st);
+}
+
+unsigned store_etcd_format(struct store_etcd *st)
+{
+	return atomic_load(&st->format);
+}
+
+uint64_t store_etcd_last_commit(struct store_etcd *st)
+{
+	return atomic_load(&st->last_commit);
+}
+
+/* A count of the data space at the newest revision; the revision too. */
+int store_etcd_info(struct store_etcd *st, struct store_info *out)
+{
+	struct etcd_client *c;
+	struct etcd_range_result r;
+	uint8_t k[ETCD_KEY_MAX], end[ETCD_KEY_MAX];
+	size_t kl = etcd_key(st, STORE_SPACE_DATA, NULL, 0, k);
+	struct etcd_range_opts o = { .count_only = true, .range_end = end,
+				     .range_end_len = etcd_prefix_end(k, kl, end) };
+	int rc = client_take(st, &c);
+
+	memset(out, 0, sizeof(*out));
+	if (rc)
+		return rc;
+	rc = etcd_client_range(c, k, kl, &o, &r);
+	client_give(st, c);
+	if (rc)
+		return rc;
+	out->entries = (uint64_t)r.count;
+	out->last_txn_id = (uint64_t)r.revision;
+	out->created_ns = st->created_ns;
+	etcd_range_result_release(&r);
+	return 0;
+}
+
+uint64_t store_etcd_position(struct store_etcd *st)
+{
+	struct etcd_client *c;
+	struct etcd_range_result r;
+	uint8_t k[ETCD_KEY_MAX];
+	size_t kl = etcd_key(st, STORE_SPACE_META, "format", 6, k);
+	struct etcd_range_opts o = { .count_only = true };
+	uint64_t rev = 0;
+
+	if (client_take(st, &c))
+		return 0;
+	if (etcd_client_range(c, k, kl, &o, &r) == 0) {
+		rev = (uint64_t)r.revision;
+		etcd_range_result_release(&r);
+	}
+	client_give(st, c);
+	return rev;
+}
+
+/* ---- transactions ---- */
+
+static int txn_new(struct store_etcd *st, bool write, struct store_etcd_txn **out)
+{
+	struct store_etcd_txn *t = calloc(1, sizeof(*t));
+	int rc;
+
+	*out = NULL;
+	if (!t)
+		return -ENOMEM;
+	t->st = st;
+	t->write = write;
+	rc = client_take(st, &t->c);
+	if (rc == 0 && write)
+		rc = etcd_buf_new(&t->buf);
+	if (rc) {
+		client_give(st, t->c);
+		free(t);
+		return rc;
+	}
+	if (atomic_load(&st->format) == STORE_FORMAT_VERSION)
+		t->format = STORE_FORMAT_VERSION;
+	*out = t;
+	return 0;
+}
+
+static void txn_free(struct store_etcd_txn *t)
+{
+	while (t->kept) {
+		struct etcd_kept *k = t->kept;
+
+		t->kept = k->next;
+		etcd_range_result_release(&k->r);
+		free(k);
+	}
+	etcd_buf_free(t->buf);
+	client_give(t->st, t->c);
+	free(t);
+}
+
+int store_etcd_read_begin(struct store_etcd *st, struct store_etcd_txn **out)
+{
+	return txn_new(st, false, out);
+}
+
+void store_etcd_txn_end(struct store_etcd_txn *txn)
+{
+	if (txn && !txn->write)
+		txn_free(txn);
+}
+
+int etcd_txn_range(struct store_etcd_txn *t, const void *key, size_t key_len,
+		   const struct etcd_range_opts *opts, struct etcd_range_result **out)
+{
+	struct etcd_kept *k = calloc(1, sizeof(*k));
+	struct etcd_range_opts o = { 0 };
+	int rc;
+
+	if (!k)
+		return -ENOMEM;
+	if (opts)
+		o = *opts;
+	o.revision = t->rev;
+	rc = etcd_client_range(t->c, key, key_len, &o, &k->r);
+	if (rc) {
+		free(k);
+		return rc;
+	}
+	if (!t->rev)
+		t->rev = k->r.revision;
+	k->next = t->kept;
+	t->kept = k;
+	*out = &k->r;
+	return 0;
+}
+
+uint64_t store_etcd_txn_rev(struct store_etcd_txn *txn)
+{
+	if (!txn->rev) {
+		struct etcd_range_result *r;
+		uint8_t k[ETCD_KEY_MAX];
+		size_t kl = etcd_key(txn->st, STORE_SPACE_META, "format", 6, k);
+		struct etcd_range_opts o = { .count_only = true };
+
+		if (etcd_txn_range(txn, k, kl, &o, &r) != 0)
+			return 0;
+	}
+	return (uint64_t)txn->rev;
+}
+
+int etcd_txn_guard_range(struct store_etcd_txn *t, const void *key, size_t key_len,
+			 const void *end, size_t end_len)
+{
+	int rc;
+
+	if (!t->write)
+		return 0;
+	if (!t->stamp_guarded) {
+		/* deletes after our revision do not show in a range compare: the stamp does */
+		struct etcd_range_result *r;
+		uint8_t sk[ETCD_KEY_MAX];
+		size_t sl = etcd_key(t->st, ETCD_SPACE_STAMP, NULL, 0, sk);
+
+		rc = etcd_txn_range(t, sk, sl, NULL, &r);
+		if (rc)
+			return rc;
+		rc = etcd_buf_guard_key(t->buf, sk, sl, r->len ? r->kvs[0].mod_rev : 0);
+		if (rc)
+			return rc;
+		t->stamp_guarded = true;
+	}
+	return etcd_buf_guard_range(t->buf, key, key_len, end, end_len, t->rev);
+}
+
+unsigned store_etcd_txn_format(struct store_etcd_txn *txn)
+{
+	struct store_val v;
+
+	if (txn->format)
+		return txn->format;
+	if (store_etcd_get(txn, STORE_SPACE_META, "format", 6, &v) != 0 || v.len != 4)
+		return 0;
+	txn->format = (unsigned)get_be(v.data, 4);
+	if (txn->format == STORE_FORMAT_VERSION)
+		atomic_store(&txn->st->format, txn->format);
+	return txn->format;
+}
+
+int store_etcd_set_format(struct store_etcd_txn *txn, unsigned version)
+{
+	uint8_t v[4];
+	int rc;
+
+	meta_be(v, version, 4);
+	rc = store_etcd_put(txn, STORE_SPACE_META, "format", 6, v, 4);
+	if (rc == 0)
+		txn->format = version;
+	return rc;
+}
+
+void store_etcd_txn_set_owner(struct store_etcd_txn *txn, void *owner)
+{
+	txn->owner = owner;
+}
+
+void *store_etcd_txn_owner(const struct store_etcd_txn *txn)
+{
+	return txn->owner;
+}
+
+/* ---- writes ---- */
+
+/* Errors after which a sent Txn may or may not have been applied. */
+static bool outcome_unknown(int rc)
+{
+	return rc != -EINVAL && rc != -E2BIG && rc != -ENOSPC && rc != -EACCES &&
+	       rc != -ENOMEM && rc != -ECONNREFUSED && rc != -EPROTO;
+}
+
+/*
+ * After a lost answer: reads our writer key (from whichever member
+ * answers) to learn whether attempt `seq` landed. 0 with *committed set, or
+ * the error when no member could tell.
+ */
+static int resolve_lost(struct store_etcd_txn *t, uint64_t seq, bool *committed)
+{
+	uint8_t k[ETCD_KEY_MAX];
+	size_t kl = etcd_key(t->st, ETCD_SPACE_WRITER, &t->st->writer, sizeof(t->st->writer), k);
+	int rc = -EIO;
+
+	for (int tries = 0; tries < 20; tries++) {
+		struct etcd_range_result r;
+
+		rc = etcd_client_range(t->c, k, kl, NULL, &r);
+		if (rc == 0) {
+			*committed = r.len == 1 && r.kvs[0].val_len == 8 &&
+				     get_be(r.kvs[0].val, 8) == seq;
+			if (*committed)
+				atomic_store(&t->st->last_commit, (uint64_t)r.kvs[0].mod_rev);
+			etcd_range_result_release(&r);
+			return 0;
+		}
+		usleep(250 * 1000);	/* a leader election takes about a second */
+	}
+	return rc;
+}
+
+/* Commits the attempt's buffer as one guarded Txn. */
+static int commit_attempt(struct store_etcd_txn *t, uint64_t seq, bool *committed)
+{
+	uint8_t k[ETCD_KEY_MAX], v[8];
+	size_t kl;
+	int64_t rev = 0;
+	int rc;
+
+	*committed = true;
+	if (etcd_buf_empty(t->buf))
+		return 0;	/* it only read */
+	if (etcd_buf_deletes(t->buf)) {
+		kl = etcd_key(t->st, ETCD_SPACE_STAMP, NULL, 0, k);
+		meta_be(v, seq, 8);
+		if ((rc = etcd_buf_put(t->buf, k, kl, v, 8)))
+			return rc;
+	}
+	kl = etcd_key(t->st, ETCD_SPACE_WRITER, &t->st->writer, sizeof(t->st->writer), k);
+	meta_be(v, seq, 8);
+	if ((rc = etcd_buf_put(t->buf, k, kl, v, 8)))
+		return rc;
+	if (etcd_buf_ops(t->buf) > ETCD_TXN_OPS || etcd_buf_bytes(t->buf) > ETCD_TXN_BYTES)
+		return -EFBIG;	/* documents over one request: docs/ETCD.md section 6, not built yet */
+	rc = etcd_buf_commit(t->buf, t->c, committed, &rev);
+	if (rc && outcome_unknown(rc))
+		return resolve_lost(t, seq, committed);
+	if (rc == 0 && *committed)
+		atomic_store(&t->st->last_commit, (uint64_t)rev);
+	return rc;
+}
+
+int store_etcd_write(struct store_etcd *st, store_etcd_write_fn fn, void *arg)
+{
+	unsigned delay_us = 1000;
+	int rc = -EBUSY;
+
+	if (st->flags & STORE_OPEN_READONLY)
+		return -EROFS;
+	pthread_mutex_lock(&st->write_lock);
+	for (int attempt = 0; attempt < ETCD_WRITE_TRIES; attempt++) {
+		struct store_etcd_txn *t;
+		uint64_t seq = atomic_fetch_add(&st->seq, 1) + 1;
+		bool committed = false;
+
+		rc = txn_new(st, true, &t);
+		if (rc)
+			break;
+		rc = fn(t, arg);
+		if (rc == -ESTALE)
+			committed = false;	/* read at a compacted revision: run again at a new one */
+		else if (rc == 0)
+			rc = commit_attempt(t, seq, &committed);
+		txn_free(t);
+		if ((rc == 0 || rc == -ESTALE) && !committed) {
+			/* someone changed what fn read: run it again, backing off a little */
+			if (attempt >= 2) {
+				uint32_t r = 0;
+
+				if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+					r = (uint32_t)now_ns();
+				usleep(r % delay_us);
+				if (delay_us < 64000)
+					delay_us *= 2;
+			}
+			rc = -EBUSY;
+			continue;
+		}
+		break;
+	}
+	pthread_mutex_unlock(&st->write_lock);
+	return rc;
+}
+
+/* ---- point operations ---- */
+
+static int check_write(const struct store_etcd_txn *t, size_t key_len)
+{
+	if (!t->write)
+		return -EROFS;
+	return key_len > STORE_KEY_MAX ? -ENAMETOOLONG : 0;
+}
+
+int store_etcd_get(struct store_etcd_txn *txn, enum store_space space,
+		   const void *key, size_t key_len, struct store_val *out)
+{
+	uint8_t k[ETCD_KEY_MAX];
+	struct etcd_range_result *r;
+	size_t kl;
+	int rc;
+
+	if (key_len == 0)
+		return -ENOENT;	/* the root has no key */
+	if (key_len > STORE_KEY_MAX)
+		return -ENAMETOOLONG;
+	kl = etcd_key(txn->st, space, key, key_len, k);
+	if (txn->write) {
+		rc = etcd_buf_get(txn->buf, k, kl, &out->data, &out->len);
+		if (rc == 1)
+			return 0;
+		if (rc == 0)
+			return -ENOENT;
+	}
+	rc = etcd_txn_range(txn, k, kl, NULL, &r);
+	if (rc)
+		return rc;
+	if (txn->write && (rc = etcd_buf_guard_key(txn->buf, k, kl, r->len ? r->kvs[0].mod_rev : 0)))
+		return rc;
+	if (!r->len)
+		return -ENOENT;
+	out->data = r->kvs[0].val ? (const void *)r->kvs[0].val : (const void *)"";
+	out->len = r->kvs[0].val_len;
+	return 0;
+}
+
+int store_etcd_put(struct store_etcd_txn *txn, enum store_space space,
+		   const void *key, size_t key_len, const void *val, size_t val_len)
+{
+	uint8_t k[ETCD_KEY_MAX];
+	int rc = check_write(txn, key_len);
+
+	if (rc)
+		return rc;
+	return etcd_buf_put(txn->buf, k, etcd_key(txn->st, space, key, key_len, k), val, val_len);
+}
+
+int store_etcd_put_reserve(struct store_etcd_txn *txn, enum store_space space,
+			   const void *key, size_t key_len, size_t val_len, void **out)
+{
+	uint8_t k[ETCD_KEY_MAX];
+	int rc = check_write(txn, key_len);
+
+	if (rc)
+		return rc;
+	return etcd_buf_put_reserve(txn->buf, k, etcd_key(txn->st, space, key, key_len, k),
+				    val_len, out);
+}
+
+int store_etcd_del(struct store_etcd_txn *txn, enum store_space space,
+		   const void *key, size_t key_len)
+{
+	uint8_t k[ETCD_KEY_MAX];
+	struct store_val v;
+	int rc = check_write(txn, key_len);
+
+	if (rc)
+		return rc;
+	rc = store_etcd_get(txn, space, key, key_len, &v);	/* 0 or -ENOENT, guarded */
+	if (rc)
+		return rc;
+	return etcd_buf_del(txn->buf, k, etcd_key(txn->st, space, key, key_len, k));
+}
+
+int store_etcd_del_prefix(struct store_etcd_txn *txn, enum store_space space,
+			  const void *prefix, size_t prefix_len, uint64_t *deleted)
+{
+	uint8_t k[ETCD_KEY_MAX], end[ETCD_KEY_MAX];
+	size_t kl, el;
+	int rc;
+
+	if (deleted)
+		*deleted = 0;
+	if (!txn->write)
+		return -EROFS;
+	if (prefix_len > STORE_KEY_MAX)
+		return 0;	/* no key is that long, so none starts with it */
+	if (deleted) {
+		/* the count is a read: through a scan, so it is guarded like one */
+		struct store_etcd_scan *s;
+		struct store_val sk, sv;
+		uint64_t n = 0;
+
+		rc = store_etcd_scan_open(txn, space, prefix, prefix_len, &s);
+		if (rc)
+			return rc;
+		while ((rc = store_etcd_scan_next(s, &sk, &sv)) == 1)
+			n++;
+		store_etcd_scan_close(s);
+		if (rc < 0)
+			return rc;
+		*deleted = n;
+		if (n == 0)
+			return 0;
+	}
+	kl = etcd_key(txn->st, space, prefix, prefix_len, k);
+	el = etcd_prefix_end(k, kl, end);
+	return etcd_buf_del_range(txn->buf, k, kl, end, el);
+}
+
+bool store_etcd_space_is_empty(struct store_etcd_txn *txn, enum store_space space)
+{
+	struct store_etcd_scan *s;
+	struct store_val k, v;
+	int rc;
+
+	if (store_etcd_scan_open(txn, space, NULL, 0, &s) != 0)
+		return true;
+	rc = store_etcd_scan_next(s, &k, &v);
+	store_etcd_scan_close(s);
+	return rc != 1;
+}
