@@ -172,7 +172,7 @@ etcd-client-test: $(ETCD_TEST)
 
 $(ETCD_TEST): tests/unit/test_etcd_client.c $(wildcard tests/unit/etcd_*) tests/unit/unit.h $(wildcard store/etcd_*)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_etcd_client.c tests/unit/etcd_tool.c $(wildcard store/etcd_*.c) $(ETCD_LIBS) -lpthread
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_etcd_client.c tests/unit/etcd_tool.c store/etcd_buf.c store/etcd_client.c store/etcd_wire.c $(ETCD_LIBS) -lpthread
 
 # The etcd backend itself (store/etcd_store.c, store/etcd_scan.c) against a
 # live cluster: $(BUILD)/etcd/test_etcd_store, run by tests/82-etcd-store.bats.
@@ -182,4 +182,4 @@ etcd-store-test: $(ETCD_STORE_TEST)
 
 $(ETCD_STORE_TEST): tests/unit/test_etcd_store.c tests/unit/unit.h $(wildcard store/etcd_*) $(STORE_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_etcd_store.c $(wildcard store/etcd_*.c) $(STORE_OBJ) $(PKG_LIBS) $(ETCD_LIBS) -lpthread
+	$(CC) $(CPPFLAGS) -DKVFS_ETCD $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_etcd_store.c $(wildcard store/etcd_*.c) $(STORE_OBJ) $(PKG_LIBS) $(ETCD_LIBS) -lpthread

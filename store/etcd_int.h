@@ -12,7 +12,7 @@
 
 #include "store/etcd_buf.h"
 #include "store/etcd_client.h"
-#include "store/etcd_store.h"
+#include "store/store_ops.h"
 
 #define ETCD_PREFIX_MAX 200	/* bytes of the URL's PREFIX */
 /* A full etcd key: PREFIX, 0x00, space byte, tuple key, room for a 0x00/0xff suffix. */
@@ -24,21 +24,23 @@
 #define ETCD_SPACE_STAMP 'x'	/* the delete stamp: put by every commit that deletes */
 #define ETCD_SPACE_WRITER 'w'	/* w<writer id> = attempt number: did a lost commit land? */
 
+struct etcd_feed;
+
+/* The handle: store.c's shared part first (store/store_ops.h). */
 struct store_etcd {
+	struct store base;
 	char *endpoints;
 	uint8_t prefix[ETCD_PREFIX_MAX + 1];	/* PREFIX 0x00 */
 	size_t prefix_len;	/* including the 0x00 */
-	unsigned flags;
 	bool created;	/* this handle created the store */
-	atomic_uint format;
-	int64_t created_ns;
-	uint64_t writer;	/* random id of this handle, for its writer key */
 	atomic_uint_fast64_t last_commit;
 	atomic_uint_fast64_t seq;	/* write attempts made, the value of the writer key */
 	pthread_mutex_t write_lock;	/* one write transaction at a time per handle */
 	pthread_mutex_t pool_lock;	/* guards pool[] and n_pool */
 	struct etcd_client *pool[ETCD_POOL_MAX];
 	size_t n_pool;
+	struct etcd_feed *feed;	/* the watch (store/etcd_feed.c), started by the first feed call */
+	pthread_mutex_t feed_lock;	/* guards starting it */
 };
 
 /* An answer kept until its transaction ends: values handed out point into it. */
@@ -48,16 +50,89 @@ struct etcd_kept {
 };
 
 struct store_etcd_txn {
+	struct store_txn base;
 	struct store_etcd *st;
 	struct etcd_client *c;	/* from the pool, given back at the end */
-	bool write;
 	int64_t rev;	/* the pinned revision; 0 until the first read */
 	struct etcd_buf *buf;	/* write: the attempt's buffer */
 	bool stamp_guarded;	/* write: the delete stamp's guard is recorded */
-	unsigned format;
-	void *owner;
 	struct etcd_kept *kept;
 };
+
+struct store_etcd_scan {
+	struct store_scan base;
+	struct store_etcd_txn *txn;
+	size_t base_len;	/* bytes before the tuple key: PREFIX 0x00 SPACE */
+	uint8_t lo[ETCD_KEY_MAX], hi[ETCD_KEY_MAX];	/* [lo, hi): every key with the prefix */
+	size_t lo_len, hi_len;
+	/* the position: the next key returned is >= cur (> cur when !incl) */
+	uint8_t cur[ETCD_KEY_MAX];
+	size_t cur_len;
+	bool incl;
+	bool keys_only;	/* counting: no values wanted */
+	/* the page read last, and where it was read from */
+	struct etcd_range_result *page;	/* kept by the transaction */
+	size_t idx;
+	uint8_t from[ETCD_KEY_MAX];
+	size_t from_len;
+	/* etcd's keys below skip lie in a range this attempt deleted (skip_len 0: none) */
+	uint8_t skip[ETCD_KEY_MAX];
+	size_t skip_len;
+	uint64_t fetches;	/* range requests made */
+};
+
+static inline struct store_etcd *ETCD(struct store *st)
+{
+	return (struct store_etcd *)st;
+}
+
+static inline struct store_etcd_txn *ETXN(struct store_txn *txn)
+{
+	return (struct store_etcd_txn *)txn;
+}
+
+static inline struct store_etcd_scan *ESCAN(struct store_scan *scan)
+{
+	return (struct store_etcd_scan *)scan;
+}
+
+/* The operations (store/etcd_ops.c puts them in the table). */
+int store_etcd_open(struct store *st, const char *name, unsigned flags, char *why, size_t why_len);
+void store_etcd_close(struct store *st, bool discard);
+int store_etcd_info(struct store *st, struct store_info *out);
+uint64_t store_etcd_position(struct store *st);
+bool store_etcd_changed_elsewhere(struct store *st);
+int store_etcd_read_begin(struct store *st, struct store_txn *txn);
+void store_etcd_read_end(struct store_txn *txn);
+uint64_t store_etcd_txn_id(const struct store_txn *txn);
+int store_etcd_write(struct store *st, store_write_fn fn, void *arg);
+int store_etcd_get(struct store_txn *txn, enum store_space space, const void *key, size_t key_len,
+		   struct store_val *out);
+int store_etcd_put(struct store_txn *txn, enum store_space space, const void *key, size_t key_len,
+		   const void *val, size_t val_len);
+int store_etcd_put_reserve(struct store_txn *txn, enum store_space space, const void *key,
+			   size_t key_len, size_t val_len, void **out);
+int store_etcd_del(struct store_txn *txn, enum store_space space, const void *key, size_t key_len);
+int store_etcd_del_prefix(struct store_txn *txn, enum store_space space, const void *prefix,
+			  size_t prefix_len, uint64_t *deleted);
+bool store_etcd_space_is_empty(struct store_txn *txn, enum store_space space);
+int store_etcd_scan_open(struct store_scan *scan);
+int store_etcd_scan_next(struct store_scan *scan, struct store_val *key, struct store_val *val);
+int store_etcd_scan_seek(struct store_scan *scan, const void *key, size_t key_len);
+int store_etcd_scan_next_distinct(struct store_scan *scan, int depth, struct store_val *key,
+				  struct store_val *val, size_t *child_end);
+void store_etcd_scan_close(struct store_scan *scan);
+int store_etcd_feed_read(struct store *st, uint64_t after, store_feed_fn fn, void *arg,
+			 uint64_t *upto);
+/* Stops the watch (store_etcd_close). */
+void store_etcd_feed_stop(struct store_etcd *st);
+/* Notes the revision of one of our own commits (the feed marks its events mine). */
+void store_etcd_feed_mine(struct store_etcd *st, uint64_t rev);
+/* The newest revision, read from the cluster (one round trip); 0 when unreachable. */
+uint64_t etcd_newest_revision(struct store_etcd *st);
+/* The handle pool: one client per thread in a call. */
+int etcd_client_take(struct store_etcd *st, struct etcd_client **out);
+void etcd_client_give(struct store_etcd *st, struct etcd_client *c);
 
 /* Full key of (space, key) into out (ETCD_KEY_MAX bytes); its length. */
 size_t etcd_key(const struct store_etcd *st, int space, const void *key, size_t key_len,

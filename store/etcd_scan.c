@@ -13,27 +13,6 @@
 
 #include "store/tuple.h"
 
-struct store_etcd_scan {
-	struct store_etcd_txn *txn;
-	size_t base;	/* bytes before the tuple key: PREFIX 0x00 SPACE */
-	size_t tprefix_len;	/* the tuple prefix scanned */
-	uint8_t lo[ETCD_KEY_MAX], hi[ETCD_KEY_MAX];	/* [lo, hi): every key with the prefix */
-	size_t lo_len, hi_len;
-	/* the position: the next key returned is >= cur (> cur when !incl) */
-	uint8_t cur[ETCD_KEY_MAX];
-	size_t cur_len;
-	bool incl;
-	/* the page read last, and where it was read from */
-	struct etcd_range_result *page;	/* kept by the transaction */
-	size_t idx;
-	uint8_t from[ETCD_KEY_MAX];
-	size_t from_len;
-	/* etcd's keys below skip lie in a range this attempt deleted (skip_len 0: none) */
-	uint8_t skip[ETCD_KEY_MAX];
-	size_t skip_len;
-	uint64_t steps;
-};
-
 static int key_cmp(const void *a, size_t al, const void *b, size_t bl)
 {
 	int c = memcmp(a, b, al < bl ? al : bl);
@@ -43,42 +22,23 @@ static int key_cmp(const void *a, size_t al, const void *b, size_t bl)
 	return al < bl ? -1 : al > bl;
 }
 
-int store_etcd_scan_open(struct store_etcd_txn *txn, enum store_space space,
-			 const void *prefix, size_t prefix_len, struct store_etcd_scan **out)
+int store_etcd_scan_open(struct store_scan *sb)
 {
-	struct store_etcd_scan *s;
+	struct store_etcd_scan *s = ESCAN(sb);
 
-	*out = NULL;
-	if (prefix_len > STORE_KEY_MAX)
-		return -ENAMETOOLONG;
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	s->txn = txn;
-	s->base = etcd_key(txn->st, space, NULL, 0, s->lo);
-	s->lo_len = etcd_key(txn->st, space, prefix, prefix_len, s->lo);
+	s->txn = ETXN(sb->txn);
+	s->base_len = etcd_key(s->txn->st, sb->space, NULL, 0, s->lo);
+	s->lo_len = etcd_key(s->txn->st, sb->space, sb->prefix, sb->prefix_len, s->lo);
 	s->hi_len = etcd_prefix_end(s->lo, s->lo_len, s->hi);
-	s->tprefix_len = prefix_len;
 	memcpy(s->cur, s->lo, s->lo_len);
 	s->cur_len = s->lo_len;
 	s->incl = true;
-	*out = s;
 	return 0;
 }
 
-void store_etcd_scan_close(struct store_etcd_scan *scan)
+void store_etcd_scan_close(struct store_scan *scan)
 {
-	free(scan);
-}
-
-uint64_t store_etcd_scan_steps(const struct store_etcd_scan *scan)
-{
-	return scan->steps;
-}
-
-struct store_etcd_txn *store_etcd_scan_txn(struct store_etcd_scan *scan)
-{
-	return scan->txn;
+	(void)scan;	/* its pages belong to the transaction */
 }
 
 /* k is at or past the position. */
@@ -93,7 +53,7 @@ static bool past_cur(const struct store_etcd_scan *s, const void *k, size_t kl)
 static int fetch(struct store_etcd_scan *s)
 {
 	struct etcd_range_opts o = { .range_end = s->hi, .range_end_len = s->hi_len,
-				     .limit = ETCD_PAGE };
+				     .limit = ETCD_PAGE, .keys_only = s->keys_only };
 	uint8_t from[ETCD_KEY_MAX];
 	size_t fl;
 	int rc;
@@ -115,7 +75,7 @@ static int fetch(struct store_etcd_scan *s)
 		memcpy(from, s->skip, s->skip_len);
 		fl = s->skip_len;
 	}
-	s->steps++;
+	s->fetches++;
 	rc = etcd_txn_range(s->txn, from, fl, &o, &s->page);
 	if (rc) {
 		s->page = NULL;
@@ -124,7 +84,7 @@ static int fetch(struct store_etcd_scan *s)
 	s->idx = 0;
 	memcpy(s->from, from, fl);
 	s->from_len = fl;
-	if (s->txn->write) {
+	if (s->txn->base.write) {
 		/* what this page read: [from, after its last key), or to the end */
 		uint8_t end[ETCD_KEY_MAX];
 		size_t el = s->hi_len;
@@ -167,7 +127,7 @@ static int etcd_next(struct store_etcd_scan *s, const struct etcd_kv **out)
 			s->idx++;
 			continue;
 		}
-		if (s->txn->write) {
+		if (s->txn->base.write) {
 			const void *v, *end;
 			size_t vl, el;
 
@@ -190,8 +150,9 @@ static int etcd_next(struct store_etcd_scan *s, const struct etcd_kv **out)
 	}
 }
 
-int store_etcd_scan_next(struct store_etcd_scan *scan, struct store_val *key, struct store_val *val)
+int store_etcd_scan_next(struct store_scan *sb, struct store_val *key, struct store_val *val)
 {
+	struct store_etcd_scan *scan = ESCAN(sb);
 	const struct etcd_kv *kv = NULL;
 	const void *bk = NULL, *bv = NULL;
 	size_t bkl = 0, bvl = 0;
@@ -201,15 +162,15 @@ int store_etcd_scan_next(struct store_etcd_scan *scan, struct store_val *key, st
 		return rc;
 	if (rc == 0)
 		kv = NULL;
-	if (scan->txn->write)
+	if (scan->txn->base.write)
 		has_b = etcd_buf_next_put(scan->txn->buf, scan->cur, scan->cur_len, scan->incl,
 					  scan->hi, scan->hi_len, &bk, &bkl, &bv, &bvl);
 	if (has_b && (!kv || key_cmp(bk, bkl, kv->key, kv->key_len) < 0)) {
 		memcpy(scan->cur, bk, bkl);
 		scan->cur_len = bkl;
 		scan->incl = false;
-		key->data = (const uint8_t *)bk + scan->base;
-		key->len = bkl - scan->base;
+		key->data = (const uint8_t *)bk + scan->base_len;
+		key->len = bkl - scan->base_len;
 		val->data = bv;
 		val->len = bvl;
 		return 1;
@@ -220,8 +181,8 @@ int store_etcd_scan_next(struct store_etcd_scan *scan, struct store_val *key, st
 	memcpy(scan->cur, kv->key, kv->key_len);
 	scan->cur_len = kv->key_len;
 	scan->incl = false;
-	key->data = kv->key + scan->base;
-	key->len = kv->key_len - scan->base;
+	key->data = kv->key + scan->base_len;
+	key->len = kv->key_len - scan->base_len;
 	val->data = kv->val ? (const void *)kv->val : (const void *)"";
 	val->len = kv->val_len;
 	return 1;
@@ -231,9 +192,9 @@ int store_etcd_scan_next(struct store_etcd_scan *scan, struct store_val *key, st
 static void seek_to(struct store_etcd_scan *scan, const void *key, size_t key_len)
 {
 	uint8_t k[ETCD_KEY_MAX];
-	size_t kl = scan->base;
+	size_t kl = scan->base_len;
 
-	memcpy(k, scan->lo, scan->base);
+	memcpy(k, scan->lo, scan->base_len);
 	memcpy(k + kl, key, key_len);
 	kl += key_len;
 	if (key_cmp(k, kl, scan->lo, scan->lo_len) < 0) {
@@ -260,8 +221,9 @@ static void seek_to(struct store_etcd_scan *scan, const void *key, size_t key_le
 }
 
 /* Keys below the prefix seek to the prefix; keys past it end the scan on the next step. */
-int store_etcd_scan_seek(struct store_etcd_scan *scan, const void *key, size_t key_len)
+int store_etcd_scan_seek(struct store_scan *sb, const void *key, size_t key_len)
 {
+	struct store_etcd_scan *scan = ESCAN(sb);
 	if (key_len > STORE_KEY_MAX)
 		return -ENAMETOOLONG;
 	seek_to(scan, key, key_len);
@@ -276,18 +238,21 @@ static int child_boundary(const struct store_etcd_scan *s, const struct store_va
 	struct tuple_elem e;
 	int rc = 1;
 
-	tuple_reader_init(&r, (const uint8_t *)key->data + s->tprefix_len, key->len - s->tprefix_len);
+	size_t pl = s->base.prefix_len;
+
+	tuple_reader_init(&r, (const uint8_t *)key->data + pl, key->len - pl);
 	for (int i = 0; i < depth && rc == 1; i++)
 		rc = tuple_next(&r, &e);
 	if (rc < 0)
 		return -EIO;
-	*end = s->tprefix_len + r.pos;
+	*end = pl + r.pos;
 	return rc;
 }
 
-int store_etcd_scan_next_distinct(struct store_etcd_scan *scan, int depth,
+int store_etcd_scan_next_distinct(struct store_scan *sb, int depth,
 				  struct store_val *key, struct store_val *val, size_t *child_end)
 {
+	struct store_etcd_scan *scan = ESCAN(sb);
 	uint8_t target[STORE_KEY_MAX + 1];
 	size_t end;
 	int rc;
@@ -295,7 +260,7 @@ int store_etcd_scan_next_distinct(struct store_etcd_scan *scan, int depth,
 	if (depth < 1)
 		return -EINVAL;
 	for (;;) {
-		rc = store_etcd_scan_next(scan, key, val);
+		rc = store_etcd_scan_next(sb, key, val);
 		if (rc != 1)
 			return rc;
 		rc = child_boundary(scan, key, depth, &end);

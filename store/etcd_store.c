@@ -18,6 +18,8 @@
 
 #include "store/store_int.h"
 
+
+
 #define ETCD_TXN_BYTES (6u << 20)	/* raw bytes per Txn (docs/ETCD.md section 5) */
 #define ETCD_TXN_OPS 8000u	/* operations per Txn (the cluster script allows 8192) */
 #define ETCD_WRITE_TRIES 400	/* conflicts in a row before giving up with -EBUSY */
@@ -39,11 +41,6 @@ static int64_t now_ns(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-bool store_etcd_is_url(const char *name)
-{
-	return name && strncmp(name, "etcd://", 7) == 0;
 }
 
 int etcd_space_byte(enum store_space space)
@@ -71,7 +68,7 @@ size_t etcd_key(const struct store_etcd *st, int space, const void *key, size_t 
 
 /* ---- the handle pool: one client per thread in a call ---- */
 
-static int client_take(struct store_etcd *st, struct etcd_client **out)
+int etcd_client_take(struct store_etcd *st, struct etcd_client **out)
 {
 	pthread_mutex_lock(&st->pool_lock);
 	if (st->n_pool) {
@@ -83,7 +80,7 @@ static int client_take(struct store_etcd *st, struct etcd_client **out)
 	return etcd_client_open(st->endpoints, out, NULL, 0);
 }
 
-static void client_give(struct store_etcd *st, struct etcd_client *c)
+void etcd_client_give(struct store_etcd *st, struct etcd_client *c)
 {
 	if (!c)
 		return;
@@ -149,9 +146,9 @@ static int create_meta(struct store_etcd *st, struct etcd_client *c)
 	struct etcd_txn_result r;
 	int rc;
 
-	st->created_ns = now_ns();
+	st->base.created_ns = now_ns();
 	meta_be(fv, STORE_FORMAT_VERSION, 4);
-	meta_be(cv, (uint64_t)st->created_ns, 8);
+	meta_be(cv, (uint64_t)st->base.created_ns, 8);
 	rc = etcd_client_txn(c, &cmp, 1, ops, 2, NULL, 0, &r);
 	if (rc)
 		return rc;
@@ -188,11 +185,11 @@ static int open_meta(struct store_etcd *st, struct etcd_client *c, const char *u
 				    (unsigned long long)v, STORE_FORMAT_VERSION);
 				return -EPROTONOSUPPORT;
 			}
-			atomic_store(&st->format, (unsigned)v);
+			atomic_store(&st->base.format, (unsigned)v);
 			kl = etcd_key(st, STORE_SPACE_META, "created", 7, k);
 			if (etcd_client_range(c, k, kl, NULL, &r) == 0) {
 				if (r.len == 1 && r.kvs[0].val_len == 8)
-					st->created_ns = (int64_t)get_be(r.kvs[0].val, 8);
+					st->base.created_ns = (int64_t)get_be(r.kvs[0].val, 8);
 				etcd_range_result_release(&r);
 			}
 			return 0;
@@ -211,7 +208,7 @@ static int open_meta(struct store_etcd *st, struct etcd_client *c, const char *u
 			    url);
 			return -EINVAL;
 		}
-		if (!(st->flags & STORE_OPEN_CREATE) || (st->flags & STORE_OPEN_READONLY)) {
+		if (!(st->base.flags & STORE_OPEN_CREATE) || st->base.readonly) {
 			say(why, why_len, "%s: no kvfs store there", url);
 			return -ENOENT;
 		}
@@ -220,7 +217,7 @@ static int open_meta(struct store_etcd *st, struct etcd_client *c, const char *u
 			goto fail;
 		if (rc == 0) {
 			st->created = true;
-			atomic_store(&st->format, STORE_FORMAT_VERSION);
+			atomic_store(&st->base.format, STORE_FORMAT_VERSION);
 			return 0;
 		}
 		/* another client created it meanwhile: read what it wrote */
@@ -232,104 +229,104 @@ fail:
 	return rc;
 }
 
-int store_etcd_open(const char *url, unsigned flags, struct store_etcd **out,
-		    char *why, size_t why_len)
+/* Releases the backend's part of st (store.c frees st). */
+static void release(struct store_etcd *st)
 {
-	struct store_etcd *st;
+	store_etcd_feed_stop(st);
+	for (size_t i = 0; i < st->n_pool; i++)
+		etcd_client_close(st->pool[i]);
+	st->n_pool = 0;
+	pthread_mutex_destroy(&st->write_lock);
+	pthread_mutex_destroy(&st->pool_lock);
+	pthread_mutex_destroy(&st->feed_lock);
+	free(st->endpoints);
+	st->endpoints = NULL;
+}
+
+int store_etcd_open(struct store *sb, const char *url, unsigned flags, char *why, size_t why_len)
+{
+	struct store_etcd *st = ETCD(sb);
 	struct etcd_client *c = NULL;
 	int rc;
 
-	*out = NULL;
-	if (!store_etcd_is_url(url)) {
-		say(why, why_len, "%s: not an etcd:// URL", url);
-		return -EINVAL;
-	}
-	st = calloc(1, sizeof(*st));
-	if (!st)
-		return -ENOMEM;
-	st->flags = flags;
+	(void)flags;	/* as in sb->flags */
 	pthread_mutex_init(&st->write_lock, NULL);
 	pthread_mutex_init(&st->pool_lock, NULL);
-	if (getrandom(&st->writer, sizeof(st->writer), 0) != sizeof(st->writer))
-		st->writer = (uint64_t)now_ns() ^ ((uint64_t)getpid() << 32);
+	pthread_mutex_init(&st->feed_lock, NULL);
+	if (strncmp(url, "etcd://", 7) != 0) {
+		say(why, why_len, "%s: not an etcd:// URL", url);
+		rc = -EINVAL;
+		goto release;
+	}
 	rc = parse_url(st, url, why, why_len);
 	if (rc)
-		goto free_st;
+		goto release;
 	rc = etcd_client_open(st->endpoints, &c, why, why_len);
 	if (rc)
-		goto free_st;
+		goto release;
 	rc = open_meta(st, c, url, why, why_len);
 	if (rc)
 		goto close_client;
-	client_give(st, c);
-	*out = st;
+	etcd_client_give(st, c);
 	return 0;
 close_client:
 	etcd_client_close(c);
-free_st:
-	store_etcd_close(st, false);
+release:
+	release(st);
 	return rc;
 }
 
-void store_etcd_close(struct store_etcd *st, bool discard)
+void store_etcd_close(struct store *sb, bool discard)
 {
-	if (!st)
-		return;
-	if (discard && st->created) {
-		struct etcd_client *c;
-		uint8_t end[ETCD_KEY_MAX];
-		size_t el = etcd_prefix_end(st->prefix, st->prefix_len, end);
+	struct store_etcd *st = ETCD(sb);
+	struct etcd_client *c;
+	uint8_t k[ETCD_KEY_MAX], end[ETCD_KEY_MAX];
+	size_t kl;
 
-		if (client_take(st, &c) == 0) {
-			/* best effort: a failure leaves an empty-looking store that open refuses clearly */
-			(void)etcd_client_delete_range(c, st->prefix, st->prefix_len, end, el, NULL, NULL);
-			client_give(st, c);
+	store_etcd_feed_stop(st);
+	if (etcd_client_take(st, &c) == 0) {
+		/* best effort: a failure leaves an empty-looking store that open refuses clearly */
+		if (discard && st->created) {
+			kl = etcd_prefix_end(st->prefix, st->prefix_len, end);
+			(void)etcd_client_delete_range(c, st->prefix, st->prefix_len, end, kl, NULL, NULL);
+		} else if (atomic_load(&st->seq)) {
+			/* our writer key is only needed while our commits can be in doubt */
+			kl = etcd_key(st, ETCD_SPACE_WRITER, &st->base.writer, sizeof(st->base.writer), k);
+			(void)etcd_client_delete_range(c, k, kl, NULL, 0, NULL, NULL);
 		}
+		etcd_client_give(st, c);
 	}
-	for (size_t i = 0; i < st->n_pool; i++)
-		etcd_client_close(st->pool[i]);
-	pthread_mutex_destroy(&st->write_lock);
-	pthread_mutex_destroy(&st->pool_lock);
-	free(st->endpoints);
-	free(st);
-}
-
-unsigned store_etcd_format(struct store_etcd *st)
-{
-	return atomic_load(&st->format);
-}
-
-uint64_t store_etcd_last_commit(struct store_etcd *st)
-{
-	return atomic_load(&st->last_commit);
+	release(st);
 }
 
 /* A count of the data space at the newest revision; the revision too. */
-int store_etcd_info(struct store_etcd *st, struct store_info *out)
+int store_etcd_info(struct store *sb, struct store_info *out)
 {
+	struct store_etcd *st = ETCD(sb);
 	struct etcd_client *c;
 	struct etcd_range_result r;
 	uint8_t k[ETCD_KEY_MAX], end[ETCD_KEY_MAX];
 	size_t kl = etcd_key(st, STORE_SPACE_DATA, NULL, 0, k);
 	struct etcd_range_opts o = { .count_only = true, .range_end = end,
 				     .range_end_len = etcd_prefix_end(k, kl, end) };
-	int rc = client_take(st, &c);
+	int rc = etcd_client_take(st, &c);
 
 	memset(out, 0, sizeof(*out));
 	if (rc)
 		return rc;
 	rc = etcd_client_range(c, k, kl, &o, &r);
-	client_give(st, c);
+	etcd_client_give(st, c);
 	if (rc)
 		return rc;
 	out->entries = (uint64_t)r.count;
 	out->last_txn_id = (uint64_t)r.revision;
-	out->created_ns = st->created_ns;
+	out->created_ns = st->base.created_ns;
 	etcd_range_result_release(&r);
 	return 0;
 }
 
-uint64_t store_etcd_position(struct store_etcd *st)
+/* The newest revision, read from the cluster (one round trip); 0 when unreachable. */
+uint64_t etcd_newest_revision(struct store_etcd *st)
 {
 	struct etcd_client *c;
 	struct etcd_range_result r;
@@ -338,43 +335,36 @@ uint64_t store_etcd_position(struct store_etcd *st)
 	struct etcd_range_opts o = { .count_only = true };
 	uint64_t rev = 0;
 
-	if (client_take(st, &c))
+	if (etcd_client_take(st, &c))
 		return 0;
 	if (etcd_client_range(c, k, kl, &o, &r) == 0) {
 		rev = (uint64_t)r.revision;
 		etcd_range_result_release(&r);
 	}
-	client_give(st, c);
+	etcd_client_give(st, c);
 	return rev;
 }
 
 /* ---- transactions ---- */
 
-static int txn_new(struct store_etcd *st, bool write, struct store_etcd_txn **out)
+/* Fills the backend's part of a transaction whose shared part is set. */
+static int txn_init(struct store_etcd *st, struct store_etcd_txn *t)
 {
-	struct store_etcd_txn *t = calloc(1, sizeof(*t));
 	int rc;
 
-	*out = NULL;
-	if (!t)
-		return -ENOMEM;
 	t->st = st;
-	t->write = write;
-	rc = client_take(st, &t->c);
-	if (rc == 0 && write)
+	rc = etcd_client_take(st, &t->c);
+	if (rc == 0 && t->base.write)
 		rc = etcd_buf_new(&t->buf);
 	if (rc) {
-		client_give(st, t->c);
-		free(t);
-		return rc;
+		etcd_client_give(st, t->c);
+		t->c = NULL;
 	}
-	if (atomic_load(&st->format) == STORE_FORMAT_VERSION)
-		t->format = STORE_FORMAT_VERSION;
-	*out = t;
-	return 0;
+	return rc;
 }
 
-static void txn_free(struct store_etcd_txn *t)
+/* Releases the backend's part: the answers kept, the buffer, the client. */
+static void txn_release(struct store_etcd_txn *t)
 {
 	while (t->kept) {
 		struct etcd_kept *k = t->kept;
@@ -384,19 +374,19 @@ static void txn_free(struct store_etcd_txn *t)
 		free(k);
 	}
 	etcd_buf_free(t->buf);
-	client_give(t->st, t->c);
-	free(t);
+	t->buf = NULL;
+	etcd_client_give(t->st, t->c);
+	t->c = NULL;
 }
 
-int store_etcd_read_begin(struct store_etcd *st, struct store_etcd_txn **out)
+int store_etcd_read_begin(struct store *st, struct store_txn *txn)
 {
-	return txn_new(st, false, out);
+	return txn_init(ETCD(st), ETXN(txn));
 }
 
-void store_etcd_txn_end(struct store_etcd_txn *txn)
+void store_etcd_read_end(struct store_txn *txn)
 {
-	if (txn && !txn->write)
-		txn_free(txn);
+	txn_release(ETXN(txn));
 }
 
 int etcd_txn_range(struct store_etcd_txn *t, const void *key, size_t key_len,
@@ -424,8 +414,11 @@ int etcd_txn_range(struct store_etcd_txn *t, const void *key, size_t key_len,
 	return 0;
 }
 
-uint64_t store_etcd_txn_rev(struct store_etcd_txn *txn)
+uint64_t store_etcd_txn_id(const struct store_txn *ctxn)
 {
+	/* pinning is a read: the snapshot is fixed by it, not changed */
+	struct store_etcd_txn *txn = (struct store_etcd_txn *)(uintptr_t)ctxn;
+
 	if (!txn->rev) {
 		struct etcd_range_result *r;
 		uint8_t k[ETCD_KEY_MAX];
@@ -443,7 +436,7 @@ int etcd_txn_guard_range(struct store_etcd_txn *t, const void *key, size_t key_l
 {
 	int rc;
 
-	if (!t->write)
+	if (!t->base.write)
 		return 0;
 	if (!t->stamp_guarded) {
 		/* deletes after our revision do not show in a range compare: the stamp does */
@@ -462,43 +455,13 @@ int etcd_txn_guard_range(struct store_etcd_txn *t, const void *key, size_t key_l
 	return etcd_buf_guard_range(t->buf, key, key_len, end, end_len, t->rev);
 }
 
-unsigned store_etcd_txn_format(struct store_etcd_txn *txn)
-{
-	struct store_val v;
-
-	if (txn->format)
-		return txn->format;
-	if (store_etcd_get(txn, STORE_SPACE_META, "format", 6, &v) != 0 || v.len != 4)
-		return 0;
-	txn->format = (unsigned)get_be(v.data, 4);
-	if (txn->format == STORE_FORMAT_VERSION)
-		atomic_store(&txn->st->format, txn->format);
-	return txn->format;
-}
-
-int store_etcd_set_format(struct store_etcd_txn *txn, unsigned version)
-{
-	uint8_t v[4];
-	int rc;
-
-	meta_be(v, version, 4);
-	rc = store_etcd_put(txn, STORE_SPACE_META, "format", 6, v, 4);
-	if (rc == 0)
-		txn->format = version;
-	return rc;
-}
-
-void store_etcd_txn_set_owner(struct store_etcd_txn *txn, void *owner)
-{
-	txn->owner = owner;
-}
-
-void *store_etcd_txn_owner(const struct store_etcd_txn *txn)
-{
-	return txn->owner;
-}
-
 /* ---- writes ---- */
+
+static void note_commit(struct store_etcd *st, uint64_t rev)
+{
+	atomic_store(&st->last_commit, rev);
+	store_etcd_feed_mine(st, rev);
+}
 
 /* Errors after which a sent Txn may or may not have been applied. */
 static bool outcome_unknown(int rc)
@@ -515,7 +478,8 @@ static bool outcome_unknown(int rc)
 static int resolve_lost(struct store_etcd_txn *t, uint64_t seq, bool *committed)
 {
 	uint8_t k[ETCD_KEY_MAX];
-	size_t kl = etcd_key(t->st, ETCD_SPACE_WRITER, &t->st->writer, sizeof(t->st->writer), k);
+	size_t kl = etcd_key(t->st, ETCD_SPACE_WRITER, &t->st->base.writer,
+			     sizeof(t->st->base.writer), k);
 	int rc = -EIO;
 
 	for (int tries = 0; tries < 20; tries++) {
@@ -526,7 +490,7 @@ static int resolve_lost(struct store_etcd_txn *t, uint64_t seq, bool *committed)
 			*committed = r.len == 1 && r.kvs[0].val_len == 8 &&
 				     get_be(r.kvs[0].val, 8) == seq;
 			if (*committed)
-				atomic_store(&t->st->last_commit, (uint64_t)r.kvs[0].mod_rev);
+				note_commit(t->st, (uint64_t)r.kvs[0].mod_rev);
 			etcd_range_result_release(&r);
 			return 0;
 		}
@@ -552,7 +516,7 @@ static int commit_attempt(struct store_etcd_txn *t, uint64_t seq, bool *committe
 		if ((rc = etcd_buf_put(t->buf, k, kl, v, 8)))
 			return rc;
 	}
-	kl = etcd_key(t->st, ETCD_SPACE_WRITER, &t->st->writer, sizeof(t->st->writer), k);
+	kl = etcd_key(t->st, ETCD_SPACE_WRITER, &t->st->base.writer, sizeof(t->st->base.writer), k);
 	meta_be(v, seq, 8);
 	if ((rc = etcd_buf_put(t->buf, k, kl, v, 8)))
 		return rc;
@@ -562,16 +526,17 @@ static int commit_attempt(struct store_etcd_txn *t, uint64_t seq, bool *committe
 	if (rc && outcome_unknown(rc))
 		return resolve_lost(t, seq, committed);
 	if (rc == 0 && *committed)
-		atomic_store(&t->st->last_commit, (uint64_t)rev);
+		note_commit(t->st, (uint64_t)rev);
 	return rc;
 }
 
-int store_etcd_write(struct store_etcd *st, store_etcd_write_fn fn, void *arg)
+int store_etcd_write(struct store *sb, store_write_fn fn, void *arg)
 {
+	struct store_etcd *st = ETCD(sb);
 	unsigned delay_us = 1000;
 	int rc = -EBUSY;
 
-	if (st->flags & STORE_OPEN_READONLY)
+	if (sb->readonly)
 		return -EROFS;
 	pthread_mutex_lock(&st->write_lock);
 	for (int attempt = 0; attempt < ETCD_WRITE_TRIES; attempt++) {
@@ -579,15 +544,25 @@ int store_etcd_write(struct store_etcd *st, store_etcd_write_fn fn, void *arg)
 		uint64_t seq = atomic_fetch_add(&st->seq, 1) + 1;
 		bool committed = false;
 
-		rc = txn_new(st, true, &t);
-		if (rc)
+		t = calloc(1, sizeof(*t));
+		if (!t) {
+			rc = -ENOMEM;
 			break;
-		rc = fn(t, arg);
+		}
+		t->base.st = sb;	/* the shared part, as store_txn_init_write fills it (no log) */
+		t->base.write = true;
+		rc = txn_init(st, t);
+		if (rc) {
+			free(t);
+			break;
+		}
+		rc = fn(&t->base, arg);
 		if (rc == -ESTALE)
 			committed = false;	/* read at a compacted revision: run again at a new one */
 		else if (rc == 0)
 			rc = commit_attempt(t, seq, &committed);
-		txn_free(t);
+		txn_release(t);
+		free(t);
 		if ((rc == 0 || rc == -ESTALE) && !committed) {
 			/* someone changed what fn read: run it again, backing off a little */
 			if (attempt >= 2) {
@@ -612,14 +587,15 @@ int store_etcd_write(struct store_etcd *st, store_etcd_write_fn fn, void *arg)
 
 static int check_write(const struct store_etcd_txn *t, size_t key_len)
 {
-	if (!t->write)
+	if (!t->base.write)
 		return -EROFS;
 	return key_len > STORE_KEY_MAX ? -ENAMETOOLONG : 0;
 }
 
-int store_etcd_get(struct store_etcd_txn *txn, enum store_space space,
+int store_etcd_get(struct store_txn *tb, enum store_space space,
 		   const void *key, size_t key_len, struct store_val *out)
 {
+	struct store_etcd_txn *txn = ETXN(tb);
 	uint8_t k[ETCD_KEY_MAX];
 	struct etcd_range_result *r;
 	size_t kl;
@@ -630,7 +606,7 @@ int store_etcd_get(struct store_etcd_txn *txn, enum store_space space,
 	if (key_len > STORE_KEY_MAX)
 		return -ENAMETOOLONG;
 	kl = etcd_key(txn->st, space, key, key_len, k);
-	if (txn->write) {
+	if (txn->base.write) {
 		rc = etcd_buf_get(txn->buf, k, kl, &out->data, &out->len);
 		if (rc == 1)
 			return 0;
@@ -640,7 +616,7 @@ int store_etcd_get(struct store_etcd_txn *txn, enum store_space space,
 	rc = etcd_txn_range(txn, k, kl, NULL, &r);
 	if (rc)
 		return rc;
-	if (txn->write && (rc = etcd_buf_guard_key(txn->buf, k, kl, r->len ? r->kvs[0].mod_rev : 0)))
+	if (txn->base.write && (rc = etcd_buf_guard_key(txn->buf, k, kl, r->len ? r->kvs[0].mod_rev : 0)))
 		return rc;
 	if (!r->len)
 		return -ENOENT;
@@ -649,9 +625,10 @@ int store_etcd_get(struct store_etcd_txn *txn, enum store_space space,
 	return 0;
 }
 
-int store_etcd_put(struct store_etcd_txn *txn, enum store_space space,
+int store_etcd_put(struct store_txn *tb, enum store_space space,
 		   const void *key, size_t key_len, const void *val, size_t val_len)
 {
+	struct store_etcd_txn *txn = ETXN(tb);
 	uint8_t k[ETCD_KEY_MAX];
 	int rc = check_write(txn, key_len);
 
@@ -660,9 +637,10 @@ int store_etcd_put(struct store_etcd_txn *txn, enum store_space space,
 	return etcd_buf_put(txn->buf, k, etcd_key(txn->st, space, key, key_len, k), val, val_len);
 }
 
-int store_etcd_put_reserve(struct store_etcd_txn *txn, enum store_space space,
+int store_etcd_put_reserve(struct store_txn *tb, enum store_space space,
 			   const void *key, size_t key_len, size_t val_len, void **out)
 {
+	struct store_etcd_txn *txn = ETXN(tb);
 	uint8_t k[ETCD_KEY_MAX];
 	int rc = check_write(txn, key_len);
 
@@ -672,46 +650,56 @@ int store_etcd_put_reserve(struct store_etcd_txn *txn, enum store_space space,
 				    val_len, out);
 }
 
-int store_etcd_del(struct store_etcd_txn *txn, enum store_space space,
+int store_etcd_del(struct store_txn *tb, enum store_space space,
 		   const void *key, size_t key_len)
 {
+	struct store_etcd_txn *txn = ETXN(tb);
 	uint8_t k[ETCD_KEY_MAX];
 	struct store_val v;
 	int rc = check_write(txn, key_len);
 
 	if (rc)
 		return rc;
-	rc = store_etcd_get(txn, space, key, key_len, &v);	/* 0 or -ENOENT, guarded */
+	rc = store_etcd_get(tb, space, key, key_len, &v);	/* 0 or -ENOENT, guarded */
 	if (rc)
 		return rc;
 	return etcd_buf_del(txn->buf, k, etcd_key(txn->st, space, key, key_len, k));
 }
 
-int store_etcd_del_prefix(struct store_etcd_txn *txn, enum store_space space,
+int store_etcd_del_prefix(struct store_txn *tb, enum store_space space,
 			  const void *prefix, size_t prefix_len, uint64_t *deleted)
 {
+	struct store_etcd_txn *txn = ETXN(tb);
 	uint8_t k[ETCD_KEY_MAX], end[ETCD_KEY_MAX];
 	size_t kl, el;
 	int rc;
 
 	if (deleted)
 		*deleted = 0;
-	if (!txn->write)
+	if (!txn->base.write)
 		return -EROFS;
 	if (prefix_len > STORE_KEY_MAX)
 		return 0;	/* no key is that long, so none starts with it */
 	if (deleted) {
 		/* the count is a read: through a scan, so it is guarded like one */
-		struct store_etcd_scan *s;
+		struct store_etcd_scan *s = calloc(1, sizeof(*s));
 		struct store_val sk, sv;
 		uint64_t n = 0;
 
-		rc = store_etcd_scan_open(txn, space, prefix, prefix_len, &s);
-		if (rc)
-			return rc;
-		while ((rc = store_etcd_scan_next(s, &sk, &sv)) == 1)
-			n++;
-		store_etcd_scan_close(s);
+		if (!s)
+			return -ENOMEM;
+		s->base.txn = tb;
+		s->base.space = space;
+		s->base.prefix_len = prefix_len;
+		if (prefix_len)
+			memcpy(s->base.prefix, prefix, prefix_len);
+		s->keys_only = true;
+		rc = store_etcd_scan_open(&s->base);
+		if (rc == 0)
+			while ((rc = store_etcd_scan_next(&s->base, &sk, &sv)) == 1)
+				n++;
+		store_etcd_scan_close(&s->base);
+		free(s);
 		if (rc < 0)
 			return rc;
 		*deleted = n;
@@ -723,15 +711,23 @@ int store_etcd_del_prefix(struct store_etcd_txn *txn, enum store_space space,
 	return etcd_buf_del_range(txn->buf, k, kl, end, el);
 }
 
-bool store_etcd_space_is_empty(struct store_etcd_txn *txn, enum store_space space)
+bool store_etcd_space_is_empty(struct store_txn *tb, enum store_space space)
 {
-	struct store_etcd_scan *s;
+	struct store_etcd_txn *txn = ETXN(tb);
+	struct store_etcd_scan *s = calloc(1, sizeof(*s));
 	struct store_val k, v;
 	int rc;
 
-	if (store_etcd_scan_open(txn, space, NULL, 0, &s) != 0)
-		return true;
-	rc = store_etcd_scan_next(s, &k, &v);
-	store_etcd_scan_close(s);
-	return rc != 1;
+	if (!s)
+		return false;
+	s->base.txn = tb;
+	s->base.space = space;
+	s->keys_only = true;
+	rc = store_etcd_scan_open(&s->base);
+	if (rc == 0)
+		rc = store_etcd_scan_next(&s->base, &k, &v);	/* through the buffer in a write */
+	store_etcd_scan_close(&s->base);
+	free(s);
+	(void)txn;
+	return rc == 0;
 }

@@ -10,8 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "store/etcd_client.h"
-#include "store/etcd_store.h"
+#include "store/etcd_int.h"
 #include "store/tuple.h"
 #include "tests/unit/unit.h"
 
@@ -25,11 +24,99 @@ static const char *url(const char *name)
 	return url_buf;
 }
 
-static struct store_etcd *open_new(const char *name)
+/*
+ * What store/store.c does around a backend's operations (allocating the
+ * handle, transactions and scans and filling their shared parts), so that
+ * the backend is tested on its own.
+ */
+static int t_open(const char *name, unsigned flags, struct store **out, char *why, size_t why_len)
 {
-	struct store_etcd *st = NULL;
+	struct store *st = calloc(1, store_etcd_ops.store_size);
+	int rc;
+
+	*out = NULL;
+	if (!st)
+		return -ENOMEM;
+	st->ops = &store_etcd_ops;
+	st->name = strdup(name);
+	st->flags = flags;
+	st->readonly = flags & STORE_OPEN_READONLY;
+	st->writer = (uint64_t)getpid() << 20 | (uint64_t)rand();
+	rc = store_etcd_ops.open(st, name, flags, why, why_len);
+	if (rc) {
+		free(st->name);
+		free(st);
+		return rc;
+	}
+	*out = st;
+	return 0;
+}
+
+static void t_close(struct store *st, bool discard)
+{
+	store_etcd_ops.close(st, discard);
+	free(st->name);
+	free(st);
+}
+
+static int t_read(struct store *st, struct store_txn **out)
+{
+	struct store_txn *t = calloc(1, store_etcd_ops.txn_size);
+	int rc;
+
+	*out = NULL;
+	if (!t)
+		return -ENOMEM;
+	t->st = st;
+	rc = store_etcd_ops.read_begin(st, t);
+	if (rc) {
+		free(t);
+		return rc;
+	}
+	*out = t;
+	return 0;
+}
+
+static void t_end(struct store_txn *t)
+{
+	store_etcd_ops.read_end(t);
+	free(t);
+}
+
+static int t_scan(struct store_txn *t, enum store_space space, const void *prefix, size_t pl,
+		  struct store_scan **out)
+{
+	struct store_scan *s = calloc(1, store_etcd_ops.scan_size);
+	int rc;
+
+	*out = NULL;
+	if (!s)
+		return -ENOMEM;
+	s->txn = t;
+	s->space = space;
+	s->prefix_len = pl;
+	if (pl)
+		memcpy(s->prefix, prefix, pl);
+	rc = store_etcd_ops.scan_open(s);
+	if (rc) {
+		free(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+static void t_scan_close(struct store_scan *s)
+{
+	store_etcd_ops.scan_close(s);
+	free(s);
+}
+
+static struct store *open_new(const char *name)
+{
+	struct store *st = NULL;
 	char why[256] = "";
-	int rc = store_etcd_open(url(name), STORE_OPEN_CREATE, &st, why, sizeof(why));
+	int rc = t_open(url(name), STORE_OPEN_CREATE, &st, why, sizeof(why));
 
 	if (rc) {
 		fprintf(stderr, "# open %s: %d %s\n", url(name), rc, why);
@@ -43,7 +130,7 @@ struct kv_arg {
 	int runs;
 };
 
-static int put_fn(struct store_etcd_txn *t, void *arg)
+static int put_fn(struct store_txn *t, void *arg)
 {
 	struct kv_arg *a = arg;
 
@@ -51,7 +138,7 @@ static int put_fn(struct store_etcd_txn *t, void *arg)
 	return store_etcd_put(t, STORE_SPACE_DATA, a->key, strlen(a->key), a->val, strlen(a->val));
 }
 
-static void put1(struct store_etcd *st, const char *k, const char *v)
+static void put1(struct store *st, const char *k, const char *v)
 {
 	struct kv_arg a = { k, v, 0 };
 
@@ -59,11 +146,11 @@ static void put1(struct store_etcd *st, const char *k, const char *v)
 }
 
 /* The value of k at the newest revision into out ("" when absent); 0 or -ENOENT. */
-static int get1(struct store_etcd *st, const char *k, char *out, size_t len)
+static int get1(struct store *st, const char *k, char *out, size_t len)
 {
-	struct store_etcd_txn *t;
+	struct store_txn *t;
 	struct store_val v;
-	int rc = store_etcd_read_begin(st, &t);
+	int rc = t_read(st, &t);
 
 	out[0] = 0;
 	if (rc)
@@ -71,29 +158,29 @@ static int get1(struct store_etcd *st, const char *k, char *out, size_t len)
 	rc = store_etcd_get(t, STORE_SPACE_DATA, k, strlen(k), &v);
 	if (rc == 0)
 		snprintf(out, len, "%.*s", (int)v.len, (const char *)v.data);
-	store_etcd_txn_end(t);
+	t_end(t);
 	return rc;
 }
 
 static void test_open(void)
 {
-	struct store_etcd *st = NULL, *st2 = NULL;
+	struct store *st = NULL, *st2 = NULL;
 	struct etcd_client *c;
 	char why[256], u[512];
 	int rc;
 
-	CHECK_EQ_INT(store_etcd_open("etcd://", 0, &st, why, sizeof(why)), -EINVAL);
-	CHECK_EQ_INT(store_etcd_open("etcd://127.0.0.1:1", 0, &st, why, sizeof(why)), -EINVAL);
+	CHECK_EQ_INT(t_open("etcd://", 0, &st, why, sizeof(why)), -EINVAL);
+	CHECK_EQ_INT(t_open("etcd://127.0.0.1:1", 0, &st, why, sizeof(why)), -EINVAL);
 	snprintf(u, sizeof(u), "etcd://%s/", endpoints);
-	CHECK_EQ_INT(store_etcd_open(u, STORE_OPEN_CREATE, &st, why, sizeof(why)), -EINVAL);
-	CHECK_EQ_INT(store_etcd_open(url("none"), 0, &st, why, sizeof(why)), -ENOENT);
+	CHECK_EQ_INT(t_open(u, STORE_OPEN_CREATE, &st, why, sizeof(why)), -EINVAL);
+	CHECK_EQ_INT(t_open(url("none"), 0, &st, why, sizeof(why)), -ENOENT);
 	CHECK(strstr(why, "no kvfs store") != NULL);
 	/* nothing answers there: connection refused, with the reason */
-	CHECK_EQ_INT(store_etcd_open("etcd://127.0.0.1:1/x", 0, &st, why, sizeof(why)), -ECONNREFUSED);
+	CHECK_EQ_INT(t_open("etcd://127.0.0.1:1/x", 0, &st, why, sizeof(why)), -ECONNREFUSED);
 	CHECK(st == NULL);
 
 	st = open_new("a");
-	CHECK_EQ_INT(store_etcd_format(st), STORE_FORMAT_VERSION);
+	CHECK_EQ_INT(st->format, STORE_FORMAT_VERSION);
 	put1(st, "k", "in a");
 	/* "a/b" is another store: it does not see a's keys, and a does not see its */
 	st2 = open_new("a/b");
@@ -102,15 +189,15 @@ static void test_open(void)
 	put1(st2, "k", "in a/b");
 	CHECK_EQ_INT(get1(st, "k", buf, sizeof(buf)), 0);
 	CHECK(strcmp(buf, "in a") == 0);
-	store_etcd_close(st2, false);
+	t_close(st2, false);
 	/* a reopen without CREATE finds it; a trailing / names the same store */
-	store_etcd_close(st, false);
+	t_close(st, false);
 	snprintf(u, sizeof(u), "%s/", url("a"));
-	rc = store_etcd_open(u, 0, &st, why, sizeof(why));
+	rc = t_open(u, 0, &st, why, sizeof(why));
 	CHECK_EQ_INT(rc, 0);
 	if (rc == 0) {
 		CHECK_EQ_INT(get1(st, "k", buf, sizeof(buf)), 0);
-		store_etcd_close(st, false);
+		t_close(st, false);
 	}
 
 	/* someone else's keys under the prefix: refused, untouched */
@@ -119,7 +206,7 @@ static void test_open(void)
 	int fl = snprintf(fk, sizeof(fk), "kvfs-unit/%d/foreign", (int)getpid());
 	fk[fl] = 0;
 	CHECK_EQ_INT(etcd_client_put(c, fk, (size_t)fl + 2, "v", 1, 0, NULL), 0);	/* "...\0\0" */
-	CHECK_EQ_INT(store_etcd_open(url("foreign"), STORE_OPEN_CREATE, &st, why, sizeof(why)), -EINVAL);
+	CHECK_EQ_INT(t_open(url("foreign"), STORE_OPEN_CREATE, &st, why, sizeof(why)), -EINVAL);
 	CHECK(strstr(why, "not a kvfs store") != NULL);
 	struct etcd_range_result r;
 	CHECK_EQ_INT(etcd_client_range(c, fk, (size_t)fl + 2, NULL, &r), 0);
@@ -130,8 +217,8 @@ static void test_open(void)
 	/* discard removes what this handle created */
 	st = open_new("gone");
 	put1(st, "x", "y");
-	store_etcd_close(st, true);
-	CHECK_EQ_INT(store_etcd_open(url("gone"), 0, &st, why, sizeof(why)), -ENOENT);
+	t_close(st, true);
+	CHECK_EQ_INT(t_open(url("gone"), 0, &st, why, sizeof(why)), -ENOENT);
 }
 
 struct rw_arg {
@@ -139,7 +226,7 @@ struct rw_arg {
 	int rc[8];
 };
 
-static int rw_fn(struct store_etcd_txn *t, void *arg)
+static int rw_fn(struct store_txn *t, void *arg)
 {
 	struct rw_arg *a = arg;
 	struct store_val v;
@@ -156,7 +243,7 @@ static int rw_fn(struct store_etcd_txn *t, void *arg)
 	return store_etcd_put(t, STORE_SPACE_DATA, "p2", 2, "two", 3);
 }
 
-static int reserve_fn(struct store_etcd_txn *t, void *arg)
+static int reserve_fn(struct store_txn *t, void *arg)
 {
 	void *p;
 	int rc = store_etcd_put_reserve(t, STORE_SPACE_DATA, "r", 1, 5, &p);
@@ -167,7 +254,7 @@ static int reserve_fn(struct store_etcd_txn *t, void *arg)
 	return rc;
 }
 
-static int fail_fn(struct store_etcd_txn *t, void *arg)
+static int fail_fn(struct store_txn *t, void *arg)
 {
 	(void)arg;
 	store_etcd_put(t, STORE_SPACE_DATA, "never", 5, "x", 1);
@@ -176,7 +263,7 @@ static int fail_fn(struct store_etcd_txn *t, void *arg)
 
 static void test_writes(void)
 {
-	struct store_etcd *st = open_new("w");
+	struct store *st = open_new("w");
 	struct rw_arg a = { 0 };
 	char buf[64];
 
@@ -210,8 +297,8 @@ static void test_writes(void)
 	put1(st, "z", "1");
 	CHECK_EQ_INT(store_etcd_info(st, &info), 0);
 	CHECK(info.last_txn_id > before);
-	CHECK_EQ_INT(store_etcd_last_commit(st), info.last_txn_id);
-	store_etcd_close(st, true);
+	CHECK_EQ_INT(atomic_load(&ETCD(st)->last_commit), info.last_txn_id);
+	t_close(st, true);
 }
 
 /* The tuple ("dir") or ("dir", i) into out; its length. */
@@ -227,7 +314,7 @@ static size_t dir_key(uint8_t *out, size_t cap, int64_t i, bool with_i)
 }
 
 /* Keys ("dir", i) with values "v<i>", n of them, in one Txn. */
-static int many_fn(struct store_etcd_txn *t, void *arg)
+static int many_fn(struct store_txn *t, void *arg)
 {
 	int n = *(int *)arg;
 
@@ -255,9 +342,9 @@ static int many_fn(struct store_etcd_txn *t, void *arg)
 
 static void test_scans(void)
 {
-	struct store_etcd *st = open_new("scan");
-	struct store_etcd_txn *t, *t2;
-	struct store_etcd_scan *s;
+	struct store *st = open_new("scan");
+	struct store_txn *t, *t2;
+	struct store_scan *s;
 	struct store_val k, v;
 	uint8_t pfx[16];
 	size_t pl = dir_key(pfx, sizeof(pfx), 0, false), child_end;
@@ -266,8 +353,8 @@ static void test_scans(void)
 	bool ordered = true;
 
 	CHECK_EQ_INT(store_etcd_write(st, many_fn, &n), 0);
-	CHECK_EQ_INT(store_etcd_read_begin(st, &t), 0);
-	CHECK_EQ_INT(store_etcd_scan_open(t, STORE_SPACE_DATA, pfx, pl, &s), 0);
+	CHECK_EQ_INT(t_read(st, &t), 0);
+	CHECK_EQ_INT(t_scan(t, STORE_SPACE_DATA, pfx, pl, &s), 0);
 	while ((rc = store_etcd_scan_next_distinct(s, 1, &k, &v, &child_end)) == 1) {
 		struct tuple_reader r;
 		struct tuple_elem e;
@@ -283,26 +370,26 @@ static void test_scans(void)
 	CHECK_EQ_INT(count, n);
 	CHECK(ordered);
 	/* 770 keys in pages of 256: at least 3 reads */
-	CHECK(store_etcd_scan_steps(s) >= 3);
-	store_etcd_scan_close(s);
+	CHECK(ESCAN(s)->fetches >= 3);
+	t_scan_close(s);
 
 	/* the snapshot holds: another commit is not seen by t, even by a new scan */
 	uint8_t k5[32];
 	size_t k5l = dir_key(k5, sizeof(k5), 5, true);
-	CHECK_EQ_INT(store_etcd_read_begin(st, &t2), 0);
-	CHECK(store_etcd_txn_rev(t2) > 0);
+	CHECK_EQ_INT(t_read(st, &t2), 0);
+	CHECK(store_etcd_txn_id(t2) > 0);
 	put1(st, "zz", "late");
 	CHECK_EQ_INT(store_etcd_get(t, STORE_SPACE_DATA, "zz", 2, &v), -ENOENT);
-	CHECK_EQ_INT(store_etcd_scan_open(t, STORE_SPACE_DATA, NULL, 0, &s), 0);
+	CHECK_EQ_INT(t_scan(t, STORE_SPACE_DATA, NULL, 0, &s), 0);
 	count = 0;
 	while ((rc = store_etcd_scan_next(s, &k, &v)) == 1)
 		count++;
 	CHECK_EQ_INT(rc, 0);
 	CHECK_EQ_INT(count, n + n / 10);
-	store_etcd_scan_close(s);
-	CHECK(store_etcd_txn_rev(t2) < (uint64_t)store_etcd_position(st));
+	t_scan_close(s);
+	CHECK(store_etcd_txn_id(t2) < etcd_newest_revision(ETCD(st)));
 	/* seek inside and back */
-	CHECK_EQ_INT(store_etcd_scan_open(t, STORE_SPACE_DATA, pfx, pl, &s), 0);
+	CHECK_EQ_INT(t_scan(t, STORE_SPACE_DATA, pfx, pl, &s), 0);
 	CHECK_EQ_INT(store_etcd_scan_seek(s, k5, k5l), 0);
 	CHECK_EQ_INT(store_etcd_scan_next(s, &k, &v), 1);
 	CHECK_MEM(k.data, k.len, k5, k5l);
@@ -311,19 +398,19 @@ static void test_scans(void)
 	CHECK(v.len == 2 && memcmp(v.data, "v0", 2) == 0);
 	CHECK_EQ_INT(store_etcd_scan_seek(s, "\xff", 1), 0);	/* past it: the end */
 	CHECK_EQ_INT(store_etcd_scan_next(s, &k, &v), 0);
-	store_etcd_scan_close(s);
+	t_scan_close(s);
 	CHECK(!store_etcd_space_is_empty(t, STORE_SPACE_DATA));
 	CHECK(store_etcd_space_is_empty(t, STORE_SPACE_INDEX));
-	store_etcd_txn_end(t2);
-	store_etcd_txn_end(t);
-	store_etcd_close(st, true);
+	t_end(t2);
+	t_end(t);
+	t_close(st, true);
 }
 
 /* A write whose scan sees its own buffer: deletes hidden, puts shown, in order. */
-static int merge_fn(struct store_etcd_txn *t, void *arg)
+static int merge_fn(struct store_txn *t, void *arg)
 {
 	char *out = arg;
-	struct store_etcd_scan *s;
+	struct store_scan *s;
 	struct store_val k, v;
 	int rc;
 
@@ -334,18 +421,18 @@ static int merge_fn(struct store_etcd_txn *t, void *arg)
 	    (rc = store_etcd_del_prefix(t, STORE_SPACE_DATA, "d", 1, NULL)) ||
 	    (rc = store_etcd_put(t, STORE_SPACE_DATA, "d2", 2, "D2", 2)))
 		return rc;
-	if ((rc = store_etcd_scan_open(t, STORE_SPACE_DATA, NULL, 0, &s)))
+	if ((rc = t_scan(t, STORE_SPACE_DATA, NULL, 0, &s)))
 		return rc;
 	while ((rc = store_etcd_scan_next(s, &k, &v)) == 1)
 		snprintf(out + strlen(out), 200 - strlen(out), "%.*s=%.*s ", (int)k.len,
 			 (const char *)k.data, (int)v.len, (const char *)v.data);
-	store_etcd_scan_close(s);
+	t_scan_close(s);
 	return rc;
 }
 
 static void test_write_scans(void)
 {
-	struct store_etcd *st = open_new("merge");
+	struct store *st = open_new("merge");
 	char out[200];
 
 	put1(st, "a", "A");
@@ -360,25 +447,25 @@ static void test_write_scans(void)
 		fprintf(stderr, "# got %s\n", out);
 	CHECK_EQ_INT(get1(st, "d1", out, sizeof(out)), -ENOENT);
 	CHECK_EQ_INT(get1(st, "d2", out, sizeof(out)), 0);
-	store_etcd_close(st, true);
+	t_close(st, true);
 }
 
 /* Conflicts: fn reads, then (first run only) another handle changes what it read. */
 struct race_arg {
-	struct store_etcd *other;
+	struct store *other;
 	int runs;
 	bool scan;	/* read by a scan of "c" instead of a get */
 	bool other_deletes;
 	char seen[32];
 };
 
-static int other_del(struct store_etcd_txn *t, void *arg)
+static int other_del(struct store_txn *t, void *arg)
 {
 	(void)arg;
 	return store_etcd_del(t, STORE_SPACE_DATA, "c2", 2);
 }
 
-static int race_fn(struct store_etcd_txn *t, void *arg)
+static int race_fn(struct store_txn *t, void *arg)
 {
 	struct race_arg *a = arg;
 	struct store_val v;
@@ -386,14 +473,14 @@ static int race_fn(struct store_etcd_txn *t, void *arg)
 
 	a->runs++;
 	if (a->scan) {
-		struct store_etcd_scan *s;
+		struct store_scan *s;
 		struct store_val k;
 
-		if ((rc = store_etcd_scan_open(t, STORE_SPACE_DATA, "c", 1, &s)))
+		if ((rc = t_scan(t, STORE_SPACE_DATA, "c", 1, &s)))
 			return rc;
 		while ((rc = store_etcd_scan_next(s, &k, &v)) == 1)
 			n++;
-		store_etcd_scan_close(s);
+		t_scan_close(s);
 		if (rc < 0)
 			return rc;
 		snprintf(a->seen, sizeof(a->seen), "%d", n);
@@ -416,11 +503,11 @@ static int race_fn(struct store_etcd_txn *t, void *arg)
 
 static void test_conflicts(void)
 {
-	struct store_etcd *st = open_new("race"), *other;
+	struct store *st = open_new("race"), *other;
 	struct race_arg a = { 0 };
 	char why[256], buf[64];
 
-	CHECK_EQ_INT(store_etcd_open(url("race"), 0, &other, why, sizeof(why)), 0);
+	CHECK_EQ_INT(t_open(url("race"), 0, &other, why, sizeof(why)), 0);
 	put1(st, "n", "mine");
 	a.other = other;
 	CHECK_EQ_INT(store_etcd_write(st, race_fn, &a), 0);
@@ -439,8 +526,71 @@ static void test_conflicts(void)
 	CHECK_EQ_INT(a.runs, 2);
 	CHECK_EQ_INT(get1(st, "result", buf, sizeof(buf)), 0);
 	CHECK(strcmp(buf, "1") == 0);
-	store_etcd_close(other, false);
-	store_etcd_close(st, true);
+	t_close(other, false);
+	t_close(st, true);
+}
+
+struct feed_log {
+	int n, mine;
+	char last[64];
+};
+
+static int feed_fn(void *arg, const struct store_change *c)
+{
+	struct feed_log *l = arg;
+
+	l->n++;
+	l->mine += c->mine;
+	snprintf(l->last, sizeof(l->last), "%.*s", (int)c->len, (const char *)c->key);
+	return 0;
+}
+
+/* Polls the feed of a after position `after` until it names n changes (bounded: 3 s). */
+static struct feed_log feed_wait(struct store *a, uint64_t after, int n, uint64_t *upto)
+{
+	struct feed_log l = { 0 };
+
+	for (int i = 0; i < 300; i++) {
+		memset(&l, 0, sizeof(l));
+		CHECK_EQ_INT(store_etcd_feed_read(a, after, feed_fn, &l, upto), 0);
+		if (l.n >= n)
+			break;
+		usleep(10 * 1000);
+	}
+	return l;
+}
+
+static void test_feed(void)
+{
+	struct store *a = open_new("feed"), *b;
+	char why[256];
+	uint64_t pos, upto = 0;
+	struct feed_log l;
+
+	CHECK_EQ_INT(t_open(url("feed"), 0, &b, why, sizeof(why)), 0);
+	pos = store_etcd_position(a);	/* starts a's watch */
+	CHECK(pos > 0);
+	CHECK(!store_etcd_changed_elsewhere(a));
+	put1(b, "from-b", "1");
+	l = feed_wait(a, pos, 1, &upto);
+	CHECK_EQ_INT(l.n, 1);
+	CHECK_EQ_INT(l.mine, 0);
+	CHECK(strcmp(l.last, "from-b") == 0);
+	CHECK(upto > pos);
+	CHECK(store_etcd_changed_elsewhere(a));
+	CHECK(!store_etcd_changed_elsewhere(a));	/* once per change */
+	/* our own commit: in the feed as mine, and no news for changed_elsewhere */
+	pos = upto;
+	put1(a, "from-a", "2");
+	l = feed_wait(a, pos, 1, &upto);
+	CHECK_EQ_INT(l.n, 1);
+	CHECK_EQ_INT(l.mine, 1);
+	CHECK(!store_etcd_changed_elsewhere(a));
+	CHECK(store_etcd_position(a) >= upto);
+	/* before the watch began: cannot tell */
+	CHECK_EQ_INT(store_etcd_feed_read(a, 1, feed_fn, &l, &upto), -ESTALE);
+	t_close(b, false);
+	t_close(a, true);
 }
 
 int main(void)
@@ -455,5 +605,6 @@ int main(void)
 	TEST(test_scans);
 	TEST(test_write_scans);
 	TEST(test_conflicts);
+	TEST(test_feed);
 	return UNIT_DONE();
 }
