@@ -283,7 +283,8 @@ enum fs_stat {
 struct fs_ctx {
 	struct model *model;	/* fixed; thread-safe itself */
 	struct fuse_session *se;
-	char *store_dir;	/* absolute */
+	char *store_name;	/* the store as named: its absolute directory, or a URL */
+	char *store_dir;	/* absolute; a store named by URL: $TMPDIR (spill files) */
 	char *mountpoint;	/* absolute */
 	bool foreground, read_only, debug;
 	uid_t uid;

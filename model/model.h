@@ -123,10 +123,18 @@ struct model_info {
 	unsigned reader_pids_len;
 	int reader_pids[MODEL_READER_PIDS];	/* the first reader_pids_len of their pids */
 	unsigned stale_readers_cleared;	/* dead processes' reader slots cleared at open */
+	const char *backend;	/* "lmdb", "etcd" (static) */
+	bool has_usage;	/* the file and reader fields above are known (a local store) */
 };
 
-/* *out is heap; close it with model_close. */
+/*
+ * dir names the store: a directory, or a URL (etcd://HOST:PORT/PREFIX)
+ * that callers pass through unchanged. *out is heap; close it with
+ * model_close.
+ */
 int model_open(const char *dir, unsigned flags, struct model **out, struct model_error *err);
+/* True when a store name is a URL, not a directory (no stat/mkdir/realpath of it). */
+bool model_name_is_url(const char *name);
 void model_close(struct model *m);
 /* model_close; a store this handle's model_open created is removed again. */
 void model_close_discard(struct model *m);
@@ -166,7 +174,10 @@ typedef int (*model_change_fn)(void *arg, const struct model_change *c);
 int model_changes_read(struct model *m, uint64_t after, model_change_fn fn, void *arg,
 		       uint64_t *upto);
 int model_sync(struct model *m);
-/* Compacting hot copy of the whole store into the empty directory dir. */
+/*
+ * Compacting hot copy of the whole store into the empty directory dir;
+ * -ENOTSUP with a message for a store that has none (etcd: use export).
+ */
 int model_backup(struct model *m, const char *dir, struct model_error *err);
 
 /*

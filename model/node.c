@@ -80,13 +80,19 @@ int model_readers_check(struct model *m, unsigned *cleared)
 	return store_readers_check(m->st, cleared);
 }
 
+bool model_name_is_url(const char *name)
+{
+	return store_name_is_url(name);
+}
+
 int model_info(struct model *m, struct model_info *out)
 {
-	struct store_usage usage;
+	struct store_usage usage = { 0 };
+	bool has_usage = store_can(m->st, STORE_CAN_USAGE);
 	struct store_info info;
 	int ret = store_info(m->st, &info);
 
-	if (ret == 0)
+	if (ret == 0 && has_usage)
 		ret = store_usage(m->st, &usage);
 	if (ret < 0)
 		return ret;
@@ -102,6 +108,8 @@ int model_info(struct model *m, struct model_info *out)
 	out->reader_pids_len = usage.reader_pids_len;
 	memcpy(out->reader_pids, usage.reader_pids, sizeof(out->reader_pids));
 	out->stale_readers_cleared = usage.stale_cleared;
+	out->backend = store_backend(m->st);
+	out->has_usage = has_usage;
 	return 0;
 }
 
@@ -122,7 +130,13 @@ int model_sync(struct model *m)
 
 int model_backup(struct model *m, const char *dir, struct model_error *err)
 {
-	int ret = store_copy(m->st, dir);
+	int ret;
+
+	if (!store_can(m->st, STORE_CAN_HOT_COPY))
+		return tree_fail(err, -ENOTSUP, "%s: an %s store has no hot copy into a directory; "
+				 "copy it with `kvfs export` instead", store_name(m->st),
+				 store_backend(m->st));
+	ret = store_copy(m->st, dir);
 
 	if (ret < 0)
 		return tree_fail(err, ret, "%s: backup failed: %s", dir, strerror(-ret));

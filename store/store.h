@@ -1,7 +1,7 @@
 /*
  * store/store.h - the public face of the storage layer: an ordered key-value
  * store with transactions and prefix range scans. Backend-neutral: only
- * the .c files in store/ know that LMDB sits behind it. Keys are
+ * the .c files in store/ know which backend (LMDB, etcd) sits behind it. Keys are
  * tuple-encoded by callers (store/tuple.h); the store itself treats keys
  * and values as bytes.
  */
@@ -66,7 +66,6 @@ enum store_ability {
 					 * store_readers_check (else -ENOTSUP / nothing to clear) */
 	STORE_CAN_FEED = 1 << 3,	/* store_feed_read can tell what other writers changed
 					 * (else it always gives -ESTALE: re-check everything) */
-	STORE_CAN_LOCAL = 1 << 4,	/* the store is a local directory (its name is a path) */
 };
 
 /* Whether the store's backend has every ability in `abilities` (STORE_CAN_*). */
@@ -129,7 +128,10 @@ void store_close(struct store *st);
  */
 void store_close_discard(struct store *st);
 int store_info(struct store *st, struct store_info *out);
-/* Space and readers; walks LMDB's free list, so not for hot paths. -ENOTSUP without STORE_CAN_USAGE. */
+/*
+ * Space and readers; walks LMDB's free list, so not for hot paths.
+ * -ENOTSUP without STORE_CAN_USAGE.
+ */
 int store_usage(struct store *st, struct store_usage *out);
 /*
  * Clears reader slots left by processes that died inside a read transaction
@@ -139,7 +141,10 @@ int store_usage(struct store *st, struct store_usage *out);
 int store_readers_check(struct store *st, unsigned *cleared);
 /* Flushes committed writes to disk (fsync); 0 at once without STORE_CAN_SYNC. */
 int store_sync(struct store *st);
-/* Writes a compacted copy of the live store into the empty directory `dir` (STORE_CAN_HOT_COPY, else -ENOTSUP). */
+/*
+ * Writes a compacted copy of the live store into the empty directory `dir`
+ * (STORE_CAN_HOT_COPY, else -ENOTSUP).
+ */
 int store_copy(struct store *st, const char *dir);
 
 /*

@@ -23,7 +23,7 @@
  *   - hidden subtrees (store_txn_hide): get answers -ENOENT, scans skip them
  *     with one ops->scan_seek;
  *   - store_scan_next_distinct from scan_next + scan_seek (unless the
- *     backend gives its own), store_scan_steps (one step per ops->scan_next);
+ *     backend gives its own);
  *   - the owner pointer, the format bookkeeping (meta "format" through
  *     ops->get/put), the change log's notes (feed_set_note after a put/del
  *     when txn->feed is set) and reading the log (store_feed_read, feed.c)
@@ -73,7 +73,8 @@ struct store_txn {
 struct store_scan {
 	struct store_txn *txn;
 	enum store_space space;
-	uint64_t steps;		/* ops->scan_next calls (store_scan_steps) */
+	uint64_t steps;		/* the backend counts each positioning (a cursor move,
+				 * a round trip): store_scan_steps */
 	size_t prefix_len;
 	uint8_t prefix[STORE_KEY_MAX];
 };
@@ -128,7 +129,7 @@ struct store_ops {
 	/* Whether another process committed since the last call (store_changed_elsewhere). */
 	bool (*changed_elsewhere)(struct store *st);
 
-	/* txn's shared part is filled; begin the snapshot. */
+	/* txn's shared part is filled (format read before); begin the snapshot. */
 	int (*read_begin)(struct store *st, struct store_txn *txn);
 	/* Ends a read transaction (store.c frees txn and its hidden sets). */
 	void (*read_end)(struct store_txn *txn);
@@ -192,7 +193,12 @@ extern const struct store_ops store_etcd_ops;
  */
 const struct store_ops *store_ops_for(const char *name, char *why, size_t why_len);
 
-/* Fills a write transaction's shared part (ops->write's own transactions). */
+/*
+ * Fills a write transaction's shared part (ops->write's own transactions):
+ * call it before the backend's transaction begins (it reads the format the
+ * snapshot may assume). feed: the set put/del notes go to, or NULL when
+ * the backend keeps no change log.
+ */
 void store_txn_init_write(struct store_txn *txn, struct store *st, struct feed_set *feed);
 
 /* A one-line reason into why (may be NULL), printf-style. */
