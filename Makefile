@@ -23,13 +23,15 @@ endif
 
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-CPPFLAGS += -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -I.
+# The etcd backend (store/etcd_*.c, docs/ETCD.md) speaks etcd's JSON gateway
+# with libcurl and cJSON (Debian: libcurl4-openssl-dev, libcjson-dev).
+ETCD_LIBS = $(shell pkg-config --libs libcurl libcjson 2>/dev/null || echo -lcurl -lcjson)
+CPPFLAGS += -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -I. -DKVFS_ETCD
 CFLAGS   += -std=c11 $(WARN) $(OPT) $(PKG_CFLAGS)
 LDFLAGS  += $(OPT)
-LDLIBS   += $(PKG_LIBS) -lpthread
+LDLIBS   += $(PKG_LIBS) $(ETCD_LIBS) -lpthread
 
-# store/etcd_*.c (the etcd backend's groundwork) are not part of kvfs yet: see etcd-client-test below.
-STORE_SRC := $(filter-out store/etcd_%.c,$(wildcard store/*.c))
+STORE_SRC := $(wildcard store/*.c)
 MODEL_SRC := $(wildcard model/*.c)
 FS_SRC    := $(wildcard fs/*.c)
 CLI_SRC   := $(wildcard cli/*.c)
@@ -160,12 +162,12 @@ clean: fuzz-clean
 fuzz-clean:
 	rm -rf build-fuzz
 
-# ---- etcd backend groundwork (docs/ETCD.md) ----
-# store/etcd_*.c are not linked into kvfs yet. `make etcd-client-test`
-# builds its test program (against libcurl and cJSON) in $(BUILD)/etcd/, out
-# of the unit programs' way: it needs a live cluster, so
-# tests/80-etcd-client.bats starts one (scripts/etcd-cluster.sh) and runs it.
-ETCD_LIBS = $(shell pkg-config --libs libcurl libcjson 2>/dev/null || echo -lcurl -lcjson)
+# ---- the etcd backend (docs/ETCD.md) ----
+# Its test programs need a live cluster, so they live in $(BUILD)/etcd/, out
+# of the unit programs' way: `make etcd-client-test` (the gateway client),
+# run by tests/80-etcd-client.bats, and `make etcd-store-test` (the backend's
+# operations), run by tests/82-etcd-store.bats; each starts a cluster
+# (scripts/etcd-cluster.sh).
 ETCD_TEST := $(BUILD)/etcd/test_etcd_client
 .PHONY: etcd-client-test
 etcd-client-test: $(ETCD_TEST)
@@ -174,12 +176,10 @@ $(ETCD_TEST): tests/unit/test_etcd_client.c $(wildcard tests/unit/etcd_*) tests/
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_etcd_client.c tests/unit/etcd_tool.c store/etcd_buf.c store/etcd_client.c store/etcd_wire.c $(ETCD_LIBS) -lpthread
 
-# The etcd backend itself (store/etcd_store.c, store/etcd_scan.c) against a
-# live cluster: $(BUILD)/etcd/test_etcd_store, run by tests/82-etcd-store.bats.
 ETCD_STORE_TEST := $(BUILD)/etcd/test_etcd_store
 .PHONY: etcd-store-test
 etcd-store-test: $(ETCD_STORE_TEST)
 
-$(ETCD_STORE_TEST): tests/unit/test_etcd_store.c tests/unit/unit.h $(wildcard store/etcd_*) $(STORE_OBJ)
+$(ETCD_STORE_TEST): tests/unit/test_etcd_store.c tests/unit/unit.h $(STORE_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -DKVFS_ETCD $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_etcd_store.c $(wildcard store/etcd_*.c) $(STORE_OBJ) $(PKG_LIBS) $(ETCD_LIBS) -lpthread
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STORE_OBJ) $(LDLIBS)

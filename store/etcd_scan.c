@@ -224,8 +224,8 @@ static void seek_to(struct store_etcd_scan *scan, const void *key, size_t key_le
 int store_etcd_scan_seek(struct store_scan *sb, const void *key, size_t key_len)
 {
 	struct store_etcd_scan *scan = ESCAN(sb);
-	if (key_len > STORE_KEY_MAX)
-		return -ENAMETOOLONG;
+	if (key_len > STORE_KEY_MAX + 1)
+		return -ENAMETOOLONG;	/* a subtree's end (key + 0xff) may be one longer */
 	seek_to(scan, key, key_len);
 	return 0;
 }

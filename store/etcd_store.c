@@ -549,8 +549,7 @@ int store_etcd_write(struct store *sb, store_write_fn fn, void *arg)
 			rc = -ENOMEM;
 			break;
 		}
-		t->base.st = sb;	/* the shared part, as store_txn_init_write fills it (no log) */
-		t->base.write = true;
+		store_txn_init_write(&t->base, sb, NULL);	/* no change log: the watch is the feed */
 		rc = txn_init(st, t);
 		if (rc) {
 			free(t);
