@@ -46,7 +46,7 @@ CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
 UNIT_STORE := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_store*.c))
 UNIT_MODEL := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_model*.c))
 
-.PHONY: all store model unit test test-nocache asan tsan install uninstall clean deps bench bench-read bench-write demo
+.PHONY: all store model unit test test-nocache test-etcd asan tsan install uninstall clean deps bench bench-read bench-write demo
 all: $(BIN)
 
 $(BIN): $(CLI_OBJ) $(FS_OBJ) $(MODEL_OBJ) $(STORE_OBJ)
@@ -87,6 +87,12 @@ test-nocache: deps
 	@$(MAKE) --no-print-directory all
 	@KVFS_BIN=$(CURDIR)/$(BIN) KVFS_MOUNT_OPTS=entry_timeout=0,attr_timeout=0 \
 		KVFS_SUITES='$(MOUNT_SUITES)' bash scripts/run-tests.sh none
+
+# The CLI and mount suites with every store on a 3-member etcd cluster
+# (scripts/test-etcd.sh starts and stops it; LMDB-only tests skip, saying why).
+test-etcd: deps
+	@$(MAKE) --no-print-directory all etcd-store-test etcd-client-test
+	@KVFS_BIN=$(CURDIR)/$(BIN) bash scripts/test-etcd.sh
 
 # The sanitizer build lives entirely in build-asan/ (binary build-asan/kvfs).
 asan: deps

@@ -66,6 +66,26 @@ size_t etcd_key(const struct store_etcd *st, int space, const void *key, size_t 
 	return st->prefix_len + 1 + key_len;
 }
 
+/*
+ * A range, tried again while the cluster is briefly unable to answer (a
+ * member gone mid-call: the next try moves to another; no leader during an
+ * election): reads change nothing, so repeating them is safe. About 4 s.
+ */
+static int range_retry(struct etcd_client *c, const void *key, size_t key_len,
+		       const struct etcd_range_opts *o, struct etcd_range_result *out)
+{
+	int rc;
+
+	for (int tries = 0;; tries++) {
+		rc = etcd_client_range(c, key, key_len, o, out);
+		if ((rc != -ECONNRESET && rc != -EAGAIN && rc != -ECONNREFUSED && rc != -EPIPE) ||
+		    tries >= 40)
+			return rc;
+		if (tries)
+			usleep(100 * 1000);
+	}
+}
+
 /* ---- the handle pool: one client per thread in a call ---- */
 
 int etcd_client_take(struct store_etcd *st, struct etcd_client **out)
@@ -169,7 +189,7 @@ static int open_meta(struct store_etcd *st, struct etcd_client *c, const char *u
 
 	for (int tries = 0; tries < 3; tries++) {
 		kl = etcd_key(st, STORE_SPACE_META, "format", 6, k);
-		rc = etcd_client_range(c, k, kl, NULL, &r);
+		rc = range_retry(c, k, kl, NULL, &r);
 		if (rc)
 			goto fail;
 		if (r.len == 1) {
@@ -337,7 +357,7 @@ uint64_t etcd_newest_revision(struct store_etcd *st)
 
 	if (etcd_client_take(st, &c))
 		return 0;
-	if (etcd_client_range(c, k, kl, &o, &r) == 0) {
+	if (range_retry(c, k, kl, &o, &r) == 0) {
 		rev = (uint64_t)r.revision;
 		etcd_range_result_release(&r);
 	}
@@ -401,7 +421,7 @@ int etcd_txn_range(struct store_etcd_txn *t, const void *key, size_t key_len,
 	if (opts)
 		o = *opts;
 	o.revision = t->rev;
-	rc = etcd_client_range(t->c, key, key_len, &o, &k->r);
+	rc = range_retry(t->c, key, key_len, &o, &k->r);
 	if (rc) {
 		free(k);
 		return rc;
@@ -482,10 +502,10 @@ static int resolve_lost(struct store_etcd_txn *t, uint64_t seq, bool *committed)
 			     sizeof(t->st->base.writer), k);
 	int rc = -EIO;
 
-	for (int tries = 0; tries < 20; tries++) {
+	for (int tries = 0; tries < 4; tries++) {
 		struct etcd_range_result r;
 
-		rc = etcd_client_range(t->c, k, kl, NULL, &r);
+		rc = range_retry(t->c, k, kl, NULL, &r);
 		if (rc == 0) {
 			*committed = r.len == 1 && r.kvs[0].val_len == 8 &&
 				     get_be(r.kvs[0].val, 8) == seq;
