@@ -27,12 +27,17 @@ common_setup() {
 	export STORE
 }
 
+# True under make test-etcd.
+is_etcd() {
+	[ "${KVFS_TEST_BACKEND:-}" = etcd ]
+}
+
 # skip_on_etcd WHY: skips the test under make test-etcd (KVFS_TEST_BACKEND=etcd),
 # for a test of something only the LMDB backend has (its files, mdb tools,
 # hot copy, file sizes); WHY says what.
 skip_on_etcd() {
 	if [ "${KVFS_TEST_BACKEND:-}" = etcd ]; then
-		skip "LMDB only: $1"
+		skip "not on etcd: $1"
 	fi
 }
 
