@@ -46,7 +46,7 @@ CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
 UNIT_STORE := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_store*.c))
 UNIT_MODEL := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_model*.c))
 
-.PHONY: all store model unit test test-nocache test-etcd asan tsan install uninstall clean deps bench bench-read bench-write demo
+.PHONY: all store model unit test test-nocache test-etcd asan tsan install uninstall clean deps bench bench-read bench-write bench-etcd demo
 all: $(BIN)
 
 $(BIN): $(CLI_OBJ) $(FS_OBJ) $(MODEL_OBJ) $(STORE_OBJ)
@@ -117,6 +117,10 @@ demo:
 # Read and write workloads in one run, one table of ratios and one CSV (root).
 bench: all
 	@bash scripts/bench-all.sh
+
+# The etcd backend's store-level workloads beside LMDB's (a cluster of its own).
+bench-etcd: etcd-store-test
+	@bash scripts/bench-etcd.sh
 
 bench-read: all
 	@bash scripts/bench.sh

@@ -19,6 +19,8 @@
 #define ETCD_KEY_MAX (ETCD_PREFIX_MAX + 2 + STORE_KEY_MAX + 2)
 #define ETCD_POOL_MAX 16	/* idle client handles kept */
 #define ETCD_PAGE 256		/* keys per range request of a scan */
+#define ETCD_TXN_BYTES (6u << 20)	/* raw bytes per Txn (docs/ETCD.md section 5) */
+#define ETCD_TXN_OPS 8000u	/* operations per Txn (the cluster script allows 8192) */
 
 /* Private key spaces (docs/ETCD.md section 3), after the store's own bytes. */
 #define ETCD_SPACE_STAMP 'x'	/* the delete stamp: put by every commit that deletes */

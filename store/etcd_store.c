@@ -20,8 +20,6 @@
 
 
 
-#define ETCD_TXN_BYTES (6u << 20)	/* raw bytes per Txn (docs/ETCD.md section 5) */
-#define ETCD_TXN_OPS 8000u	/* operations per Txn (the cluster script allows 8192) */
 #define ETCD_WRITE_TRIES 400	/* conflicts in a row before giving up with -EBUSY */
 
 static void say(char *why, size_t why_len, const char *fmt, ...)
@@ -611,6 +609,17 @@ static int check_write(const struct store_etcd_txn *t, size_t key_len)
 	return key_len > STORE_KEY_MAX ? -ENAMETOOLONG : 0;
 }
 
+/*
+ * A write that cannot fit in one Txn fails at once rather than at commit:
+ * documents over one request need docs/ETCD.md section 6 (not built yet).
+ */
+static int check_budget(const struct store_etcd_txn *t, size_t val_len)
+{
+	if (val_len > ETCD_TXN_BYTES || etcd_buf_ops(t->buf) + 2 > ETCD_TXN_OPS)
+		return -EFBIG;
+	return 0;
+}
+
 int store_etcd_get(struct store_txn *tb, enum store_space space,
 		   const void *key, size_t key_len, struct store_val *out)
 {
@@ -651,7 +660,7 @@ int store_etcd_put(struct store_txn *tb, enum store_space space,
 	uint8_t k[ETCD_KEY_MAX];
 	int rc = check_write(txn, key_len);
 
-	if (rc)
+	if (rc || (rc = check_budget(txn, val_len)))
 		return rc;
 	return etcd_buf_put(txn->buf, k, etcd_key(txn->st, space, key, key_len, k), val, val_len);
 }
@@ -663,7 +672,7 @@ int store_etcd_put_reserve(struct store_txn *tb, enum store_space space,
 	uint8_t k[ETCD_KEY_MAX];
 	int rc = check_write(txn, key_len);
 
-	if (rc)
+	if (rc || (rc = check_budget(txn, val_len)))
 		return rc;
 	return etcd_buf_put_reserve(txn->buf, k, etcd_key(txn->st, space, key, key_len, k),
 				    val_len, out);
