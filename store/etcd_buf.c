@@ -363,8 +363,8 @@ int etcd_buf_guard_range(struct etcd_buf *b, const void *key, size_t key_len,
 
 size_t etcd_buf_ops(const struct etcd_buf *b)
 {
-	/* an upper bound: every key, plus one gap per range and per put inside it */
-	return 2 * b->n_keys + b->n_ranges;
+	/* without ranges one op per key; else an upper bound: a gap per range and per put inside it */
+	return b->n_ranges ? 2 * b->n_keys + b->n_ranges : b->n_keys;
 }
 
 size_t etcd_buf_bytes(const struct etcd_buf *b)

@@ -22,7 +22,7 @@ struct feed_ev {
 	uint64_t rev;
 	uint8_t *key;	/* heap: the tuple key */
 	size_t len;
-	int space;	/* the space byte */
+	enum store_change_kind kind;	/* a deleted key: its node and whatever was below it */
 };
 
 struct etcd_feed {
@@ -41,7 +41,8 @@ struct etcd_feed {
 	size_t mine_head;
 };
 
-static void ring_push(struct etcd_feed *f, uint64_t rev, int space, const uint8_t *key, size_t len)
+static void ring_push(struct etcd_feed *f, uint64_t rev, enum store_change_kind kind,
+		      const uint8_t *key, size_t len)
 {
 	struct feed_ev *e = &f->ring[f->head];
 	uint8_t *copy = malloc(len ? len : 1);
@@ -66,7 +67,7 @@ static void ring_push(struct etcd_feed *f, uint64_t rev, int space, const uint8_
 		e->key = copy;
 		e->len = len;
 		e->rev = rev;
-		e->space = space;
+		e->kind = kind;
 	}
 	f->head = (f->head + 1) % FEED_RING;
 }
@@ -86,9 +87,17 @@ static int on_event(const struct etcd_event *ev, void *arg)
 		const uint8_t *k = ev->kv->key + st->prefix_len;
 		int space = k[0];
 
+		uint64_t rev = (uint64_t)ev->kv->mod_rev;
+		struct feed_entry e;
+		struct store_change c;
+
 		if (space == 'd' || space == 'a' || space == 's')	/* the spaces naming nodes */
-			ring_push(f, (uint64_t)ev->kv->mod_rev, space, k + 1,
-				  ev->kv->key_len - st->prefix_len - 1);
+			ring_push(f, rev, ev->is_delete ? STORE_CHANGE_SUBTREE : STORE_CHANGE_KEY,
+				  k + 1, ev->kv->key_len - st->prefix_len - 1);
+		else if (space == 'l' && !ev->is_delete && ev->kv->val &&
+			 feed_entry_decode(ev->kv->val, ev->kv->val_len, &e) == 0)
+			while (feed_entry_next(&e, &c) == 1)	/* the subtrees a commit deleted */
+				ring_push(f, rev, c.kind, c.key, c.len);
 	}
 	/* the events of one revision come in one answer: complete at its last one */
 	if (ev->last && (uint64_t)ev->revision > f->applied)
@@ -296,7 +305,8 @@ int store_etcd_feed_read(struct store *sb, uint64_t after, store_feed_fn fn, voi
 		rc = -ENOMEM;
 	pthread_mutex_unlock(&f->lock);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
-		struct store_change c = { .pos = evs[i].rev, .mine = mine[i], .kind = STORE_CHANGE_KEY,
+		struct store_change c = { .pos = evs[i].rev, .mine = mine[i],
+					  .kind = evs[i].kind,
 					  .key = evs[i].key, .len = evs[i].len };
 
 		if (evs[i].rev <= *upto)

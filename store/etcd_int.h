@@ -12,6 +12,7 @@
 
 #include "store/etcd_buf.h"
 #include "store/etcd_client.h"
+#include "store/store_int.h"
 #include "store/store_ops.h"
 
 #define ETCD_PREFIX_MAX 200	/* bytes of the URL's PREFIX */
@@ -19,8 +20,11 @@
 #define ETCD_KEY_MAX (ETCD_PREFIX_MAX + 2 + STORE_KEY_MAX + 2)
 #define ETCD_POOL_MAX 16	/* idle client handles kept */
 #define ETCD_PAGE 256		/* keys per range request of a scan */
+#define ETCD_PAGE_AHEAD 1024	/* keys per request when a scan continues an earlier one's range */
+#define ETCD_AHEAD_MAX 8	/* requests a scan reads ahead in another's range before it reads its own */
 #define ETCD_TXN_BYTES (6u << 20)	/* raw bytes per Txn (docs/ETCD.md section 5) */
 #define ETCD_TXN_OPS 8000u	/* operations per Txn (the cluster script allows 8192) */
+#define ETCD_DEL_KEYS 4000u	/* a prefix delete of up to this many keys deletes them one by one */
 
 /* Private key spaces (docs/ETCD.md section 3), after the store's own bytes. */
 #define ETCD_SPACE_STAMP 'x'	/* the delete stamp: put by every commit that deletes */
@@ -49,6 +53,11 @@ struct store_etcd {
 struct etcd_kept {
 	struct etcd_kept *next;
 	struct etcd_range_result r;
+	/* a scan's page: it holds every key of [from, end) at the revision (values too when has_vals) */
+	bool is_page, has_vals;
+	size_t from_len, end_len, scan_hi_len;
+	uint8_t from[ETCD_KEY_MAX], end[ETCD_KEY_MAX];
+	uint8_t scan_hi[ETCD_KEY_MAX];	/* the end of the range its scan wanted (end <= scan_hi) */
 };
 
 struct store_etcd_txn {
@@ -58,6 +67,12 @@ struct store_etcd_txn {
 	int64_t rev;	/* the pinned revision; 0 until the first read */
 	struct etcd_buf *buf;	/* write: the attempt's buffer */
 	bool stamp_guarded;	/* write: the delete stamp's guard is recorded */
+	/*
+	 * write: the prefixes it deleted, for the other mounts' feeds (the
+	 * watch shows each deleted key, not that a whole subtree went): put
+	 * in the log key (space 'l') as one change-log entry at commit.
+	 */
+	struct feed_set feed;
 	struct etcd_kept *kept;
 };
 
@@ -72,11 +87,11 @@ struct store_etcd_scan {
 	size_t cur_len;
 	bool incl;
 	bool keys_only;	/* counting: no values wanted */
-	/* the page read last, and where it was read from */
+	/* the page read last: every key of [from, pend) is in it */
 	struct etcd_range_result *page;	/* kept by the transaction */
 	size_t idx;
-	uint8_t from[ETCD_KEY_MAX];
-	size_t from_len;
+	uint8_t from[ETCD_KEY_MAX], pend[ETCD_KEY_MAX];
+	size_t from_len, pend_len;
 	/* etcd's keys below skip lie in a range this attempt deleted (skip_len 0: none) */
 	uint8_t skip[ETCD_KEY_MAX];
 	size_t skip_len;
@@ -147,6 +162,19 @@ int etcd_space_byte(enum store_space space);
  */
 int etcd_txn_range(struct store_etcd_txn *t, const void *key, size_t key_len,
 		   const struct etcd_range_opts *opts, struct etcd_range_result **out);
+/* As etcd_txn_range, giving the record that keeps the answer (to describe a page in it). */
+int etcd_txn_range_kept(struct store_etcd_txn *t, const void *key, size_t key_len,
+			const struct etcd_range_opts *opts, struct etcd_kept **out);
+/* A page read earlier in this transaction that holds key's place (with values when vals): borrowed, or NULL. */
+struct etcd_kept *etcd_txn_page_covering(struct store_etcd_txn *t, const void *key, size_t key_len,
+					 bool vals);
+/*
+ * A page whose scan wanted key's place but stopped before it (its limit):
+ * the one that read furthest, or NULL. Reading on from its end serves a
+ * walk that scans the children of one range one after another.
+ */
+struct etcd_kept *etcd_txn_page_before(struct store_etcd_txn *t, const void *key, size_t key_len,
+				       bool vals);
 /* In a write transaction: records that [key, end) was read (and guards the delete stamp). */
 int etcd_txn_guard_range(struct store_etcd_txn *t, const void *key, size_t key_len,
 			 const void *end, size_t end_len);

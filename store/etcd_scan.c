@@ -49,57 +49,97 @@ static bool past_cur(const struct store_etcd_scan *s, const void *k, size_t kl)
 	return c > 0 || (c == 0 && s->incl);
 }
 
-/* Reads the next page: from the position, or after the current page when that is further. */
+/*
+ * Reads [from, hi) with at most limit keys (values unless keys_only) into
+ * a page the transaction keeps and describes, guarding it in a write.
+ */
+static int read_page(struct store_etcd_txn *t, const uint8_t *from, size_t fl, const uint8_t *hi,
+		     size_t hl, bool keys_only, int64_t limit, struct etcd_kept **out)
+{
+	struct etcd_range_opts o = { .range_end = hi, .range_end_len = hl, .limit = limit,
+				     .keys_only = keys_only };
+	struct etcd_kept *kept;
+	int rc = etcd_txn_range_kept(t, from, fl, &o, &kept);
+
+	if (rc)
+		return rc;
+	/* what this page read: [from, after its last key), or to the end */
+	kept->is_page = true;
+	kept->has_vals = !keys_only;
+	memcpy(kept->from, from, fl);
+	kept->from_len = fl;
+	memcpy(kept->scan_hi, hi, hl);
+	kept->scan_hi_len = hl;
+	memcpy(kept->end, hi, hl);
+	kept->end_len = hl;
+	if (kept->r.more && kept->r.len) {
+		const struct etcd_kv *last = &kept->r.kvs[kept->r.len - 1];
+
+		memcpy(kept->end, last->key, last->key_len);
+		kept->end[last->key_len] = 0;
+		kept->end_len = last->key_len + 1;
+	}
+	*out = kept;
+	if (t->base.write)
+		return etcd_txn_guard_range(t, kept->from, kept->from_len, kept->end, kept->end_len);
+	return 0;
+}
+
+/*
+ * Reads the next page: from the position, or after the current page when
+ * that is further. A page read before in the transaction that holds the
+ * place serves without a round trip; when an earlier scan's range holds the
+ * place but its pages stopped short (a walk over the children of one
+ * document, each scanned in turn), that range is read on, in big pages.
+ */
 static int fetch(struct store_etcd_scan *s)
 {
-	struct etcd_range_opts o = { .range_end = s->hi, .range_end_len = s->hi_len,
-				     .limit = ETCD_PAGE, .keys_only = s->keys_only };
 	uint8_t from[ETCD_KEY_MAX];
 	size_t fl;
 	int rc;
+	struct etcd_kept *kept, *prev;
 
 	memcpy(from, s->cur, s->cur_len);
 	fl = s->cur_len;
 	if (!s->incl)
 		from[fl++] = 0;	/* the first key after cur */
-	if (s->page && s->page->len) {
-		const struct etcd_kv *last = &s->page->kvs[s->page->len - 1];
-
-		if (key_cmp(last->key, last->key_len, from, fl) >= 0) {
-			memcpy(from, last->key, last->key_len);
-			from[last->key_len] = 0;
-			fl = last->key_len + 1;
-		}
+	if (s->page && key_cmp(s->pend, s->pend_len, from, fl) > 0) {
+		memcpy(from, s->pend, s->pend_len);	/* the last page read up to there */
+		fl = s->pend_len;
 	}
 	if (s->skip_len && key_cmp(s->skip, s->skip_len, from, fl) > 0) {
 		memcpy(from, s->skip, s->skip_len);
 		fl = s->skip_len;
 	}
-	s->fetches++;
-	rc = etcd_txn_range(s->txn, from, fl, &o, &s->page);
-	if (rc) {
-		s->page = NULL;
-		return rc;
+	kept = etcd_txn_page_covering(s->txn, from, fl, !s->keys_only);
+	for (int ahead = 0; !kept && ahead < ETCD_AHEAD_MAX &&
+	     (prev = etcd_txn_page_before(s->txn, from, fl, !s->keys_only)); ahead++) {
+		s->fetches++;
+		rc = read_page(s->txn, prev->end, prev->end_len, prev->scan_hi, prev->scan_hi_len,
+			       !prev->has_vals, ETCD_PAGE_AHEAD, &kept);
+		if (rc)
+			return rc;
+		if (!etcd_txn_page_covering(s->txn, from, fl, !s->keys_only))
+			kept = NULL;
 	}
-	s->idx = 0;
+	if (!kept) {
+		s->fetches++;
+		rc = read_page(s->txn, from, fl, s->hi, s->hi_len, s->keys_only, ETCD_PAGE, &kept);
+		if (rc) {
+			s->page = NULL;
+			return rc;
+		}
+	}
+	/* a page read before (by this scan or another) serves from where it holds `from` */
+	s->page = &kept->r;
+	for (s->idx = 0; s->idx < s->page->len; s->idx++)
+		if (key_cmp(s->page->kvs[s->idx].key, s->page->kvs[s->idx].key_len, from, fl) >= 0)
+			break;
 	memcpy(s->from, from, fl);
 	s->from_len = fl;
-	if (s->txn->base.write) {
-		/* what this page read: [from, after its last key), or to the end */
-		uint8_t end[ETCD_KEY_MAX];
-		size_t el = s->hi_len;
-
-		memcpy(end, s->hi, s->hi_len);
-		if (s->page->more && s->page->len) {
-			const struct etcd_kv *last = &s->page->kvs[s->page->len - 1];
-
-			memcpy(end, last->key, last->key_len);
-			end[last->key_len] = 0;
-			el = last->key_len + 1;
-		}
-		rc = etcd_txn_guard_range(s->txn, from, fl, end, el);
-	}
-	return rc;
+	memcpy(s->pend, kept->end, kept->end_len);
+	s->pend_len = kept->end_len;
+	return 0;
 }
 
 /* The next key of etcd at or past the position that the buffer does not override: 1, 0, <0. */
@@ -111,17 +151,19 @@ static int etcd_next(struct store_etcd_scan *s, const struct etcd_kv **out)
 		if (!s->page || s->idx >= s->page->len) {
 			int rc;
 
-			if (s->page && !s->page->more)
-				return 0;
+			if (s->page && ((s->pend_len == 1 && s->pend[0] == 0) ||
+					key_cmp(s->pend, s->pend_len, s->hi, s->hi_len) >= 0))
+				return 0;	/* the page held everything up to the end */
 			if (key_cmp(s->cur, s->cur_len, s->hi, s->hi_len) >= 0)
 				return 0;	/* sought past the prefix */
 			rc = fetch(s);
 			if (rc)
 				return rc;
-			if (!s->page->len)
-				return 0;
+			continue;
 		}
 		kv = &s->page->kvs[s->idx];
+		if (key_cmp(kv->key, kv->key_len, s->hi, s->hi_len) >= 0)
+			return 0;	/* a page of a wider scan: past this one's end */
 		if (!past_cur(s, kv->key, kv->key_len) ||
 		    (s->skip_len && key_cmp(kv->key, kv->key_len, s->skip, s->skip_len) < 0)) {
 			s->idx++;

@@ -371,6 +371,7 @@ static int txn_init(struct store_etcd *st, struct store_etcd_txn *t)
 	int rc;
 
 	t->st = st;
+	feed_set_init(&t->feed);
 	rc = etcd_client_take(st, &t->c);
 	if (rc == 0 && t->base.write)
 		rc = etcd_buf_new(&t->buf);
@@ -393,6 +394,7 @@ static void txn_release(struct store_etcd_txn *t)
 	}
 	etcd_buf_free(t->buf);
 	t->buf = NULL;
+	feed_set_release(&t->feed);
 	etcd_client_give(t->st, t->c);
 	t->c = NULL;
 }
@@ -407,8 +409,57 @@ void store_etcd_read_end(struct store_txn *txn)
 	txn_release(ETXN(txn));
 }
 
+static int key_cmp(const void *a, size_t al, const void *b, size_t bl)
+{
+	int c = memcmp(a, b, al < bl ? al : bl);
+
+	if (c != 0)
+		return c;
+	return al < bl ? -1 : al > bl;
+}
+
+struct etcd_kept *etcd_txn_page_covering(struct store_etcd_txn *t, const void *key, size_t key_len,
+					 bool vals)
+{
+	for (struct etcd_kept *k = t->kept; k; k = k->next) {
+		if (!k->is_page || (vals && !k->has_vals))
+			continue;
+		if (key_cmp(k->from, k->from_len, key, key_len) <= 0 &&
+		    ((k->end_len == 1 && k->end[0] == 0) || key_cmp(key, key_len, k->end, k->end_len) < 0))
+			return k;
+	}
+	return NULL;
+}
+
+struct etcd_kept *etcd_txn_page_before(struct store_etcd_txn *t, const void *key, size_t key_len,
+				       bool vals)
+{
+	struct etcd_kept *best = NULL;
+
+	for (struct etcd_kept *k = t->kept; k; k = k->next) {
+		if (!k->is_page || (vals && !k->has_vals) ||
+		    key_cmp(k->end, k->end_len, key, key_len) > 0 ||
+		    !((k->scan_hi_len == 1 && k->scan_hi[0] == 0) ||
+		      key_cmp(key, key_len, k->scan_hi, k->scan_hi_len) < 0))
+			continue;
+		if (!best || key_cmp(k->end, k->end_len, best->end, best->end_len) > 0)
+			best = k;
+	}
+	return best;
+}
+
 int etcd_txn_range(struct store_etcd_txn *t, const void *key, size_t key_len,
 		   const struct etcd_range_opts *opts, struct etcd_range_result **out)
+{
+	struct etcd_kept *k;
+	int rc = etcd_txn_range_kept(t, key, key_len, opts, &k);
+
+	*out = rc ? NULL : &k->r;
+	return rc;
+}
+
+int etcd_txn_range_kept(struct store_etcd_txn *t, const void *key, size_t key_len,
+			const struct etcd_range_opts *opts, struct etcd_kept **out)
 {
 	struct etcd_kept *k = calloc(1, sizeof(*k));
 	struct etcd_range_opts o = { 0 };
@@ -428,7 +479,7 @@ int etcd_txn_range(struct store_etcd_txn *t, const void *key, size_t key_len,
 		t->rev = k->r.revision;
 	k->next = t->kept;
 	t->kept = k;
-	*out = &k->r;
+	*out = k;
 	return 0;
 }
 
@@ -532,6 +583,18 @@ static int commit_attempt(struct store_etcd_txn *t, uint64_t seq, bool *committe
 		kl = etcd_key(t->st, ETCD_SPACE_STAMP, NULL, 0, k);
 		meta_be(v, seq, 8);
 		if ((rc = etcd_buf_put(t->buf, k, kl, v, 8)))
+			return rc;
+	}
+	if (t->feed.dirty) {
+		uint8_t *entry;
+		size_t len;
+
+		kl = etcd_key(t->st, STORE_SPACE_FEED, NULL, 0, k);
+		if ((rc = feed_entry_encode(&t->feed, t->st->base.writer, &entry, &len)))
+			return rc;
+		rc = etcd_buf_put(t->buf, k, kl, entry, len);
+		free(entry);
+		if (rc)
 			return rc;
 	}
 	kl = etcd_key(t->st, ETCD_SPACE_WRITER, &t->st->base.writer, sizeof(t->st->base.writer), k);
@@ -641,6 +704,25 @@ int store_etcd_get(struct store_txn *tb, enum store_space space,
 		if (rc == 0)
 			return -ENOENT;
 	}
+	struct etcd_kept *page = etcd_txn_page_covering(txn, k, kl, true);
+	if (page) {
+		/* a scan read this place already (and guarded it): no round trip */
+		size_t lo = 0, hi = page->r.len;
+
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (key_cmp(page->r.kvs[mid].key, page->r.kvs[mid].key_len, k, kl) < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo == page->r.len || key_cmp(page->r.kvs[lo].key, page->r.kvs[lo].key_len, k, kl))
+			return -ENOENT;
+		out->data = page->r.kvs[lo].val ? (const void *)page->r.kvs[lo].val : (const void *)"";
+		out->len = page->r.kvs[lo].val_len;
+		return 0;
+	}
 	rc = etcd_txn_range(txn, k, kl, NULL, &r);
 	if (rc)
 		return rc;
@@ -708,8 +790,13 @@ int store_etcd_del_prefix(struct store_txn *tb, enum store_space space,
 		return -EROFS;
 	if (prefix_len > STORE_KEY_MAX)
 		return 0;	/* no key is that long, so none starts with it */
-	if (deleted) {
-		/* the count is a read: through a scan, so it is guarded like one */
+	{
+		/*
+		 * The keys are read (store.c always wants the count), so the read is
+		 * guarded like a scan; up to ETCD_DEL_KEYS of them are deleted one by
+		 * one, so that a document written again over them costs no gap
+		 * deletes (section 4, step 4), a bigger subtree goes as one range.
+		 */
 		struct store_etcd_scan *s = calloc(1, sizeof(*s));
 		struct store_val sk, sv;
 		uint64_t n = 0;
@@ -724,14 +811,21 @@ int store_etcd_del_prefix(struct store_txn *tb, enum store_space space,
 		s->keys_only = true;
 		rc = store_etcd_scan_open(&s->base);
 		if (rc == 0)
-			while ((rc = store_etcd_scan_next(&s->base, &sk, &sv)) == 1)
-				n++;
+			while ((rc = store_etcd_scan_next(&s->base, &sk, &sv)) == 1) {
+				if (++n <= ETCD_DEL_KEYS &&
+				    (rc = etcd_buf_del(txn->buf, k, etcd_key(txn->st, space, sk.data,
+									sk.len, k))) < 0)
+					break;
+			}
 		store_etcd_scan_close(&s->base);
 		free(s);
 		if (rc < 0)
 			return rc;
-		*deleted = n;
-		if (n == 0)
+		if (deleted)
+			*deleted = n;
+		if (n)
+			feed_set_note(&txn->feed, space, prefix, prefix_len, true);
+		if (n <= ETCD_DEL_KEYS)
 			return 0;
 	}
 	kl = etcd_key(txn->st, space, prefix, prefix_len, k);

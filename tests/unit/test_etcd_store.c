@@ -370,8 +370,7 @@ static void test_scans(void)
 	CHECK_EQ_INT(rc, 0);
 	CHECK_EQ_INT(count, n);
 	CHECK(ordered);
-	/* 770 keys in pages of 256: at least 3 reads */
-	CHECK(ESCAN(s)->fetches >= 3);
+	CHECK(ESCAN(s)->fetches >= 2);	/* a page of 256, then the rest read on in a bigger one */
 	t_scan_close(s);
 
 	/* the snapshot holds: another commit is not seen by t, even by a new scan */
