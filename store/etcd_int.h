@@ -145,6 +145,9 @@ int store_etcd_feed_read(struct store *st, uint64_t after, store_feed_fn fn, voi
 void store_etcd_feed_stop(struct store_etcd *st);
 /* Notes the revision of one of our own commits (the feed marks its events mine). */
 void store_etcd_feed_mine(struct store_etcd *st, uint64_t rev);
+/* A range, tried again for about 4 s while a member is gone or a leader is elected. */
+int etcd_range_retry(struct etcd_client *c, const void *key, size_t key_len,
+		     const struct etcd_range_opts *o, struct etcd_range_result *out);
 /* The newest revision, read from the cluster (one round trip); 0 when unreachable. */
 uint64_t etcd_newest_revision(struct store_etcd *st);
 /* The handle pool: one client per thread in a call. */
