@@ -157,7 +157,11 @@ struct store_ops {
 	int (*scan_open)(struct store_scan *scan);
 	/* 1 with key/val (borrowed, as get), 0 past the prefix's last key. */
 	int (*scan_next)(struct store_scan *scan, struct store_val *key, struct store_val *val);
-	/* The next key returned is the first >= key; store.c passes key >= the prefix. */
+	/*
+	 * The next key returned is the first >= key. store.c passes key >= the
+	 * prefix, and key_len may be STORE_KEY_MAX + 1: a subtree's end (its
+	 * key + 0xff), which sorts after every key under it.
+	 */
 	int (*scan_seek)(struct store_scan *scan, const void *key, size_t key_len);
 	/* Optional (NULL = store.c's next + seek): as store_scan_next_distinct. */
 	int (*scan_next_distinct)(struct store_scan *scan, int depth, struct store_val *key,
