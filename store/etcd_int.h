@@ -21,7 +21,6 @@
 #define ETCD_POOL_MAX 16	/* idle client handles kept */
 #define ETCD_PAGE 256		/* keys per range request of a scan */
 #define ETCD_PAGE_AHEAD 1024	/* keys per request when a scan continues an earlier one's range */
-#define ETCD_AHEAD_MAX 8	/* requests a scan reads ahead in another's range before it reads its own */
 #define ETCD_TXN_BYTES (6u << 20)	/* raw bytes per Txn (docs/ETCD.md section 5) */
 #define ETCD_TXN_OPS 8000u	/* operations per Txn (the cluster script allows 8192) */
 #define ETCD_DEL_KEYS 4000u	/* a prefix delete of up to this many keys deletes them one by one */
@@ -173,7 +172,7 @@ struct etcd_kept *etcd_txn_page_covering(struct store_etcd_txn *t, const void *k
 					 bool vals);
 /*
  * A page whose scan wanted key's place but stopped before it (its limit):
- * the one that read furthest, or NULL. Reading on from its end serves a
+ * the one that read furthest, or NULL. Reading on in its range serves a
  * walk that scans the children of one range one after another.
  */
 struct etcd_kept *etcd_txn_page_before(struct store_etcd_txn *t, const void *key, size_t key_len,

@@ -90,7 +90,8 @@ static int read_page(struct store_etcd_txn *t, const uint8_t *from, size_t fl, c
  * that is further. A page read before in the transaction that holds the
  * place serves without a round trip; when an earlier scan's range holds the
  * place but its pages stopped short (a walk over the children of one
- * document, each scanned in turn), that range is read on, in big pages.
+ * document, each scanned in turn), that range is read on from here, in a
+ * big page.
  */
 static int fetch(struct store_etcd_scan *s)
 {
@@ -112,15 +113,13 @@ static int fetch(struct store_etcd_scan *s)
 		fl = s->skip_len;
 	}
 	kept = etcd_txn_page_covering(s->txn, from, fl, !s->keys_only);
-	for (int ahead = 0; !kept && ahead < ETCD_AHEAD_MAX &&
-	     (prev = etcd_txn_page_before(s->txn, from, fl, !s->keys_only)); ahead++) {
+	if (!kept && (prev = etcd_txn_page_before(s->txn, from, fl, !s->keys_only))) {
+		/* from here on in that earlier range, in a big page: the next scans find it read */
 		s->fetches++;
-		rc = read_page(s->txn, prev->end, prev->end_len, prev->scan_hi, prev->scan_hi_len,
-			       !prev->has_vals, ETCD_PAGE_AHEAD, &kept);
+		rc = read_page(s->txn, from, fl, prev->scan_hi, prev->scan_hi_len, !prev->has_vals,
+			       ETCD_PAGE_AHEAD, &kept);
 		if (rc)
 			return rc;
-		if (!etcd_txn_page_covering(s->txn, from, fl, !s->keys_only))
-			kept = NULL;
 	}
 	if (!kept) {
 		s->fetches++;
