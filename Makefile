@@ -23,13 +23,15 @@ endif
 
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-CPPFLAGS += -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -I.
+# The etcd backend (store/etcd_*.c, docs/ETCD.md) speaks etcd's JSON gateway
+# with libcurl and cJSON (Debian: libcurl4-openssl-dev, libcjson-dev).
+ETCD_LIBS = $(shell pkg-config --libs libcurl libcjson 2>/dev/null || echo -lcurl -lcjson)
+CPPFLAGS += -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -I. -DKVFS_ETCD
 CFLAGS   += -std=c11 $(WARN) $(OPT) $(PKG_CFLAGS)
 LDFLAGS  += $(OPT)
-LDLIBS   += $(PKG_LIBS) -lpthread
+LDLIBS   += $(PKG_LIBS) $(ETCD_LIBS) -lpthread
 
-# store/etcd_*.c (the etcd backend's groundwork) are not part of kvfs yet: see etcd-client-test below.
-STORE_SRC := $(filter-out store/etcd_%.c,$(wildcard store/*.c))
+STORE_SRC := $(wildcard store/*.c)
 MODEL_SRC := $(wildcard model/*.c)
 FS_SRC    := $(wildcard fs/*.c)
 CLI_SRC   := $(wildcard cli/*.c)
@@ -44,7 +46,7 @@ CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
 UNIT_STORE := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_store*.c))
 UNIT_MODEL := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_model*.c))
 
-.PHONY: all store model unit test test-nocache asan tsan install uninstall clean deps bench bench-read bench-write demo
+.PHONY: all store model unit test test-nocache test-etcd asan tsan install uninstall clean deps bench bench-read bench-write bench-etcd demo
 all: $(BIN)
 
 $(BIN): $(CLI_OBJ) $(FS_OBJ) $(MODEL_OBJ) $(STORE_OBJ)
@@ -86,6 +88,12 @@ test-nocache: deps
 	@KVFS_BIN=$(CURDIR)/$(BIN) KVFS_MOUNT_OPTS=entry_timeout=0,attr_timeout=0 \
 		KVFS_SUITES='$(MOUNT_SUITES)' bash scripts/run-tests.sh none
 
+# The CLI and mount suites with every store on a 3-member etcd cluster
+# (scripts/test-etcd.sh starts and stops it; LMDB-only tests skip, saying why).
+test-etcd: deps
+	@$(MAKE) --no-print-directory all etcd-store-test etcd-client-test
+	@KVFS_BIN=$(CURDIR)/$(BIN) bash scripts/test-etcd.sh
+
 # The sanitizer build lives entirely in build-asan/ (binary build-asan/kvfs).
 asan: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan BIN=build-asan/kvfs SANITIZE=address,undefined all unit
@@ -109,6 +117,10 @@ demo:
 # Read and write workloads in one run, one table of ratios and one CSV (root).
 bench: all
 	@bash scripts/bench-all.sh
+
+# The etcd backend's store-level workloads beside LMDB's (a cluster of its own).
+bench-etcd: etcd-store-test
+	@bash scripts/bench-etcd.sh
 
 bench-read: all
 	@bash scripts/bench.sh
@@ -160,16 +172,24 @@ clean: fuzz-clean
 fuzz-clean:
 	rm -rf build-fuzz
 
-# ---- etcd backend groundwork (docs/ETCD.md) ----
-# store/etcd_*.c are not linked into kvfs yet. `make etcd-client-test`
-# builds its test program (against libcurl and cJSON) in $(BUILD)/etcd/, out
-# of the unit programs' way: it needs a live cluster, so
-# tests/80-etcd-client.bats starts one (scripts/etcd-cluster.sh) and runs it.
-ETCD_LIBS = $(shell pkg-config --libs libcurl libcjson 2>/dev/null || echo -lcurl -lcjson)
+# ---- the etcd backend (docs/ETCD.md) ----
+# Its test programs need a live cluster, so they live in $(BUILD)/etcd/, out
+# of the unit programs' way: `make etcd-client-test` (the gateway client),
+# run by tests/80-etcd-client.bats, and `make etcd-store-test` (the backend's
+# operations), run by tests/82-etcd-store.bats; each starts a cluster
+# (scripts/etcd-cluster.sh).
 ETCD_TEST := $(BUILD)/etcd/test_etcd_client
 .PHONY: etcd-client-test
 etcd-client-test: $(ETCD_TEST)
 
 $(ETCD_TEST): tests/unit/test_etcd_client.c $(wildcard tests/unit/etcd_*) tests/unit/unit.h $(wildcard store/etcd_*)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_etcd_client.c tests/unit/etcd_tool.c $(wildcard store/etcd_*.c) $(ETCD_LIBS) -lpthread
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_etcd_client.c tests/unit/etcd_tool.c store/etcd_buf.c store/etcd_client.c store/etcd_wire.c $(ETCD_LIBS) -lpthread
+
+ETCD_STORE_TEST := $(BUILD)/etcd/test_etcd_store
+.PHONY: etcd-store-test
+etcd-store-test: $(ETCD_STORE_TEST)
+
+$(ETCD_STORE_TEST): tests/unit/test_etcd_store.c tests/unit/unit.h $(STORE_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STORE_OBJ) $(LDLIBS)

@@ -263,6 +263,76 @@ int etcd_buf_get(const struct etcd_buf *b, const void *key, size_t key_len,
 	return covered(b, key, key_len) ? 0 : -ENOENT;
 }
 
+int etcd_buf_put_reserve(struct etcd_buf *b, const void *key, size_t key_len,
+			 size_t val_len, void **out)
+{
+	size_t i;
+	int rc = set_key(b, key, key_len, "", 0);
+
+	if (rc)
+		return rc;
+	i = keys_lower(b, key, key_len);
+	free(b->keys[i].val);
+	b->keys[i].val = calloc(1, val_len ? val_len : 1);
+	b->keys[i].val_len = b->keys[i].val ? val_len : 0;
+	if (!b->keys[i].val) {
+		/* leave a valid empty value rather than a tombstone the caller did not ask for */
+		b->keys[i].val = dup_bytes("", 0);
+		return -ENOMEM;
+	}
+	*out = b->keys[i].val;
+	return 0;
+}
+
+int etcd_buf_next_put(const struct etcd_buf *b, const void *key, size_t key_len, bool inclusive,
+		      const void *end, size_t end_len, const void **k, size_t *k_len,
+		      const void **v, size_t *v_len)
+{
+	size_t i = keys_lower(b, key, key_len);
+
+	for (; i < b->n_keys; i++) {
+		const struct bkey *e = &b->keys[i];
+
+		if (!before_end(e->key, e->key_len, end, end_len))
+			return 0;
+		if (!e->val || (!inclusive && key_cmp(e->key, e->key_len, key, key_len) == 0))
+			continue;
+		*k = e->key;
+		*k_len = e->key_len;
+		*v = e->val;
+		*v_len = e->val_len;
+		return 1;
+	}
+	return 0;
+}
+
+int etcd_buf_covering(const struct etcd_buf *b, const void *key, size_t key_len,
+		      const void **end, size_t *end_len)
+{
+	for (size_t i = 0; i < b->n_ranges; i++)
+		if (range_covers(&b->ranges[i], key, key_len)) {
+			*end = b->ranges[i].end;
+			*end_len = b->ranges[i].end_len;
+			return 1;
+		}
+	return 0;
+}
+
+bool etcd_buf_empty(const struct etcd_buf *b)
+{
+	return b->n_keys == 0 && b->n_ranges == 0;
+}
+
+bool etcd_buf_deletes(const struct etcd_buf *b)
+{
+	if (b->n_ranges)
+		return true;
+	for (size_t i = 0; i < b->n_keys; i++)
+		if (!b->keys[i].val)
+			return true;
+	return false;
+}
+
 static int add_guard(struct etcd_buf *b, const void *key, size_t key_len,
 		     const void *end, size_t end_len, int64_t rev)
 {
@@ -293,8 +363,8 @@ int etcd_buf_guard_range(struct etcd_buf *b, const void *key, size_t key_len,
 
 size_t etcd_buf_ops(const struct etcd_buf *b)
 {
-	/* an upper bound: every key, plus one gap per range and per put inside it */
-	return 2 * b->n_keys + b->n_ranges;
+	/* without ranges one op per key; else an upper bound: a gap per range and per put inside it */
+	return b->n_ranges ? 2 * b->n_keys + b->n_ranges : b->n_keys;
 }
 
 size_t etcd_buf_bytes(const struct etcd_buf *b)

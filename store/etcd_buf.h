@@ -28,6 +28,12 @@ void etcd_buf_free(struct etcd_buf *b);
 int etcd_buf_put(struct etcd_buf *b, const void *key, size_t key_len,
 		 const void *val, size_t val_len);
 int etcd_buf_del(struct etcd_buf *b, const void *key, size_t key_len);
+/*
+ * A put of val_len zero bytes whose value the caller fills in: *out points
+ * at the buffered copy (valid until the next write to b). 0 or -ENOMEM.
+ */
+int etcd_buf_put_reserve(struct etcd_buf *b, const void *key, size_t key_len,
+			 size_t val_len, void **out);
 /* Deletes [key, end): every key put or buffered in it before is dropped. */
 int etcd_buf_del_range(struct etcd_buf *b, const void *key, size_t key_len,
 		       const void *end, size_t end_len);
@@ -39,6 +45,23 @@ int etcd_buf_del_range(struct etcd_buf *b, const void *key, size_t key_len,
  */
 int etcd_buf_get(const struct etcd_buf *b, const void *key, size_t key_len,
 		 const void **val, size_t *val_len);
+
+/*
+ * For scans that read through the buffer. etcd_buf_next_put: the first key
+ * written here (not a tombstone) at or after key (after it when !inclusive)
+ * and before end (an end of the one byte 0x00: no end): 1 with *k, *v
+ * borrowed (valid until the next write to b), 0 when none.
+ * etcd_buf_covering: 1 when a deleted range covers key, with *end (borrowed)
+ * its end, so that a scan can skip the range in one step; else 0.
+ */
+int etcd_buf_next_put(const struct etcd_buf *b, const void *key, size_t key_len, bool inclusive,
+		      const void *end, size_t end_len, const void **k, size_t *k_len,
+		      const void **v, size_t *v_len);
+int etcd_buf_covering(const struct etcd_buf *b, const void *key, size_t key_len,
+		      const void **end, size_t *end_len);
+/* Whether the attempt writes anything, and whether it deletes anything. */
+bool etcd_buf_empty(const struct etcd_buf *b);
+bool etcd_buf_deletes(const struct etcd_buf *b);
 
 /*
  * Guards, recorded as the attempt reads: a key read from etcd with its

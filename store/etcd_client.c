@@ -660,6 +660,7 @@ static int watch_line(struct etcd_client *c, const char *line, size_t len)
 		struct etcd_event e = { .kv = &kv, .revision = rev };
 
 		e.is_delete = cJSON_IsString(type) && strcmp(type->valuestring, "DELETE") == 0;
+		e.last = ev->next == NULL;
 		rc = etcd_wire_parse_kv(cJSON_GetObjectItemCaseSensitive(ev, "kv"), &kv);
 		if (rc < 0) {
 			rc = fail(c, rc, "etcd: bad watch event");

@@ -174,6 +174,7 @@ struct etcd_event {
 	bool is_delete;
 	const struct etcd_kv *kv;	/* a delete's kv has key and mod_rev only */
 	int64_t revision;	/* the header revision of the response carrying it */
+	bool last;	/* the last event of its response: every change up to revision is delivered */
 };
 
 /*

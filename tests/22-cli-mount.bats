@@ -35,7 +35,11 @@ teardown() {
 	kvfs put "$STORE" /c three
 	run -0 cat "$MNT/c"
 	assert_output 'three'
-	run -0 kvfs backup "$STORE" "$BATS_TEST_TMPDIR/copy"
+	if is_etcd; then	# no hot copy of an etcd store: its portable copy is a dump
+		kvfs dump "$STORE" | kvfs load --create "$BATS_TEST_TMPDIR/copy"
+	else
+		run -0 kvfs backup "$STORE" "$BATS_TEST_TMPDIR/copy"
+	fi
 	kvfs umount "$MNT"
 	run -0 kvfs export --compact "$BATS_TEST_TMPDIR/copy"
 	assert_output '{"a":"one","b":"two","c":"three"}'

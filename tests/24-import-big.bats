@@ -7,6 +7,7 @@
 load 'test_helper/common'
 
 setup() {
+	skip_on_etcd "documents over one etcd Txn (8000 operations, 6 MiB) need the head flip of docs/ETCD.md section 6, not built yet"
 	common_setup
 	T=$BATS_TEST_TMPDIR
 }

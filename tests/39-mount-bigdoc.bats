@@ -8,6 +8,7 @@
 load 'test_helper/common'
 
 setup() {
+	skip_on_etcd "documents and leaves over one etcd Txn (8000 operations, 6 MiB) need the head flip of docs/ETCD.md section 6, not built yet"
 	mount_setup
 	T=$BATS_TEST_TMPDIR
 }

@@ -222,6 +222,7 @@ teardown() {
 }
 
 @test "check finds an index entry corrupted through the store layer; check --repair rebuilds" {
+	skip_on_etcd "the bad entry is written with mdb_load into data.mdb"
 	people
 	run -0 kvfs check "$STORE"
 	# an entry for a row that does not exist: (index 1, "zzz@x", "nobody")

@@ -245,9 +245,11 @@ reaped() {
 	[ "$(grep -c '^ttl ' "$BATS_TEST_TMPDIR/dump")" -eq 2 ]
 	kvfs load "$BATS_TEST_TMPDIR/s2" <"$BATS_TEST_TMPDIR/dump"
 	kvfs dump "$BATS_TEST_TMPDIR/s2" | cmp - "$BATS_TEST_TMPDIR/dump"
-	kvfs backup "$STORE" "$BATS_TEST_TMPDIR/b"
-	run -0 kvfs check "$BATS_TEST_TMPDIR/b"
-	kvfs dump "$BATS_TEST_TMPDIR/b" | grep -c '^ttl ' | grep -qx 2
+	if ! is_etcd; then	# no hot copy of an etcd store: the dump above is its copy
+		kvfs backup "$STORE" "$BATS_TEST_TMPDIR/b"
+		run -0 kvfs check "$BATS_TEST_TMPDIR/b"
+		kvfs dump "$BATS_TEST_TMPDIR/b" | grep -c '^ttl ' | grep -qx 2
+	fi
 	mount_extra "$BATS_TEST_TMPDIR/m2" "$BATS_TEST_TMPDIR/s2"
 	run -0 ttl_of "$BATS_TEST_TMPDIR/m2/d"
 	[ "$output" -le 200 ] && [ "$output" -ge 190 ]
@@ -264,6 +266,7 @@ reaped() {
 }
 
 @test "check finds a ttl entry removed and an expiry entry added on purpose; check --repair rebuilds" {
+	skip_on_etcd "the entries are changed with mdb_load in data.mdb"
 	unmount_store	# no reaper: the store stays as the test leaves it
 	kvfs put --ttl 1000 "$STORE" /a v
 	kvfs put "$STORE" /b w

@@ -1,0 +1,320 @@
+/*
+ * store/etcd_feed.c - the etcd backend's change feed (docs/ETCD.md section
+ * 8): one watch thread per handle, with a client of its own, on the
+ * store's whole prefix; the events it receives are kept in a bounded ring
+ * that store_feed_read and store_changed_elsewhere read. Started by the
+ * first call that needs it (a mount's watcher), so one-shot verbs never
+ * run it. A watch that broke resumes after the last revision it applied;
+ * one that fell behind compaction, or a ring that overflowed, makes the
+ * next read answer -ESTALE (re-check everything).
+ */
+#include "store/etcd_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define FEED_RING 8192	/* events kept */
+#define FEED_MINE 256	/* revisions of our own recent commits kept */
+
+struct feed_ev {
+	uint64_t rev;
+	uint8_t *key;	/* heap: the tuple key */
+	size_t len;
+	enum store_change_kind kind;	/* a deleted key: its node and whatever was below it */
+};
+
+struct etcd_feed {
+	struct store_etcd *st;
+	struct etcd_client *c;	/* the watch's own handle */
+	pthread_t thread;
+	atomic_bool stop;
+	pthread_mutex_t lock;	/* guards everything below */
+	struct feed_ev ring[FEED_RING];
+	size_t head, count;	/* the next slot to write; events held */
+	uint64_t start;	/* the feed knows every change after this revision ... */
+	uint64_t lost;	/* ... except those up to this one (0: none lost) */
+	uint64_t applied;	/* every change up to here is in the ring */
+	uint64_t seen;	/* store_changed_elsewhere looked up to here */
+	uint64_t mine[FEED_MINE];
+	size_t mine_head;
+};
+
+static void ring_push(struct etcd_feed *f, uint64_t rev, enum store_change_kind kind,
+		      const uint8_t *key, size_t len)
+{
+	struct feed_ev *e = &f->ring[f->head];
+	uint8_t *copy = malloc(len ? len : 1);
+
+	if (f->count == FEED_RING) {
+		if (e->rev > f->lost)
+			f->lost = e->rev;	/* overwritten unread: the reader must re-check */
+		free(e->key);
+	} else {
+		f->count++;
+	}
+	if (!copy) {
+		/* no memory for the key: say this revision is lost instead */
+		if (rev > f->lost)
+			f->lost = rev;
+		e->key = NULL;
+		e->len = 0;
+		e->rev = 0;
+	} else {
+		if (len)
+			memcpy(copy, key, len);
+		e->key = copy;
+		e->len = len;
+		e->rev = rev;
+		e->kind = kind;
+	}
+	f->head = (f->head + 1) % FEED_RING;
+}
+
+static int on_event(const struct etcd_event *ev, void *arg)
+{
+	struct etcd_feed *f = arg;
+	const struct store_etcd *st = f->st;
+
+	if (atomic_load(&f->stop))
+		return -ECANCELED;
+	if (!ev)
+		return 0;	/* established */
+	pthread_mutex_lock(&f->lock);
+	if (ev->kv->key_len > st->prefix_len &&
+	    memcmp(ev->kv->key, st->prefix, st->prefix_len) == 0) {
+		const uint8_t *k = ev->kv->key + st->prefix_len;
+		int space = k[0];
+
+		uint64_t rev = (uint64_t)ev->kv->mod_rev;
+		struct feed_entry e;
+		struct store_change c;
+
+		if (space == 'd' || space == 'a' || space == 's')	/* the spaces naming nodes */
+			ring_push(f, rev, ev->is_delete ? STORE_CHANGE_SUBTREE : STORE_CHANGE_KEY,
+				  k + 1, ev->kv->key_len - st->prefix_len - 1);
+		else if (space == 'l' && !ev->is_delete && ev->kv->val &&
+			 feed_entry_decode(ev->kv->val, ev->kv->val_len, &e) == 0)
+			while (feed_entry_next(&e, &c) == 1)	/* the subtrees a commit deleted */
+				ring_push(f, rev, c.kind, c.key, c.len);
+	}
+	/* the events of one revision come in one answer: complete at its last one */
+	if (ev->last && (uint64_t)ev->revision > f->applied)
+		f->applied = (uint64_t)ev->revision;
+	else if (ev->kv->mod_rev > 0 && (uint64_t)ev->kv->mod_rev - 1 > f->applied)
+		f->applied = (uint64_t)ev->kv->mod_rev - 1;
+	pthread_mutex_unlock(&f->lock);
+	return 0;
+}
+
+static void *feed_main(void *arg)
+{
+	struct etcd_feed *f = arg;
+	const struct store_etcd *st = f->st;
+	uint8_t end[ETCD_KEY_MAX];
+	size_t el = etcd_prefix_end(st->prefix, st->prefix_len, end);
+
+	while (!atomic_load(&f->stop)) {
+		int64_t compact = 0, from;
+		int rc;
+
+		pthread_mutex_lock(&f->lock);
+		from = (int64_t)f->applied + 1;
+		pthread_mutex_unlock(&f->lock);
+		rc = etcd_client_watch(f->c, st->prefix, st->prefix_len, end, el, from, on_event, f,
+				       &compact);
+		if (atomic_load(&f->stop))
+			break;
+		if (rc == -ESTALE) {
+			/* fell behind compaction: what happened in between is unknown */
+			uint64_t now = etcd_newest_revision(f->st);
+
+			pthread_mutex_lock(&f->lock);
+			if (now > f->applied) {
+				f->lost = now;
+				f->applied = now;
+			}
+			pthread_mutex_unlock(&f->lock);
+			continue;
+		}
+		usleep(200 * 1000);	/* the member went away: the next call tries the others */
+	}
+	return NULL;
+}
+
+/* Starts the watch unless it runs: 0, or -errno (the feed then says -ESTALE). */
+static int feed_start(struct store_etcd *st)
+{
+	struct etcd_feed *f;
+	uint64_t now;
+	int rc;
+
+	pthread_mutex_lock(&st->feed_lock);
+	if (st->feed) {
+		pthread_mutex_unlock(&st->feed_lock);
+		return 0;
+	}
+	now = etcd_newest_revision(st);
+	f = calloc(1, sizeof(*f));
+	if (!f || !now) {
+		free(f);
+		pthread_mutex_unlock(&st->feed_lock);
+		return f ? -EIO : -ENOMEM;
+	}
+	f->st = st;
+	f->start = f->applied = f->seen = now;
+	pthread_mutex_init(&f->lock, NULL);
+	rc = etcd_client_open(st->endpoints, &f->c, NULL, 0);
+	if (rc == 0 && pthread_create(&f->thread, NULL, feed_main, f) != 0) {
+		etcd_client_close(f->c);
+		rc = -EAGAIN;
+	}
+	if (rc) {
+		pthread_mutex_destroy(&f->lock);
+		free(f);
+	} else {
+		st->feed = f;
+	}
+	pthread_mutex_unlock(&st->feed_lock);
+	return rc;
+}
+
+void store_etcd_feed_stop(struct store_etcd *st)
+{
+	struct etcd_feed *f;
+
+	pthread_mutex_lock(&st->feed_lock);
+	f = st->feed;
+	st->feed = NULL;
+	pthread_mutex_unlock(&st->feed_lock);
+	if (!f)
+		return;
+	atomic_store(&f->stop, true);
+	etcd_client_cancel(f->c);
+	pthread_join(f->thread, NULL);
+	etcd_client_close(f->c);
+	for (size_t i = 0; i < FEED_RING; i++)
+		free(f->ring[i].key);
+	pthread_mutex_destroy(&f->lock);
+	free(f);
+}
+
+void store_etcd_feed_mine(struct store_etcd *st, uint64_t rev)
+{
+	struct etcd_feed *f;
+
+	pthread_mutex_lock(&st->feed_lock);
+	f = st->feed;
+	if (f) {
+		pthread_mutex_lock(&f->lock);
+		f->mine[f->mine_head] = rev;
+		f->mine_head = (f->mine_head + 1) % FEED_MINE;
+		pthread_mutex_unlock(&f->lock);
+	}
+	pthread_mutex_unlock(&st->feed_lock);
+}
+
+/* Under f->lock. */
+static bool is_mine(const struct etcd_feed *f, uint64_t rev)
+{
+	for (size_t i = 0; i < FEED_MINE; i++)
+		if (f->mine[i] == rev)
+			return true;
+	return false;
+}
+
+uint64_t store_etcd_position(struct store *sb)
+{
+	struct store_etcd *st = ETCD(sb);
+	uint64_t pos, mine = atomic_load(&st->last_commit);
+
+	if (feed_start(st) != 0)
+		return etcd_newest_revision(st);
+	pthread_mutex_lock(&st->feed->lock);
+	pos = st->feed->applied;
+	pthread_mutex_unlock(&st->feed->lock);
+	return pos > mine ? pos : mine;
+}
+
+bool store_etcd_changed_elsewhere(struct store *sb)
+{
+	struct store_etcd *st = ETCD(sb);
+	struct etcd_feed *f;
+	bool changed = false;
+
+	if (feed_start(st) != 0)
+		return true;
+	f = st->feed;
+	pthread_mutex_lock(&f->lock);
+	if (f->lost > f->seen)
+		changed = true;
+	for (size_t i = 0; !changed && i < f->count; i++) {
+		const struct feed_ev *e = &f->ring[(f->head + FEED_RING - 1 - i) % FEED_RING];
+
+		if (e->rev <= f->seen)
+			break;
+		changed = !is_mine(f, e->rev);
+	}
+	f->seen = f->applied;
+	pthread_mutex_unlock(&f->lock);
+	return changed;
+}
+
+int store_etcd_feed_read(struct store *sb, uint64_t after, store_feed_fn fn, void *arg,
+			 uint64_t *upto)
+{
+	struct store_etcd *st = ETCD(sb);
+	struct etcd_feed *f;
+	struct feed_ev *evs = NULL;
+	bool *mine = NULL;
+	size_t n = 0, first;
+	int rc = 0;
+
+	if (feed_start(st) != 0) {
+		*upto = etcd_newest_revision(st);
+		return -ESTALE;
+	}
+	f = st->feed;
+	pthread_mutex_lock(&f->lock);
+	*upto = f->applied;
+	if (after < f->start || f->lost > after) {
+		pthread_mutex_unlock(&f->lock);
+		return -ESTALE;
+	}
+	/* the events after `after`, oldest first, copied out of the lock */
+	while (n < f->count && f->ring[(f->head + FEED_RING - 1 - n) % FEED_RING].rev > after)
+		n++;
+	first = (f->head + FEED_RING - n) % FEED_RING;
+	evs = calloc(n ? n : 1, sizeof(*evs));
+	mine = calloc(n ? n : 1, sizeof(*mine));
+	for (size_t i = 0; evs && mine && i < n; i++) {
+		const struct feed_ev *e = &f->ring[(first + i) % FEED_RING];
+
+		evs[i] = *e;
+		evs[i].key = malloc(e->len ? e->len : 1);
+		if (!evs[i].key) {
+			n = i;
+			rc = -ENOMEM;
+			break;
+		}
+		memcpy(evs[i].key, e->key, e->len);
+		mine[i] = is_mine(f, e->rev);
+	}
+	if (!evs || !mine)
+		rc = -ENOMEM;
+	pthread_mutex_unlock(&f->lock);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		struct store_change c = { .pos = evs[i].rev, .mine = mine[i],
+					  .kind = evs[i].kind,
+					  .key = evs[i].key, .len = evs[i].len };
+
+		if (evs[i].rev <= *upto)
+			rc = fn(arg, &c);
+	}
+	for (size_t i = 0; evs && i < n; i++)
+		free(evs[i].key);
+	free(evs);
+	free(mine);
+	return rc;
+}

@@ -1,0 +1,184 @@
+/*
+ * store/etcd_int.h - PRIVATE to store/etcd_*.c: the etcd backend's handle,
+ * transaction and key layout (docs/ETCD.md section 3), shared by
+ * store/etcd_store.c (open, transactions, point operations) and
+ * store/etcd_scan.c (paged scans).
+ */
+#ifndef KVFS_ETCD_INT_H
+#define KVFS_ETCD_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "store/etcd_buf.h"
+#include "store/etcd_client.h"
+#include "store/store_int.h"
+#include "store/store_ops.h"
+
+#define ETCD_PREFIX_MAX 200	/* bytes of the URL's PREFIX */
+/* A full etcd key: PREFIX, 0x00, space byte, tuple key, room for a 0x00/0xff suffix. */
+#define ETCD_KEY_MAX (ETCD_PREFIX_MAX + 2 + STORE_KEY_MAX + 2)
+#define ETCD_POOL_MAX 16	/* idle client handles kept */
+#define ETCD_PAGE 256		/* keys per range request of a scan */
+#define ETCD_PAGE_AHEAD 1024	/* keys per request when a scan continues an earlier one's range */
+#define ETCD_TXN_BYTES (6u << 20)	/* raw bytes per Txn (docs/ETCD.md section 5) */
+#define ETCD_TXN_OPS 8000u	/* operations per Txn (the cluster script allows 8192) */
+#define ETCD_DEL_KEYS 4000u	/* a prefix delete of up to this many keys deletes them one by one */
+
+/* Private key spaces (docs/ETCD.md section 3), after the store's own bytes. */
+#define ETCD_SPACE_STAMP 'x'	/* the delete stamp: put by every commit that deletes */
+#define ETCD_SPACE_WRITER 'w'	/* w<writer id> = attempt number: did a lost commit land? */
+
+struct etcd_feed;
+
+/* The handle: store.c's shared part first (store/store_ops.h). */
+struct store_etcd {
+	struct store base;
+	char *endpoints;
+	uint8_t prefix[ETCD_PREFIX_MAX + 1];	/* PREFIX 0x00 */
+	size_t prefix_len;	/* including the 0x00 */
+	bool created;	/* this handle created the store */
+	atomic_uint_fast64_t last_commit;
+	atomic_uint_fast64_t seq;	/* write attempts made, the value of the writer key */
+	pthread_mutex_t write_lock;	/* one write transaction at a time per handle */
+	pthread_mutex_t pool_lock;	/* guards pool[] and n_pool */
+	struct etcd_client *pool[ETCD_POOL_MAX];
+	size_t n_pool;
+	struct etcd_feed *feed;	/* the watch (store/etcd_feed.c), started by the first feed call */
+	pthread_mutex_t feed_lock;	/* guards starting it */
+};
+
+/* An answer kept until its transaction ends: values handed out point into it. */
+struct etcd_kept {
+	struct etcd_kept *next;
+	struct etcd_range_result r;
+	/* a scan's page: it holds every key of [from, end) at the revision (values too when has_vals) */
+	bool is_page, has_vals;
+	size_t from_len, end_len, scan_hi_len;
+	uint8_t from[ETCD_KEY_MAX], end[ETCD_KEY_MAX];
+	uint8_t scan_hi[ETCD_KEY_MAX];	/* the end of the range its scan wanted (end <= scan_hi) */
+};
+
+struct store_etcd_txn {
+	struct store_txn base;
+	struct store_etcd *st;
+	struct etcd_client *c;	/* from the pool, given back at the end */
+	int64_t rev;	/* the pinned revision; 0 until the first read */
+	struct etcd_buf *buf;	/* write: the attempt's buffer */
+	bool stamp_guarded;	/* write: the delete stamp's guard is recorded */
+	/*
+	 * write: the prefixes it deleted, for the other mounts' feeds (the
+	 * watch shows each deleted key, not that a whole subtree went): put
+	 * in the log key (space 'l') as one change-log entry at commit.
+	 */
+	struct feed_set feed;
+	struct etcd_kept *kept;
+};
+
+struct store_etcd_scan {
+	struct store_scan base;
+	struct store_etcd_txn *txn;
+	size_t base_len;	/* bytes before the tuple key: PREFIX 0x00 SPACE */
+	uint8_t lo[ETCD_KEY_MAX], hi[ETCD_KEY_MAX];	/* [lo, hi): every key with the prefix */
+	size_t lo_len, hi_len;
+	/* the position: the next key returned is >= cur (> cur when !incl) */
+	uint8_t cur[ETCD_KEY_MAX];
+	size_t cur_len;
+	bool incl;
+	bool keys_only;	/* counting: no values wanted */
+	/* the page read last: every key of [from, pend) is in it */
+	struct etcd_range_result *page;	/* kept by the transaction */
+	size_t idx;
+	uint8_t from[ETCD_KEY_MAX], pend[ETCD_KEY_MAX];
+	size_t from_len, pend_len;
+	/* etcd's keys below skip lie in a range this attempt deleted (skip_len 0: none) */
+	uint8_t skip[ETCD_KEY_MAX];
+	size_t skip_len;
+	uint64_t fetches;	/* range requests made */
+};
+
+static inline struct store_etcd *ETCD(struct store *st)
+{
+	return (struct store_etcd *)st;
+}
+
+static inline struct store_etcd_txn *ETXN(struct store_txn *txn)
+{
+	return (struct store_etcd_txn *)txn;
+}
+
+static inline struct store_etcd_scan *ESCAN(struct store_scan *scan)
+{
+	return (struct store_etcd_scan *)scan;
+}
+
+/* The operations (store/etcd_ops.c puts them in the table). */
+int store_etcd_open(struct store *st, const char *name, unsigned flags, char *why, size_t why_len);
+void store_etcd_close(struct store *st, bool discard);
+int store_etcd_info(struct store *st, struct store_info *out);
+uint64_t store_etcd_position(struct store *st);
+bool store_etcd_changed_elsewhere(struct store *st);
+int store_etcd_read_begin(struct store *st, struct store_txn *txn);
+void store_etcd_read_end(struct store_txn *txn);
+uint64_t store_etcd_txn_id(const struct store_txn *txn);
+int store_etcd_write(struct store *st, store_write_fn fn, void *arg);
+int store_etcd_get(struct store_txn *txn, enum store_space space, const void *key, size_t key_len,
+		   struct store_val *out);
+int store_etcd_put(struct store_txn *txn, enum store_space space, const void *key, size_t key_len,
+		   const void *val, size_t val_len);
+int store_etcd_put_reserve(struct store_txn *txn, enum store_space space, const void *key,
+			   size_t key_len, size_t val_len, void **out);
+int store_etcd_del(struct store_txn *txn, enum store_space space, const void *key, size_t key_len);
+int store_etcd_del_prefix(struct store_txn *txn, enum store_space space, const void *prefix,
+			  size_t prefix_len, uint64_t *deleted);
+bool store_etcd_space_is_empty(struct store_txn *txn, enum store_space space);
+int store_etcd_scan_open(struct store_scan *scan);
+int store_etcd_scan_next(struct store_scan *scan, struct store_val *key, struct store_val *val);
+int store_etcd_scan_seek(struct store_scan *scan, const void *key, size_t key_len);
+int store_etcd_scan_next_distinct(struct store_scan *scan, int depth, struct store_val *key,
+				  struct store_val *val, size_t *child_end);
+void store_etcd_scan_close(struct store_scan *scan);
+int store_etcd_feed_read(struct store *st, uint64_t after, store_feed_fn fn, void *arg,
+			 uint64_t *upto);
+/* Stops the watch (store_etcd_close). */
+void store_etcd_feed_stop(struct store_etcd *st);
+/* Notes the revision of one of our own commits (the feed marks its events mine). */
+void store_etcd_feed_mine(struct store_etcd *st, uint64_t rev);
+/* A range, tried again for about 4 s while a member is gone or a leader is elected. */
+int etcd_range_retry(struct etcd_client *c, const void *key, size_t key_len,
+		     const struct etcd_range_opts *o, struct etcd_range_result *out);
+/* The newest revision, read from the cluster (one round trip); 0 when unreachable. */
+uint64_t etcd_newest_revision(struct store_etcd *st);
+/* The handle pool: one client per thread in a call. */
+int etcd_client_take(struct store_etcd *st, struct etcd_client **out);
+void etcd_client_give(struct store_etcd *st, struct etcd_client *c);
+
+/* Full key of (space, key) into out (ETCD_KEY_MAX bytes); its length. */
+size_t etcd_key(const struct store_etcd *st, int space, const void *key, size_t key_len,
+		uint8_t *out);
+/* The byte a space is stored under. */
+int etcd_space_byte(enum store_space space);
+/*
+ * A range read inside the transaction, at its revision (pinning it on the
+ * first read); the answer is kept until the transaction ends (*out borrowed).
+ */
+int etcd_txn_range(struct store_etcd_txn *t, const void *key, size_t key_len,
+		   const struct etcd_range_opts *opts, struct etcd_range_result **out);
+/* As etcd_txn_range, giving the record that keeps the answer (to describe a page in it). */
+int etcd_txn_range_kept(struct store_etcd_txn *t, const void *key, size_t key_len,
+			const struct etcd_range_opts *opts, struct etcd_kept **out);
+/* A page read earlier in this transaction that holds key's place (with values when vals): borrowed, or NULL. */
+struct etcd_kept *etcd_txn_page_covering(struct store_etcd_txn *t, const void *key, size_t key_len,
+					 bool vals);
+/*
+ * A page whose scan wanted key's place but stopped before it (its limit):
+ * the one that read furthest, or NULL. Reading on in its range serves a
+ * walk that scans the children of one range one after another.
+ */
+struct etcd_kept *etcd_txn_page_before(struct store_etcd_txn *t, const void *key, size_t key_len,
+				       bool vals);
+/* In a write transaction: records that [key, end) was read (and guards the delete stamp). */
+int etcd_txn_guard_range(struct store_etcd_txn *t, const void *key, size_t key_len,
+			 const void *end, size_t end_len);
+
+#endif

@@ -1,0 +1,260 @@
+/*
+ * store/etcd_open.c - opening and closing a store named
+ * etcd://HOST:PORT[,HOST:PORT...]/PREFIX (docs/ETCD.md section 3): the URL,
+ * the meta keys written at creation or checked at open (a prefix holding
+ * anything else is refused), removal of a store this handle created, and
+ * the store-wide reads (info, the newest revision).
+ */
+#include "store/etcd_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- open and close ---- */
+
+/* Splits etcd://ENDPOINTS/PREFIX into st. */
+static int parse_url(struct store_etcd *st, const char *url, char *why, size_t why_len)
+{
+	const char *rest = url + 7, *slash = strchr(rest, '/');
+	size_t plen;
+
+	if (!slash || slash == rest) {
+		store_say(why, why_len, "%s: expected etcd://HOST:PORT[,HOST:PORT...]/PREFIX", url);
+		return -EINVAL;
+	}
+	st->endpoints = strndup(rest, (size_t)(slash - rest));
+	if (!st->endpoints)
+		return -ENOMEM;
+	slash++;
+	plen = strlen(slash);
+	while (plen && slash[plen - 1] == '/')
+		plen--;	/* etcd://h/team/docs/ names the same store as .../team/docs */
+	if (plen == 0) {
+		store_say(why, why_len, "%s: no PREFIX after the endpoints (etcd://HOST:PORT/PREFIX)", url);
+		return -EINVAL;
+	}
+	if (plen > ETCD_PREFIX_MAX) {
+		store_say(why, why_len, "%s: PREFIX longer than %d bytes", url, ETCD_PREFIX_MAX);
+		return -ENAMETOOLONG;
+	}
+	memcpy(st->prefix, slash, plen);
+	st->prefix[plen] = 0;	/* keeps store "a" apart from store "a/b" */
+	st->prefix_len = plen + 1;
+	return 0;
+}
+
+/* Writes the meta keys when nothing holds the format key yet. 0, or 1 when someone else did first. */
+static int create_meta(struct store_etcd *st, struct etcd_client *c)
+{
+	uint8_t fk[ETCD_KEY_MAX], ck[ETCD_KEY_MAX], fv[4], cv[8];
+	size_t fl = etcd_key(st, STORE_SPACE_META, "format", 6, fk);
+	size_t cl = etcd_key(st, STORE_SPACE_META, "created", 7, ck);
+	struct etcd_cmp cmp = { .target = ETCD_CMP_CREATE, .result = ETCD_CMP_EQUAL,
+				.key = fk, .key_len = fl, .rev = 0 };
+	struct etcd_op ops[2] = {
+		{ .type = ETCD_OP_PUT, .key = fk, .key_len = fl, .val = fv, .val_len = 4 },
+		{ .type = ETCD_OP_PUT, .key = ck, .key_len = cl, .val = cv, .val_len = 8 },
+	};
+	struct etcd_txn_result r;
+	int rc;
+
+	st->base.created_ns = store_now_ns();
+	put_be(fv, STORE_FORMAT_VERSION, 4);
+	put_be(cv, (uint64_t)st->base.created_ns, 8);
+	rc = etcd_client_txn(c, &cmp, 1, ops, 2, NULL, 0, &r);
+	if (rc)
+		return rc;
+	rc = r.succeeded ? 0 : 1;
+	etcd_txn_result_release(&r);
+	return rc;
+}
+
+/* Reads (or creates) the meta keys: the store's format and creation time. */
+static int open_meta(struct store_etcd *st, struct etcd_client *c, const char *url,
+		     char *why, size_t why_len)
+{
+	uint8_t k[ETCD_KEY_MAX], end[ETCD_KEY_MAX];
+	struct etcd_range_result r;
+	struct etcd_range_opts any = { .keys_only = true, .limit = 1 };
+	size_t kl;
+	int rc;
+
+	for (int tries = 0; tries < 3; tries++) {
+		kl = etcd_key(st, STORE_SPACE_META, "format", 6, k);
+		rc = etcd_range_retry(c, k, kl, NULL, &r);
+		if (rc)
+			goto fail;
+		if (r.len == 1) {
+			uint64_t v = r.kvs[0].val_len == 4 ? get_be(r.kvs[0].val, 4) : 0;
+
+			etcd_range_result_release(&r);
+			if (v == 0) {
+				store_say(why, why_len, "%s: not a kvfs store (no format version)", url);
+				return -EINVAL;
+			}
+			if (v > STORE_FORMAT_VERSION) {
+				store_say(why, why_len, "store format %llu is newer than this kvfs supports (%d)",
+				    (unsigned long long)v, STORE_FORMAT_VERSION);
+				return -EPROTONOSUPPORT;
+			}
+			atomic_store(&st->base.format, (unsigned)v);
+			kl = etcd_key(st, STORE_SPACE_META, "created", 7, k);
+			if (etcd_client_range(c, k, kl, NULL, &r) == 0) {
+				if (r.len == 1 && r.kvs[0].val_len == 8)
+					st->base.created_ns = (int64_t)get_be(r.kvs[0].val, 8);
+				etcd_range_result_release(&r);
+			}
+			return 0;
+		}
+		etcd_range_result_release(&r);
+		/* no format key: is anything else under the prefix? */
+		any.range_end = end;
+		any.range_end_len = etcd_prefix_end(st->prefix, st->prefix_len, end);
+		rc = etcd_client_range(c, st->prefix, st->prefix_len, &any, &r);
+		if (rc)
+			goto fail;
+		kl = r.len;
+		etcd_range_result_release(&r);
+		if (kl) {
+			store_say(why, why_len, "%s: not a kvfs store (keys under the prefix, no format version)",
+			    url);
+			return -EINVAL;
+		}
+		if (!(st->base.flags & STORE_OPEN_CREATE) || st->base.readonly) {
+			store_say(why, why_len, "%s: no kvfs store there", url);
+			return -ENOENT;
+		}
+		rc = create_meta(st, c);
+		if (rc < 0)
+			goto fail;
+		if (rc == 0) {
+			st->created = true;
+			atomic_store(&st->base.format, STORE_FORMAT_VERSION);
+			return 0;
+		}
+		/* another client created it meanwhile: read what it wrote */
+	}
+	store_say(why, why_len, "%s: the store's meta keys keep changing", url);
+	return -EAGAIN;
+fail:
+	store_say(why, why_len, "%s: %s", url, etcd_client_error(c));
+	return rc;
+}
+
+/* Releases the backend's part of st (store.c frees st). */
+static void release(struct store_etcd *st)
+{
+	store_etcd_feed_stop(st);
+	for (size_t i = 0; i < st->n_pool; i++)
+		etcd_client_close(st->pool[i]);
+	st->n_pool = 0;
+	pthread_mutex_destroy(&st->write_lock);
+	pthread_mutex_destroy(&st->pool_lock);
+	pthread_mutex_destroy(&st->feed_lock);
+	free(st->endpoints);
+	st->endpoints = NULL;
+}
+
+int store_etcd_open(struct store *sb, const char *url, unsigned flags, char *why, size_t why_len)
+{
+	struct store_etcd *st = ETCD(sb);
+	struct etcd_client *c = NULL;
+	int rc;
+
+	(void)flags;	/* as in sb->flags */
+	pthread_mutex_init(&st->write_lock, NULL);
+	pthread_mutex_init(&st->pool_lock, NULL);
+	pthread_mutex_init(&st->feed_lock, NULL);
+	if (strncmp(url, "etcd://", 7) != 0) {
+		store_say(why, why_len, "%s: not an etcd:// URL", url);
+		rc = -EINVAL;
+		goto release;
+	}
+	rc = parse_url(st, url, why, why_len);
+	if (rc)
+		goto release;
+	rc = etcd_client_open(st->endpoints, &c, why, why_len);
+	if (rc)
+		goto release;
+	rc = open_meta(st, c, url, why, why_len);
+	if (rc)
+		goto close_client;
+	etcd_client_give(st, c);
+	return 0;
+close_client:
+	etcd_client_close(c);
+release:
+	release(st);
+	return rc;
+}
+
+void store_etcd_close(struct store *sb, bool discard)
+{
+	struct store_etcd *st = ETCD(sb);
+	struct etcd_client *c;
+	uint8_t k[ETCD_KEY_MAX], end[ETCD_KEY_MAX];
+	size_t kl;
+
+	store_etcd_feed_stop(st);
+	if (etcd_client_take(st, &c) == 0) {
+		/* best effort: a failure leaves an empty-looking store that open refuses clearly */
+		if (discard && st->created) {
+			kl = etcd_prefix_end(st->prefix, st->prefix_len, end);
+			(void)etcd_client_delete_range(c, st->prefix, st->prefix_len, end, kl, NULL, NULL);
+		} else if (atomic_load(&st->seq)) {
+			/* our writer key is only needed while our commits can be in doubt */
+			kl = etcd_key(st, ETCD_SPACE_WRITER, &st->base.writer, sizeof(st->base.writer), k);
+			(void)etcd_client_delete_range(c, k, kl, NULL, 0, NULL, NULL);
+		}
+		etcd_client_give(st, c);
+	}
+	release(st);
+}
+
+/* A count of the data space at the newest revision; the revision too. */
+int store_etcd_info(struct store *sb, struct store_info *out)
+{
+	struct store_etcd *st = ETCD(sb);
+	struct etcd_client *c;
+	struct etcd_range_result r;
+	uint8_t k[ETCD_KEY_MAX], end[ETCD_KEY_MAX];
+	size_t kl = etcd_key(st, STORE_SPACE_DATA, NULL, 0, k);
+	struct etcd_range_opts o = { .count_only = true, .range_end = end,
+				     .range_end_len = etcd_prefix_end(k, kl, end) };
+	int rc = etcd_client_take(st, &c);
+
+	memset(out, 0, sizeof(*out));
+	if (rc)
+		return rc;
+	rc = etcd_client_range(c, k, kl, &o, &r);
+	etcd_client_give(st, c);
+	if (rc)
+		return rc;
+	out->entries = (uint64_t)r.count;
+	out->last_txn_id = (uint64_t)r.revision;
+	out->created_ns = st->base.created_ns;
+	etcd_range_result_release(&r);
+	return 0;
+}
+
+/* The newest revision, read from the cluster (one round trip); 0 when unreachable. */
+uint64_t etcd_newest_revision(struct store_etcd *st)
+{
+	struct etcd_client *c;
+	struct etcd_range_result r;
+	uint8_t k[ETCD_KEY_MAX];
+	size_t kl = etcd_key(st, STORE_SPACE_META, "format", 6, k);
+	struct etcd_range_opts o = { .count_only = true };
+	uint64_t rev = 0;
+
+	if (etcd_client_take(st, &c))
+		return 0;
+	if (etcd_range_retry(c, k, kl, &o, &r) == 0) {
+		rev = (uint64_t)r.revision;
+		etcd_range_result_release(&r);
+	}
+	etcd_client_give(st, c);
+	return rev;
+}
+

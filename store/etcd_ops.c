@@ -1,0 +1,38 @@
+/*
+ * store/etcd_ops.c - the etcd backend's table of operations (store/store_ops.h):
+ * what store.c calls for a store named etcd://HOST:PORT[,...]/PREFIX. The
+ * operations live in store/etcd_store.c, etcd_scan.c and etcd_feed.c.
+ * Abilities: the change feed only: every commit is durable when it returns
+ * (no sync), there is no local file to copy or measure.
+ */
+#include "store/etcd_int.h"
+
+const struct store_ops store_etcd_ops = {
+	.version = STORE_OPS_VERSION,
+	.name = "etcd",
+	.abilities = STORE_CAN_FEED,
+	.store_size = sizeof(struct store_etcd),
+	.txn_size = sizeof(struct store_etcd_txn),
+	.scan_size = sizeof(struct store_etcd_scan),
+	.open = store_etcd_open,
+	.close = store_etcd_close,
+	.info = store_etcd_info,
+	.position = store_etcd_position,
+	.changed_elsewhere = store_etcd_changed_elsewhere,
+	.read_begin = store_etcd_read_begin,
+	.read_end = store_etcd_read_end,
+	.txn_id = store_etcd_txn_id,
+	.write = store_etcd_write,
+	.get = store_etcd_get,
+	.put = store_etcd_put,
+	.put_reserve = store_etcd_put_reserve,
+	.del = store_etcd_del,
+	.del_prefix = store_etcd_del_prefix,
+	.space_is_empty = store_etcd_space_is_empty,
+	.scan_open = store_etcd_scan_open,
+	.scan_next = store_etcd_scan_next,
+	.scan_seek = store_etcd_scan_seek,
+	.scan_next_distinct = store_etcd_scan_next_distinct,
+	.scan_close = store_etcd_scan_close,
+	.feed_read = store_etcd_feed_read,
+};

@@ -1,0 +1,320 @@
+/*
+ * store/etcd_scan.c - scans of the etcd backend: a space's key range read in
+ * pages of ETCD_PAGE keys, every page at the transaction's revision (so a
+ * listing is one snapshot), the next page starting after the last key. In
+ * a write transaction the pages are merged with the attempt's buffer (its
+ * puts shown, its deletes hidden) and every stretch read is guarded.
+ */
+#include "store/etcd_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/tuple.h"
+
+static int key_cmp(const void *a, size_t al, const void *b, size_t bl)
+{
+	int c = memcmp(a, b, al < bl ? al : bl);
+
+	if (c != 0)
+		return c;
+	return al < bl ? -1 : al > bl;
+}
+
+int store_etcd_scan_open(struct store_scan *sb)
+{
+	struct store_etcd_scan *s = ESCAN(sb);
+
+	s->txn = ETXN(sb->txn);
+	s->base_len = etcd_key(s->txn->st, sb->space, NULL, 0, s->lo);
+	s->lo_len = etcd_key(s->txn->st, sb->space, sb->prefix, sb->prefix_len, s->lo);
+	s->hi_len = etcd_prefix_end(s->lo, s->lo_len, s->hi);
+	memcpy(s->cur, s->lo, s->lo_len);
+	s->cur_len = s->lo_len;
+	s->incl = true;
+	return 0;
+}
+
+void store_etcd_scan_close(struct store_scan *scan)
+{
+	(void)scan;	/* its pages belong to the transaction */
+}
+
+/* k is at or past the position. */
+static bool past_cur(const struct store_etcd_scan *s, const void *k, size_t kl)
+{
+	int c = key_cmp(k, kl, s->cur, s->cur_len);
+
+	return c > 0 || (c == 0 && s->incl);
+}
+
+/*
+ * Reads [from, hi) with at most limit keys (values unless keys_only) into
+ * a page the transaction keeps and describes, guarding it in a write.
+ */
+static int read_page(struct store_etcd_txn *t, const uint8_t *from, size_t fl, const uint8_t *hi,
+		     size_t hl, bool keys_only, int64_t limit, struct etcd_kept **out)
+{
+	struct etcd_range_opts o = { .range_end = hi, .range_end_len = hl, .limit = limit,
+				     .keys_only = keys_only };
+	struct etcd_kept *kept;
+	int rc = etcd_txn_range_kept(t, from, fl, &o, &kept);
+
+	if (rc)
+		return rc;
+	/* what this page read: [from, after its last key), or to the end */
+	kept->is_page = true;
+	kept->has_vals = !keys_only;
+	memcpy(kept->from, from, fl);
+	kept->from_len = fl;
+	memcpy(kept->scan_hi, hi, hl);
+	kept->scan_hi_len = hl;
+	memcpy(kept->end, hi, hl);
+	kept->end_len = hl;
+	if (kept->r.more && kept->r.len) {
+		const struct etcd_kv *last = &kept->r.kvs[kept->r.len - 1];
+
+		memcpy(kept->end, last->key, last->key_len);
+		kept->end[last->key_len] = 0;
+		kept->end_len = last->key_len + 1;
+	}
+	*out = kept;
+	if (t->base.write)
+		return etcd_txn_guard_range(t, kept->from, kept->from_len, kept->end, kept->end_len);
+	return 0;
+}
+
+/*
+ * Reads the next page: from the position, or after the current page when
+ * that is further. A page read before in the transaction that holds the
+ * place serves without a round trip; when an earlier scan's range holds the
+ * place but its pages stopped short (a walk over the children of one
+ * document, each scanned in turn), that range is read on from here, in a
+ * big page.
+ */
+static int fetch(struct store_etcd_scan *s)
+{
+	uint8_t from[ETCD_KEY_MAX];
+	size_t fl;
+	int rc;
+	struct etcd_kept *kept, *prev;
+
+	memcpy(from, s->cur, s->cur_len);
+	fl = s->cur_len;
+	if (!s->incl)
+		from[fl++] = 0;	/* the first key after cur */
+	if (s->page && key_cmp(s->pend, s->pend_len, from, fl) > 0) {
+		memcpy(from, s->pend, s->pend_len);	/* the last page read up to there */
+		fl = s->pend_len;
+	}
+	if (s->skip_len && key_cmp(s->skip, s->skip_len, from, fl) > 0) {
+		memcpy(from, s->skip, s->skip_len);
+		fl = s->skip_len;
+	}
+	kept = etcd_txn_page_covering(s->txn, from, fl, !s->keys_only);
+	if (!kept && (prev = etcd_txn_page_before(s->txn, from, fl, !s->keys_only))) {
+		/* from here on in that earlier range, in a big page: the next scans find it read */
+		s->fetches++;
+		rc = read_page(s->txn, from, fl, prev->scan_hi, prev->scan_hi_len, !prev->has_vals,
+			       ETCD_PAGE_AHEAD, &kept);
+		if (rc)
+			return rc;
+	}
+	if (!kept) {
+		s->fetches++;
+		rc = read_page(s->txn, from, fl, s->hi, s->hi_len, s->keys_only, ETCD_PAGE, &kept);
+		if (rc) {
+			s->page = NULL;
+			return rc;
+		}
+	}
+	/* a page read before (by this scan or another) serves from where it holds `from` */
+	s->page = &kept->r;
+	for (s->idx = 0; s->idx < s->page->len; s->idx++)
+		if (key_cmp(s->page->kvs[s->idx].key, s->page->kvs[s->idx].key_len, from, fl) >= 0)
+			break;
+	memcpy(s->from, from, fl);
+	s->from_len = fl;
+	memcpy(s->pend, kept->end, kept->end_len);
+	s->pend_len = kept->end_len;
+	return 0;
+}
+
+/* The next key of etcd at or past the position that the buffer does not override: 1, 0, <0. */
+static int etcd_next(struct store_etcd_scan *s, const struct etcd_kv **out)
+{
+	for (;;) {
+		const struct etcd_kv *kv;
+
+		if (!s->page || s->idx >= s->page->len) {
+			int rc;
+
+			if (s->page && ((s->pend_len == 1 && s->pend[0] == 0) ||
+					key_cmp(s->pend, s->pend_len, s->hi, s->hi_len) >= 0))
+				return 0;	/* the page held everything up to the end */
+			if (key_cmp(s->cur, s->cur_len, s->hi, s->hi_len) >= 0)
+				return 0;	/* sought past the prefix */
+			rc = fetch(s);
+			if (rc)
+				return rc;
+			continue;
+		}
+		kv = &s->page->kvs[s->idx];
+		if (key_cmp(kv->key, kv->key_len, s->hi, s->hi_len) >= 0)
+			return 0;	/* a page of a wider scan: past this one's end */
+		if (!past_cur(s, kv->key, kv->key_len) ||
+		    (s->skip_len && key_cmp(kv->key, kv->key_len, s->skip, s->skip_len) < 0)) {
+			s->idx++;
+			continue;
+		}
+		if (s->txn->base.write) {
+			const void *v, *end;
+			size_t vl, el;
+
+			if (etcd_buf_covering(s->txn->buf, kv->key, kv->key_len, &end, &el)) {
+				/* a range this attempt deleted: skip it whole */
+				if (key_cmp(end, el, s->hi, s->hi_len) >= 0 || (el == 1 && !*(const uint8_t *)end))
+					return 0;
+				memcpy(s->skip, end, el);
+				s->skip_len = el;
+				s->idx++;
+				continue;
+			}
+			if (etcd_buf_get(s->txn->buf, kv->key, kv->key_len, &v, &vl) != -ENOENT) {
+				s->idx++;	/* written or deleted here: the buffer answers */
+				continue;
+			}
+		}
+		*out = kv;
+		return 1;
+	}
+}
+
+int store_etcd_scan_next(struct store_scan *sb, struct store_val *key, struct store_val *val)
+{
+	struct store_etcd_scan *scan = ESCAN(sb);
+	const struct etcd_kv *kv = NULL;
+	const void *bk = NULL, *bv = NULL;
+	size_t bkl = 0, bvl = 0;
+	int rc = etcd_next(scan, &kv), has_b = 0;
+
+	if (rc < 0)
+		return rc;
+	if (rc == 0)
+		kv = NULL;
+	if (scan->txn->base.write)
+		has_b = etcd_buf_next_put(scan->txn->buf, scan->cur, scan->cur_len, scan->incl,
+					  scan->hi, scan->hi_len, &bk, &bkl, &bv, &bvl);
+	if (has_b && (!kv || key_cmp(bk, bkl, kv->key, kv->key_len) < 0)) {
+		memcpy(scan->cur, bk, bkl);
+		scan->cur_len = bkl;
+		scan->incl = false;
+		key->data = (const uint8_t *)bk + scan->base_len;
+		key->len = bkl - scan->base_len;
+		val->data = bv;
+		val->len = bvl;
+		return 1;
+	}
+	if (!kv)
+		return 0;
+	scan->idx++;
+	memcpy(scan->cur, kv->key, kv->key_len);
+	scan->cur_len = kv->key_len;
+	scan->incl = false;
+	key->data = kv->key + scan->base_len;
+	key->len = kv->key_len - scan->base_len;
+	val->data = kv->val ? (const void *)kv->val : (const void *)"";
+	val->len = kv->val_len;
+	return 1;
+}
+
+/* Moves the position to the tuple key k (up to STORE_KEY_MAX + 1 bytes: a subtree's end). */
+static void seek_to(struct store_etcd_scan *scan, const void *key, size_t key_len)
+{
+	uint8_t k[ETCD_KEY_MAX];
+	size_t kl = scan->base_len;
+
+	memcpy(k, scan->lo, scan->base_len);
+	memcpy(k + kl, key, key_len);
+	kl += key_len;
+	if (key_cmp(k, kl, scan->lo, scan->lo_len) < 0) {
+		memcpy(k, scan->lo, scan->lo_len);
+		kl = scan->lo_len;
+	}
+	memcpy(scan->cur, k, kl);
+	scan->cur_len = kl;
+	scan->incl = true;
+	scan->skip_len = 0;	/* found again from the buffer if k lies in a deleted range */
+	/* the page holds every key from where it was read: still good when that is not past k */
+	if (scan->page && key_cmp(scan->from, scan->from_len, k, kl) > 0)
+		scan->page = NULL;
+	if (scan->page) {
+		scan->idx = 0;	/* skip what lies before the position */
+		while (scan->idx < scan->page->len) {
+			const struct etcd_kv *e = &scan->page->kvs[scan->idx];
+
+			if (key_cmp(e->key, e->key_len, k, kl) >= 0)
+				break;
+			scan->idx++;
+		}
+	}
+}
+
+/* Keys below the prefix seek to the prefix; keys past it end the scan on the next step. */
+int store_etcd_scan_seek(struct store_scan *sb, const void *key, size_t key_len)
+{
+	struct store_etcd_scan *scan = ESCAN(sb);
+	if (key_len > STORE_KEY_MAX + 1)
+		return -ENAMETOOLONG;	/* a subtree's end (key + 0xff) may be one longer */
+	seek_to(scan, key, key_len);
+	return 0;
+}
+
+/* Length (in the tuple key) up to the end of the depth-th element after the prefix; 0 when shorter. */
+static int child_boundary(const struct store_etcd_scan *s, const struct store_val *key,
+			  int depth, size_t *end)
+{
+	struct tuple_reader r;
+	struct tuple_elem e;
+	int rc = 1;
+
+	size_t pl = s->base.prefix_len;
+
+	tuple_reader_init(&r, (const uint8_t *)key->data + pl, key->len - pl);
+	for (int i = 0; i < depth && rc == 1; i++)
+		rc = tuple_next(&r, &e);
+	if (rc < 0)
+		return -EIO;
+	*end = pl + r.pos;
+	return rc;
+}
+
+int store_etcd_scan_next_distinct(struct store_scan *sb, int depth,
+				  struct store_val *key, struct store_val *val, size_t *child_end)
+{
+	struct store_etcd_scan *scan = ESCAN(sb);
+	uint8_t target[STORE_KEY_MAX + 1];
+	size_t end;
+	int rc;
+
+	if (depth < 1)
+		return -EINVAL;
+	for (;;) {
+		rc = store_etcd_scan_next(sb, key, val);
+		if (rc != 1)
+			return rc;
+		rc = child_boundary(scan, key, depth, &end);
+		if (rc < 0)
+			return rc;
+		if (rc == 1)
+			break;
+	}
+	*child_end = end;
+	/* past the child's subtree: its element + 0xff (no element starts with 0xff) */
+	memcpy(target, key->data, end);
+	target[end] = 0xff;
+	/* the page stays with the transaction, so key and val stay where they point */
+	seek_to(scan, target, end + 1);
+	return 1;
+}

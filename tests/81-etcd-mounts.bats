@@ -1,0 +1,123 @@
+#!/usr/bin/env bats
+# tests/81-etcd-mounts.bats - kvfs mounts of one etcd store (docs/ETCD.md):
+# two mounts of the same prefix see each other's writes through the watch;
+# two writers conflicting on one document lose nothing and tear nothing;
+# one member stopped while writes go on. A cluster of its own, or the one
+# make test-etcd runs (KVFS_ETCD_URL).
+
+load 'test_helper/common'
+load 'test_helper/etcd'
+
+setup_file() {
+	etcd_start
+}
+
+teardown_file() {
+	etcd_stop
+}
+
+setup() {
+	common_setup
+	STORE=$ETCD_URL/kvfs-81/$$-$BATS_TEST_NUMBER-$RANDOM
+	EXTRA_PIDS=()
+	EXTRA_MNTS=()
+	mount_store
+	mount_extra "$BATS_TEST_TMPDIR/mnt2" "$STORE"
+	MNT2=$BATS_TEST_TMPDIR/mnt2
+}
+
+teardown() {
+	mount_teardown
+}
+
+# Milliseconds since the epoch.
+now_ms() {
+	date +%s%3N
+}
+
+# wait_content FILE TEXT: polls (bounded: 10 s) until FILE holds TEXT; prints the ms it took.
+wait_content() {
+	local start i
+	start=$(now_ms)
+	for ((i = 0; i < 1000; i++)); do
+		[ "$(cat "$1" 2>/dev/null)" = "$2" ] && echo $(($(now_ms) - start)) && return 0
+		sleep 0.01
+	done
+	echo "never: $1 holds '$(cat "$1" 2>&1)', not '$2'" >&2
+	return 1
+}
+
+@test "two mounts of one etcd store see each other's writes, cached names and contents included" {
+	echo one >"$MNT/note"
+	run -0 wait_content "$MNT2/note" one
+	local first=$output
+	# the second mount has looked at it now (kernel caches); a change must still show
+	echo two >"$MNT/note"
+	run -0 wait_content "$MNT2/note" two
+	local second=$output
+	echo '{"a":{"b":1}}' >"$MNT2/doc.json"
+	run -0 wait_content "$MNT/doc/a/b" 1
+	local third=$output
+	rm "$MNT/note"
+	for ((i = 0; i < 1000; i++)); do
+		[ -e "$MNT2/note" ] || break
+		sleep 0.01
+	done
+	[ ! -e "$MNT2/note" ]
+	run -0 ls "$MNT2"
+	assert_output doc
+	echo "# seen by the other mount after $first, $second, $third ms" >&3
+}
+
+@test "two writers conflicting on one document lose nothing and tear nothing" {
+	mkdir "$MNT/doc"
+	eventually 10 test -d "$MNT2/doc"
+	# both add children to the same directory (one document), at once
+	(for i in $(seq 1 25); do echo "$i" >"$MNT/doc/a$i" || exit 1; done) &
+	local a=$!
+	(for i in $(seq 1 25); do echo "$i" >"$MNT2/doc/b$i" || exit 1; done) &
+	local b=$!
+	wait "$a"
+	wait "$b"
+	run -0 kvfs export "$STORE" /doc
+	run -0 jq -r 'keys | length' <<<"$output"
+	assert_output 50
+	# both replace one whole document again and again; no read sees half of one
+	(for i in $(seq 1 15); do printf '{"v":%d,"w":%d,"pad":"%0200d"}' "$i" "$i" 0 >"$MNT/pair.json" || exit 1; done) &
+	a=$!
+	(for i in $(seq 101 115); do printf '{"v":%d,"w":%d,"pad":"%0200d"}' "$i" "$i" 0 >"$MNT2/pair.json" || exit 1; done) &
+	b=$!
+	local torn=0 reads=0 doc
+	while kill -0 "$a" 2>/dev/null || kill -0 "$b" 2>/dev/null; do
+		doc=$(kvfs export "$STORE" /pair 2>/dev/null) || continue
+		reads=$((reads + 1))
+		[ "$(jq -r '.v == .w' <<<"$doc")" = true ] || torn=$((torn + 1))
+	done
+	wait "$a"
+	wait "$b"
+	assert_equal "$torn" 0
+	run -0 kvfs export "$STORE" /pair
+	run -0 jq -r '.v == .w and (.v == 15 or .v == 115)' <<<"$output"
+	assert_output true
+	echo "# $reads whole-document reads while they wrote, none torn" >&3
+}
+
+@test "one member stopped while writes go on: nothing lost, and it catches up when back" {
+	local i
+	for i in $(seq 1 10); do echo "$i" >"$MNT/f$i"; done
+	run -0 "$ETCD_REPO/scripts/etcd-cluster.sh" stop-one 0
+	local gone=$output
+	for i in $(seq 11 30); do echo "$i" >"$MNT/f$i"; done
+	run -0 "$ETCD_REPO/scripts/etcd-cluster.sh" start
+	for i in $(seq 31 40); do echo "$i" >"$MNT/f$i"; done
+	for i in $(seq 1 40); do
+		run -0 wait_content "$MNT2/f$i" "$i"
+	done
+	# the member that was down has every write (read from it alone)
+	for ((i = 0; i < 100; i++)); do
+		kvfs get "etcd://$gone/${STORE#etcd://*/}" /f40 >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	run -0 kvfs get "etcd://$gone/${STORE#etcd://*/}" /f40
+	assert_output 40
+}

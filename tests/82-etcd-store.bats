@@ -1,0 +1,27 @@
+#!/usr/bin/env bats
+# tests/82-etcd-store.bats - the etcd backend's operations (store/etcd_store.c,
+# store/etcd_scan.c) against a live 3-member cluster: open/create/refuse,
+# reads at one revision, paged scans, buffered guarded writes and conflicts
+# (tests/unit/test_etcd_store.c, `make etcd-store-test`).
+
+load 'test_helper/common'
+load 'test_helper/etcd'
+
+setup_file() {
+	make -C "$ETCD_REPO" --no-print-directory etcd-store-test >&2
+	etcd_start
+}
+
+teardown_file() {
+	etcd_stop
+}
+
+@test "the etcd backend's operations pass their own tests against the live cluster" {
+	local bin=${KVFS_ETCD_STORE_TEST:-$ETCD_REPO/build/etcd/test_etcd_store}
+	run -0 "$bin"
+	refute_output --partial 'not ok'
+	local n
+	n=$(grep -c '^ok ' <<<"$output")
+	assert_line "1..$n"
+	[ "$n" -ge 5 ]
+}

@@ -1,0 +1,48 @@
+# tests/test_helper/etcd.bash - a throw-away etcd cluster for the etcd
+# suites (tests/8x-*.bats): `load 'test_helper/etcd'`, then etcd_start in
+# setup_file and etcd_stop in teardown_file. When KVFS_ETCD_URL is set
+# (make test-etcd runs one cluster for every suite) that cluster is used and
+# left running; otherwise one is started under $BATS_FILE_TMPDIR on free
+# ports and stopped again.
+
+ETCD_REPO=$BATS_TEST_DIRNAME/..
+
+# True when something listens on 127.0.0.1:$1.
+etcd_port_busy() {
+	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# A base port whose six ports (3 members x client+peer) are all free.
+etcd_pick_port() {
+	local base p busy
+	for ((base = 25000 + ($$ % 50) * 20; base < 40000; base += 1000)); do
+		busy=0
+		for ((p = base; p < base + 6; p++)); do
+			etcd_port_busy "$p" && busy=1 && break
+		done
+		[ "$busy" -eq 0 ] && echo "$base" && return 0
+	done
+	return 1
+}
+
+# Sets and exports ETCD_URL (etcd://H:P,H:P,H:P) and KVFS_ETCD_ENDPOINTS.
+etcd_start() {
+	if [ -n "${KVFS_ETCD_URL:-}" ]; then
+		ETCD_URL=$KVFS_ETCD_URL
+		ETCD_OWN=0
+	else
+		export KVFS_ETCD_DIR=$BATS_FILE_TMPDIR/etcd
+		KVFS_ETCD_PORT=$(etcd_pick_port)
+		export KVFS_ETCD_PORT
+		ETCD_URL=$("$ETCD_REPO/scripts/etcd-cluster.sh" start)
+		ETCD_OWN=1
+	fi
+	export ETCD_URL ETCD_OWN
+	export KVFS_ETCD_ENDPOINTS=${ETCD_URL#etcd://}
+}
+
+etcd_stop() {
+	if [ "${ETCD_OWN:-0}" = 1 ]; then
+		"$ETCD_REPO/scripts/etcd-cluster.sh" stop
+	fi
+}

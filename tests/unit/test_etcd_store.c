@@ -1,0 +1,731 @@
+/*
+ * tests/unit/test_etcd_store.c - the etcd backend (store/etcd_store.c,
+ * store/etcd_scan.c) against a LIVE cluster (KVFS_ETCD_ENDPOINTS,
+ * "HOST:PORT,..."; tests/82-etcd-store.bats starts one). Every run uses
+ * stores under its own prefix "kvfs-unit/<pid>/...". TAP output.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store/etcd_int.h"
+#include "store/tuple.h"
+#include "tests/unit/unit.h"
+
+static const char *endpoints;
+static char url_buf[512];
+
+/* The URL of this run's store `name`. Static buffer. */
+static const char *url(const char *name)
+{
+	snprintf(url_buf, sizeof(url_buf), "etcd://%s/kvfs-unit/%d/%s", endpoints, (int)getpid(), name);
+	return url_buf;
+}
+
+/*
+ * What store/store.c does around a backend's operations (allocating the
+ * handle, transactions and scans and filling their shared parts), so that
+ * the backend is tested on its own.
+ */
+static int t_open(const char *name, unsigned flags, struct store **out, char *why, size_t why_len)
+{
+	struct store *st = calloc(1, store_etcd_ops.store_size);
+	int rc;
+
+	*out = NULL;
+	if (!st)
+		return -ENOMEM;
+	st->ops = &store_etcd_ops;
+	st->name = strdup(name);
+	st->flags = flags;
+	st->readonly = flags & STORE_OPEN_READONLY;
+	st->writer = (uint64_t)getpid() << 20 | (uint64_t)rand();
+	rc = store_etcd_ops.open(st, name, flags, why, why_len);
+	if (rc) {
+		free(st->name);
+		free(st);
+		return rc;
+	}
+	*out = st;
+	return 0;
+}
+
+static void t_close(struct store *st, bool discard)
+{
+	store_etcd_ops.close(st, discard);
+	free(st->name);
+	free(st);
+}
+
+static int t_read(struct store *st, struct store_txn **out)
+{
+	struct store_txn *t = calloc(1, store_etcd_ops.txn_size);
+	int rc;
+
+	*out = NULL;
+	if (!t)
+		return -ENOMEM;
+	t->st = st;
+	rc = store_etcd_ops.read_begin(st, t);
+	if (rc) {
+		free(t);
+		return rc;
+	}
+	*out = t;
+	return 0;
+}
+
+static void t_end(struct store_txn *t)
+{
+	store_etcd_ops.read_end(t);
+	free(t);
+}
+
+static int t_scan(struct store_txn *t, enum store_space space, const void *prefix, size_t pl,
+		  struct store_scan **out)
+{
+	struct store_scan *s = calloc(1, store_etcd_ops.scan_size);
+	int rc;
+
+	*out = NULL;
+	if (!s)
+		return -ENOMEM;
+	s->txn = t;
+	s->space = space;
+	s->prefix_len = pl;
+	if (pl)
+		memcpy(s->prefix, prefix, pl);
+	rc = store_etcd_ops.scan_open(s);
+	if (rc) {
+		free(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+static void t_scan_close(struct store_scan *s)
+{
+	store_etcd_ops.scan_close(s);
+	free(s);
+}
+
+static struct store *open_new(const char *name)
+{
+	struct store *st = NULL;
+	char why[256] = "";
+	int rc = t_open(url(name), STORE_OPEN_CREATE, &st, why, sizeof(why));
+
+	if (rc) {
+		fprintf(stderr, "# open %s: %d %s\n", url(name), rc, why);
+		exit(2);
+	}
+	return st;
+}
+
+struct kv_arg {
+	const char *key, *val;
+	int runs;
+};
+
+static int put_fn(struct store_txn *t, void *arg)
+{
+	struct kv_arg *a = arg;
+
+	a->runs++;
+	return store_etcd_put(t, STORE_SPACE_DATA, a->key, strlen(a->key), a->val, strlen(a->val));
+}
+
+static void put1(struct store *st, const char *k, const char *v)
+{
+	struct kv_arg a = { k, v, 0 };
+
+	CHECK_EQ_INT(store_etcd_write(st, put_fn, &a), 0);
+}
+
+/* The value of k at the newest revision into out ("" when absent); 0 or -ENOENT. */
+static int get1(struct store *st, const char *k, char *out, size_t len)
+{
+	struct store_txn *t;
+	struct store_val v;
+	int rc = t_read(st, &t);
+
+	out[0] = 0;
+	if (rc)
+		return rc;
+	rc = store_etcd_get(t, STORE_SPACE_DATA, k, strlen(k), &v);
+	if (rc == 0)
+		snprintf(out, len, "%.*s", (int)v.len, (const char *)v.data);
+	t_end(t);
+	return rc;
+}
+
+static void test_open(void)
+{
+	struct store *st = NULL, *st2 = NULL;
+	struct etcd_client *c;
+	char why[256], u[512];
+	int rc;
+
+	CHECK_EQ_INT(t_open("etcd://", 0, &st, why, sizeof(why)), -EINVAL);
+	CHECK_EQ_INT(t_open("etcd://127.0.0.1:1", 0, &st, why, sizeof(why)), -EINVAL);
+	snprintf(u, sizeof(u), "etcd://%s/", endpoints);
+	CHECK_EQ_INT(t_open(u, STORE_OPEN_CREATE, &st, why, sizeof(why)), -EINVAL);
+	CHECK_EQ_INT(t_open(url("none"), 0, &st, why, sizeof(why)), -ENOENT);
+	CHECK(strstr(why, "no kvfs store") != NULL);
+	/* nothing answers there: connection refused, with the reason */
+	CHECK_EQ_INT(t_open("etcd://127.0.0.1:1/x", 0, &st, why, sizeof(why)), -ECONNREFUSED);
+	CHECK(st == NULL);
+
+	st = open_new("a");
+	CHECK_EQ_INT(st->format, STORE_FORMAT_VERSION);
+	put1(st, "k", "in a");
+	/* "a/b" is another store: it does not see a's keys, and a does not see its */
+	st2 = open_new("a/b");
+	char buf[64];
+	CHECK_EQ_INT(get1(st2, "k", buf, sizeof(buf)), -ENOENT);
+	put1(st2, "k", "in a/b");
+	CHECK_EQ_INT(get1(st, "k", buf, sizeof(buf)), 0);
+	CHECK(strcmp(buf, "in a") == 0);
+	t_close(st2, false);
+	/* a reopen without CREATE finds it; a trailing / names the same store */
+	t_close(st, false);
+	snprintf(u, sizeof(u), "%s/", url("a"));
+	rc = t_open(u, 0, &st, why, sizeof(why));
+	CHECK_EQ_INT(rc, 0);
+	if (rc == 0) {
+		CHECK_EQ_INT(get1(st, "k", buf, sizeof(buf)), 0);
+		t_close(st, false);
+	}
+
+	/* someone else's keys under the prefix: refused, untouched */
+	CHECK_EQ_INT(etcd_client_open(endpoints, &c, why, sizeof(why)), 0);
+	char fk[128];
+	int fl = snprintf(fk, sizeof(fk), "kvfs-unit/%d/foreign", (int)getpid());
+	fk[fl] = 0;
+	CHECK_EQ_INT(etcd_client_put(c, fk, (size_t)fl + 2, "v", 1, 0, NULL), 0);	/* "...\0\0" */
+	CHECK_EQ_INT(t_open(url("foreign"), STORE_OPEN_CREATE, &st, why, sizeof(why)), -EINVAL);
+	CHECK(strstr(why, "not a kvfs store") != NULL);
+	struct etcd_range_result r;
+	CHECK_EQ_INT(etcd_client_range(c, fk, (size_t)fl + 2, NULL, &r), 0);
+	CHECK_EQ_INT(r.len, 1);
+	etcd_range_result_release(&r);
+	etcd_client_close(c);
+
+	/* discard removes what this handle created */
+	st = open_new("gone");
+	put1(st, "x", "y");
+	t_close(st, true);
+	CHECK_EQ_INT(t_open(url("gone"), 0, &st, why, sizeof(why)), -ENOENT);
+}
+
+struct rw_arg {
+	int step;
+	int rc[8];
+};
+
+static int rw_fn(struct store_txn *t, void *arg)
+{
+	struct rw_arg *a = arg;
+	struct store_val v;
+	uint64_t n = 99;
+
+	a->rc[0] = store_etcd_put(t, STORE_SPACE_DATA, "p1", 2, "one", 3);
+	a->rc[1] = store_etcd_get(t, STORE_SPACE_DATA, "p1", 2, &v);	/* reads its own write */
+	a->rc[2] = v.len == 3 && memcmp(v.data, "one", 3) == 0 ? 0 : -1;
+	a->rc[3] = store_etcd_del(t, STORE_SPACE_DATA, "nothere", 7);
+	a->rc[4] = store_etcd_del(t, STORE_SPACE_DATA, "p1", 2);
+	a->rc[5] = store_etcd_get(t, STORE_SPACE_DATA, "p1", 2, &v);
+	a->rc[6] = store_etcd_del_prefix(t, STORE_SPACE_DATA, "q", 1, &n);
+	a->rc[7] = (int)n;
+	return store_etcd_put(t, STORE_SPACE_DATA, "p2", 2, "two", 3);
+}
+
+static int reserve_fn(struct store_txn *t, void *arg)
+{
+	void *p;
+	int rc = store_etcd_put_reserve(t, STORE_SPACE_DATA, "r", 1, 5, &p);
+
+	(void)arg;
+	if (rc == 0)
+		memcpy(p, "hello", 5);
+	return rc;
+}
+
+static int fail_fn(struct store_txn *t, void *arg)
+{
+	(void)arg;
+	store_etcd_put(t, STORE_SPACE_DATA, "never", 5, "x", 1);
+	return -EPERM;
+}
+
+static void test_writes(void)
+{
+	struct store *st = open_new("w");
+	struct rw_arg a = { 0 };
+	char buf[64];
+
+	put1(st, "q1", "a");
+	put1(st, "q2", "b");
+	CHECK_EQ_INT(store_etcd_write(st, rw_fn, &a), 0);
+	CHECK_EQ_INT(a.rc[0], 0);
+	CHECK_EQ_INT(a.rc[1], 0);
+	CHECK_EQ_INT(a.rc[2], 0);
+	CHECK_EQ_INT(a.rc[3], -ENOENT);
+	CHECK_EQ_INT(a.rc[4], 0);
+	CHECK_EQ_INT(a.rc[5], -ENOENT);
+	CHECK_EQ_INT(a.rc[6], 0);
+	CHECK_EQ_INT(a.rc[7], 2);
+	CHECK_EQ_INT(get1(st, "p1", buf, sizeof(buf)), -ENOENT);
+	CHECK_EQ_INT(get1(st, "q1", buf, sizeof(buf)), -ENOENT);
+	CHECK_EQ_INT(get1(st, "p2", buf, sizeof(buf)), 0);
+	CHECK(strcmp(buf, "two") == 0);
+	CHECK_EQ_INT(store_etcd_write(st, reserve_fn, NULL), 0);
+	CHECK_EQ_INT(get1(st, "r", buf, sizeof(buf)), 0);
+	CHECK(strcmp(buf, "hello") == 0);
+	/* a refusing fn commits nothing */
+	CHECK_EQ_INT(store_etcd_write(st, fail_fn, NULL), -EPERM);
+	CHECK_EQ_INT(get1(st, "never", buf, sizeof(buf)), -ENOENT);
+
+	struct store_info info;
+	uint64_t before;
+	CHECK_EQ_INT(store_etcd_info(st, &info), 0);
+	CHECK_EQ_INT(info.entries, 2);	/* p2, r */
+	before = info.last_txn_id;
+	put1(st, "z", "1");
+	CHECK_EQ_INT(store_etcd_info(st, &info), 0);
+	CHECK(info.last_txn_id > before);
+	CHECK_EQ_INT(atomic_load(&ETCD(st)->last_commit), info.last_txn_id);
+	t_close(st, true);
+}
+
+/* The tuple ("dir") or ("dir", i) into out; its length. */
+static size_t dir_key(uint8_t *out, size_t cap, int64_t i, bool with_i)
+{
+	struct tuple_writer w;
+
+	tuple_writer_init(&w, out, cap);
+	tuple_put_string(&w, "dir", 3);
+	if (with_i)
+		tuple_put_int(&w, i);
+	return w.len;
+}
+
+/* Keys ("dir", i) with values "v<i>", n of them, in one Txn. */
+static int many_fn(struct store_txn *t, void *arg)
+{
+	int n = *(int *)arg;
+
+	for (int i = 0; i < n; i++) {
+		uint8_t k[64], v[16];
+		size_t kl = dir_key(k, sizeof(k), i, true);
+		int vl = snprintf((char *)v, sizeof(v), "v%d", i);
+		int rc = store_etcd_put(t, STORE_SPACE_DATA, k, kl, v, (size_t)vl);
+		if (rc)
+			return rc;
+		/* and a subtree under every tenth: ("dir", i, "sub") */
+		if (i % 10 == 0) {
+			struct tuple_writer w;
+
+			tuple_writer_init(&w, k + kl, sizeof(k) - kl);
+			tuple_put_string(&w, "sub", 3);
+			kl += w.len;
+			rc = store_etcd_put(t, STORE_SPACE_DATA, k, kl, "s", 1);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+static void test_scans(void)
+{
+	struct store *st = open_new("scan");
+	struct store_txn *t, *t2;
+	struct store_scan *s = NULL;
+	struct store_val k, v;
+	uint8_t pfx[16];
+	size_t pl = dir_key(pfx, sizeof(pfx), 0, false), child_end;
+	int n = 700, count = 0, rc;
+	int64_t last = -1;
+	bool ordered = true;
+
+	CHECK_EQ_INT(store_etcd_write(st, many_fn, &n), 0);
+	CHECK_EQ_INT(t_read(st, &t), 0);
+	CHECK_EQ_INT(t_scan(t, STORE_SPACE_DATA, pfx, pl, &s), 0);
+	while ((rc = store_etcd_scan_next_distinct(s, 1, &k, &v, &child_end)) == 1) {
+		struct tuple_reader r;
+		struct tuple_elem e;
+
+		tuple_reader_init(&r, (const uint8_t *)k.data + pl, child_end - pl);
+		if (tuple_next(&r, &e) != 1 || e.type != TUPLE_TYPE_INT || e.integer <= last)
+			ordered = false;
+		else
+			last = e.integer;
+		count++;
+	}
+	CHECK_EQ_INT(rc, 0);
+	CHECK_EQ_INT(count, n);
+	CHECK(ordered);
+	CHECK(ESCAN(s)->fetches >= 2);	/* a page of 256, then the rest read on in a bigger one */
+	t_scan_close(s);
+
+	/* the snapshot holds: another commit is not seen by t, even by a new scan */
+	uint8_t k5[32];
+	size_t k5l = dir_key(k5, sizeof(k5), 5, true);
+	CHECK_EQ_INT(t_read(st, &t2), 0);
+	CHECK(store_etcd_txn_id(t2) > 0);
+	put1(st, "zz", "late");
+	CHECK_EQ_INT(store_etcd_get(t, STORE_SPACE_DATA, "zz", 2, &v), -ENOENT);
+	CHECK_EQ_INT(t_scan(t, STORE_SPACE_DATA, NULL, 0, &s), 0);
+	count = 0;
+	while ((rc = store_etcd_scan_next(s, &k, &v)) == 1)
+		count++;
+	CHECK_EQ_INT(rc, 0);
+	CHECK_EQ_INT(count, n + n / 10);
+	t_scan_close(s);
+	CHECK(store_etcd_txn_id(t2) < etcd_newest_revision(ETCD(st)));
+	/* seek inside and back */
+	CHECK_EQ_INT(t_scan(t, STORE_SPACE_DATA, pfx, pl, &s), 0);
+	CHECK_EQ_INT(store_etcd_scan_seek(s, k5, k5l), 0);
+	CHECK_EQ_INT(store_etcd_scan_next(s, &k, &v), 1);
+	CHECK_MEM(k.data, k.len, k5, k5l);
+	CHECK_EQ_INT(store_etcd_scan_seek(s, "", 0), 0);	/* below the prefix: its start */
+	CHECK_EQ_INT(store_etcd_scan_next(s, &k, &v), 1);
+	CHECK(v.len == 2 && memcmp(v.data, "v0", 2) == 0);
+	CHECK_EQ_INT(store_etcd_scan_seek(s, "\xff", 1), 0);	/* past it: the end */
+	CHECK_EQ_INT(store_etcd_scan_next(s, &k, &v), 0);
+	t_scan_close(s);
+	CHECK(!store_etcd_space_is_empty(t, STORE_SPACE_DATA));
+	CHECK(store_etcd_space_is_empty(t, STORE_SPACE_INDEX));
+	t_end(t2);
+	t_end(t);
+	t_close(st, true);
+}
+
+/* A write whose scan sees its own buffer: deletes hidden, puts shown, in order. */
+static int merge_fn(struct store_txn *t, void *arg)
+{
+	char *out = arg;
+	struct store_scan *s;
+	struct store_val k, v;
+	int rc;
+
+	out[0] = 0;
+	if ((rc = store_etcd_del(t, STORE_SPACE_DATA, "b", 1)) ||
+	    (rc = store_etcd_put(t, STORE_SPACE_DATA, "bb", 2, "new", 3)) ||
+	    (rc = store_etcd_put(t, STORE_SPACE_DATA, "a", 1, "A2", 2)) ||
+	    (rc = store_etcd_del_prefix(t, STORE_SPACE_DATA, "d", 1, NULL)) ||
+	    (rc = store_etcd_put(t, STORE_SPACE_DATA, "d2", 2, "D2", 2)))
+		return rc;
+	if ((rc = t_scan(t, STORE_SPACE_DATA, NULL, 0, &s)))
+		return rc;
+	while ((rc = store_etcd_scan_next(s, &k, &v)) == 1)
+		snprintf(out + strlen(out), 200 - strlen(out), "%.*s=%.*s ", (int)k.len,
+			 (const char *)k.data, (int)v.len, (const char *)v.data);
+	t_scan_close(s);
+	return rc;
+}
+
+static void test_write_scans(void)
+{
+	struct store *st = open_new("merge");
+	char out[200];
+
+	put1(st, "a", "A");
+	put1(st, "b", "B");
+	put1(st, "c", "C");
+	put1(st, "d1", "D1");
+	put1(st, "d3", "D3");
+	put1(st, "e", "E");
+	CHECK_EQ_INT(store_etcd_write(st, merge_fn, out), 0);
+	CHECK(strcmp(out, "a=A2 bb=new c=C d2=D2 e=E ") == 0);
+	if (strcmp(out, "a=A2 bb=new c=C d2=D2 e=E ") != 0)
+		fprintf(stderr, "# got %s\n", out);
+	CHECK_EQ_INT(get1(st, "d1", out, sizeof(out)), -ENOENT);
+	CHECK_EQ_INT(get1(st, "d2", out, sizeof(out)), 0);
+	t_close(st, true);
+}
+
+/* Conflicts: fn reads, then (first run only) another handle changes what it read. */
+struct race_arg {
+	struct store *other;
+	int runs;
+	bool scan;	/* read by a scan of "c" instead of a get */
+	bool other_deletes;
+	char seen[32];
+};
+
+static int other_del(struct store_txn *t, void *arg)
+{
+	(void)arg;
+	return store_etcd_del(t, STORE_SPACE_DATA, "c2", 2);
+}
+
+static int race_fn(struct store_txn *t, void *arg)
+{
+	struct race_arg *a = arg;
+	struct store_val v;
+	int rc, n = 0;
+
+	a->runs++;
+	if (a->scan) {
+		struct store_scan *s;
+		struct store_val k;
+
+		if ((rc = t_scan(t, STORE_SPACE_DATA, "c", 1, &s)))
+			return rc;
+		while ((rc = store_etcd_scan_next(s, &k, &v)) == 1)
+			n++;
+		t_scan_close(s);
+		if (rc < 0)
+			return rc;
+		snprintf(a->seen, sizeof(a->seen), "%d", n);
+	} else {
+		rc = store_etcd_get(t, STORE_SPACE_DATA, "n", 1, &v);
+		if (rc)
+			return rc;
+		snprintf(a->seen, sizeof(a->seen), "%.*s", (int)v.len, (const char *)v.data);
+	}
+	if (a->runs == 1) {
+		if (a->other_deletes)
+			rc = store_etcd_write(a->other, other_del, NULL);
+		else
+			put1(a->other, "n", "other");
+		if (rc)
+			return rc;
+	}
+	return store_etcd_put(t, STORE_SPACE_DATA, "result", 6, a->seen, strlen(a->seen));
+}
+
+static void test_conflicts(void)
+{
+	struct store *st = open_new("race"), *other;
+	struct race_arg a = { 0 };
+	char why[256], buf[64];
+
+	CHECK_EQ_INT(t_open(url("race"), 0, &other, why, sizeof(why)), 0);
+	put1(st, "n", "mine");
+	a.other = other;
+	CHECK_EQ_INT(store_etcd_write(st, race_fn, &a), 0);
+	CHECK_EQ_INT(a.runs, 2);	/* the first commit failed its guard, the second saw "other" */
+	CHECK_EQ_INT(get1(st, "result", buf, sizeof(buf)), 0);
+	CHECK(strcmp(buf, "other") == 0);
+
+	/* a key deleted inside a range the writer scanned: caught by the delete stamp */
+	put1(st, "c1", "x");
+	put1(st, "c2", "y");
+	memset(&a, 0, sizeof(a));
+	a.other = other;
+	a.scan = true;
+	a.other_deletes = true;
+	CHECK_EQ_INT(store_etcd_write(st, race_fn, &a), 0);
+	CHECK_EQ_INT(a.runs, 2);
+	CHECK_EQ_INT(get1(st, "result", buf, sizeof(buf)), 0);
+	CHECK(strcmp(buf, "1") == 0);
+	t_close(other, false);
+	t_close(st, true);
+}
+
+struct feed_log {
+	int n, mine;
+	char last[64];
+};
+
+static int feed_fn(void *arg, const struct store_change *c)
+{
+	struct feed_log *l = arg;
+
+	l->n++;
+	l->mine += c->mine;
+	snprintf(l->last, sizeof(l->last), "%.*s", (int)c->len, (const char *)c->key);
+	return 0;
+}
+
+/* Polls the feed of a after position `after` until it names n changes (bounded: 3 s). */
+static struct feed_log feed_wait(struct store *a, uint64_t after, int n, uint64_t *upto)
+{
+	struct feed_log l = { 0 };
+
+	for (int i = 0; i < 300; i++) {
+		memset(&l, 0, sizeof(l));
+		CHECK_EQ_INT(store_etcd_feed_read(a, after, feed_fn, &l, upto), 0);
+		if (l.n >= n)
+			break;
+		usleep(10 * 1000);
+	}
+	return l;
+}
+
+static void test_feed(void)
+{
+	struct store *a = open_new("feed"), *b;
+	char why[256];
+	uint64_t pos, upto = 0;
+	struct feed_log l;
+
+	CHECK_EQ_INT(t_open(url("feed"), 0, &b, why, sizeof(why)), 0);
+	pos = store_etcd_position(a);	/* starts a's watch */
+	CHECK(pos > 0);
+	CHECK(!store_etcd_changed_elsewhere(a));
+	put1(b, "from-b", "1");
+	l = feed_wait(a, pos, 1, &upto);
+	CHECK_EQ_INT(l.n, 1);
+	CHECK_EQ_INT(l.mine, 0);
+	CHECK(strcmp(l.last, "from-b") == 0);
+	CHECK(upto > pos);
+	CHECK(store_etcd_changed_elsewhere(a));
+	CHECK(!store_etcd_changed_elsewhere(a));	/* once per change */
+	/* our own commit: in the feed as mine, and no news for changed_elsewhere */
+	pos = upto;
+	put1(a, "from-a", "2");
+	l = feed_wait(a, pos, 1, &upto);
+	CHECK_EQ_INT(l.n, 1);
+	CHECK_EQ_INT(l.mine, 1);
+	CHECK(!store_etcd_changed_elsewhere(a));
+	CHECK(store_etcd_position(a) >= upto);
+	/* before the watch began: cannot tell */
+	CHECK_EQ_INT(store_etcd_feed_read(a, 1, feed_fn, &l, &upto), -ESTALE);
+	t_close(b, false);
+	t_close(a, true);
+}
+
+/* ---- bench STORE: the same workloads through store.h on either backend ---- */
+
+static double ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+struct fill_arg {
+	int from, to, per_child;
+};
+
+/* Children ("kids", i) for i in [from, to), each with per_child leaves ("kids", i, j). */
+static int fill_fn(struct store_txn *t, void *arg)
+{
+	struct fill_arg *a = arg;
+
+	for (int i = a->from; i < a->to; i++)
+		for (int j = 0; j < a->per_child; j++) {
+			uint8_t k[64];
+			struct tuple_writer w;
+			int rc;
+
+			tuple_writer_init(&w, k, sizeof(k));
+			tuple_put_string(&w, "kids", 4);
+			tuple_put_int(&w, i);
+			tuple_put_int(&w, j);
+			rc = store_put(t, STORE_SPACE_DATA, k, w.len, "0123456789abcdef", 16);
+			if (rc)
+				return rc;
+		}
+	return 0;
+}
+
+#define BENCH_KEY "\x02" "bench\x00"	/* the tuple ("bench") */
+
+static int one_put(struct store_txn *t, void *arg)
+{
+	const char *v = arg;
+
+	return store_put(t, STORE_SPACE_DATA, BENCH_KEY, sizeof(BENCH_KEY) - 1, v, strlen(v));
+}
+
+static int bench(const char *name, int per_child)
+{
+	struct store *st;
+	struct store_txn *t;
+	struct store_scan *s = NULL;
+	struct store_val k, v;
+	uint8_t pfx[16];
+	struct tuple_writer w;
+	char why[256];
+	double t0, get_ms, put_ms, ls_ms = 1e9;
+	size_t end;
+	int n = 0, rc = store_open(name, STORE_OPEN_CREATE, &st, why, sizeof(why));
+
+	if (rc) {
+		fprintf(stderr, "bench: %s\n", why);
+		return 1;
+	}
+	int chunk = 3000 / per_child > 0 ? 3000 / per_child : 1;	/* children per write */
+
+	for (int from = 0; from < 1000; from += chunk) {
+		struct fill_arg a = { from, from + chunk, per_child };
+
+		if (a.to > 1000)
+			a.to = 1000;
+		if ((rc = store_write(st, fill_fn, &a)))
+			goto fail;
+	}
+	if ((rc = store_write(st, one_put, (void *)(uintptr_t)"v")))
+		goto fail;
+	t0 = ms_now();
+	for (int i = 0; i < 200; i++) {
+		if ((rc = store_read_begin(st, &t)))
+			goto fail;
+		rc = store_get(t, STORE_SPACE_DATA, BENCH_KEY, sizeof(BENCH_KEY) - 1, &v);
+		store_txn_end(t);
+		if (rc)
+			goto fail;
+	}
+	get_ms = (ms_now() - t0) / 200;
+	t0 = ms_now();
+	for (int i = 0; i < 50; i++)
+		if ((rc = store_write(st, one_put, (void *)(uintptr_t)(i % 2 ? "odd" : "even"))))
+			goto fail;
+	put_ms = (ms_now() - t0) / 50;
+	tuple_writer_init(&w, pfx, sizeof(pfx));
+	tuple_put_string(&w, "kids", 4);
+	for (int round = 0; round < 5; round++) {
+		t0 = ms_now();
+		if ((rc = store_read_begin(st, &t)))
+			goto fail;
+		s = NULL;
+		rc = store_scan_open(t, STORE_SPACE_DATA, pfx, w.len, &s);
+		n = 0;
+		if (rc == 0)
+			while ((rc = store_scan_next_distinct(s, 1, &k, &v, &end)) == 1)
+				n++;
+		if (s)
+			store_scan_close(s);
+		store_txn_end(t);
+		if (rc < 0)
+			goto fail;
+		if (ms_now() - t0 < ls_ms)
+			ls_ms = ms_now() - t0;
+	}
+	printf("%s\t%s\tpoint get %.3f ms\tcommit of one put %.3f ms\tls of %d children (%d keys each, best of 5) %.2f ms\n",
+	       store_backend(st), name, get_ms, put_ms, n, per_child, ls_ms);
+	store_close(st);
+	return 0;
+fail:
+	fprintf(stderr, "bench: %s: %s\n", name, strerror(-rc));
+	store_close(st);
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 4 && strcmp(argv[1], "bench") == 0)
+		return bench(argv[2], atoi(argv[3]) > 0 ? atoi(argv[3]) : 1);
+	endpoints = getenv("KVFS_ETCD_ENDPOINTS");
+	if (!endpoints) {
+		printf("1..0 # SKIP KVFS_ETCD_ENDPOINTS is not set (tests/82-etcd-store.bats starts a cluster)\n");
+		return 0;
+	}
+	TEST(test_open);
+	TEST(test_writes);
+	TEST(test_scans);
+	TEST(test_write_scans);
+	TEST(test_conflicts);
+	TEST(test_feed);
+	return UNIT_DONE();
+}
