@@ -80,6 +80,7 @@ struct store {
 	unsigned copies;		/* store_copy calls inside the gate */
 	unsigned closers;		/* waiting to close the gate: no new txns */
 	bool resizing;			/* mapsize change in progress */
+	struct store_queue *queue;	/* queued commits (store_queue_start), or NULL */
 	char *dir;		/* heap: where the store lives */
 	unsigned stale_cleared;	/* dead readers' slots cleared at open */
 	bool created_dir;	/* store_open made these: store_close_discard */
@@ -96,6 +97,7 @@ struct store_txn {
 	void *owner;		/* the caller's (store_txn_set_owner) */
 	struct feed_set *feed;	/* write transactions: the keys touched (feed.c) */
 	struct hidden *hidden[2];	/* heap: data/index subtrees hidden from reads, or NULL */
+	bool borrowed;		/* a read of the queued batch (queue_read_begin): no txn of its own */
 };
 
 /* Sorted, and no key is the tuple ancestor of another (store_txn_hide). */
@@ -825,10 +827,13 @@ out_free_store:
 	return rc;
 }
 
+static void queue_stop(struct store *st);
+
 void store_close(struct store *st)
 {
 	if (!st)
 		return;
+	queue_stop(st);	/* commits the queued batch */
 	mdb_env_close(st->env);
 	store_free(st);
 }
@@ -837,6 +842,7 @@ void store_close_discard(struct store *st)
 {
 	if (!st)
 		return;
+	queue_stop(st);
 	mdb_env_close(st->env);
 	undo_create(st);
 	store_free(st);
@@ -959,11 +965,19 @@ uint64_t store_writer_id(const struct store *st)
 	return st->writer;
 }
 
+static int queue_flush(struct store *st);
+
 int store_sync(struct store *st)
 {
+	int rc = 0;
+
 	if (st->readonly)
 		return 0;	/* nothing of ours to flush */
-	return store_err(mdb_env_sync(st->env, 1));
+	if (st->queue)
+		rc = queue_flush(st);	/* the queued batch committed first */
+	if (rc == 0)
+		rc = store_err(mdb_env_sync(st->env, 1));
+	return rc;
 }
 
 /*
@@ -1020,6 +1034,9 @@ static unsigned snapshot_format(struct store *st)
 	return f == STORE_FORMAT_VERSION ? f : 0;
 }
 
+static bool queue_read_begin(struct store *st, struct store_txn *t);
+static void queue_read_end(struct store *st);
+
 int store_read_begin(struct store *st, struct store_txn **out)
 {
 	struct store_txn *t = calloc(1, sizeof(*t));
@@ -1029,6 +1046,10 @@ int store_read_begin(struct store *st, struct store_txn **out)
 	if (!t)
 		return -ENOMEM;
 	t->st = st;
+	if (queue_read_begin(st, t)) {
+		*out = t;
+		return 0;
+	}
 	t->format = snapshot_format(st);
 	rc = txn_begin(st, MDB_RDONLY, &t->txn);
 	if (rc) {
@@ -1046,8 +1067,12 @@ void store_txn_end(struct store_txn *txn)
 {
 	if (!txn || txn->write)
 		return;
-	mdb_txn_abort(txn->txn);
-	gate_leave(txn->st, false);
+	if (txn->borrowed)
+		queue_read_end(txn->st);	/* the batch is the committer's to end */
+	else {
+		mdb_txn_abort(txn->txn);
+		gate_leave(txn->st, false);
+	}
 	hidden_free(txn->hidden[0]);
 	hidden_free(txn->hidden[1]);
 	free(txn);
@@ -1370,6 +1395,8 @@ static void batch_run(struct store *st, struct store_req *batch)
 	pthread_mutex_unlock(&st->write_mutex);
 }
 
+static int queue_write(struct store *st, struct store_req *req);
+
 int store_write(struct store *st, store_write_fn fn, void *arg)
 {
 	struct store_req req = { .fn = fn, .arg = arg };
@@ -1377,6 +1404,8 @@ int store_write(struct store *st, store_write_fn fn, void *arg)
 
 	if (st->readonly)
 		return -EROFS;
+	if (st->queue)
+		return queue_write(st, &req);
 	pthread_mutex_lock(&st->q_mutex);
 	if (st->q_tail)
 		st->q_tail->next = &req;
@@ -1403,6 +1432,359 @@ int store_write(struct store *st, store_write_fn fn, void *arg)
 	}
 	pthread_mutex_unlock(&st->q_mutex);
 	return req.rc;
+}
+
+/*
+ * ---- queued commits (store_queue_start) ----
+ *
+ * One committer thread owns one write transaction, the batch, and keeps it
+ * open for at most `ms` after the first change in it. Each store_write hands
+ * its fn to the committer and waits only for fn to run in a nested
+ * transaction of the batch: its verdict (a refusal undoes only its own
+ * nested transaction) comes back at once, without a commit or a sync. The
+ * batch is committed as one ordinary transaction (one sync in
+ * STORE_OPEN_SYNC_ONCE, the store's integrity kept) when ms have passed,
+ * at store_sync, when it grows past QUEUE_BATCH_MAX, and at store_close.
+ * A process killed before that loses the batch whole, never a part of one
+ * fn's changes. LMDB ties a write transaction's lock to the thread that
+ * began it, so only the committer begins and ends it.
+ *
+ * While a batch is open, this process's read transactions read the batch
+ * itself (queue_read_begin), one at a time under b_mutex, so that what a
+ * write acknowledged is seen at once by this process; other processes
+ * see it at the commit. b_mutex ranks like LMDB's writer lock (after
+ * q_mutex, before the gate); it is recursive because one thread may
+ * nest read transactions. Other processes' writers wait for the commit.
+ */
+#define QUEUE_BATCH_MAX 20000	/* writes in one batch before it is committed early */
+
+struct store_queue {
+	unsigned ms;		/* fixed */
+	pthread_t thread;	/* fixed once started */
+	pthread_cond_t cond;	/* the committer waits here (with st->q_mutex) */
+	/* st->q_mutex: */
+	bool stop;
+	uint64_t flush_want, flush_done;	/* store_sync's tickets */
+	int flush_rc;		/* the result of the commit that served flush_done */
+	int lost_rc;		/* a timed commit failed: told to the next store_sync */
+	/* b_mutex: the open batch (only the committer changes it) */
+	pthread_mutex_t b_mutex;
+	struct store_txn batch;	/* batch.txn is NULL when no batch is open */
+	struct feed_set feed;
+	unsigned count;		/* writes applied in the batch */
+	struct timespec deadline;	/* CLOCK_MONOTONIC: commit by then */
+	_Atomic bool open;	/* batch.txn != NULL; a hint read without b_mutex */
+	_Atomic uint64_t applied;	/* writes ever applied (store_version) */
+};
+
+static bool deadline_passed(const struct timespec *d)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec > d->tv_sec || (now.tv_sec == d->tv_sec && now.tv_nsec >= d->tv_nsec);
+}
+
+static bool queue_read_begin(struct store *st, struct store_txn *t)
+{
+	struct store_queue *q = st->queue;
+
+	if (!q || !atomic_load(&q->open))
+		return false;
+	pthread_mutex_lock(&q->b_mutex);
+	if (!q->batch.txn) {	/* committed meanwhile: an ordinary snapshot sees it */
+		pthread_mutex_unlock(&q->b_mutex);
+		return false;
+	}
+	t->txn = q->batch.txn;
+	t->format = q->batch.format;
+	t->borrowed = true;
+	return true;	/* b_mutex held until store_txn_end */
+}
+
+static void queue_read_end(struct store *st)
+{
+	pthread_mutex_unlock(&st->queue->b_mutex);
+}
+
+/* Committer, b_mutex held. Opens a batch. */
+static int queue_begin(struct store *st)
+{
+	struct store_queue *q = st->queue;
+	int rc;
+
+	memset(&q->batch, 0, sizeof(q->batch));
+	q->batch.st = st;
+	q->batch.write = true;
+	q->batch.feed = &q->feed;
+	q->batch.format = snapshot_format(st);
+	feed_set_init(&q->feed);
+	rc = txn_begin(st, 0, &q->batch.txn);
+	if (rc) {
+		feed_set_release(&q->feed);
+		q->batch.txn = NULL;
+		return rc;
+	}
+	q->count = 0;
+	clock_gettime(CLOCK_MONOTONIC, &q->deadline);
+	q->deadline.tv_sec += q->ms / 1000;
+	q->deadline.tv_nsec += (long)(q->ms % 1000) * 1000000L;
+	if (q->deadline.tv_nsec >= 1000000000L) {
+		q->deadline.tv_nsec -= 1000000000L;
+		q->deadline.tv_sec++;
+	}
+	atomic_store(&q->open, true);
+	return 0;
+}
+
+/* Committer, b_mutex held. Ends the batch: committed when anything is in it. */
+static int queue_end(struct store *st, bool commit)
+{
+	struct store_queue *q = st->queue;
+	struct store_txn c = { .st = st, .write = true, .format = q->batch.format,
+			       .feed = &q->feed };
+	uint64_t txnid;
+	int rc = 0;
+
+	if (!q->batch.txn)
+		return 0;
+	if (!commit || !q->count) {
+		mdb_txn_abort(q->batch.txn);
+		gate_leave(st, false);
+		goto out_release;
+	}
+	/*
+	 * The change log entry in a nested transaction: when it does not fit,
+	 * the batch commits without it (readers see a gap, and re-check all).
+	 */
+	if (mdb_txn_begin(st->env, q->batch.txn, 0, &c.txn) == 0) {
+		if (feed_txn_commit(&c, &q->feed, st->writer, st->feed_keep) == 0 && !c.map_full)
+			mdb_txn_commit(c.txn);
+		else
+			mdb_txn_abort(c.txn);
+	}
+	txnid = mdb_txn_id(q->batch.txn);
+	pthread_mutex_lock(&st->write_mutex);
+	rc = mdb_txn_commit(q->batch.txn);
+	if (rc == 0)
+		note_own_commit(st, txnid);
+	pthread_mutex_unlock(&st->write_mutex);
+	gate_leave(st, false);
+	rc = rc ? commit_err(st, rc) : 0;
+out_release:
+	feed_set_release(&q->feed);
+	q->batch.txn = NULL;
+	q->count = 0;
+	atomic_store(&q->open, false);
+	return rc;
+}
+
+/* Committer, b_mutex held. A commit whose writers have returned: its failure is kept. */
+static void queue_commit_now(struct store *st)
+{
+	int rc = queue_end(st, true);
+
+	if (rc < 0) {
+		pthread_mutex_lock(&st->q_mutex);
+		st->queue->lost_rc = rc;
+		pthread_mutex_unlock(&st->q_mutex);
+	}
+}
+
+/*
+ * Committer, b_mutex held. Runs one write in the batch. When the map is
+ * full, the batch so far is committed (it is whole) and the write runs
+ * again in a new one, after the map is grown.
+ */
+static void queue_apply(struct store *st, struct store_req *r)
+{
+	struct store_queue *q = st->queue;
+	bool full;
+	int rc;
+
+	for (int attempt = 0;; attempt++) {
+		if (!q->batch.txn && (rc = queue_begin(st)) < 0) {
+			r->rc = rc;
+			return;
+		}
+		full = false;
+		rc = batch_run_nested(&q->batch, r, &full);
+		if (rc < 0) {
+			/* the batch itself failed: nothing in it can be trusted */
+			r->rc = rc;
+			queue_end(st, false);
+			pthread_mutex_lock(&st->q_mutex);
+			q->lost_rc = rc;
+			pthread_mutex_unlock(&st->q_mutex);
+			return;
+		}
+		if (!full)
+			break;
+		queue_commit_now(st);
+		if (attempt > 0) {
+			pthread_mutex_lock(&st->write_mutex);
+			rc = grow_mapsize(st);
+			pthread_mutex_unlock(&st->write_mutex);
+			if (rc < 0 || attempt > 8) {
+				r->rc = rc < 0 ? rc : -ENOSPC;
+				return;
+			}
+		}
+	}
+	if (r->rc == 0) {
+		q->count++;
+		atomic_fetch_add(&q->applied, 1);
+	}
+	if (q->count >= QUEUE_BATCH_MAX)
+		queue_commit_now(st);
+}
+
+static void *queue_main(void *arg)
+{
+	struct store *st = arg;
+	struct store_queue *q = st->queue;
+	struct store_req *batch, *r, *next;
+	uint64_t flush;
+	bool stop, due;
+	int rc;
+
+	pthread_mutex_lock(&st->q_mutex);
+	for (;;) {
+		for (;;) {
+			bool open = atomic_load(&q->open);
+
+			if (q->stop || st->q_head || q->flush_want > q->flush_done)
+				break;
+			if (open && deadline_passed(&q->deadline))
+				break;
+			if (open)
+				pthread_cond_timedwait(&q->cond, &st->q_mutex, &q->deadline);
+			else
+				pthread_cond_wait(&q->cond, &st->q_mutex);
+		}
+		batch = st->q_head;
+		st->q_head = st->q_tail = NULL;
+		flush = q->flush_want;
+		stop = q->stop;
+		pthread_mutex_unlock(&st->q_mutex);
+		pthread_mutex_lock(&q->b_mutex);
+		for (r = batch; r; r = r->next)
+			queue_apply(st, r);
+		due = q->batch.txn && deadline_passed(&q->deadline);
+		rc = 0;
+		if (stop || due || flush > q->flush_done)
+			rc = queue_end(st, true);
+		pthread_mutex_unlock(&q->b_mutex);
+		pthread_mutex_lock(&st->q_mutex);
+		for (r = batch; r; r = next) {
+			next = r->next;
+			r->done = true;	/* its writer may return (and free r) once we unlock */
+		}
+		if (rc < 0 && flush <= q->flush_done)
+			q->lost_rc = rc;	/* nobody waits for this commit: the next sync says it */
+		if (flush > q->flush_done) {
+			q->flush_done = flush;
+			q->flush_rc = rc;
+		}
+		pthread_cond_broadcast(&st->q_cond);
+		if (stop && !st->q_head)
+			break;
+	}
+	pthread_mutex_unlock(&st->q_mutex);
+	return NULL;
+}
+
+static int queue_write(struct store *st, struct store_req *req)
+{
+	pthread_mutex_lock(&st->q_mutex);
+	if (st->q_tail)
+		st->q_tail->next = req;
+	else
+		st->q_head = req;
+	st->q_tail = req;
+	pthread_cond_signal(&st->queue->cond);
+	while (!req->done)
+		pthread_cond_wait(&st->q_cond, &st->q_mutex);
+	pthread_mutex_unlock(&st->q_mutex);
+	return req->rc;
+}
+
+static int queue_flush(struct store *st)
+{
+	struct store_queue *q = st->queue;
+	uint64_t ticket;
+	int rc;
+
+	pthread_mutex_lock(&st->q_mutex);
+	ticket = ++q->flush_want;
+	pthread_cond_signal(&q->cond);
+	while (q->flush_done < ticket)
+		pthread_cond_wait(&st->q_cond, &st->q_mutex);
+	rc = q->flush_rc ? q->flush_rc : q->lost_rc;
+	q->lost_rc = 0;
+	pthread_mutex_unlock(&st->q_mutex);
+	return rc;
+}
+
+int store_queue_start(struct store *st, unsigned ms)
+{
+	struct store_queue *q;
+	pthread_condattr_t attr;
+	pthread_mutexattr_t ma;
+	int rc;
+
+	if (st->readonly || st->queue || !ms)
+		return -EINVAL;
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	q->ms = ms;
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	rc = pthread_cond_init(&q->cond, &attr);
+	pthread_condattr_destroy(&attr);
+	if (rc) {
+		free(q);
+		return -rc;
+	}
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&q->b_mutex, &ma);
+	pthread_mutexattr_destroy(&ma);
+	st->queue = q;
+	rc = pthread_create(&q->thread, NULL, queue_main, st);
+	if (rc) {
+		st->queue = NULL;
+		pthread_mutex_destroy(&q->b_mutex);
+		pthread_cond_destroy(&q->cond);
+		free(q);
+		return -rc;
+	}
+	return 0;
+}
+
+static void queue_stop(struct store *st)
+{
+	struct store_queue *q = st->queue;
+
+	if (!q)
+		return;
+	pthread_mutex_lock(&st->q_mutex);
+	q->stop = true;
+	pthread_cond_signal(&q->cond);
+	pthread_mutex_unlock(&st->q_mutex);
+	pthread_join(q->thread, NULL);
+	st->queue = NULL;
+	pthread_mutex_destroy(&q->b_mutex);
+	pthread_cond_destroy(&q->cond);
+	free(q);
+}
+
+uint64_t store_version(struct store *st)
+{
+	uint64_t applied = st->queue ? atomic_load(&st->queue->applied) : 0;
+
+	return store_position(st) + applied;
 }
 
 bool store_changed_elsewhere(struct store *st)
