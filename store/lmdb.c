@@ -98,6 +98,7 @@ struct store_txn {
 	struct feed_set *feed;	/* write transactions: the keys touched (feed.c) */
 	struct hidden *hidden[2];	/* heap: data/index subtrees hidden from reads, or NULL */
 	bool borrowed;		/* a read of the queued batch (queue_read_begin): no txn of its own */
+	uint64_t *written;	/* queued batch: bytes put, counted (nested ones too), or NULL */
 };
 
 /* Sorted, and no key is the tuple ancestor of another (store_txn_hide). */
@@ -1285,7 +1286,8 @@ static void note_own_commit(struct store *st, uint64_t txnid)
 /* One request of a batch of several, in a nested transaction of t. 0, or <0: fail the batch. */
 static int batch_run_nested(struct store_txn *t, struct store_req *r, bool *map_full)
 {
-	struct store_txn c = { .st = t->st, .write = true, .format = t->format, .feed = t->feed };
+	struct store_txn c = { .st = t->st, .write = true, .format = t->format, .feed = t->feed,
+			       .written = t->written };
 	int rc = mdb_txn_begin(t->st->env, t->txn, 0, &c.txn);
 
 	if (rc)
@@ -1472,6 +1474,7 @@ struct store_queue {
 	struct store_txn batch;	/* batch.txn is NULL when no batch is open */
 	struct feed_set feed;
 	unsigned count;		/* writes applied in the batch */
+	uint64_t written;	/* bytes they put (store_txn.written) */
 	struct timespec deadline;	/* CLOCK_MONOTONIC: commit by then */
 	_Atomic bool open;	/* batch.txn != NULL; a hint read without b_mutex */
 	_Atomic uint64_t applied;	/* writes ever applied (store_version) */
@@ -1517,6 +1520,7 @@ static int queue_begin(struct store *st)
 	q->batch.st = st;
 	q->batch.write = true;
 	q->batch.feed = &q->feed;
+	q->batch.written = &q->written;
 	q->batch.format = snapshot_format(st);
 	feed_set_init(&q->feed);
 	rc = txn_begin(st, 0, &q->batch.txn);
@@ -1526,6 +1530,7 @@ static int queue_begin(struct store *st)
 		return rc;
 	}
 	q->count = 0;
+	q->written = 0;
 	clock_gettime(CLOCK_MONOTONIC, &q->deadline);
 	q->deadline.tv_sec += q->ms / 1000;
 	q->deadline.tv_nsec += (long)(q->ms % 1000) * 1000000L;
@@ -1535,6 +1540,27 @@ static int queue_begin(struct store *st)
 	}
 	atomic_store(&q->open, true);
 	return 0;
+}
+
+/*
+ * Committer, b_mutex held, no batch open. A batch that fills the map cannot
+ * be run again (its writers have returned), and its commit needs pages of
+ * its own: the map is grown while more than half of it is used, so that a
+ * write that finds it full leaves room for committing the batch before it.
+ */
+static void queue_headroom(struct store *st)
+{
+	MDB_envinfo info;
+	MDB_stat ms;
+
+	if (mdb_env_info(st->env, &info) || mdb_env_stat(st->env, &ms))
+		return;
+	if ((uint64_t)(info.me_last_pgno + 1) * ms.ms_psize <= info.me_mapsize / 2)
+		return;
+	/* on failure, the next write that needs the room finds the map full */
+	pthread_mutex_lock(&st->write_mutex);
+	(void)grow_mapsize(st);
+	pthread_mutex_unlock(&st->write_mutex);
 }
 
 /* Committer, b_mutex held. Ends the batch: committed when anything is in it. */
@@ -1576,6 +1602,8 @@ out_release:
 	q->batch.txn = NULL;
 	q->count = 0;
 	atomic_store(&q->open, false);
+	if (commit && rc == 0)
+		queue_headroom(st);
 	return rc;
 }
 
@@ -1594,7 +1622,8 @@ static void queue_commit_now(struct store *st)
 /*
  * Committer, b_mutex held. Runs one write in the batch. When the map is
  * full, the batch so far is committed (it is whole) and the write runs
- * again in a new one, after the map is grown.
+ * again in a new one, after the map is grown; when the transaction holds
+ * too many pages (-EFBIG), again in a new one, alone.
  */
 static void queue_apply(struct store *st, struct store_req *r)
 {
@@ -1618,6 +1647,9 @@ static void queue_apply(struct store *st, struct store_req *r)
 			pthread_mutex_unlock(&st->q_mutex);
 			return;
 		}
+		/* too many dirty pages for one transaction: maybe not alone */
+		if (r->rc == -EFBIG && q->count > 0 && attempt == 0)
+			full = true;
 		if (!full)
 			break;
 		queue_commit_now(st);
@@ -1635,7 +1667,8 @@ static void queue_apply(struct store *st, struct store_req *r)
 		q->count++;
 		atomic_fetch_add(&q->applied, 1);
 	}
-	if (q->count >= QUEUE_BATCH_MAX)
+	/* big: committed while the room queue_headroom kept is surely enough */
+	if (q->count >= QUEUE_BATCH_MAX || q->written > current_mapsize(st) / 8)
 		queue_commit_now(st);
 }
 
@@ -1851,6 +1884,8 @@ static int put_with(struct store_txn *txn, enum store_space space, const void *k
 	rc = mdb_put(txn->txn, txn->st->dbi[space], &k, v, flags);
 	if (rc == 0)
 		feed_set_note(txn->feed, space, key, key_len, false);
+	if (rc == 0 && txn->written)
+		*txn->written += key_len + v->mv_size;
 	return txn_err(txn, rc);
 }
 

@@ -311,6 +311,23 @@ PY
 	run -0 kvfs check "$STORE"
 }
 
+@test "-o commit=MS: batches that fill a small map: it grows, nothing acknowledged is lost" {
+	unmount_store
+	rm -rf "$STORE"
+	KVFS_MAPSIZE=256k mount_store -o commit=400
+	for i in $(seq 300); do
+		v=$(printf '%04d' "$i")
+		run -0 close_report "$MNT/f$i" "$(printf "$v%.0s" $(seq 1000))"
+		assert_output closed
+	done
+	unmount_store
+	run -0 kvfs ls "$STORE" /
+	[ "${#lines[@]}" -eq 300 ]
+	run -0 kvfs get "$STORE" /f300
+	[ "${#output}" -eq 4000 ]
+	run -0 kvfs check "$STORE"
+}
+
 @test "-o commit=MS: a bad value is refused at mount" {
 	unmount_store
 	run ! "$KVFS_BIN" mount -f --create -o commit=0 "$STORE" "$MNT"
