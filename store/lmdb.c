@@ -1454,9 +1454,13 @@ int store_write(struct store *st, store_write_fn fn, void *arg)
  * While a batch is open, this process's read transactions read the batch
  * itself (queue_read_begin), one at a time under b_mutex, so that what a
  * write acknowledged is seen at once by this process; other processes
- * see it at the commit. b_mutex ranks like LMDB's writer lock (after
- * q_mutex, before the gate); it is recursive because one thread may
- * nest read transactions. Other processes' writers wait for the commit.
+ * see it at the commit. Other processes' writers wait for the commit.
+ *
+ * Locks: b_mutex, then q_mutex or write_mutex, then the gate; b_mutex is
+ * recursive because one thread may nest read transactions. The committer
+ * is the only writer of the process, so it may take write_mutex (for the
+ * accounting of its commit) while it holds LMDB's writer lock: no thread
+ * of the process waits for that lock holding write_mutex.
  */
 #define QUEUE_BATCH_MAX 20000	/* writes in one batch before it is committed early */
 
