@@ -311,6 +311,23 @@ PY
 	run -0 kvfs check "$STORE"
 }
 
+@test "-o commit=MS: another process's write waits for the queued batch; both are kept" {
+	unmount_store
+	rm -rf "$STORE"
+	# a store the mount creates: its lock file must stay locked by the daemon
+	mount_store -o commit=1000
+	echo mine >"$MNT/mine"
+	kvfs put "$STORE" /theirs other
+	run -0 kvfs get "$STORE" /mine
+	assert_output mine
+	eventually 10 cat "$MNT/theirs"
+	unmount_store
+	run -0 kvfs get "$STORE" /theirs
+	assert_output other
+	run -0 kvfs get "$STORE" /mine
+	assert_output mine
+}
+
 @test "-o commit=MS: batches that fill a small map: it grows, nothing acknowledged is lost" {
 	unmount_store
 	rm -rf "$STORE"
