@@ -80,7 +80,7 @@ test: deps
 # (-o entry_timeout=0,attr_timeout=0): every lookup and getattr reaches the
 # daemon, so answers the caches would hide are checked too. CI runs it.
 # 34-mount-ext4 (fsx, SQLite) runs in make test only.
-MOUNT_SUITES := $(wildcard tests/3[0-35-9]-*.bats tests/40-*.bats tests/53-*.bats tests/74-*.bats)
+MOUNT_SUITES := $(wildcard tests/3[0-35-9]-*.bats tests/40-*.bats tests/41-*.bats tests/53-*.bats tests/74-*.bats)
 test-nocache: deps
 	@$(MAKE) --no-print-directory all
 	@KVFS_BIN=$(CURDIR)/$(BIN) KVFS_MOUNT_OPTS=entry_timeout=0,attr_timeout=0 \

@@ -312,10 +312,12 @@ int cli_open(const char *dir, enum cli_open_mode mode, struct model **out)
 		flags |= MODEL_OPEN_READONLY;
 	if (mode == CLI_OPEN_CREATE)
 		flags |= MODEL_OPEN_CREATE;
-	/* Say "no store" before the model can say something less clear. */
-	if (mode != CLI_OPEN_CREATE && stat(dir, &st) != 0 && errno == ENOENT)
+	/* Say "no store" before the model can say something less clear
+	 * (a URL names no local path: the backend says what is wrong). */
+	if (!model_name_is_url(dir) && mode != CLI_OPEN_CREATE && stat(dir, &st) != 0 &&
+	    errno == ENOENT)
 		return cli_fail("no store at %s", dir);
-	if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
+	if (!model_name_is_url(dir) && stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
 		return cli_fail("no store at %s: not a directory", dir);
 	ret = model_open(dir, flags, out, &err);
 	if (ret == -ENOENT && mode != CLI_OPEN_CREATE)

@@ -371,6 +371,11 @@ int cli_cmd_info(const struct cli_verb *verb, int argc, char **argv)
 		return cli_fail("%s: %s", p.operands[0], strerror(-ret));
 	printf("store:      %s\n", p.operands[0]);
 	printf("keys:       %" PRIu64 "\n", info.entries);
+	if (!info.has_usage) {	/* no local file: no space or reader figures */
+		printf("backend:    %s (no file usage or reader slots to show)\n", info.backend);
+		printf("generation: %" PRIu64 "\n", info.generation);
+		return CLI_EXIT_OK;
+	}
 	info_size("used:", info.used_bytes);
 	info_size("free:", info.free_bytes);
 	info_size("high water:", info.high_water_bytes);

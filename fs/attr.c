@@ -39,9 +39,11 @@ void fs_stat_fill(const struct fs_ctx *ctx, const struct model_node *n, struct s
 	}
 	st->st_mtim = fs_ns_to_ts(n->mtime_ns);
 	/* ctime: the last chmod, chown, utimens, rename or entry change, or a
-	 * later write; atime = mtime (noatime semantics: reads write nothing) */
+	 * later write; atime = mtime (noatime semantics: reads write nothing)
+	 * unless utimens set it apart (then stored) */
 	st->st_ctim = fs_ns_to_ts(n->ctime_ns > n->mtime_ns ? n->ctime_ns : n->mtime_ns);
-	st->st_atim = st->st_mtim;
+	st->st_atim = (n->attr.have & MODEL_ATTR_ATIME) ? fs_ns_to_ts(n->attr.atime_ns) :
+		      st->st_mtim;
 }
 
 void fs_attr_for_new(fuse_req_t req, struct fs_ctx *ctx, mode_t mode, bool dir,
@@ -89,6 +91,7 @@ bool fs_stat_pending_locked(struct fs_ctx *ctx, const struct fs_node *node, bool
 {
 	struct fs_file *f = pending_file_locked(ctx, node);
 	const struct model_attr *a;
+	bool follows;
 
 	if (!f)
 		return false;
@@ -110,8 +113,14 @@ bool fs_stat_pending_locked(struct fs_ctx *ctx, const struct fs_node *node, bool
 		st->st_gid = a->gid;
 	st->st_size = (off_t)f->pend_len;
 	st->st_blocks = (blkcnt_t)((f->pend_len + 511) / 512);
+	follows = st->st_atim.tv_sec == st->st_mtim.tv_sec &&
+		  st->st_atim.tv_nsec == st->st_mtim.tv_nsec;	/* no atime of its own */
 	st->st_mtim = fs_ns_to_ts(f->pend_mtime);
 	st->st_ctim = st->st_mtim;
+	if (a->have & MODEL_ATTR_ATIME)
+		st->st_atim = fs_ns_to_ts(a->atime_ns);
+	else if (follows || !exists)
+		st->st_atim = st->st_mtim;
 	return true;
 }
 
@@ -169,7 +178,7 @@ static int node_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 			st->st_nlink = nlink;
 		pthread_mutex_lock(&ctx->lock);
 		if (ret == 0) {
-			st->st_ino = fs_node_st_ino_locked(node, st->st_ino);
+			st->st_ino = fs_node_st_ino_locked(ctx, node, st->st_ino);
 			node->kind_known = true;
 			node->is_dir = fs_kind_is_dir(n.kind);
 		}
@@ -353,18 +362,45 @@ static int setattr_size(struct fs_ctx *ctx, struct fs_node *node, struct fs_file
 	return ret;
 }
 
-static int setattr_mtime(struct fs_ctx *ctx, struct fs_node *node, const struct stat *attr,
-			 int to_set)
+static int64_t ts_ns(const struct timespec *ts)
 {
-	struct model_error err = { 0 };
-	int64_t ns = (to_set & FUSE_SET_ATTR_MTIME_NOW) ? fs_now_ns() :
-		     (int64_t)attr->st_mtim.tv_sec * 1000000000 + attr->st_mtim.tv_nsec;
-	struct fs_defer d = { .mtime = true, .mtime_ns = ns };
-	struct model_node n;
-	char *path;
-	bool tmp;
-	int ret;
+	return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
+}
 
+/*
+ * utimens: the mtime where leaves and directories keep it; the atime is
+ * the mtime unless set apart, and only then stored (an attr field), so
+ * `touch` and imports cost nothing. Setting one time keeps the other as
+ * shown (UTIME_OMIT), so an atime that followed the old mtime is stored.
+ */
+static int setattr_times(struct fs_ctx *ctx, struct fs_node *node, const char *path,
+			 const struct stat *attr, int to_set)
+{
+	bool set_m = to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW);
+	bool set_a = to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW);
+	int64_t now = fs_now_ns(), m, a, cur_m, cur_a;
+	struct model_error err = { 0 };
+	struct fs_defer d = { 0 };
+	struct stat cur;
+	char *wpath;
+	bool tmp;
+	int ret = node_stat(ctx, node, path, &cur, NULL, NULL);
+
+	if (ret < 0)
+		return ret;
+	cur_m = ts_ns(&cur.st_mtim);
+	cur_a = ts_ns(&cur.st_atim);
+	m = !set_m ? cur_m : (to_set & FUSE_SET_ATTR_MTIME_NOW) ? now : ts_ns(&attr->st_mtim);
+	a = !set_a ? cur_a : (to_set & FUSE_SET_ATTR_ATIME_NOW) ? now : ts_ns(&attr->st_atim);
+	/* an open writer commits at close: the mtime shown now, unless set */
+	d.mtime = true;
+	d.mtime_ns = m;
+	if (a != m) {
+		d.set.have = MODEL_ATTR_ATIME;
+		d.set.atime_ns = a;
+	} else if (cur_a != cur_m) {
+		d.unset = MODEL_ATTR_ATIME;	/* follows the mtime again */
+	}
 	if (fs_writer_defer(ctx, node, &d, &ret))
 		return ret;	/* committed with the content at close */
 	ret = fs_node_commit_files(ctx, node);
@@ -372,22 +408,20 @@ static int setattr_mtime(struct fs_ctx *ctx, struct fs_node *node, const struct 
 		return ret;
 	pthread_mutex_lock(&ctx->lock);
 	tmp = node->tmp != NULL;
-	if (tmp)
-		node->tmp->mtime_ns = ns;	/* kept for the commit */
+	if (tmp && set_m)
+		node->tmp->mtime_ns = m;	/* kept for the commit; it has no atime */
 	pthread_mutex_unlock(&ctx->lock);
 	if (tmp)
 		return 0;
-	ret = fs_write_path(ctx, node, NULL, &path);
+	ret = fs_write_path(ctx, node, NULL, &wpath);
 	if (ret < 0)
 		return ret;
-	ret = model_stat(ctx->model, path, 0, &n, &err);
 	/* views: accepted, not kept (they show their node's time) */
-	if (ret == 0 && n.kind != MODEL_KIND_VIEW)
-		ret = model_set_mtime(ctx->model, path, ns, &err);
+	ret = model_set_times(ctx->model, wpath, set_m ? &m : NULL, &d.set, d.unset, &err);
 	fs_write_end(ctx, ret);
 	if (ret < 0)
-		fs_log_model(ctx, ret, &err, path);
-	free(path);
+		fs_log_model(ctx, ret, &err, wpath);
+	free(wpath);
 	return ret;
 }
 
@@ -507,7 +541,8 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 	}
 	fs_trace(ctx, "setattr %s 0x%x", path, (unsigned)to_set);
 	if (ctx->read_only && (to_set & (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_MTIME |
-					 FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_MODE |
+					 FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_ATIME |
+					 FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MODE |
 					 FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) {
 		ret = -EROFS;
 		goto out_reply;
@@ -516,8 +551,9 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 		ret = setattr_size(ctx, node, fs_fi_file(fi), attr->st_size);
 	if (ret == 0 && (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)))
 		ret = setattr_owner_mode(ctx, node, attr, to_set);
-	if (ret == 0 && (to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW)))
-		ret = setattr_mtime(ctx, node, attr, to_set);
+	if (ret == 0 && (to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW |
+				   FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW)))
+		ret = setattr_times(ctx, node, path, attr, to_set);
 	if (ret == 0)
 		ret = node_stat(ctx, node, path, &st, NULL, &vol);
 out_reply:

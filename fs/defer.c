@@ -10,10 +10,11 @@
 
 #include "fs/fs_int.h"
 
-/* f->lock held. Merges a chmod/chown into what f keeps for its commit. */
+/* f->lock held. Merges a chmod/chown/atime into what f keeps for its commit. */
 static void defer_owner_mode(struct fs_file *f, const struct fs_defer *d)
 {
-	static const unsigned bits[] = { MODEL_ATTR_MODE, MODEL_ATTR_UID, MODEL_ATTR_GID };
+	static const unsigned bits[] = { MODEL_ATTR_MODE, MODEL_ATTR_UID, MODEL_ATTR_GID,
+					 MODEL_ATTR_ATIME };
 
 	for (size_t i = 0; i < sizeof(bits) / sizeof(bits[0]); i++) {
 		unsigned b = bits[i];
@@ -32,6 +33,8 @@ static void defer_owner_mode(struct fs_file *f, const struct fs_defer *d)
 		f->want_set.uid = d->set.uid;
 	if (d->set.have & MODEL_ATTR_GID)
 		f->want_set.gid = d->set.gid;
+	if (d->set.have & MODEL_ATTR_ATIME)
+		f->want_set.atime_ns = d->set.atime_ns;
 }
 
 /*

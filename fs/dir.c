@@ -168,8 +168,15 @@ static int dir_fill_fn(void *arg, const char *name, const struct model_node *nod
 			s->d->node->dir_until = node->expires_ns;
 		pthread_mutex_unlock(&ctx->lock);
 	}
-	if (!s->plus)
+	if (!s->plus) {
+		/* d_ino as stat shows it: a renamed node keeps its number */
+		pthread_mutex_lock(&ctx->lock);
+		child = fs_node_child_locked(ctx, s->d->node, name, false);
+		if (child)
+			e.attr.st_ino = fs_node_st_ino_locked(ctx, child, e.attr.st_ino);
+		pthread_mutex_unlock(&ctx->lock);
 		return dir_add(s, name, &e) ? 0 : 1;
+	}
 	pthread_mutex_lock(&ctx->lock);
 	child = fs_node_child_locked(ctx, s->d->node, name, true);
 	if (!child) {
@@ -177,7 +184,7 @@ static int dir_fill_fn(void *arg, const char *name, const struct model_node *nod
 		s->err = -ENOMEM;
 		return 1;
 	}
-	e.attr.st_ino = fs_node_st_ino_locked(child, e.attr.st_ino);
+	e.attr.st_ino = fs_node_st_ino_locked(ctx, child, e.attr.st_ino);
 	vol = fs_stat_pending_locked(ctx, child, true, &e.attr, NULL);
 	child->kind_known = true;
 	child->is_dir = fs_kind_is_dir(node->kind);

@@ -114,6 +114,14 @@ static struct model_attr file_pend_attr(const struct fs_ctx *ctx, const struct f
 		a.uid = f->want_set.uid;
 	if (set & MODEL_ATTR_GID)
 		a.gid = f->want_set.gid;
+	/* utimens: an atime kept apart, or one back to following the mtime */
+	if (f->want_set.have & MODEL_ATTR_ATIME) {
+		a.have |= MODEL_ATTR_ATIME;
+		a.atime_ns = f->want_set.atime_ns;
+	} else if (f->want_unset & MODEL_ATTR_ATIME) {
+		a.have |= MODEL_ATTR_ATIME;
+		a.atime_ns = f->wmtime_ns;
+	}
 	return a;
 }
 
@@ -462,7 +470,7 @@ int fs_leaf_pending_open(struct fs_ctx *ctx, struct fs_node *node, struct fuse_f
 	if (!f)
 		return -ENOMEM;
 	pthread_mutex_lock(&ctx->lock);
-	ino = fs_node_st_ino_locked(node, ino);
+	ino = fs_node_st_ino_locked(ctx, node, ino);
 	pthread_mutex_unlock(&ctx->lock);
 	pthread_mutex_lock(&f->lock);
 	f->writable = true;
@@ -550,7 +558,7 @@ int fs_file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 	if (!f)
 		return -ENOMEM;
 	pthread_mutex_lock(&ctx->lock);
-	ino = fs_node_st_ino_locked(node, n.ino);
+	ino = fs_node_st_ino_locked(ctx, node, n.ino);
 	pthread_mutex_unlock(&ctx->lock);
 	/* f is on ctx->files already: fs_cache_open_stat may look at it */
 	pthread_mutex_lock(&f->lock);

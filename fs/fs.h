@@ -9,7 +9,7 @@
 #include <stdbool.h>
 
 struct fs_options {
-	const char *store_dir;		/* directory holding the LMDB store */
+	const char *store_dir;		/* the store: its directory, or a URL (etcd://...) */
 	const char *mountpoint;		/* an existing directory */
 	bool foreground;		/* -f: do not detach; log to stderr */
 	bool read_only;			/* -o ro: read-only store, writes get EROFS */

@@ -114,7 +114,11 @@ struct fs_node {
 	uint64_t nlookup;	/* lookups the kernel holds; a forget of more is a bug */
 	uint64_t refs;		/* child nodes, open files and directories, pins */
 	bool hashed;		/* reachable by (parent, name); false once removed */
-	uint32_t moved;		/* 0, or the rename that brought it to its name (fs_node_st_ino_locked) */
+	/* node.c: the st_ino shown (fs_node_st_ino_locked) */
+	uint64_t st_ino;	/* 0 until first shown */
+	uint64_t model_ino;	/* the model's number st_ino was taken from */
+	bool ino_fixed;		/* st_ino no longer follows the model's (a rename kept it) */
+	struct fs_node *ino_next;	/* chain in ctx->fixed while ino_fixed */
 	/* cache.c: the page cache */
 	bool cache_known;	/* cache_* recorded at an earlier open */
 	int64_t cache_mtime;	/* leaf mtime and size at the last open or commit */
@@ -134,19 +138,6 @@ struct fs_node {
 					 * applied at the next commit; holds one ref (xattr.c,
 					 * defer.c) */
 };
-
-/*
- * ctx->lock held. The st_ino shown for node, whose model ino (a hash of the
- * path) is ino: a node renamed onto a name shows another number than the
- * one it replaced, so that `tail -F` sees `sed -i` replace its file, as on
- * ext4. The number outlives the node for the last FS_MOVED_MAX renamed
- * names (the kernel may forget a node and look it up again); a fresh mount
- * shows the model's.
- */
-static inline uint64_t fs_node_st_ino_locked(const struct fs_node *node, uint64_t ino)
-{
-	return ino ^ ((uint64_t)node->moved * 0x9e3779b97f4a7c15ull);
-}
 
 /* What fi->fh points to: told apart by the first field (setattr gets either). */
 enum fs_handle_type {
@@ -261,8 +252,9 @@ struct fs_error {
 struct fs_moved {
 	const struct fs_node *parent;	/* compared, never followed: may be stale */
 	char *name;		/* heap; NULL for an unused slot */
-	uint32_t moved;
+	uint64_t st_ino;
 };
+#define FS_FIXED_BUCKETS 4096	/* ctx->fixed: nodes whose st_ino a rename fixed, by st_ino */
 
 /* What stats.c counts: the requests by opcode, and the pages pushed (dir.c). */
 enum fs_stat {
@@ -286,7 +278,8 @@ enum fs_stat {
 struct fs_ctx {
 	struct model *model;	/* fixed; thread-safe itself */
 	struct fuse_session *se;
-	char *store_dir;	/* absolute */
+	char *store_name;	/* the store as named: its absolute directory, or a URL */
+	char *store_dir;	/* absolute; a store named by URL: $TMPDIR (spill files) */
 	char *mountpoint;	/* absolute */
 	bool foreground, read_only, debug;
 	uid_t uid;
@@ -311,7 +304,8 @@ struct fs_ctx {
 	struct fs_file *files;	/* every open file (file.c) */
 	struct fs_moved moved[FS_MOVED_MAX];	/* a ring, oldest overwritten (node.c) */
 	unsigned moved_next;	/* the slot the next freed renamed node takes */
-	uint32_t move_seq;	/* the last number handed to a renamed node */
+	uint64_t move_seq;	/* the last number mixed into a number of its own */
+	struct fs_node **fixed;	/* FS_FIXED_BUCKETS chains (node->ino_next); NULL until needed */
 
 	/* invalidate.c's worker: notifications must not run inside an operation */
 	pthread_mutex_t inval_lock;	/* the fields below up to gen_lock */
@@ -435,6 +429,17 @@ int fs_watch_start(struct fs_ctx *ctx);
 void fs_watch_stop(struct fs_ctx *ctx);
 
 /* ---- the node table (node.c) ---- */
+/*
+ * ctx->lock held. The st_ino shown for node, whose model ino (a hash of the
+ * path) is ino. A node keeps the number it showed across renames (its own
+ * and its ancestors'), as on ext4, for as long as the daemon knows it and,
+ * once the kernel forgot it, for the last FS_MOVED_MAX renamed names; a
+ * fresh mount shows the model's. A number a renamed node keeps is never
+ * shown by another node: a new node at the old name gets one of its own.
+ * So `sed -i` replacing a file shows a new number (`tail -F` follows it).
+ */
+uint64_t fs_node_st_ino_locked(struct fs_ctx *ctx, struct fs_node *node, uint64_t ino);
+
 int fs_nodes_init(struct fs_ctx *ctx);
 void fs_nodes_release(struct fs_ctx *ctx);
 struct fs_node *fs_node_from_ino(struct fs_ctx *ctx, fuse_ino_t ino);
@@ -515,8 +520,12 @@ static inline bool fs_kind_is_dir(enum model_kind kind)
 	return kind == MODEL_KIND_OBJECT || kind == MODEL_KIND_ARRAY;
 }
 
-/* Largest content buffered for one file: beyond FS_SPILL_MIN it is on disk (spill.c). */
-#define FS_FILE_MAX ((size_t)1 << 40)
+/*
+ * Largest content of one file: what a leaf can hold (a write past it fails
+ * with EFBIG, before anything is buffered); beyond FS_SPILL_MIN the buffer
+ * is on disk (spill.c).
+ */
+#define FS_FILE_MAX MODEL_LEAF_MAX
 #define FS_SPILL_MIN ((size_t)8 << 20)
 
 /*

@@ -251,7 +251,7 @@ static int build_args(struct fs_ctx *ctx, const struct fs_options *opts, struct 
 	ctx->entry_timeout = v.entry_timeout;
 	ctx->attr_timeout = v.attr_timeout;
 	ctx->debug = opts->debug || v.debug;
-	if (fuse_opt_add_opt_escaped(&fsname, ctx->store_dir) < 0)
+	if (fuse_opt_add_opt_escaped(&fsname, ctx->store_name) < 0)
 		return -1;
 	if (fuse_opt_add_arg(args, "-o") == 0 &&
 	    fuse_opt_add_arg(args, "default_permissions,subtype=kvfs") == 0 &&
@@ -374,15 +374,35 @@ static int watch_cond_init(pthread_cond_t *cond)
 	return ret;
 }
 
+/*
+ * The store's name as model_open takes it (a directory made absolute, a URL
+ * unchanged: it names no local path) and the local directory the daemon
+ * keeps its spill files in (the store's own, or the temporary directory).
+ */
+static void store_names(struct fs_ctx *ctx, const char *name)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	if (!model_name_is_url(name)) {
+		ctx->store_dir = abs_path(name);
+		ctx->store_name = ctx->store_dir ? strdup(ctx->store_dir) : NULL;
+		return;
+	}
+	ctx->store_name = strdup(name);
+	ctx->store_dir = abs_path(tmp && *tmp ? tmp : "/tmp");
+}
+
 static struct fs_ctx *ctx_new(const struct fs_options *opts)
 {
 	struct fs_ctx *ctx = calloc(1, sizeof(*ctx));
 
 	if (!ctx)
 		return NULL;
-	ctx->store_dir = abs_path(opts->store_dir);
+	store_names(ctx, opts->store_dir);
 	ctx->mountpoint = abs_path(opts->mountpoint);
-	if (!ctx->store_dir || !ctx->mountpoint || watch_cond_init(&ctx->watch_cond) != 0) {
+	if (!ctx->store_name || !ctx->store_dir || !ctx->mountpoint ||
+	    watch_cond_init(&ctx->watch_cond) != 0) {
+		free(ctx->store_name);
 		free(ctx->store_dir);
 		free(ctx->mountpoint);
 		free(ctx);
@@ -390,6 +410,7 @@ static struct fs_ctx *ctx_new(const struct fs_options *opts)
 	}
 	if (fs_nodes_init(ctx) < 0) {
 		pthread_cond_destroy(&ctx->watch_cond);
+		free(ctx->store_name);
 		free(ctx->store_dir);
 		free(ctx->mountpoint);
 		free(ctx->buckets);
@@ -437,6 +458,7 @@ static void ctx_free(struct fs_ctx *ctx)
 	if (ctx->log_fd >= 0)
 		close(ctx->log_fd);
 	free(ctx->log_path);
+	free(ctx->store_name);
 	free(ctx->store_dir);
 	free(ctx->mountpoint);
 	free(ctx);
@@ -578,12 +600,13 @@ static int open_model(struct fs_ctx *ctx, const struct fs_options *opts)
 	struct stat st;
 	int ret;
 
-	if (!opts->create && stat(ctx->store_dir, &st) < 0 && errno == ENOENT) {
+	if (!opts->create && !model_name_is_url(ctx->store_name) &&
+	    stat(ctx->store_name, &st) < 0 && errno == ENOENT) {
 		fprintf(stderr, "kvfs: mount: no store at %s (use --create to make one)\n",
 			opts->store_dir);
 		return -1;
 	}
-	ret = model_open(ctx->store_dir, flags, &ctx->model, &err);
+	ret = model_open(ctx->store_name, flags, &ctx->model, &err);
 	if (ret < 0) {
 		fprintf(stderr, "kvfs: mount: %s\n", err.msg[0] ? err.msg : strerror(-ret));
 		return -1;
@@ -623,7 +646,7 @@ static int serve(struct fs_ctx *ctx, int *report)
 		fs_log(ctx, LOG_WARNING, "no watcher thread: changes by other processes show late");
 	if (!ctx->foreground)
 		detach_finish(ctx, report);
-	fs_log(ctx, LOG_INFO, "serving %s at %s%s", ctx->store_dir, ctx->mountpoint,
+	fs_log(ctx, LOG_INFO, "serving %s at %s%s", ctx->store_name, ctx->mountpoint,
 	       ctx->read_only ? " (read-only)" : "");
 	cfg = fuse_loop_cfg_create();
 	if (!cfg) {

@@ -55,6 +55,8 @@ void fs_nodes_release(struct fs_ctx *ctx)
 	}
 	free(ctx->buckets);
 	ctx->buckets = NULL;
+	free(ctx->fixed);
+	ctx->fixed = NULL;
 }
 
 struct fs_node *fs_node_from_ino(struct fs_ctx *ctx, fuse_ino_t ino)
@@ -184,33 +186,107 @@ static void table_grow(struct fs_ctx *ctx)
 	ctx->nbuckets = nb;
 }
 
+/* ctx->lock held. Whether a node other than self, or a freed renamed name, keeps ino. */
+static bool ino_taken_locked(const struct fs_ctx *ctx, const struct fs_node *self, uint64_t ino)
+{
+	if (ctx->fixed)
+		for (const struct fs_node *n = ctx->fixed[ino % FS_FIXED_BUCKETS]; n; n = n->ino_next)
+			if (n != self && n->st_ino == ino)
+				return true;
+	for (unsigned i = 0; i < FS_MOVED_MAX; i++)
+		if (ctx->moved[i].name && ctx->moved[i].st_ino == ino)
+			return true;
+	return false;
+}
+
+/* ctx->lock held. n's number stays as shown (no memory: it follows the model, as before). */
+static void ino_fix_locked(struct fs_ctx *ctx, struct fs_node *n)
+{
+	struct fs_node **b;
+
+	if (n->ino_fixed || !n->st_ino)
+		return;
+	if (!ctx->fixed)
+		ctx->fixed = calloc(FS_FIXED_BUCKETS, sizeof(*ctx->fixed));
+	if (!ctx->fixed)
+		return;
+	b = &ctx->fixed[n->st_ino % FS_FIXED_BUCKETS];
+	n->ino_next = *b;
+	*b = n;
+	n->ino_fixed = true;
+}
+
+static void ino_unfix_locked(struct fs_ctx *ctx, struct fs_node *n)
+{
+	if (!n->ino_fixed)
+		return;
+	for (struct fs_node **p = &ctx->fixed[n->st_ino % FS_FIXED_BUCKETS]; *p; p = &(*p)->ino_next)
+		if (*p == n) {
+			*p = n->ino_next;
+			break;
+		}
+	n->ino_next = NULL;
+	n->ino_fixed = false;
+}
+
+/* ctx->lock held. n and every node known below it keep their numbers (a rename of n). */
+static void ino_fix_subtree_locked(struct fs_ctx *ctx, struct fs_node *n)
+{
+	ino_fix_locked(ctx, n);
+	for (struct fs_node *c = n->children; c; c = c->sib_next)
+		ino_fix_subtree_locked(ctx, c);
+}
+
+uint64_t fs_node_st_ino_locked(struct fs_ctx *ctx, struct fs_node *node, uint64_t ino)
+{
+	if (node->ino_fixed || (node->st_ino && node->model_ino == ino))
+		return node->st_ino;
+	node->model_ino = ino;
+	node->st_ino = ino;
+	if (!ino_taken_locked(ctx, node, ino))
+		return ino;
+	/* a renamed node shows the model's number for this path: one of its own, kept */
+	do
+		node->st_ino = ino ^ (++ctx->move_seq * 0x9e3779b97f4a7c15ull);
+	while (!node->st_ino || ino_taken_locked(ctx, node, node->st_ino));
+	ino_fix_locked(ctx, node);
+	return node->st_ino;
+}
+
 /*
- * ctx->lock held. A renamed node being freed (still under its name) leaves
- * its number to the next node of its name.
+ * ctx->lock held. A node with a number of its own being freed (still under
+ * its name) leaves it to the next node of its name.
  */
 static void moved_remember_locked(struct fs_ctx *ctx, struct fs_node *n)
 {
 	struct fs_moved *m = &ctx->moved[ctx->moved_next];
 
-	if (!n->moved)
+	if (!n->ino_fixed)
 		return;
 	free(m->name);
 	m->name = n->name;	/* taken over: the node is freed next */
 	n->name = NULL;
 	m->parent = n->parent;
-	m->moved = n->moved;
+	m->st_ino = n->st_ino;
 	ctx->moved_next = (ctx->moved_next + 1) % FS_MOVED_MAX;
 }
 
-/* ctx->lock held. The number a freed renamed node of this name left, or 0. */
-static uint32_t moved_recall_locked(struct fs_ctx *ctx, const struct fs_node *parent,
-				    const char *name)
+/*
+ * ctx->lock held. The number a freed node of this name left (0: none); the
+ * entry is dropped: the number lives in the caller's node now, or the name
+ * was unlinked or renamed over (forget).
+ */
+static uint64_t moved_take_locked(struct fs_ctx *ctx, const struct fs_node *parent,
+				  const char *name)
 {
 	for (unsigned i = 0; i < FS_MOVED_MAX; i++) {
-		const struct fs_moved *m = &ctx->moved[i];
+		struct fs_moved *m = &ctx->moved[i];
 
-		if (m->name && m->parent == parent && strcmp(m->name, name) == 0)
-			return m->moved;
+		if (m->name && m->parent == parent && strcmp(m->name, name) == 0) {
+			free(m->name);
+			m->name = NULL;
+			return m->st_ino;
+		}
 	}
 	return 0;
 }
@@ -234,9 +310,10 @@ struct fs_node *fs_node_child_locked(struct fs_ctx *ctx, struct fs_node *parent,
 		return NULL;
 	}
 	n->parent = parent;
-	n->moved = moved_recall_locked(ctx, parent, name);
+	n->st_ino = moved_take_locked(ctx, parent, name);
 	fs_node_ref_locked(parent);
 	children_add(parent, n);
+	ino_fix_locked(ctx, n);	/* a recalled number stays */
 	if (ctx->nnodes >= ctx->nbuckets)
 		table_grow(ctx);
 	table_insert(ctx, n);
@@ -264,6 +341,7 @@ static void node_maybe_free(struct fs_ctx *ctx, struct fs_node *n)
 		table_remove(ctx, n);
 		if (hashed)
 			moved_remember_locked(ctx, n);
+		ino_unfix_locked(ctx, n);
 		ctx->nnodes--;
 		if (n->prev)
 			n->prev->next = n->next;
@@ -313,6 +391,7 @@ void fs_node_detach(struct fs_ctx *ctx, struct fs_node *parent, const char *name
 	n = fs_node_child_locked(ctx, parent, name, false);
 	if (n)
 		table_remove(ctx, n);
+	moved_take_locked(ctx, parent, name);	/* a new file of this name gets a new number */
 	pthread_mutex_unlock(&ctx->lock);
 }
 
@@ -328,7 +407,7 @@ static bool node_relink(struct fs_ctx *ctx, struct fs_node *n, struct fs_node *n
 	table_remove(ctx, n);
 	free(n->name);
 	n->name = name;
-	n->moved = ++ctx->move_seq ? ctx->move_seq : ++ctx->move_seq;
+	ino_fix_subtree_locked(ctx, n);	/* the numbers shown stay (the paths change) */
 	fs_node_ref_locked(newparent);
 	children_remove(old, n);
 	children_add(newparent, n);
@@ -347,6 +426,9 @@ void fs_node_move(struct fs_ctx *ctx, struct fs_node *parent, const char *name,
 	pthread_mutex_lock(&ctx->lock);
 	src = fs_node_child_locked(ctx, parent, name, false);
 	dst = fs_node_child_locked(ctx, newparent, newname, false);
+	moved_take_locked(ctx, newparent, newname);	/* renamed over: that number is gone */
+	if (exchange)
+		moved_take_locked(ctx, parent, name);
 	/* Pin both: relinking may free an old parent chain. */
 	if (src)
 		fs_node_ref_locked(src);

@@ -15,13 +15,17 @@
  * Record layout, version 1 (36 bytes): u8 version, u8 fields (MODEL_ATTR_*),
  * u16 zero, u32 mode, u32 uid, u32 gid, i64 mtime_ns, i64 ctime_ns (all
  * big-endian), then the CRC-32C of key || the 32 bytes before it. Fields
- * not flagged are zero and mean "the default".
+ * not flagged are zero and mean "the default". Version 2 (44 bytes) adds
+ * i64 atime_ns before the CRC; it is written only for a record that has an
+ * atime, so every other record stays version 1 (and readable by older kvfs).
  */
 #define ATTR_VERSION 1
+#define ATTR_VERSION_ATIME 2
 #define ATTR_BODY 32
-#define ATTR_RECORD (ATTR_BODY + 4)
+#define ATTR_BODY_ATIME 40
+#define ATTR_RECORD_MAX (ATTR_BODY_ATIME + 4)
 #define ATTR_ALL (MODEL_ATTR_MODE | MODEL_ATTR_UID | MODEL_ATTR_GID | MODEL_ATTR_MTIME | \
-		  MODEL_ATTR_CTIME)
+		  MODEL_ATTR_CTIME | MODEL_ATTR_ATIME)
 
 /* The root has no data key: its record lives under the one byte 0x00, which
  * no node key can be (top-level elements are strings, 0x02). */
@@ -50,11 +54,14 @@ static uint64_t get_be(const uint8_t *p, int bytes)
 	return v;
 }
 
-static void attr_encode(const uint8_t *key, size_t key_len, const struct model_attr *a,
-			uint8_t out[ATTR_RECORD])
+/* Returns the record's length: 36 bytes, or 44 with an atime. */
+static size_t attr_encode(const uint8_t *key, size_t key_len, const struct model_attr *a,
+			  uint8_t out[ATTR_RECORD_MAX])
 {
-	memset(out, 0, ATTR_RECORD);
-	out[0] = ATTR_VERSION;
+	size_t body = (a->have & MODEL_ATTR_ATIME) ? ATTR_BODY_ATIME : ATTR_BODY;
+
+	memset(out, 0, ATTR_RECORD_MAX);
+	out[0] = body == ATTR_BODY ? ATTR_VERSION : ATTR_VERSION_ATIME;
 	out[1] = (uint8_t)(a->have & ATTR_ALL);
 	if (a->have & MODEL_ATTR_MODE)
 		put_be(out + 4, a->mode & 07777, 4);
@@ -66,22 +73,28 @@ static void attr_encode(const uint8_t *key, size_t key_len, const struct model_a
 		put_be(out + 16, (uint64_t)a->mtime_ns, 8);
 	if (a->have & MODEL_ATTR_CTIME)
 		put_be(out + 24, (uint64_t)a->ctime_ns, 8);
-	put_be(out + ATTR_BODY, crc32c(crc32c(0, key, key_len), out, ATTR_BODY), 4);
+	if (a->have & MODEL_ATTR_ATIME)
+		put_be(out + 32, (uint64_t)a->atime_ns, 8);
+	put_be(out + body, crc32c(crc32c(0, key, key_len), out, body), 4);
+	return body + 4;
 }
 
 int attr_decode(const uint8_t *key, size_t key_len, const void *val, size_t len,
 		struct model_attr *out)
 {
 	const uint8_t *v = val;
+	size_t body = len == ATTR_BODY_ATIME + 4 ? ATTR_BODY_ATIME : ATTR_BODY;
 
 	memset(out, 0, sizeof(*out));
 	attr_key(&key, &key_len);
-	if (len != ATTR_RECORD)
+	if (len != ATTR_BODY + 4 && len != ATTR_BODY_ATIME + 4)
 		return -EBADMSG;
-	if (get_be(v + ATTR_BODY, 4) != crc32c(crc32c(0, key, key_len), v, ATTR_BODY))
+	if (get_be(v + body, 4) != crc32c(crc32c(0, key, key_len), v, body))
 		return -EBADMSG;
-	if (v[0] != ATTR_VERSION || (v[1] & ~ATTR_ALL) || v[2] || v[3] ||
-	    (uint32_t)get_be(v + 4, 4) > 07777)
+	/* version 1 has no atime; version 2 is the record that has one */
+	if (v[0] != (body == ATTR_BODY ? ATTR_VERSION : ATTR_VERSION_ATIME) ||
+	    (v[1] & ~ATTR_ALL) || v[2] || v[3] || (uint32_t)get_be(v + 4, 4) > 07777 ||
+	    ((v[1] & MODEL_ATTR_ATIME) != 0) != (body == ATTR_BODY_ATIME))
 		return -EINVAL;
 	out->have = v[1];
 	out->mode = (uint32_t)get_be(v + 4, 4);
@@ -89,6 +102,8 @@ int attr_decode(const uint8_t *key, size_t key_len, const void *val, size_t len,
 	out->gid = (uint32_t)get_be(v + 12, 4);
 	out->mtime_ns = (int64_t)get_be(v + 16, 8);
 	out->ctime_ns = (int64_t)get_be(v + 24, 8);
+	if (body == ATTR_BODY_ATIME)
+		out->atime_ns = (int64_t)get_be(v + 32, 8);
 	return 0;
 }
 
@@ -109,7 +124,8 @@ int attr_get(struct store_txn *txn, const uint8_t *key, size_t len, struct model
 
 int attr_put(struct store_txn *txn, const uint8_t *key, size_t len, const struct model_attr *a)
 {
-	uint8_t rec[ATTR_RECORD];
+	uint8_t rec[ATTR_RECORD_MAX];
+	size_t rec_len;
 	int ret;
 
 	attr_key(&key, &len);
@@ -117,8 +133,8 @@ int attr_put(struct store_txn *txn, const uint8_t *key, size_t len, const struct
 		ret = store_del(txn, STORE_SPACE_ATTR, key, len);
 		return ret == -ENOENT ? 0 : ret;	/* all default: no record at all */
 	}
-	attr_encode(key, len, a, rec);
-	return store_put(txn, STORE_SPACE_ATTR, key, len, rec, sizeof(rec));
+	rec_len = attr_encode(key, len, a, rec);
+	return store_put(txn, STORE_SPACE_ATTR, key, len, rec, rec_len);
 }
 
 int attr_merge(struct store_txn *txn, const uint8_t *key, size_t len, const struct model_attr *set)
@@ -140,6 +156,8 @@ int attr_merge(struct store_txn *txn, const uint8_t *key, size_t len, const stru
 		a.mtime_ns = set->mtime_ns;
 	if (set->have & MODEL_ATTR_CTIME)
 		a.ctime_ns = set->ctime_ns;
+	if (set->have & MODEL_ATTR_ATIME)
+		a.atime_ns = set->atime_ns;
 	a.have |= set->have & ATTR_ALL;
 	return attr_put(txn, key, len, &a);
 }

@@ -24,6 +24,12 @@
 /* Deepest JSON nesting accepted: above the 511-byte key limit (every level
  * takes at least one key byte), so the key limit is what a document meets. */
 #define MODEL_DEPTH_MAX 512
+/*
+ * Largest leaf content: a leaf is one value in the store, and LMDB writes a
+ * value's pages with one pwrite, which Linux cuts at 2 GiB - 4 KiB (LMDB
+ * then fails the commit with EIO). 2 GiB - 1 MiB leaves room for the record.
+ */
+#define MODEL_LEAF_MAX ((size_t)0x7ff00000)
 
 struct model;
 struct model_list;
@@ -83,6 +89,7 @@ enum model_attr_fields {
 	MODEL_ATTR_GID = 1 << 2,
 	MODEL_ATTR_MTIME = 1 << 3,	/* containers: last entry change or utimens */
 	MODEL_ATTR_CTIME = 1 << 4,	/* last chmod/chown/utimens/rename/entry change */
+	MODEL_ATTR_ATIME = 1 << 5,	/* set by utimens apart from the mtime (else atime = mtime) */
 };
 
 struct model_attr {
@@ -92,6 +99,7 @@ struct model_attr {
 	uint32_t gid;
 	int64_t mtime_ns;
 	int64_t ctime_ns;
+	int64_t atime_ns;
 };
 
 struct model_node {
@@ -123,10 +131,18 @@ struct model_info {
 	unsigned reader_pids_len;
 	int reader_pids[MODEL_READER_PIDS];	/* the first reader_pids_len of their pids */
 	unsigned stale_readers_cleared;	/* dead processes' reader slots cleared at open */
+	const char *backend;	/* "lmdb", "etcd" (static) */
+	bool has_usage;	/* the file and reader fields above are known (a local store) */
 };
 
-/* *out is heap; close it with model_close. */
+/*
+ * dir names the store: a directory, or a URL (etcd://HOST:PORT/PREFIX)
+ * that callers pass through unchanged. *out is heap; close it with
+ * model_close.
+ */
 int model_open(const char *dir, unsigned flags, struct model **out, struct model_error *err);
+/* True when a store name is a URL, not a directory (no stat/mkdir/realpath of it). */
+bool model_name_is_url(const char *name);
 void model_close(struct model *m);
 /* model_close; a store this handle's model_open created is removed again. */
 void model_close_discard(struct model *m);
@@ -174,10 +190,14 @@ int model_sync(struct model *m);
 /*
  * Queued commits (mount -o commit=MS; store_queue_start): writes return
  * once checked and applied to a batch this handle reads at once, which is
- * committed at most ms later, at model_sync and at model_close.
+ * committed at most ms later, at model_sync and at model_close. -ENOTSUP
+ * for a store that cannot hold a batch open (etcd).
  */
 int model_queue_start(struct model *m, unsigned ms);
-/* Compacting hot copy of the whole store into the empty directory dir. */
+/*
+ * Compacting hot copy of the whole store into the empty directory dir;
+ * -ENOTSUP with a message for a store that has none (etcd: use export).
+ */
 int model_backup(struct model *m, const char *dir, struct model_error *err);
 
 /*
@@ -337,12 +357,19 @@ int model_rename(struct model *m, const char *from, const char *to, unsigned fla
 /* Leaves: the stored mtime; containers: the attr mtime. Sets ctime to now. */
 int model_set_mtime(struct model *m, const char *path, int64_t mtime_ns, struct model_error *err);
 /*
- * Sets the fields of set->have (mode, uid, gid) on the node at path, drops
+ * Sets the fields of set->have (mode, uid, gid, atime) on the node at path, drops
  * the fields of `unset` (back to the default), and sets its ctime to now,
  * in one transaction; -EPERM on a view (it has no node).
  */
 int model_set_attr(struct model *m, const char *path, const struct model_attr *set,
 		   unsigned unset, struct model_error *err);
+/*
+ * utimens in one transaction: the mtime when mtime_ns is not NULL (as
+ * model_set_mtime), the atime field of set/unset (MODEL_ATTR_ATIME) as
+ * model_set_attr, ctime now. A view accepts it and keeps nothing.
+ */
+int model_set_times(struct model *m, const char *path, const int64_t *mtime_ns,
+		    const struct model_attr *set, unsigned unset, struct model_error *err);
 /*
  * model_create / model_mkdir with the new node's attributes (attr->have may
  * be 0: all default), in the same transaction. attr may be NULL.

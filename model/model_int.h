@@ -29,6 +29,11 @@ void strbuf_reset(struct strbuf *sb);
 /* Hands the buffer to the caller (heap, free()); sb is left empty. */
 char *strbuf_detach(struct strbuf *sb, size_t *len);
 
+/* ---- base64 (base64.c): standard alphabet, with padding ---- */
+void base64_encode(const uint8_t *data, size_t len, struct strbuf *sb);
+/* Decodes into sb (reset first); false unless the text is canonical base64. */
+bool base64_decode(const char *s, size_t len, struct strbuf *sb);
+
 /* ---- JSON reader: strict RFC 8259, streaming events ---- */
 enum json_event {
 	JSON_OBJECT_BEGIN,

@@ -80,13 +80,19 @@ int model_readers_check(struct model *m, unsigned *cleared)
 	return store_readers_check(m->st, cleared);
 }
 
+bool model_name_is_url(const char *name)
+{
+	return store_name_is_url(name);
+}
+
 int model_info(struct model *m, struct model_info *out)
 {
-	struct store_usage usage;
+	struct store_usage usage = { 0 };
+	bool has_usage = store_can(m->st, STORE_CAN_USAGE);
 	struct store_info info;
 	int ret = store_info(m->st, &info);
 
-	if (ret == 0)
+	if (ret == 0 && has_usage)
 		ret = store_usage(m->st, &usage);
 	if (ret < 0)
 		return ret;
@@ -102,6 +108,8 @@ int model_info(struct model *m, struct model_info *out)
 	out->reader_pids_len = usage.reader_pids_len;
 	memcpy(out->reader_pids, usage.reader_pids, sizeof(out->reader_pids));
 	out->stale_readers_cleared = usage.stale_cleared;
+	out->backend = store_backend(m->st);
+	out->has_usage = has_usage;
 	return 0;
 }
 
@@ -132,7 +140,13 @@ uint64_t model_version(struct model *m)
 
 int model_backup(struct model *m, const char *dir, struct model_error *err)
 {
-	int ret = store_copy(m->st, dir);
+	int ret;
+
+	if (!store_can(m->st, STORE_CAN_HOT_COPY))
+		return tree_fail(err, -ENOTSUP, "%s: an %s store has no hot copy into a directory; "
+				 "copy it with `kvfs export` instead", store_name(m->st),
+				 store_backend(m->st));
+	ret = store_copy(m->st, dir);
 
 	if (ret < 0)
 		return tree_fail(err, ret, "%s: backup failed: %s", dir, strerror(-ret));
@@ -642,6 +656,7 @@ struct node_op {
 	const struct model_attr *attr;	/* create, mkdir: the new node's; set_attr */
 	const struct model_file_commit *fc;	/* model_write_file */
 	uint64_t ino;		/* model_create_check's answer */
+	bool mtime_set;		/* model_set_times: mtime_ns applies */
 	struct model_error *err;
 };
 
@@ -789,6 +804,11 @@ static int new_node_attrs(struct store_txn *txn, const struct node_op *op,
 			a.mode = 0755 | 02000;
 		}
 	}
+	if (op->kind != 0) {
+		/* a new directory's times are now (else it would show the store's creation) */
+		a.have |= MODEL_ATTR_MTIME;
+		a.mtime_ns = now_ns;
+	}
 	ret = attr_delete_subtree(txn, p->key, p->len);
 	if (ret == 0)
 		ret = attr_put(txn, p->key, p->len, &a);
@@ -908,7 +928,7 @@ int model_type_check(const char *name, const void *text, size_t len)
 	return leaf_from_text(text, len, true, NULL, type, 0, &leaf) < 0 ? -EINVAL : 0;
 }
 
-/* chmod and chown on the node at p: set's fields stored, unset's dropped, ctime now. */
+/* chmod, chown and an atime on the node at p: set's fields stored, unset's dropped, ctime now. */
 static int attr_chmod_chown(struct store_txn *txn, const struct tree_path *p,
 		      const struct model_attr *set, unsigned unset)
 {
@@ -924,7 +944,7 @@ static int attr_chmod_chown(struct store_txn *txn, const struct tree_path *p,
 	ret = attr_put(txn, p->key, p->len, &old);
 	if (ret < 0)
 		return ret;
-	a.have &= MODEL_ATTR_MODE | MODEL_ATTR_UID | MODEL_ATTR_GID;
+	a.have &= MODEL_ATTR_MODE | MODEL_ATTR_UID | MODEL_ATTR_GID | MODEL_ATTR_ATIME;
 	a.have |= MODEL_ATTR_CTIME;
 	a.ctime_ns = tree_now_ns();
 	return attr_merge(txn, p->key, p->len, &a);
@@ -1115,6 +1135,35 @@ int model_set_attr(struct model *m, const char *path, const struct model_attr *s
 	struct node_op op = { .m = m, .path = path, .attr = set, .flags = unset, .err = err };
 
 	return tree_write(m, path, set_attr_txn, &op, err);
+}
+
+static int set_times_txn(struct store_txn *txn, void *arg)
+{
+	struct node_op *op = arg;
+	struct tree_path p;
+	struct tree_node n;
+	int ret;
+
+	tree_clear(op->err);
+	ret = tree_find(txn, op->path, &p, &n, op->err);
+	if (ret < 0 || p.is_view)
+		return ret;	/* views show their node's times */
+	if (op->mtime_set)
+		ret = mtime_txn(txn, op);
+	/* the atime, and the ctime utimensat sets even when only the atime changes */
+	if (ret == 0 && (op->attr->have || op->flags || !op->mtime_set))
+		ret = attr_chmod_chown(txn, &p, op->attr, op->flags);
+	return ret;
+}
+
+int model_set_times(struct model *m, const char *path, const int64_t *mtime_ns,
+		    const struct model_attr *set, unsigned unset, struct model_error *err)
+{
+	struct node_op op = { .m = m, .path = path, .mtime_set = mtime_ns != NULL,
+			      .mtime_ns = mtime_ns ? *mtime_ns : 0, .attr = set,
+			      .flags = unset, .err = err };
+
+	return tree_write(m, path, set_times_txn, &op, err);
 }
 
 static int get_type_in(struct store_txn *txn, const char *path, char *buf, size_t cap,

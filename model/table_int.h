@@ -108,8 +108,26 @@ int table_schema_decode(const uint8_t *key, size_t key_len, const void *rec, siz
 /*
  * Per write transaction bookkeeping (set as the transaction's owner by
  * tree_write): the tables, the rows touched so far, the tables wiped.
+ * Its fields are read and written only by model/table*.c.
  */
-struct table_txn;
+struct touched {
+	int table;		/* index into tt->tables */
+	bool existed;		/* the row was there at its first touch (a new one: false) */
+	size_t len;
+	uint8_t key[];
+};
+
+struct table_txn {
+	struct model_error *err;
+	bool loaded;
+	int ntables;
+	struct table_schema **tables;
+	bool *wiped;		/* per table: a subtree delete took the table itself */
+	struct touched **rows;	/* in touch order */
+	size_t nrows, cap;
+	size_t *slots;		/* hash of rows: index + 1, 0 empty */
+	size_t nslots;
+};
 int table_txn_new(struct model_error *err, struct table_txn **out);	/* heap */
 void table_txn_free(struct table_txn *tt);
 /* Re-derives every touched row's entries and checks them: 0 or a refusal. */
@@ -206,5 +224,41 @@ int tview_text(struct store_txn *txn, struct tview *v, struct strbuf *out,
 int tview_fill(struct model *m, struct store_txn *txn, struct tview *v, model_list_fn fn,
 	       void *arg);
 void tview_rewind(struct tview *v);
+
+/* ---- shared by table.c, table_row.c and table_check.c ---- */
+
+struct tree_node;
+
+/* Loads every schema once per transaction; -EIO when a record is corrupt. */
+int table_txn_load(struct store_txn *txn, struct table_txn *tt);
+/* The value of field `name` of the row: a leaf or a container node (exists false: missing). */
+int table_row_field(struct store_txn *txn, const uint8_t *row, size_t len, const char *name,
+		    struct tree_node *out);
+/* Key element `level` (0-based, after the table's key) of the row; -EINVAL past its end. */
+int table_key_elem(const struct table_schema *s, const uint8_t *row, size_t len, int level,
+		   struct tuple_elem *out);
+/*
+ * The index entry of the row, (id, values..., primary key...), into sb;
+ * *values_end is where the primary key starts. 1: the row is not in the
+ * index (a field missing or not indexable); -ENAMETOOLONG: over a key.
+ */
+int table_entry_build(struct store_txn *txn, const struct table_schema *s,
+		      const struct table_index *x, const uint8_t *row, size_t len,
+		      struct strbuf *sb, size_t *values_end);
+/* Elements in key[from..len], counting up to max; *end_of_max: where the max-th ends. */
+int table_key_count(const uint8_t *key, size_t from, size_t len, int max, size_t *end_of_max);
+/* key lies inside table s (not its empty-table marker). */
+bool table_is_under(const struct table_schema *s, const uint8_t *key, size_t len);
+/* "string", "integer", ...: the name a column type has in schemas and messages ("?" if none). */
+const char *table_col_type_name(enum table_col_type t);
+/* Sets tt->err to "PATH-of-row: message" and returns ret. */
+int table_fail_row(struct table_txn *tt, int ret, const uint8_t *row, size_t len,
+		   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* The row's key fields equal its key; each column has its type, presence and length. */
+int table_check_columns(struct store_txn *txn, struct table_txn *tt,
+			const struct table_schema *s, const uint8_t *row, size_t len);
+/* Every reference the row holds names an existing row. */
+int table_check_references(struct store_txn *txn, struct table_txn *tt,
+			   const struct table_schema *s, const uint8_t *row, size_t len);
 
 #endif

@@ -334,8 +334,8 @@ static int feed_deliver(struct store *st, uint64_t pos, const struct store_val *
  * Positions are consecutive (each commit takes the next), so the entries
  * after `after` must be exactly after+1 .. the snapshot's own position.
  */
-int store_feed_read(struct store *st, uint64_t after, store_feed_fn fn, void *arg,
-		    uint64_t *upto)
+int feed_log_read(struct store *st, uint64_t after, store_feed_fn fn, void *arg,
+		  uint64_t *upto)
 {
 	struct store_txn *txn;
 	struct store_scan *scan;

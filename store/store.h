@@ -1,7 +1,7 @@
 /*
  * store/store.h - the public face of the storage layer: an ordered key-value
  * store with transactions and prefix range scans. Backend-neutral: only
- * the .c files in store/ know that LMDB sits behind it. Keys are
+ * the .c files in store/ know which backend (LMDB, etcd) sits behind it. Keys are
  * tuple-encoded by callers (store/tuple.h); the store itself treats keys
  * and values as bytes.
  */
@@ -46,6 +46,37 @@ struct store;
 struct store_txn;
 struct store_scan;
 
+/*
+ * Backends. store_open chooses one by the name it is given: a directory is
+ * LMDB (the embedded default); "etcd://HOST:PORT[,HOST:PORT...]/PREFIX" is
+ * etcd, when built in (else store_open refuses it with a message). Callers
+ * above store/ pass a name through unchanged (no realpath/mkdir/stat of a
+ * URL: store_name_is_url tells them apart).
+ *
+ * Abilities are declared by the backend, not assumed by callers: test them
+ * with store_can before relying on one.
+ */
+enum store_ability {
+	STORE_CAN_SYNC = 1 << 0,	/* commits may be deferred (NOSYNC); store_sync makes them
+					 * durable. Without it every commit is durable already and
+					 * store_sync is a successful no-op. */
+	STORE_CAN_HOT_COPY = 1 << 1,	/* store_copy: a compacted copy of the live store into a
+					 * local directory (else -ENOTSUP) */
+	STORE_CAN_USAGE = 1 << 2,	/* store_usage (file space, reader slots) and
+					 * store_readers_check (else -ENOTSUP / nothing to clear) */
+	STORE_CAN_FEED = 1 << 3,	/* store_feed_read can tell what other writers changed
+					 * (else it always gives -ESTALE: re-check everything) */
+};
+
+/* Whether the store's backend has every ability in `abilities` (STORE_CAN_*). */
+bool store_can(const struct store *st, unsigned abilities);
+/* The backend's name: "lmdb" or "etcd" (static). */
+const char *store_backend(const struct store *st);
+/* The name store_open was given (borrowed, valid until store_close). */
+const char *store_name(const struct store *st);
+/* True when name is a URL ("scheme://..."), not a directory path. */
+bool store_name_is_url(const char *name);
+
 /* A borrowed byte span: valid until its transaction ends or the next write in it. */
 struct store_val {
 	const void *data;
@@ -76,8 +107,10 @@ struct store_usage {
 };
 
 /*
- * Opens (or with STORE_OPEN_CREATE creates, mode 0700 dir / 0600 files) the
- * store in directory `dir`. On failure returns -errno and writes a one-line
+ * Opens (or with STORE_OPEN_CREATE creates) the store named `name`: a
+ * directory (LMDB: mode 0700 dir / 0600 files) or a URL of a backend built
+ * in (see "Backends" above; an unknown one gives -EPROTONOSUPPORT and a
+ * reason). On failure returns -errno and writes a one-line
  * reason to `why` (e.g. "store format 3 is newer than this kvfs (1)"), and
  * removes whatever this call created. Refuses (-EPERM) a directory owned by
  * another user unless KVFS_SAFE_DIRECTORY names it (or is "*"), store files
@@ -86,7 +119,7 @@ struct store_usage {
  * shorter than the pages it claims (-EIO). Clears the reader slots of dead
  * processes. *out is heap; the caller closes it with store_close.
  */
-int store_open(const char *dir, unsigned flags, struct store **out, char *why, size_t why_len);
+int store_open(const char *name, unsigned flags, struct store **out, char *why, size_t why_len);
 void store_close(struct store *st);
 /*
  * Closes; when this handle's store_open created the store, removes it again
@@ -95,15 +128,19 @@ void store_close(struct store *st);
  */
 void store_close_discard(struct store *st);
 int store_info(struct store *st, struct store_info *out);
-/* Space and readers; walks LMDB's free list, so not for hot paths. */
+/*
+ * Space and readers; walks LMDB's free list, so not for hot paths.
+ * -ENOTSUP without STORE_CAN_USAGE.
+ */
 int store_usage(struct store *st, struct store_usage *out);
 /*
  * Clears reader slots left by processes that died inside a read transaction
  * (they pin old pages, so the file grows, and then jam the reader table).
- * *cleared (may be NULL) counts them.
+ * *cleared (may be NULL) counts them. 0 (none) without STORE_CAN_USAGE.
  */
 int store_readers_check(struct store *st, unsigned *cleared);
-/* Flushes committed writes to disk (fsync); the queued batch is committed first. */
+/* Flushes committed writes to disk (fsync); 0 at once without STORE_CAN_SYNC.
+ * The queued batch (store_queue_start) is committed first. */
 int store_sync(struct store *st);
 /*
  * Queued commits (kvfs mount -o commit=MS), for a writable handle: from
@@ -113,10 +150,13 @@ int store_sync(struct store *st);
  * at store_sync and at store_close. Reads of this handle see the batch at
  * once (one at a time while it is open); other processes at its commit.
  * A commit that fails when nobody waits for it is reported by the next
- * store_sync. 0 or -errno.
+ * store_sync. 0 or -errno; -ENOTSUP for a backend without it (etcd).
  */
 int store_queue_start(struct store *st, unsigned ms);
-/* Writes a compacted copy of the live store into the empty directory `dir`. */
+/*
+ * Writes a compacted copy of the live store into the empty directory `dir`
+ * (STORE_CAN_HOT_COPY, else -ENOTSUP).
+ */
 int store_copy(struct store *st, const char *dir);
 
 /*

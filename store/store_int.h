@@ -1,6 +1,6 @@
 /*
  * store/store_int.h - private to store/: the change feed's pieces that a
- * backend calls (store/feed.c owns them). A write transaction gathers the
+ * backend calls (store/feed.c owns them), and small helpers of store.c. A write transaction gathers the
  * keys it touched in a struct feed_set; at commit the set becomes one log
  * entry in the private `changes` space. Nothing outside store/ includes it
  * (tests/unit/test_store_feed.c does, to test the encoding).
@@ -102,7 +102,26 @@ int feed_entry_next(struct feed_entry *e, struct store_change *c);
 int feed_txn_commit(struct store_txn *txn, const struct feed_set *s, uint64_t writer,
 		    unsigned keep);
 
-/* What lmdb.c tells feed.c about a handle. */
+/* What store.c tells feed.c about a handle. */
 uint64_t store_writer_id(const struct store *st);
+
+/*
+ * store_feed_read for a backend that keeps the log in STORE_SPACE_FEED
+ * (calling feed_txn_commit in its commits): reads it through the store's
+ * own space operations.
+ */
+int feed_log_read(struct store *st, uint64_t after, store_feed_fn fn, void *arg,
+		  uint64_t *upto);
+
+/* ---- store/hidden.c: subtrees hidden from a read transaction ---- */
+
+struct hidden;
+/* The hidden key covering key (itself or a tuple ancestor), or NULL; borrowed. */
+const struct store_val *store_hidden_covering(struct store_txn *txn, enum store_space space,
+					      const void *key, size_t len);
+void store_hidden_free(struct hidden *h);
+
+/* Wall-clock nanoseconds (the meta "created" stamp). */
+int64_t store_now_ns(void);
 
 #endif

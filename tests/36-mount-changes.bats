@@ -158,8 +158,10 @@ pread_is() {
 	# the key, which is the same), then written raw with mdb_load
 	kvfs put --create "$other" /t/a 'from mdb_load' 2>/dev/null ||
 		{ kvfs mkdir --create "$other" /t && kvfs put "$other" /t/a 'from mdb_load'; }
-	mdb_dump -p -s data "$other" | sed -n '/^HEADER=END/,/^DATA=END/p' |
-		sed '1d;$d;s/^ //' >"$BATS_TEST_TMPDIR/rec"
+	# hex dump, every byte then written as a \xx escape for mdb_load -T
+	# (mdb_dump -p leaves some bytes as they are, which -T misreads)
+	mdb_dump -s data "$other" | sed -n '/^HEADER=END/,/^DATA=END/p' |
+		sed '1d;$d;s/^ //;s/../\\&/g' >"$BATS_TEST_TMPDIR/rec"
 	[ "$(wc -l <"$BATS_TEST_TMPDIR/rec")" -eq 2 ]
 	mdb_load -s data -T "$STORE" <"$BATS_TEST_TMPDIR/rec"
 	eventually 5 more full_lines "$full"

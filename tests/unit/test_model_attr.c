@@ -130,10 +130,45 @@ static void test_imports_and_kinds_prune(void)
 	close_fresh(m);
 }
 
+/* utimens: the atime is stored (a version 2 record) only while it differs from the mtime */
+static void test_times(void)
+{
+	struct model *m = open_fresh();
+	struct model_error err;
+	struct model_attr atime = { .have = MODEL_ATTR_ATIME, .atime_ns = 1100000000123456789 };
+	struct model_attr none = { 0 };
+	int64_t mtime = 1000000000000000000;
+	struct model_node n;
+
+	CHECK(m != NULL);
+	CHECK_EQ_INT(model_import(m, "/", "{\"a\":1}", 7, NULL, NULL, &err), 0);
+	CHECK_EQ_INT(model_set_times(m, "/a", &mtime, &atime, 0, &err), 0);
+	n = stat_of(m, "/a");
+	CHECK(n.mtime_ns == mtime);
+	CHECK((n.attr.have & MODEL_ATTR_ATIME) && n.attr.atime_ns == atime.atime_ns);
+	CHECK(n.ctime_ns > mtime);	/* utimens sets the ctime */
+	CHECK_EQ_INT((int)problems_of(m), 0);
+	/* the atime alone (UTIME_OMIT on the mtime) keeps the mtime */
+	atime.atime_ns = 5;
+	CHECK_EQ_INT(model_set_times(m, "/a", NULL, &atime, 0, &err), 0);
+	n = stat_of(m, "/a");
+	CHECK(n.mtime_ns == mtime && n.attr.atime_ns == 5);
+	/* back to following the mtime: the field is gone */
+	CHECK_EQ_INT(model_set_times(m, "/a", &mtime, &none, MODEL_ATTR_ATIME, &err), 0);
+	CHECK_EQ_INT(stat_of(m, "/a").attr.have & MODEL_ATTR_ATIME, 0);
+	/* a view accepts and keeps nothing; a new directory has its own mtime */
+	CHECK_EQ_INT(model_set_times(m, "/a.json", &mtime, &atime, 0, &err), 0);
+	CHECK_EQ_INT(model_mkdir_as(m, "/d", MODEL_KIND_OBJECT, &none, &err), 0);
+	CHECK((stat_of(m, "/d").attr.have & MODEL_ATTR_MTIME) != 0);
+	CHECK_EQ_INT((int)problems_of(m), 0);
+	close_fresh(m);
+}
+
 int main(void)
 {
 	TEST(test_defaults_cost_nothing);
 	TEST(test_set_rename_remove);
 	TEST(test_imports_and_kinds_prune);
+	TEST(test_times);
 	return UNIT_DONE();
 }

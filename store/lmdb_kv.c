@@ -1,0 +1,210 @@
+/*
+ * store/lmdb_kv.c - LMDB point operations (get, put, reserve, delete, a
+ * prefix deleted) and cursors over a prefix. store.c has checked the
+ * arguments and handles hidden subtrees and distinct children.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/lmdb_int.h"
+
+static MDB_dbi dbi_of(struct store_txn *txn, enum store_space space)
+{
+	return lmdb_of(txn->st)->dbi[space];
+}
+
+static bool absent(struct store_txn *txn, enum store_space space)
+{
+	return lmdb_of(txn->st)->absent[space];
+}
+
+int lmdb_get(struct store_txn *txn, enum store_space space, const void *key, size_t key_len,
+	     struct store_val *out)
+{
+	MDB_val k = { key_len, (void *)key }, v;
+	int rc;
+
+	if (absent(txn, space))
+		return -ENOENT;
+	rc = mdb_get(lmdb_txn_of(txn)->txn, dbi_of(txn, space), &k, &v);
+	if (rc)
+		return lmdb_txn_err(lmdb_txn_of(txn), rc);
+	out->data = v.mv_data;
+	out->len = v.mv_size;
+	return 0;
+}
+
+/* Every put goes through here (a plain one, or MDB_RESERVE: v gets the place). */
+static int put_with(struct store_txn *txn, enum store_space space, const void *key,
+		    size_t key_len, MDB_val *v, unsigned flags)
+{
+	struct lmdb_txn *t = lmdb_txn_of(txn);
+	MDB_val k = { key_len, (void *)key };
+
+	int rc;
+
+	if (t->map_full)
+		return -ENOSPC;	/* lmdb_write will grow the map and retry */
+	rc = mdb_put(t->txn, dbi_of(txn, space), &k, v, flags);
+	if (rc == 0 && t->written)
+		*t->written += key_len + v->mv_size;	/* a queued batch's size (lmdb_queue.c) */
+	return lmdb_txn_err(t, rc);
+}
+
+int lmdb_put(struct store_txn *txn, enum store_space space, const void *key, size_t key_len,
+	     const void *val, size_t val_len)
+{
+	MDB_val v = { val_len, (void *)val };
+
+	return put_with(txn, space, key, key_len, &v, 0);
+}
+
+int lmdb_put_reserve(struct store_txn *txn, enum store_space space, const void *key,
+		     size_t key_len, size_t val_len, void **out)
+{
+	MDB_val v = { val_len, NULL };
+	/* LMDB hands back the value's place in its own dirty page: no copy. */
+	int rc = put_with(txn, space, key, key_len, &v, MDB_RESERVE);
+
+	*out = rc == 0 ? v.mv_data : NULL;
+	return rc;
+}
+
+int lmdb_del(struct store_txn *txn, enum store_space space, const void *key, size_t key_len)
+{
+	struct lmdb_txn *t = lmdb_txn_of(txn);
+	MDB_val k = { key_len, (void *)key };
+
+	if (t->map_full)
+		return -ENOSPC;
+	return lmdb_txn_err(t, mdb_del(t->txn, dbi_of(txn, space), &k, NULL));
+}
+
+bool lmdb_space_is_empty(struct store_txn *txn, enum store_space space)
+{
+	MDB_stat ms;
+
+	if (absent(txn, space))
+		return true;
+	return mdb_stat(lmdb_txn_of(txn)->txn, dbi_of(txn, space), &ms) == 0 &&
+	       ms.ms_entries == 0;
+}
+
+static bool has_prefix(const MDB_val *k, const void *prefix, size_t prefix_len)
+{
+	return prefix_len == 0 ||
+	       (k->mv_size >= prefix_len && memcmp(k->mv_data, prefix, prefix_len) == 0);
+}
+
+/* Positions c at the first key >= key (the first key at all for an empty key). */
+static int cursor_seek(MDB_cursor *c, const void *key, size_t key_len, MDB_val *k, MDB_val *v)
+{
+	*k = (MDB_val){ key_len, (void *)key };
+	return mdb_cursor_get(c, k, v, key_len ? MDB_SET_RANGE : MDB_FIRST);
+}
+
+/*
+ * Each deletion re-seeks to the prefix: everything before it is gone, so the
+ * first key >= prefix is the next victim, whatever LMDB does with a cursor
+ * after mdb_cursor_del.
+ */
+int lmdb_del_prefix(struct store_txn *txn, enum store_space space, const void *prefix,
+		    size_t prefix_len, uint64_t *deleted)
+{
+	struct lmdb_txn *t = lmdb_txn_of(txn);
+	MDB_cursor *c;
+	MDB_val k, v;
+	uint64_t n = 0;
+	int rc;
+
+	if (t->map_full)
+		return -ENOSPC;
+	rc = mdb_cursor_open(t->txn, dbi_of(txn, space), &c);
+	if (rc)
+		return lmdb_txn_err(t, rc);
+	while ((rc = cursor_seek(c, prefix, prefix_len, &k, &v)) == 0 &&
+	       has_prefix(&k, prefix, prefix_len)) {
+		rc = mdb_cursor_del(c, 0);
+		if (rc)
+			break;
+		n++;
+	}
+	mdb_cursor_close(c);
+	*deleted = n;
+	return rc == MDB_NOTFOUND ? 0 : lmdb_txn_err(t, rc);
+}
+
+/* ---- scans ---- */
+
+int lmdb_scan_open(struct store_scan *scan)
+{
+	struct lmdb_scan *s = lmdb_scan_of(scan);
+	int rc;
+
+	if (absent(scan->txn, scan->space))
+		return -ENOENT;
+	rc = mdb_cursor_open(lmdb_txn_of(scan->txn)->txn, dbi_of(scan->txn, scan->space),
+			     &s->cursor);
+	if (rc)
+		return lmdb_txn_err(lmdb_txn_of(scan->txn), rc);
+	s->state = SCAN_START;
+	return 0;
+}
+
+void lmdb_scan_close(struct store_scan *scan)
+{
+	mdb_cursor_close(lmdb_scan_of(scan)->cursor);
+}
+
+/* One cursor move, as the state says; counts it. */
+static int scan_move(struct lmdb_scan *s, MDB_val *k, MDB_val *v)
+{
+	s->base.steps++;
+	switch (s->state) {
+	case SCAN_START:
+		return cursor_seek(s->cursor, s->base.prefix, s->base.prefix_len, k, v);
+	case SCAN_SEEK:
+		return cursor_seek(s->cursor, s->target, s->target_len, k, v);
+	default:
+		return mdb_cursor_get(s->cursor, k, v, MDB_NEXT);
+	}
+}
+
+int lmdb_scan_next(struct store_scan *scan, struct store_val *key, struct store_val *val)
+{
+	struct lmdb_scan *s = lmdb_scan_of(scan);
+	MDB_val k, v;
+	int rc;
+
+	if (s->state == SCAN_END)
+		return 0;
+	rc = scan_move(s, &k, &v);
+	if (rc == 0 && !has_prefix(&k, scan->prefix, scan->prefix_len))
+		rc = MDB_NOTFOUND;
+	if (rc) {
+		s->state = SCAN_END;
+		return rc == MDB_NOTFOUND ? 0 : lmdb_txn_err(lmdb_txn_of(scan->txn), rc);
+	}
+	s->state = SCAN_NEXT;
+	key->data = k.mv_data;
+	key->len = k.mv_size;
+	val->data = v.mv_data;
+	val->len = v.mv_size;
+	return 1;
+}
+
+/* Lazily: the cursor moves on the next scan_next (one step). */
+int lmdb_scan_seek(struct store_scan *scan, const void *key, size_t key_len)
+{
+	struct lmdb_scan *s = lmdb_scan_of(scan);
+
+	if (key_len == scan->prefix_len && memcmp(key, scan->prefix, key_len) == 0) {
+		s->state = SCAN_START;
+		return 0;
+	}
+	memcpy(s->target, key, key_len);
+	s->target_len = key_len;
+	s->state = SCAN_SEEK;
+	return 0;
+}

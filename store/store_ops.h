@@ -1,0 +1,219 @@
+/*
+ * store/store_ops.h - private to store/: the seam between store.h's public
+ * functions (store/store.c) and a backend (LMDB: store/lmdb*.c; etcd:
+ * store/etcd*.c), in the manner of SQLite's sqlite3_vfs/sqlite3_io_methods:
+ * one table of operations per backend, chosen by store_open from the name.
+ *
+ * Memory. store/store.c allocates a backend's handle, transaction and scan
+ * (zeroed, ops->store_size / txn_size / scan_size bytes) and fills the
+ * shared part each of them begins with (struct store, struct store_txn,
+ * struct store_scan below); the backend's own struct starts with that part
+ * as its first member and casts back:
+ *
+ *     struct lmdb_store { struct store base; MDB_env *env; ... };
+ *     static struct lmdb_store *L(struct store *st) { return (struct lmdb_store *)st; }
+ *
+ * Write transactions are the exception: ops->write creates them itself (on
+ * its stack, as many attempts as it needs) and fills their shared part with
+ * store_txn_init_write().
+ *
+ * What store.c does for every backend, so that a backend need not:
+ *   - key length checks (STORE_KEY_MAX, the empty key), -EROFS for writes
+ *     in a read transaction or a read-only store;
+ *   - hidden subtrees (store_txn_hide): get answers -ENOENT, scans skip them
+ *     with one ops->scan_seek;
+ *   - store_scan_next_distinct from scan_next + scan_seek (unless the
+ *     backend gives its own);
+ *   - the owner pointer, the format bookkeeping (meta "format" through
+ *     ops->get/put), the change log's notes (feed_set_note after a put/del
+ *     when txn->feed is set) and reading the log (store_feed_read, feed.c)
+ *     when the backend has no feed_read of its own.
+ */
+#ifndef KVFS_STORE_OPS_H
+#define KVFS_STORE_OPS_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/store.h"
+
+#define STORE_OPS_VERSION 1	/* members are only ever added at the end */
+
+struct feed_set;
+struct hidden;
+
+/* The shared part of a handle (a backend's handle begins with it). */
+struct store {
+	const struct store_ops *ops;	/* borrowed: a static table */
+	char *name;		/* heap: as given to store_open (a directory or a URL) */
+	unsigned flags;		/* STORE_OPEN_* as given */
+	bool readonly;		/* STORE_OPEN_READONLY */
+	uint64_t writer;	/* random: marks this handle's change-log entries */
+	unsigned feed_keep;	/* change-log entries kept (KVFS_CHANGES_KEEP) */
+	/* Record format: the backend sets it at open (from meta "format");
+	 * store.c only ever raises it to STORE_FORMAT_VERSION once a snapshot
+	 * shows the store upgraded (store_txn_format). */
+	_Atomic unsigned format;
+	int64_t created_ns;	/* meta "created": set by the backend's open */
+};
+
+/* The shared part of a transaction (a backend's transaction begins with it). */
+struct store_txn {
+	struct store *st;
+	bool write;
+	unsigned format;	/* this snapshot's format; 0 = not looked up yet */
+	void *owner;		/* the caller's (store_txn_set_owner) */
+	struct feed_set *feed;	/* write transactions: keys touched for the log, or NULL */
+	struct hidden *hidden[2];	/* heap (read txns): data/index subtrees hidden, or NULL */
+};
+
+/* The shared part of a scan (a backend's scan begins with it). */
+struct store_scan {
+	struct store_txn *txn;
+	enum store_space space;
+	uint64_t steps;		/* the backend counts each positioning (a cursor move,
+				 * a round trip): store_scan_steps */
+	size_t prefix_len;
+	uint8_t prefix[STORE_KEY_MAX];
+};
+
+/*
+ * The operations. Unless a line says "optional", a member must be set.
+ * All return 0 or -errno (each backend maps its own codes in one place)
+ * unless they say otherwise. Rules every backend honours:
+ *
+ *   - Order: scans return keys in byte order (memcmp, a shorter key before
+ *     its extensions), only keys that start with the scan's prefix.
+ *   - Borrowed values (store_val) from get and scan_next stay valid until
+ *     the transaction ends or the next write in it: model/ holds several at
+ *     once. A backend that fetches over the network keeps its answers for
+ *     the transaction's life.
+ *   - A read transaction is one consistent snapshot; it may be ended by a
+ *     thread other than the one that began it, and is used by one thread at
+ *     a time. Reads never block on writers.
+ *   - write(st, fn, arg) runs fn(txn, arg) in one transaction and commits
+ *     it when fn returns 0; fn's other results abort and are returned. The
+ *     backend may run fn again from the start (a map to grow, an optimistic
+ *     conflict) with a fresh transaction that shows nothing of the earlier
+ *     attempt: callers keep no state outside txn between attempts. A write
+ *     transaction reads its own writes. Writes of one process's threads are
+ *     serialized (or batched: group commit), never interleaved in one txn.
+ *   - Spaces: STORE_SPACE_COUNT public ones plus STORE_SPACE_FEED (the
+ *     change log, store_int.h) when the backend keeps the log.
+ *   - store.c has checked arguments (key lengths, read/write txn kind)
+ *     before calling get/put/del/del_prefix/scan_open.
+ */
+struct store_ops {
+	int version;		/* STORE_OPS_VERSION the table was written for */
+	const char *name;	/* "lmdb", "etcd": store_backend() */
+	unsigned abilities;	/* STORE_CAN_* (store.h) this backend honours */
+	size_t store_size;	/* sizeof the backend's handle (>= sizeof(struct store)) */
+	size_t txn_size;	/* sizeof its read transaction (>= sizeof(struct store_txn)) */
+	size_t scan_size;	/* sizeof its scan (>= sizeof(struct store_scan)) */
+
+	/*
+	 * st is zeroed with its shared part filled except format/created_ns,
+	 * which open sets. On failure: -errno, a one-line reason in why, and
+	 * whatever this call created is removed again; store.c then frees st
+	 * without calling close.
+	 */
+	int (*open)(struct store *st, const char *name, unsigned flags, char *why, size_t why_len);
+	/* Releases the backend's part (store.c frees st). discard: also remove
+	 * what this handle's open created (store_close_discard). */
+	void (*close)(struct store *st, bool discard);
+	int (*info)(struct store *st, struct store_info *out);
+	/* The position of now (store_position): cheap, any thread, no txn open. */
+	uint64_t (*position)(struct store *st);
+	/* Whether another process committed since the last call (store_changed_elsewhere). */
+	bool (*changed_elsewhere)(struct store *st);
+
+	/* txn's shared part is filled (format read before); begin the snapshot. */
+	int (*read_begin)(struct store *st, struct store_txn *txn);
+	/* Ends a read transaction (store.c frees txn and its hidden sets). */
+	void (*read_end)(struct store_txn *txn);
+	/* Grows with every commit by anyone (LMDB txn id, etcd revision). */
+	uint64_t (*txn_id)(const struct store_txn *txn);
+	int (*write)(struct store *st, store_write_fn fn, void *arg);
+
+	/* 0 or -ENOENT (also for a space absent in this store). */
+	int (*get)(struct store_txn *txn, enum store_space space, const void *key, size_t key_len,
+		   struct store_val *out);
+	int (*put)(struct store_txn *txn, enum store_space space, const void *key, size_t key_len,
+		   const void *val, size_t val_len);
+	/* *out: the value's place, for the caller to fill; valid until the next write. */
+	int (*put_reserve)(struct store_txn *txn, enum store_space space, const void *key,
+			   size_t key_len, size_t val_len, void **out);
+	/* 0 or -ENOENT. */
+	int (*del)(struct store_txn *txn, enum store_space space, const void *key, size_t key_len);
+	/* *deleted is never NULL here. */
+	int (*del_prefix)(struct store_txn *txn, enum store_space space, const void *prefix,
+			  size_t prefix_len, uint64_t *deleted);
+	/* Optional: NULL = store.c opens a scan and looks for one key. */
+	bool (*space_is_empty)(struct store_txn *txn, enum store_space space);
+
+	/* scan's shared part (txn, space, prefix) is filled. -ENOENT: absent space. */
+	int (*scan_open)(struct store_scan *scan);
+	/* 1 with key/val (borrowed, as get), 0 past the prefix's last key. */
+	int (*scan_next)(struct store_scan *scan, struct store_val *key, struct store_val *val);
+	/*
+	 * The next key returned is the first >= key. store.c passes key >= the
+	 * prefix, and key_len may be STORE_KEY_MAX + 1: a subtree's end (its
+	 * key + 0xff), which sorts after every key under it.
+	 */
+	int (*scan_seek)(struct store_scan *scan, const void *key, size_t key_len);
+	/* Optional (NULL = store.c's next + seek): as store_scan_next_distinct. */
+	int (*scan_next_distinct)(struct store_scan *scan, int depth, struct store_val *key,
+				  struct store_val *val, size_t *child_end);
+	/* Releases the backend's part (store.c frees scan). */
+	void (*scan_close)(struct store_scan *scan);
+
+	/* Optional abilities: NULL unless the bit is in abilities. */
+	int (*sync)(struct store *st);				/* STORE_CAN_SYNC */
+	int (*copy)(struct store *st, const char *dir);		/* STORE_CAN_HOT_COPY */
+	int (*usage)(struct store *st, struct store_usage *out);	/* STORE_CAN_USAGE */
+	int (*readers_check)(struct store *st, unsigned *cleared);	/* STORE_CAN_USAGE */
+	/*
+	 * STORE_CAN_FEED. NULL with the bit set: the backend keeps the change
+	 * log in STORE_SPACE_FEED itself (feed_txn_commit in its commits) and
+	 * store.c reads it (feed.c); set: the backend's own feed (etcd: watch),
+	 * same contract as store_feed_read.
+	 */
+	int (*feed_read)(struct store *st, uint64_t after, store_feed_fn fn, void *arg,
+			 uint64_t *upto);
+	/*
+	 * Optional: queued commits (store_queue_start), and the version of what
+	 * this handle reads (store_version; NULL: the position). A backend
+	 * without queue_start gives -ENOTSUP to kvfs mount -o commit.
+	 */
+	int (*queue_start)(struct store *st, unsigned ms);
+	uint64_t (*read_version)(struct store *st);
+};
+
+/* The backends (store.c chooses; the etcd one exists when built with KVFS_ETCD). */
+extern const struct store_ops store_lmdb_ops;
+#ifdef KVFS_ETCD
+extern const struct store_ops store_etcd_ops;
+#endif
+
+/*
+ * The backend for a store name: a name "etcd://..." is etcd, any other
+ * "scheme://" is refused, anything else is a directory (LMDB). NULL with a
+ * one-line reason in why when no backend built into this kvfs takes it.
+ */
+const struct store_ops *store_ops_for(const char *name, char *why, size_t why_len);
+
+/*
+ * Fills a write transaction's shared part (ops->write's own transactions):
+ * call it before the backend's transaction begins (it reads the format the
+ * snapshot may assume). feed: the set put/del notes go to, or NULL when
+ * the backend keeps no change log.
+ */
+void store_txn_init_write(struct store_txn *txn, struct store *st, struct feed_set *feed);
+
+/* A one-line reason into why (may be NULL), printf-style. */
+void store_say(char *why, size_t why_len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#endif
