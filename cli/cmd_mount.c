@@ -30,8 +30,8 @@ const struct cli_opt cli_opts_mount[] = {
 	  "comma-separated mount options: ro (read-only),\n"
 	  "rw, debug (trace every FUSE call, implies -f),\n"
 	  "create (as --create), log=FILE (append the\n"
-	  "daemon's log to FILE), commit=MS (close does\n"
-	  "not wait for the disk; synced within MS),\n"
+	  "daemon's log to FILE), commit=MS (close checks\n"
+	  "and queues; committed together within MS),\n"
 	  "and any FUSE option (allow_other, noatime, ...)" },
 	{ OPT_CREATE, 0, "create", NULL, "create the store when it does not exist" },
 	{ OPT_DEBUG, 'd', "debug", NULL, "the same as -o debug" },

@@ -135,7 +135,7 @@ bool fs_stat_pending_locked(struct fs_ctx *ctx, const struct fs_node *node, bool
 static int node_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 		     struct stat *st, enum model_kind *kind, bool *volatile_)
 {
-	uint64_t gen = model_generation(ctx->model), now;
+	uint64_t gen = model_version(ctx->model), now;
 	struct model_error err = { 0 };
 	struct model_node n;
 	enum model_kind pend_kind = MODEL_KIND_VIEW;
@@ -198,7 +198,7 @@ static int node_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 		 */
 		if (ret != -ENOENT || pending || tries == FS_STAT_RETRIES)
 			break;
-		now = model_generation(ctx->model);
+		now = model_version(ctx->model);
 		if (now == gen)
 			break;
 		gen = now;

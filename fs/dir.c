@@ -44,7 +44,7 @@ void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		goto out_free;
 	}
 	d->type = FS_HANDLE_DIR;
-	gen = model_generation(ctx->model);
+	gen = model_version(ctx->model);
 	ret = model_list_open(ctx->model, path, &d->list, &err);
 	if (ret < 0) {
 		fs_log_model(ctx, ret, &err, path);
@@ -243,7 +243,7 @@ static void dir_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_in
 		return;
 	}
 	if (plus)
-		s.gen = model_generation(s.ctx->model);
+		s.gen = model_version(s.ctx->model);
 	if (off != d->pos)
 		ret = dir_seek(&s, off);
 	if (ret == 0 && d->pos == 0 && !dir_add_dot(&s, "."))

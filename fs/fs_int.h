@@ -41,8 +41,11 @@
  *   5. ctx->err_lock    the kept refusals (fs_log_model): taken last and
  *                       alone, nothing else is locked or called under it.
  *
- * The store's own locks (LMDB's writer lock, reader slots) rank between 2
- * and 3: model calls are made under 1 and 2, never under 3. Each struct
+ * The store's own locks (LMDB's writer lock, reader slots, and with
+ * -o commit the batch lock that the store's committer thread and this
+ * process's reads of the queued batch take) rank between 2 and 3: model
+ * calls are made under 1 and 2, never under 3. A writer waits under 1 and
+ * 2 for the committer's verdict; the committer takes no lock of fs/. Each struct
  * below names, per field, the lock that guards it; "fixed" fields are set
  * before the struct is published to other threads and never change.
  */
@@ -284,9 +287,9 @@ struct fs_ctx {
 	double entry_timeout;	/* seconds the kernel may trust a name */
 	double attr_timeout;	/* seconds the kernel may trust attributes */
 	char *log_path;		/* -o log=FILE (absolute), or NULL */
-	unsigned commit_ms;	/* -o commit=MS: commits not synced, the watcher syncs
-				 * at most MS later (README "The commit model"); 0: each
-				 * commit synced before close returns */
+	unsigned commit_ms;	/* -o commit=MS: writes are checked and queued in the
+				 * store's batch, committed at most MS later (README
+				 * "The commit model"); 0: committed before close returns */
 	int log_fd;		/* lines go here when >= 0 (-o log=, or no syslog): else syslog */
 
 	pthread_mutex_t err_lock;	/* errors, err_next (mount.c) */

@@ -512,10 +512,7 @@ static void *watch_main(void *arg)
 	unsigned ticks = 0;
 
 	pthread_mutex_lock(&ctx->watch_lock);
-	/* -o commit=MS: the store is synced at most MS after a commit */
-	long tick_ms = ctx->commit_ms && ctx->commit_ms < FS_WATCH_MS ? (long)ctx->commit_ms : FS_WATCH_MS;
-	long since_watch = 0;
-	uint64_t synced = model_generation(ctx->model), gen;
+	long tick_ms = FS_WATCH_MS;
 
 	while (!ctx->watch_stop) {
 		clock_gettime(CLOCK_MONOTONIC, &until);
@@ -530,19 +527,6 @@ static void *watch_main(void *arg)
 		if (ctx->watch_stop)
 			break;
 		pthread_mutex_unlock(&ctx->watch_lock);
-		gen = ctx->commit_ms ? model_generation(ctx->model) : synced;
-		if (gen != synced) {
-			if (model_sync(ctx->model) < 0)
-				fs_log(ctx, LOG_ERR, "cannot sync the store (commit=%u)", ctx->commit_ms);
-			else
-				synced = gen;
-		}
-		since_watch += tick_ms;
-		if (since_watch < FS_WATCH_MS) {
-			pthread_mutex_lock(&ctx->watch_lock);
-			continue;
-		}
-		since_watch = 0;
 		if (++ticks % FS_READERS_CHECK_TICKS == 0)
 			readers_check(ctx);
 		fs_ttl_reap(ctx);

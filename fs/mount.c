@@ -595,8 +595,7 @@ static int check_mountpoint(const char *mnt)
 static int open_model(struct fs_ctx *ctx, const struct fs_options *opts)
 {
 	unsigned flags = (opts->create ? MODEL_OPEN_CREATE : 0) |
-			 (opts->read_only ? MODEL_OPEN_READONLY :
-			  ctx->commit_ms ? MODEL_OPEN_NOSYNC : MODEL_OPEN_SYNC_ONCE);
+			 (opts->read_only ? MODEL_OPEN_READONLY : MODEL_OPEN_SYNC_ONCE);
 	struct model_error err = { 0 };
 	struct stat st;
 	int ret;
@@ -610,6 +609,13 @@ static int open_model(struct fs_ctx *ctx, const struct fs_options *opts)
 	ret = model_open(ctx->store_name, flags, &ctx->model, &err);
 	if (ret < 0) {
 		fprintf(stderr, "kvfs: mount: %s\n", err.msg[0] ? err.msg : strerror(-ret));
+		return -1;
+	}
+	/* -o commit=MS: writes are checked and queued, committed together (README) */
+	if (ctx->commit_ms && !opts->read_only &&
+	    (ret = model_queue_start(ctx->model, ctx->commit_ms)) < 0) {
+		fprintf(stderr, "kvfs: mount: commit=%u: %s\n", ctx->commit_ms, strerror(-ret));
+		model_close(ctx->model);
 		return -1;
 	}
 	return 0;
@@ -700,7 +706,8 @@ out_model:
 	if (served == SERVE_NEVER_MOUNTED) {
 		model_close_discard(ctx->model);
 	} else {
-		/* the last commit's meta page is not synced by its commit (SYNC_ONCE) */
+		/* commits the queued batch (-o commit); the last commit's meta page
+		 * is not synced by its commit (SYNC_ONCE) */
 		if (!opts->read_only && model_sync(ctx->model) < 0)
 			fs_log(ctx, LOG_ERR, "cannot sync the store at unmount");
 		model_close(ctx->model);

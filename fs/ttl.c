@@ -189,6 +189,9 @@ void fs_ttl_reap(struct fs_ctx *ctx)
 	ret = model_ttl_reap(ctx->model, FS_TTL_REAP_BATCHES, &reaped, &err);
 	if (ret < 0)
 		fs_log_model(ctx, ret, &err, "ttl reaper");
+	/* -o commit: the reaped nodes are queued; committed now, to be told apart */
+	if (reaped && ctx->commit_ms && model_sync(ctx->model) < 0)
+		fs_log(ctx, LOG_ERR, "ttl reaper: cannot commit the queued changes");
 	after = model_generation(ctx->model);
 	if (reaped && after > before) {
 		/* the feed reads these commits of ours as another's (watcher thread only) */

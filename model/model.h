@@ -157,6 +157,11 @@ int model_info(struct model *m, struct model_info *out);
  * store; the position model_changes_read counts in.
  */
 uint64_t model_generation(struct model *m);
+/*
+ * Cheap: changes whenever what this handle reads changes, queued writes
+ * (model_queue_start) included. For this process's caches.
+ */
+uint64_t model_version(struct model *m);
 /* Whether another process committed since the last call or the open (store_changed_elsewhere). */
 bool model_changed_elsewhere(struct model *m);
 
@@ -182,6 +187,13 @@ typedef int (*model_change_fn)(void *arg, const struct model_change *c);
 int model_changes_read(struct model *m, uint64_t after, model_change_fn fn, void *arg,
 		       uint64_t *upto);
 int model_sync(struct model *m);
+/*
+ * Queued commits (mount -o commit=MS; store_queue_start): writes return
+ * once checked and applied to a batch this handle reads at once, which is
+ * committed at most ms later, at model_sync and at model_close. -ENOTSUP
+ * for a store that cannot hold a batch open (etcd).
+ */
+int model_queue_start(struct model *m, unsigned ms);
 /*
  * Compacting hot copy of the whole store into the empty directory dir;
  * -ENOTSUP with a message for a store that has none (etcd: use export).

@@ -128,6 +128,16 @@ int model_sync(struct model *m)
 	return store_sync(m->st);
 }
 
+int model_queue_start(struct model *m, unsigned ms)
+{
+	return m->readonly ? -EROFS : store_queue_start(m->st, ms);
+}
+
+uint64_t model_version(struct model *m)
+{
+	return store_version(m->st);
+}
+
 int model_backup(struct model *m, const char *dir, struct model_error *err)
 {
 	int ret;

@@ -17,7 +17,8 @@ KVFS_BENCH_CSV=$write_csv bash scripts/bench-write.sh "$@"
 {
 	echo "kind,workload,tmpfs_s,kvfs_s,kvfs_warm_s,ratio,ratio_warm,commits_per_file"
 	tail -n +2 "$read_csv" | awk -F, -v OFS=, '{ print "read", $1, $2, $3, $4, $5, $6, "" }'
-	tail -n +2 "$write_csv" | awk -F, -v OFS=, '{ print "write", $1, $2, $3, "", $4, "", $5 }'
+	# bench-write.sh: label, mode (default, commit=100), tmpfs, kvfs, ratio, commits, requests
+	tail -n +2 "$write_csv" | awk -F, -v OFS=, '{ print "write", $1 " [" $2 "]", $3, $4, "", $5, "", $6 }'
 } >"$out"
 echo
 echo "# all workloads, ratio kvfs / tmpfs in the same run"

@@ -7,13 +7,23 @@
 # mostly its fdatasync there. "commits/file" is the store's generation
 # delta (`kvfs info`) divided by the files written.
 #   scripts/bench-write.sh [DIRS [LEAVES_PER_DIR]]   default 200 x 100 = 20,000 leaves
-# Extra mount options go in KVFS_BENCH_OPTS (e.g. commit=100); the CSV goes to
-# KVFS_BENCH_CSV (default bench-write.csv).
+# Each workload runs on tmpfs and on kvfs once per mode of KVFS_BENCH_MODES
+# (default "default commit=100": the default commit model and -o commit=100,
+# in the same run); KVFS_BENCH_OPTS, when set, is the one mode (extra mount
+# options, e.g. commit=100). "commits/file" is counted after the unmount
+# (which commits a queued batch); "requests/file" is the FUSE requests the
+# daemon answered (user.kvfs.stats). The CSV goes to KVFS_BENCH_CSV (default
+# bench-write.csv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dirs=${1:-200} leaves=${2:-100}
 rounds=${KVFS_BENCH_ROUNDS:-3}
-opts=${KVFS_BENCH_OPTS:-}
+if [ -n "${KVFS_BENCH_OPTS:-}" ]; then
+	read -r -a modes <<<"$KVFS_BENCH_OPTS"
+else
+	read -r -a modes <<<"${KVFS_BENCH_MODES:-default commit=100}"
+fi
+opts=
 csv=${KVFS_BENCH_CSV:-bench-write.csv}
 kvfs=${KVFS_BIN:-$PWD/kvfs}
 work=$(mktemp -d "${KVFS_BENCH_DIR:-/var/tmp}/kvfs-wbench.XXXXXX")
@@ -42,6 +52,11 @@ fresh() {
 	"$kvfs" mount -o "create${opts:+,$opts}" "$store" "$mnt"
 }
 umount_kvfs() { fusermount3 -u "$mnt"; }
+# FUSE requests the daemon answered since its mount (user.kvfs.stats).
+requests() {
+	getfattr --absolute-names --only-values -n user.kvfs.stats "$mnt" |
+		awk '$1 !~ /^notify_store/ { n += $2 } END { print n + 0 }'
+}
 
 echo "# building $dirs x $leaves leaves (typed, as a kvfs mount gives them), 2,000 documents"
 python3 - "$dirs" "$leaves" >"$work/tree.json" <<'PY'
@@ -88,7 +103,7 @@ labels=("restore $nfiles leaves: cp -a" "restore $nfiles leaves: rsync -aX"
 	"restore $nfiles leaves: tar --xattrs -x" "cp of 2000 documents"
 	"1000 echo > leaf" "1 writer: 800 echo >" "4 writers: 4 x 200 echo >")
 files=("$nfiles" "$nfiles" "$nfiles" 2000 1000 800 800)
-declare -A t_ref t_kvfs cpf
+declare -A t_ref t_kvfs cpf rpf
 
 for ((k = 0; k < ${#names[@]}; k++)); do
 	w=${names[$k]}
@@ -96,26 +111,35 @@ for ((k = 0; k < ${#names[@]}; k++)); do
 		rm -rf "$ref/out"
 		mkdir "$ref/out"
 		t_ref[$w]=$(min "${t_ref[$w]:-}" "$(cd "$ref/out" && seconds "w_$w")")
-		fresh
-		g0=$(generation)
-		t=$(cd "$mnt" && seconds "w_$w")
-		g1=$(generation)
-		umount_kvfs
-		t_kvfs[$w]=$(min "${t_kvfs[$w]:-}" "$t")
-		cpf[$w]=$(awk -v a="$g1" -v b="$g0" -v n="${files[$k]}" 'BEGIN { printf "%.2f", (a - b) / n }')
+		for m in "${modes[@]}"; do
+			opts=${m#default}
+			fresh
+			g0=$(generation)
+			t=$(cd "$mnt" && seconds "w_$w")
+			n=$(requests)
+			umount_kvfs
+			g1=$(generation)	# after the unmount: a queued batch is committed by then
+			t_kvfs[$w/$m]=$(min "${t_kvfs[$w/$m]:-}" "$t")
+			cpf[$w/$m]=$(awk -v a="$g1" -v b="$g0" -v n="${files[$k]}" 'BEGIN { printf "%.2f", (a - b) / n }')
+			rpf[$w/$m]=$(awk -v a="$n" -v n="${files[$k]}" 'BEGIN { printf "%.1f", a / n }')
+		done
 	done
 done
 rm -rf "$ref/out"
 
-echo "workload,tmpfs_s,kvfs_s,ratio,commits_per_file" >"$csv"
-printf '%-42s %9s %9s %8s %12s\n' "workload${opts:+ (-o $opts)}" tmpfs kvfs ratio commits/file
+echo "workload,mode,tmpfs_s,kvfs_s,ratio,commits_per_file,requests_per_file" >"$csv"
+printf '%-42s %-12s %9s %9s %8s %12s %13s\n' workload mode tmpfs kvfs ratio commits/file requests/file
 for ((k = 0; k < ${#names[@]}; k++)); do
 	w=${names[$k]}
-	printf '%-42s %9.3f %9.3f %8s %12s\n' "${labels[$k]}" "${t_ref[$w]}" "${t_kvfs[$w]}" \
-		"$(ratio "${t_kvfs[$w]}" "${t_ref[$w]}")" "${cpf[$w]}"
-	echo "${labels[$k]},${t_ref[$w]},${t_kvfs[$w]},$(ratio "${t_kvfs[$w]}" "${t_ref[$w]}"),${cpf[$w]}" >>"$csv"
+	for m in "${modes[@]}"; do
+		printf '%-42s %-12s %9.3f %9.3f %8s %12s %13s\n' "${labels[$k]}" "$m" "${t_ref[$w]}" \
+			"${t_kvfs[$w/$m]}" "$(ratio "${t_kvfs[$w/$m]}" "${t_ref[$w]}")" "${cpf[$w/$m]}" "${rpf[$w/$m]}"
+		echo "${labels[$k]},$m,${t_ref[$w]},${t_kvfs[$w/$m]},$(ratio "${t_kvfs[$w/$m]}" "${t_ref[$w]}"),${cpf[$w/$m]},${rpf[$w/$m]}" >>"$csv"
+	done
 done
-speedup=$(ratio "${t_kvfs[write1]}" "${t_kvfs[write4]}")
-echo "4 writers vs 1 on kvfs: throughput ratio $speedup (tmpfs: $(ratio "${t_ref[write1]}" "${t_ref[write4]}"))"
-echo "4 writers vs 1,,,$speedup," >>"$csv"
+for m in "${modes[@]}"; do
+	speedup=$(ratio "${t_kvfs[write1/$m]}" "${t_kvfs[write4/$m]}")
+	echo "4 writers vs 1 on kvfs ($m): throughput ratio $speedup (tmpfs: $(ratio "${t_ref[write1]}" "${t_ref[write4]}"))"
+	echo "4 writers vs 1,$m,,,$speedup,," >>"$csv"
+done
 echo "# CSV: $csv"

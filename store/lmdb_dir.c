@@ -205,23 +205,33 @@ void lmdb_dir_undo_create(struct lmdb_store *ls)
 		rmdir(ls->base.name);
 }
 
-/* LMDB creates its files 0600 minus the umask; make them exactly 0600, never through a link. */
+/*
+ * LMDB creates its files 0600 minus the umask; make them exactly 0600, never
+ * through a link. Through O_PATH descriptors: closing an ordinary one on
+ * lock.mdb would drop this process's fcntl lock on it (POSIX locks are per
+ * process and file), and the next process to open the store would then
+ * think itself alone, reset the lock file's mutexes, and write at the same
+ * time as we do.
+ */
 int lmdb_dir_fix_modes(const char *dir)
 {
 	static const char *const files[] = { "data.mdb", "lock.mdb" };
-	char path[PATH_MAX];
+	char path[PATH_MAX], proc[64];
 	struct stat sb;
 	int fd, err = 0;
 
 	for (size_t i = 0; i < 2 && !err; i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
-		fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
 			return -errno;
-		if (fstat(fd, &sb) < 0 || fchmod(fd, 0600) < 0)
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+		if (fstat(fd, &sb) < 0)
 			err = -errno;
 		else if (!S_ISREG(sb.st_mode))
-			err = -EINVAL;
+			err = -EINVAL;	/* a link is not followed: O_NOFOLLOW gives the link */
+		else if (chmod(proc, 0600) < 0)
+			err = -errno;
 		close(fd);
 	}
 	return err;

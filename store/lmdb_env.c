@@ -366,6 +366,7 @@ static void lmdb_close(struct store *st, bool discard)
 {
 	struct lmdb_store *ls = lmdb_of(st);
 
+	lmdb_queue_stop(ls);	/* commits the queued batch */
 	mdb_env_close(ls->env);
 	if (discard)
 		lmdb_dir_undo_create(ls);
@@ -408,4 +409,6 @@ const struct store_ops store_lmdb_ops = {
 	.usage = lmdb_usage,
 	.readers_check = lmdb_readers_check,
 	.feed_read = NULL,
+	.queue_start = lmdb_queue_start,
+	.read_version = lmdb_version,
 };

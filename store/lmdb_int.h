@@ -59,6 +59,7 @@ struct lmdb_store {
 	unsigned copies;		/* store_copy calls inside the gate */
 	unsigned closers;		/* waiting to close the gate: no new txns */
 	bool resizing;			/* mapsize change in progress */
+	struct lmdb_queue *queue;	/* queued commits (lmdb_queue.c), or NULL */
 	unsigned stale_cleared;	/* dead readers' slots cleared at open */
 	bool created_dir;	/* store_open made these: store_close_discard */
 	bool created_data;	/* removes them again */
@@ -69,6 +70,17 @@ struct lmdb_txn {
 	struct store_txn base;	/* first */
 	MDB_txn *txn;
 	bool map_full;		/* an operation hit MDB_MAP_FULL: grow and retry */
+	bool borrowed;		/* a read of the queued batch (lmdb_queue.c): no txn of its own */
+	uint64_t *written;	/* queued batch: bytes put, counted (nested ones too), or NULL */
+};
+
+/* One write handed to the group commit or to the committer (lmdb_txn.c). */
+struct lmdb_req {
+	store_write_fn fn;
+	void *arg;
+	int rc;
+	bool done;		/* q_mutex */
+	struct lmdb_req *next;	/* q_mutex */
 };
 
 enum lmdb_scan_state { SCAN_START, SCAN_SEEK, SCAN_NEXT, SCAN_END };
@@ -127,6 +139,23 @@ uint64_t lmdb_txn_id(const struct store_txn *txn);
 int lmdb_write(struct store *st, store_write_fn fn, void *arg);
 uint64_t lmdb_position(struct store *st);
 bool lmdb_changed_elsewhere(struct store *st);
+/* For lmdb_queue.c: a top-level txn in the gate; map growth (write_mutex
+ * held, no txn of ours open); a commit of ours accounted (write_mutex held);
+ * one request in a nested txn of t (0, or <0: t itself failed). */
+int lmdb_begin(struct lmdb_store *ls, unsigned flags, MDB_txn **out);
+int lmdb_grow(struct lmdb_store *ls);
+void lmdb_note_own_commit(struct lmdb_store *ls, uint64_t txnid);
+int lmdb_run_nested(struct lmdb_txn *t, struct lmdb_req *r, bool *map_full);
+
+/* lmdb_queue.c: queued commits (store_queue_start). */
+int lmdb_queue_start(struct store *st, unsigned ms);
+void lmdb_queue_stop(struct lmdb_store *ls);
+int lmdb_queue_flush(struct lmdb_store *ls);
+int lmdb_queue_write(struct lmdb_store *ls, struct lmdb_req *req);
+/* true: t reads the open batch, and holds its lock until lmdb_queue_read_end */
+bool lmdb_queue_read_begin(struct lmdb_store *ls, struct lmdb_txn *t);
+void lmdb_queue_read_end(struct lmdb_store *ls);
+uint64_t lmdb_version(struct store *st);
 
 /* lmdb_kv.c: point operations and scans. */
 int lmdb_get(struct store_txn *txn, enum store_space space, const void *key, size_t key_len,

@@ -42,9 +42,14 @@ static int put_with(struct store_txn *txn, enum store_space space, const void *k
 	struct lmdb_txn *t = lmdb_txn_of(txn);
 	MDB_val k = { key_len, (void *)key };
 
+	int rc;
+
 	if (t->map_full)
 		return -ENOSPC;	/* lmdb_write will grow the map and retry */
-	return lmdb_txn_err(t, mdb_put(t->txn, dbi_of(txn, space), &k, v, flags));
+	rc = mdb_put(t->txn, dbi_of(txn, space), &k, v, flags);
+	if (rc == 0 && t->written)
+		*t->written += key_len + v->mv_size;	/* a queued batch's size (lmdb_queue.c) */
+	return lmdb_txn_err(t, rc);
 }
 
 int lmdb_put(struct store_txn *txn, enum store_space space, const void *key, size_t key_len,

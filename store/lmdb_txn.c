@@ -78,7 +78,7 @@ static int adopt_mapsize(struct lmdb_store *st)
  * write_mutex, with no transaction of ours open. Failure means the address
  * space or the disk cannot hold more: -ENOSPC.
  */
-static int grow_mapsize(struct lmdb_store *st)
+int lmdb_grow(struct lmdb_store *st)
 {
 	size_t old, adopted;
 	int rc;
@@ -96,7 +96,7 @@ static int grow_mapsize(struct lmdb_store *st)
 /* ---- transactions ---- */
 
 /* Begins an LMDB transaction inside the gate, adopting a map grown elsewhere. */
-static int txn_begin(struct lmdb_store *st, unsigned flags, MDB_txn **out)
+int lmdb_begin(struct lmdb_store *st, unsigned flags, MDB_txn **out)
 {
 	int rc;
 
@@ -116,11 +116,17 @@ static int txn_begin(struct lmdb_store *st, unsigned flags, MDB_txn **out)
 
 int lmdb_read_begin(struct store *st, struct store_txn *txn)
 {
-	return txn_begin(lmdb_of(st), MDB_RDONLY, &lmdb_txn_of(txn)->txn);
+	if (lmdb_queue_read_begin(lmdb_of(st), lmdb_txn_of(txn)))
+		return 0;
+	return lmdb_begin(lmdb_of(st), MDB_RDONLY, &lmdb_txn_of(txn)->txn);
 }
 
 void lmdb_read_end(struct store_txn *txn)
 {
+	if (lmdb_txn_of(txn)->borrowed) {
+		lmdb_queue_read_end(lmdb_of(txn->st));	/* the batch is the committer's to end */
+		return;
+	}
 	mdb_txn_abort(lmdb_txn_of(txn)->txn);
 	lmdb_gate_leave(lmdb_of(txn->st), false);
 }
@@ -138,13 +144,6 @@ uint64_t lmdb_txn_id(const struct store_txn *txn)
  * and commits them together: one sync for all. Writers that arrive while
  * it commits queue up for the next batch. Each gets its own result.
  */
-struct lmdb_req {
-	store_write_fn fn;
-	void *arg;
-	int rc;
-	bool done;		/* q_mutex */
-	struct lmdb_req *next;	/* q_mutex */
-};
 
 static void batch_fail(struct lmdb_req *batch, int rc, bool only_ok)
 {
@@ -154,7 +153,7 @@ static void batch_fail(struct lmdb_req *batch, int rc, bool only_ok)
 }
 
 /* write_mutex held. Our commit txnid: anything between it and the last one seen is foreign. */
-static void note_own_commit(struct lmdb_store *st, uint64_t txnid)
+void lmdb_note_own_commit(struct lmdb_store *st, uint64_t txnid)
 {
 	if (txnid - 1 > st->seen_txnid)
 		st->foreign = true;
@@ -162,7 +161,7 @@ static void note_own_commit(struct lmdb_store *st, uint64_t txnid)
 }
 
 /* One request of a batch of several, in a nested transaction of t. 0, or <0: fail the batch. */
-static int batch_run_nested(struct lmdb_txn *t, struct lmdb_req *r, bool *map_full)
+int lmdb_run_nested(struct lmdb_txn *t, struct lmdb_req *r, bool *map_full)
 {
 	struct lmdb_store *ls = lmdb_of(t->base.st);
 	struct lmdb_txn c;
@@ -171,6 +170,8 @@ static int batch_run_nested(struct lmdb_txn *t, struct lmdb_req *r, bool *map_fu
 	store_txn_init_write(&c.base, t->base.st, t->base.feed);
 	c.base.format = t->base.format;
 	c.map_full = false;
+	c.borrowed = false;
+	c.written = t->written;
 	rc = mdb_txn_begin(ls->env, t->txn, 0, &c.txn);
 	if (rc)
 		return lmdb_err(rc);
@@ -206,7 +207,7 @@ static void batch_attempt(struct lmdb_store *st, struct lmdb_req *batch, bool *r
 	*retry = false;
 	store_txn_init_write(&t.base, &st->base, &feed);	/* before the txn begins */
 	feed_set_init(&feed);
-	rc = txn_begin(st, 0, &t.txn);
+	rc = lmdb_begin(st, 0, &t.txn);
 	if (rc) {
 		feed_set_release(&feed);
 		batch_fail(batch, rc, false);
@@ -217,7 +218,7 @@ static void batch_attempt(struct lmdb_store *st, struct lmdb_req *batch, bool *r
 			r->rc = r->fn(&t.base, r->arg);
 			map_full = t.map_full;
 		} else {
-			rc = batch_run_nested(&t, r, &map_full);
+			rc = lmdb_run_nested(&t, r, &map_full);
 			if (rc) {
 				batch_fail(batch, rc, false);
 				goto out_abort_txn;
@@ -251,7 +252,7 @@ static void batch_attempt(struct lmdb_store *st, struct lmdb_req *batch, bool *r
 	if (rc)
 		batch_fail(batch, lmdb_commit_err(st, rc), true);
 	else
-		note_own_commit(st, txnid);
+		lmdb_note_own_commit(st, txnid);
 	return;
 
 out_abort_txn:
@@ -270,7 +271,7 @@ static void batch_run(struct lmdb_store *st, struct lmdb_req *batch)
 		batch_attempt(st, batch, &retry);
 		if (!retry)
 			break;
-		rc = grow_mapsize(st);
+		rc = lmdb_grow(st);
 		if (rc) {
 			batch_fail(batch, rc, false);
 			break;
@@ -285,6 +286,8 @@ int lmdb_write(struct store *base, store_write_fn fn, void *arg)
 	struct lmdb_req req = { .fn = fn, .arg = arg };
 	struct lmdb_req *batch, *r, *next;
 
+	if (st->queue)
+		return lmdb_queue_write(st, &req);
 	pthread_mutex_lock(&st->q_mutex);
 	if (st->q_tail)
 		st->q_tail->next = &req;

@@ -117,7 +117,11 @@ int lmdb_info(struct store *base, struct store_info *out)
 /* store.c skips it for a read-only handle: nothing of ours to flush. */
 int lmdb_sync(struct store *st)
 {
-	return lmdb_err(mdb_env_sync(lmdb_of(st)->env, 1));
+	int rc = 0;
+
+	if (lmdb_of(st)->queue)
+		rc = lmdb_queue_flush(lmdb_of(st));	/* the queued batch committed first */
+	return rc ? rc : lmdb_err(mdb_env_sync(lmdb_of(st)->env, 1));
 }
 
 /*

@@ -230,6 +230,18 @@ uint64_t store_position(struct store *st)
 	return st->ops->position(st);
 }
 
+uint64_t store_version(struct store *st)
+{
+	return st->ops->read_version ? st->ops->read_version(st) : st->ops->position(st);
+}
+
+int store_queue_start(struct store *st, unsigned ms)
+{
+	if (st->readonly)
+		return -EROFS;
+	return st->ops->queue_start ? st->ops->queue_start(st, ms) : -ENOTSUP;
+}
+
 bool store_changed_elsewhere(struct store *st)
 {
 	return st->ops->changed_elsewhere(st);

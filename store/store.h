@@ -139,8 +139,20 @@ int store_usage(struct store *st, struct store_usage *out);
  * *cleared (may be NULL) counts them. 0 (none) without STORE_CAN_USAGE.
  */
 int store_readers_check(struct store *st, unsigned *cleared);
-/* Flushes committed writes to disk (fsync); 0 at once without STORE_CAN_SYNC. */
+/* Flushes committed writes to disk (fsync); 0 at once without STORE_CAN_SYNC.
+ * The queued batch (store_queue_start) is committed first. */
 int store_sync(struct store *st);
+/*
+ * Queued commits (kvfs mount -o commit=MS), for a writable handle: from
+ * now on store_write returns once fn has run in a nested transaction of
+ * one open batch (its result is fn's, as ever: a refusal is reported at
+ * once), and the batch is committed as one transaction at most ms later,
+ * at store_sync and at store_close. Reads of this handle see the batch at
+ * once (one at a time while it is open); other processes at its commit.
+ * A commit that fails when nobody waits for it is reported by the next
+ * store_sync. 0 or -errno; -ENOTSUP for a backend without it (etcd).
+ */
+int store_queue_start(struct store *st, unsigned ms);
 /*
  * Writes a compacted copy of the live store into the empty directory `dir`
  * (STORE_CAN_HOT_COPY, else -ENOTSUP).
@@ -300,6 +312,12 @@ typedef int (*store_feed_fn)(void *arg, const struct store_change *c);
  * transaction; LMDB reads it off its meta page), for polling.
  */
 uint64_t store_position(struct store *st);
+/*
+ * Moves whenever what this handle reads changes: every commit, and every
+ * write applied to a queued batch (store_queue_start), which moves no
+ * position. For caches of this process; not a position of the feed.
+ */
+uint64_t store_version(struct store *st);
 
 /*
  * Calls fn for every change committed after position `after`, up to the

@@ -182,6 +182,13 @@ struct store_ops {
 	 */
 	int (*feed_read)(struct store *st, uint64_t after, store_feed_fn fn, void *arg,
 			 uint64_t *upto);
+	/*
+	 * Optional: queued commits (store_queue_start), and the version of what
+	 * this handle reads (store_version; NULL: the position). A backend
+	 * without queue_start gives -ENOTSUP to kvfs mount -o commit.
+	 */
+	int (*queue_start)(struct store *st, unsigned ms);
+	uint64_t (*read_version)(struct store *st);
 };
 
 /* The backends (store.c chooses; the etcd one exists when built with KVFS_ETCD). */

@@ -86,6 +86,40 @@ PY
 	assert_docs_whole
 }
 
+@test "-o commit: SIGKILL while queued batches are being committed: the store checks, documents whole or absent" {
+	unmount_store
+	mount_store -o commit=20
+	write_docs 30
+	sync "$MNT/doc0.json"
+	# more documents, rewritten while the committer commits every 20 ms
+	(write_docs 60; write_docs 60) &
+	writer=$!
+	sleep 0.3
+	kill_daemon
+	wait "$writer" || true
+	run -0 kvfs check "$STORE"
+	assert_docs_whole
+	# the fsynced ones are all there
+	run -0 kvfs get "$STORE" /doc29/f19
+	assert_output 29
+}
+
+@test "-o commit: SIGKILL after unsynced closes loses the queued batch only, never what an fsync covered" {
+	unmount_store
+	mount_store -o commit=600000
+	fsync_file "$MNT/synced" $'kept\n'
+	write_docs 20
+	run -0 cat "$MNT/doc19/f00"
+	assert_output 19
+	kill_daemon
+	run -0 kvfs check "$STORE"
+	run -0 kvfs get "$STORE" /synced
+	assert_output kept
+	# acknowledged closes that were queued and never committed: all absent
+	assert_docs_whole
+	assert_output 'whole: 0'
+}
+
 @test "default mode: SIGKILL after closes and an fsync: everything closed is there, whole" {
 	write_docs 30
 	fsync_file "$MNT/synced" $'kept\n'

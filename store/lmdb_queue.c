@@ -1,0 +1,399 @@
+/*
+ * store/lmdb_queue.c - queued commits of the LMDB backend (store_queue_start,
+ * kvfs mount -o commit=MS): one batch transaction held open by a committer
+ * thread, each write checked in a nested transaction of it.
+ *
+ * One committer thread owns one write transaction, the batch, and keeps it
+ * open for at most `ms` after the first change in it. Each store_write hands
+ * its fn to the committer and waits only for fn to run in a nested
+ * transaction of the batch: its verdict (a refusal undoes only its own
+ * nested transaction) comes back at once, without a commit or a sync. The
+ * batch is committed as one ordinary transaction (one sync in
+ * STORE_OPEN_SYNC_ONCE, the store's integrity kept) when ms have passed,
+ * at store_sync, when it grows past QUEUE_BATCH_MAX, and at store_close.
+ * A process killed before that loses the batch whole, never a part of one
+ * fn's changes. LMDB ties a write transaction's lock to the thread that
+ * began it, so only the committer begins and ends it.
+ *
+ * While a batch is open, this process's read transactions read the batch
+ * itself (queue_read_begin), one at a time under b_mutex, so that what a
+ * write acknowledged is seen at once by this process; other processes
+ * see it at the commit. Other processes' writers wait for the commit.
+ *
+ * Locks: b_mutex, then q_mutex or write_mutex, then the gate; b_mutex is
+ * recursive because one thread may nest read transactions. The committer
+ * is the only writer of the process, so it may take write_mutex (for the
+ * accounting of its commit) while it holds LMDB's writer lock: no thread
+ * of the process waits for that lock holding write_mutex.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "store/lmdb_int.h"
+
+#define QUEUE_BATCH_MAX 20000	/* writes in one batch before it is committed early */
+
+struct lmdb_queue {
+	unsigned ms;		/* fixed */
+	pthread_t thread;	/* fixed once started */
+	pthread_cond_t cond;	/* the committer waits here (with st->q_mutex) */
+	/* st->q_mutex: */
+	bool stop;
+	uint64_t flush_want, flush_done;	/* store_sync's tickets */
+	int flush_rc;		/* the result of the commit that served flush_done */
+	int lost_rc;		/* a timed commit failed: told to the next store_sync */
+	/* b_mutex: the open batch (only the committer changes it) */
+	pthread_mutex_t b_mutex;
+	struct lmdb_txn batch;	/* batch.txn is NULL when no batch is open */
+	struct feed_set feed;
+	unsigned count;		/* writes applied in the batch */
+	uint64_t written;	/* bytes they put (store_txn.written) */
+	struct timespec deadline;	/* CLOCK_MONOTONIC: commit by then */
+	_Atomic bool open;	/* batch.txn != NULL; a hint read without b_mutex */
+	_Atomic uint64_t applied;	/* writes ever applied (store_version) */
+};
+
+static bool deadline_passed(const struct timespec *d)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec > d->tv_sec || (now.tv_sec == d->tv_sec && now.tv_nsec >= d->tv_nsec);
+}
+
+bool lmdb_queue_read_begin(struct lmdb_store *st, struct lmdb_txn *t)
+{
+	struct lmdb_queue *q = st->queue;
+
+	if (!q || !atomic_load(&q->open))
+		return false;
+	pthread_mutex_lock(&q->b_mutex);
+	if (!q->batch.txn) {	/* committed meanwhile: an ordinary snapshot sees it */
+		pthread_mutex_unlock(&q->b_mutex);
+		return false;
+	}
+	t->txn = q->batch.txn;
+	t->base.format = q->batch.base.format;
+	t->borrowed = true;
+	return true;	/* b_mutex held until store_txn_end */
+}
+
+void lmdb_queue_read_end(struct lmdb_store *st)
+{
+	pthread_mutex_unlock(&st->queue->b_mutex);
+}
+
+/* Committer, b_mutex held. Opens a batch. */
+static int queue_begin(struct lmdb_store *st)
+{
+	struct lmdb_queue *q = st->queue;
+	int rc;
+
+	memset(&q->batch, 0, sizeof(q->batch));
+	store_txn_init_write(&q->batch.base, &st->base, &q->feed);	/* before it begins */
+	q->batch.written = &q->written;
+	feed_set_init(&q->feed);
+	rc = lmdb_begin(st, 0, &q->batch.txn);
+	if (rc) {
+		feed_set_release(&q->feed);
+		q->batch.txn = NULL;
+		return rc;
+	}
+	q->count = 0;
+	q->written = 0;
+	clock_gettime(CLOCK_MONOTONIC, &q->deadline);
+	q->deadline.tv_sec += q->ms / 1000;
+	q->deadline.tv_nsec += (long)(q->ms % 1000) * 1000000L;
+	if (q->deadline.tv_nsec >= 1000000000L) {
+		q->deadline.tv_nsec -= 1000000000L;
+		q->deadline.tv_sec++;
+	}
+	atomic_store(&q->open, true);
+	return 0;
+}
+
+/*
+ * Committer, b_mutex held, no batch open. A batch that fills the map cannot
+ * be run again (its writers have returned), and its commit needs pages of
+ * its own: the map is grown while more than half of it is used, so that a
+ * write that finds it full leaves room for committing the batch before it.
+ */
+static void queue_headroom(struct lmdb_store *st)
+{
+	MDB_envinfo info;
+	MDB_stat ms;
+
+	if (mdb_env_info(st->env, &info) || mdb_env_stat(st->env, &ms))
+		return;
+	if ((uint64_t)(info.me_last_pgno + 1) * ms.ms_psize <= info.me_mapsize / 2)
+		return;
+	/* on failure, the next write that needs the room finds the map full */
+	pthread_mutex_lock(&st->write_mutex);
+	(void)lmdb_grow(st);
+	pthread_mutex_unlock(&st->write_mutex);
+}
+
+/* Committer, b_mutex held. Ends the batch: committed when anything is in it. */
+static int queue_end(struct lmdb_store *st, bool commit)
+{
+	struct lmdb_queue *q = st->queue;
+	struct lmdb_txn c = { .map_full = false };
+	uint64_t txnid;
+	int rc = 0;
+
+	if (!q->batch.txn)
+		return 0;
+	if (!commit || !q->count) {
+		mdb_txn_abort(q->batch.txn);
+		lmdb_gate_leave(st, false);
+		goto out_release;
+	}
+	/*
+	 * The change log entry in a nested transaction: when it does not fit,
+	 * the batch commits without it (readers see a gap, and re-check all).
+	 */
+	store_txn_init_write(&c.base, &st->base, &q->feed);
+	c.base.format = q->batch.base.format;
+	if (mdb_txn_begin(st->env, q->batch.txn, 0, &c.txn) == 0) {
+		if (feed_txn_commit(&c.base, &q->feed, st->base.writer, st->base.feed_keep) == 0 &&
+		    !c.map_full)
+			mdb_txn_commit(c.txn);
+		else
+			mdb_txn_abort(c.txn);
+	}
+	txnid = mdb_txn_id(q->batch.txn);
+	pthread_mutex_lock(&st->write_mutex);
+	rc = mdb_txn_commit(q->batch.txn);
+	if (rc == 0)
+		lmdb_note_own_commit(st, txnid);
+	pthread_mutex_unlock(&st->write_mutex);
+	lmdb_gate_leave(st, false);
+	rc = rc ? lmdb_commit_err(st, rc) : 0;
+out_release:
+	feed_set_release(&q->feed);
+	q->batch.txn = NULL;
+	q->count = 0;
+	atomic_store(&q->open, false);
+	if (commit && rc == 0)
+		queue_headroom(st);
+	return rc;
+}
+
+/* Committer, b_mutex held. A commit whose writers have returned: its failure is kept. */
+static void queue_commit_now(struct lmdb_store *st)
+{
+	int rc = queue_end(st, true);
+
+	if (rc < 0) {
+		pthread_mutex_lock(&st->q_mutex);
+		st->queue->lost_rc = rc;
+		pthread_mutex_unlock(&st->q_mutex);
+	}
+}
+
+/*
+ * Committer, b_mutex held. Runs one write in the batch. When the map is
+ * full, the batch so far is committed (it is whole) and the write runs
+ * again in a new one, after the map is grown; when the transaction holds
+ * too many pages (-EFBIG), again in a new one, alone.
+ */
+static void queue_apply(struct lmdb_store *st, struct lmdb_req *r)
+{
+	struct lmdb_queue *q = st->queue;
+	bool full;
+	int rc;
+
+	for (int attempt = 0;; attempt++) {
+		if (!q->batch.txn && (rc = queue_begin(st)) < 0) {
+			r->rc = rc;
+			return;
+		}
+		full = false;
+		rc = lmdb_run_nested(&q->batch, r, &full);
+		if (rc < 0) {
+			/* the batch itself failed: nothing in it can be trusted */
+			r->rc = rc;
+			queue_end(st, false);
+			pthread_mutex_lock(&st->q_mutex);
+			q->lost_rc = rc;
+			pthread_mutex_unlock(&st->q_mutex);
+			return;
+		}
+		/* too many dirty pages for one transaction: maybe not alone */
+		if (r->rc == -EFBIG && q->count > 0 && attempt == 0)
+			full = true;
+		if (!full)
+			break;
+		queue_commit_now(st);
+		if (attempt > 0) {
+			pthread_mutex_lock(&st->write_mutex);
+			rc = lmdb_grow(st);
+			pthread_mutex_unlock(&st->write_mutex);
+			if (rc < 0 || attempt > 8) {
+				r->rc = rc < 0 ? rc : -ENOSPC;
+				return;
+			}
+		}
+	}
+	if (r->rc == 0) {
+		q->count++;
+		atomic_fetch_add(&q->applied, 1);
+	}
+	/* big: committed while the room queue_headroom kept is surely enough */
+	if (q->count >= QUEUE_BATCH_MAX || q->written > lmdb_mapsize(st) / 8)
+		queue_commit_now(st);
+}
+
+static void *queue_main(void *arg)
+{
+	struct lmdb_store *st = arg;
+	struct lmdb_queue *q = st->queue;
+	struct lmdb_req *batch, *r, *next;
+	uint64_t flush;
+	bool stop, due;
+	int rc;
+
+	pthread_mutex_lock(&st->q_mutex);
+	for (;;) {
+		for (;;) {
+			bool open = atomic_load(&q->open);
+
+			if (q->stop || st->q_head || q->flush_want > q->flush_done)
+				break;
+			if (open && deadline_passed(&q->deadline))
+				break;
+			if (open)
+				pthread_cond_timedwait(&q->cond, &st->q_mutex, &q->deadline);
+			else
+				pthread_cond_wait(&q->cond, &st->q_mutex);
+		}
+		batch = st->q_head;
+		st->q_head = st->q_tail = NULL;
+		flush = q->flush_want;
+		stop = q->stop;
+		pthread_mutex_unlock(&st->q_mutex);
+		pthread_mutex_lock(&q->b_mutex);
+		for (r = batch; r; r = r->next)
+			queue_apply(st, r);
+		due = q->batch.txn && deadline_passed(&q->deadline);
+		rc = 0;
+		if (stop || due || flush > q->flush_done)
+			rc = queue_end(st, true);
+		pthread_mutex_unlock(&q->b_mutex);
+		pthread_mutex_lock(&st->q_mutex);
+		for (r = batch; r; r = next) {
+			next = r->next;
+			r->done = true;	/* its writer may return (and free r) once we unlock */
+		}
+		if (rc < 0 && flush <= q->flush_done)
+			q->lost_rc = rc;	/* nobody waits for this commit: the next sync says it */
+		if (flush > q->flush_done) {
+			q->flush_done = flush;
+			q->flush_rc = rc;
+		}
+		pthread_cond_broadcast(&st->q_cond);
+		if (stop && !st->q_head)
+			break;
+	}
+	pthread_mutex_unlock(&st->q_mutex);
+	return NULL;
+}
+
+int lmdb_queue_write(struct lmdb_store *st, struct lmdb_req *req)
+{
+	pthread_mutex_lock(&st->q_mutex);
+	if (st->q_tail)
+		st->q_tail->next = req;
+	else
+		st->q_head = req;
+	st->q_tail = req;
+	pthread_cond_signal(&st->queue->cond);
+	while (!req->done)
+		pthread_cond_wait(&st->q_cond, &st->q_mutex);
+	pthread_mutex_unlock(&st->q_mutex);
+	return req->rc;
+}
+
+int lmdb_queue_flush(struct lmdb_store *st)
+{
+	struct lmdb_queue *q = st->queue;
+	uint64_t ticket;
+	int rc;
+
+	pthread_mutex_lock(&st->q_mutex);
+	ticket = ++q->flush_want;
+	pthread_cond_signal(&q->cond);
+	while (q->flush_done < ticket)
+		pthread_cond_wait(&st->q_cond, &st->q_mutex);
+	rc = q->flush_rc ? q->flush_rc : q->lost_rc;
+	q->lost_rc = 0;
+	pthread_mutex_unlock(&st->q_mutex);
+	return rc;
+}
+
+int lmdb_queue_start(struct store *base, unsigned ms)
+{
+	struct lmdb_store *st = lmdb_of(base);
+	struct lmdb_queue *q;
+	pthread_condattr_t attr;
+	pthread_mutexattr_t ma;
+	int rc;
+
+	if (base->readonly || st->queue || !ms)
+		return -EINVAL;
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	q->ms = ms;
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	rc = pthread_cond_init(&q->cond, &attr);
+	pthread_condattr_destroy(&attr);
+	if (rc) {
+		free(q);
+		return -rc;
+	}
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&q->b_mutex, &ma);
+	pthread_mutexattr_destroy(&ma);
+	st->queue = q;
+	rc = pthread_create(&q->thread, NULL, queue_main, st);
+	if (rc) {
+		st->queue = NULL;
+		pthread_mutex_destroy(&q->b_mutex);
+		pthread_cond_destroy(&q->cond);
+		free(q);
+		return -rc;
+	}
+	return 0;
+}
+
+void lmdb_queue_stop(struct lmdb_store *st)
+{
+	struct lmdb_queue *q = st->queue;
+
+	if (!q)
+		return;
+	pthread_mutex_lock(&st->q_mutex);
+	q->stop = true;
+	pthread_cond_signal(&q->cond);
+	pthread_mutex_unlock(&st->q_mutex);
+	pthread_join(q->thread, NULL);
+	st->queue = NULL;
+	pthread_mutex_destroy(&q->b_mutex);
+	pthread_cond_destroy(&q->cond);
+	free(q);
+}
+
+uint64_t lmdb_version(struct store *base)
+{
+	struct lmdb_store *st = lmdb_of(base);
+	uint64_t applied = st->queue ? atomic_load(&st->queue->applied) : 0;
+
+	return lmdb_position(base) + applied;
+}
+
