@@ -1078,31 +1078,39 @@ int model_remove(struct model *m, const char *path, unsigned flags, struct model
 	return tree_write(m, path, remove_txn, &op, err);
 }
 
+/* Sets the found node's mtime (a leaf's is in its record) and moves its ctime. */
+static int mtime_put(struct store_txn *txn, const struct tree_path *p, const struct tree_node *n,
+		     int64_t mtime_ns)
+{
+	struct model_attr a = { .have = MODEL_ATTR_CTIME, .ctime_ns = tree_now_ns() };
+	struct leaf leaf;
+	int ret;
+
+	if (n->kind != MODEL_KIND_LEAF) {
+		a.have |= MODEL_ATTR_MTIME;
+		a.mtime_ns = mtime_ns;
+		return attr_merge(txn, p->key, p->len, &a);
+	}
+	leaf = n->leaf;
+	leaf.mtime_ns = mtime_ns;
+	ret = tree_put_leaf(txn, p->key, p->len, &leaf);
+	if (ret == 0)
+		ret = attr_merge(txn, p->key, p->len, &a);
+	return ret;
+}
+
 static int mtime_txn(struct store_txn *txn, void *arg)
 {
 	struct node_op *op = arg;
 	struct tree_path p;
 	struct tree_node n;
-	struct leaf leaf;
 	int ret;
-
-	struct model_attr a = { .have = MODEL_ATTR_CTIME, .ctime_ns = tree_now_ns() };
 
 	tree_clear(op->err);
 	ret = tree_find(txn, op->path, &p, &n, op->err);
 	if (ret < 0 || p.is_view)
 		return ret;	/* views show their node's time */
-	if (n.kind != MODEL_KIND_LEAF) {
-		a.have |= MODEL_ATTR_MTIME;
-		a.mtime_ns = op->mtime_ns;
-		return attr_merge(txn, p.key, p.len, &a);
-	}
-	leaf = n.leaf;
-	leaf.mtime_ns = op->mtime_ns;
-	ret = tree_put_leaf(txn, p.key, p.len, &leaf);
-	if (ret == 0)
-		ret = attr_merge(txn, p.key, p.len, &a);
-	return ret;
+	return mtime_put(txn, &p, &n, op->mtime_ns);
 }
 
 int model_set_mtime(struct model *m, const char *path, int64_t mtime_ns, struct model_error *err)
@@ -1149,7 +1157,7 @@ static int set_times_txn(struct store_txn *txn, void *arg)
 	if (ret < 0 || p.is_view)
 		return ret;	/* views show their node's times */
 	if (op->mtime_set)
-		ret = mtime_txn(txn, op);
+		ret = mtime_put(txn, &p, &n, op->mtime_ns);
 	/* the atime, and the ctime utimensat sets even when only the atime changes */
 	if (ret == 0 && (op->attr->have || op->flags || !op->mtime_set))
 		ret = attr_chmod_chown(txn, &p, op->attr, op->flags);

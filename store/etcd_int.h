@@ -135,8 +135,6 @@ bool store_etcd_space_is_empty(struct store_txn *txn, enum store_space space);
 int store_etcd_scan_open(struct store_scan *scan);
 int store_etcd_scan_next(struct store_scan *scan, struct store_val *key, struct store_val *val);
 int store_etcd_scan_seek(struct store_scan *scan, const void *key, size_t key_len);
-int store_etcd_scan_next_distinct(struct store_scan *scan, int depth, struct store_val *key,
-				  struct store_val *val, size_t *child_end);
 void store_etcd_scan_close(struct store_scan *scan);
 int store_etcd_feed_read(struct store *st, uint64_t after, store_feed_fn fn, void *arg,
 			 uint64_t *upto);

@@ -32,7 +32,7 @@ const struct store_ops store_etcd_ops = {
 	.scan_open = store_etcd_scan_open,
 	.scan_next = store_etcd_scan_next,
 	.scan_seek = store_etcd_scan_seek,
-	.scan_next_distinct = store_etcd_scan_next_distinct,
+	.scan_next_distinct = NULL,	/* store.c's: scan_next + scan_seek past each child */
 	.scan_close = store_etcd_scan_close,
 	.feed_read = store_etcd_feed_read,
 };

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/tuple.h"
 
 static int key_cmp(const void *a, size_t al, const void *b, size_t bl)
 {
@@ -269,52 +268,4 @@ int store_etcd_scan_seek(struct store_scan *sb, const void *key, size_t key_len)
 		return -ENAMETOOLONG;	/* a subtree's end (key + 0xff) may be one longer */
 	seek_to(scan, key, key_len);
 	return 0;
-}
-
-/* Length (in the tuple key) up to the end of the depth-th element after the prefix; 0 when shorter. */
-static int child_boundary(const struct store_etcd_scan *s, const struct store_val *key,
-			  int depth, size_t *end)
-{
-	struct tuple_reader r;
-	struct tuple_elem e;
-	int rc = 1;
-
-	size_t pl = s->base.prefix_len;
-
-	tuple_reader_init(&r, (const uint8_t *)key->data + pl, key->len - pl);
-	for (int i = 0; i < depth && rc == 1; i++)
-		rc = tuple_next(&r, &e);
-	if (rc < 0)
-		return -EIO;
-	*end = pl + r.pos;
-	return rc;
-}
-
-int store_etcd_scan_next_distinct(struct store_scan *sb, int depth,
-				  struct store_val *key, struct store_val *val, size_t *child_end)
-{
-	struct store_etcd_scan *scan = ESCAN(sb);
-	uint8_t target[STORE_KEY_MAX + 1];
-	size_t end;
-	int rc;
-
-	if (depth < 1)
-		return -EINVAL;
-	for (;;) {
-		rc = store_etcd_scan_next(sb, key, val);
-		if (rc != 1)
-			return rc;
-		rc = child_boundary(scan, key, depth, &end);
-		if (rc < 0)
-			return rc;
-		if (rc == 1)
-			break;
-	}
-	*child_end = end;
-	/* past the child's subtree: its element + 0xff (no element starts with 0xff) */
-	memcpy(target, key->data, end);
-	target[end] = 0xff;
-	/* the page stays with the transaction, so key and val stay where they point */
-	seek_to(scan, target, end + 1);
-	return 1;
 }

@@ -37,26 +37,6 @@ teardown() {
 	assert_output --partial 'File name too long'
 }
 
-# as_nobody CMD...: runs CMD as the unprivileged user 65534 (no groups).
-as_nobody() {
-	setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"
-}
-
-# Lets other users reach $BATS_TEST_TMPDIR (the test's own temporary dirs).
-open_tmpdir_to_others() {
-	local d=$BATS_TEST_TMPDIR
-	while [ "$d" != / ] && [ "$d" != /tmp ]; do
-		chmod o+x "$d"
-		d=$(dirname "$d")
-	done
-}
-
-# remount: unmounts $MNT and mounts the same store again (same options).
-remount() {
-	unmount_store
-	mount_store "$@"
-}
-
 @test "chmod, chown and the creator's umask persist across a remount" {
 	mount_store
 	echo v >"$MNT/f"

@@ -17,25 +17,6 @@ teardown() {
 	mount_teardown
 }
 
-# as_nobody CMD...: runs CMD as the unprivileged user 65534 (no groups).
-as_nobody() {
-	setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"
-}
-
-# Lets other users reach $BATS_TEST_TMPDIR (the test's own temporary dirs).
-open_tmpdir_to_others() {
-	local d=$BATS_TEST_TMPDIR
-	while [ "$d" != / ] && [ "$d" != /tmp ]; do
-		chmod o+x "$d"
-		d=$(dirname "$d")
-	done
-}
-
-remount() {
-	unmount_store
-	mount_store "$@"
-}
-
 # attr_record_len PATH-KEY-HEX: the hex length of the attr record dumped for key
 attr_record_len() {
 	"$KVFS_BIN" dump "$STORE" | awk -v k="$1" '$1 == "attr" && $2 == k { print length($3) }'

@@ -169,6 +169,26 @@ unmount_extras() {
 	return "$status"
 }
 
+# remount [OPTS...]: unmounts $MNT and mounts the same store again.
+remount() {
+	unmount_store
+	mount_store "$@"
+}
+
+# as_nobody CMD...: runs CMD as the unprivileged user 65534 (no groups).
+as_nobody() {
+	setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"
+}
+
+# Lets other users reach $BATS_TEST_TMPDIR (the test's own temporary dirs).
+open_tmpdir_to_others() {
+	local d=$BATS_TEST_TMPDIR
+	while [ "$d" != / ] && [ "$d" != /tmp ]; do
+		chmod o+x "$d"
+		d=$(dirname "$d")
+	done
+}
+
 # A test file with mounts uses these as its setup and teardown.
 mount_setup() {
 	common_setup
