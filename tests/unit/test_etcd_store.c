@@ -356,7 +356,7 @@ static void test_scans(void)
 	CHECK_EQ_INT(store_etcd_write(st, many_fn, &n), 0);
 	CHECK_EQ_INT(t_read(st, &t), 0);
 	CHECK_EQ_INT(t_scan(t, STORE_SPACE_DATA, pfx, pl, &s), 0);
-	while ((rc = store_etcd_scan_next_distinct(s, 1, &k, &v, &child_end)) == 1) {
+	while ((rc = store_scan_next_distinct(s, 1, &k, &v, &child_end)) == 1) {
 		struct tuple_reader r;
 		struct tuple_elem e;
 
