@@ -1,0 +1,487 @@
+/*
+ * model/node_read.c - the per-node reads of model.h: stat (views and
+ * tables' @ names included), readlink, read, the type name, and directory
+ * listing. Each is one read transaction; node.c has the handle and writes.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/table_int.h"
+#include "model/tree_int.h"
+#include "model/ttl_int.h"
+
+/* ---- reading ---- */
+
+static int count_subdirs(struct store_txn *txn, const struct tree_path *p, uint32_t *out)
+{
+	struct store_scan *scan;
+	struct tree_child c;
+	struct tree_node n;
+	int ret;
+
+	*out = 0;
+	ret = store_scan_open(txn, STORE_SPACE_DATA, p->key, p->len, &scan);
+	if (ret < 0)
+		return ret;
+	for (ret = tree_child_first(scan, p->key, p->len, NULL, 0, &c); ret == 1;
+	     ret = tree_child_next(scan, p->len, &c)) {
+		if (tree_child_node(&c, &n) == 0 && n.kind != MODEL_KIND_LEAF)
+			(*out)++;
+	}
+	store_scan_close(scan);
+	return ret;
+}
+
+static int view_stat(struct model *m, struct store_txn *txn, const struct tree_path *p,
+		     struct model_node *out, struct model_error *err)
+{
+	struct tree_node n;
+	struct strbuf sb;
+	int ret = tree_get(txn, p, &n, err);
+
+	if (ret < 0)
+		return ret;
+	strbuf_init(&sb);
+	ret = doc_render_buf(txn, p->key, p->len, 0, &sb);
+	if (ret < 0) {
+		strbuf_release(&sb);
+		if (ret == -EIO)
+			return tree_fail_corrupt(txn, p->key, p->len, p->text, err);
+		return tree_fail(err, ret, "%s: cannot render: %s", p->text, strerror(-ret));
+	}
+	memset(out, 0, sizeof(*out));
+	out->kind = MODEL_KIND_VIEW;
+	out->ino = tree_ino(p->key, p->len, true);
+	out->size = sb.len;
+	out->mtime_ns = n.kind == MODEL_KIND_LEAF ? n.leaf.mtime_ns : m->created_ns;
+	out->ctime_ns = out->mtime_ns;
+	strbuf_release(&sb);
+	/* the view of a node shows (and is guarded by) its node's mode and
+	 * owner, without execute or special bits: it is a file */
+	ret = attr_get(txn, p->key, p->len, &out->attr);
+	if (ret < 0)
+		return tree_fail(err, ret, "%s: corrupt attribute record (run kvfs check)", p->text);
+	out->attr.have &= MODEL_ATTR_MODE | MODEL_ATTR_UID | MODEL_ATTR_GID;
+	out->attr.mode &= 0666;
+	ret = ttl_effective(txn, p->key, p->len, &out->expires_ns);
+	return ret < 0 ? tree_fail(err, ret, "%s: corrupt ttl record (run kvfs check)", p->text) : 0;
+}
+
+static int stat_in(struct model *m, struct store_txn *txn, const char *path, unsigned flags,
+		   struct model_node *out, struct model_error *err)
+{
+	struct tree_path p;
+	struct tree_node n;
+	struct model_attr a;
+	int ret = tree_resolve(txn, path, 0, &p, err);
+
+	if (ret < 0)
+		return ret;
+	if (p.is_view)
+		return view_stat(m, txn, &p, out, err);
+	ret = tree_get(txn, &p, &n, err);
+	if (ret < 0)
+		return ret;
+	tree_node_fill(m, p.key, p.len, &n, out);
+	ret = attr_get(txn, p.key, p.len, &a);
+	if (ret < 0)
+		return tree_fail(err, ret, "%s: corrupt attribute record (run kvfs check)", path);
+	attr_apply(&a, out);
+	ret = ttl_effective(txn, p.key, p.len, &out->expires_ns);
+	if (ret < 0)
+		return tree_fail(err, ret, "%s: corrupt ttl record (run kvfs check)", path);
+	if ((flags & MODEL_STAT_SUBDIRS) && n.kind != MODEL_KIND_LEAF && !n.empty) {
+		ret = count_subdirs(txn, &p, &out->subdirs);
+		if (ret < 0)
+			return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
+	}
+	return 0;
+}
+
+static int tview_stat_path(struct model *m, struct store_txn *txn, const char *path,
+			   size_t at, struct model_node *out, struct model_error *err)
+{
+	struct tview *v;
+	int ret = tview_open(txn, path, at, &v, err);
+
+	if (ret < 0)
+		return ret;
+	ret = tview_stat(m, txn, v, out, err);
+	tview_free(v);
+	return ret;
+}
+
+/* The text of a table's @schema.json or of an index's link. */
+static int tview_text_in(struct store_txn *txn, const char *path, size_t at, struct strbuf *sb,
+			 struct model_error *err)
+{
+	struct tview *v;
+	int ret = tview_open(txn, path, at, &v, err);
+
+	if (ret < 0)
+		return ret;
+	ret = tview_text(txn, v, sb, err);
+	tview_free(v);
+	return ret;
+}
+
+int model_readlink(struct model *m, const char *path, char **out, struct model_error *err)
+{
+	struct store_txn *txn;
+	struct strbuf sb;
+	size_t at;
+	int ret;
+
+	ret = tree_read_begin(m, &txn);
+	if (ret < 0)
+		return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
+	strbuf_init(&sb);
+	/* only a table's index links are symbolic links */
+	ret = tview_find(txn, path, &at);
+	if (ret < 0)
+		tree_fail(err, ret, "%s: %s", path, strerror(-ret));
+	else if (ret == 0 || strcmp(path + at, "@schema.json") == 0)
+		ret = tree_fail(err, -EINVAL, "%s: not a symbolic link", path);
+	else
+		ret = tview_text_in(txn, path, at, &sb, err);
+	store_txn_end(txn);
+	if (ret == 0 && sb.failed)
+		ret = tree_fail(err, -ENOMEM, "%s: out of memory", path);
+	if (ret < 0) {
+		strbuf_release(&sb);
+		return ret;
+	}
+	*out = strbuf_detach(&sb, NULL);
+	return 0;
+}
+
+int model_stat(struct model *m, const char *path, unsigned flags,
+	       struct model_node *out, struct model_error *err)
+{
+	struct store_txn *txn;
+	size_t at;
+	int ret = tree_read_begin(m, &txn);
+
+	if (ret < 0)
+		return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
+	ret = tview_find(txn, path, &at);
+	if (ret < 0)
+		tree_fail(err, ret, "%s: %s", path, strerror(-ret));
+	else
+		ret = ret ? tview_stat_path(m, txn, path, at, out, err) :
+		      stat_in(m, txn, path, flags, out, err);
+	store_txn_end(txn);
+	return ret;
+}
+
+/*
+ * Hands the text of a leaf or view at path to fn: a leaf as its borrowed
+ * record, a view rendered into a buffer.
+ */
+typedef int (*text_fn)(void *arg, const struct leaf *leaf, const struct strbuf *view);
+
+static int text_in(struct store_txn *txn, const char *path, text_fn fn, void *arg,
+		   struct model_error *err)
+{
+	struct tree_path p;
+	struct tree_node n;
+	struct strbuf sb;
+	size_t at;
+	int ret = tview_find(txn, path, &at);
+
+	if (ret < 0)
+		return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
+	if (ret) {
+		strbuf_init(&sb);
+		ret = strcmp(path + at, "@schema.json") == 0 ?
+		      tview_text_in(txn, path, at, &sb, err) :
+		      tree_fail(err, -EINVAL, "%s: a table's index is read through its links",
+				path);
+		if (ret == 0)
+			ret = fn(arg, NULL, &sb);
+		strbuf_release(&sb);
+		return ret;
+	}
+	ret = tree_find(txn, path, &p, &n, err);
+	if (ret < 0)
+		return ret;
+	if (!p.is_view) {
+		if (n.kind != MODEL_KIND_LEAF)
+			return tree_fail(err, -EISDIR, "%s: is a directory", path);
+		return fn(arg, &n.leaf, NULL);
+	}
+	strbuf_init(&sb);
+	ret = doc_render_buf(txn, p.key, p.len, 0, &sb);
+	if (ret == -EIO)
+		tree_fail_corrupt(txn, p.key, p.len, path, err);
+	else if (ret < 0)
+		tree_fail(err, ret, "%s: cannot render: %s", path, strerror(-ret));
+	else
+		ret = fn(arg, NULL, &sb);
+	strbuf_release(&sb);
+	return ret;
+}
+
+static int text_run(struct model *m, const char *path, text_fn fn, void *arg,
+		    struct model_error *err)
+{
+	struct store_txn *txn;
+	int ret = tree_read_begin(m, &txn);
+
+	if (ret < 0)
+		return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
+	ret = text_in(txn, path, fn, arg, err);
+	store_txn_end(txn);
+	return ret;
+}
+
+struct read_window {
+	void *dst;
+	size_t size;
+	uint64_t offset;
+	size_t done;
+};
+
+static int read_window_fn(void *arg, const struct leaf *leaf, const struct strbuf *view)
+{
+	struct read_window *rw = arg;
+
+	if (leaf) {
+		rw->done = leaf_text_read(leaf, rw->dst, rw->size, rw->offset);
+		return 0;
+	}
+	if (rw->offset >= view->len)
+		return 0;
+	rw->done = view->len - rw->offset < rw->size ? view->len - rw->offset : rw->size;
+	memcpy(rw->dst, view->buf + rw->offset, rw->done);
+	return 0;
+}
+
+ssize_t model_read(struct model *m, const char *path, void *dst, size_t size,
+		   uint64_t offset, struct model_error *err)
+{
+	struct read_window rw = { dst, size, offset, 0 };
+	int ret = text_run(m, path, read_window_fn, &rw, err);
+
+	return ret < 0 ? ret : (ssize_t)rw.done;
+}
+
+struct read_whole {
+	char *buf;
+	size_t len;
+};
+
+static int read_whole_fn(void *arg, const struct leaf *leaf, const struct strbuf *view)
+{
+	struct read_whole *rw = arg;
+	size_t len = leaf ? leaf_text_size(leaf) : view->len;
+
+	rw->buf = malloc(len + 1);
+	if (!rw->buf)
+		return -ENOMEM;
+	if (leaf)
+		rw->len = leaf_text_read(leaf, rw->buf, len, 0);
+	else
+		memcpy(rw->buf, view->buf, rw->len = len);
+	rw->buf[rw->len] = '\0';
+	return 0;
+}
+
+int model_read_all(struct model *m, const char *path, char **out, size_t *len,
+		   struct model_error *err)
+{
+	struct read_whole rw = { NULL, 0 };
+	int ret = text_run(m, path, read_whole_fn, &rw, err);
+
+	if (ret == -ENOMEM)
+		tree_fail(err, ret, "%s: out of memory", path);
+	if (ret < 0)
+		return ret;
+	*out = rw.buf;
+	if (len)
+		*len = rw.len;
+	return 0;
+}
+
+/* ---- listing ---- */
+
+struct model_list {
+	struct model *m;
+	uint8_t key[STORE_KEY_MAX];
+	size_t len;
+	uint8_t last[STORE_KEY_MAX];	/* the last child handed out */
+	size_t last_len;
+	struct tview *tv;	/* a table's @ directory: listed by table_view.c */
+};
+
+static int list_open_in(struct store_txn *txn, const char *path, struct model_list *l,
+			struct model_error *err)
+{
+	struct tree_path p;
+	struct tree_node n;
+	int ret = tree_find(txn, path, &p, &n, err);
+
+	if (ret < 0)
+		return ret;
+	if (p.is_view || n.kind == MODEL_KIND_LEAF)
+		return tree_fail(err, -ENOTDIR, "%s: not a directory", path);
+	memcpy(l->key, p.key, p.len);
+	l->len = p.len;
+	return 0;
+}
+
+int model_list_open(struct model *m, const char *path, struct model_list **out,
+		    struct model_error *err)
+{
+	struct store_txn *txn;
+	struct model_list *l;
+	size_t at;
+	int ret;
+
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return tree_fail(err, -ENOMEM, "%s: out of memory", path);
+	l->m = m;
+	ret = tree_read_begin(m, &txn);
+	if (ret < 0) {
+		tree_fail(err, ret, "%s: %s", path, strerror(-ret));
+		goto out_free;
+	}
+	ret = tview_find(txn, path, &at);
+	if (ret < 0) {
+		tree_fail(err, ret, "%s: %s", path, strerror(-ret));
+	} else if (ret) {
+		ret = tview_open(txn, path, at, &l->tv, err);
+		if (ret == 0 && strcmp(path + at, "@schema.json") == 0) {
+			tview_free(l->tv);
+			l->tv = NULL;
+			ret = tree_fail(err, -ENOTDIR, "%s: not a directory", path);
+		}
+	} else {
+		ret = list_open_in(txn, path, l, err);
+	}
+	store_txn_end(txn);
+	if (ret < 0)
+		goto out_free;
+	*out = l;
+	return 0;
+
+out_free:
+	free(l);
+	return ret;
+}
+
+/* Calls fn for one child; 1 when fn asks to stop. */
+static int list_hand_out(struct model_list *l, struct store_txn *txn,
+			 const struct tree_child *c, model_list_fn fn, void *arg)
+{
+	char raw[STORE_KEY_MAX], name[TREE_NAME_MAX];
+	struct model_node node;
+	struct model_attr a;
+	struct tree_node n;
+	int ret = tree_child_node(c, &n);
+
+	if (ret < 0)
+		return ret;
+	if (c->elem.type == TUPLE_TYPE_STRING) {
+		tuple_elem_copy(&c->elem, raw);
+		tree_name_escape(raw, c->elem.len, name);
+	} else {
+		snprintf(name, sizeof(name), "%lld", (long long)c->elem.integer);
+	}
+	tree_node_fill(l->m, c->key, c->end, &n, &node);
+	ret = attr_get(txn, c->key, c->end, &a);
+	if (ret < 0)
+		return ret;
+	attr_apply(&a, &node);
+	ret = ttl_effective(txn, c->key, c->end, &node.expires_ns);
+	if (ret < 0)
+		return ret;
+	if (fn(arg, name, &node))
+		return 1;
+	memcpy(l->last, c->key, c->end);
+	l->last_len = c->end;
+	return 0;
+}
+
+static int list_fill_in(struct model_list *l, struct store_txn *txn, model_list_fn fn, void *arg)
+{
+	struct store_scan *scan;
+	struct tree_child c;
+	int ret = store_scan_open(txn, STORE_SPACE_DATA, l->key, l->len, &scan);
+
+	if (ret < 0)
+		return ret;
+	ret = tree_child_first(scan, l->key, l->len, l->last_len ? l->last : NULL,
+			       l->last_len, &c);
+	while (ret == 1) {
+		ret = list_hand_out(l, txn, &c, fn, arg);
+		if (ret != 0)
+			break;
+		ret = tree_child_next(scan, l->len, &c);
+	}
+	store_scan_close(scan);
+	return ret;
+}
+
+int model_list_fill(struct model_list *list, model_list_fn fn, void *arg)
+{
+	struct store_txn *txn;
+	int ret = tree_read_begin(list->m, &txn);
+
+	if (ret < 0)
+		return ret;
+	ret = list->tv ? tview_fill(list->m, txn, list->tv, fn, arg) :
+	      list_fill_in(list, txn, fn, arg);
+	store_txn_end(txn);
+	return ret;
+}
+
+void model_list_rewind(struct model_list *list)
+{
+	list->last_len = 0;
+	if (list->tv)
+		tview_rewind(list->tv);
+}
+
+void model_list_close(struct model_list *list)
+{
+	if (list)
+		tview_free(list->tv);
+	free(list);
+}
+
+static int get_type_in(struct store_txn *txn, const char *path, char *buf, size_t cap,
+		       struct model_error *err)
+{
+	struct tree_path p;
+	struct tree_node n;
+	const char *name;
+	int ret = tree_find(txn, path, &p, &n, err);
+
+	if (ret < 0)
+		return ret;
+	if (p.is_view)
+		name = model_kind_name(MODEL_KIND_VIEW);
+	else if (n.kind == MODEL_KIND_LEAF)
+		name = model_type_name(leaf_model_type(&n.leaf));
+	else
+		name = model_kind_name(n.kind);
+	if (strlen(name) >= cap)
+		return tree_fail(err, -ERANGE, "%s: buffer too small for the type", path);
+	strcpy(buf, name);
+	return 0;
+}
+
+int model_get_type(struct model *m, const char *path, char *buf, size_t cap, struct model_error *err)
+{
+	struct store_txn *txn;
+	int ret = tree_read_begin(m, &txn);
+
+	if (ret < 0)
+		return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
+	ret = get_type_in(txn, path, buf, cap, err);
+	store_txn_end(txn);
+	return ret;
+}
