@@ -74,6 +74,8 @@ bool tree_name_too_long(const uint8_t *key, size_t start, size_t len);
 ssize_t tree_name_unescape(const char *name, size_t len, char *dst, size_t cap);
 /* True when name is a canonical non-negative decimal ("0", "17"). */
 bool tree_name_index(const char *name, size_t len, int64_t *out);
+/* Why a name refused for a create is invalid, for the message (into buf). */
+void tree_name_problem(const char *name, size_t len, char *buf, size_t cap);
 /* Appends the mount path of key (every element escaped) to sb. */
 void tree_key_to_path(const uint8_t *key, size_t len, struct strbuf *sb);
 
