@@ -687,13 +687,9 @@ static int set_attr_txn(struct store_txn *txn, void *arg)
 	struct tree_node n;
 	int ret;
 
-	tree_clear(op->err);
-	ret = tree_find(txn, op->path, &p, &n, op->err);
+	ret = tree_find_own(txn, op->path, "mode or owner", &p, &n, op->err);
 	if (ret < 0)
 		return ret;
-	if (p.is_view)
-		return tree_fail(op->err, -EPERM, "%s: a view has no mode or owner of its own",
-				 op->path);
 	return attr_chmod_chown(txn, &p, op->attr, op->flags);
 }
 

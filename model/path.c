@@ -422,6 +422,20 @@ int tree_find(struct store_txn *txn, const char *path, struct tree_path *p,
 	return tree_get(txn, p, out, err);
 }
 
+int tree_find_own(struct store_txn *txn, const char *path, const char *what,
+		  struct tree_path *p, struct tree_node *n, struct model_error *err)
+{
+	int ret;
+
+	tree_clear(err);
+	ret = tree_find(txn, path, p, n, err);
+	if (ret < 0)
+		return ret;
+	if (p->is_view)
+		return tree_fail(err, -EPERM, "%s: a view has no %s of its own", path, what);
+	return ret;
+}
+
 int tree_missing(struct store_txn *txn, const struct tree_path *p, struct model_error *err)
 {
 	struct tuple_reader r;

@@ -121,6 +121,13 @@ int tree_fail_corrupt(struct store_txn *txn, const uint8_t *key, size_t len, con
 /* tree_resolve (no flags) then tree_get: the existing node at path, with message. */
 int tree_find(struct store_txn *txn, const char *path, struct tree_path *p,
 	      struct tree_node *out, struct model_error *err);
+/*
+ * tree_clear, then tree_find for a change to the node's own attributes (its
+ * mode and owner, its TTL): a view has none of its own, so it is refused
+ * with -EPERM and "PATH: a view has no WHAT of its own".
+ */
+int tree_find_own(struct store_txn *txn, const char *path, const char *what,
+		  struct tree_path *p, struct tree_node *n, struct model_error *err);
 /* -ENOTDIR when an ancestor of p is a leaf, else -ENOENT; with message. */
 int tree_missing(struct store_txn *txn, const struct tree_path *p, struct model_error *err);
 /*

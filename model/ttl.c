@@ -552,13 +552,9 @@ static int ttl_set_txn(struct store_txn *txn, void *arg)
 	struct tree_node n;
 	int ret;
 
-	tree_clear(op->err);
-	ret = tree_find(txn, op->path, &p, &n, op->err);
+	ret = tree_find_own(txn, op->path, "time to live", &p, &n, op->err);
 	if (ret < 0)
 		return ret;
-	if (p.is_view)
-		return tree_fail(op->err, -EPERM, "%s: a view has no time to live of its own",
-				 op->path);
 	if (p.len == 0)
 		return tree_fail(op->err, -EPERM, "%s: the root cannot expire", op->path);
 	ret = op->deadline_ns ? ttl_set(txn, p.key, p.len, op->deadline_ns) :
