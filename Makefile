@@ -24,12 +24,15 @@ endif
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # The etcd backend (store/etcd_*.c, docs/ETCD.md) speaks etcd's JSON gateway
-# with libcurl and cJSON (Debian: libcurl4-openssl-dev, libcjson-dev).
+# with libcurl and cJSON (Debian: libcurl4-openssl-dev, libcjson-dev for the
+# headers). kvfs itself does not link them: store/etcd_dl.c loads them with
+# dlopen when an etcd store is opened, so an LMDB user's every `kvfs` start
+# does not load libcurl's thirty libraries. The etcd test programs link them.
 ETCD_LIBS = $(shell pkg-config --libs libcurl libcjson 2>/dev/null || echo -lcurl -lcjson)
 CPPFLAGS += -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -I. -DKVFS_ETCD
 CFLAGS   += -std=c11 $(WARN) $(OPT) $(PKG_CFLAGS)
 LDFLAGS  += $(OPT)
-LDLIBS   += $(PKG_LIBS) $(ETCD_LIBS) -lpthread
+LDLIBS   += $(PKG_LIBS) -ldl -lpthread
 
 STORE_SRC := $(wildcard store/*.c)
 MODEL_SRC := $(wildcard model/*.c)
@@ -184,7 +187,7 @@ etcd-client-test: $(ETCD_TEST)
 
 $(ETCD_TEST): tests/unit/test_etcd_client.c $(wildcard tests/unit/etcd_*) tests/unit/unit.h $(wildcard store/etcd_*)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_etcd_client.c tests/unit/etcd_tool.c store/etcd_buf.c store/etcd_client.c store/etcd_wire.c $(ETCD_LIBS) -lpthread
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_etcd_client.c tests/unit/etcd_tool.c store/etcd_buf.c store/etcd_client.c store/etcd_dl.c store/etcd_wire.c $(ETCD_LIBS) -ldl -lpthread
 
 ETCD_STORE_TEST := $(BUILD)/etcd/test_etcd_store
 .PHONY: etcd-store-test

@@ -3,6 +3,7 @@
  * HTTP/1.1 POSTs through one libcurl easy handle per client, requests and
  * answers as cJSON trees, base64 for bytes, int64 fields as JSON strings.
  */
+#include "store/etcd_dl.h"
 #include "store/etcd_client.h"
 #include "store/etcd_wire.h"
 
@@ -234,6 +235,8 @@ int etcd_client_open(const char *endpoints, struct etcd_client **out, char *why,
 	int rc = -ENOMEM;
 
 	*out = NULL;
+	if (etcd_dl_load(why, why_len) < 0)
+		return -ENOSYS;	/* libcurl or cJSON is not installed */
 	pthread_once(&curl_once, curl_init_once);
 	if (curl_init_rc != CURLE_OK) {
 		if (why)

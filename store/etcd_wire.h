@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "store/etcd_client.h"
+#include "store/etcd_dl.h"
 
 /* The gRPC status code the gateway reports, as -errno (table: etcd_client.h). */
 int etcd_wire_errno(int code);
