@@ -73,3 +73,19 @@ fails_cleanly() {
 	run -0 kvfs info ./odd://name
 	assert_line --regexp '^used: +[0-9]+ bytes'
 }
+
+@test "libcurl is loaded only for etcd stores: without it, etcd:// names it and LMDB works" {
+	local lib
+	lib=$(ldconfig -p | awk '$1 == "libcurl.so.4" { print $NF; exit }')
+	[ -n "$lib" ] || skip "libcurl.so.4 is not installed"
+	# kvfs itself does not link it (store/etcd_dl.c loads it with dlopen)
+	run -0 ldd "$KVFS_BIN"
+	refute_output --partial 'libcurl'
+	# a private mount namespace hides the library from this one command
+	run -1 unshare -m sh -c "mount --bind /dev/null '$lib' && \
+		'$KVFS_BIN' put --create '$BATS_TEST_TMPDIR/s' /k 1 && \
+		'$KVFS_BIN' get '$BATS_TEST_TMPDIR/s' /k && \
+		'$KVFS_BIN' ls etcd://127.0.0.1:1/x /"
+	assert_line '1'
+	assert_output --partial 'etcd://127.0.0.1:1/x: the etcd backend needs libcurl.so.4'
+}
