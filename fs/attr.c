@@ -130,10 +130,15 @@ bool fs_stat_pending_locked(struct fs_ctx *ctx, const struct fs_node *node, bool
 /*
  * Attributes of node at path: the model's, or an open file's unsaved ones.
  * *kind (may be NULL) gets the kind; *volatile_ is set when the kernel
- * should not cache them.
+ * should not cache the entry. *pend_leaf (may be NULL) is set when that is
+ * only because they are a leaf's unsaved ones: the kernel may cache those
+ * attributes (writes through the mount refresh them, and the commit
+ * invalidates them before close returns: fs_inval_attr_now), which spares
+ * a getattr round trip at each stat, permission check and fsetxattr of a
+ * file being written.
  */
 static int node_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path,
-		     struct stat *st, enum model_kind *kind, bool *volatile_)
+		     struct stat *st, enum model_kind *kind, bool *volatile_, bool *pend_leaf)
 {
 	uint64_t gen = model_version(ctx->model), now;
 	struct model_error err = { 0 };
@@ -152,6 +157,8 @@ static int node_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 			*kind = MODEL_KIND_LEAF;
 		if (volatile_)
 			*volatile_ = true;
+		if (pend_leaf)
+			*pend_leaf = true;
 		return 0;
 	}
 	if (node->tmp) {
@@ -216,6 +223,9 @@ static int node_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 	if (volatile_)
 		*volatile_ = pending || n.kind == MODEL_KIND_VIEW || n.derived ||
 			     n.expires_ns != 0;	/* may expire: never cached (fs/ttl.c) */
+	if (pend_leaf)
+		*pend_leaf = pending && n.kind == MODEL_KIND_LEAF && !n.derived &&
+			     n.expires_ns == 0;
 	return 0;
 }
 
@@ -228,7 +238,7 @@ int fs_entry_make(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
 		  const char *path, struct fuse_entry_param *e)
 {
 	struct fs_node *child;
-	bool vol = false;
+	bool vol = false, pend = false;
 	int ret;
 
 	memset(e, 0, sizeof(*e));
@@ -239,7 +249,7 @@ int fs_entry_make(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
 	pthread_mutex_unlock(&ctx->lock);
 	if (!child)
 		return -ENOMEM;
-	ret = node_stat(ctx, child, path, &e->attr, NULL, &vol);
+	ret = node_stat(ctx, child, path, &e->attr, NULL, &vol, &pend);
 	pthread_mutex_lock(&ctx->lock);
 	if (ret == 0)
 		child->nlookup++;
@@ -248,7 +258,7 @@ int fs_entry_make(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
 	if (ret < 0)
 		return ret;
 	e->ino = fs_node_ino(ctx, child);
-	e->attr_timeout = fs_attr_timeout_for(ctx, vol);
+	e->attr_timeout = fs_attr_timeout_for(ctx, vol && !pend);
 	e->entry_timeout = vol ? 0.0 : ctx->entry_timeout;
 	return 0;
 }
@@ -270,23 +280,24 @@ void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct fs_ctx *ctx = fs_req_ctx(req);
 	struct fs_node *node = fs_node_from_ino(ctx, ino);
 	struct stat st;
-	bool vol = false;
+	bool vol = false, pend = false;
 	char *path;
 	int ret = fs_node_path(ctx, node, NULL, &path);
 
 	if (ret == 0) {
 		fs_trace(ctx, "getattr %s", path);
-		ret = node_stat(ctx, node, path, &st, NULL, &vol);
+		ret = node_stat(ctx, node, path, &st, NULL, &vol, &pend);
 		free(path);
 	}
 	if (ret == -ENOENT) {	/* unlinked or renamed over: an open descriptor answers */
 		ret = fs_cache_open_stat(ctx, node, fi, &st);
 		vol = true;
+		pend = false;
 	}
 	if (ret < 0)
 		fs_reply_err(req, ret);
 	else
-		fuse_reply_attr(req, &st, fs_attr_timeout_for(ctx, vol));
+		fuse_reply_attr(req, &st, fs_attr_timeout_for(ctx, vol && !pend));
 }
 
 /* truncate(2) of node without an open file: read, resize, commit at once. */
@@ -384,7 +395,7 @@ static int setattr_times(struct fs_ctx *ctx, struct fs_node *node, const char *p
 	struct stat cur;
 	char *wpath;
 	bool tmp;
-	int ret = node_stat(ctx, node, path, &cur, NULL, NULL);
+	int ret = node_stat(ctx, node, path, &cur, NULL, NULL, NULL);
 
 	if (ret < 0)
 		return ret;
@@ -517,7 +528,7 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 	struct fs_ctx *ctx = fs_req_ctx(req);
 	struct fs_node *node = fs_node_from_ino(ctx, ino);
 	struct stat st;
-	bool vol = false;
+	bool vol = false, pend = false;
 	char *path;
 	int ret = fs_node_path(ctx, node, NULL, &path);
 
@@ -555,11 +566,11 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 				   FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW)))
 		ret = setattr_times(ctx, node, path, attr, to_set);
 	if (ret == 0)
-		ret = node_stat(ctx, node, path, &st, NULL, &vol);
+		ret = node_stat(ctx, node, path, &st, NULL, &vol, &pend);
 out_reply:
 	free(path);
 	if (ret < 0)
 		fs_reply_err(req, ret);
 	else
-		fuse_reply_attr(req, &st, fs_attr_timeout_for(ctx, vol));
+		fuse_reply_attr(req, &st, fs_attr_timeout_for(ctx, vol && !pend));
 }

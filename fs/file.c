@@ -778,16 +778,21 @@ void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct fs_ctx *ctx = fs_req_ctx(req);
 	struct fs_file *f = fs_fi_file(fi);
 
-	(void)ino;
+	bool dropped = false;
+
 	if (f) {
 		pthread_mutex_lock(&f->lock);
 		if (f->trunc)
 			f->dirty = true;
-		file_commit_locked(ctx, f);	/* a failure is logged: nobody can see it now */
+		/* a failure is logged: nobody can see it now */
+		dropped = file_commit_locked(ctx, f) < 0 || f->pending;
 		f->pending = false;
 		fs_file_publish(ctx, f);
 		pthread_mutex_unlock(&f->lock);
 		fs_file_put(ctx, f);
 	}
+	/* the kernel may hold the unsaved attributes (fs/attr.c): the store's now */
+	if (dropped)
+		fs_inval_attr_now(ctx, ino);
 	fs_reply_err(req, 0);
 }

@@ -380,6 +380,13 @@ bool fs_error_find(struct fs_ctx *ctx, const char *path, bool below, char *buf, 
 void fs_inval_entry(struct fs_ctx *ctx, fuse_ino_t parent, const char *name, size_t len);
 void fs_inval_node(struct fs_ctx *ctx, fuse_ino_t ino, enum fs_inval_kind kind);
 /*
+ * Invalidates ino's attributes in the kernel at once, from inside an
+ * operation: attributes only (no page is locked, unlike a data
+ * invalidation, which goes through the worker), so that the stat after a
+ * close or fsync asks the daemon again.
+ */
+void fs_inval_attr_now(struct fs_ctx *ctx, fuse_ino_t ino);
+/*
  * Revalidates node and every node known below it, in the worker: names that
  * are gone or changed between file and directory are forgotten (the kernel
  * drops their dentries), the others only lose their cached attributes and,

@@ -69,10 +69,9 @@ void fs_inval_after_change(struct fs_ctx *ctx, struct fs_node *node, bool view)
 
 	if (node == &ctx->root)
 		return;
-	if (!view) {
-		fs_inval_node(ctx, fs_node_ino(ctx, node), FS_INVAL_ATTR);
+	fs_inval_attr_now(ctx, fs_node_ino(ctx, node));	/* before close returns */
+	if (!view)
 		return;
-	}
 	pthread_mutex_lock(&ctx->lock);
 	dir = node->hashed ? node->parent : NULL;
 	if (dir)
@@ -186,6 +185,21 @@ void fs_inval_push(struct fs_ctx *ctx, struct fs_node *dir)
 	iv->kind = FS_INVAL_STORE;
 	iv->ino = fs_node_ino(ctx, dir);
 	inval_push(ctx, iv);
+}
+
+void fs_inval_attr_now(struct fs_ctx *ctx, fuse_ino_t ino)
+{
+	bool serving;
+	int ret;
+
+	pthread_mutex_lock(&ctx->inval_lock);
+	serving = ctx->inval_started && !ctx->inval_stop;
+	pthread_mutex_unlock(&ctx->inval_lock);
+	if (!serving)
+		return;		/* not serving (yet, or any more): nothing is cached */
+	ret = fuse_lowlevel_notify_inval_inode(ctx->se, ino, -1, 0);
+	if (ret < 0 && ret != -ENOENT)
+		fs_trace(ctx, "invalidate %lu: %s", (unsigned long)ino, strerror(-ret));
 }
 
 bool fs_inval_waiting(struct fs_ctx *ctx)
