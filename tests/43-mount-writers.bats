@@ -1,0 +1,172 @@
+#!/usr/bin/env bats
+# tests/43-mount-writers.bats - writers at speed: the commits each tool costs,
+# counted exactly by the store's generation (not timed: the timings are in
+# scripts/bench-write.sh); four concurrent writers all landing whole; and the
+# attributes of a file being written, which the kernel now caches while it is
+# open: exact after close for every process, times kept by cp -a and touch -d.
+
+load 'test_helper/common'
+
+setup() {
+	mount_setup
+}
+
+teardown() {
+	mount_teardown
+}
+
+# The store's generation: it moves by one per commit, by any process.
+gen() {
+	kvfs info "$STORE" | awk '/^generation:/ { print $2 }'
+}
+
+# typed_leaves DIR N: N integer leaves k1..kN in DIR (on the test's own disk)
+typed_leaves() {
+	mkdir -p "$1"
+	for i in $(seq "$2"); do
+		printf '%d\n' "$i" >"$1/k$i"
+		setfattr -n user.kvfs.type -v integer "$1/k$i"
+		touch -d "2001-02-03 04:05:$((i % 60))" "$1/k$i"
+	done
+}
+
+@test "commits equal the files written: cp -a, cp of documents, echo > in a loop" {
+	typed_leaves "$BATS_TEST_TMPDIR/src" 40
+	mkdir "$MNT/a" "$MNT/e"
+	g0=$(gen)
+	cp -a "$BATS_TEST_TMPDIR/src"/k* "$MNT/a/"
+	g1=$(gen)
+	assert_equal "$((g1 - g0))" 40
+	for i in $(seq 30); do
+		printf '{"id":%d,"n":{"x":%d}}\n' "$i" "$i" >"$BATS_TEST_TMPDIR/doc$i.json"
+	done
+	cp "$BATS_TEST_TMPDIR"/doc*.json "$MNT/"
+	g2=$(gen)
+	assert_equal "$((g2 - g1))" 30
+	for i in $(seq 25); do echo "$i" >"$MNT/e/k$i"; done
+	# the shell's > is committed at close, or at the release right after (README)
+	eventually 5 kvfs get "$STORE" /e/k25
+	g3=$(gen)
+	assert_equal "$((g3 - g2))" 25
+	run -0 kvfs export --compact "$STORE" /a
+	assert_output --partial '"k7":7'
+	assert_output --partial '"k40":40'
+	run -0 cat "$MNT/doc17/n/x"
+	assert_output 17
+}
+
+@test "tar --xattrs -x costs two commits per file (mknod, then the close)" {
+	typed_leaves "$BATS_TEST_TMPDIR/src" 20
+	tar --xattrs -C "$BATS_TEST_TMPDIR/src" -cf "$BATS_TEST_TMPDIR/t.tar" $(cd "$BATS_TEST_TMPDIR/src" && echo k*)
+	mkdir "$MNT/t"
+	g0=$(gen)
+	tar --xattrs -C "$MNT/t" -xf "$BATS_TEST_TMPDIR/t.tar"
+	g1=$(gen)
+	assert_equal "$((g1 - g0))" 40
+	run -0 kvfs export --compact "$STORE" /t
+	assert_output --partial '"k13":13'
+	run -0 stat -c %Y "$MNT/t/k13"
+	assert_output "$(stat -c %Y "$BATS_TEST_TMPDIR/src/k13")"
+}
+
+@test "four writers at once, each its own files: all land whole, at most one commit per file" {
+	g0=$(gen)
+	pids=()
+	for j in 1 2 3 4; do
+		python3 - "$MNT/w$j" "$j" <<'PY' &
+import os, sys
+d, j = sys.argv[1], sys.argv[2]
+os.mkdir(d)
+for i in range(1, 101):
+    body = ("%s.%d " % (j, i)) * 300 + "\n"	# several pages each
+    with open(os.path.join(d, "k%d" % i), "w") as f:
+        f.write(body)
+PY
+		pids+=("$!")
+	done
+	wait "${pids[@]}"	# not the daemon, also a child of the test
+	g1=$(gen)
+	# 400 files and 4 directories; commits that arrive together share one
+	[ "$((g1 - g0))" -le 404 ]
+	for j in 1 2 3 4; do
+		[ "$(kvfs ls "$STORE" "/w$j" | wc -l)" -eq 100 ]
+		for n in 1 50 100; do	# not i: bats-assert sets it
+			want=$(python3 -c 'import sys; print(("%s.%s " % (sys.argv[1], sys.argv[2])) * 300)' "$j" "$n")
+			run -0 kvfs get "$STORE" "/w$j/k$n"
+			assert_output "$want"
+			run -0 stat -c %s "$MNT/w$j/k$n"
+			assert_output "$((${#want} + 1))"
+		done
+	done
+}
+
+@test "a file being written: its size and times are exact for another process at each step and after close" {
+	echo "old text, longer than the new one" >"$MNT/old"
+	stat "$MNT/old" >/dev/null	# the kernel caches the committed attributes
+	run -0 python3 - "$MNT" "$KVFS_BIN" "$STORE" <<'PY'
+import os, subprocess, sys
+mnt, kvfs, store = sys.argv[1:]
+def other_stat(path):	# a process of its own, through the mount
+    out = subprocess.run(["stat", "-c", "%s %Y", path], capture_output=True, text=True)
+    return out.stdout.split()
+new = os.path.join(mnt, "new")
+fd = os.open(new, os.O_CREAT | os.O_WRONLY, 0o644)
+os.write(fd, b"abc")
+assert other_stat(new)[0] == "3", other_stat(new)
+os.write(fd, b"defgh\n")
+assert other_stat(new)[0] == "9", other_stat(new)
+os.utime(fd, (1000000000, 1000000000))
+assert other_stat(new) == ["9", "1000000000"], other_stat(new)
+os.close(fd)
+assert other_stat(new) == ["9", "1000000000"], other_stat(new)
+old = os.path.join(mnt, "old")
+fd = os.open(old, os.O_WRONLY | os.O_TRUNC)
+os.write(fd, b"short\n")
+assert other_stat(old)[0] == "6", other_stat(old)
+os.close(fd)
+assert other_stat(old)[0] == "6", other_stat(old)
+out = subprocess.run([kvfs, "get", store, "/old"], capture_output=True, text=True)
+assert out.stdout == "short\n", out
+print("ok")
+PY
+	assert_output ok
+	# a time set by path while the file is open is kept by its close
+	run -0 python3 - "$MNT/held" <<'PY'
+import os, subprocess, sys
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY, 0o644)
+os.write(fd, b"x\n")
+subprocess.run(["touch", "-d", "2003-04-05 06:07:08 UTC", sys.argv[1]], check=True)
+os.close(fd)
+print(subprocess.run(["stat", "-c", "%s %Y", sys.argv[1]], capture_output=True, text=True).stdout.strip())
+PY
+	assert_output "2 $(date -d '2003-04-05 06:07:08 UTC' +%s)"
+	run -0 stat -c '%s %Y' "$MNT/held"
+	assert_output "2 $(date -d '2003-04-05 06:07:08 UTC' +%s)"
+	# what this mount's kernel shows is what the store holds: a second mount
+	# of the store, with nothing cached, shows the same
+	mount_extra "$BATS_TEST_TMPDIR/m2" "$STORE"
+	for f in new old held; do
+		assert_equal "$(stat -c '%s %Y %a' "$MNT/$f")" "$(stat -c '%s %Y %a' "$BATS_TEST_TMPDIR/m2/$f")"
+	done
+}
+
+@test "a file being written whose close is refused: close reports it, and the attributes are the store's after" {
+	printf '{"a": 1}\n' >"$MNT/doc.json"
+	run -0 stat -c %s "$MNT/doc.json"
+	size=$output
+	run -0 python3 - "$MNT/doc.json" <<'PY'
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC)
+os.write(fd, b"{not json at all, and longer than before")
+try:
+    os.close(fd)
+    print("closed")
+except OSError as e:
+    print(e.strerror)
+PY
+	assert_output 'Invalid argument'
+	run -0 stat -c %s "$MNT/doc.json"
+	assert_output "$size"
+	run -0 cat "$MNT/doc/a"
+	assert_output 1
+}
