@@ -119,14 +119,14 @@ demo:
 
 # Read and write workloads in one run, one table of ratios and one CSV (root).
 bench: all
-	@bash scripts/bench-all.sh
+	@bash scripts/bench.sh
 
 # The etcd backend's store-level workloads beside LMDB's (a cluster of its own).
 bench-etcd: etcd-store-test
 	@bash scripts/bench-etcd.sh
 
 bench-read: all
-	@bash scripts/bench.sh
+	@KVFS_BENCH_WRITE=0 bash scripts/bench.sh
 
 # Write workloads (restores, documents, parallel writers); root, the store on disk.
 bench-write: all

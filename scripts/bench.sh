@@ -8,11 +8,17 @@
 # least disturbed by other load on the machine.
 # Copies (cp -a, idle rsync -aX) go to a tmpfs in both cases, so the only
 # difference between the columns is where the tree is read from.
-# The table is also written as CSV to $KVFS_BENCH_CSV (default: a file in
-# /tmp, named at the end). With KVFS_BENCH_STATS=1 each operation's FUSE
+# Then the write workloads (scripts/bench-write.sh: restores, documents,
+# echo >, parallel writers, in each commit mode; KVFS_BENCH_WRITE=0 skips
+# them), and one table of every workload's ratio to tmpfs, written as CSV
+# to $KVFS_BENCH_CSV (default: a file in /tmp, named at the end); the read
+# and write tables' own CSVs are kept beside it (NAME.read.csv,
+# NAME.write.csv). With KVFS_BENCH_STATS=1 each read operation's FUSE
 # requests per opcode (the mount root's user.kvfs.stats, first and second
 # pass of the last round) are written beside it as NAME.requests.csv.
 #   scripts/bench.sh [DIRS [LEAVES_PER_DIR]]     default 100 x 100 = 10,000 files
+# (given, DIRS and LEAVES_PER_DIR are passed on to bench-write.sh too, whose
+# default is 200 x 100 = 20,000 leaves)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dirs=${1:-100} leaves=${2:-100}
@@ -62,8 +68,9 @@ rsync -aX "$mnt/" "$ref/dst/kvfs/rs/"
 umount_kvfs
 rsync -aX "$ref/tree/" "$ref/dst/tmpfs/rs/"
 
-csv=${KVFS_BENCH_CSV:-/tmp/kvfs-bench-$(date -u +%Y%m%dT%H%M%SZ).csv}
-stats_csv=${csv%.csv}.requests.csv
+all_csv=${KVFS_BENCH_CSV:-/tmp/kvfs-bench-$(date -u +%Y%m%dT%H%M%SZ).csv}
+csv=${all_csv%.csv}.read.csv write_csv=${all_csv%.csv}.write.csv
+stats_csv=${all_csv%.csv}.requests.csv
 echo "operation,tmpfs_s,kvfs_first_s,kvfs_second_s,ratio_first,ratio_second" >"$csv"
 [ "${KVFS_BENCH_STATS:-0}" = 1 ] && echo "operation,pass,opcode,requests" >"$stats_csv"
 
@@ -135,6 +142,32 @@ t_small=$(cd "$mnt" && seconds sh -c 'for i in $(seq 200); do ls small >/dev/nul
 t_big=$(cd "$mnt" && seconds sh -c 'for i in $(seq 200); do ls big >/dev/null; ls -f big >/dev/null; done')
 umount_kvfs
 echo "ls of 10 children, 200 times: small subtrees ${t_small}s, 100,000-key subtrees ${t_big}s; ratio $(ratio "$t_big" "$t_small")"
-echo "# table as CSV: $csv"
 [ "${KVFS_BENCH_STATS:-0}" = 1 ] && echo "# requests per opcode: $stats_csv"
-true
+
+if [ "${KVFS_BENCH_WRITE:-1}" != 0 ]; then
+	echo
+	KVFS_BENCH_CSV=$write_csv bash scripts/bench-write.sh "$@"
+fi
+
+# One row per workload: kind, workload (a write's commit mode in brackets),
+# tmpfs seconds, kvfs seconds (reads: first pass on a fresh mount; then
+# the second pass), ratios, and for writes commits and requests per file.
+{
+	echo "kind,workload,tmpfs_s,kvfs_s,kvfs_warm_s,ratio,ratio_warm,commits_per_file,requests_per_file"
+	tail -n +2 "$csv" | awk -F, -v OFS=, '{ print "read", $1, $2, $3, $4, $5, $6, "", "" }'
+	printf 'store,"kvfs import of %d leaves vs mdb_load of its keys",%s,%s,,%s,,,\n' \
+		"$((dirs * leaves))" "$t_raw" "$t_import" "$(ratio "$t_import" "$t_raw")"
+	printf 'read,"ls of 100000-key subtrees vs 10-key ones (not tmpfs)",%s,%s,,%s,,,\n' \
+		"$t_small" "$t_big" "$(ratio "$t_big" "$t_small")"
+	if [ -s "$write_csv" ]; then
+		# label, mode, tmpfs, kvfs, ratio, commits, requests (bench-write.sh)
+		tail -n +2 "$write_csv" |
+			awk -F, -v OFS=, '{ print "write", "\"" $1 " [" $2 "]\"", $3, $4, "", $5, "", $6, $7 }'
+	fi
+} >"$all_csv"
+echo
+echo "# every workload: ratio kvfs / tmpfs in the same run (reads: first pass, second pass)"
+awk -F, 'function v(x) { return x == "" ? "-" : x }
+	NR > 1 { gsub(/"/, ""); printf "%-6s %-48s %8s %8s %8s %9s\n", $1, $2, $6, v($7), v($8), v($9) }' "$all_csv" |
+	{ printf '%-6s %-48s %8s %8s %8s %9s\n' kind workload ratio warm commits requests; cat; }
+echo "# CSV: $all_csv"
