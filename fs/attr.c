@@ -522,6 +522,67 @@ out_end:
 	return ret;
 }
 
+/*
+ * The mode an access ACL in the xattr format (a version word, then tag,
+ * permission and id per entry) stands for, when it holds nothing beyond
+ * one: the owner, group and others entries only. -1 for any other ACL.
+ */
+static int acl_minimal_mode(const char *value, size_t size)
+{
+	static const uint16_t tags[3] = { 0x01, 0x04, 0x20 };	/* USER_OBJ, GROUP_OBJ, OTHER */
+	const unsigned char *v = (const unsigned char *)value;
+	int mode = 0;
+
+	if (size != 4 + 3 * 8 || (v[0] | v[1] << 8 | v[2] << 16 | (uint32_t)v[3] << 24) != 2)
+		return -1;
+	for (int i = 0; i < 3; i++) {
+		const unsigned char *e = v + 4 + 8 * i;
+		unsigned tag = e[0] | e[1] << 8, perm = e[2] | e[3] << 8;
+
+		if (tag != tags[i] || perm > 7)
+			return -1;
+		mode = mode << 3 | (int)perm;
+	}
+	return mode;
+}
+
+void fs_op_setxattr_acl(fuse_req_t req, fuse_ino_t ino, const char *value, size_t size)
+{
+	struct fs_ctx *ctx = fs_req_ctx(req);
+	struct fs_node *node = fs_node_from_ino(ctx, ino);
+	int mode = acl_minimal_mode(value, size);
+	struct stat cur, want = { 0 };
+	char *path;
+	int ret;
+
+	if (mode < 0) {
+		fs_reply_err(req, -ENOTSUP);	/* cp -a: falls back to chmod, quietly */
+		return;
+	}
+	if (ctx->read_only) {
+		fs_reply_err(req, -EROFS);
+		return;
+	}
+	ret = fs_node_path(ctx, node, NULL, &path);
+	if (ret == 0) {
+		ret = node_stat(ctx, node, path, &cur, NULL, NULL, NULL);
+		free(path);
+	}
+	/* set-id and sticky bits follow chmod's own rules: left to chmod */
+	if (ret == 0 && (cur.st_mode & 07000))
+		ret = -ENOTSUP;
+	/* the kernel passes this name through unchecked: chmod's rule */
+	if (ret == 0 && fuse_req_ctx(req)->uid != 0 && fuse_req_ctx(req)->uid != cur.st_uid)
+		ret = -EPERM;
+	if (ret == 0) {
+		want.st_mode = (cur.st_mode & S_IFMT) | (mode_t)mode;
+		ret = setattr_owner_mode(ctx, node, &want, FUSE_SET_ATTR_MODE);
+	}
+	if (ret == 0)
+		fs_inval_attr_now(ctx, ino);	/* the kernel keeps the old mode otherwise */
+	fs_reply_err(req, ret);
+}
+
 void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		   struct fuse_file_info *fi)
 {

@@ -802,6 +802,13 @@ void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_op_readlink(fuse_req_t req, fuse_ino_t ino);
 void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		   struct fuse_file_info *fi);
+/*
+ * setxattr system.posix_acl_access (attr.c): an ACL that says no more than a
+ * mode (owner, group, others: what cp -a sets when copying a file that has
+ * no ACL) is that chmod, as on ext4, which keeps no such ACL; this spares
+ * cp -a the fchmod that follows a refused ACL. Any other ACL: ENOTSUP.
+ */
+void fs_op_setxattr_acl(fuse_req_t req, fuse_ino_t ino, const char *value, size_t size);
 /* open files (file.c) */
 void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

@@ -236,6 +236,10 @@ void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 		fs_ttl_setxattr(req, ino, value, size, flags);
 		return;
 	}
+	if (strcmp(name, "system.posix_acl_access") == 0) {
+		fs_op_setxattr_acl(req, ino, value, size);
+		return;
+	}
 	if (strcmp(name, FS_XATTR_TYPE) != 0) {
 		fs_reply_err(req, -ENOTSUP);	/* cp -a, rsync -X: skipped quietly */
 		return;
@@ -313,7 +317,10 @@ void fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 		return;
 	}
 	if (strcmp(name, FS_XATTR_TYPE) != 0) {
-		fs_reply_err(req, strncmp(name, "user.", 5) == 0 ? -ENODATA : -ENOTSUP);
+		/* no ACL is kept (a mode-only one is the mode: fs_op_setxattr_acl):
+		 * none to remove, as cp -a does for a directory's default ACL */
+		fs_reply_err(req, strncmp(name, "user.", 5) == 0 ||
+					  strncmp(name, "system.posix_acl_", 17) == 0 ? -ENODATA : -ENOTSUP);
 		return;
 	}
 	if (ctx->read_only) {

@@ -170,3 +170,58 @@ PY
 	run -0 cat "$MNT/doc/a"
 	assert_output 1
 }
+
+@test "an ACL that is only a mode (what cp -a sets) is that chmod, in the file's one commit; any other ACL is refused" {
+	run -0 python3 - "$MNT" "$KVFS_BIN" "$STORE" <<'PY'
+import errno, os, struct, subprocess, sys
+mnt, kvfs, store = sys.argv[1:]
+def acl(*entries):	# (tag, perm, id): the kernel's xattr format, version 2
+    return struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *e) for e in entries)
+gen = lambda: int([l.split()[1] for l in subprocess.run([kvfs, "info", store],
+        capture_output=True, text=True).stdout.splitlines() if l.startswith("generation:")][0])
+g0 = gen()
+p = os.path.join(mnt, "f")
+fd = os.open(p, os.O_CREAT | os.O_WRONLY, 0o644)
+os.write(fd, b"x\n")
+os.setxattr(fd, "system.posix_acl_access", acl((1, 6, 0xffffffff), (4, 4, 0xffffffff), (0x20, 0, 0xffffffff)))
+print("open", oct(os.stat(p).st_mode & 0o7777))
+os.close(fd)
+print("commits", gen() - g0)
+print("closed", oct(os.stat(p).st_mode & 0o7777))
+# a named user's entry: not a mode; refused, nothing changes
+try:
+    os.setxattr(p, "system.posix_acl_access", acl((1, 7, 0xffffffff), (2, 4, 65534), (4, 4, 0xffffffff),
+                                                   (0x10, 4, 0xffffffff), (0x20, 0, 0xffffffff)))
+    print("named: set")
+except OSError as e:
+    print("named:", errno.errorcode[e.errno])
+print("after", oct(os.stat(p).st_mode & 0o7777))
+os.mkdir(os.path.join(mnt, "d"))
+try:	# cp -a does it on each directory, after setting its ACL; libacl takes ENODATA
+    os.removexattr(os.path.join(mnt, "d"), "system.posix_acl_default")
+except OSError as e:
+    print("remove default:", errno.errorcode[e.errno])
+PY
+	assert_output $'open 0o640\ncommits 1\nclosed 0o640\nnamed: ENOTSUP\nafter 0o640\nremove default: ENODATA'
+	# only the owner may: the kernel passes the name through unchecked
+	open_tmpdir_to_others
+	remount -o allow_other
+	echo v >"$MNT/mine"
+	run ! as_nobody /usr/bin/python3 -c 'import os, struct, sys
+os.setxattr(sys.argv[1], "system.posix_acl_access",
+            struct.pack("<I", 2) + b"".join(struct.pack("<HHI", t, 7, 0xffffffff) for t in (1, 4, 0x20)))' "$MNT/mine"
+	assert_output --partial 'Operation not permitted'
+	run -0 stat -c %a "$MNT/mine"
+	assert_output 644
+	# cp -a of files and a directory: modes kept, without an error
+	src=$BATS_TEST_TMPDIR/src
+	mkdir -p "$src/sub"
+	echo a >"$src/a" && chmod 600 "$src/a"
+	echo b >"$src/b" && chmod 4751 "$src/b"
+	chmod 750 "$src/sub"
+	run -0 cp -a "$src/." "$MNT/c/"
+	run -0 stat -c '%n %a' "$MNT/c/a" "$MNT/c/b" "$MNT/c/sub"
+	assert_output "$MNT/c/a 600
+$MNT/c/b 4751
+$MNT/c/sub 750"
+}
