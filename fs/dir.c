@@ -1,6 +1,7 @@
 /*
  * fs/dir.c - directory reading (struct fs_dir): a streamed listing per
- * open directory, readdir and readdirplus (which counts lookups), seeking.
+ * open directory, readdir and readdirplus (which counts lookups), seeking;
+ * leaves created through the mount and still open are listed after it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +22,50 @@ struct fs_dir {
 	struct fs_node *node;	/* fixed; holds one ref */
 	struct model_list *list;
 	off_t pos;		/* offset of the next entry: 0 ".", 1 "..", 2 + i child i */
+	/*
+	 * Created leaves still open at opendir (not in the store yet, listed
+	 * by this mount as ext4 lists an open new file), after the store's
+	 * children: pending i is at offset store_end + i.
+	 */
+	char **pend;
+	size_t npend;
+	off_t store_end;	/* 0 until the store's children have all been read */
 };
+
+static void dir_pend_free(struct fs_dir *d)
+{
+	for (size_t i = 0; i < d->npend; i++)
+		free(d->pend[i]);
+	free(d->pend);
+	d->pend = NULL;
+	d->npend = 0;
+}
+
+/* ctx->lock held. The names of dir's created leaves not committed yet. */
+static int dir_pend_collect_locked(struct fs_ctx *ctx, struct fs_dir *d)
+{
+	size_t cap = 0;
+
+	for (struct fs_file *f = ctx->files; f; f = f->next) {
+		struct fs_node *n = f->node;
+		char **grown;
+
+		if (!f->pend_leaf || n->wfile != f || !n->hashed || n->parent != d->node)
+			continue;
+		if (d->npend == cap) {
+			cap = cap ? cap * 2 : 8;
+			grown = realloc(d->pend, cap * sizeof(*grown));
+			if (!grown)
+				return -ENOMEM;
+			d->pend = grown;
+		}
+		d->pend[d->npend] = strdup(n->name);
+		if (!d->pend[d->npend])
+			return -ENOMEM;
+		d->npend++;
+	}
+	return 0;
+}
 
 void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
@@ -53,6 +97,14 @@ void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	d->node = node;
 	pthread_mutex_lock(&ctx->lock);
+	ret = dir_pend_collect_locked(ctx, d);
+	if (ret < 0) {
+		pthread_mutex_unlock(&ctx->lock);
+		dir_pend_free(d);
+		model_list_close(d->list);
+		free(d);
+		goto out_free;
+	}
 	fs_node_ref_locked(node);
 	/* The kernel's cached listing is good while nobody has committed since,
 	 * and no child it shows has expired. */
@@ -60,10 +112,16 @@ void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	node->dir_gen = gen + 1;
 	if (!fi->keep_cache)
 		node->dir_until = 0;	/* the new listing sets it */
+	/* a listing with open new leaves changes at their close: never cached */
+	if (d->npend) {
+		fi->keep_cache = 0;
+		node->dir_gen = 0;
+	}
 	pthread_mutex_unlock(&ctx->lock);
-	fi->cache_readdir = 1;
+	fi->cache_readdir = d->npend == 0;
 	fi->fh = (uintptr_t)d;
 	if (fuse_reply_open(req, fi) < 0) {
+		dir_pend_free(d);
 		model_list_close(d->list);
 		pthread_mutex_lock(&ctx->lock);
 		fs_node_unref_locked(ctx, node);
@@ -126,11 +184,16 @@ static int dir_seek(struct dir_fill *s, off_t off)
 	int ret;
 
 	model_list_rewind(s->d->list);
+	s->d->store_end = 0;	/* counted again: the store may have changed */
 	s->d->pos = off < 2 ? off : 2;
 	if (off <= 2)
 		return 0;
 	s->skip_to = off;
 	ret = model_list_fill(s->d->list, dir_skip_fn, s);
+	if (ret == 0) {		/* past the store's children: into the open new leaves */
+		s->d->store_end = s->d->pos;
+		s->d->pos = off;
+	}
 	return ret < 0 ? ret : 0;
 }
 
@@ -218,6 +281,45 @@ static int dir_fill_fn(void *arg, const char *name, const struct model_node *nod
 	return 0;
 }
 
+/*
+ * The open new leaves after the store's children. One committed or gone
+ * since opendir is passed over (its offset kept): it is in the store's
+ * children now, which the listing may or may not have shown, as for any
+ * file made while a directory is read.
+ */
+static void dir_fill_pending(struct dir_fill *s)
+{
+	struct fs_ctx *ctx = s->ctx;
+	struct fs_dir *d = s->d;
+
+	pthread_mutex_lock(&ctx->lock);
+	while (d->pos >= d->store_end && (size_t)(d->pos - d->store_end) < d->npend) {
+		const char *name = d->pend[d->pos - d->store_end];
+		struct fs_node *child = fs_node_child_locked(ctx, d->node, name, false);
+		struct fuse_entry_param e;
+
+		if (!child || !child->wfile || !child->wfile->pend_leaf) {
+			d->pos++;
+			continue;
+		}
+		memset(&e, 0, sizeof(e));
+		fs_stat_pending_locked(ctx, child, false, &e.attr, NULL);
+		e.ino = fs_node_ino(ctx, child);	/* timeouts 0: asked again each time */
+		if (s->plus && !dir_count_lookup(s, child)) {
+			s->err = -ENOMEM;
+			break;
+		}
+		if (!dir_add(s, name, &e)) {
+			if (s->plus) {
+				s->ncounted--;
+				child->nlookup--;
+			}
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ctx->lock);
+}
+
 /* "." and "..": no lookup is counted for them (ino 0 in readdirplus). */
 static bool dir_add_dot(struct dir_fill *s, const char *name)
 {
@@ -250,8 +352,13 @@ static void dir_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_in
 		goto out_reply;
 	if (ret == 0 && d->pos == 1 && !dir_add_dot(&s, ".."))
 		goto out_reply;
-	if (ret == 0)
+	if (ret == 0 && (!d->store_end || d->pos < d->store_end)) {
 		ret = model_list_fill(d->list, dir_fill_fn, &s);
+		if (ret == 0)
+			d->store_end = d->pos;
+	}
+	if (ret == 0 && s.err == 0 && d->store_end)
+		dir_fill_pending(&s);
 	if (ret >= 0 && s.err < 0)
 		ret = s.err;
 out_reply:
@@ -297,6 +404,7 @@ void fs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct fs_dir *d = (struct fs_dir *)(uintptr_t)fi->fh;
 
 	(void)ino;
+	dir_pend_free(d);
 	model_list_close(d->list);
 	pthread_mutex_lock(&ctx->lock);
 	fs_node_unref_locked(ctx, d->node);

@@ -225,3 +225,38 @@ os.setxattr(sys.argv[1], "system.posix_acl_access",
 $MNT/c/b 4751
 $MNT/c/sub 750"
 }
+
+@test "a created leaf still open is listed by ls through the mount (not by other processes), and stops being listed when dropped" {
+	mkdir "$MNT/d"
+	echo a >"$MNT/d/a"
+	ls "$MNT/d" >/dev/null	# the kernel may cache this listing
+	run -0 python3 - "$MNT/d" "$KVFS_BIN" "$STORE" <<'PY'
+import os, subprocess, sys
+d, kvfs, store = sys.argv[1:]
+ls = lambda: " ".join(sorted(os.listdir(d)))
+# started before the open: a fork after it would close a copy of the
+# descriptor at exec, which commits the file
+other = subprocess.Popen(["sh", "-c", 'read go; "$0" ls "$1" /d', kvfs, store],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+fd = os.open(os.path.join(d, "new"), os.O_CREAT | os.O_WRONLY, 0o600)
+os.write(fd, b"hello\n")
+print("open:", ls())
+print("size:", os.stat(os.path.join(d, "new")).st_size)
+print("store:", other.communicate("go\n")[0].split())
+gone = os.open(os.path.join(d, "gone"), os.O_CREAT | os.O_WRONLY, 0o600)
+print("two open:", ls())
+os.unlink(os.path.join(d, "gone"))
+print("unlinked:", ls())
+os.close(fd)
+os.close(gone)
+print("closed:", ls())
+PY
+	assert_output "open: a new
+size: 6
+store: ['a']
+two open: a gone new
+unlinked: a new
+closed: a new"
+	run -0 kvfs ls "$STORE" /d
+	assert_output $'a\nnew'
+}
