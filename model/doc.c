@@ -707,14 +707,15 @@ static int prepare_replace(struct flat *f, const struct tree_node *n)
 static int flat_parse(struct flat *f, const char *json, size_t len, bool mapped,
 		      model_progress_fn progress, void *arg)
 {
-	struct stream_progress sp = { .fn = progress, .arg = arg };
+	struct stream_progress sp = { .txn = f->txn, .fn = progress, .arg = arg };
 	struct model_error perr;
 	int ret;
 
 	perr.msg[0] = '\0';
 	stream_drop_init(&sp.drop, json, mapped);
+	/* the hook runs every MiB of input: it also keeps a long write's memory down */
 	ret = json_parse(json, len, f->append ? JSON_PARSE_SEQUENCE : 0, MODEL_DEPTH_MAX,
-			 flat_event, f, mapped || progress ? stream_progress : NULL, &sp, &perr);
+			 flat_event, f, stream_progress, &sp, &perr);
 	if (ret < 0 && !f->failed)
 		return tree_fail_reason(f->err, ret, ret == -EINVAL ? MODEL_REASON_BAD_JSON :
 					MODEL_REASON_NONE, "%s: invalid JSON: %s", f->p->text,
@@ -762,6 +763,9 @@ int doc_write(struct store_txn *txn, const struct tree_path *p, const char *json
 }
 
 /* ---- import ---- */
+
+/* Below this an import's pages fit the map's usual room. */
+#define IMPORT_RESERVE_MIN ((size_t)16 << 20)
 
 struct import_op {
 	const char *path;
@@ -819,5 +823,9 @@ int model_import_ttl(struct model *m, const char *path, const char *json, size_t
 				 (long long)TTL_SECONDS_MAX);
 	if (ttl_seconds && (!path[strspn(path, "/")]))
 		return tree_fail(err, -EINVAL, "%s: the root cannot expire", path);
+	/* room for the pages at once, not a whole new attempt per doubling of
+	 * the map (small values take about five times their JSON); a hint */
+	if (len > IMPORT_RESERVE_MIN && !m->readonly)
+		(void)store_reserve(m->st, len <= UINT64_MAX / 6 ? (uint64_t)len * 6 : UINT64_MAX);
 	return tree_write(m, path, import_txn, &op, err);
 }

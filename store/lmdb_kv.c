@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "store/lmdb_int.h"
 
@@ -79,6 +80,23 @@ int lmdb_del(struct store_txn *txn, enum store_space space, const void *key, siz
 	if (t->map_full)
 		return -ENOSPC;
 	return lmdb_txn_err(t, mdb_del(t->txn, dbi_of(txn, space), &k, NULL));
+}
+
+/*
+ * The map is a read-only MAP_SHARED mapping of data.mdb: dropping its
+ * resident pages only unmaps them from this process (the page cache keeps
+ * them, and so does the file: a later read of any thread faults the same
+ * bytes back in). A transaction's own dirty pages are LMDB's heap copies,
+ * never the map, so they are untouched. Matters once a big transaction
+ * spills: it then reads (and so maps) every page it revisits.
+ */
+void lmdb_trim(struct store_txn *txn)
+{
+	MDB_envinfo info;
+
+	if (mdb_env_info(lmdb_of(txn->st)->env, &info) != 0 || !info.me_mapaddr)
+		return;
+	(void)madvise(info.me_mapaddr, info.me_mapsize, MADV_DONTNEED);	/* a hint: failing costs memory only */
 }
 
 bool lmdb_space_is_empty(struct store_txn *txn, enum store_space space)
