@@ -6,7 +6,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "store/lmdb_int.h"
 
@@ -89,14 +92,35 @@ int lmdb_del(struct store_txn *txn, enum store_space space, const void *key, siz
  * bytes back in). A transaction's own dirty pages are LMDB's heap copies,
  * never the map, so they are untouched. Matters once a big transaction
  * spills: it then reads (and so maps) every page it revisits.
+ *
+ * LMDB does not say where its map is (mdb_env_info's me_mapaddr is the
+ * MDB_FIXEDMAP address, NULL here), and the map moves when it grows: so
+ * the mappings of data.mdb are found in /proc/self/maps by device and
+ * inode. Anything unexpected only leaves the pages where they are.
  */
 void lmdb_trim(struct store_txn *txn)
 {
-	MDB_envinfo info;
+	unsigned long long start, end, ino;
+	unsigned dmaj, dmin;
+	struct stat sb;
+	char line[512];
+	FILE *maps;
+	int fd;
 
-	if (mdb_env_info(lmdb_of(txn->st)->env, &info) != 0 || !info.me_mapaddr)
+	if (mdb_env_get_fd(lmdb_of(txn->st)->env, &fd) != 0 || fstat(fd, &sb) != 0)
 		return;
-	(void)madvise(info.me_mapaddr, info.me_mapsize, MADV_DONTNEED);	/* a hint: failing costs memory only */
+	maps = fopen("/proc/self/maps", "re");
+	if (!maps)
+		return;
+	while (fgets(line, sizeof(line), maps)) {
+		if (sscanf(line, "%llx-%llx %*s %*s %x:%x %llu", &start, &end, &dmaj, &dmin,
+			   &ino) != 5 || ino != (unsigned long long)sb.st_ino ||
+		    dmaj != major(sb.st_dev) || dmin != minor(sb.st_dev) || end <= start)
+			continue;
+		/* a hint: failing costs memory only */
+		(void)madvise((void *)(uintptr_t)start, (size_t)(end - start), MADV_DONTNEED);
+	}
+	fclose(maps);
 }
 
 bool lmdb_space_is_empty(struct store_txn *txn, enum store_space space)
