@@ -43,6 +43,15 @@
  * same name, as a plain import always did.
  */
 
+/*
+ * Leaves put between two store_txn_trim calls. Once a big transaction
+ * spills (LMDB: past 512 MiB of written pages), each put at a random place
+ * reads a page of the file through the map, so the map's resident pages
+ * grow by up to a page per put: this bounds them to some 16 MiB, for one
+ * walk of /proc/self/maps and one madvise per 4096 puts.
+ */
+#define DOC_TRIM_PUTS 4096
+
 struct flat_frame {
 	size_t len;		/* key length of the container */
 	bool array;
@@ -75,6 +84,7 @@ struct flat {
 	uint64_t appended;
 	int64_t now;
 	bool failed;		/* the error came from a callback, not the parser */
+	unsigned puts;		/* leaves put since the last store_txn_trim */
 	bool top_fresh;		/* nothing was at the target key (or: appending) */
 	struct strbuf names;	/* per name: 2 bytes length, encoded element */
 	enum flat_pending pend;
@@ -475,7 +485,13 @@ static int flat_put(struct flat *f, struct leaf *leaf)
 			return flat_fail(f, ret);
 	}
 	ret = tree_put_leaf(f->txn, f->key, f->w.len, leaf);
-	return ret < 0 ? flat_fail(f, ret) : 0;
+	if (ret < 0)
+		return flat_fail(f, ret);
+	if (++f->puts >= DOC_TRIM_PUTS) {
+		store_txn_trim(f->txn);
+		f->puts = 0;
+	}
+	return 0;
 }
 
 static int flat_scalar(struct flat *f, const struct json_token *tok)
@@ -707,15 +723,14 @@ static int prepare_replace(struct flat *f, const struct tree_node *n)
 static int flat_parse(struct flat *f, const char *json, size_t len, bool mapped,
 		      model_progress_fn progress, void *arg)
 {
-	struct stream_progress sp = { .txn = f->txn, .fn = progress, .arg = arg };
+	struct stream_progress sp = { .fn = progress, .arg = arg };
 	struct model_error perr;
 	int ret;
 
 	perr.msg[0] = '\0';
 	stream_drop_init(&sp.drop, json, mapped);
-	/* the hook runs every MiB of input: it also keeps a long write's memory down */
 	ret = json_parse(json, len, f->append ? JSON_PARSE_SEQUENCE : 0, MODEL_DEPTH_MAX,
-			 flat_event, f, stream_progress, &sp, &perr);
+			 flat_event, f, mapped || progress ? stream_progress : NULL, &sp, &perr);
 	if (ret < 0 && !f->failed)
 		return tree_fail_reason(f->err, ret, ret == -EINVAL ? MODEL_REASON_BAD_JSON :
 					MODEL_REASON_NONE, "%s: invalid JSON: %s", f->p->text,

@@ -16,13 +16,6 @@
 #define STREAM_BIG ((size_t)64 << 10)
 /* A big record is copied (and its source given back) this much at a time. */
 #define STREAM_CHUNK ((size_t)1 << 20)
-/*
- * Input parsed between two store_txn_trim calls. An import of small values
- * writes about five times its input in store pages, so this lets at most
- * some 80 MiB of re-read map pages pile up; each call costs one walk of
- * the map's resident pages.
- */
-#define STREAM_TRIM_STEP ((uint64_t)16 << 20)
 
 void stream_drop_init(struct stream_drop *d, const void *base, bool mapped)
 {
@@ -56,10 +49,6 @@ void stream_progress(void *arg, uint64_t done, uint64_t total)
 	struct stream_progress *sp = arg;
 
 	stream_drop_upto(&sp->drop, (size_t)done);
-	if (sp->txn && done >= sp->next_trim + STREAM_TRIM_STEP) {
-		store_txn_trim(sp->txn);
-		sp->next_trim = done;
-	}
 	if (sp->fn)
 		sp->fn(sp->arg, done, total);
 }

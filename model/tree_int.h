@@ -220,15 +220,9 @@ struct stream_drop {
 };
 void stream_drop_init(struct stream_drop *d, const void *base, bool mapped);
 void stream_drop_upto(struct stream_drop *d, size_t upto);
-/*
- * A json_parse progress hook that drops what was parsed, lets the store
- * give back pages it can read again (store_txn_trim, every STREAM_TRIM_STEP
- * bytes of input; txn may be NULL), then calls fn (may be NULL).
- */
+/* A json_parse progress hook that drops what was parsed, then calls fn (may be NULL). */
 struct stream_progress {
 	struct stream_drop drop;
-	struct store_txn *txn;
-	uint64_t next_trim;	/* 0: the first step */
 	model_progress_fn fn;
 	void *arg;
 };
