@@ -198,9 +198,9 @@ struct cli_input {
 };
 /*
  * Reads all of `name` ("-" is stdin): regular files are mapped, anything
- * else is read into a growing buffer (cli_input_read_spill: into a file). On failure prints why (naming the
- * file, and saying so when the memory is not available) and returns 1.
- * Release with cli_input_release.
+ * else is read into a growing buffer (cli_input_read_spill: into a file).
+ * On failure prints why (naming the file, and saying so when the memory
+ * is not available) and returns 1. Release with cli_input_release.
  */
 int cli_input_read(const char *name, struct cli_input *in);
 /*
