@@ -198,11 +198,21 @@ struct cli_input {
 };
 /*
  * Reads all of `name` ("-" is stdin): regular files are mapped, anything
- * else is read into a growing buffer. On failure prints why (naming the
- * file, and saying so when the memory is not available) and returns 1.
- * Release with cli_input_release.
+ * else is read into a growing buffer (cli_input_read_spill: into a file).
+ * On failure prints why (naming the file, and saying so when the memory
+ * is not available) and returns 1. Release with cli_input_release.
  */
 int cli_input_read(const char *name, struct cli_input *in);
+/*
+ * As cli_input_read, but an input that is not a regular file (a pipe, a
+ * terminal) is first copied to an unlinked temporary file and then mapped
+ * like one, so memory stays bounded whatever its size: the file goes in
+ * the store's directory when `store` names a local one (or its parent),
+ * else in $TMPDIR or /var/tmp. The copy is finished before anything is
+ * written to the store, so a slow writer never holds the store's write
+ * lock. store may be NULL (no directory of its own to prefer).
+ */
+int cli_input_read_spill(const char *name, const char *store, struct cli_input *in);
 void cli_input_release(struct cli_input *in);
 
 /* ---- verbs ---- */

@@ -458,7 +458,7 @@ int cli_cmd_import(const struct cli_verb *verb, int argc, char **argv)
 				       "always imported in one transaction)");
 	if (lines)
 		return lines_main(p.operands[0], p.operands[1], p.operands[2], atomic);
-	if (cli_input_read(p.operands[2], &in))
+	if (cli_input_read_spill(p.operands[2], p.operands[0], &in))
 		return CLI_EXIT_FAIL;
 	ret = cli_open(p.operands[0], CLI_OPEN_CREATE, &m);
 	if (ret == CLI_EXIT_OK) {

@@ -43,6 +43,15 @@
  * same name, as a plain import always did.
  */
 
+/*
+ * Leaves put between two store_txn_trim calls. Once a big transaction
+ * spills (LMDB: past 512 MiB of written pages), each put at a random place
+ * reads a page of the file through the map, so the map's resident pages
+ * grow by up to a page per put: this bounds them to some 16 MiB, for one
+ * walk of /proc/self/maps and one madvise per 4096 puts.
+ */
+#define DOC_TRIM_PUTS 4096
+
 struct flat_frame {
 	size_t len;		/* key length of the container */
 	bool array;
@@ -75,6 +84,7 @@ struct flat {
 	uint64_t appended;
 	int64_t now;
 	bool failed;		/* the error came from a callback, not the parser */
+	unsigned puts;		/* leaves put since the last store_txn_trim */
 	bool top_fresh;		/* nothing was at the target key (or: appending) */
 	struct strbuf names;	/* per name: 2 bytes length, encoded element */
 	enum flat_pending pend;
@@ -475,7 +485,13 @@ static int flat_put(struct flat *f, struct leaf *leaf)
 			return flat_fail(f, ret);
 	}
 	ret = tree_put_leaf(f->txn, f->key, f->w.len, leaf);
-	return ret < 0 ? flat_fail(f, ret) : 0;
+	if (ret < 0)
+		return flat_fail(f, ret);
+	if (++f->puts >= DOC_TRIM_PUTS) {
+		store_txn_trim(f->txn);
+		f->puts = 0;
+	}
+	return 0;
 }
 
 static int flat_scalar(struct flat *f, const struct json_token *tok)
@@ -763,6 +779,9 @@ int doc_write(struct store_txn *txn, const struct tree_path *p, const char *json
 
 /* ---- import ---- */
 
+/* Below this an import's pages fit the map's usual room. */
+#define IMPORT_RESERVE_MIN ((size_t)16 << 20)
+
 struct import_op {
 	const char *path;
 	const char *json;
@@ -819,5 +838,9 @@ int model_import_ttl(struct model *m, const char *path, const char *json, size_t
 				 (long long)TTL_SECONDS_MAX);
 	if (ttl_seconds && (!path[strspn(path, "/")]))
 		return tree_fail(err, -EINVAL, "%s: the root cannot expire", path);
+	/* room for the pages at once, not a whole new attempt per doubling of
+	 * the map (small values take about five times their JSON); a hint */
+	if (len > IMPORT_RESERVE_MIN && !m->readonly)
+		(void)store_reserve(m->st, len <= UINT64_MAX / 6 ? (uint64_t)len * 6 : UINT64_MAX);
 	return tree_write(m, path, import_txn, &op, err);
 }

@@ -4,14 +4,20 @@
 # per figure, as ratios against a reference measured in the same run:
 #   import N MB      kvfs import of a document with shuffled keys, against
 #                    mdb_load of the same keys in sorted order (mdb_dump of
-#                    the imported store's data space); peak RSS / document
+#                    the imported store's data space); peak RSS / document,
+#                    mdb_load's own peak RSS / document, and the store's
+#                    pages per byte of JSON (kvfs's, mdb_load's)
+#   pipe N MB        the same document imported through a pipe: time /
+#                    mdb_load, peak RSS / document
 #   cp N MB          a document written through the mount with cp: the
 #                    daemon's VmHWM / document (one of small values, one
 #                    of 1 MiB strings)
 #   leaf N MB        one string leaf written through the mount: VmHWM / leaf
 # Usage: scripts/bench-import.sh [SIZES_MB...]  (default 40 100; the mount
 # figures use BENCH_CP_MB, default 300, and BENCH_LEAF_MB, default 1024;
-# 0 skips one). Work files go under BENCH_DIR (default /var/tmp: a disk,
+# 0 skips one; BENCH_BIG_MB, default 0, adds one more import size without
+# the pipe run, e.g. 1800 for a document of about 2 GB: check df first, the
+# store takes about five times the document). Work files go under BENCH_DIR (default /var/tmp: a disk,
 # not tmpfs, so the timings mean something). Needs python3, mdb_load,
 # mdb_dump, /usr/bin/time and root for FUSE.
 set -euo pipefail
@@ -58,25 +64,44 @@ with open(path, "w") as f:
 EOF
 }
 
-# peak_of FILE: the "%e %M" line /usr/bin/time wrote -> "seconds kib".
+# used_bytes STORE: the pages the data space holds, in bytes.
+used_bytes() {
+	local ps; ps=$(mdb_stat -e "$1" | awk '/Page size/ { print $3 }')
+	mdb_stat -s data "$1" | awk -v ps="$ps" '/Branch pages|Leaf pages|Overflow pages/ { n += $3 } END { print n * ps }'
+}
+
+# import_one MB [nopipe]: file import, mdb_load of the same keys, pipe import.
 import_one() {
-	local mb=$1 doc=$work/doc$1.json store=$work/s$1 lmdb=$work/l$1 t0 t1 kv ml rss
+	local mb=$1 doc=$work/doc$1.json store=$work/s$1 lmdb=$work/l$1 kv ml mlrss rss pv prss
 	make_doc "$mb" "$doc"
 	local bytes; bytes=$(stat -c %s "$doc")
 	sync
 	/usr/bin/time -f "%e %M" -o "$work/time" "$kvfs" import "$store" / "$doc" 2>/dev/null
 	read -r kv rss <"$work/time"
 	mdb_dump -s data "$store" >"$work/dump"
+	local kvpages; kvpages=$(used_bytes "$store")
+	rm -rf "$store"
 	sync
 	mkdir -p "$lmdb"
-	t0=$(now)
-	mdb_load -s data -f "$work/dump" "$lmdb" 2>/dev/null
-	t1=$(now)
-	ml=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')
-	printf 'import %4d MB  kvfs %6.2f s  mdb_load %6.2f s  ratio %s  peak RSS %d MB = %sx doc\n' \
+	/usr/bin/time -f "%e %M" -o "$work/time" mdb_load -s data -f "$work/dump" "$lmdb" 2>/dev/null
+	read -r ml mlrss <"$work/time"
+	local mlpages; mlpages=$(used_bytes "$lmdb")
+	rm -rf "$lmdb" "$work/dump"
+	printf 'import %4d MB  kvfs %6.2f s  mdb_load %6.2f s  ratio %s  peak RSS %d MB = %sx doc' \
 		"$mb" "$kv" "$ml" "$(ratio "$kv" "$ml")" \
 		$((rss / 1024)) "$(ratio $((rss * 1024)) "$bytes")"
-	rm -rf "$store" "$lmdb" "$work/dump"
+	printf '  (mdb_load %sx)  store pages / doc: kvfs %s, mdb_load %s\n' \
+		"$(ratio $((mlrss * 1024)) "$bytes")" "$(ratio "$kvpages" "$bytes")" \
+		"$(ratio "$mlpages" "$bytes")"
+	if [ "${2:-}" != nopipe ]; then
+		sync
+		cat "$doc" | /usr/bin/time -f "%e %M" -o "$work/time" "$kvfs" import "$store" / - 2>/dev/null
+		read -r pv prss <"$work/time"
+		printf 'pipe   %4d MB  kvfs %6.2f s  ratio to mdb_load %s  peak RSS %d MB = %sx doc\n' \
+			"$mb" "$pv" "$(ratio "$pv" "$ml")" $((prss / 1024)) \
+			"$(ratio $((prss * 1024)) "$bytes")"
+		rm -rf "$store"
+	fi
 	[ "$mb" = "$cp_mb" ] || rm -f "$doc"
 }
 
@@ -158,6 +183,7 @@ leaf_one() {
 for mb in "${sizes[@]}"; do
 	import_one "$mb"
 done
+[ "${BENCH_BIG_MB:-0}" = 0 ] || import_one "$BENCH_BIG_MB" nopipe
 [ "$cp_mb" = 0 ] || cp_one "$cp_mb"
 [ "$cp_mb" = 0 ] || cp_strings "$cp_mb"
 [ "$leaf_mb" = 0 ] || leaf_one "$leaf_mb"

@@ -411,4 +411,6 @@ const struct store_ops store_lmdb_ops = {
 	.feed_read = NULL,
 	.queue_start = lmdb_queue_start,
 	.read_version = lmdb_version,
+	.trim = lmdb_trim,
+	.reserve = lmdb_reserve,
 };

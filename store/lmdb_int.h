@@ -144,6 +144,7 @@ bool lmdb_changed_elsewhere(struct store *st);
  * one request in a nested txn of t (0, or <0: t itself failed). */
 int lmdb_begin(struct lmdb_store *ls, unsigned flags, MDB_txn **out);
 int lmdb_grow(struct lmdb_store *ls);
+int lmdb_reserve(struct store *base, uint64_t bytes);
 void lmdb_note_own_commit(struct lmdb_store *ls, uint64_t txnid);
 int lmdb_run_nested(struct lmdb_txn *t, struct lmdb_req *r, bool *map_full);
 
@@ -168,6 +169,7 @@ int lmdb_del(struct store_txn *txn, enum store_space space, const void *key, siz
 int lmdb_del_prefix(struct store_txn *txn, enum store_space space, const void *prefix,
 		    size_t prefix_len, uint64_t *deleted);
 bool lmdb_space_is_empty(struct store_txn *txn, enum store_space space);
+void lmdb_trim(struct store_txn *txn);
 int lmdb_scan_open(struct store_scan *scan);
 int lmdb_scan_next(struct store_scan *scan, struct store_val *key, struct store_val *val);
 int lmdb_scan_seek(struct store_scan *scan, const void *key, size_t key_len);

@@ -6,6 +6,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "store/lmdb_int.h"
 
@@ -79,6 +83,44 @@ int lmdb_del(struct store_txn *txn, enum store_space space, const void *key, siz
 	if (t->map_full)
 		return -ENOSPC;
 	return lmdb_txn_err(t, mdb_del(t->txn, dbi_of(txn, space), &k, NULL));
+}
+
+/*
+ * The map is a read-only MAP_SHARED mapping of data.mdb: dropping its
+ * resident pages only unmaps them from this process (the page cache keeps
+ * them, and so does the file: a later read of any thread faults the same
+ * bytes back in). A transaction's own dirty pages are LMDB's heap copies,
+ * never the map, so they are untouched. Matters once a big transaction
+ * spills: it then reads (and so maps) every page it revisits.
+ *
+ * LMDB does not say where its map is (mdb_env_info's me_mapaddr is the
+ * MDB_FIXEDMAP address, NULL here), and the map moves when it grows: so
+ * the mappings of data.mdb are found in /proc/self/maps by device and
+ * inode. Anything unexpected only leaves the pages where they are.
+ */
+void lmdb_trim(struct store_txn *txn)
+{
+	unsigned long long start, end, ino;
+	unsigned dmaj, dmin;
+	struct stat sb;
+	char line[512];
+	FILE *maps;
+	int fd;
+
+	if (mdb_env_get_fd(lmdb_of(txn->st)->env, &fd) != 0 || fstat(fd, &sb) != 0)
+		return;
+	maps = fopen("/proc/self/maps", "re");
+	if (!maps)
+		return;
+	while (fgets(line, sizeof(line), maps)) {
+		if (sscanf(line, "%llx-%llx %*s %*s %x:%x %llu", &start, &end, &dmaj, &dmin,
+			   &ino) != 5 || ino != (unsigned long long)sb.st_ino ||
+		    dmaj != major(sb.st_dev) || dmin != minor(sb.st_dev) || end <= start)
+			continue;
+		/* a hint: failing costs memory only */
+		(void)madvise((void *)(uintptr_t)start, (size_t)(end - start), MADV_DONTNEED);
+	}
+	fclose(maps);
 }
 
 bool lmdb_space_is_empty(struct store_txn *txn, enum store_space space)

@@ -93,6 +93,35 @@ int lmdb_grow(struct lmdb_store *st)
 	return rc ? -ENOSPC : 0;
 }
 
+/*
+ * Grows the map to the pages in use plus bytes (rounded up to a MiB), so a
+ * big write does not fill it and start over; never shrinks it. Holds
+ * write_mutex as lmdb_grow's callers do.
+ */
+int lmdb_reserve(struct store *base, uint64_t bytes)
+{
+	struct lmdb_store *st = lmdb_of(base);
+	MDB_envinfo info;
+	MDB_stat ms;
+	uint64_t want;
+	int rc;
+
+	if (mdb_env_info(st->env, &info) != 0 || mdb_env_stat(st->env, &ms) != 0)
+		return -EIO;
+	want = ((uint64_t)info.me_last_pgno + 1) * ms.ms_psize;
+	if (bytes > SIZE_MAX - want - (1u << 20))
+		return -ENOSPC;	/* more than the address space */
+	want = (want + bytes + (1u << 20) - 1) & ~(uint64_t)((1u << 20) - 1);
+	if (want <= lmdb_mapsize(st))
+		return 0;
+	pthread_mutex_lock(&st->write_mutex);
+	gate_close(st);
+	rc = want > lmdb_mapsize(st) ? mdb_env_set_mapsize(st->env, (size_t)want) : 0;
+	gate_open(st);
+	pthread_mutex_unlock(&st->write_mutex);
+	return rc ? -ENOSPC : 0;
+}
+
 /* ---- transactions ---- */
 
 /* Begins an LMDB transaction inside the gate, adopting a map grown elsewhere. */

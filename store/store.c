@@ -422,6 +422,19 @@ int store_put(struct store_txn *txn, enum store_space space,
 	return rc;
 }
 
+void store_txn_trim(struct store_txn *txn)
+{
+	if (txn->write && txn->st->ops->trim)
+		txn->st->ops->trim(txn);
+}
+
+int store_reserve(struct store *st, uint64_t bytes)
+{
+	if (st->readonly)
+		return -EROFS;
+	return st->ops->reserve ? st->ops->reserve(st, bytes) : 0;
+}
+
 int store_put_reserve(struct store_txn *txn, enum store_space space, const void *key,
 		      size_t key_len, size_t val_len, void **out)
 {

@@ -242,6 +242,23 @@ bool store_space_is_empty(struct store_txn *txn, enum store_space space);
  * its place in the transaction's own page (so a big value is never copied
  * whole). Valid until the next write in txn; errors as put.
  */
+/*
+ * A hint during a long write (an import): gives back the process's resident
+ * copies of store pages that can be read again from the store's file (the
+ * LMDB map's pages, which a big transaction reads while it spills), so the
+ * process's memory follows what the transaction must hold, not what it
+ * has looked at. Changes nothing the transaction or any reader sees;
+ * backends with nothing to give back ignore it.
+ */
+void store_txn_trim(struct store_txn *txn);
+/*
+ * A hint before a big write: make room for about `bytes` more, so that the
+ * write is not run again for want of room (LMDB: its map grows to what is
+ * used plus bytes; that is address space, the file grows only as pages
+ * are written). Call with no transaction of this handle open. 0, or -errno
+ * when room could not be made (the write may still find it later).
+ */
+int store_reserve(struct store *st, uint64_t bytes);
 int store_put_reserve(struct store_txn *txn, enum store_space space, const void *key,
 		      size_t key_len, size_t val_len, void **out);
 /* del: 0 or -ENOENT. */

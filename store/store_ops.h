@@ -189,6 +189,10 @@ struct store_ops {
 	 */
 	int (*queue_start)(struct store *st, unsigned ms);
 	uint64_t (*read_version)(struct store *st);
+	/* Optional (NULL: nothing to give back): as store_txn_trim. */
+	void (*trim)(struct store_txn *txn);
+	/* Optional (NULL: room is found as the write goes): as store_reserve. */
+	int (*reserve)(struct store *st, uint64_t bytes);
 };
 
 /* The backends (store.c chooses; the etcd one exists when built with KVFS_ETCD). */
