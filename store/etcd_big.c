@@ -16,7 +16,7 @@
 
 #define BIG_CHUNK_BYTES (4u << 20)	/* raw bytes of operations per chunk (one apply Txn) */
 #define BIG_CHUNK_OPS (ETCD_TXN_OPS - 8)	/* operations per chunk, room left for the guard */
-#define BIG_LEASE_TTL 10	/* s: a writer silent this long is taken for dead */
+#define BIG_LEASE_TTL 15	/* s: a writer silent this long is taken for dead */
 #define BIG_REC_VERSION 1
 #define BIG_REC_HEAD 21	/* version, id (16), chunks (4); the change-log entry follows */
 #define BIG_TRIES 40	/* tries of an idempotent request while the cluster is unsettled */

@@ -208,7 +208,7 @@ static int txn_first_read(struct store_etcd_txn *t, const void *key, size_t key_
 	int rc;
 
 	*done = false;
-	for (int tries = 0;;) {
+	for (int tries = 0, rounds = 0;;) {
 		struct etcd_txn_result r;
 		bool again;
 
@@ -235,6 +235,8 @@ static int txn_first_read(struct store_etcd_txn *t, const void *key, size_t key_
 		etcd_txn_result_release(&r);
 		if (rc || !again)
 			return rc;
+		if (++rounds >= 100)
+			return -EIO;	/* records applied one after another without end: give up */
 	}
 }
 

@@ -45,10 +45,10 @@ json_sum() {
 	python3 -c 'import json,sys,hashlib; print(hashlib.sha256(json.dumps(json.load(open(sys.argv[1])), sort_keys=True).encode()).hexdigest())' "$1"
 }
 
-# wait_sum FILE SUM: polls (bounded: 30 s) until FILE's JSON has checksum SUM.
+# wait_sum FILE SUM: polls (bounded: 60 s) until FILE's JSON has checksum SUM.
 wait_sum() {
 	local i
-	for ((i = 0; i < 300; i++)); do
+	for ((i = 0; i < 600; i++)); do
 		[ "$(json_sum "$1" 2>/dev/null)" = "$2" ] && return 0
 		sleep 0.1
 	done
