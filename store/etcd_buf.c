@@ -466,43 +466,72 @@ static int range_ops(const struct etcd_buf *b, const struct brange *r, struct et
 	return 0;
 }
 
-int etcd_buf_commit(struct etcd_buf *b, struct etcd_client *c, bool *committed, int64_t *revision)
+void etcd_buf_plan_release(struct etcd_buf_plan *p)
 {
-	struct etcd_cmp *cmps = calloc(b->n_guards + 1, sizeof(*cmps));
-	struct etcd_op *ops = calloc(etcd_buf_ops(b) + 1, sizeof(*ops));
-	uint8_t **gaps = calloc(b->n_keys + 1, sizeof(*gaps));
-	struct etcd_txn_result t;
-	size_t n_cmps, n_ops = 0, n_gaps = 0;
-	int rc = cmps && ops && gaps ? 0 : -ENOMEM;
+	for (size_t i = 0; p->gaps && i < p->n_gaps; i++)
+		free(p->gaps[i]);
+	free(p->gaps);
+	free(p->ops);
+	free(p->cmps);
+	memset(p, 0, sizeof(*p));
+}
 
-	*committed = false;
+int etcd_buf_plan(struct etcd_buf *b, struct etcd_buf_plan *p)
+{
+	int rc;
+
+	memset(p, 0, sizeof(*p));
+	p->cmps = calloc(b->n_guards + 1, sizeof(*p->cmps));
+	p->ops = calloc(etcd_buf_ops(b) + 1, sizeof(*p->ops));
+	p->gaps = calloc(b->n_keys + 1, sizeof(*p->gaps));
+	rc = p->cmps && p->ops && p->gaps ? 0 : -ENOMEM;
 	for (size_t i = 0; rc == 0 && i < b->n_ranges; i++)
-		rc = range_ops(b, &b->ranges[i], ops, &n_ops, gaps, &n_gaps);
+		rc = range_ops(b, &b->ranges[i], p->ops, &p->n_ops, p->gaps, &p->n_gaps);
 	for (size_t i = 0; rc == 0 && i < b->n_keys; i++) {
 		const struct bkey *k = &b->keys[i];
 
 		if (k->val)
-			ops[n_ops++] = (struct etcd_op){ .type = ETCD_OP_PUT, .key = k->key,
-							 .key_len = k->key_len, .val = k->val,
-							 .val_len = k->val_len };
+			p->ops[p->n_ops++] = (struct etcd_op){ .type = ETCD_OP_PUT, .key = k->key,
+							       .key_len = k->key_len, .val = k->val,
+							       .val_len = k->val_len };
 		else if (!covered(b, k->key, k->key_len))
-			ops[n_ops++] = (struct etcd_op){ .type = ETCD_OP_DELETE, .key = k->key,
-							 .key_len = k->key_len };
+			p->ops[p->n_ops++] = (struct etcd_op){ .type = ETCD_OP_DELETE, .key = k->key,
+							       .key_len = k->key_len };
 	}
-	if (rc == 0) {
-		n_cmps = build_compares(b, cmps);
-		rc = etcd_client_txn(c, cmps, n_cmps, ops, n_ops, NULL, 0, &t);
-	}
+	if (rc == 0)
+		p->n_cmps = build_compares(b, p->cmps);
+	if (rc)
+		etcd_buf_plan_release(p);
+	return rc;
+}
+
+int etcd_buf_commit(struct etcd_buf *b, struct etcd_client *c, bool *committed, int64_t *revision)
+{
+	struct etcd_buf_plan p;
+	struct etcd_txn_result t;
+	int rc = etcd_buf_plan(b, &p);
+
+	*committed = false;
+	if (rc)
+		return rc;
+	rc = etcd_client_txn(c, p.cmps, p.n_cmps, p.ops, p.n_ops, NULL, 0, &t);
 	if (rc == 0) {
 		*committed = t.succeeded;
 		if (revision)
 			*revision = t.revision;
 		etcd_txn_result_release(&t);
 	}
-	for (size_t i = 0; gaps && i < n_gaps; i++)
-		free(gaps[i]);
-	free(gaps);
-	free(ops);
-	free(cmps);
+	etcd_buf_plan_release(&p);
+	return rc;
+}
+
+int etcd_buf_walk(const struct etcd_buf *b, etcd_buf_walk_fn fn, void *arg)
+{
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < b->n_keys; i++)
+		rc = fn(b->keys[i].key, b->keys[i].key_len, arg);
+	for (size_t i = 0; rc == 0 && i < b->n_ranges; i++)
+		rc = fn(b->ranges[i].key, b->ranges[i].key_len, arg);
 	return rc;
 }

@@ -84,4 +84,28 @@ size_t etcd_buf_bytes(const struct etcd_buf *b);
  */
 int etcd_buf_commit(struct etcd_buf *b, struct etcd_client *c, bool *committed, int64_t *revision);
 
+/*
+ * The Txn etcd_buf_commit would send, for a commit split over several
+ * requests (store/etcd_big.c): the compares of the guards and the
+ * operations, pairwise distinct keys, none inside another's deleted range,
+ * so that any subset of them may go in one Txn and applying them twice or
+ * in any order gives the same keys. Keys and values are borrowed from b
+ * (valid until b's next write); release with etcd_buf_plan_release.
+ */
+struct etcd_buf_plan {
+	struct etcd_cmp *cmps;
+	size_t n_cmps;
+	struct etcd_op *ops;
+	size_t n_ops;
+	uint8_t **gaps;	/* heap: the gap starts the ops point into */
+	size_t n_gaps;
+};
+
+int etcd_buf_plan(struct etcd_buf *b, struct etcd_buf_plan *p);
+void etcd_buf_plan_release(struct etcd_buf_plan *p);
+
+/* Calls fn with every key written or deleted and every deleted range's start; stops at non-zero. */
+typedef int (*etcd_buf_walk_fn)(const uint8_t *key, size_t key_len, void *arg);
+int etcd_buf_walk(const struct etcd_buf *b, etcd_buf_walk_fn fn, void *arg);
+
 #endif

@@ -28,6 +28,10 @@
 /* Private key spaces (docs/ETCD.md section 3), after the store's own bytes. */
 #define ETCD_SPACE_STAMP 'x'	/* the delete stamp: put by every commit that deletes */
 #define ETCD_SPACE_WRITER 'w'	/* w<writer id> = attempt number: did a lost commit land? */
+/* A commit over one request (store/etcd_big.c, docs/ETCD.md section 6): */
+#define ETCD_SPACE_RECORD 'c'	/* c = the store's one commit record being applied */
+#define ETCD_SPACE_STAGE 'b'	/* b<id><chunk> = the staged operations of commit id */
+#define ETCD_SPACE_PENDING 'q'	/* q<id> = "", on the writer's lease while it works */
 
 struct etcd_feed;
 
@@ -178,5 +182,26 @@ struct etcd_kept *etcd_txn_page_before(struct store_etcd_txn *t, const void *key
 /* In a write transaction: records that [key, end) was read (and guards the delete stamp). */
 int etcd_txn_guard_range(struct store_etcd_txn *t, const void *key, size_t key_len,
 			 const void *end, size_t end_len);
+
+
+/* ---- commits over one request (store/etcd_big.c) ---- */
+
+/*
+ * Commits t's buffer, too big for one Txn, in several requests: staged,
+ * made visible by one guarded Txn writing the commit record, applied.
+ * *committed false: a guard failed (run the attempt again). *rev: the
+ * revision at which the new state became visible (0: someone else's roll
+ * forward got there first). <0: the client's error; nothing visible changed.
+ */
+int etcd_big_commit(struct store_etcd_txn *t, uint64_t seq, bool *committed, int64_t *rev);
+/*
+ * The first read of t found rec_r (the range of the commit record key) at
+ * revision rev: pins t->rev below a record being applied, or rolls it
+ * forward (a writer; a reader when its writer is gone) and sets *again.
+ */
+int etcd_big_pin(struct store_etcd_txn *t, const struct etcd_range_result *rec_r, int64_t rev,
+		 bool *again);
+/* After a failed commit: rolls forward a commit record if there is one (*found). */
+int etcd_big_help(struct store_etcd *st, struct etcd_client *c, bool *found);
 
 #endif

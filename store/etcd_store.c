@@ -29,7 +29,9 @@ int etcd_space_byte(enum store_space space)
 		[STORE_SPACE_TTL] = 't',
 	};
 
-	if ((int)space == ETCD_SPACE_STAMP || (int)space == ETCD_SPACE_WRITER)
+	if ((int)space == ETCD_SPACE_STAMP || (int)space == ETCD_SPACE_WRITER ||
+	    (int)space == ETCD_SPACE_RECORD || (int)space == ETCD_SPACE_STAGE ||
+	    (int)space == ETCD_SPACE_PENDING)
 		return (int)space;	/* the private spaces are named by their byte */
 	return (unsigned)space < STORE_SPACE_COUNT ? bytes[space] : 'l';
 }
@@ -186,19 +188,75 @@ int etcd_txn_range(struct store_etcd_txn *t, const void *key, size_t key_len,
 	return rc;
 }
 
+/*
+ * The first read of a transaction: one read-only Txn of the commit record
+ * (store/etcd_big.c) and the range asked for, both at one revision. With no
+ * record that revision is pinned and the answer is *out's (*done); a record
+ * being applied pins the revision below it (or is rolled forward first).
+ */
+static int txn_first_read(struct store_etcd_txn *t, const void *key, size_t key_len,
+			  const struct etcd_range_opts *o, struct etcd_range_result *out, bool *done)
+{
+	uint8_t rk[ETCD_KEY_MAX];
+	struct etcd_op ops[2] = {
+		{ .type = ETCD_OP_RANGE, .key = rk,
+		  .key_len = etcd_key(t->st, ETCD_SPACE_RECORD, NULL, 0, rk) },
+		{ .type = ETCD_OP_RANGE, .key = key, .key_len = key_len, .range_end = o->range_end,
+		  .range_end_len = o->range_end_len, .keys_only = o->keys_only, .limit = o->limit },
+	};
+	size_t n = o->count_only ? 1 : 2;	/* a count is read afterwards, at the pinned revision */
+	int rc;
+
+	*done = false;
+	for (int tries = 0, rounds = 0;;) {
+		struct etcd_txn_result r;
+		bool again;
+
+		rc = etcd_client_txn(t->c, NULL, 0, ops, n, NULL, 0, &r);
+		if (rc == -ECONNRESET || rc == -EAGAIN || rc == -ECONNREFUSED || rc == -EPIPE) {
+			if (++tries >= 40)
+				return rc;
+			usleep(100 * 1000);
+			continue;
+		}
+		if (rc)
+			return rc;
+		if (r.len != n) {
+			etcd_txn_result_release(&r);
+			return -EPROTO;
+		}
+		rc = etcd_big_pin(t, &r.ranges[0], r.revision, &again);
+		if (rc == 0 && !again && n == 2 && t->rev == r.revision) {
+			*out = r.ranges[1];	/* taken over: the release below finds it empty */
+			memset(&r.ranges[1], 0, sizeof(r.ranges[1]));
+			out->revision = r.revision;
+			*done = true;
+		}
+		etcd_txn_result_release(&r);
+		if (rc || !again)
+			return rc;
+		if (++rounds >= 100)
+			return -EIO;	/* records applied one after another without end: give up */
+	}
+}
+
 int etcd_txn_range_kept(struct store_etcd_txn *t, const void *key, size_t key_len,
 			const struct etcd_range_opts *opts, struct etcd_kept **out)
 {
 	struct etcd_kept *k = calloc(1, sizeof(*k));
 	struct etcd_range_opts o = { 0 };
-	int rc;
+	bool done = false;
+	int rc = 0;
 
 	if (!k)
 		return -ENOMEM;
 	if (opts)
 		o = *opts;
+	if (!t->rev && !o.revision)
+		rc = txn_first_read(t, key, key_len, &o, &k->r, &done);
 	o.revision = t->rev;
-	rc = etcd_range_retry(t->c, key, key_len, &o, &k->r);
+	if (rc == 0 && !done)
+		rc = etcd_range_retry(t->c, key, key_len, &o, &k->r);
 	if (rc) {
 		free(k);
 		return rc;
@@ -329,8 +387,17 @@ static int commit_attempt(struct store_etcd_txn *t, uint64_t seq, bool *committe
 	put_be(v, seq, 8);
 	if ((rc = etcd_buf_put(t->buf, k, kl, v, 8)))
 		return rc;
-	if (etcd_buf_ops(t->buf) > ETCD_TXN_OPS || etcd_buf_bytes(t->buf) > ETCD_TXN_BYTES)
-		return -EFBIG;	/* documents over one request: docs/ETCD.md section 6, not built yet */
+	/* no commit record is being applied: what this attempt read is the whole state */
+	kl = etcd_key(t->st, ETCD_SPACE_RECORD, NULL, 0, k);
+	if ((rc = etcd_buf_guard_key(t->buf, k, kl, 0)))
+		return rc;
+	if (etcd_buf_ops(t->buf) > ETCD_TXN_OPS || etcd_buf_bytes(t->buf) > ETCD_TXN_BYTES) {
+		/* over one request: staged, flipped, applied (store/etcd_big.c) */
+		rc = etcd_big_commit(t, seq, committed, &rev);
+		if (rc == 0 && *committed && rev)
+			note_commit(t->st, (uint64_t)rev);
+		return rc;
+	}
 	rc = etcd_buf_commit(t->buf, t->c, committed, &rev);
 	if (rc && outcome_unknown(rc))
 		return resolve_lost(t, seq, committed);
@@ -369,6 +436,12 @@ int store_etcd_write(struct store *sb, store_write_fn fn, void *arg)
 			committed = false;	/* read at a compacted revision: run again at a new one */
 		else if (rc == 0)
 			rc = commit_attempt(t, seq, &committed);
+		if (rc == 0 && !committed) {
+			/* a commit record in the way fails every guard until it is applied: help */
+			bool found;
+
+			rc = etcd_big_help(st, t->c, &found);
+		}
 		txn_release(t);
 		free(t);
 		if ((rc == 0 || rc == -ESTALE) && !committed) {
@@ -401,14 +474,13 @@ static int check_write(const struct store_etcd_txn *t, size_t key_len)
 }
 
 /*
- * A write that cannot fit in one Txn fails at once rather than at commit:
- * documents over one request need docs/ETCD.md section 6 (not built yet).
+ * A transaction of any size commits (store/etcd_big.c splits it), but one
+ * value must fit in one request: a bigger one fails at once.
  */
 static int check_budget(const struct store_etcd_txn *t, size_t val_len)
 {
-	if (val_len > ETCD_TXN_BYTES || etcd_buf_ops(t->buf) + 2 > ETCD_TXN_OPS)
-		return -EFBIG;
-	return 0;
+	(void)t;
+	return val_len > ETCD_TXN_BYTES ? -EFBIG : 0;
 }
 
 int store_etcd_get(struct store_txn *tb, enum store_space space,

@@ -530,6 +530,83 @@ static void test_conflicts(void)
 	t_close(st, true);
 }
 
+/* Keys the store holds in one of its private spaces (the staging of big commits). */
+static int64_t private_count(struct store *st, int space)
+{
+	uint8_t k[ETCD_KEY_MAX], end[ETCD_KEY_MAX];
+	size_t kl = etcd_key(ETCD(st), space, NULL, 0, k);
+	struct etcd_range_opts o = { .count_only = true, .range_end = end };
+	struct etcd_range_result r;
+	struct etcd_client *c;
+	int64_t n = -1;
+
+	o.range_end_len = etcd_prefix_end(k, kl, end);
+	if (etcd_client_take(ETCD(st), &c))
+		return -1;
+	if (etcd_client_range(c, k, kl, &o, &r) == 0) {
+		n = r.count;
+		etcd_range_result_release(&r);
+	}
+	etcd_client_give(ETCD(st), c);
+	return n;
+}
+
+/* A big write: reads "n" (another handle changes it on the first run), then many_fn's keys. */
+static int big_fn(struct store_txn *t, void *arg)
+{
+	struct race_arg *a = arg;
+	struct store_val v;
+	int n = 20000, rc;
+
+	a->runs++;
+	rc = store_etcd_get(t, STORE_SPACE_DATA, "n", 1, &v);
+	if (rc)
+		return rc;
+	snprintf(a->seen, sizeof(a->seen), "%.*s", (int)v.len, (const char *)v.data);
+	if (a->runs == 1)
+		put1(a->other, "n", "other");
+	rc = many_fn(t, &n);
+	if (rc == 0)
+		rc = store_etcd_put(t, STORE_SPACE_DATA, "result", 6, a->seen, strlen(a->seen));
+	return rc;
+}
+
+/* A write transaction over one request (store/etcd_big.c): whole, guarded, nothing left behind. */
+static void test_big(void)
+{
+	struct store *st = open_new("big"), *other;
+	struct race_arg a = { 0 };
+	struct store_txn *t;
+	struct store_scan *s;
+	struct store_val k, v;
+	uint8_t pfx[16];
+	size_t pl = dir_key(pfx, sizeof(pfx), 0, false);
+	char why[256], buf[64];
+	int count = 0, rc;
+
+	CHECK_EQ_INT(t_open(url("big"), 0, &other, why, sizeof(why)), 0);
+	put1(st, "n", "mine");
+	a.other = other;
+	CHECK_EQ_INT(store_etcd_write(st, big_fn, &a), 0);
+	CHECK_EQ_INT(a.runs, 2);	/* the staged commit failed its guard, the second run saw "other" */
+	CHECK_EQ_INT(get1(st, "result", buf, sizeof(buf)), 0);
+	CHECK(strcmp(buf, "other") == 0);
+	CHECK_EQ_INT(t_read(other, &t), 0);
+	CHECK_EQ_INT(t_scan(t, STORE_SPACE_DATA, pfx, pl, &s), 0);
+	while ((rc = store_etcd_scan_next(s, &k, &v)) == 1)
+		count++;
+	CHECK_EQ_INT(rc, 0);
+	CHECK_EQ_INT(count, 22000);
+	t_scan_close(s);
+	t_end(t);
+	/* the refused attempt's staging and the applied one's record and chunks are gone */
+	CHECK_EQ_INT(private_count(st, ETCD_SPACE_STAGE), 0);
+	CHECK_EQ_INT(private_count(st, ETCD_SPACE_RECORD), 0);
+	CHECK_EQ_INT(private_count(st, ETCD_SPACE_PENDING), 0);
+	t_close(other, false);
+	t_close(st, true);
+}
+
 struct feed_log {
 	int n, mine;
 	char last[64];
@@ -726,6 +803,7 @@ int main(int argc, char **argv)
 	TEST(test_scans);
 	TEST(test_write_scans);
 	TEST(test_conflicts);
+	TEST(test_big);
 	TEST(test_feed);
 	return UNIT_DONE();
 }
