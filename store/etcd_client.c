@@ -309,6 +309,11 @@ const char *etcd_client_endpoint(const struct etcd_client *c)
 	return c->eps[c->cur];
 }
 
+void etcd_client_spread(struct etcd_client *c, size_t i)
+{
+	c->cur = i % c->n_eps;
+}
+
 void etcd_client_set_timeout(struct etcd_client *c, long ms)
 {
 	c->timeout_ms = ms;
@@ -463,7 +468,7 @@ static int op_json(cJSON *arr, const struct etcd_op *op)
 	cJSON *wrap = cJSON_CreateObject(), *o = cJSON_CreateObject();
 	struct etcd_range_opts ro = {
 		.range_end = op->range_end, .range_end_len = op->range_end_len,
-		.keys_only = op->keys_only, .limit = op->limit,
+		.keys_only = op->keys_only, .limit = op->limit, .revision = op->revision,
 	};
 	int rc;
 

@@ -52,9 +52,13 @@ static int create_meta(struct store_etcd *st, struct etcd_client *c)
 	size_t cl = etcd_key(st, STORE_SPACE_META, "created", 7, ck);
 	struct etcd_cmp cmp = { .target = ETCD_CMP_CREATE, .result = ETCD_CMP_EQUAL,
 				.key = fk, .key_len = fl, .rev = 0 };
-	struct etcd_op ops[2] = {
+	uint8_t kk[ETCD_KEY_MAX];
+	size_t kl = etcd_kids_marker(st, kk);
+	struct etcd_op ops[3] = {
 		{ .type = ETCD_OP_PUT, .key = fk, .key_len = fl, .val = fv, .val_len = 4 },
 		{ .type = ETCD_OP_PUT, .key = ck, .key_len = cl, .val = cv, .val_len = 8 },
+		/* the children space is kept from the first commit on */
+		{ .type = ETCD_OP_PUT, .key = kk, .key_len = kl, .val = "1", .val_len = 1 },
 	};
 	struct etcd_txn_result r;
 	int rc;
@@ -62,7 +66,7 @@ static int create_meta(struct store_etcd *st, struct etcd_client *c)
 	st->base.created_ns = store_now_ns();
 	put_be(fv, STORE_FORMAT_VERSION, 4);
 	put_be(cv, (uint64_t)st->base.created_ns, 8);
-	rc = etcd_client_txn(c, &cmp, 1, ops, 2, NULL, 0, &r);
+	rc = etcd_client_txn(c, &cmp, 1, ops, 3, NULL, 0, &r);
 	if (rc)
 		return rc;
 	rc = r.succeeded ? 0 : 1;
@@ -105,6 +109,13 @@ static int open_meta(struct store_etcd *st, struct etcd_client *c, const char *u
 					st->base.created_ns = (int64_t)get_be(r.kvs[0].val, 8);
 				etcd_range_result_release(&r);
 			}
+			/* a store created before the children space lists by its pages */
+			kl = etcd_kids_marker(st, k);
+			rc = etcd_range_retry(c, k, kl, NULL, &r);
+			if (rc)
+				goto fail;
+			st->kids = r.len == 1;
+			etcd_range_result_release(&r);
 			return 0;
 		}
 		etcd_range_result_release(&r);
@@ -130,6 +141,7 @@ static int open_meta(struct store_etcd *st, struct etcd_client *c, const char *u
 			goto fail;
 		if (rc == 0) {
 			st->created = true;
+			st->kids = true;
 			atomic_store(&st->base.format, STORE_FORMAT_VERSION);
 			return 0;
 		}
