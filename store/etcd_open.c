@@ -13,7 +13,7 @@
 
 /* ---- open and close ---- */
 
-/* Splits etcd://ENDPOINTS/PREFIX into st. */
+/* Splits etcd://ENDPOINTS/PREFIX[?OPTIONS] into st (the options go with the endpoints). */
 static int parse_url(struct store_etcd *st, const char *url, char *why, size_t why_len)
 {
 	const char *rest = url + 7, *slash = strchr(rest, '/');
@@ -23,11 +23,17 @@ static int parse_url(struct store_etcd *st, const char *url, char *why, size_t w
 		store_say(why, why_len, "%s: expected etcd://HOST:PORT[,HOST:PORT...]/PREFIX", url);
 		return -EINVAL;
 	}
-	st->endpoints = strndup(rest, (size_t)(slash - rest));
+	const char *query = strchr(slash, '?');
+
+	/* the endpoints, with the URL's options (?user=...&cacert=...) for the client */
+	plen = (size_t)(slash - rest);
+	st->endpoints = malloc(plen + (query ? strlen(query) : 0) + 1);
 	if (!st->endpoints)
 		return -ENOMEM;
+	memcpy(st->endpoints, rest, plen);
+	strcpy(st->endpoints + plen, query ? query : "");
 	slash++;
-	plen = strlen(slash);
+	plen = query ? (size_t)(query - slash) : strlen(slash);
 	while (plen && slash[plen - 1] == '/')
 		plen--;	/* etcd://h/team/docs/ names the same store as .../team/docs */
 	if (plen == 0) {
