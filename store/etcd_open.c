@@ -195,7 +195,13 @@ int store_etcd_open(struct store *sb, const char *url, unsigned flags, char *why
 	rc = etcd_client_open(st->endpoints, &c, why, why_len);
 	if (rc)
 		goto release;
-	rc = open_meta(st, c, url, why, why_len);
+	{
+		/* messages name the store without its options: no password in them */
+		char *shown = strndup(url, strcspn(url, "?"));
+
+		rc = shown ? open_meta(st, c, shown, why, why_len) : -ENOMEM;
+		free(shown);
+	}
 	if (rc)
 		goto close_client;
 	etcd_client_give(st, c);
