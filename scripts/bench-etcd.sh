@@ -22,8 +22,8 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/kvfs-bench-etcd.XXXXXX")
 export KVFS_ETCD_DIR=$tmp/etcd
 pids=()
 cleanup() {
-	for m in "$tmp"/mnt-*; do
-		[ -d "$m" ] && fusermount3 -u "$m" 2>/dev/null
+	for m in "$tmp"/mnt-*; do	# (set -e: a failed unmount must not end the cleanup)
+		if grep -q " $m " /proc/mounts; then fusermount3 -u "$m" 2>/dev/null || true; fi
 	done
 	for p in "${pids[@]}"; do
 		wait "$p" 2>/dev/null || true
