@@ -76,10 +76,12 @@ unit: $(UNIT_STORE) $(UNIT_MODEL)
 deps:
 	@bash scripts/deps.sh
 
-# The whole suite: unit programs and bats files, one summary line at the end.
+# The whole suite: unit programs and bats files, then (when etcd is
+# installed) the CLI and mount suites again on a 3-member etcd cluster
+# (scripts/test-etcd.sh --after), one summary line at the end.
 test: deps
-	@$(MAKE) --no-print-directory all unit
-	@KVFS_BIN=$(CURDIR)/$(BIN) bash scripts/run-tests.sh $(BUILD)
+	@$(MAKE) --no-print-directory all unit etcd-store-test etcd-client-test
+	@KVFS_BIN=$(CURDIR)/$(BIN) bash scripts/test-etcd.sh --after $(BUILD)
 
 # The mount suites again with the kernel's name and attribute caches off
 # (-o entry_timeout=0,attr_timeout=0): every lookup and getattr reaches the

@@ -32,6 +32,9 @@ struct etcd_client {
 	char *eps[EP_MAX];	/* "http://HOST:PORT", heap */
 	size_t n_eps;
 	size_t cur;	/* member that answered last */
+	/* the URL's options (etcdctl's names), heap or NULL */
+	char *user, *password, *cacert, *cert, *key;
+	char *token;	/* from /v3/auth/authenticate, sent as Authorization */
 	long timeout_ms;
 	atomic_bool cancel;	/* set by etcd_client_cancel from any thread */
 	struct buf resp;
@@ -72,6 +75,11 @@ static int gateway_error(struct etcd_client *c, const cJSON *obj)
 	/* ResourceExhausted is also the quota alarm: that one is a full disk */
 	if (rc == -E2BIG && strstr(text, "space exceeded"))
 		rc = -ENOSPC;
+	if (strstr(text, "user name is empty") && !c->user)
+		return fail(c, -EACCES, "etcd: the cluster has authentication enabled: name a user in "
+			    "the URL (?user=NAME&password=PASSWORD) (%s)", text);
+	if (strstr(text, "authentication failed") || strstr(text, "permission denied"))
+		rc = -EACCES;
 	return fail(c, rc, "etcd: %s", text);
 }
 
@@ -197,6 +205,78 @@ static int post(struct etcd_client *c, const char *path, const char *body, bool 
 	return 0;
 }
 
+/* The headers every request carries: JSON, no "Expect:", the token when there is one. */
+static int set_headers(struct etcd_client *c)
+{
+	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+
+	/* "Expect:" off: libcurl would wait for a 100 Continue on big bodies. */
+	if (h)
+		h = curl_slist_append(h, "Expect:");
+	if (h && c->token) {
+		size_t n = strlen(c->token) + 32;
+		char *line = malloc(n);
+		struct curl_slist *with = NULL;
+
+		if (line) {
+			snprintf(line, n, "Authorization: %s", c->token);
+			with = curl_slist_append(h, line);
+			free(line);
+		}
+		if (!with) {
+			curl_slist_free_all(h);
+			h = NULL;
+		}
+	}
+	if (!h)
+		return fail(c, -ENOMEM, "etcd: out of memory building headers");
+	curl_slist_free_all(c->headers);
+	c->headers = h;
+	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, c->headers);
+	return 0;
+}
+
+/* Trades the URL's user and password for a token (POST /v3/auth/authenticate). */
+static int authenticate(struct etcd_client *c)
+{
+	cJSON *req = cJSON_CreateObject(), *reply = NULL;
+	const cJSON *tok;
+	char *body;
+	int rc;
+
+	free(c->token);
+	c->token = NULL;
+	if ((rc = set_headers(c)) < 0) {
+		cJSON_Delete(req);
+		return rc;
+	}
+	if (!req || !cJSON_AddStringToObject(req, "name", c->user) ||
+	    !cJSON_AddStringToObject(req, "password", c->password ? c->password : "")) {
+		cJSON_Delete(req);
+		return fail(c, -ENOMEM, "etcd: out of memory building a request");
+	}
+	body = cJSON_PrintUnformatted(req);
+	cJSON_Delete(req);
+	if (!body)
+		return fail(c, -ENOMEM, "etcd: out of memory building a request");
+	rc = post(c, "/v3/auth/authenticate", body, false, &reply);
+	free(body);
+	if (rc < 0) {
+		char why[sizeof(c->err)];
+
+		snprintf(why, sizeof(why), "%s", c->err);
+		return fail(c, rc == -EINVAL ? -EACCES : rc, "etcd: user %s: %s", c->user, why);
+	}
+	tok = cJSON_GetObjectItemCaseSensitive(reply, "token");
+	if (cJSON_IsString(tok) && (c->token = strdup(tok->valuestring)))
+		rc = set_headers(c);
+	else
+		rc = fail(c, -EACCES, "etcd: user %s: authentication gave no token (is auth enabled?)",
+			  c->user);
+	cJSON_Delete(reply);
+	return rc;
+}
+
 /* Serializes and sends req (consumed), parsing the answer into *reply. */
 static int call(struct etcd_client *c, const char *path, cJSON *req, cJSON **reply)
 {
@@ -206,7 +286,15 @@ static int call(struct etcd_client *c, const char *path, cJSON *req, cJSON **rep
 	cJSON_Delete(req);
 	if (!body)
 		return fail(c, -ENOMEM, "etcd: out of memory building a request");
-	rc = post(c, path, body, false, reply);
+	rc = (c->user && !c->token) ? authenticate(c) : 0;
+	if (rc == 0)
+		rc = post(c, path, body, false, reply);
+	if (rc == -EACCES && c->user && strstr(c->err, "invalid auth token")) {
+		/* the token expired (or the member restarted): one more, fresh one */
+		rc = authenticate(c);
+		if (rc == 0)
+			rc = post(c, path, body, false, reply);
+	}
 	free(body);
 	return rc;
 }
@@ -216,22 +304,93 @@ static int call(struct etcd_client *c, const char *path, cJSON *req, cJSON **rep
 static int add_endpoint(struct etcd_client *c, const char *s, size_t n)
 {
 	bool has_scheme = n >= 3 && memmem(s, n, "://", 3) != NULL;
+	bool tls = c->cacert || c->cert;
 	char *ep;
 
 	if (n == 0 || n > 256 || c->n_eps == EP_MAX)
 		return -EINVAL;
-	ep = malloc(n + 8);
+	ep = malloc(n + 9);
 	if (!ep)
 		return -ENOMEM;
-	snprintf(ep, n + 8, "%s%.*s", has_scheme ? "" : "http://", (int)n, s);
+	snprintf(ep, n + 9, "%s%.*s", has_scheme ? "" : tls ? "https://" : "http://", (int)n, s);
 	c->eps[c->n_eps++] = ep;
+	return 0;
+}
+
+/* %XX and + of a URL query value, decoded into a heap string. */
+static char *query_value(const char *s, size_t n)
+{
+	char *out = malloc(n + 1), *o = out;
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		unsigned v;
+
+		if (s[i] == '%' && i + 2 < n && sscanf(s + i + 1, "%2x", &v) == 1) {
+			*o++ = (char)v;
+			i += 2;
+		} else {
+			*o++ = s[i] == '+' ? ' ' : s[i];
+		}
+	}
+	*o = 0;
+	return out;
+}
+
+/*
+ * The options after "?" (NAME=VALUE&...): etcdctl's names. user=NAME or
+ * user=NAME:PASSWORD, password=, cacert=, cert=, key=. -EINVAL with the
+ * reason in why for anything else.
+ */
+static int parse_options(struct etcd_client *c, const char *q, char *why, size_t why_len)
+{
+	static const char *const names[] = { "user", "password", "cacert", "cert", "key" };
+
+	while (*q) {
+		const char *amp = strchr(q, '&'), *eq;
+		size_t n = amp ? (size_t)(amp - q) : strlen(q), i;
+		char **slot[] = { &c->user, &c->password, &c->cacert, &c->cert, &c->key };
+
+		eq = memchr(q, '=', n);
+		for (i = 0; eq && i < 5; i++)
+			if (strlen(names[i]) == (size_t)(eq - q) && !memcmp(q, names[i], (size_t)(eq - q)))
+				break;
+		if (!eq || i == 5) {
+			if (why)
+				snprintf(why, why_len, "etcd URL option \"%.*s\": expected user=, "
+					 "password=, cacert=, cert= or key=", (int)n, q);
+			return -EINVAL;
+		}
+		free(*slot[i]);
+		*slot[i] = query_value(eq + 1, n - (size_t)(eq + 1 - q));
+		if (!*slot[i])
+			return -ENOMEM;
+		q += n + (amp ? 1 : 0);
+	}
+	if (c->user && !c->password) {
+		char *colon = strchr(c->user, ':');	/* etcdctl's --user NAME:PASSWORD */
+
+		if (colon) {
+			*colon = 0;
+			c->password = strdup(colon + 1);
+			if (!c->password)
+				return -ENOMEM;
+		}
+	}
+	if (c->key && !c->cert) {
+		if (why)
+			snprintf(why, why_len, "etcd URL option key= needs cert= (the client certificate)");
+		return -EINVAL;
+	}
 	return 0;
 }
 
 int etcd_client_open(const char *endpoints, struct etcd_client **out, char *why, size_t why_len)
 {
 	struct etcd_client *c;
-	const char *p = endpoints, *comma;
+	const char *p = endpoints, *comma, *query = strchr(endpoints, '?');
+	size_t list_len = query ? (size_t)(query - endpoints) : strlen(endpoints);
 	int rc = -ENOMEM;
 
 	*out = NULL;
@@ -248,9 +407,14 @@ int etcd_client_open(const char *endpoints, struct etcd_client **out, char *why,
 		goto out_why;
 	c->timeout_ms = 10000;
 	atomic_init(&c->cancel, false);
+	if (query && (rc = parse_options(c, query + 1, why, why_len)) < 0) {
+		etcd_client_close(c);
+		return rc;
+	}
 	for (;;) {
-		comma = strchr(p, ',');
-		rc = add_endpoint(c, p, comma ? (size_t)(comma - p) : strlen(p));
+		comma = memchr(p, ',', list_len - (size_t)(p - endpoints));
+		rc = add_endpoint(c, p, comma ? (size_t)(comma - p) :
+				  list_len - (size_t)(p - endpoints));
 		if (rc < 0)
 			goto out_close;
 		if (!comma)
@@ -259,13 +423,15 @@ int etcd_client_open(const char *endpoints, struct etcd_client **out, char *why,
 	}
 	rc = -ENOMEM;
 	c->curl = curl_easy_init();
-	/* "Expect:" off: libcurl would wait for a 100 Continue on big bodies. */
-	c->headers = curl_slist_append(NULL, "Content-Type: application/json");
-	if (c->headers)
-		c->headers = curl_slist_append(c->headers, "Expect:");
-	if (!c->curl || !c->headers)
+	if (!c->curl || set_headers(c) < 0)
 		goto out_close;
-	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, c->headers);
+	/* TLS: the CA that signed the members' certificates; our own certificate and key */
+	if (c->cacert)
+		curl_easy_setopt(c->curl, CURLOPT_CAINFO, c->cacert);
+	if (c->cert)
+		curl_easy_setopt(c->curl, CURLOPT_SSLCERT, c->cert);
+	if (c->key)
+		curl_easy_setopt(c->curl, CURLOPT_SSLKEY, c->key);
 	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);	/* threads: no SIGALRM */
 	curl_easy_setopt(c->curl, CURLOPT_TCP_NODELAY, 1L);
 	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, 1000L);
@@ -295,6 +461,14 @@ void etcd_client_close(struct etcd_client *c)
 	curl_slist_free_all(c->headers);
 	for (size_t i = 0; i < c->n_eps; i++)
 		free(c->eps[i]);
+	free(c->user);
+	if (c->password)
+		explicit_bzero(c->password, strlen(c->password));
+	free(c->password);
+	free(c->token);
+	free(c->cacert);
+	free(c->cert);
+	free(c->key);
 	free(c->resp.data);
 	free(c);
 }
@@ -307,6 +481,11 @@ const char *etcd_client_error(const struct etcd_client *c)
 const char *etcd_client_endpoint(const struct etcd_client *c)
 {
 	return c->eps[c->cur];
+}
+
+void etcd_client_spread(struct etcd_client *c, size_t i)
+{
+	c->cur = i % c->n_eps;
 }
 
 void etcd_client_set_timeout(struct etcd_client *c, long ms)
@@ -463,7 +642,7 @@ static int op_json(cJSON *arr, const struct etcd_op *op)
 	cJSON *wrap = cJSON_CreateObject(), *o = cJSON_CreateObject();
 	struct etcd_range_opts ro = {
 		.range_end = op->range_end, .range_end_len = op->range_end_len,
-		.keys_only = op->keys_only, .limit = op->limit,
+		.keys_only = op->keys_only, .limit = op->limit, .revision = op->revision,
 	};
 	int rc;
 
@@ -724,6 +903,11 @@ int etcd_client_watch(struct etcd_client *c, const void *key, size_t key_len,
 	cJSON_Delete(req);
 	if (rc < 0)
 		return fail(c, rc, "etcd: out of memory building a watch");
+	/* a watch carries the token too (a fresh one: the stream may outlive an old one) */
+	if (c->user && (rc = authenticate(c)) < 0) {
+		free(body);
+		return rc;
+	}
 	c->watch_fn = fn;
 	c->watch_arg = arg;
 	c->watch_rc = 0;

@@ -67,6 +67,8 @@ void etcd_client_close(struct etcd_client *c);
 const char *etcd_client_error(const struct etcd_client *c);
 /* The endpoint the last call went to ("http://HOST:PORT"); borrowed from c. */
 const char *etcd_client_endpoint(const struct etcd_client *c);
+/* The next call goes to member i (modulo their count) first: batches of reads spread out. */
+void etcd_client_spread(struct etcd_client *c, size_t i);
 /* Per-call time limit for unary calls, in ms (default 10000; 0 = none). */
 void etcd_client_set_timeout(struct etcd_client *c, long ms);
 /*
@@ -143,6 +145,7 @@ struct etcd_op {
 	int64_t lease;	/* PUT; 0: none */
 	bool keys_only;	/* RANGE */
 	int64_t limit;	/* RANGE; 0: none */
+	int64_t revision;	/* RANGE; 0: the newest, else read as of it (a listing's pinned revision) */
 };
 
 /* A Txn's answer; release with etcd_txn_result_release. */

@@ -32,6 +32,8 @@
 #define ETCD_SPACE_RECORD 'c'	/* c = the store's one commit record being applied */
 #define ETCD_SPACE_STAGE 'b'	/* b<id><chunk> = the staged operations of commit id */
 #define ETCD_SPACE_PENDING 'q'	/* q<id> = "", on the writer's lease while it works */
+#define ETCD_SPACE_KIDS 'k'	/* k<depth><container key> = "": the children space (etcd_kids.c) */
+#define ETCD_KIDS_WALK 16	/* a walk that skipped fewer children per page reads the children space */
 
 struct etcd_feed;
 
@@ -48,6 +50,7 @@ struct store_etcd {
 	pthread_mutex_t pool_lock;	/* guards pool[] and n_pool */
 	struct etcd_client *pool[ETCD_POOL_MAX];
 	size_t n_pool;
+	bool kids;	/* the store keeps the children space (its marker key is there) */
 	struct etcd_feed *feed;	/* the watch (store/etcd_feed.c), started by the first feed call */
 	pthread_mutex_t feed_lock;	/* guards starting it */
 };
@@ -79,6 +82,15 @@ struct store_etcd_txn {
 	struct etcd_kept *kept;
 };
 
+/* One range of a listing's skeleton (etcd_kids.c): every key of [from, end) is in r. */
+struct etcd_skel {
+	uint8_t *keys;	/* heap: from and end */
+	const uint8_t *from;
+	uint8_t *end;
+	size_t from_len, end_len;
+	struct etcd_range_result *r;	/* kept by the transaction */
+};
+
 struct store_etcd_scan {
 	struct store_scan base;
 	struct store_etcd_txn *txn;
@@ -99,6 +111,11 @@ struct store_etcd_scan {
 	uint8_t skip[ETCD_KEY_MAX];
 	size_t skip_len;
 	uint64_t fetches;	/* range requests made */
+	/* a walk over children (seeks past a child's subtree): etcd_kids.c's skeleton */
+	bool walk, skel_tried;
+	unsigned walk_seeks;	/* children skipped since the last page was read */
+	struct etcd_skel *skel;	/* heap, in key order */
+	size_t n_skel, cap_skel, skel_pos;
 };
 
 static inline struct store_etcd *ETCD(struct store *st)
@@ -154,6 +171,27 @@ uint64_t etcd_newest_revision(struct store_etcd *st);
 /* The handle pool: one client per thread in a call. */
 int etcd_client_take(struct store_etcd *st, struct etcd_client **out);
 void etcd_client_give(struct store_etcd *st, struct etcd_client *c);
+
+/*
+ * The children space (store/etcd_kids.c). etcd_kids_note: adds to a write
+ * attempt's buffer the entry of every container above each data key it
+ * puts (before the commit). etcd_kids_forget: drops the entry of the
+ * container prefix[0..len) whose subtree the attempt deletes.
+ * etcd_kids_marker: the key that says the store keeps the space (out:
+ * ETCD_KEY_MAX bytes). etcd_kids_is_child_end: key is the end of one
+ * child's subtree of the scan's prefix (a walk's seek). etcd_kids_prefetch:
+ * in a read transaction, the first key of every child from `from` on,
+ * read with one bounded range per child, many to a request, at the
+ * transaction's revision; etcd_kids_covering: the skeleton range holding
+ * key (borrowed) or NULL.
+ */
+int etcd_kids_note(struct store_etcd_txn *t);
+int etcd_kids_forget(struct store_etcd_txn *t, const void *prefix, size_t len);
+size_t etcd_kids_marker(const struct store_etcd *st, uint8_t *out);
+bool etcd_kids_is_child_end(const struct store_etcd_scan *s, const uint8_t *key, size_t len);
+int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t from_len);
+struct etcd_skel *etcd_kids_covering(struct store_etcd_scan *s, const uint8_t *key, size_t len);
+void etcd_kids_scan_release(struct store_etcd_scan *s);
 
 /* Full key of (space, key) into out (ETCD_KEY_MAX bytes); its length. */
 size_t etcd_key(const struct store_etcd *st, int space, const void *key, size_t key_len,

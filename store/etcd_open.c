@@ -13,7 +13,7 @@
 
 /* ---- open and close ---- */
 
-/* Splits etcd://ENDPOINTS/PREFIX into st. */
+/* Splits etcd://ENDPOINTS/PREFIX[?OPTIONS] into st (the options go with the endpoints). */
 static int parse_url(struct store_etcd *st, const char *url, char *why, size_t why_len)
 {
 	const char *rest = url + 7, *slash = strchr(rest, '/');
@@ -23,11 +23,17 @@ static int parse_url(struct store_etcd *st, const char *url, char *why, size_t w
 		store_say(why, why_len, "%s: expected etcd://HOST:PORT[,HOST:PORT...]/PREFIX", url);
 		return -EINVAL;
 	}
-	st->endpoints = strndup(rest, (size_t)(slash - rest));
+	const char *query = strchr(slash, '?');
+
+	/* the endpoints, with the URL's options (?user=...&cacert=...) for the client */
+	plen = (size_t)(slash - rest);
+	st->endpoints = malloc(plen + (query ? strlen(query) : 0) + 1);
 	if (!st->endpoints)
 		return -ENOMEM;
+	memcpy(st->endpoints, rest, plen);
+	strcpy(st->endpoints + plen, query ? query : "");
 	slash++;
-	plen = strlen(slash);
+	plen = query ? (size_t)(query - slash) : strlen(slash);
 	while (plen && slash[plen - 1] == '/')
 		plen--;	/* etcd://h/team/docs/ names the same store as .../team/docs */
 	if (plen == 0) {
@@ -52,9 +58,13 @@ static int create_meta(struct store_etcd *st, struct etcd_client *c)
 	size_t cl = etcd_key(st, STORE_SPACE_META, "created", 7, ck);
 	struct etcd_cmp cmp = { .target = ETCD_CMP_CREATE, .result = ETCD_CMP_EQUAL,
 				.key = fk, .key_len = fl, .rev = 0 };
-	struct etcd_op ops[2] = {
+	uint8_t kk[ETCD_KEY_MAX];
+	size_t kl = etcd_kids_marker(st, kk);
+	struct etcd_op ops[3] = {
 		{ .type = ETCD_OP_PUT, .key = fk, .key_len = fl, .val = fv, .val_len = 4 },
 		{ .type = ETCD_OP_PUT, .key = ck, .key_len = cl, .val = cv, .val_len = 8 },
+		/* the children space is kept from the first commit on */
+		{ .type = ETCD_OP_PUT, .key = kk, .key_len = kl, .val = "1", .val_len = 1 },
 	};
 	struct etcd_txn_result r;
 	int rc;
@@ -62,7 +72,7 @@ static int create_meta(struct store_etcd *st, struct etcd_client *c)
 	st->base.created_ns = store_now_ns();
 	put_be(fv, STORE_FORMAT_VERSION, 4);
 	put_be(cv, (uint64_t)st->base.created_ns, 8);
-	rc = etcd_client_txn(c, &cmp, 1, ops, 2, NULL, 0, &r);
+	rc = etcd_client_txn(c, &cmp, 1, ops, 3, NULL, 0, &r);
 	if (rc)
 		return rc;
 	rc = r.succeeded ? 0 : 1;
@@ -105,6 +115,13 @@ static int open_meta(struct store_etcd *st, struct etcd_client *c, const char *u
 					st->base.created_ns = (int64_t)get_be(r.kvs[0].val, 8);
 				etcd_range_result_release(&r);
 			}
+			/* a store created before the children space lists by its pages */
+			kl = etcd_kids_marker(st, k);
+			rc = etcd_range_retry(c, k, kl, NULL, &r);
+			if (rc)
+				goto fail;
+			st->kids = r.len == 1;
+			etcd_range_result_release(&r);
 			return 0;
 		}
 		etcd_range_result_release(&r);
@@ -130,6 +147,7 @@ static int open_meta(struct store_etcd *st, struct etcd_client *c, const char *u
 			goto fail;
 		if (rc == 0) {
 			st->created = true;
+			st->kids = true;
 			atomic_store(&st->base.format, STORE_FORMAT_VERSION);
 			return 0;
 		}
@@ -177,7 +195,13 @@ int store_etcd_open(struct store *sb, const char *url, unsigned flags, char *why
 	rc = etcd_client_open(st->endpoints, &c, why, why_len);
 	if (rc)
 		goto release;
-	rc = open_meta(st, c, url, why, why_len);
+	{
+		/* messages name the store without its options: no password in them */
+		char *shown = strndup(url, strcspn(url, "?"));
+
+		rc = shown ? open_meta(st, c, shown, why, why_len) : -ENOMEM;
+		free(shown);
+	}
 	if (rc)
 		goto close_client;
 	etcd_client_give(st, c);

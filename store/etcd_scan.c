@@ -37,7 +37,7 @@ int store_etcd_scan_open(struct store_scan *sb)
 
 void store_etcd_scan_close(struct store_scan *scan)
 {
-	(void)scan;	/* its pages belong to the transaction */
+	etcd_kids_scan_release(ESCAN(scan));	/* its pages belong to the transaction */
 }
 
 /* k is at or past the position. */
@@ -110,6 +110,29 @@ static int fetch(struct store_etcd_scan *s)
 	if (s->skip_len && key_cmp(s->skip, s->skip_len, from, fl) > 0) {
 		memcpy(from, s->skip, s->skip_len);
 		fl = s->skip_len;
+	}
+	if (s->walk && !s->skel_tried && s->walk_seeks < ETCD_KIDS_WALK && !s->txn->base.write &&
+	    s->txn->st->kids && s->base.space == STORE_SPACE_DATA) {
+		/* children with big subtrees: their first keys, not their subtrees */
+		s->skel_tried = true;
+		(void)etcd_kids_prefetch(s, from, fl);	/* failing, the pages below serve */
+	}
+	s->walk_seeks = 0;
+	if (s->skel) {
+		struct etcd_skel *sk = etcd_kids_covering(s, from, fl);
+
+		if (sk) {
+			s->page = sk->r;
+			for (s->idx = 0; s->idx < s->page->len; s->idx++)
+				if (key_cmp(s->page->kvs[s->idx].key, s->page->kvs[s->idx].key_len,
+					    from, fl) >= 0)
+					break;
+			memcpy(s->from, from, fl);
+			s->from_len = fl;
+			memcpy(s->pend, sk->end, sk->end_len);
+			s->pend_len = sk->end_len;
+			return 0;
+		}
 	}
 	kept = etcd_txn_page_covering(s->txn, from, fl, !s->keys_only);
 	if (!kept && (prev = etcd_txn_page_before(s->txn, from, fl, !s->keys_only))) {
@@ -240,6 +263,10 @@ static void seek_to(struct store_etcd_scan *scan, const void *key, size_t key_le
 	if (key_cmp(k, kl, scan->lo, scan->lo_len) < 0) {
 		memcpy(k, scan->lo, scan->lo_len);
 		kl = scan->lo_len;
+	}
+	if (etcd_kids_is_child_end(scan, key, key_len)) {
+		scan->walk = true;	/* past one child: a listing */
+		scan->walk_seeks++;
 	}
 	memcpy(scan->cur, k, kl);
 	scan->cur_len = kl;

@@ -383,6 +383,8 @@ static int commit_attempt(struct store_etcd_txn *t, uint64_t seq, bool *committe
 		if (rc)
 			return rc;
 	}
+	if ((rc = etcd_kids_note(t)))	/* the children space, in the same Txn */
+		return rc;
 	kl = etcd_key(t->st, ETCD_SPACE_WRITER, &t->st->base.writer, sizeof(t->st->base.writer), k);
 	put_be(v, seq, 8);
 	if ((rc = etcd_buf_put(t->buf, k, kl, v, 8)))
@@ -625,6 +627,8 @@ int store_etcd_del_prefix(struct store_txn *tb, enum store_space space,
 			*deleted = n;
 		if (n)
 			feed_set_note(&txn->feed, space, prefix, prefix_len, true);
+		if (n && space == STORE_SPACE_DATA && (rc = etcd_kids_forget(txn, prefix, prefix_len)))
+			return rc;
 		if (n <= ETCD_DEL_KEYS)
 			return 0;
 	}

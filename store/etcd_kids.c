@@ -1,0 +1,392 @@
+/*
+ * store/etcd_kids.c - the children space of the etcd backend (docs/ETCD.md
+ * section 7): an entry k<depth><container key> for every container that
+ * holds keys, written in the same Txn as the keys under it, so that a
+ * listing learns its containers' names in one range and reads each
+ * container's first key with one bounded range, many to a request, instead
+ * of reading the subtrees. Entries are hints: one may outlive its subtree
+ * (a listing finds the range empty and skips it), none is ever missing in
+ * a store created with them (the marker key k says so).
+ */
+#include "store/etcd_int.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/tuple.h"
+
+#define KIDS_TXN_OPS 128	/* ranges per request: etcd's default --max-txn-ops */
+#define KIDS_PAGE 4096	/* entries per range of the children space */
+#define KIDS_THREADS 4	/* batches in flight at once */
+
+static int key_cmp(const void *a, size_t al, const void *b, size_t bl)
+{
+	int c = memcmp(a, b, al < bl ? al : bl);
+
+	if (c != 0)
+		return c;
+	return al < bl ? -1 : al > bl;
+}
+
+size_t etcd_kids_marker(const struct store_etcd *st, uint8_t *out)
+{
+	memcpy(out, st->prefix, st->prefix_len);
+	out[st->prefix_len] = ETCD_SPACE_KIDS;
+	return st->prefix_len + 1;
+}
+
+/* Entry key of the container key[0..len) with `depth` elements before its last one. */
+static size_t kids_key(const struct store_etcd *st, unsigned depth, const uint8_t *key,
+		       size_t len, uint8_t *out)
+{
+	size_t n = etcd_kids_marker(st, out);
+
+	out[n++] = (uint8_t)depth;
+	memcpy(out + n, key, len);
+	return n + len;
+}
+
+/* Adds the entries of every container above one data key (tuple part t[0..len)). */
+static int note_key(struct store_etcd_txn *t, const uint8_t *tk, size_t len)
+{
+	struct tuple_reader r;
+	struct tuple_elem e;
+	uint8_t k[ETCD_KEY_MAX];
+	unsigned depth = 0;
+
+	tuple_reader_init(&r, tk, len);
+	while (tuple_next(&r, &e) == 1 && r.pos < len && depth < 255) {
+		size_t kl = kids_key(t->st, depth, tk, r.pos, k);
+		const void *v;
+		size_t vl;
+
+		depth++;
+		if (etcd_buf_get(t->buf, k, kl, &v, &vl) == 1)
+			continue;	/* written by this commit already */
+		int rc = etcd_buf_put(t->buf, k, kl, "", 0);
+
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int etcd_kids_note(struct store_etcd_txn *t)
+{
+	uint8_t lo[ETCD_KEY_MAX], hi[ETCD_KEY_MAX], cur[ETCD_KEY_MAX];
+	size_t lo_len, hi_len, cur_len;
+	bool incl = true;
+	int rc;
+
+	if (!t->st->kids)
+		return 0;
+	lo_len = etcd_key(t->st, STORE_SPACE_DATA, NULL, 0, lo);
+	hi_len = etcd_prefix_end(lo, lo_len, hi);
+	memcpy(cur, lo, lo_len);
+	cur_len = lo_len;
+	for (;;) {
+		const void *k, *v;
+		size_t kl, vl;
+
+		if (etcd_buf_next_put(t->buf, cur, cur_len, incl, hi, hi_len, &k, &kl, &v, &vl) != 1)
+			return 0;
+		memcpy(cur, k, kl);	/* the entries written next move the buffer */
+		cur_len = kl;
+		incl = false;
+		rc = note_key(t, cur + lo_len, cur_len - lo_len);
+		if (rc)
+			return rc;
+	}
+}
+
+int etcd_kids_forget(struct store_etcd_txn *t, const void *prefix, size_t len)
+{
+	struct tuple_reader r;
+	struct tuple_elem e;
+	uint8_t k[ETCD_KEY_MAX];
+	unsigned depth = 0;
+	int rc = 0;
+
+	if (!t->st->kids || len == 0)
+		return 0;
+	tuple_reader_init(&r, prefix, len);
+	while (r.pos < len && (rc = tuple_next(&r, &e)) == 1)
+		depth++;
+	if (rc != 1 || r.pos != len || depth > 256)
+		return 0;	/* not a whole container key: no entry names it */
+	return etcd_buf_del(t->buf, k, kids_key(t->st, depth - 1, prefix, len, k));
+}
+
+/* ---- listings ---- */
+
+/* Elements in key[0..len); -1 when it does not end on an element's end. */
+static int elements(const uint8_t *key, size_t len)
+{
+	struct tuple_reader r;
+	struct tuple_elem e;
+	int n = 0;
+
+	tuple_reader_init(&r, key, len);
+	while (r.pos < len) {
+		if (tuple_next(&r, &e) != 1)
+			return -1;
+		n++;
+	}
+	return n;
+}
+
+bool etcd_kids_is_child_end(const struct store_etcd_scan *s, const uint8_t *key, size_t len)
+{
+	size_t pl = s->base.prefix_len;
+
+	return len > pl + 1 && key[len - 1] == 0xff && elements(key + pl, len - 1 - pl) == 1;
+}
+
+/* The names of P's containers from `from` on (full etcd entry keys, in order). */
+static int read_names(struct store_etcd_scan *s, unsigned depth, const uint8_t *from_t,
+		      size_t from_len, struct etcd_range_result **out, size_t *n_out)
+{
+	uint8_t lo[ETCD_KEY_MAX], hi[ETCD_KEY_MAX];
+	size_t lo_len = kids_key(s->txn->st, depth, from_t, from_len, lo);
+	size_t hi_len = kids_key(s->txn->st, depth, s->base.prefix, s->base.prefix_len, hi);
+	struct etcd_range_result *pages = NULL;
+	size_t n = 0;
+	int rc = 0;
+
+	hi[hi_len++] = 0xff;	/* no element starts with 0xff: just P's own containers */
+	for (;;) {
+		struct etcd_range_opts o = { .range_end = hi, .range_end_len = hi_len,
+					     .keys_only = true, .limit = KIDS_PAGE,
+					     .revision = s->txn->rev };
+		struct etcd_range_result *grown = realloc(pages, (n + 1) * sizeof(*pages));
+
+		if (!grown) {
+			rc = -ENOMEM;
+			break;
+		}
+		pages = grown;
+		rc = etcd_range_retry(s->txn->c, lo, lo_len, &o, &pages[n]);
+		if (rc)
+			break;
+		n++;
+		if (!pages[n - 1].more || !pages[n - 1].len)
+			break;
+		const struct etcd_kv *last = &pages[n - 1].kvs[pages[n - 1].len - 1];
+
+		memcpy(lo, last->key, last->key_len);
+		lo[last->key_len] = 0;
+		lo_len = last->key_len + 1;
+	}
+	*out = pages;
+	*n_out = n;
+	return rc;
+}
+
+/* Keeps one answer as a skeleton page of [from, scan_hi) until the transaction ends. */
+static int keep(struct store_etcd_scan *s, struct etcd_range_result *r, const uint8_t *from,
+		size_t fl, const uint8_t *hi, size_t hl)
+{
+	struct etcd_kept *k = calloc(1, sizeof(*k));
+	struct etcd_skel *sk;
+
+	if (!k)
+		return -ENOMEM;
+	if (s->n_skel == s->cap_skel) {
+		size_t cap = s->cap_skel ? 2 * s->cap_skel : 256;
+		struct etcd_skel *g = realloc(s->skel, cap * sizeof(*g));
+
+		if (!g) {
+			free(k);
+			return -ENOMEM;
+		}
+		s->skel = g;
+		s->cap_skel = cap;
+	}
+	k->r = *r;	/* the transaction owns it now */
+	memset(r, 0, sizeof(*r));
+	k->next = s->txn->kept;	/* not a page: other scans' lookups pass over it */
+	s->txn->kept = k;
+	sk = &s->skel[s->n_skel];
+	sk->r = &k->r;
+	sk->keys = malloc(fl + hl + ETCD_KEY_MAX);
+	if (!sk->keys)
+		return -ENOMEM;
+	sk->from = sk->keys;
+	sk->from_len = fl;
+	memcpy(sk->keys, from, fl);
+	sk->end = sk->keys + fl;
+	if (k->r.more && k->r.len) {
+		const struct etcd_kv *last = &k->r.kvs[k->r.len - 1];
+
+		memcpy(sk->end, last->key, last->key_len);
+		sk->end[last->key_len] = 0;
+		sk->end_len = last->key_len + 1;
+	} else {
+		memcpy(sk->end, hi, hl);
+		sk->end_len = hl;
+	}
+	s->n_skel++;
+	return 0;
+}
+
+/* Batches of ranges sent by a few threads at once (each with its own client). */
+struct batches {
+	struct store_etcd *st;
+	const struct etcd_op *ops;
+	size_t n_ops, n_batches;
+	struct etcd_txn_result *res;	/* one per batch */
+	int *rc;	/* one per batch */
+	atomic_size_t next;	/* the next batch to send */
+	atomic_size_t threads;	/* threads started: each asks its own member */
+};
+
+static void *send_batches(void *arg)
+{
+	struct batches *b = arg;
+	struct etcd_client *c = NULL;
+	size_t i;
+	int rc = etcd_client_take(b->st, &c);
+
+	if (rc == 0)
+		etcd_client_spread(c, atomic_fetch_add(&b->threads, 1));
+	while ((i = atomic_fetch_add(&b->next, 1)) < b->n_batches) {
+		size_t from = i * KIDS_TXN_OPS, n = b->n_ops - from;
+
+		if (n > KIDS_TXN_OPS)
+			n = KIDS_TXN_OPS;
+		b->rc[i] = rc ? rc : etcd_client_txn(c, NULL, 0, b->ops + from, n, NULL, 0, &b->res[i]);
+		if (b->rc[i] == 0 && b->res[i].len != n)
+			b->rc[i] = -EPROTO;
+	}
+	etcd_client_give(b->st, c);
+	return NULL;
+}
+
+/* Sends ops[0..n) in read-only Txns and keeps every answer, in order. */
+static int send_all(struct store_etcd_scan *s, const struct etcd_op *ops, size_t n)
+{
+	struct batches b = { .st = s->txn->st, .ops = ops, .n_ops = n,
+			     .n_batches = (n + KIDS_TXN_OPS - 1) / KIDS_TXN_OPS };
+	pthread_t th[KIDS_THREADS];
+	size_t n_th = 0;
+	int rc = 0;
+
+	b.res = calloc(b.n_batches, sizeof(*b.res));
+	b.rc = calloc(b.n_batches, sizeof(*b.rc));
+	if (!b.res || !b.rc) {
+		free(b.res);
+		free(b.rc);
+		return -ENOMEM;
+	}
+	atomic_init(&b.next, 0);
+	atomic_init(&b.threads, 0);
+	while (n_th + 1 < KIDS_THREADS && n_th + 1 < b.n_batches &&
+	       pthread_create(&th[n_th], NULL, send_batches, &b) == 0)
+		n_th++;
+	send_batches(&b);
+	for (size_t i = 0; i < n_th; i++)
+		pthread_join(th[i], NULL);
+	for (size_t i = 0; i < b.n_batches; i++) {
+		size_t from = i * KIDS_TXN_OPS;
+
+		if (rc == 0)
+			rc = b.rc[i];
+		for (size_t j = 0; rc == 0 && j < b.res[i].len; j++)
+			rc = keep(s, &b.res[i].ranges[j], ops[from + j].key, ops[from + j].key_len,
+				  ops[from + j].range_end, ops[from + j].range_end_len);
+		if (b.rc[i] == 0)
+			etcd_txn_result_release(&b.res[i]);
+	}
+	free(b.res);
+	free(b.rc);
+	return rc;
+}
+
+int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t fl)
+{
+	struct etcd_range_result *names = NULL;
+	size_t n_names = 0, n_ops = 0, base = s->base_len, total = 1, used = 0;
+	int depth = elements(s->base.prefix, s->base.prefix_len);
+	struct etcd_op *ops = NULL;
+	uint8_t *keys = NULL;
+	const uint8_t *gap = from;
+	size_t gap_len = fl;
+	int rc;
+
+	if (depth < 0 || depth > 255 || !s->txn->rev || fl < base)
+		return 0;	/* not a container listing: the ordinary pages serve */
+	rc = read_names(s, (unsigned)depth, from + base, fl - base, &names, &n_names);
+	for (size_t p = 0; p < n_names; p++)
+		total += names[p].len;
+	if (rc == 0) {
+		ops = calloc(total, sizeof(*ops));
+		keys = malloc(total * (ETCD_KEY_MAX + 1));
+		if (!ops || !keys)
+			rc = -ENOMEM;
+	}
+	for (size_t p = 0; rc == 0 && p <= n_names; p++) {
+		size_t len = p < n_names ? names[p].len : 1;
+
+		for (size_t i = 0; i < len; i++) {
+			uint8_t *end = keys + used;
+			size_t el;
+
+			if (p < n_names) {
+				/* [the gap before it, the end of its subtree): its first key */
+				const struct etcd_kv *kv = &names[p].kvs[i];
+				size_t skip = s->txn->st->prefix_len + 2;
+
+				el = etcd_key(s->txn->st, STORE_SPACE_DATA, kv->key + skip,
+					      kv->key_len - skip, end);
+				end[el++] = 0xff;
+			} else {
+				memcpy(end, s->hi, s->hi_len);	/* the last gap, to the scan's end */
+				el = s->hi_len;
+			}
+			used += el;
+			ops[n_ops++] = (struct etcd_op){ .type = ETCD_OP_RANGE, .key = gap,
+							 .key_len = gap_len, .range_end = end,
+							 .range_end_len = el, .limit = 1,
+							 .keys_only = s->keys_only,
+							 .revision = s->txn->rev };
+			gap = end;
+			gap_len = el;
+		}
+	}
+	if (rc == 0)
+		rc = send_all(s, ops, n_ops);
+	for (size_t p = 0; p < n_names; p++)
+		etcd_range_result_release(&names[p]);
+	free(names);
+	free(ops);
+	free(keys);
+	s->skel_pos = 0;
+	return rc;
+}
+
+struct etcd_skel *etcd_kids_covering(struct store_etcd_scan *s, const uint8_t *key, size_t len)
+{
+	/* a walk moves forward: look on from where the last one was found */
+	while (s->skel_pos < s->n_skel) {
+		struct etcd_skel *sk = &s->skel[s->skel_pos];
+
+		if (key_cmp(key, len, sk->from, sk->from_len) < 0)
+			return NULL;
+		if (key_cmp(key, len, sk->end, sk->end_len) < 0)
+			return sk;
+		s->skel_pos++;
+	}
+	return NULL;
+}
+
+void etcd_kids_scan_release(struct store_etcd_scan *s)
+{
+	for (size_t i = 0; i < s->n_skel; i++)
+		free(s->skel[i].keys);
+	free(s->skel);
+	s->skel = NULL;
+	s->n_skel = s->cap_skel = 0;
+}

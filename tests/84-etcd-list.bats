@@ -1,0 +1,240 @@
+#!/usr/bin/env bats
+# tests/84-etcd-list.bats - listings on etcd (docs/ETCD.md section 7): the
+# children space kept in the same Txn as the data, `ls` of children whose
+# subtrees are big (read through that space) equal to the same store on
+# LMDB, consistent while another mount renames a child back and forth; and
+# the URL's credentials (user/password with auth enabled, TLS). A cluster of
+# its own, or the one make test-etcd runs (KVFS_ETCD_URL).
+
+load 'test_helper/common'
+load 'test_helper/etcd'
+
+setup_file() {
+	etcd_start
+}
+
+teardown_file() {
+	etcd_stop
+}
+
+setup() {
+	common_setup
+	STORE=$ETCD_URL/kvfs-84/$$-$BATS_TEST_NUMBER-$RANDOM
+	LSTORE=$BATS_TEST_TMPDIR/lmdb
+	EXTRA_PIDS=()
+	EXTRA_MNTS=()
+}
+
+teardown() {
+	[ -z "${MNT:-}" ] || mount_teardown
+	[ -z "${SOLO_PID:-}" ] || solo_stop
+}
+
+# child_doc I: a JSON object of about 40 keys at three depths, named by I.
+child_doc() {
+	local i=$1 j
+	printf '{"id":%d,"obj":{' "$i"
+	for ((j = 0; j < 15; j++)); do
+		printf '%s"f%d":"v%d-%d"' "$([ $j -gt 0 ] && echo ,)" "$j" "$i" "$j"
+	done
+	printf '},"arr":['
+	for ((j = 0; j < 20; j++)); do
+		printf '%s{"n":%d}' "$([ $j -gt 0 ] && echo ,)" "$j"
+	done
+	printf ']}\n'
+}
+
+# fill STORE: under big/, 150 documents of ~40 keys, 5 leaves, an empty
+# object, and a child whose subtree was removed again.
+fill() {
+	local st=$1 i
+	kvfs mkdir --create "$st" big
+	for ((i = 0; i < 150; i++)); do
+		child_doc "$i" >"$BATS_TEST_TMPDIR/c.json"
+		kvfs import "$st" "big/c$i" "$BATS_TEST_TMPDIR/c.json" >/dev/null
+	done
+	for i in 1 2 3 4 5; do
+		kvfs put "$st" "big/leaf$i" "x$i"
+	done
+	kvfs mkdir "$st" big/empty
+	child_doc 999 >"$BATS_TEST_TMPDIR/c.json"
+	kvfs import "$st" big/gone "$BATS_TEST_TMPDIR/c.json" >/dev/null
+	kvfs import "$st" big/gone <(echo '"now a leaf"') >/dev/null
+	kvfs rm "$st" big/gone
+}
+
+# etcd_children PREFIX: the children space's keys of the store PREFIX, as
+# text: the space byte k, then the key's printable bytes (the depth byte and
+# the tuple's type bytes dropped): kbigc7 is the entry of big/c7.
+etcd_children() {
+	ETCDCTL_API=3 etcdctl --endpoints="${KVFS_ETCD_ENDPOINTS%%,*}" get --prefix --keys-only "$1" |
+		tr -d '\000-\011\013-\037' | sed -n "s|^$1k|k|p"
+}
+
+@test "ls of children with big subtrees on etcd equals the same store on LMDB" {
+	fill "$STORE"
+	fill "$LSTORE"
+	run -0 kvfs ls "$LSTORE" big
+	local want=$output
+	[ "${#lines[@]}" -eq 156 ]
+	run -0 kvfs ls "$STORE" big
+	assert_output "$want"
+	# the same through a mount, and one level down
+	mount_store
+	run -0 bash -c "ls '$MNT/big' | sed 's/\.json\$//' | sort"
+	assert_output "$(printf '%s\n' "$want" | sort)"
+	run -0 kvfs ls "$LSTORE" big/c7/arr
+	local arr=$output
+	[ "${#lines[@]}" -eq 20 ]
+	run -0 kvfs ls "$STORE" big/c7/arr
+	assert_output "$arr"
+	# the children space names each container child of big/ (gone's entry may
+	# outlive its subtree: the listings above skipped it, as LMDB's has no gone)
+	run -0 etcd_children "${STORE#etcd://*/}"
+	[ "$(grep -c -E '^kbigc[0-9]+$' <<<"$output")" -eq 150 ]
+}
+
+@test "ls on etcd is one snapshot while another mount renames a child back and forth" {
+	fill "$STORE"
+	mount_store
+	mount_extra "$BATS_TEST_TMPDIR/mnt2" "$STORE"
+	local mnt2=$BATS_TEST_TMPDIR/mnt2
+	child_doc 5000 >"$BATS_TEST_TMPDIR/tok.json"
+	kvfs import "$STORE" big/tok_a "$BATS_TEST_TMPDIR/tok.json" >/dev/null
+	# one rename per commit: every snapshot holds exactly one of tok_a, tok_b
+	(
+		for ((i = 0; i < 30; i++)); do
+			mv "$mnt2/big/tok_a" "$mnt2/big/tok_b" || exit 1
+			mv "$mnt2/big/tok_b" "$mnt2/big/tok_a" || exit 1
+		done
+	) &
+	local writer=$! n=0 bad=0
+	while kill -0 "$writer" 2>/dev/null; do
+		run -0 kvfs ls "$STORE" big
+		n=$((n + 1))
+		local toks
+		toks=$(printf '%s\n' "${lines[@]}" | grep -c '^tok_' || true)
+		if [ "$toks" -ne 1 ] || [ "${#lines[@]}" -ne 157 ]; then
+			echo "listing $n: $toks tok_ entries, ${#lines[@]} lines" >&2
+			bad=$((bad + 1))
+		fi
+	done
+	wait "$writer"
+	[ "$bad" -eq 0 ]
+	[ "$n" -gt 0 ]
+	echo "# $n listings during 60 renames" >&3
+}
+
+# ---- credentials: a one-member cluster of the test's own ----
+
+# solo_start NAME [ETCD OPTIONS...]: one etcd member on free loopback ports,
+# its data under $BATS_TEST_TMPDIR/NAME; sets SOLO_PORT and SOLO_PID.
+# Options may name https URLs (TLS); the ports are picked before.
+solo_start() {
+	local name=$1 scheme=http
+	shift
+	SOLO_PORT=$(etcd_pick_port)
+	[[ " $* " == *" --cert-file "* ]] && scheme=https
+	etcd --name "$name" --data-dir "$BATS_TEST_TMPDIR/$name.etcd" --logger=zap \
+		--listen-client-urls "$scheme://127.0.0.1:$SOLO_PORT" \
+		--advertise-client-urls "$scheme://127.0.0.1:$SOLO_PORT" \
+		--listen-peer-urls "http://127.0.0.1:$((SOLO_PORT + 1))" \
+		--initial-advertise-peer-urls "http://127.0.0.1:$((SOLO_PORT + 1))" \
+		--initial-cluster "$name=http://127.0.0.1:$((SOLO_PORT + 1))" \
+		"$@" >"$BATS_TEST_TMPDIR/$name.log" 2>&1 3>&- &
+	SOLO_PID=$!
+}
+
+# solo_ctl ARGS...: etcdctl against the solo member (SOLO_CTL_OPTS: TLS, user).
+solo_ctl() {
+	ETCDCTL_API=3 etcdctl --endpoints="${SOLO_SCHEME:-http}://127.0.0.1:$SOLO_PORT" \
+		--dial-timeout=1s --command-timeout=3s ${SOLO_CTL_OPTS:-} "$@"
+}
+
+# solo_wait: bounded poll (10 s) until the member answers.
+solo_wait() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		solo_ctl endpoint health >/dev/null 2>&1 && return 0
+		kill -0 "$SOLO_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	cat "$BATS_TEST_TMPDIR"/*.log >&2
+	return 1
+}
+
+solo_stop() {
+	kill "$SOLO_PID" 2>/dev/null || true
+	wait "$SOLO_PID" 2>/dev/null || true
+}
+
+@test "etcd with auth enabled: refused without credentials or with a wrong password, served with them" {
+	solo_start auth
+	solo_wait
+	solo_ctl user add root:rootpw >/dev/null
+	solo_ctl user add kv:s3cret >/dev/null
+	solo_ctl role add kvrole >/dev/null
+	solo_ctl role grant-permission kvrole --prefix=true readwrite team >/dev/null
+	solo_ctl user grant-role kv kvrole >/dev/null
+	solo_ctl auth enable >/dev/null
+	local url="etcd://127.0.0.1:$SOLO_PORT/team/docs"
+	run -1 kvfs mkdir --create "$url" a
+	assert_output --partial "authentication enabled"
+	assert_output --partial "user=NAME"
+	run -1 kvfs mkdir --create "$url?user=kv&password=wrong" a
+	assert_output --partial "authentication failed"
+	run -1 kvfs mkdir --create "$url?user=kv&pasword=s3cret" a
+	assert_output --partial 'option "pasword=s3cret"'
+	run -0 kvfs mkdir --create "$url?user=kv&password=s3cret" a
+	run -0 kvfs put "$url?user=kv:s3cret" a/b 'hello'
+	run -0 kvfs get "$url?user=kv&password=s3cret" a/b
+	assert_output hello
+	# the role covers team* only: another prefix is refused, clearly
+	run -1 kvfs mkdir --create "etcd://127.0.0.1:$SOLO_PORT/other?user=kv&password=s3cret" a
+	assert_output --partial "permission denied"
+	# a mount (its watch included) with the credentials
+	STORE="$url?user=kv&password=s3cret"
+	mount_store
+	run -0 cat "$MNT/a/b"
+	assert_output hello
+	kvfs put "$url?user=kv&password=s3cret" a/c 'from outside'
+	eventually 10 test -e "$MNT/a/c"
+	run -0 cat "$MNT/a/c"
+	assert_output 'from outside'
+	mount_teardown
+	MNT=
+	solo_stop
+}
+
+@test "etcd over TLS: cacert, cert and key from the URL (a CA of the test's own)" {
+	command -v openssl >/dev/null || skip "openssl is not installed"
+	local d=$BATS_TEST_TMPDIR/pki
+	mkdir -p "$d"
+	openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=kvfs-test-ca \
+		-keyout "$d/ca.key" -out "$d/ca.crt" 2>/dev/null
+	local who
+	for who in server client; do
+		openssl req -newkey rsa:2048 -nodes -subj "/CN=kvfs-$who" \
+			-keyout "$d/$who.key" -out "$d/$who.csr" 2>/dev/null
+		printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n' >"$d/ext"
+		openssl x509 -req -in "$d/$who.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" \
+			-CAcreateserial -days 1 -extfile "$d/ext" -out "$d/$who.crt" 2>/dev/null
+	done
+	solo_start tls --cert-file "$d/server.crt" --key-file "$d/server.key" \
+		--client-cert-auth --trusted-ca-file "$d/ca.crt"
+	SOLO_SCHEME=https
+	SOLO_CTL_OPTS="--cacert $d/ca.crt --cert $d/client.crt --key $d/client.key"
+	solo_wait
+	local url="etcd://127.0.0.1:$SOLO_PORT/sec"
+	# without the CA the member's certificate is not trusted; without ours it refuses us
+	run -1 kvfs mkdir --create "$url?cert=$d/client.crt&key=$d/client.key" a
+	run -1 kvfs mkdir --create "$url?cacert=$d/ca.crt" a
+	run -0 kvfs mkdir --create "$url?cacert=$d/ca.crt&cert=$d/client.crt&key=$d/client.key" a
+	run -0 kvfs put "$url?cacert=$d/ca.crt&cert=$d/client.crt&key=$d/client.key" a/b 'over tls'
+	run -0 kvfs get "$url?cacert=$d/ca.crt&cert=$d/client.crt&key=$d/client.key" a/b
+	assert_output 'over tls'
+	# the data went to the member (read back with etcdctl over TLS)
+	run -0 solo_ctl get --prefix --keys-only sec
+	assert_output --partial 'sec'
+	solo_stop
+}
