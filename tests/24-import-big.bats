@@ -32,15 +32,6 @@ with open(path, "w") as f:
 EOF
 }
 
-# peak_kib CMD...: runs CMD, prints its peak resident size in KiB.
-peak_kib() {
-	python3 -c '
-import resource, subprocess, sys
-r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)
-if r.returncode: sys.exit(r.returncode)
-print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$@"
-}
-
 @test "a document with shuffled keys imports exactly: export, import again, export the same" {
 	make_doc 20000 "$T/doc.json"
 	kvfs import "$STORE" / "$T/doc.json"

@@ -15,11 +15,6 @@ teardown() {
 	mount_teardown
 }
 
-# The store's generation: it moves by one per commit, by any process.
-gen() {
-	kvfs info "$STORE" | awk '/^generation:/ { print $2 }'
-}
-
 @test "cp -a of typed leaves: one commit per file, with content, type, mode and mtime together" {
 	src=$BATS_TEST_TMPDIR/src
 	mkdir -p "$src"

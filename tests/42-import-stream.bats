@@ -36,16 +36,6 @@ with open(path, "w") as f:
 EOF
 }
 
-# peak_kib CMD...: runs CMD, prints the largest peak resident size (KiB) of
-# its processes (a shell pipeline's too).
-peak_kib() {
-	python3 -c '
-import resource, subprocess, sys
-r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)
-if r.returncode: sys.exit(r.returncode)
-print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$@"
-}
-
 # keys_of STORE: the data keys of a dump (records carry times; keys do not).
 keys_of() {
 	kvfs dump "$1" | awk '$1 == "data" { print $2 }'

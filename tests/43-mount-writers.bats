@@ -15,11 +15,6 @@ teardown() {
 	mount_teardown
 }
 
-# The store's generation: it moves by one per commit, by any process.
-gen() {
-	kvfs info "$STORE" | awk '/^generation:/ { print $2 }'
-}
-
 # typed_leaves DIR N: N integer leaves k1..kN in DIR (on the test's own disk)
 typed_leaves() {
 	mkdir -p "$1"

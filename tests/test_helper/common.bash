@@ -219,3 +219,18 @@ eventually() {
 err() {
 	getfattr --absolute-names --only-values -n user.kvfs.error "$1"
 }
+
+# The store's generation: it moves by one per commit, by any process.
+gen() {
+	kvfs info "$STORE" | awk '/^generation:/ { print $2 }'
+}
+
+# peak_kib CMD...: runs CMD, prints the largest peak resident size (KiB) of
+# its processes (a shell pipeline's too).
+peak_kib() {
+	python3 -c '
+import resource, subprocess, sys
+r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)
+if r.returncode: sys.exit(r.returncode)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$@"
+}
