@@ -189,7 +189,7 @@ etcd-client-test: $(ETCD_TEST)
 
 $(ETCD_TEST): tests/unit/test_etcd_client.c $(wildcard tests/unit/etcd_*) tests/unit/unit.h $(wildcard store/etcd_*)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_etcd_client.c tests/unit/etcd_tool.c store/etcd_buf.c store/etcd_client.c store/etcd_dl.c store/etcd_wire.c $(ETCD_LIBS) -ldl -lpthread
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_etcd_client.c tests/unit/etcd_tool.c store/etcd_buf.c store/etcd_client.c store/etcd_requests.c store/etcd_dl.c store/etcd_wire.c $(ETCD_LIBS) -ldl -lpthread
 
 ETCD_STORE_TEST := $(BUILD)/etcd/test_etcd_store
 .PHONY: etcd-store-test

@@ -1,10 +1,12 @@
 /*
  * store/etcd_client.c - the etcd v3 JSON-gateway client (store/etcd_client.h):
- * HTTP/1.1 POSTs through one libcurl easy handle per client, requests and
- * answers as cJSON trees, base64 for bytes, int64 fields as JSON strings.
+ * the handle, its URL options and auth token, HTTP/1.1 POSTs through one
+ * libcurl easy handle per client, and the watch stream; the KV, Txn and lease
+ * requests are built in store/etcd_requests.c.
  */
 #include "store/etcd_dl.h"
 #include "store/etcd_client.h"
+#include "store/etcd_client_int.h"
 #include "store/etcd_wire.h"
 
 #include <cjson/cJSON.h>
@@ -48,10 +50,7 @@ struct etcd_client {
 
 /* ---- errors ---- */
 
-static int fail(struct etcd_client *c, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int fail(struct etcd_client *c, int rc, const char *fmt, ...)
+int etcd_client_fail(struct etcd_client *c, int rc, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -76,11 +75,11 @@ static int gateway_error(struct etcd_client *c, const cJSON *obj)
 	if (rc == -E2BIG && strstr(text, "space exceeded"))
 		rc = -ENOSPC;
 	if (strstr(text, "user name is empty") && !c->user)
-		return fail(c, -EACCES, "etcd: the cluster has authentication enabled: name a user in "
+		return etcd_client_fail(c, -EACCES, "etcd: the cluster has authentication enabled: name a user in "
 			    "the URL (?user=NAME&password=PASSWORD) (%s)", text);
 	if (strstr(text, "authentication failed") || strstr(text, "permission denied"))
 		rc = -EACCES;
-	return fail(c, rc, "etcd: %s", text);
+	return etcd_client_fail(c, rc, "etcd: %s", text);
 }
 
 /* ---- transport ---- */
@@ -148,7 +147,7 @@ static int curl_errno(struct etcd_client *c, CURLcode cc, const char *ep)
 		rc = -ENOMEM;
 	else if (cc == CURLE_GOT_NOTHING || cc == CURLE_RECV_ERROR || cc == CURLE_SEND_ERROR)
 		rc = -ECONNRESET;
-	return fail(c, rc, "etcd %s: %s", ep, curl_easy_strerror(cc));
+	return etcd_client_fail(c, rc, "etcd %s: %s", ep, curl_easy_strerror(cc));
 }
 
 /*
@@ -193,7 +192,7 @@ static int post(struct etcd_client *c, const char *path, const char *body, bool 
 	if (!*reply || !cJSON_IsObject(*reply)) {
 		cJSON_Delete(*reply);
 		*reply = NULL;
-		return fail(c, -EPROTO, "etcd %s: HTTP %ld, answer is not JSON", c->eps[c->cur], status);
+		return etcd_client_fail(c, -EPROTO, "etcd %s: HTTP %ld, answer is not JSON", c->eps[c->cur], status);
 	}
 	if (status != 200 || cJSON_GetObjectItemCaseSensitive(*reply, "error")) {
 		int rc = gateway_error(c, *reply);
@@ -229,7 +228,7 @@ static int set_headers(struct etcd_client *c)
 		}
 	}
 	if (!h)
-		return fail(c, -ENOMEM, "etcd: out of memory building headers");
+		return etcd_client_fail(c, -ENOMEM, "etcd: out of memory building headers");
 	curl_slist_free_all(c->headers);
 	c->headers = h;
 	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, c->headers);
@@ -253,39 +252,38 @@ static int authenticate(struct etcd_client *c)
 	if (!req || !cJSON_AddStringToObject(req, "name", c->user) ||
 	    !cJSON_AddStringToObject(req, "password", c->password ? c->password : "")) {
 		cJSON_Delete(req);
-		return fail(c, -ENOMEM, "etcd: out of memory building a request");
+		return etcd_client_fail(c, -ENOMEM, "etcd: out of memory building a request");
 	}
 	body = cJSON_PrintUnformatted(req);
 	cJSON_Delete(req);
 	if (!body)
-		return fail(c, -ENOMEM, "etcd: out of memory building a request");
+		return etcd_client_fail(c, -ENOMEM, "etcd: out of memory building a request");
 	rc = post(c, "/v3/auth/authenticate", body, false, &reply);
 	free(body);
 	if (rc < 0) {
 		char why[sizeof(c->err)];
 
 		snprintf(why, sizeof(why), "%s", c->err);
-		return fail(c, rc == -EINVAL ? -EACCES : rc, "etcd: user %s: %s", c->user, why);
+		return etcd_client_fail(c, rc == -EINVAL ? -EACCES : rc, "etcd: user %s: %s", c->user, why);
 	}
 	tok = cJSON_GetObjectItemCaseSensitive(reply, "token");
 	if (cJSON_IsString(tok) && (c->token = strdup(tok->valuestring)))
 		rc = set_headers(c);
 	else
-		rc = fail(c, -EACCES, "etcd: user %s: authentication gave no token (is auth enabled?)",
+		rc = etcd_client_fail(c, -EACCES, "etcd: user %s: authentication gave no token (is auth enabled?)",
 			  c->user);
 	cJSON_Delete(reply);
 	return rc;
 }
 
-/* Serializes and sends req (consumed), parsing the answer into *reply. */
-static int call(struct etcd_client *c, const char *path, cJSON *req, cJSON **reply)
+int etcd_client_call(struct etcd_client *c, const char *path, cJSON *req, cJSON **reply)
 {
 	char *body = cJSON_PrintUnformatted(req);
 	int rc;
 
 	cJSON_Delete(req);
 	if (!body)
-		return fail(c, -ENOMEM, "etcd: out of memory building a request");
+		return etcd_client_fail(c, -ENOMEM, "etcd: out of memory building a request");
 	rc = (c->user && !c->token) ? authenticate(c) : 0;
 	if (rc == 0)
 		rc = post(c, path, body, false, reply);
@@ -498,309 +496,6 @@ void etcd_client_cancel(struct etcd_client *c)
 	atomic_store(&c->cancel, true);
 }
 
-/* ---- KV ---- */
-
-static int range_request(cJSON *obj, const void *key, size_t key_len,
-			 const struct etcd_range_opts *o)
-{
-	int rc = etcd_wire_add_b64(obj, "key", key, key_len);
-
-	if (rc == 0 && o && o->range_end)
-		rc = etcd_wire_add_b64(obj, "range_end", o->range_end, o->range_end_len);
-	if (rc == 0 && o && o->limit > 0)
-		rc = etcd_wire_add_i64(obj, "limit", o->limit);
-	if (rc == 0 && o && o->revision > 0)
-		rc = etcd_wire_add_i64(obj, "revision", o->revision);
-	if (rc == 0 && o && o->keys_only && !cJSON_AddTrueToObject(obj, "keys_only"))
-		rc = -ENOMEM;
-	if (rc == 0 && o && o->count_only && !cJSON_AddTrueToObject(obj, "count_only"))
-		rc = -ENOMEM;
-	return rc;
-}
-
-int etcd_client_range(struct etcd_client *c, const void *key, size_t key_len,
-		      const struct etcd_range_opts *opts, struct etcd_range_result *out)
-{
-	cJSON *req = cJSON_CreateObject(), *reply = NULL;
-	int rc;
-
-	memset(out, 0, sizeof(*out));
-	if (!req || range_request(req, key, key_len, opts) < 0) {
-		cJSON_Delete(req);
-		return fail(c, -ENOMEM, "etcd: out of memory building a range");
-	}
-	rc = call(c, "/v3/kv/range", req, &reply);
-	if (rc < 0)
-		return rc;
-	rc = etcd_wire_parse_range(reply, out);
-	cJSON_Delete(reply);
-	return rc < 0 ? fail(c, rc, "etcd: bad range answer") : 0;
-}
-
-static int put_request(cJSON *obj, const void *key, size_t key_len,
-		       const void *val, size_t val_len, int64_t lease)
-{
-	int rc = etcd_wire_add_b64(obj, "key", key, key_len);
-
-	if (rc == 0)
-		rc = etcd_wire_add_b64(obj, "value", val, val_len);
-	if (rc == 0 && lease != 0)
-		rc = etcd_wire_add_i64(obj, "lease", lease);
-	return rc;
-}
-
-int etcd_client_put(struct etcd_client *c, const void *key, size_t key_len,
-		    const void *val, size_t val_len, int64_t lease, int64_t *revision)
-{
-	cJSON *req = cJSON_CreateObject(), *reply = NULL;
-	int rc;
-
-	if (!req || put_request(req, key, key_len, val, val_len, lease) < 0) {
-		cJSON_Delete(req);
-		return fail(c, -ENOMEM, "etcd: out of memory building a put");
-	}
-	rc = call(c, "/v3/kv/put", req, &reply);
-	if (rc < 0)
-		return rc;
-	if (revision)
-		*revision = etcd_wire_get_i64(cJSON_GetObjectItemCaseSensitive(reply, "header"), "revision");
-	cJSON_Delete(reply);
-	return 0;
-}
-
-int etcd_client_delete_range(struct etcd_client *c, const void *key, size_t key_len,
-			     const void *range_end, size_t range_end_len,
-			     int64_t *deleted, int64_t *revision)
-{
-	cJSON *req = cJSON_CreateObject(), *reply = NULL;
-	int rc = req ? etcd_wire_add_b64(req, "key", key, key_len) : -ENOMEM;
-
-	if (rc == 0 && range_end)
-		rc = etcd_wire_add_b64(req, "range_end", range_end, range_end_len);
-	if (rc < 0) {
-		cJSON_Delete(req);
-		return fail(c, -ENOMEM, "etcd: out of memory building a delete");
-	}
-	rc = call(c, "/v3/kv/deleterange", req, &reply);
-	if (rc < 0)
-		return rc;
-	if (deleted)
-		*deleted = etcd_wire_get_i64(reply, "deleted");
-	if (revision)
-		*revision = etcd_wire_get_i64(cJSON_GetObjectItemCaseSensitive(reply, "header"), "revision");
-	cJSON_Delete(reply);
-	return 0;
-}
-
-int etcd_client_compact(struct etcd_client *c, int64_t revision, bool physical)
-{
-	cJSON *req = cJSON_CreateObject(), *reply = NULL;
-	int rc = req ? etcd_wire_add_i64(req, "revision", revision) : -ENOMEM;
-
-	if (rc == 0 && physical && !cJSON_AddTrueToObject(req, "physical"))
-		rc = -ENOMEM;
-	if (rc < 0) {
-		cJSON_Delete(req);
-		return fail(c, rc, "etcd: out of memory building a compaction");
-	}
-	rc = call(c, "/v3/kv/compaction", req, &reply);
-	cJSON_Delete(reply);
-	return rc;
-}
-
-/* ---- Txn ---- */
-
-static const char *const cmp_targets[] = { "MOD", "CREATE", "VERSION", "VALUE" };
-static const char *const cmp_results[] = { "EQUAL", "GREATER", "LESS", "NOT_EQUAL" };
-static const char *const cmp_fields[] = { "mod_revision", "create_revision", "version", NULL };
-
-static int cmp_json(cJSON *arr, const struct etcd_cmp *cm)
-{
-	cJSON *o = cJSON_CreateObject();
-	int rc;
-
-	if (!o || !cJSON_AddItemToArray(arr, o)) {
-		cJSON_Delete(o);
-		return -ENOMEM;
-	}
-	if (!cJSON_AddStringToObject(o, "target", cmp_targets[cm->target]) ||
-	    !cJSON_AddStringToObject(o, "result", cmp_results[cm->result]))
-		return -ENOMEM;
-	rc = etcd_wire_add_b64(o, "key", cm->key, cm->key_len);
-	if (rc == 0 && cm->range_end)
-		rc = etcd_wire_add_b64(o, "range_end", cm->range_end, cm->range_end_len);
-	if (rc == 0 && cm->target == ETCD_CMP_VALUE)
-		rc = etcd_wire_add_b64(o, "value", cm->val, cm->val_len);
-	else if (rc == 0)
-		rc = etcd_wire_add_i64(o, cmp_fields[cm->target], cm->rev);
-	return rc;
-}
-
-static int op_json(cJSON *arr, const struct etcd_op *op)
-{
-	static const char *const kinds[] = { "request_range", "request_put", "request_delete_range" };
-	cJSON *wrap = cJSON_CreateObject(), *o = cJSON_CreateObject();
-	struct etcd_range_opts ro = {
-		.range_end = op->range_end, .range_end_len = op->range_end_len,
-		.keys_only = op->keys_only, .limit = op->limit, .revision = op->revision,
-	};
-	int rc;
-
-	if (!wrap || !o || !cJSON_AddItemToObject(wrap, kinds[op->type], o)) {
-		cJSON_Delete(wrap);
-		cJSON_Delete(o);
-		return -ENOMEM;
-	}
-	if (!cJSON_AddItemToArray(arr, wrap)) {
-		cJSON_Delete(wrap);
-		return -ENOMEM;
-	}
-	switch (op->type) {
-	case ETCD_OP_RANGE:
-		return range_request(o, op->key, op->key_len, &ro);
-	case ETCD_OP_PUT:
-		return put_request(o, op->key, op->key_len, op->val, op->val_len, op->lease);
-	case ETCD_OP_DELETE:
-		rc = etcd_wire_add_b64(o, "key", op->key, op->key_len);
-		if (rc == 0 && op->range_end)
-			rc = etcd_wire_add_b64(o, "range_end", op->range_end, op->range_end_len);
-		return rc;
-	}
-	return -EINVAL;
-}
-
-static int txn_request(cJSON *req, const struct etcd_cmp *cmps, size_t n_cmps,
-		       const struct etcd_op *succ, size_t n_succ,
-		       const struct etcd_op *fail_ops, size_t n_fail)
-{
-	cJSON *cmp = cJSON_AddArrayToObject(req, "compare");
-	cJSON *s = cJSON_AddArrayToObject(req, "success");
-	cJSON *f = cJSON_AddArrayToObject(req, "failure");
-	size_t i;
-	int rc = cmp && s && f ? 0 : -ENOMEM;
-
-	for (i = 0; rc == 0 && i < n_cmps; i++)
-		rc = cmp_json(cmp, &cmps[i]);
-	for (i = 0; rc == 0 && i < n_succ; i++)
-		rc = op_json(s, &succ[i]);
-	for (i = 0; rc == 0 && i < n_fail; i++)
-		rc = op_json(f, &fail_ops[i]);
-	return rc;
-}
-
-void etcd_txn_result_release(struct etcd_txn_result *r)
-{
-	for (size_t i = 0; i < r->len; i++)
-		etcd_range_result_release(&r->ranges[i]);
-	free(r->ranges);
-	memset(r, 0, sizeof(*r));
-}
-
-static int parse_txn(const cJSON *reply, struct etcd_txn_result *out)
-{
-	const cJSON *resps = cJSON_GetObjectItemCaseSensitive(reply, "responses"), *it;
-	int n = cJSON_GetArraySize(resps), rc;
-
-	out->succeeded = etcd_wire_get_bool(reply, "succeeded");
-	out->revision = etcd_wire_get_i64(cJSON_GetObjectItemCaseSensitive(reply, "header"), "revision");
-	if (n == 0)
-		return 0;
-	out->ranges = calloc((size_t)n, sizeof(*out->ranges));
-	if (!out->ranges)
-		return -ENOMEM;
-	cJSON_ArrayForEach(it, resps) {
-		const cJSON *r = cJSON_GetObjectItemCaseSensitive(it, "response_range");
-
-		if (r) {
-			rc = etcd_wire_parse_range(r, &out->ranges[out->len]);
-			if (rc < 0)
-				return rc;
-		}
-		out->len++;
-	}
-	return 0;
-}
-
-int etcd_client_txn(struct etcd_client *c, const struct etcd_cmp *cmps, size_t n_cmps,
-		    const struct etcd_op *success, size_t n_success,
-		    const struct etcd_op *failure, size_t n_failure, struct etcd_txn_result *out)
-{
-	cJSON *req = cJSON_CreateObject(), *reply = NULL;
-	int rc;
-
-	memset(out, 0, sizeof(*out));
-	if (!req || txn_request(req, cmps, n_cmps, success, n_success, failure, n_failure) < 0) {
-		cJSON_Delete(req);
-		return fail(c, -ENOMEM, "etcd: out of memory building a txn");
-	}
-	rc = call(c, "/v3/kv/txn", req, &reply);
-	if (rc < 0)
-		return rc;
-	rc = parse_txn(reply, out);
-	cJSON_Delete(reply);
-	if (rc < 0) {
-		etcd_txn_result_release(out);
-		return fail(c, rc, "etcd: bad txn answer");
-	}
-	return 0;
-}
-
-/* ---- leases ---- */
-
-static int lease_call(struct etcd_client *c, const char *path, const char *field, int64_t v,
-		      cJSON **reply)
-{
-	cJSON *req = cJSON_CreateObject();
-
-	if (!req || etcd_wire_add_i64(req, field, v) < 0) {
-		cJSON_Delete(req);
-		return fail(c, -ENOMEM, "etcd: out of memory building a lease request");
-	}
-	return call(c, path, req, reply);
-}
-
-int etcd_client_lease_grant(struct etcd_client *c, int64_t ttl, int64_t *id, int64_t *granted)
-{
-	cJSON *reply = NULL;
-	int rc = lease_call(c, "/v3/lease/grant", "TTL", ttl, &reply);
-
-	if (rc < 0)
-		return rc;
-	*id = etcd_wire_get_i64(reply, "ID");
-	if (granted)
-		*granted = etcd_wire_get_i64(reply, "TTL");
-	cJSON_Delete(reply);
-	return *id != 0 ? 0 : fail(c, -EPROTO, "etcd: lease grant answered no ID");
-}
-
-int etcd_client_lease_revoke(struct etcd_client *c, int64_t id)
-{
-	cJSON *reply = NULL;
-	int rc = lease_call(c, "/v3/lease/revoke", "ID", id, &reply);
-
-	cJSON_Delete(reply);
-	return rc;
-}
-
-/*
- * The gateway serves LeaseKeepAlive (a bidirectional stream) to one request
- * body as one {"result": ...} answer; a TTL of 0 means the lease is gone.
- */
-int etcd_client_lease_keepalive(struct etcd_client *c, int64_t id, int64_t *ttl)
-{
-	cJSON *reply = NULL;
-	int64_t t;
-	int rc = lease_call(c, "/v3/lease/keepalive", "ID", id, &reply);
-
-	if (rc < 0)
-		return rc;
-	t = etcd_wire_get_i64(cJSON_GetObjectItemCaseSensitive(reply, "result"), "TTL");
-	cJSON_Delete(reply);
-	if (ttl)
-		*ttl = t;
-	return t > 0 ? 0 : fail(c, -ENOENT, "etcd: lease %" PRId64 " not found", id);
-}
-
 /* ---- watch ---- */
 
 /* One line of the stream: {"result": WatchResponse} or {"error": ...}. */
@@ -812,7 +507,7 @@ static int watch_line(struct etcd_client *c, const char *line, size_t len)
 	int rc = 0;
 
 	if (!o)
-		return fail(c, -EPROTO, "etcd: watch line is not JSON");
+		return etcd_client_fail(c, -EPROTO, "etcd: watch line is not JSON");
 	res = cJSON_GetObjectItemCaseSensitive(o, "result");
 	if (!res) {
 		const cJSON *e = cJSON_GetObjectItemCaseSensitive(o, "error");
@@ -823,12 +518,12 @@ static int watch_line(struct etcd_client *c, const char *line, size_t len)
 	rev = etcd_wire_get_i64(cJSON_GetObjectItemCaseSensitive(res, "header"), "revision");
 	if (etcd_wire_get_i64(res, "compact_revision") > 0) {
 		c->compact_rev = etcd_wire_get_i64(res, "compact_revision");
-		rc = fail(c, -ESTALE, "etcd: watch start revision compacted (oldest %" PRId64 ")",
+		rc = etcd_client_fail(c, -ESTALE, "etcd: watch start revision compacted (oldest %" PRId64 ")",
 			  c->compact_rev);
 		goto out;
 	}
 	if (etcd_wire_get_bool(res, "canceled")) {
-		rc = fail(c, -EPIPE, "etcd: watch canceled by the server");
+		rc = etcd_client_fail(c, -EPIPE, "etcd: watch canceled by the server");
 		goto out;
 	}
 	if (etcd_wire_get_bool(res, "created")) {
@@ -845,7 +540,7 @@ static int watch_line(struct etcd_client *c, const char *line, size_t len)
 		e.last = ev->next == NULL;
 		rc = etcd_wire_parse_kv(cJSON_GetObjectItemCaseSensitive(ev, "kv"), &kv);
 		if (rc < 0) {
-			rc = fail(c, rc, "etcd: bad watch event");
+			rc = etcd_client_fail(c, rc, "etcd: bad watch event");
 			goto out;
 		}
 		rc = c->watch_fn(&e, c->watch_arg);
@@ -865,7 +560,7 @@ static size_t on_watch_body(char *p, size_t size, size_t n, void *arg)
 	size_t start = 0, i;
 
 	if (buf_append(&c->resp, p, size * n) < 0) {
-		c->watch_rc = fail(c, -ENOMEM, "etcd: out of memory reading a watch");
+		c->watch_rc = etcd_client_fail(c, -ENOMEM, "etcd: out of memory reading a watch");
 		return 0;
 	}
 	for (i = 0; i < c->resp.len; i++) {
@@ -902,7 +597,7 @@ int etcd_client_watch(struct etcd_client *c, const void *key, size_t key_len,
 		rc = -ENOMEM;
 	cJSON_Delete(req);
 	if (rc < 0)
-		return fail(c, rc, "etcd: out of memory building a watch");
+		return etcd_client_fail(c, rc, "etcd: out of memory building a watch");
 	/* a watch carries the token too (a fresh one: the stream may outlive an old one) */
 	if (c->user && (rc = authenticate(c)) < 0) {
 		free(body);
@@ -924,6 +619,6 @@ int etcd_client_watch(struct etcd_client *c, const void *key, size_t key_len,
 		*compact_rev = c->compact_rev;
 	/* A stream that ends by itself (member gone) is a broken watch. */
 	if (rc == 0)
-		rc = fail(c, -EPIPE, "etcd %s: watch stream ended", c->eps[c->cur]);
+		rc = etcd_client_fail(c, -EPIPE, "etcd %s: watch stream ended", c->eps[c->cur]);
 	return rc;
 }
