@@ -194,7 +194,18 @@ static int apply_chunk(struct store_etcd *st, struct etcd_client *c, const struc
 	if (rc)
 		return rc;
 	if (r.len != 1) {
-		*gone = true;	/* whoever finished removed the staging: nothing left to do */
+		/*
+		 * Whoever finished removed the staging: nothing left to do, unless
+		 * the record still stands. Then its chunk is lost and rolling forward
+		 * cannot finish it; say so rather than report it applied.
+		 */
+		rc = txn_retry(c, &cmp, 1, NULL, 0, &t);
+		if (rc == 0) {
+			*gone = !t.succeeded;
+			if (t.succeeded)
+				rc = -EIO;
+			etcd_txn_result_release(&t);
+		}
 		goto out_release;
 	}
 	rc = chunk_decode(r.kvs[0].val, r.kvs[0].val_len, &ops, &n);
@@ -418,6 +429,24 @@ static int big_stage(struct store_etcd *st, struct etcd_client *c, const struct 
 	return rc;
 }
 
+/*
+ * Deletes one attempt's marker. The flip compares the marker's revision, so
+ * once this has returned no flip of the attempt can land any more: what
+ * big_lost then finds is the final word.
+ */
+static int big_unmark(struct store_etcd *st, struct etcd_client *c, const struct big_id *id)
+{
+	uint8_t qk[ETCD_KEY_MAX];
+	struct etcd_op op = { .type = ETCD_OP_DELETE, .key = qk,
+			      .key_len = big_key(st, ETCD_SPACE_PENDING, id, -1, qk) };
+	struct etcd_txn_result t;
+	int rc = txn_retry(c, NULL, 0, &op, 1, &t);
+
+	if (rc == 0)
+		etcd_txn_result_release(&t);
+	return rc;
+}
+
 /* Removes one attempt's staging and marker (a refused or failed commit). */
 static void big_unstage(struct store_etcd *st, struct etcd_client *c, const struct big_id *id)
 {
@@ -600,11 +629,22 @@ int etcd_big_commit(struct store_etcd_txn *t, uint64_t seq, bool *committed, int
 	if (rc)
 		goto out_unstage;
 	rc = big_flip(t, &p, &id, marker_rev, chunks, seq, committed, &rec.mod_rev);
+	if (rc == 0 && getenv("KVFS_ETCD_TEST_LOSE_FLIP")) {
+		/* the test hook: the flip's answer is lost on the way back */
+		rc = -ETIMEDOUT;
+		*committed = false;
+	}
 	if (rc && outcome_unknown(rc)) {
-		/* the flip's answer was lost: did it land? The record says (or, applied, the writer key) */
+		/*
+		 * The flip's answer was lost: it may still be in flight. Remove the
+		 * marker it compares first, so that it can no longer land, then ask
+		 * whether it did: the record says (or, applied, the writer key).
+		 */
 		bool found = false;
 
-		rc = big_lost(t, &id, seq, committed, &found, &rec.mod_rev);
+		rc = big_unmark(st, c, &id);
+		if (rc == 0)
+			rc = big_lost(t, &id, seq, committed, &found, &rec.mod_rev);
 		if (rc || (*committed && !found))
 			goto out_lease;	/* unknown, or already applied by someone */
 	}
@@ -619,11 +659,12 @@ int etcd_big_commit(struct store_etcd_txn *t, uint64_t seq, bool *committed, int
 		uint8_t rk[ETCD_KEY_MAX];
 
 		rc = etcd_range_retry(c, rk, etcd_key(st, ETCD_SPACE_RECORD, NULL, 0, rk), NULL, &r);
-		if (rc == 0 && r.len == 1 && rec_parse(&r.kvs[0], &rec) == 0 &&
-		    !memcmp(rec.id.b, id.b, 16))
-			rc = big_finish(st, c, &rec, lease, rev);
-		if (rc == 0)
+		if (rc == 0) {
+			if (r.len == 1 && rec_parse(&r.kvs[0], &rec) == 0 &&
+			    !memcmp(rec.id.b, id.b, 16))
+				(void)big_finish(st, c, &rec, lease, rev);
 			etcd_range_result_release(&r);
+		}
 	}
 	/* committed whatever the roll-forward did: a later reader or writer finishes it */
 	rc = 0;

@@ -113,6 +113,10 @@ struct store_etcd_scan {
 	uint64_t fetches;	/* range requests made */
 	/* a walk over children (seeks past a child's subtree): etcd_kids.c's skeleton */
 	bool walk, skel_tried;
+	/* a skeleton that ends before the scan does: the next window from skel_until */
+	bool skel_more;
+	uint8_t skel_until[ETCD_KEY_MAX + 1];
+	size_t skel_until_len;
 	unsigned walk_seeks;	/* children skipped since the last page was read */
 	struct etcd_skel *skel;	/* heap, in key order */
 	size_t n_skel, cap_skel, skel_pos;

@@ -21,6 +21,13 @@
 #define KIDS_TXN_OPS 128	/* ranges per request: etcd's default --max-txn-ops */
 #define KIDS_PAGE 4096	/* entries per range of the children space */
 #define KIDS_THREADS 4	/* batches in flight at once */
+/*
+ * Children one prefetch covers at most. A readdir asks for a hundred or so
+ * and each starts a new scan, so reading every later name each time would
+ * make a big listing quadratic; a scan that walks past the window reads the
+ * next one (etcd_scan.c).
+ */
+#define KIDS_WINDOW 512
 
 static int key_cmp(const void *a, size_t al, const void *b, size_t bl)
 {
@@ -145,21 +152,28 @@ bool etcd_kids_is_child_end(const struct store_etcd_scan *s, const uint8_t *key,
 	return len > pl + 1 && key[len - 1] == 0xff && elements(key + pl, len - 1 - pl) == 1;
 }
 
-/* The names of P's containers from `from` on (full etcd entry keys, in order). */
+/*
+ * The names of P's containers from `from` on (full etcd entry keys, in
+ * order), at most max of them; *more when there are others after them.
+ * *out: heap pages, each to etcd_range_result_release, the array to free.
+ */
 static int read_names(struct store_etcd_scan *s, unsigned depth, const uint8_t *from_t,
-		      size_t from_len, struct etcd_range_result **out, size_t *n_out)
+		      size_t from_len, size_t max, struct etcd_range_result **out, size_t *n_out,
+		      bool *more)
 {
 	uint8_t lo[ETCD_KEY_MAX], hi[ETCD_KEY_MAX];
 	size_t lo_len = kids_key(s->txn->st, depth, from_t, from_len, lo);
 	size_t hi_len = kids_key(s->txn->st, depth, s->base.prefix, s->base.prefix_len, hi);
 	struct etcd_range_result *pages = NULL;
-	size_t n = 0;
+	size_t n = 0, got = 0;
 	int rc = 0;
 
+	*more = false;
 	hi[hi_len++] = 0xff;	/* no element starts with 0xff: just P's own containers */
 	for (;;) {
 		struct etcd_range_opts o = { .range_end = hi, .range_end_len = hi_len,
-					     .keys_only = true, .limit = KIDS_PAGE,
+					     .keys_only = true,
+					     .limit = (int64_t)(max - got < KIDS_PAGE ? max - got : KIDS_PAGE),
 					     .revision = s->txn->rev };
 		struct etcd_range_result *grown = realloc(pages, (n + 1) * sizeof(*pages));
 
@@ -172,8 +186,13 @@ static int read_names(struct store_etcd_scan *s, unsigned depth, const uint8_t *
 		if (rc)
 			break;
 		n++;
+		got += pages[n - 1].len;
 		if (!pages[n - 1].more || !pages[n - 1].len)
 			break;
+		if (got >= max) {
+			*more = true;
+			break;
+		}
 		const struct etcd_kv *last = &pages[n - 1].kvs[pages[n - 1].len - 1];
 
 		memcpy(lo, last->key, last->key_len);
@@ -314,11 +333,14 @@ int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t fl
 	uint8_t *keys = NULL;
 	const uint8_t *gap = from;
 	size_t gap_len = fl;
+	bool more = false;
 	int rc;
 
+	s->skel_more = false;
 	if (depth < 0 || depth > 255 || !s->txn->rev || fl < base)
 		return 0;	/* not a container listing: the ordinary pages serve */
-	rc = read_names(s, (unsigned)depth, from + base, fl - base, &names, &n_names);
+	rc = read_names(s, (unsigned)depth, from + base, fl - base, KIDS_WINDOW, &names, &n_names,
+			&more);
 	for (size_t p = 0; p < n_names; p++)
 		total += names[p].len;
 	if (rc == 0) {
@@ -327,7 +349,8 @@ int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t fl
 		if (!ops || !keys)
 			rc = -ENOMEM;
 	}
-	for (size_t p = 0; rc == 0 && p <= n_names; p++) {
+	/* past a window, the skeleton ends with its last child's subtree, not the scan */
+	for (size_t p = 0; rc == 0 && p < n_names + !more; p++) {
 		size_t len = p < n_names ? names[p].len : 1;
 
 		for (size_t i = 0; i < len; i++) {
@@ -355,6 +378,11 @@ int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t fl
 			gap = end;
 			gap_len = el;
 		}
+	}
+	if (rc == 0 && more && n_ops) {
+		memcpy(s->skel_until, gap, gap_len);	/* where the next window starts */
+		s->skel_until_len = gap_len;
+		s->skel_more = true;
 	}
 	if (rc == 0)
 		rc = send_all(s, ops, n_ops);

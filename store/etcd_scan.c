@@ -111,7 +111,9 @@ static int fetch(struct store_etcd_scan *s)
 		memcpy(from, s->skip, s->skip_len);
 		fl = s->skip_len;
 	}
-	if (s->walk && !s->skel_tried && s->walk_seeks < ETCD_KIDS_WALK && !s->txn->base.write &&
+	if (s->walk && (!s->skel_tried || (s->skel_more && key_cmp(from, fl, s->skel_until,
+								      s->skel_until_len) >= 0)) &&
+	    s->walk_seeks < ETCD_KIDS_WALK && !s->txn->base.write &&
 	    s->txn->st->kids && s->base.space == STORE_SPACE_DATA) {
 		/* children with big subtrees: their first keys, not their subtrees */
 		s->skel_tried = true;

@@ -607,6 +607,44 @@ static void test_big(void)
 	t_close(st, true);
 }
 
+/*
+ * A staged commit whose flip landed but whose answer was lost (the test
+ * hook KVFS_ETCD_TEST_LOSE_FLIP): the writer removes its marker, finds its
+ * record, applies it, and reports it committed once; nothing is left behind
+ * and the store keeps serving reads and writes.
+ */
+static void test_big_lost_flip(void)
+{
+	struct store *st = open_new("bigl");
+	struct store_txn *t;
+	struct store_scan *s;
+	struct store_val k, v;
+	uint8_t pfx[16];
+	size_t pl = dir_key(pfx, sizeof(pfx), 0, false);
+	char buf[64];
+	int count = 0, n = 20000, rc;	/* 22,000 keys: several requests */
+
+	setenv("KVFS_ETCD_TEST_LOSE_FLIP", "1", 1);
+	rc = store_etcd_write(st, many_fn, &n);
+	unsetenv("KVFS_ETCD_TEST_LOSE_FLIP");
+	CHECK_EQ_INT(rc, 0);
+	CHECK_EQ_INT(t_read(st, &t), 0);
+	CHECK_EQ_INT(t_scan(t, STORE_SPACE_DATA, pfx, pl, &s), 0);
+	while ((rc = store_etcd_scan_next(s, &k, &v)) == 1)
+		count++;
+	CHECK_EQ_INT(rc, 0);
+	CHECK_EQ_INT(count, 22000);
+	t_scan_close(s);
+	t_end(t);
+	CHECK_EQ_INT(private_count(st, ETCD_SPACE_STAGE), 0);
+	CHECK_EQ_INT(private_count(st, ETCD_SPACE_RECORD), 0);
+	CHECK_EQ_INT(private_count(st, ETCD_SPACE_PENDING), 0);
+	put1(st, "after", "yes");	/* writes are not wedged behind a record */
+	CHECK_EQ_INT(get1(st, "after", buf, sizeof(buf)), 0);
+	CHECK(strcmp(buf, "yes") == 0);
+	t_close(st, true);
+}
+
 struct feed_log {
 	int n, mine;
 	char last[64];
@@ -804,6 +842,7 @@ int main(int argc, char **argv)
 	TEST(test_write_scans);
 	TEST(test_conflicts);
 	TEST(test_big);
+	TEST(test_big_lost_flip);
 	TEST(test_feed);
 	return UNIT_DONE();
 }
