@@ -571,18 +571,38 @@ static int big_fn(struct store_txn *t, void *arg)
 	return rc;
 }
 
-/* A write transaction over one request (store/etcd_big.c): whole, guarded, nothing left behind. */
-static void test_big(void)
+/*
+ * After a write of many_fn's 20,000 keys over one request: reader sees all
+ * 22,000 of them, and st holds no staging, commit record or marker.
+ */
+static void check_big_landed(struct store *reader, struct store *st)
 {
-	struct store *st = open_new("big"), *other;
-	struct race_arg a = { 0 };
 	struct store_txn *t;
 	struct store_scan *s;
 	struct store_val k, v;
 	uint8_t pfx[16];
 	size_t pl = dir_key(pfx, sizeof(pfx), 0, false);
-	char why[256], buf[64];
 	int count = 0, rc;
+
+	CHECK_EQ_INT(t_read(reader, &t), 0);
+	CHECK_EQ_INT(t_scan(t, STORE_SPACE_DATA, pfx, pl, &s), 0);
+	while ((rc = store_etcd_scan_next(s, &k, &v)) == 1)
+		count++;
+	CHECK_EQ_INT(rc, 0);
+	CHECK_EQ_INT(count, 22000);
+	t_scan_close(s);
+	t_end(t);
+	CHECK_EQ_INT(private_count(st, ETCD_SPACE_STAGE), 0);
+	CHECK_EQ_INT(private_count(st, ETCD_SPACE_RECORD), 0);
+	CHECK_EQ_INT(private_count(st, ETCD_SPACE_PENDING), 0);
+}
+
+/* A write transaction over one request (store/etcd_big.c): whole, guarded, nothing left behind. */
+static void test_big(void)
+{
+	struct store *st = open_new("big"), *other;
+	struct race_arg a = { 0 };
+	char why[256], buf[64];
 
 	CHECK_EQ_INT(t_open(url("big"), 0, &other, why, sizeof(why)), 0);
 	put1(st, "n", "mine");
@@ -591,18 +611,8 @@ static void test_big(void)
 	CHECK_EQ_INT(a.runs, 2);	/* the staged commit failed its guard, the second run saw "other" */
 	CHECK_EQ_INT(get1(st, "result", buf, sizeof(buf)), 0);
 	CHECK(strcmp(buf, "other") == 0);
-	CHECK_EQ_INT(t_read(other, &t), 0);
-	CHECK_EQ_INT(t_scan(t, STORE_SPACE_DATA, pfx, pl, &s), 0);
-	while ((rc = store_etcd_scan_next(s, &k, &v)) == 1)
-		count++;
-	CHECK_EQ_INT(rc, 0);
-	CHECK_EQ_INT(count, 22000);
-	t_scan_close(s);
-	t_end(t);
 	/* the refused attempt's staging and the applied one's record and chunks are gone */
-	CHECK_EQ_INT(private_count(st, ETCD_SPACE_STAGE), 0);
-	CHECK_EQ_INT(private_count(st, ETCD_SPACE_RECORD), 0);
-	CHECK_EQ_INT(private_count(st, ETCD_SPACE_PENDING), 0);
+	check_big_landed(other, st);
 	t_close(other, false);
 	t_close(st, true);
 }
@@ -616,29 +626,14 @@ static void test_big(void)
 static void test_big_lost_flip(void)
 {
 	struct store *st = open_new("bigl");
-	struct store_txn *t;
-	struct store_scan *s;
-	struct store_val k, v;
-	uint8_t pfx[16];
-	size_t pl = dir_key(pfx, sizeof(pfx), 0, false);
 	char buf[64];
-	int count = 0, n = 20000, rc;	/* 22,000 keys: several requests */
+	int n = 20000, rc;	/* 22,000 keys: several requests */
 
 	setenv("KVFS_ETCD_TEST_LOSE_FLIP", "1", 1);
 	rc = store_etcd_write(st, many_fn, &n);
 	unsetenv("KVFS_ETCD_TEST_LOSE_FLIP");
 	CHECK_EQ_INT(rc, 0);
-	CHECK_EQ_INT(t_read(st, &t), 0);
-	CHECK_EQ_INT(t_scan(t, STORE_SPACE_DATA, pfx, pl, &s), 0);
-	while ((rc = store_etcd_scan_next(s, &k, &v)) == 1)
-		count++;
-	CHECK_EQ_INT(rc, 0);
-	CHECK_EQ_INT(count, 22000);
-	t_scan_close(s);
-	t_end(t);
-	CHECK_EQ_INT(private_count(st, ETCD_SPACE_STAGE), 0);
-	CHECK_EQ_INT(private_count(st, ETCD_SPACE_RECORD), 0);
-	CHECK_EQ_INT(private_count(st, ETCD_SPACE_PENDING), 0);
+	check_big_landed(st, st);
 	put1(st, "after", "yes");	/* writes are not wedged behind a record */
 	CHECK_EQ_INT(get1(st, "after", buf, sizeof(buf)), 0);
 	CHECK(strcmp(buf, "yes") == 0);
