@@ -238,7 +238,7 @@ int fs_entry_make(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
 		  const char *path, struct fuse_entry_param *e)
 {
 	struct fs_node *child;
-	bool vol = false, pend = false;
+	bool vol = false, pend = false, held;
 	int ret;
 
 	memset(e, 0, sizeof(*e));
@@ -253,13 +253,19 @@ int fs_entry_make(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
 	pthread_mutex_lock(&ctx->lock);
 	if (ret == 0)
 		child->nlookup++;
+	/*
+	 * A leaf made by mknod keeps its name (tar looks it up twice before
+	 * opening it): when it is dropped uncommitted, fs_file_hold_forget
+	 * makes the kernel forget it.
+	 */
+	held = child->wfile && child->wfile->held;
 	fs_node_unref_locked(ctx, child);
 	pthread_mutex_unlock(&ctx->lock);
 	if (ret < 0)
 		return ret;
 	e->ino = fs_node_ino(ctx, child);
 	e->attr_timeout = fs_attr_timeout_for(ctx, vol && !pend);
-	e->entry_timeout = vol ? 0.0 : ctx->entry_timeout;
+	e->entry_timeout = vol && !held ? 0.0 : ctx->entry_timeout;
 	return 0;
 }
 

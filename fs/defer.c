@@ -1,12 +1,16 @@
 /*
  * fs/defer.c - what a tool sets on a leaf it holds open for writing
  * (chmod, chown, utimens, user.kvfs.type), kept on the shared writer for
- * its commit at close; and settling a created leaf early when a name
+ * its commit at close; leaves made by mknod, held until the close of the
+ * open that follows; and settling a created leaf early when a name
  * operation from elsewhere needs it in the store. Locks as file.c.
  */
+#include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fs/fs_int.h"
 
@@ -120,4 +124,135 @@ void fs_name_settle(struct fs_ctx *ctx, struct fs_node *dir, const char *name)
 	pthread_mutex_lock(&ctx->lock);
 	fs_node_unref_locked(ctx, node);
 	pthread_mutex_unlock(&ctx->lock);
+}
+
+int fs_leaf_hold(struct fs_ctx *ctx, struct fs_node *node, const struct model_attr *attr,
+		 uint64_t ino)
+{
+	struct fuse_file_info fi = { .flags = O_WRONLY };
+	struct fs_file *f;
+	bool ours;
+	int ret;
+
+	pthread_mutex_lock(&ctx->lock);
+	ours = node->wfile == NULL;
+	pthread_mutex_unlock(&ctx->lock);
+	if (!ours)
+		return -EEXIST;	/* created by an open not closed yet */
+	ret = fs_leaf_pending_open(ctx, node, &fi, attr, ino, &f);
+	if (ret < 0)
+		return ret;
+	if (!f)
+		return -EEXIST;	/* another open's writer won, and is closed already */
+	pthread_mutex_lock(&f->lock);
+	pthread_mutex_lock(&ctx->lock);
+	/* another create won the race: f is its writer, shared (refs > 1) */
+	ours = f->refs == 1 && !f->held;
+	if (ours) {
+		f->held = true;
+		f->held_ns = fs_now_ns();
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	if (ours) {
+		f->dirty = true;	/* committed as it is when nothing else comes */
+		fs_file_publish(ctx, f);
+	}
+	pthread_mutex_unlock(&f->lock);
+	if (!ours) {
+		fs_file_put(ctx, f);
+		return -EEXIST;
+	}
+	return 0;	/* the ref fs_leaf_pending_open gave is the hold */
+}
+
+bool fs_held_join(struct fs_ctx *ctx, struct fs_node *node, struct fuse_file_info *fi,
+		  struct fs_file **out)
+{
+	bool held;
+
+	pthread_mutex_lock(&ctx->lock);
+	held = node->wfile && node->wfile->held;
+	pthread_mutex_unlock(&ctx->lock);
+	if (!held || (fi->flags & O_ACCMODE) == O_RDONLY)
+		return false;
+	/* NULL: committed and closed meanwhile; the caller opens what is stored */
+	*out = fs_writer_share(ctx, node, fi->flags);
+	if (!*out)
+		return false;
+	fi->keep_cache = 0;
+	fi->fh = (uintptr_t)*out;
+	return true;
+}
+
+void fs_file_hold_done(struct fs_ctx *ctx, struct fs_file *f)
+{
+	if (f->pending)
+		return;
+	pthread_mutex_lock(&ctx->lock);
+	if (f->held) {
+		assert(f->refs > 1);	/* the caller's own ref keeps f */
+		f->held = false;
+		f->refs--;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+void fs_file_hold_forget(struct fs_ctx *ctx, struct fs_file *f)
+{
+	fuse_ino_t parent = 0;
+	char *name = NULL;
+
+	pthread_mutex_lock(&ctx->lock);
+	if (f->held && f->node->parent) {
+		parent = fs_node_ino(ctx, f->node->parent);
+		name = strdup(f->node->name);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	if (name)
+		fs_inval_entry(ctx, parent, name, strlen(name));
+	free(name);
+}
+
+void fs_held_commit(struct fs_ctx *ctx, bool all)
+{
+	int64_t before = fs_now_ns() - (int64_t)FS_HOLD_MS * 1000000;
+	struct fs_file **todo = NULL, *f;
+	size_t n = 0, max = 0, i;
+
+	/* the watcher leaves one that an open joined to that open's close */
+#define HELD_DUE(f) ((f)->held && (all || ((f)->held_ns <= before && (f)->refs == 1)))
+	pthread_mutex_lock(&ctx->lock);
+	for (f = ctx->files; f; f = f->next)
+		max += HELD_DUE(f);
+	if (max)
+		todo = calloc(max, sizeof(*todo));
+	for (f = ctx->files; todo && f && n < max; f = f->next) {
+		if (HELD_DUE(f)) {
+			f->refs++;
+			todo[n++] = f;
+		}
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	if (max && !todo)
+		fs_log(ctx, LOG_WARNING, "cannot commit %zu leaves made by mknod: no memory", max);
+#undef HELD_DUE
+	for (i = 0; i < n; i++) {
+		bool alone;
+
+		f = todo[i];
+		fs_node_commit_files(ctx, f->node);	/* ends the hold; a failure is logged */
+		pthread_mutex_lock(&f->lock);
+		pthread_mutex_lock(&ctx->lock);
+		alone = f->held && f->refs == 2;	/* the hold and todo's */
+		pthread_mutex_unlock(&ctx->lock);
+		if (alone) {
+			fs_file_hold_forget(ctx, f);
+			f->pending = false;	/* refused: one attempt, dropped as at a close */
+			fs_file_publish(ctx, f);
+			fs_file_hold_done(ctx, f);
+		}
+		pthread_mutex_unlock(&f->lock);
+		fs_file_put(ctx, f);
+	}
+	free(todo);
 }

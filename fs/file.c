@@ -314,6 +314,7 @@ int fs_node_commit_files(struct fs_ctx *ctx, struct fs_node *node)
 			f->pending = false;
 			fs_file_publish(ctx, f);
 		}
+		fs_file_hold_done(ctx, f);
 		pthread_mutex_unlock(&f->lock);
 		if (r < 0)
 			ret = r;
@@ -404,8 +405,7 @@ static void writer_trunc_locked(struct fs_ctx *ctx, struct fs_file *f)
 	fs_file_publish(ctx, f);
 }
 
-/* The leaf's shared writer with one more handle, truncated for O_TRUNC; NULL when none. */
-static struct fs_file *writer_share(struct fs_ctx *ctx, struct fs_node *node, int flags)
+struct fs_file *fs_writer_share(struct fs_ctx *ctx, struct fs_node *node, int flags)
 {
 	struct fs_file *f;
 
@@ -428,18 +428,19 @@ static struct fs_file *writer_share(struct fs_ctx *ctx, struct fs_node *node, in
  */
 static struct fs_file *writer_publish(struct fs_ctx *ctx, struct fs_file *f, int flags)
 {
+	struct fs_node *node = f->node;	/* the caller's: pinned by its op */
 	struct fs_file *other;
 
 	pthread_mutex_lock(&ctx->lock);
-	other = f->node->wfile;
+	other = node->wfile;
 	if (!other)
-		f->node->wfile = f;
+		node->wfile = f;
 	pthread_mutex_unlock(&ctx->lock);
 	if (!other)
 		return f;
 	fs_file_put(ctx, f);
-	other = writer_share(ctx, other->node, flags);
-	return other;
+	/* not other->node: other may be closed and freed since the lock was let go */
+	return fs_writer_share(ctx, node, flags);
 }
 
 int fs_view_pending_open(struct fs_ctx *ctx, struct fs_node *node, struct fuse_file_info *fi,
@@ -549,7 +550,7 @@ int fs_file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 			return ret;
 	}
 	if (acc != O_RDONLY && n.kind == MODEL_KIND_LEAF)
-		f = writer_share(ctx, node, fi->flags);
+		f = fs_writer_share(ctx, node, fi->flags);
 	else
 		f = NULL;
 	if (f)
@@ -638,6 +639,12 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	fs_trace(ctx, "open %s 0%o", path, (unsigned)fi->flags);
+	if (fs_held_join(ctx, node, fi, &f)) {	/* made by mknod: committed at this close */
+		free(path);
+		if (fuse_reply_open(req, fi) < 0)
+			fs_file_put(ctx, f);
+		return;
+	}
 	fs_node_settle(ctx, node);	/* a created leaf another handle has open: in the store now */
 	pthread_mutex_lock(&ctx->lock);
 	tmp = node->tmp != NULL;
@@ -745,6 +752,7 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		/* A view emptied and not written: close reports the refusal release makes. */
 		if (ret == 0 && fs_file_is_view(f) && f->trunc && !f->dirty)
 			ret = -EINVAL;
+		fs_file_hold_done(ctx, f);	/* a leaf made by mknod: committed by its close */
 		pthread_mutex_unlock(&f->lock);
 		/* a view's commit may change kinds below it: names follow before close returns */
 		if (ret == 0 && fs_file_is_view(f))
@@ -766,8 +774,11 @@ void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_
 		if (f->kind == FS_FILE_WRITER && f->pending)
 			f->dirty = true;	/* a created leaf, even empty, is in the store after fsync */
 		ret = file_commit_locked(ctx, f);
+		fs_file_hold_done(ctx, f);
 		pthread_mutex_unlock(&f->lock);
 	}
+	if (ret == 0 && !ctx->read_only)
+		fs_held_commit(ctx, true);	/* fsync syncs everything: leaves made by mknod too */
 	if (ret == 0 && !ctx->read_only)
 		ret = model_sync(ctx->model);
 	fs_reply_err(req, ret);
@@ -786,8 +797,11 @@ void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			f->dirty = true;
 		/* a failure is logged: nobody can see it now */
 		dropped = file_commit_locked(ctx, f) < 0 || f->pending;
+		if (dropped && f->pending)
+			fs_file_hold_forget(ctx, f);
 		f->pending = false;
 		fs_file_publish(ctx, f);
+		fs_file_hold_done(ctx, f);
 		pthread_mutex_unlock(&f->lock);
 		fs_file_put(ctx, f);
 	}

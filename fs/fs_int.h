@@ -211,6 +211,14 @@ struct fs_file {
 				 * like any O_TRUNC, committed at release when not
 				 * written; else (touch) at the first flush */
 	bool refused;		/* the model refused buf as it is: not parsed again */
+	/*
+	 * A leaf made by mknod (tar -x makes each file so, then opens it): held
+	 * as a pending writer with no handle, one ref being the hold, so that
+	 * the open that follows joins it and its close makes the one commit
+	 * (defer.c). Guarded by ctx->lock.
+	 */
+	bool held;
+	int64_t held_ns;	/* when mknod made it: committed FS_HOLD_MS later at the latest */
 	/* spill.c: buf is a shared mapping of an unlinked file once big */
 	const char *spill_dir;	/* fixed: where that file goes (the store's directory) */
 	bool spilled;
@@ -636,6 +644,9 @@ int fs_node_commit_files(struct fs_ctx *ctx, struct fs_node *node);
 
 struct fs_file *fs_fi_file(const struct fuse_file_info *fi);
 
+/* The leaf's shared writer with one more handle, truncated for O_TRUNC; NULL when none. */
+struct fs_file *fs_writer_share(struct fs_ctx *ctx, struct fs_node *node, int flags);
+
 /*
  * create of a leaf: the leaf is not committed now but at close, with its
  * content, type, mode and mtime (model_create_check said it may be made;
@@ -674,6 +685,40 @@ struct fs_defer {
  */
 bool fs_writer_defer(struct fs_ctx *ctx, struct fs_node *node, const struct fs_defer *d,
 		     int *ret);
+
+/*
+ * mknod of a leaf in the default mode (model_create_check said it may be
+ * made; attr: its mode and owner, ino: its st_ino): the leaf is held as
+ * a pending writer with no handle (f->held) and committed with what the
+ * tool does next: the first close of an open of it (content, type, mode
+ * and mtime in one commit), an fsync or fsyncdir anywhere in the mount,
+ * unmount, a name operation or read-only open that needs it in the store,
+ * or the watcher FS_HOLD_MS after the mknod. 0 or -errno (-EEXIST: a
+ * writer of that name is pending already).
+ */
+#define FS_HOLD_MS 1000
+int fs_leaf_hold(struct fs_ctx *ctx, struct fs_node *node, const struct model_attr *attr,
+		 uint64_t ino);
+/*
+ * An open for writing of a held leaf joins its writer (fi->fh set, *out
+ * holds the handle's ref): true. False when node is no held leaf, or the
+ * open is read-only (the caller settles it first).
+ */
+bool fs_held_join(struct fs_ctx *ctx, struct fs_node *node, struct fuse_file_info *fi,
+		  struct fs_file **out);
+/* f->lock held, and a ref on f besides the hold. Ends f's hold once f is committed. */
+void fs_file_hold_done(struct fs_ctx *ctx, struct fs_file *f);
+/*
+ * f->lock held. f's held leaf is dropped uncommitted (refused): the kernel,
+ * which keeps its name like any other (fs_entry_make), forgets it.
+ */
+void fs_file_hold_forget(struct fs_ctx *ctx, struct fs_file *f);
+/*
+ * Commits the held leaves (fs_leaf_hold): all of them, or those held
+ * FS_HOLD_MS or more (the watcher). One attempt: a refused one is logged
+ * and dropped, as a refused close is.
+ */
+void fs_held_commit(struct fs_ctx *ctx, bool all);
 
 /*
  * A created leaf called name in dir that is not in the store yet is

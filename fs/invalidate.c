@@ -544,6 +544,8 @@ static void *watch_main(void *arg)
 		if (++ticks % FS_READERS_CHECK_TICKS == 0)
 			readers_check(ctx);
 		fs_ttl_reap(ctx);
+		if (!ctx->read_only)
+			fs_held_commit(ctx, false);	/* leaves made by mknod and never opened */
 		feed_poll(ctx);
 		pthread_mutex_lock(&ctx->watch_lock);
 	}

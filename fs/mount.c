@@ -222,7 +222,7 @@ static int log_open(struct fs_ctx *ctx, const char *file)
 static int build_args(struct fs_ctx *ctx, const struct fs_options *opts, struct fuse_args *args)
 {
 	struct fs_optvals v = { FS_TIMEOUT_DEFAULT, FS_TIMEOUT_DEFAULT, 0, NULL, -1 };
-	char *fsname = NULL;
+	char *fsname = NULL, *shown;
 	int ret = -1;
 
 	if (fuse_opt_add_arg(args, "kvfs") < 0)
@@ -251,8 +251,13 @@ static int build_args(struct fs_ctx *ctx, const struct fs_options *opts, struct 
 	ctx->entry_timeout = v.entry_timeout;
 	ctx->attr_timeout = v.attr_timeout;
 	ctx->debug = opts->debug || v.debug;
-	if (fuse_opt_add_opt_escaped(&fsname, ctx->store_name) < 0)
+	/* /proc/mounts is world-readable: a URL's options may hold a password */
+	shown = model_name_shown(ctx->store_name);
+	if (!shown || fuse_opt_add_opt_escaped(&fsname, shown) < 0) {
+		free(shown);
 		return -1;
+	}
+	free(shown);
 	if (fuse_opt_add_arg(args, "-o") == 0 &&
 	    fuse_opt_add_arg(args, "default_permissions,subtype=kvfs") == 0 &&
 	    fuse_opt_add_arg(args, "-o") == 0) {
@@ -372,6 +377,15 @@ static int watch_cond_init(pthread_cond_t *cond)
 		ret = pthread_cond_init(cond, &attr);
 	pthread_condattr_destroy(&attr);
 	return ret;
+}
+
+static void log_serving(struct fs_ctx *ctx)
+{
+	char *shown = model_name_shown(ctx->store_name);	/* no password in the log */
+
+	fs_log(ctx, LOG_INFO, "serving %s at %s%s", shown ? shown : "the store",
+	       ctx->mountpoint, ctx->read_only ? " (read-only)" : "");
+	free(shown);
 }
 
 /*
@@ -646,8 +660,7 @@ static int serve(struct fs_ctx *ctx, int *report)
 		fs_log(ctx, LOG_WARNING, "no watcher thread: changes by other processes show late");
 	if (!ctx->foreground)
 		detach_finish(ctx, report);
-	fs_log(ctx, LOG_INFO, "serving %s at %s%s", ctx->store_name, ctx->mountpoint,
-	       ctx->read_only ? " (read-only)" : "");
+	log_serving(ctx);
 	cfg = fuse_loop_cfg_create();
 	if (!cfg) {
 		ret = -1;

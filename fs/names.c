@@ -87,8 +87,9 @@ void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 {
 	struct fs_ctx *ctx = fs_req_ctx(req);
 	struct model_error err = { 0 };
+	struct fs_node *dir, *node;
 	struct model_attr a;
-	struct fs_node *dir;
+	uint64_t ino = 0;
 	char *path;
 	int ret;
 
@@ -103,8 +104,38 @@ void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 		return;
 	}
 	fs_attr_for_new(req, ctx, mode, false, &a);
-	ret = model_create_as(ctx->model, path, &a, &err);
-	name_end_entry(req, dir, name, path, ret, &err);
+	if (ctx->commit_ms) {
+		ret = model_create_as(ctx->model, path, &a, &err);	/* queued: costs no commit */
+		name_end_entry(req, dir, name, path, ret, &err);
+		return;
+	}
+	/*
+	 * Only checked, then held until the close of the open that follows
+	 * (tar -x: mknod, setxattr, open, write, futimens, close): one commit
+	 * per file (fs_leaf_hold).
+	 */
+	ret = model_create_check(ctx->model, path, &a, &ino, &err);
+	fs_write_end(ctx, ret);
+	if (ret == 0) {
+		pthread_mutex_lock(&ctx->lock);
+		node = fs_node_child_locked(ctx, dir, name, true);
+		pthread_mutex_unlock(&ctx->lock);
+		ret = node ? fs_leaf_hold(ctx, node, &a, ino) : -ENOMEM;
+		if (ret < 0 && node) {
+			pthread_mutex_lock(&ctx->lock);
+			fs_node_drop_unused_locked(ctx, node);
+			pthread_mutex_unlock(&ctx->lock);
+		}
+	}
+	if (ret < 0) {
+		if (ret != -EEXIST)
+			fs_log_model(ctx, ret, &err, path);
+		fs_reply_err(req, ret);
+	} else {
+		fs_trace(ctx, "held %s", path);
+		fs_reply_entry_for(req, ctx, dir, name, path);
+	}
+	free(path);
 }
 
 void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -209,6 +240,12 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, uns
 	int ret;
 
 	fs_name_settle(ctx, fs_node_from_ino(ctx, parent), name);	/* a created leaf, still open */
+	/*
+	 * A leaf made by mknod is not in the store yet, so the model would find
+	 * its directory empty and remove it with the leaf: land such leaves first.
+	 */
+	if (flags & MODEL_REMOVE_DIR)
+		fs_held_commit(ctx, true);
 	ret = name_begin(req, parent, name, what, &dir, &path);
 
 	if (ret < 0) {
@@ -282,6 +319,7 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	/* created leaves still open are committed first: the store moves them */
 	fs_name_settle(ctx, fs_node_from_ino(ctx, parent), name);
 	fs_name_settle(ctx, newdir, newname);
+	fs_held_commit(ctx, true);	/* a directory replaced must not hide a leaf made by mknod */
 	ret = ctx->read_only ? -EROFS :
 	      fs_tmp_rename(ctx, fs_node_from_ino(ctx, parent), name, newdir, newname, flags);
 	if (ret != 1) {

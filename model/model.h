@@ -143,6 +143,8 @@ struct model_info {
 int model_open(const char *dir, unsigned flags, struct model **out, struct model_error *err);
 /* True when a store name is a URL, not a directory (no stat/mkdir/realpath of it). */
 bool model_name_is_url(const char *name);
+/* store_name_shown: a URL without its options (a password); heap, caller frees. */
+char *model_name_shown(const char *name);
 void model_close(struct model *m);
 /* model_close; a store this handle's model_open created is removed again. */
 void model_close_discard(struct model *m);

@@ -86,6 +86,11 @@ bool model_name_is_url(const char *name)
 	return store_name_is_url(name);
 }
 
+char *model_name_shown(const char *name)
+{
+	return store_name_shown(name);
+}
+
 int model_info(struct model *m, struct model_info *out)
 {
 	struct store_usage usage = { 0 };

@@ -413,6 +413,7 @@ static int list_fill_in(struct model_list *l, struct store_txn *txn, model_list_
 
 	if (ret < 0)
 		return ret;
+	store_scan_expect_children(scan);	/* `ls`: no subtree is read */
 	ret = tree_child_first(scan, l->key, l->len, l->last_len ? l->last : NULL,
 			       l->last_len, &c);
 	while (ret == 1) {

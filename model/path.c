@@ -69,6 +69,8 @@ static int tree_write_txn(struct store_txn *txn, void *arg)
 	ret = op->fn(txn, op->arg);
 	if (ret == 0)
 		ret = table_txn_commit(txn, tt);
+	if (ret == 0)
+		ret = ttl_lease_txn(txn, tt);	/* last: every key is put by now */
 	store_txn_set_owner(txn, NULL);
 	table_txn_free(tt);
 	return ret;

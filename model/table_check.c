@@ -80,6 +80,34 @@ static bool index_of_id(struct table_txn *tt, int64_t id, int *t, int *x)
 	return false;
 }
 
+int table_entry_row(struct table_txn *tt, const uint8_t *key, size_t len, uint8_t *row,
+		    size_t *row_len, const struct table_index **idx)
+{
+	struct tuple_reader r;
+	struct tuple_elem id;
+	const struct table_schema *s;
+	size_t pos, vend;
+	int t, x;
+
+	tuple_reader_init(&r, key, len);
+	if (tuple_next(&r, &id) != 1 || id.type != TUPLE_TYPE_INT ||
+	    !index_of_id(tt, id.integer, &t, &x))
+		return -EINVAL;
+	s = tt->tables[t];
+	pos = r.pos;
+	for (int f = 0; f < s->idx[x].nfields; f++)
+		if (ikey_skip(key, len, &pos) < 0)
+			return -EINVAL;
+	if (table_key_count(key, pos, len, s->key_depth + 1, &vend) != s->key_depth ||
+	    s->key_len + len - pos > STORE_KEY_MAX)
+		return -EINVAL;
+	memcpy(row, s->key, s->key_len);
+	memcpy(row + s->key_len, key + pos, len - pos);
+	*row_len = s->key_len + len - pos;
+	*idx = &s->idx[x];
+	return 0;
+}
+
 /* Every index entry against its row; unique indexes hold no two equal values. */
 static int check_entries(struct store_txn *txn, struct table_txn *tt, struct tcheck *c)
 {

@@ -247,6 +247,14 @@ int table_entry_build(struct store_txn *txn, const struct table_schema *s,
 		      struct strbuf *sb, size_t *values_end);
 /* Elements in key[from..len], counting up to max; *end_of_max: where the max-th ends. */
 int table_key_count(const uint8_t *key, size_t from, size_t len, int max, size_t *end_of_max);
+/*
+ * The row an index entry key[0..len] belongs to (its table's schema loaded
+ * in tt): row (STORE_KEY_MAX bytes), *row_len, and its index (*idx,
+ * borrowed from tt). -EINVAL when the entry is of no loaded index or
+ * malformed.
+ */
+int table_entry_row(struct table_txn *tt, const uint8_t *key, size_t len, uint8_t *row,
+		    size_t *row_len, const struct table_index **idx);
 /* key lies inside table s (not its empty-table marker). */
 bool table_is_under(const struct table_schema *s, const uint8_t *key, size_t len);
 /* "string", "integer", ...: the name a column type has in schemas and messages ("?" if none). */

@@ -559,6 +559,8 @@ static int ttl_set_txn(struct store_txn *txn, void *arg)
 		return tree_fail(op->err, -EPERM, "%s: the root cannot expire", op->path);
 	ret = op->deadline_ns ? ttl_set(txn, p.key, p.len, op->deadline_ns) :
 	      ttl_clear(txn, p.key, p.len);
+	if (ret == 0)
+		ret = ttl_lease_reput(txn, p.key, p.len);	/* the store's own expiry follows */
 	if (ret < 0)
 		return tree_fail(op->err, ret, "%s: %s", op->path, strerror(-ret));
 	return 0;

@@ -92,4 +92,18 @@ int ttl_check(struct store_txn *txn, void (*fn)(void *arg, const uint8_t *key, s
  */
 int ttl_repair(struct store_txn *txn, uint64_t *kept);
 
+/*
+ * TTLs the store enforces itself (STORE_CAN_EXPIRE; model/ttl_lease.c);
+ * both do nothing on other stores. ttl_lease_txn: last in every model
+ * write (tt: its tables, may be NULL): gives each key it put the earliest
+ * deadline of its node and the node's ancestors, so the store deletes it
+ * with the node (index entries with their row). ttl_lease_reput: puts the
+ * subtree at key[0..len] again (data, attributes, schemas, deadlines,
+ * index entries), so that a TTL set, changed or removed on it reaches keys
+ * this write would not otherwise touch.
+ */
+struct table_txn;
+int ttl_lease_txn(struct store_txn *txn, struct table_txn *tt);
+int ttl_lease_reput(struct store_txn *txn, const uint8_t *key, size_t len);
+
 #endif

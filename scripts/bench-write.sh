@@ -13,7 +13,10 @@
 # options, e.g. commit=100). "commits/file" is counted after the unmount
 # (which commits a queued batch); "requests/file" is the FUSE requests the
 # daemon answered (user.kvfs.stats). The CSV goes to KVFS_BENCH_CSV (default
-# bench-write.csv).
+# bench-write.csv). A mode MODE@BIN runs another kvfs binary in the same run
+# (KVFS_BENCH_MODES="default default@/work/main/kvfs": before and after a
+# change); KVFS_BENCH_WORKLOADS picks workloads by name (default: all of
+# cp_a rsync tar docs echo write1 write4).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dirs=${1:-200} leaves=${2:-100}
@@ -49,7 +52,7 @@ fresh() {
 	fusermount3 -u "$mnt" 2>/dev/null || true
 	rm -rf "$store" "$ref/out"
 	mkdir "$ref/out"
-	"$kvfs" mount -o "create${opts:+,$opts}" "$store" "$mnt"
+	"${mbin:-$kvfs}" mount -o "create${opts:+,$opts}" "$store" "$mnt"
 }
 umount_kvfs() { fusermount3 -u "$mnt"; }
 # FUSE requests the daemon answered since its mount (user.kvfs.stats).
@@ -104,15 +107,20 @@ labels=("restore $nfiles leaves: cp -a" "restore $nfiles leaves: rsync -aX"
 	"1000 echo > leaf" "1 writer: 800 echo >" "4 writers: 4 x 200 echo >")
 files=("$nfiles" "$nfiles" "$nfiles" 2000 1000 800 800)
 declare -A t_ref t_kvfs cpf rpf
+picked=" ${KVFS_BENCH_WORKLOADS:-${names[*]}} "
 
 for ((k = 0; k < ${#names[@]}; k++)); do
 	w=${names[$k]}
+	[[ $picked == *" $w "* ]] || continue
 	for ((r = 0; r < rounds; r++)); do
 		rm -rf "$ref/out"
 		mkdir "$ref/out"
 		t_ref[$w]=$(min "${t_ref[$w]:-}" "$(cd "$ref/out" && seconds "w_$w")")
 		for m in "${modes[@]}"; do
-			opts=${m#default}
+			mbin=$kvfs
+			[[ $m == *@* ]] && mbin=${m#*@}
+			opts=${m%%@*}
+			opts=${opts#default}
 			fresh
 			g0=$(generation)
 			t=$(cd "$mnt" && seconds "w_$w")
@@ -131,6 +139,7 @@ echo "workload,mode,tmpfs_s,kvfs_s,ratio,commits_per_file,requests_per_file" >"$
 printf '%-42s %-12s %9s %9s %8s %12s %13s\n' workload mode tmpfs kvfs ratio commits/file requests/file
 for ((k = 0; k < ${#names[@]}; k++)); do
 	w=${names[$k]}
+	[[ $picked == *" $w "* ]] || continue
 	for m in "${modes[@]}"; do
 		printf '%-42s %-12s %9.3f %9.3f %8s %12s %13s\n' "${labels[$k]}" "$m" "${t_ref[$w]}" \
 			"${t_kvfs[$w/$m]}" "$(ratio "${t_kvfs[$w/$m]}" "${t_ref[$w]}")" "${cpf[$w/$m]}" "${rpf[$w/$m]}"
@@ -138,6 +147,7 @@ for ((k = 0; k < ${#names[@]}; k++)); do
 	done
 done
 for m in "${modes[@]}"; do
+	[[ $picked == *" write1 "* && $picked == *" write4 "* ]] || break
 	speedup=$(ratio "${t_kvfs[write1/$m]}" "${t_kvfs[write4/$m]}")
 	echo "4 writers vs 1 on kvfs ($m): throughput ratio $speedup (tmpfs: $(ratio "${t_ref[write1]}" "${t_ref[write4]}"))"
 	echo "4 writers vs 1,$m,,,$speedup,," >>"$csv"

@@ -26,8 +26,11 @@ struct big_id {
 	uint8_t b[16];
 };
 
-/* Op codes of a chunk's encoding: code, key length (4), key, length (4), value or range end. */
-enum { BIG_OP_PUT = 'p', BIG_OP_DEL = 'd', BIG_OP_RANGE = 'r' };
+/*
+ * Op codes of a chunk's encoding: code, key length (4), key, length (4),
+ * value or range end; a put on a lease (section 9) then has the lease id (8).
+ */
+enum { BIG_OP_PUT = 'p', BIG_OP_PUT_LEASE = 'P', BIG_OP_DEL = 'd', BIG_OP_RANGE = 'r' };
 
 /* The etcd key of a private space with the id and a chunk number (chunk < 0: none). */
 static size_t big_key(const struct store_etcd *st, int space, const struct big_id *id, long chunk,
@@ -87,7 +90,9 @@ static int txn_retry(struct etcd_client *c, const struct etcd_cmp *cmps, size_t 
 
 static size_t op_size(const struct etcd_op *op)
 {
-	return 9 + op->key_len + (op->type == ETCD_OP_PUT ? op->val_len : op->range_end_len);
+	if (op->type == ETCD_OP_PUT)
+		return 9 + op->key_len + op->val_len + (op->lease ? 8 : 0);
+	return 9 + op->key_len + op->range_end_len;
 }
 
 static uint8_t *op_encode(uint8_t *p, const struct etcd_op *op)
@@ -95,14 +100,22 @@ static uint8_t *op_encode(uint8_t *p, const struct etcd_op *op)
 	const void *second = op->type == ETCD_OP_PUT ? op->val : op->range_end;
 	size_t second_len = op->type == ETCD_OP_PUT ? op->val_len : op->range_end_len;
 
-	*p++ = op->type == ETCD_OP_PUT ? BIG_OP_PUT : op->range_end ? BIG_OP_RANGE : BIG_OP_DEL;
+	if (op->type == ETCD_OP_PUT)
+		*p++ = op->lease ? BIG_OP_PUT_LEASE : BIG_OP_PUT;
+	else
+		*p++ = op->range_end ? BIG_OP_RANGE : BIG_OP_DEL;
 	put_be(p, op->key_len, 4);
 	memcpy(p + 4, op->key, op->key_len);
 	p += 4 + op->key_len;
 	put_be(p, second_len, 4);
 	if (second_len)
 		memcpy(p + 4, second, second_len);
-	return p + 4 + second_len;
+	p += 4 + second_len;
+	if (op->type == ETCD_OP_PUT && op->lease) {
+		put_be(p, (uint64_t)op->lease, 8);
+		p += 8;
+	}
+	return p;
 }
 
 /*
@@ -118,11 +131,12 @@ static int chunk_decode(const uint8_t *data, size_t len, struct etcd_op **ops, s
 		return -ENOMEM;
 	while (pos < len) {
 		uint8_t code = data[pos];
-		size_t kl, sl;
+		size_t kl, sl, tail = code == BIG_OP_PUT_LEASE ? 8 : 0;
 
-		if (len - pos < 9 || (kl = get_be(data + pos + 1, 4)) > len - pos - 9 ||
-		    (sl = get_be(data + pos + 5 + kl, 4)) > len - pos - 9 - kl ||
-		    (code != BIG_OP_PUT && code != BIG_OP_DEL && code != BIG_OP_RANGE)) {
+		if (len - pos < 9 + tail || (kl = get_be(data + pos + 1, 4)) > len - pos - 9 - tail ||
+		    (sl = get_be(data + pos + 5 + kl, 4)) > len - pos - 9 - tail - kl ||
+		    (code != BIG_OP_PUT && code != BIG_OP_PUT_LEASE && code != BIG_OP_DEL &&
+		     code != BIG_OP_RANGE)) {
 			free(o);
 			return -EPROTO;
 		}
@@ -136,17 +150,20 @@ static int chunk_decode(const uint8_t *data, size_t len, struct etcd_op **ops, s
 			o = g;
 			cap *= 2;
 		}
-		o[i] = (struct etcd_op){ .type = code == BIG_OP_PUT ? ETCD_OP_PUT : ETCD_OP_DELETE,
+		o[i] = (struct etcd_op){ .type = code == BIG_OP_PUT || code == BIG_OP_PUT_LEASE ?
+						 ETCD_OP_PUT : ETCD_OP_DELETE,
 					 .key = data + pos + 5, .key_len = kl };
-		if (code == BIG_OP_PUT) {
-			o[i].val = data + pos + 9 + kl;
-			o[i].val_len = sl;
-		} else if (code == BIG_OP_RANGE) {
+		if (code == BIG_OP_RANGE) {
 			o[i].range_end = data + pos + 9 + kl;
 			o[i].range_end_len = sl;
+		} else if (code != BIG_OP_DEL) {
+			o[i].val = data + pos + 9 + kl;
+			o[i].val_len = sl;
 		}
+		if (tail)
+			o[i].lease = (int64_t)get_be(data + pos + 9 + kl + sl, 8);
 		i++;
-		pos += 9 + kl + sl;
+		pos += 9 + kl + sl + tail;
 	}
 	*ops = o;
 	*n = i;
@@ -174,6 +191,40 @@ static int rec_parse(const struct etcd_kv *kv, struct big_rec *out)
 	out->feed_len = kv->val_len - BIG_REC_HEAD;
 	out->mod_rev = kv->mod_rev;
 	return 0;
+}
+
+/*
+ * etcd refuses a whole Txn that puts a key on a lease it no longer has
+ * (-ENOENT). A staged put's lease ends at the key's deadline, which may
+ * pass while the commit is staged or applied; such a put becomes a delete,
+ * as etcd would have deleted the key at the end of its lease. The ops
+ * still touch the same keys, so any applier turns them into the same Txn.
+ * True when one changed (so the Txn is worth sending again).
+ */
+static bool expired_puts_to_deletes(struct etcd_client *c, struct etcd_op *ops, size_t n)
+{
+	int64_t gone = 0, alive = 0;	/* the last answers: ops of one lease come in runs */
+	bool changed = false;
+
+	for (size_t i = 0; i < n; i++) {
+		int64_t lease = ops[i].type == ETCD_OP_PUT ? ops[i].lease : 0, ttl;
+
+		if (!lease || lease == alive)
+			continue;
+		if (lease != gone) {
+			if (etcd_client_lease_ttl(c, lease, &ttl) != 0)
+				continue;	/* unknown: the put stays as it is */
+			if (ttl >= 0) {
+				alive = lease;
+				continue;
+			}
+			gone = lease;
+		}
+		ops[i] = (struct etcd_op){ .type = ETCD_OP_DELETE, .key = ops[i].key,
+					   .key_len = ops[i].key_len };
+		changed = true;
+	}
+	return changed;
 }
 
 /* Applies chunk i of rec, guarded by the record; *gone when the record is gone (someone finished). */
@@ -209,8 +260,12 @@ static int apply_chunk(struct store_etcd *st, struct etcd_client *c, const struc
 		goto out_release;
 	}
 	rc = chunk_decode(r.kvs[0].val, r.kvs[0].val_len, &ops, &n);
-	if (rc == 0)
+	for (int tries = 0; rc == 0; tries++) {
 		rc = txn_retry(c, &cmp, 1, ops, n, &t);
+		if (rc != -ENOENT || tries >= BIG_TRIES || !expired_puts_to_deletes(c, ops, n))
+			break;
+		rc = 0;	/* a put turned into a delete: the Txn goes again */
+	}
 	if (rc == 0) {
 		*gone = !t.succeeded;
 		etcd_txn_result_release(&t);

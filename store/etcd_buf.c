@@ -4,6 +4,7 @@
  * a sorted list of disjoint deleted ranges, and the guards read so far.
  */
 #include "store/etcd_buf.h"
+#include "store/store_int.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@ struct bkey {
 	size_t key_len;
 	uint8_t *val;	/* NULL for a tombstone */
 	size_t val_len;
+	int64_t lease;	/* a put's etcd lease (etcd_buf_lease_puts); 0: none */
 };
 
 /* [key, end); an end of the one byte 0x00 means "to the end of the keyspace" (etcd's spelling). */
@@ -36,6 +38,9 @@ struct etcd_buf {
 	size_t n_ranges, cap_ranges;
 	struct bguard *guards;
 	size_t n_guards, cap_guards;
+	/* etcd_buf_coalesce: over max_cmps compares, runs of key guards become range guards */
+	int64_t read_rev;
+	size_t space_at, max_cmps;
 };
 
 static int grow(void **arr, size_t *cap, size_t need, size_t size)
@@ -65,15 +70,6 @@ static uint8_t *dup_bytes(const void *p, size_t n)
 }
 
 /* Byte order, a prefix before its extensions: etcd's key order. */
-static int key_cmp(const void *a, size_t al, const void *b, size_t bl)
-{
-	int c = memcmp(a, b, al < bl ? al : bl);
-
-	if (c != 0)
-		return c;
-	return al < bl ? -1 : al > bl;
-}
-
 static bool end_is_infinite(const uint8_t *end, size_t end_len)
 {
 	return end_len == 1 && end[0] == 0;
@@ -82,12 +78,12 @@ static bool end_is_infinite(const uint8_t *end, size_t end_len)
 /* a < end (where end may be infinite) */
 static bool before_end(const void *a, size_t al, const uint8_t *end, size_t end_len)
 {
-	return end_is_infinite(end, end_len) || key_cmp(a, al, end, end_len) < 0;
+	return end_is_infinite(end, end_len) || store_key_cmp(a, al, end, end_len) < 0;
 }
 
 static bool range_covers(const struct brange *r, const void *k, size_t kl)
 {
-	return key_cmp(k, kl, r->key, r->key_len) >= 0 && before_end(k, kl, r->end, r->end_len);
+	return store_key_cmp(k, kl, r->key, r->key_len) >= 0 && before_end(k, kl, r->end, r->end_len);
 }
 
 /* The first key index >= k. */
@@ -98,7 +94,7 @@ static size_t keys_lower(const struct etcd_buf *b, const void *k, size_t kl)
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (key_cmp(b->keys[mid].key, b->keys[mid].key_len, k, kl) < 0)
+		if (store_key_cmp(b->keys[mid].key, b->keys[mid].key_len, k, kl) < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -106,12 +102,27 @@ static size_t keys_lower(const struct etcd_buf *b, const void *k, size_t kl)
 	return lo;
 }
 
+/* The range that may cover k: the last one starting at or before k (ranges are sorted, disjoint); or NULL. */
+static const struct brange *range_at(const struct etcd_buf *b, const void *k, size_t kl)
+{
+	size_t lo = 0, hi = b->n_ranges;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (store_key_cmp(b->ranges[mid].key, b->ranges[mid].key_len, k, kl) <= 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? &b->ranges[lo - 1] : NULL;
+}
+
 static bool covered(const struct etcd_buf *b, const void *k, size_t kl)
 {
-	for (size_t i = 0; i < b->n_ranges; i++)
-		if (range_covers(&b->ranges[i], k, kl))
-			return true;
-	return false;
+	const struct brange *r = range_at(b, k, kl);
+
+	return r && range_covers(r, k, kl);
 }
 
 int etcd_buf_new(struct etcd_buf **out)
@@ -150,10 +161,11 @@ static int set_key(struct etcd_buf *b, const void *key, size_t key_len, const vo
 
 	if (val && !(v = dup_bytes(val, val_len)))
 		return -ENOMEM;
-	if (i < b->n_keys && key_cmp(b->keys[i].key, b->keys[i].key_len, key, key_len) == 0) {
+	if (i < b->n_keys && store_key_cmp(b->keys[i].key, b->keys[i].key_len, key, key_len) == 0) {
 		free(b->keys[i].val);
 		b->keys[i].val = v;
 		b->keys[i].val_len = val_len;
+		b->keys[i].lease = 0;	/* a write after etcd_buf_lease_puts: asked again */
 		return 0;
 	}
 	struct bkey nk = { .key = dup_bytes(key, key_len), .key_len = key_len, .val = v, .val_len = val_len };
@@ -178,46 +190,67 @@ int etcd_buf_del(struct etcd_buf *b, const void *key, size_t key_len)
 	return set_key(b, key, key_len, NULL, 0);
 }
 
-static int range_cmp(const void *x, const void *y)
+/*
+ * Inserts r (owned from here) into the sorted, disjoint ranges, merged with
+ * every range it overlaps or touches. A binary search and a local merge: a
+ * transaction adding ranges in key order (one per key it puts) stays linear.
+ */
+static void ranges_insert(struct etcd_buf *b, struct brange r)
 {
-	const struct brange *a = x, *c = y;
+	size_t lo = 0, hi = b->n_ranges, first, j;
 
-	return key_cmp(a->key, a->key_len, c->key, c->key_len);
-}
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
 
-/* Sorts the ranges and merges overlapping or touching ones into one. */
-static void ranges_normalize(struct etcd_buf *b)
-{
-	size_t out = 0;
-
-	qsort(b->ranges, b->n_ranges, sizeof(*b->ranges), range_cmp);
-	for (size_t i = 0; i < b->n_ranges; i++) {
-		struct brange *last = out ? &b->ranges[out - 1] : NULL;
-		struct brange *r = &b->ranges[i];
-		bool absorbed = false;
-
-		if (last && end_is_infinite(last->end, last->end_len)) {
-			absorbed = true;	/* last already runs to the end */
-		} else if (last && key_cmp(r->key, r->key_len, last->end, last->end_len) <= 0) {
-			/* r starts inside last or right at its end: one range */
-			if (!before_end(r->end, r->end_len, last->end, last->end_len) ||
-			    end_is_infinite(r->end, r->end_len)) {
-				uint8_t *e = last->end;
-
-				last->end = r->end;
-				last->end_len = r->end_len;
-				r->end = e;
-			}
-			absorbed = true;
-		}
-		if (absorbed) {
-			free(r->key);
-			free(r->end);
-			continue;
-		}
-		b->ranges[out++] = *r;
+		if (store_key_cmp(b->ranges[mid].key, b->ranges[mid].key_len, r.key, r.key_len) <= 0)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	b->n_ranges = out;
+	first = j = lo;
+	if (lo > 0) {
+		struct brange *p = &b->ranges[lo - 1];
+
+		if (end_is_infinite(p->end, p->end_len) || store_key_cmp(r.key, r.key_len, p->end, p->end_len) <= 0) {
+			/* the one before reaches r's start: r begins where it does, ends at the later end */
+			first = lo - 1;
+			free(r.key);
+			r.key = p->key;
+			r.key_len = p->key_len;
+			if (!end_is_infinite(r.end, r.end_len) &&
+			    (end_is_infinite(p->end, p->end_len) || store_key_cmp(p->end, p->end_len, r.end, r.end_len) > 0)) {
+				free(r.end);
+				r.end = p->end;
+				r.end_len = p->end_len;
+			} else {
+				free(p->end);
+			}
+		}
+	}
+	for (; j < b->n_ranges; j++) {
+		struct brange *o = &b->ranges[j];
+
+		if (!end_is_infinite(r.end, r.end_len) && store_key_cmp(o->key, o->key_len, r.end, r.end_len) > 0)
+			break;	/* starts after r ends */
+		if (!end_is_infinite(r.end, r.end_len) &&
+		    (end_is_infinite(o->end, o->end_len) || store_key_cmp(o->end, o->end_len, r.end, r.end_len) > 0)) {
+			free(r.end);
+			r.end = o->end;
+			r.end_len = o->end_len;
+		} else {
+			free(o->end);
+		}
+		free(o->key);
+	}
+	/* ranges[first, j) are merged into r: one slot for them all */
+	if (j == first) {
+		memmove(&b->ranges[first + 1], &b->ranges[first], (b->n_ranges - first) * sizeof(*b->ranges));
+		b->n_ranges++;
+	} else if (j > first + 1) {
+		memmove(&b->ranges[first + 1], &b->ranges[j], (b->n_ranges - j) * sizeof(*b->ranges));
+		b->n_ranges -= j - first - 1;
+	}
+	b->ranges[first] = r;
 }
 
 int etcd_buf_del_range(struct etcd_buf *b, const void *key, size_t key_len,
@@ -243,8 +276,7 @@ int etcd_buf_del_range(struct etcd_buf *b, const void *key, size_t key_len,
 		memmove(&b->keys[i], &b->keys[j], (b->n_keys - j) * sizeof(*b->keys));
 		b->n_keys -= j - i;
 	}
-	b->ranges[b->n_ranges++] = r;
-	ranges_normalize(b);
+	ranges_insert(b, r);
 	return 0;
 }
 
@@ -253,7 +285,7 @@ int etcd_buf_get(const struct etcd_buf *b, const void *key, size_t key_len,
 {
 	size_t i = keys_lower(b, key, key_len);
 
-	if (i < b->n_keys && key_cmp(b->keys[i].key, b->keys[i].key_len, key, key_len) == 0) {
+	if (i < b->n_keys && store_key_cmp(b->keys[i].key, b->keys[i].key_len, key, key_len) == 0) {
 		if (!b->keys[i].val)
 			return 0;
 		*val = b->keys[i].val;
@@ -295,7 +327,7 @@ int etcd_buf_next_put(const struct etcd_buf *b, const void *key, size_t key_len,
 
 		if (!before_end(e->key, e->key_len, end, end_len))
 			return 0;
-		if (!e->val || (!inclusive && key_cmp(e->key, e->key_len, key, key_len) == 0))
+		if (!e->val || (!inclusive && store_key_cmp(e->key, e->key_len, key, key_len) == 0))
 			continue;
 		*k = e->key;
 		*k_len = e->key_len;
@@ -309,13 +341,13 @@ int etcd_buf_next_put(const struct etcd_buf *b, const void *key, size_t key_len,
 int etcd_buf_covering(const struct etcd_buf *b, const void *key, size_t key_len,
 		      const void **end, size_t *end_len)
 {
-	for (size_t i = 0; i < b->n_ranges; i++)
-		if (range_covers(&b->ranges[i], key, key_len)) {
-			*end = b->ranges[i].end;
-			*end_len = b->ranges[i].end_len;
-			return 1;
-		}
-	return 0;
+	const struct brange *r = range_at(b, key, key_len);
+
+	if (!r || !range_covers(r, key, key_len))
+		return 0;
+	*end = r->end;
+	*end_len = r->end_len;
+	return 1;
 }
 
 bool etcd_buf_empty(const struct etcd_buf *b)
@@ -323,12 +355,20 @@ bool etcd_buf_empty(const struct etcd_buf *b)
 	return b->n_keys == 0 && b->n_ranges == 0;
 }
 
-bool etcd_buf_deletes(const struct etcd_buf *b)
+static bool under(const uint8_t *key, size_t key_len, const void *prefix, size_t prefix_len)
 {
-	if (b->n_ranges)
-		return true;
+	return key_len >= prefix_len && memcmp(key, prefix, prefix_len) == 0;
+}
+
+bool etcd_buf_deletes(const struct etcd_buf *b, const void *quiet, size_t quiet_len)
+{
+	for (size_t i = 0; i < b->n_ranges; i++)
+		if (!under(b->ranges[i].key, b->ranges[i].key_len, quiet, quiet_len) ||
+		    (b->ranges[i].end_len == 1 && !b->ranges[i].end[0]) ||
+		    !under(b->ranges[i].end, b->ranges[i].end_len, quiet, quiet_len))
+			return true;
 	for (size_t i = 0; i < b->n_keys; i++)
-		if (!b->keys[i].val)
+		if (!b->keys[i].val && !under(b->keys[i].key, b->keys[i].key_len, quiet, quiet_len))
 			return true;
 	return false;
 }
@@ -363,8 +403,34 @@ int etcd_buf_guard_range(struct etcd_buf *b, const void *key, size_t key_len,
 
 size_t etcd_buf_ops(const struct etcd_buf *b)
 {
-	/* without ranges one op per key; else an upper bound: a gap per range and per put inside it */
-	return b->n_ranges ? 2 * b->n_keys + b->n_ranges : b->n_keys;
+	/* what etcd_buf_plan sends: each range as its gaps (one more than the puts inside it), the rest one each */
+	size_t n = b->n_ranges, r = 0;
+
+	for (size_t i = 0; i < b->n_keys; i++) {
+		const struct bkey *k = &b->keys[i];
+
+		while (r < b->n_ranges && !before_end(k->key, k->key_len, b->ranges[r].end, b->ranges[r].end_len))
+			r++;
+		bool in = r < b->n_ranges && range_covers(&b->ranges[r], k->key, k->key_len);
+
+		if (k->val)
+			n += in ? 2 : 1;	/* the put, and the gap after it */
+		else if (!in)
+			n++;
+	}
+	return n;
+}
+
+size_t etcd_buf_guards(const struct etcd_buf *b)
+{
+	return b->n_guards;
+}
+
+void etcd_buf_coalesce(struct etcd_buf *b, int64_t read_rev, size_t space_at, size_t max_cmps)
+{
+	b->read_rev = read_rev;
+	b->space_at = space_at;
+	b->max_cmps = max_cmps;
 }
 
 size_t etcd_buf_bytes(const struct etcd_buf *b)
@@ -388,9 +454,9 @@ static int guard_cmp(const void *x, const void *y)
 
 	if (!a->end != !c->end)
 		return a->end ? 1 : -1;
-	k = key_cmp(a->key, a->key_len, c->key, c->key_len);
+	k = store_key_cmp(a->key, a->key_len, c->key, c->key_len);
 	if (k == 0 && a->end)
-		k = key_cmp(a->end, a->end_len, c->end, c->end_len);
+		k = store_key_cmp(a->end, a->end_len, c->end, c->end_len);
 	if (k == 0)
 		k = a->seq < c->seq ? -1 : a->seq > c->seq;
 	return k;
@@ -398,8 +464,8 @@ static int guard_cmp(const void *x, const void *y)
 
 static bool same_guard(const struct bguard *a, const struct bguard *c)
 {
-	return !a->end == !c->end && key_cmp(a->key, a->key_len, c->key, c->key_len) == 0 &&
-	       (!a->end || key_cmp(a->end, a->end_len, c->end, c->end_len) == 0);
+	return !a->end == !c->end && store_key_cmp(a->key, a->key_len, c->key, c->key_len) == 0 &&
+	       (!a->end || store_key_cmp(a->end, a->end_len, c->end, c->end_len) == 0);
 }
 
 /* The compares of the attempt's guards, one per distinct key or range. */
@@ -430,6 +496,80 @@ static size_t build_compares(struct etcd_buf *b, struct etcd_cmp *cmps)
 	return n;
 }
 
+/* The space byte of a full key (keys shorter than the prefix: none). */
+static int space_of(const struct etcd_buf *b, const struct etcd_cmp *c)
+{
+	return c->key_len > b->space_at ? ((const uint8_t *)c->key)[b->space_at] : -1;
+}
+
+/*
+ * Too many compares for one Txn (etcd refuses more than --max-txn-ops):
+ * runs of neighbouring key guards of one space become one range guard
+ * `MOD < read_rev + 1` over [first key, last key 0x00). Sound because every
+ * key in the run was read at read_rev: a put or re-creation after it shows
+ * as a newer MOD, and a delete bumps the delete stamp, which the caller
+ * guards (etcd_txn_guard_stamp) whenever this applies. It may add false
+ * conflicts (keys between the ones read); those only run the attempt again.
+ * The range ends are heap, kept in p->ends. Returns the new count.
+ */
+static size_t coalesce(struct etcd_buf *b, struct etcd_cmp *cmps, size_t n, struct etcd_buf_plan *p)
+{
+	size_t n_keys = 0, group = 1, out = 0;
+
+	if (!b->max_cmps || n <= b->max_cmps)
+		return n;
+	while (n_keys < n && !cmps[n_keys].range_end)
+		n_keys++;	/* key guards sort first (guard_cmp) */
+	if (n - n_keys + 16 >= b->max_cmps)
+		return n;	/* ranges alone fill it: nothing to gain here */
+	for (;; group *= 2) {
+		size_t groups = 0;
+
+		for (size_t i = 0; i < n_keys;) {
+			size_t j = i + 1;
+
+			while (j < n_keys && j - i < group && space_of(b, &cmps[j]) == space_of(b, &cmps[i]))
+				j++;
+			groups++;
+			i = j;
+		}
+		if (groups + (n - n_keys) <= b->max_cmps || group >= n_keys)
+			break;	/* fits; or one group per space is all it can do */
+	}
+	size_t cap = n_keys / group + 300;	/* groups: at most that plus one per space change */
+
+	p->ends = calloc(cap, sizeof(*p->ends));
+	if (!p->ends)
+		return n;	/* no memory: the Txn goes as it is (and may be refused) */
+	for (size_t i = 0; i < n_keys;) {
+		size_t j = i + 1;
+
+		while (j < n_keys && j - i < group && space_of(b, &cmps[j]) == space_of(b, &cmps[i]))
+			j++;
+		if (j - i == 1) {
+			cmps[out++] = cmps[i];	/* alone: the exact guard stays */
+		} else {
+			uint8_t *end = p->n_ends < cap ? malloc(cmps[j - 1].key_len + 1) : NULL;
+
+			if (!end) {
+				/* keep the rest exact: sound, only maybe too many for etcd */
+				memmove(&cmps[out], &cmps[i], (n - i) * sizeof(*cmps));
+				return out + (n - i);
+			}
+			memcpy(end, cmps[j - 1].key, cmps[j - 1].key_len);
+			end[cmps[j - 1].key_len] = 0;	/* the first key after the run's last */
+			p->ends[p->n_ends++] = end;
+			cmps[out++] = (struct etcd_cmp){ .target = ETCD_CMP_MOD, .result = ETCD_CMP_LESS,
+							 .key = cmps[i].key, .key_len = cmps[i].key_len,
+							 .range_end = end, .range_end_len = cmps[j - 1].key_len + 1,
+							 .rev = b->read_rev + 1 };
+		}
+		i = j;
+	}
+	memmove(&cmps[out], &cmps[n_keys], (n - n_keys) * sizeof(*cmps));
+	return out + (n - n_keys);
+}
+
 /*
  * The deletes of range r: the gaps between the keys put inside it. Gap
  * starts (put key + 0x00) are heap, kept in gaps[] for the caller to free.
@@ -447,7 +587,7 @@ static int range_ops(const struct etcd_buf *b, const struct brange *r, struct et
 
 		if (!k->val)
 			continue;	/* a tombstone inside: the range deletes it anyway */
-		if (key_cmp(start, start_len, k->key, k->key_len) < 0)
+		if (store_key_cmp(start, start_len, k->key, k->key_len) < 0)
 			ops[(*n)++] = (struct etcd_op){ .type = ETCD_OP_DELETE, .key = start,
 							.key_len = start_len, .range_end = k->key,
 							.range_end_len = k->key_len };
@@ -470,6 +610,9 @@ void etcd_buf_plan_release(struct etcd_buf_plan *p)
 {
 	for (size_t i = 0; p->gaps && i < p->n_gaps; i++)
 		free(p->gaps[i]);
+	for (size_t i = 0; p->ends && i < p->n_ends; i++)
+		free(p->ends[i]);
+	free(p->ends);
 	free(p->gaps);
 	free(p->ops);
 	free(p->cmps);
@@ -493,13 +636,13 @@ int etcd_buf_plan(struct etcd_buf *b, struct etcd_buf_plan *p)
 		if (k->val)
 			p->ops[p->n_ops++] = (struct etcd_op){ .type = ETCD_OP_PUT, .key = k->key,
 							       .key_len = k->key_len, .val = k->val,
-							       .val_len = k->val_len };
+							       .val_len = k->val_len, .lease = k->lease };
 		else if (!covered(b, k->key, k->key_len))
 			p->ops[p->n_ops++] = (struct etcd_op){ .type = ETCD_OP_DELETE, .key = k->key,
 							       .key_len = k->key_len };
 	}
 	if (rc == 0)
-		p->n_cmps = build_compares(b, p->cmps);
+		p->n_cmps = coalesce(b, p->cmps, build_compares(b, p->cmps), p);
 	if (rc)
 		etcd_buf_plan_release(p);
 	return rc;
@@ -534,4 +677,29 @@ int etcd_buf_walk(const struct etcd_buf *b, etcd_buf_walk_fn fn, void *arg)
 	for (size_t i = 0; rc == 0 && i < b->n_ranges; i++)
 		rc = fn(b->ranges[i].key, b->ranges[i].key_len, arg);
 	return rc;
+}
+
+int etcd_buf_lease_puts(struct etcd_buf *b, etcd_buf_lease_fn fn, void *arg)
+{
+	int rc = 0;
+
+	/* fn may read through b and add guards, never keys: indexes stay valid */
+	for (size_t i = 0; rc == 0 && i < b->n_keys; i++) {
+		int64_t lease = 0;
+
+		if (!b->keys[i].val)
+			continue;
+		rc = fn(b->keys[i].key, b->keys[i].key_len, &lease, arg);
+		if (rc == 0)
+			b->keys[i].lease = lease;
+	}
+	return rc;
+}
+
+bool etcd_buf_has_leases(const struct etcd_buf *b)
+{
+	for (size_t i = 0; i < b->n_keys; i++)
+		if (b->keys[i].val && b->keys[i].lease)
+			return true;
+	return false;
 }

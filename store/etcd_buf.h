@@ -61,7 +61,11 @@ int etcd_buf_covering(const struct etcd_buf *b, const void *key, size_t key_len,
 		      const void **end, size_t *end_len);
 /* Whether the attempt writes anything, and whether it deletes anything. */
 bool etcd_buf_empty(const struct etcd_buf *b);
-bool etcd_buf_deletes(const struct etcd_buf *b);
+/*
+ * Deletes other than those wholly under quiet[0..quiet_len), a key prefix
+ * that no reader guards (quiet_len 0: every delete counts).
+ */
+bool etcd_buf_deletes(const struct etcd_buf *b, const void *quiet, size_t quiet_len);
 
 /*
  * Guards, recorded as the attempt reads: a key read from etcd with its
@@ -71,6 +75,16 @@ bool etcd_buf_deletes(const struct etcd_buf *b);
 int etcd_buf_guard_key(struct etcd_buf *b, const void *key, size_t key_len, int64_t mod_rev);
 int etcd_buf_guard_range(struct etcd_buf *b, const void *key, size_t key_len,
 			 const void *end, size_t end_len, int64_t rev);
+
+/*
+ * Over max_cmps distinct guards, the plan turns runs of neighbouring key
+ * guards (keys whose byte at space_at is the same) into range guards
+ * `MOD < read_rev + 1`, read_rev being the revision every guarded key was
+ * read at; the caller must then guard the delete stamp (a delete does not
+ * show in a range compare). etcd_buf_guards: guards recorded so far.
+ */
+void etcd_buf_coalesce(struct etcd_buf *b, int64_t read_rev, size_t space_at, size_t max_cmps);
+size_t etcd_buf_guards(const struct etcd_buf *b);
 
 /* What the commit will send: operations and bytes of keys and values (for the budget). */
 size_t etcd_buf_ops(const struct etcd_buf *b);
@@ -99,6 +113,8 @@ struct etcd_buf_plan {
 	size_t n_ops;
 	uint8_t **gaps;	/* heap: the gap starts the ops point into */
 	size_t n_gaps;
+	uint8_t **ends;	/* heap: the ends of coalesced guards (etcd_buf_coalesce) */
+	size_t n_ends;
 };
 
 int etcd_buf_plan(struct etcd_buf *b, struct etcd_buf_plan *p);
@@ -107,5 +123,15 @@ void etcd_buf_plan_release(struct etcd_buf_plan *p);
 /* Calls fn with every key written or deleted and every deleted range's start; stops at non-zero. */
 typedef int (*etcd_buf_walk_fn)(const uint8_t *key, size_t key_len, void *arg);
 int etcd_buf_walk(const struct etcd_buf *b, etcd_buf_walk_fn fn, void *arg);
+
+/*
+ * Leases (docs/ETCD.md section 9): calls fn with every key put here (not
+ * the tombstones); fn sets *lease (0: none) and the put carries it. A
+ * later write of the key drops its lease again. Stops at fn's non-zero.
+ */
+typedef int (*etcd_buf_lease_fn)(const uint8_t *key, size_t key_len, int64_t *lease, void *arg);
+int etcd_buf_lease_puts(struct etcd_buf *b, etcd_buf_lease_fn fn, void *arg);
+/* Whether some put carries a lease. */
+bool etcd_buf_has_leases(const struct etcd_buf *b);
 
 #endif

@@ -315,40 +315,70 @@ static int add_endpoint(struct etcd_client *c, const char *s, size_t n)
 	return 0;
 }
 
-/* %XX and + of a URL query value, decoded into a heap string. */
-static char *query_value(const char *s, size_t n)
+static int hex_digit(char c)
 {
-	char *out = malloc(n + 1), *o = out;
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
 
-	if (!out)
-		return NULL;
+/*
+ * %XX and + of a URL query value, decoded into a heap string (*out, the
+ * caller frees it). A % without two hex digits after it, or %00 (a NUL
+ * would cut a password or a path short without a word), is -EINVAL.
+ */
+static int query_value(const char *s, size_t n, char **out)
+{
+	char *o = malloc(n + 1);
+
+	*out = o;
+	if (!o)
+		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
-		unsigned v;
+		int hi, lo;
 
-		if (s[i] == '%' && i + 2 < n && sscanf(s + i + 1, "%2x", &v) == 1) {
-			*o++ = (char)v;
-			i += 2;
-		} else {
+		if (s[i] != '%') {
 			*o++ = s[i] == '+' ? ' ' : s[i];
+			continue;
 		}
+		hi = i + 2 < n ? hex_digit(s[i + 1]) : -1;
+		lo = i + 2 < n ? hex_digit(s[i + 2]) : -1;
+		if (hi < 0 || lo < 0 || (hi | lo) == 0) {
+			free(*out);	/* nothing half decoded is left for the caller to read */
+			*out = NULL;
+			return -EINVAL;
+		}
+		*o++ = (char)(hi << 4 | lo);
+		i += 2;
 	}
 	*o = 0;
-	return out;
+	return 0;
 }
 
 /*
  * The options after "?" (NAME=VALUE&...): etcdctl's names. user=NAME or
  * user=NAME:PASSWORD, password=, cacert=, cert=, key=. -EINVAL with the
- * reason in why for anything else.
+ * reason in why for anything else. What the URL leaves out is taken from
+ * etcdctl's environment (ETCDCTL_PASSWORD, ...), which keeps a password out
+ * of the process list and the shell history.
  */
 static int parse_options(struct etcd_client *c, const char *q, char *why, size_t why_len)
 {
 	static const char *const names[] = { "user", "password", "cacert", "cert", "key" };
+	static const char *const env_names[] = { "ETCDCTL_USER", "ETCDCTL_PASSWORD",
+						  "ETCDCTL_CACERT", "ETCDCTL_CERT", "ETCDCTL_KEY" };
+	char **slot[] = { &c->user, &c->password, &c->cacert, &c->cert, &c->key };
+	const char *env;
+	size_t i;
+	int rc;
 
 	while (*q) {
 		const char *amp = strchr(q, '&'), *eq;
-		size_t n = amp ? (size_t)(amp - q) : strlen(q), i;
-		char **slot[] = { &c->user, &c->password, &c->cacert, &c->cert, &c->key };
+		size_t n = amp ? (size_t)(amp - q) : strlen(q);
 
 		eq = memchr(q, '=', n);
 		for (i = 0; eq && i < 5; i++)
@@ -361,10 +391,18 @@ static int parse_options(struct etcd_client *c, const char *q, char *why, size_t
 			return -EINVAL;
 		}
 		free(*slot[i]);
-		*slot[i] = query_value(eq + 1, n - (size_t)(eq + 1 - q));
-		if (!*slot[i])
-			return -ENOMEM;
+		rc = query_value(eq + 1, n - (size_t)(eq + 1 - q), slot[i]);
+		if (rc == -EINVAL && why)
+			snprintf(why, why_len, "etcd URL option %s=: a %% must be followed by two "
+				 "hex digits, and %%00 is not allowed", names[i]);
+		if (rc < 0)
+			return rc;
 		q += n + (amp ? 1 : 0);
+	}
+	for (i = 0; i < 5; i++) {
+		env = *slot[i] ? NULL : getenv(env_names[i]);
+		if (env && *env && !(*slot[i] = strdup(env)))
+			return -ENOMEM;
 	}
 	if (c->user && !c->password) {
 		char *colon = strchr(c->user, ':');	/* etcdctl's --user NAME:PASSWORD */
@@ -405,7 +443,7 @@ int etcd_client_open(const char *endpoints, struct etcd_client **out, char *why,
 		goto out_why;
 	c->timeout_ms = 10000;
 	atomic_init(&c->cancel, false);
-	if (query && (rc = parse_options(c, query + 1, why, why_len)) < 0) {
+	if ((rc = parse_options(c, query ? query + 1 : "", why, why_len)) < 0) {
 		etcd_client_close(c);
 		return rc;
 	}

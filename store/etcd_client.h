@@ -171,6 +171,8 @@ int etcd_client_lease_grant(struct etcd_client *c, int64_t ttl, int64_t *id, int
 int etcd_client_lease_revoke(struct etcd_client *c, int64_t id);
 /* *ttl (may be NULL): the lease's renewed TTL. -ENOENT when the lease has expired. */
 int etcd_client_lease_keepalive(struct etcd_client *c, int64_t id, int64_t *ttl);
+/* *ttl: the seconds the lease has left, without renewing it; -1 when etcd no longer has it. */
+int etcd_client_lease_ttl(struct etcd_client *c, int64_t id, int64_t *ttl);
 
 /* A watch event; kv borrowed for the callback's duration. */
 struct etcd_event {

@@ -32,10 +32,17 @@
 #define ETCD_SPACE_RECORD 'c'	/* c = the store's one commit record being applied */
 #define ETCD_SPACE_STAGE 'b'	/* b<id><chunk> = the staged operations of commit id */
 #define ETCD_SPACE_PENDING 'q'	/* q<id> = "", on the writer's lease while it works */
-#define ETCD_SPACE_KIDS 'k'	/* k<depth><container key> = "": the children space (etcd_kids.c) */
+#define ETCD_SPACE_KIDS 'k'	/* k<depth><container key> = hint key: the children space (etcd_kids.c) */
+#define ETCD_LEASES 64	/* leases by deadline second kept in the handle (etcd_lease.c) */
+#define ETCD_SPACE_VALUE 'v'	/* v<space><tuple key>0xfe<n> = chunk n of a big value (etcd_val.c) */
+#define ETCD_VAL_CHUNK (1u << 20)	/* bytes per chunk; a bigger data value is chunked */
+#define ETCD_VKEY_MAX (ETCD_KEY_MAX + 8)	/* a chunk's key: 'v', the full key, 0xfe, number */
+#define ETCD_CMPS_MAX 4096u	/* compares per commit Txn before key guards are coalesced */
 #define ETCD_KIDS_WALK 16	/* a walk that skipped fewer children per page reads the children space */
 
 struct etcd_feed;
+struct etcd_blob;
+struct etcd_resv;
 
 /* The handle: store.c's shared part first (store/store_ops.h). */
 struct store_etcd {
@@ -53,6 +60,13 @@ struct store_etcd {
 	bool kids;	/* the store keeps the children space (its marker key is there) */
 	struct etcd_feed *feed;	/* the watch (store/etcd_feed.c), started by the first feed call */
 	pthread_mutex_t feed_lock;	/* guards starting it */
+	/* TTL leases, one per deadline second (store/etcd_lease.c); guarded by write_lock */
+	struct etcd_lease_slot {
+		int64_t second;	/* the lease runs out at the earliest then (unix seconds) */
+		int64_t id;
+	} leases[ETCD_LEASES];
+	size_t n_leases;
+	struct etcd_blob *val_cache;	/* the last big value assembled (etcd_val.c); pool_lock */
 };
 
 /* An answer kept until its transaction ends: values handed out point into it. */
@@ -80,6 +94,10 @@ struct store_etcd_txn {
 	 */
 	struct feed_set feed;
 	struct etcd_kept *kept;
+	/* big values assembled for this transaction (etcd_val.c), held until it ends */
+	struct etcd_blob **blobs;
+	size_t n_blobs, cap_blobs;
+	struct etcd_resv *resv;	/* write: a big put_reserve not yet chunked */
 };
 
 /* One range of a listing's skeleton (etcd_kids.c): every key of [from, end) is in r. */
@@ -161,6 +179,7 @@ int store_etcd_scan_open(struct store_scan *scan);
 int store_etcd_scan_next(struct store_scan *scan, struct store_val *key, struct store_val *val);
 int store_etcd_scan_seek(struct store_scan *scan, const void *key, size_t key_len);
 void store_etcd_scan_close(struct store_scan *scan);
+void store_etcd_scan_expect_children(struct store_scan *scan);
 int store_etcd_feed_read(struct store *st, uint64_t after, store_feed_fn fn, void *arg,
 			 uint64_t *upto);
 /* Stops the watch (store_etcd_close). */
@@ -197,6 +216,31 @@ int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t fr
 struct etcd_skel *etcd_kids_covering(struct store_etcd_scan *s, const uint8_t *key, size_t len);
 void etcd_kids_scan_release(struct store_etcd_scan *s);
 
+/*
+ * Big data values (store/etcd_val.c, docs/ETCD.md section 3). Keys k are
+ * full etcd keys. etcd_val_put: a buffered put, chunked when over one
+ * chunk, clearing the chunks of a big value written before. etcd_val_reserve:
+ * put_reserve; a big one is chunked by etcd_val_flush, which every operation
+ * of the transaction calls first. etcd_val_forget: deletes the chunks of the
+ * value at k (prefix: of every key starting with k). etcd_val_resolve: when
+ * *data is a stub (read at mod_rev; 0: from the attempt's own buffer), puts
+ * the assembled value there instead, borrowed until the transaction ends.
+ * etcd_val_release: at the end of a transaction; etcd_val_cache_drop: at close.
+ */
+int etcd_val_put(struct store_etcd_txn *t, const uint8_t *k, size_t kl, const void *val, size_t len);
+int etcd_val_reserve(struct store_etcd_txn *t, const uint8_t *k, size_t kl, size_t len, void **out);
+int etcd_val_flush(struct store_etcd_txn *t);
+int etcd_val_forget(struct store_etcd_txn *t, const uint8_t *k, size_t kl, bool prefix);
+int etcd_val_resolve(struct store_etcd_txn *t, const uint8_t *k, size_t kl, int64_t mod_rev,
+		     const void **data, size_t *len);
+void etcd_val_release(struct store_etcd_txn *t);
+void etcd_val_cache_drop(struct store_etcd *st);
+/* The key of chunk n of the value at k (n < 0: the chunks' common prefix); out ETCD_VKEY_MAX bytes. */
+size_t etcd_val_chunk_key(const struct store_etcd *st, const uint8_t *k, size_t kl, long n,
+			  uint8_t *out);
+/* In a write transaction: guards the delete stamp (once). */
+int etcd_txn_guard_stamp(struct store_etcd_txn *t);
+
 /* Full key of (space, key) into out (ETCD_KEY_MAX bytes); its length. */
 size_t etcd_key(const struct store_etcd *st, int space, const void *key, size_t key_len,
 		uint8_t *out);
@@ -225,6 +269,14 @@ struct etcd_kept *etcd_txn_page_before(struct store_etcd_txn *t, const void *key
 int etcd_txn_guard_range(struct store_etcd_txn *t, const void *key, size_t key_len,
 			 const void *end, size_t end_len);
 
+
+/*
+ * TTL leases (store/etcd_lease.c, docs/ETCD.md section 9): the
+ * expire_puts operation, and forgetting the cached leases after a commit
+ * that etcd refused for a lease it no longer has (caller holds write_lock).
+ */
+int store_etcd_expire_puts(struct store_txn *txn, store_expiry_fn fn, void *arg);
+void etcd_lease_forget(struct store_etcd *st);
 
 /* ---- commits over one request (store/etcd_big.c) ---- */
 

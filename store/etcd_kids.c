@@ -1,12 +1,14 @@
 /*
  * store/etcd_kids.c - the children space of the etcd backend (docs/ETCD.md
  * section 7): an entry k<depth><container key> for every container that
- * holds keys, written in the same Txn as the keys under it, so that a
- * listing learns its containers' names in one range and reads each
- * container's first key with one bounded range, many to a request, instead
- * of reading the subtrees. Entries are hints: one may outlive its subtree
- * (a listing finds the range empty and skips it), none is ever missing in
- * a store created with them (the marker key k says so).
+ * holds keys, written in the same Txn as the keys under it, its value a
+ * hint (the tuple key of one key under it, meant to be its first), so that
+ * a listing learns its containers' names in one range and reads each
+ * container's first key with one range of O(1) keys, many to a request,
+ * instead of ranges over the subtrees (etcd 3.4 visits every key of a
+ * range whatever its limit). Entries and hints may be stale (a listing
+ * checks and reads on), no entry is ever missing in a store created with
+ * them (the marker key k says so).
  */
 #include "store/etcd_int.h"
 
@@ -28,15 +30,8 @@
  * next one (etcd_scan.c).
  */
 #define KIDS_WINDOW 512
-
-static int key_cmp(const void *a, size_t al, const void *b, size_t bl)
-{
-	int c = memcmp(a, b, al < bl ? al : bl);
-
-	if (c != 0)
-		return c;
-	return al < bl ? -1 : al > bl;
-}
+/* The first window: one request's worth, as a readdir hands out a few dozen names per call. */
+#define KIDS_FIRST_WINDOW KIDS_TXN_OPS
 
 size_t etcd_kids_marker(const struct store_etcd *st, uint8_t *out)
 {
@@ -56,8 +51,56 @@ static size_t kids_key(const struct store_etcd *st, unsigned depth, const uint8_
 	return n + len;
 }
 
-/* Adds the entries of every container above one data key (tuple part t[0..len)). */
-static int note_key(struct store_etcd_txn *t, const uint8_t *tk, size_t len)
+/*
+ * Entries this commit puts whose old value in etcd may name a smaller hint
+ * (a container it adds keys to without rewriting it): heap copies.
+ */
+struct hint_checks {
+	uint8_t **keys;
+	size_t *lens;
+	size_t n, cap;
+};
+
+static int checks_add(struct hint_checks *h, const uint8_t *k, size_t kl)
+{
+	if (h->n == h->cap) {
+		size_t cap = h->cap ? 2 * h->cap : 16;
+		uint8_t **gk = realloc(h->keys, cap * sizeof(*gk));
+
+		if (!gk)
+			return -ENOMEM;
+		h->keys = gk;
+		size_t *gl = realloc(h->lens, cap * sizeof(*gl));
+
+		if (!gl)
+			return -ENOMEM;
+		h->lens = gl;
+		h->cap = cap;
+	}
+	h->keys[h->n] = malloc(kl);
+	if (!h->keys[h->n])
+		return -ENOMEM;
+	memcpy(h->keys[h->n], k, kl);
+	h->lens[h->n++] = kl;
+	return 0;
+}
+
+static void checks_release(struct hint_checks *h)
+{
+	for (size_t i = 0; i < h->n; i++)
+		free(h->keys[i]);
+	free(h->keys);
+	free(h->lens);
+}
+
+/*
+ * Adds the entries of every container above one data key (tuple part
+ * tk[0..len), the etcd key's data-space bytes before it dk[0..base)), each
+ * naming this key as its hint: the puts come in key order, so the first
+ * one under a container is the smallest this commit writes there.
+ */
+static int note_key(struct store_etcd_txn *t, const uint8_t *dk, size_t base, const uint8_t *tk,
+		    size_t len, struct hint_checks *h)
 {
 	struct tuple_reader r;
 	struct tuple_elem e;
@@ -67,26 +110,90 @@ static int note_key(struct store_etcd_txn *t, const uint8_t *tk, size_t len)
 	tuple_reader_init(&r, tk, len);
 	while (tuple_next(&r, &e) == 1 && r.pos < len && depth < 255) {
 		size_t kl = kids_key(t->st, depth, tk, r.pos, k);
-		const void *v;
-		size_t vl;
+		const void *v, *end;
+		size_t vl, el;
+		int rc;
 
 		depth++;
 		if (etcd_buf_get(t->buf, k, kl, &v, &vl) == 1)
 			continue;	/* written by this commit already */
-		int rc = etcd_buf_put(t->buf, k, kl, "", 0);
-
+		rc = etcd_buf_put(t->buf, k, kl, tk, len);
 		if (rc)
+			return rc;
+		/* a container this commit deleted whole is rewritten: its hint is exact */
+		if (!etcd_buf_covering(t->buf, dk, base + r.pos, &end, &el) && (rc = checks_add(h, k, kl)))
 			return rc;
 	}
 	return 0;
+}
+
+/* Hint h[0..hl) of the entry key ek[0..el): a key under its container, or NULL. */
+static const uint8_t *hint_of(const struct store_etcd *st, const uint8_t *ek, size_t el,
+			      const uint8_t *h, size_t hl)
+{
+	size_t skip = st->prefix_len + 2, cl;
+
+	if (!h || el < skip)
+		return NULL;
+	cl = el - skip;
+	if (hl <= cl || hl > STORE_KEY_MAX || memcmp(h, ek + skip, cl) != 0)
+		return NULL;
+	return h;
+}
+
+/*
+ * Keeps an older hint where it is smaller than this commit's and this
+ * commit does not delete it. Read without a guard: a hint is only where a
+ * listing starts looking (it checks the range before it), so a race costs
+ * at worst a longer range there, never a wrong listing.
+ */
+static int keep_older(struct store_etcd_txn *t, struct hint_checks *h)
+{
+	struct etcd_op *ops = calloc(h->n ? h->n : 1, sizeof(*ops));
+	int rc = ops ? 0 : -ENOMEM;
+
+	for (size_t i = 0; rc == 0 && i < h->n; i++)
+		ops[i] = (struct etcd_op){ .type = ETCD_OP_RANGE, .key = h->keys[i],
+					   .key_len = h->lens[i] };
+	for (size_t from = 0; rc == 0 && from < h->n; from += KIDS_TXN_OPS) {
+		size_t n = h->n - from < KIDS_TXN_OPS ? h->n - from : KIDS_TXN_OPS;
+		struct etcd_txn_result res;
+
+		rc = etcd_client_txn(t->c, NULL, 0, ops + from, n, NULL, 0, &res);
+		if (rc)
+			break;
+		for (size_t i = 0; rc == 0 && i < n && i < res.len; i++) {
+			const struct etcd_range_result *r = &res.ranges[i];
+			const uint8_t *ek = h->keys[from + i], *old;
+			size_t el = h->lens[from + i];
+			uint8_t dk[ETCD_KEY_MAX];
+			const void *mine, *end;
+			size_t ml, dl, endl;
+
+			if (r->len != 1 || !(old = hint_of(t->st, ek, el, r->kvs[0].val, r->kvs[0].val_len)))
+				continue;
+			if (etcd_buf_get(t->buf, ek, el, &mine, &ml) != 1 ||
+			    store_key_cmp(old, r->kvs[0].val_len, mine, ml) >= 0)
+				continue;
+			dl = etcd_key(t->st, STORE_SPACE_DATA, old, r->kvs[0].val_len, dk);
+			if (etcd_buf_get(t->buf, dk, dl, &mine, &ml) == 0 ||
+			    etcd_buf_covering(t->buf, dk, dl, &end, &endl))
+				continue;	/* this commit deletes it */
+			rc = etcd_buf_put(t->buf, ek, el, old, r->kvs[0].val_len);
+		}
+		etcd_txn_result_release(&res);
+	}
+	free(ops);
+	return rc;
 }
 
 int etcd_kids_note(struct store_etcd_txn *t)
 {
 	uint8_t lo[ETCD_KEY_MAX], hi[ETCD_KEY_MAX], cur[ETCD_KEY_MAX];
 	size_t lo_len, hi_len, cur_len;
+	struct hint_checks h = { 0 };
 	bool incl = true;
-	int rc;
+	int rc = 0;
 
 	if (!t->st->kids)
 		return 0;
@@ -99,14 +206,18 @@ int etcd_kids_note(struct store_etcd_txn *t)
 		size_t kl, vl;
 
 		if (etcd_buf_next_put(t->buf, cur, cur_len, incl, hi, hi_len, &k, &kl, &v, &vl) != 1)
-			return 0;
+			break;
 		memcpy(cur, k, kl);	/* the entries written next move the buffer */
 		cur_len = kl;
 		incl = false;
-		rc = note_key(t, cur + lo_len, cur_len - lo_len);
+		rc = note_key(t, cur, lo_len, cur + lo_len, cur_len - lo_len, &h);
 		if (rc)
-			return rc;
+			break;
 	}
+	if (rc == 0 && h.n)
+		rc = keep_older(t, &h);
+	checks_release(&h);
+	return rc;
 }
 
 int etcd_kids_forget(struct store_etcd_txn *t, const void *prefix, size_t len)
@@ -172,7 +283,7 @@ static int read_names(struct store_etcd_scan *s, unsigned depth, const uint8_t *
 	hi[hi_len++] = 0xff;	/* no element starts with 0xff: just P's own containers */
 	for (;;) {
 		struct etcd_range_opts o = { .range_end = hi, .range_end_len = hi_len,
-					     .keys_only = true,
+					     .keys_only = false,	/* the values are the hints */
 					     .limit = (int64_t)(max - got < KIDS_PAGE ? max - got : KIDS_PAGE),
 					     .revision = s->txn->rev };
 		struct etcd_range_result *grown = realloc(pages, (n + 1) * sizeof(*pages));
@@ -324,12 +435,42 @@ static int send_all(struct store_etcd_scan *s, const struct etcd_op *ops, size_t
 	return rc;
 }
 
+static int skel_cmp(const void *a, const void *b)
+{
+	const struct etcd_skel *x = a, *y = b;
+
+	return store_key_cmp(x->from, x->from_len, y->from, y->from_len);
+}
+
+/* Appends the range [key, end) with at most limit keys to ops; the bytes go to keys. */
+static void add_range(struct store_etcd_scan *s, struct etcd_op *ops, size_t *n_ops,
+		      const uint8_t *key, size_t kl, const uint8_t *end, size_t el, int64_t limit)
+{
+	ops[(*n_ops)++] = (struct etcd_op){ .type = ETCD_OP_RANGE, .key = key, .key_len = kl,
+					    .range_end = end, .range_end_len = el, .limit = limit,
+					    .keys_only = s->keys_only, .revision = s->txn->rev };
+}
+
+/*
+ * For each container child C named in the window, with hint H (a key under
+ * C, the entry's value): [the end of the previous child, H) with the leaf
+ * children before C and any key of C before H (none while H is the first),
+ * and [H, H 0x00): H itself. Both touch O(1) keys besides the leaves, where
+ * a range over C's subtree costs O(keys in it) even with limit 1 (etcd 3.4
+ * collects every revision of a range before applying the limit). Without
+ * a hint (an entry written before hints) H is C and the second range is
+ * C's subtree with limit 1. When H is gone, a second round reads
+ * [H 0x00, end of C) with limit 1.
+ */
 int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t fl)
 {
 	struct etcd_range_result *names = NULL;
-	size_t n_names = 0, n_ops = 0, base = s->base_len, total = 1, used = 0;
+	size_t n_names = 0, n_ops = 0, base = s->base_len, total = 1, used = 0, skel0 = s->n_skel;
 	int depth = elements(s->base.prefix, s->base.prefix_len);
 	struct etcd_op *ops = NULL;
+	size_t *hinted = NULL, n_hinted = 0;	/* ops that read a hint, for the second round */
+	const uint8_t **c_end = NULL, **c_key = NULL;	/* each hinted op's container and its end */
+	size_t *c_end_len = NULL, *c_key_len = NULL;
 	uint8_t *keys = NULL;
 	const uint8_t *gap = from;
 	size_t gap_len = fl;
@@ -337,48 +478,62 @@ int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t fl
 	int rc;
 
 	s->skel_more = false;
-	if (depth < 0 || depth > 255 || !s->txn->rev || fl < base)
+	if (depth < 0 || depth > 255 || fl < base)
 		return 0;	/* not a container listing: the ordinary pages serve */
-	rc = read_names(s, (unsigned)depth, from + base, fl - base, KIDS_WINDOW, &names, &n_names,
+	if (!s->txn->rev && !store_etcd_txn_id(&s->txn->base))
+		return 0;	/* every range is read at the pinned revision: pin it first */
+	rc = read_names(s, (unsigned)depth, from + base, fl - base,
+			s->n_skel ? KIDS_WINDOW : KIDS_FIRST_WINDOW, &names, &n_names,
 			&more);
 	for (size_t p = 0; p < n_names; p++)
 		total += names[p].len;
 	if (rc == 0) {
-		ops = calloc(total, sizeof(*ops));
-		keys = malloc(total * (ETCD_KEY_MAX + 1));
-		if (!ops || !keys)
+		ops = calloc(3 * total, sizeof(*ops));
+		hinted = calloc(total, sizeof(*hinted));
+		c_end = calloc(total, sizeof(*c_end));
+		c_end_len = calloc(total, sizeof(*c_end_len));
+		c_key = calloc(total, sizeof(*c_key));
+		c_key_len = calloc(total, sizeof(*c_key_len));
+		keys = malloc(total * 4 * (ETCD_KEY_MAX + 1));
+		if (!ops || !hinted || !c_end || !c_end_len || !c_key || !c_key_len || !keys)
 			rc = -ENOMEM;
 	}
 	/* past a window, the skeleton ends with its last child's subtree, not the scan */
-	for (size_t p = 0; rc == 0 && p < n_names + !more; p++) {
-		size_t len = p < n_names ? names[p].len : 1;
+	for (size_t p = 0; rc == 0 && p < n_names; p++) {
+		for (size_t i = 0; i < names[p].len; i++) {
+			const struct etcd_kv *kv = &names[p].kvs[i];
+			size_t skip = s->txn->st->prefix_len + 2, cl, el, hl = 0;
+			uint8_t *c = keys + used, *end, *h = NULL;
+			const uint8_t *hint = hint_of(s->txn->st, kv->key, kv->key_len, kv->val,
+						      kv->val_len);
 
-		for (size_t i = 0; i < len; i++) {
-			uint8_t *end = keys + used;
-			size_t el;
-
-			if (p < n_names) {
-				/* [the gap before it, the end of its subtree): its first key */
-				const struct etcd_kv *kv = &names[p].kvs[i];
-				size_t skip = s->txn->st->prefix_len + 2;
-
-				el = etcd_key(s->txn->st, STORE_SPACE_DATA, kv->key + skip,
-					      kv->key_len - skip, end);
-				end[el++] = 0xff;
+			cl = etcd_key(s->txn->st, STORE_SPACE_DATA, kv->key + skip, kv->key_len - skip, c);
+			end = c + cl;
+			memcpy(end, c, cl);
+			end[cl] = 0xff;
+			el = cl + 1;
+			used += cl + el;
+			if (hint) {
+				h = keys + used;
+				hl = etcd_key(s->txn->st, STORE_SPACE_DATA, hint, kv->val_len, h);
+				h[hl++] = 0;	/* up to h 0x00: h included */
+				used += hl;
+				c_key[n_hinted] = c;
+				c_key_len[n_hinted] = cl;
+				c_end[n_hinted] = end;
+				c_end_len[n_hinted] = el;
+				hinted[n_hinted++] = n_ops;
+				add_range(s, ops, &n_ops, gap, gap_len, h, hl, ETCD_PAGE);
 			} else {
-				memcpy(end, s->hi, s->hi_len);	/* the last gap, to the scan's end */
-				el = s->hi_len;
+				add_range(s, ops, &n_ops, gap, gap_len, c, cl, ETCD_PAGE);
+				add_range(s, ops, &n_ops, c, cl, end, el, 1);
 			}
-			used += el;
-			ops[n_ops++] = (struct etcd_op){ .type = ETCD_OP_RANGE, .key = gap,
-							 .key_len = gap_len, .range_end = end,
-							 .range_end_len = el, .limit = 1,
-							 .keys_only = s->keys_only,
-							 .revision = s->txn->rev };
 			gap = end;
 			gap_len = el;
 		}
 	}
+	if (rc == 0 && !more)	/* the last gap, to the scan's end */
+		add_range(s, ops, &n_ops, gap, gap_len, s->hi, s->hi_len, ETCD_PAGE);
 	if (rc == 0 && more && n_ops) {
 		memcpy(s->skel_until, gap, gap_len);	/* where the next window starts */
 		s->skel_until_len = gap_len;
@@ -386,10 +541,34 @@ int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t fl
 	}
 	if (rc == 0)
 		rc = send_all(s, ops, n_ops);
+	if (rc == 0 && n_hinted) {
+		/* hints that are gone: the rest of their container, from after them */
+		size_t n2 = 0;
+
+		for (size_t j = 0; j < n_hinted; j++) {
+			const struct etcd_op *o = &ops[hinted[j]];
+			const struct etcd_range_result *r = s->skel[skel0 + hinted[j]].r;
+
+			if (r->more || (r->len && store_key_cmp(r->kvs[r->len - 1].key, r->kvs[r->len - 1].key_len,
+							   c_key[j], c_key_len[j]) >= 0))
+				continue;	/* C's first key is there (or the page stopped before C) */
+			add_range(s, ops + n_ops, &n2, o->range_end, o->range_end_len, c_end[j],
+				  c_end_len[j], 1);
+		}
+		if (n2)
+			rc = send_all(s, ops + n_ops, n2);
+		if (rc == 0 && n2)
+			qsort(s->skel + skel0, s->n_skel - skel0, sizeof(*s->skel), skel_cmp);
+	}
 	for (size_t p = 0; p < n_names; p++)
 		etcd_range_result_release(&names[p]);
 	free(names);
 	free(ops);
+	free(hinted);
+	free(c_end);
+	free(c_end_len);
+	free(c_key);
+	free(c_key_len);
 	free(keys);
 	s->skel_pos = 0;
 	return rc;
@@ -401,9 +580,9 @@ struct etcd_skel *etcd_kids_covering(struct store_etcd_scan *s, const uint8_t *k
 	while (s->skel_pos < s->n_skel) {
 		struct etcd_skel *sk = &s->skel[s->skel_pos];
 
-		if (key_cmp(key, len, sk->from, sk->from_len) < 0)
+		if (store_key_cmp(key, len, sk->from, sk->from_len) < 0)
 			return NULL;
-		if (key_cmp(key, len, sk->end, sk->end_len) < 0)
+		if (store_key_cmp(key, len, sk->end, sk->end_len) < 0)
 			return sk;
 		s->skel_pos++;
 	}

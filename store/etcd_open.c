@@ -164,6 +164,7 @@ fail:
 static void release(struct store_etcd *st)
 {
 	store_etcd_feed_stop(st);
+	etcd_val_cache_drop(st);
 	for (size_t i = 0; i < st->n_pool; i++)
 		etcd_client_close(st->pool[i]);
 	st->n_pool = 0;

@@ -2,15 +2,16 @@
  * store/etcd_ops.c - the etcd backend's table of operations (store/store_ops.h):
  * what store.c calls for a store named etcd://HOST:PORT[,...]/PREFIX. The
  * operations live in store/etcd_store.c, etcd_scan.c and etcd_feed.c.
- * Abilities: the change feed only: every commit is durable when it returns
- * (no sync), there is no local file to copy or measure.
+ * Abilities: the change feed, and keys that expire by themselves (leases);
+ * every commit is durable when it returns (no sync), there is no local file
+ * to copy or measure.
  */
 #include "store/etcd_int.h"
 
 const struct store_ops store_etcd_ops = {
 	.version = STORE_OPS_VERSION,
 	.name = "etcd",
-	.abilities = STORE_CAN_FEED,
+	.abilities = STORE_CAN_FEED | STORE_CAN_EXPIRE,
 	.store_size = sizeof(struct store_etcd),
 	.txn_size = sizeof(struct store_etcd_txn),
 	.scan_size = sizeof(struct store_etcd_scan),
@@ -34,5 +35,7 @@ const struct store_ops store_etcd_ops = {
 	.scan_seek = store_etcd_scan_seek,
 	.scan_next_distinct = NULL,	/* store.c's: scan_next + scan_seek past each child */
 	.scan_close = store_etcd_scan_close,
+	.scan_expect_children = store_etcd_scan_expect_children,
 	.feed_read = store_etcd_feed_read,
+	.expire_puts = store_etcd_expire_puts,
 };

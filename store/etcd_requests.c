@@ -317,3 +317,19 @@ int etcd_client_lease_keepalive(struct etcd_client *c, int64_t id, int64_t *ttl)
 		*ttl = t;
 	return t > 0 ? 0 : etcd_client_fail(c, -ENOENT, "etcd: lease %" PRId64 " not found", id);
 }
+
+/*
+ * LeaseTimeToLive: etcd answers a lease it no longer has with TTL -1, not
+ * an error; the gateway leaves out a TTL of 0 (a lease in its last second).
+ */
+int etcd_client_lease_ttl(struct etcd_client *c, int64_t id, int64_t *ttl)
+{
+	cJSON *reply = NULL;
+	int rc = lease_call(c, "/v3/lease/timetolive", "ID", id, &reply);
+
+	if (rc < 0)
+		return rc;
+	*ttl = etcd_wire_get_i64(reply, "TTL");
+	cJSON_Delete(reply);
+	return 0;
+}

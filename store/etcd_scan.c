@@ -12,15 +12,6 @@
 #include <string.h>
 
 
-static int key_cmp(const void *a, size_t al, const void *b, size_t bl)
-{
-	int c = memcmp(a, b, al < bl ? al : bl);
-
-	if (c != 0)
-		return c;
-	return al < bl ? -1 : al > bl;
-}
-
 int store_etcd_scan_open(struct store_scan *sb)
 {
 	struct store_etcd_scan *s = ESCAN(sb);
@@ -40,10 +31,16 @@ void store_etcd_scan_close(struct store_scan *scan)
 	etcd_kids_scan_release(ESCAN(scan));	/* its pages belong to the transaction */
 }
 
+/* A listing: the first fetch reads the children space, not a page of the whole range. */
+void store_etcd_scan_expect_children(struct store_scan *scan)
+{
+	ESCAN(scan)->walk = true;
+}
+
 /* k is at or past the position. */
 static bool past_cur(const struct store_etcd_scan *s, const void *k, size_t kl)
 {
-	int c = key_cmp(k, kl, s->cur, s->cur_len);
+	int c = store_key_cmp(k, kl, s->cur, s->cur_len);
 
 	return c > 0 || (c == 0 && s->incl);
 }
@@ -103,15 +100,15 @@ static int fetch(struct store_etcd_scan *s)
 	fl = s->cur_len;
 	if (!s->incl)
 		from[fl++] = 0;	/* the first key after cur */
-	if (s->page && key_cmp(s->pend, s->pend_len, from, fl) > 0) {
+	if (s->page && store_key_cmp(s->pend, s->pend_len, from, fl) > 0) {
 		memcpy(from, s->pend, s->pend_len);	/* the last page read up to there */
 		fl = s->pend_len;
 	}
-	if (s->skip_len && key_cmp(s->skip, s->skip_len, from, fl) > 0) {
+	if (s->skip_len && store_key_cmp(s->skip, s->skip_len, from, fl) > 0) {
 		memcpy(from, s->skip, s->skip_len);
 		fl = s->skip_len;
 	}
-	if (s->walk && (!s->skel_tried || (s->skel_more && key_cmp(from, fl, s->skel_until,
+	if (s->walk && (!s->skel_tried || (s->skel_more && store_key_cmp(from, fl, s->skel_until,
 								      s->skel_until_len) >= 0)) &&
 	    s->walk_seeks < ETCD_KIDS_WALK && !s->txn->base.write &&
 	    s->txn->st->kids && s->base.space == STORE_SPACE_DATA) {
@@ -126,7 +123,7 @@ static int fetch(struct store_etcd_scan *s)
 		if (sk) {
 			s->page = sk->r;
 			for (s->idx = 0; s->idx < s->page->len; s->idx++)
-				if (key_cmp(s->page->kvs[s->idx].key, s->page->kvs[s->idx].key_len,
+				if (store_key_cmp(s->page->kvs[s->idx].key, s->page->kvs[s->idx].key_len,
 					    from, fl) >= 0)
 					break;
 			memcpy(s->from, from, fl);
@@ -156,7 +153,7 @@ static int fetch(struct store_etcd_scan *s)
 	/* a page read before (by this scan or another) serves from where it holds `from` */
 	s->page = &kept->r;
 	for (s->idx = 0; s->idx < s->page->len; s->idx++)
-		if (key_cmp(s->page->kvs[s->idx].key, s->page->kvs[s->idx].key_len, from, fl) >= 0)
+		if (store_key_cmp(s->page->kvs[s->idx].key, s->page->kvs[s->idx].key_len, from, fl) >= 0)
 			break;
 	memcpy(s->from, from, fl);
 	s->from_len = fl;
@@ -175,9 +172,9 @@ static int etcd_next(struct store_etcd_scan *s, const struct etcd_kv **out)
 			int rc;
 
 			if (s->page && ((s->pend_len == 1 && s->pend[0] == 0) ||
-					key_cmp(s->pend, s->pend_len, s->hi, s->hi_len) >= 0))
+					store_key_cmp(s->pend, s->pend_len, s->hi, s->hi_len) >= 0))
 				return 0;	/* the page held everything up to the end */
-			if (key_cmp(s->cur, s->cur_len, s->hi, s->hi_len) >= 0)
+			if (store_key_cmp(s->cur, s->cur_len, s->hi, s->hi_len) >= 0)
 				return 0;	/* sought past the prefix */
 			rc = fetch(s);
 			if (rc)
@@ -185,10 +182,10 @@ static int etcd_next(struct store_etcd_scan *s, const struct etcd_kv **out)
 			continue;
 		}
 		kv = &s->page->kvs[s->idx];
-		if (key_cmp(kv->key, kv->key_len, s->hi, s->hi_len) >= 0)
+		if (store_key_cmp(kv->key, kv->key_len, s->hi, s->hi_len) >= 0)
 			return 0;	/* a page of a wider scan: past this one's end */
 		if (!past_cur(s, kv->key, kv->key_len) ||
-		    (s->skip_len && key_cmp(kv->key, kv->key_len, s->skip, s->skip_len) < 0)) {
+		    (s->skip_len && store_key_cmp(kv->key, kv->key_len, s->skip, s->skip_len) < 0)) {
 			s->idx++;
 			continue;
 		}
@@ -198,7 +195,7 @@ static int etcd_next(struct store_etcd_scan *s, const struct etcd_kv **out)
 
 			if (etcd_buf_covering(s->txn->buf, kv->key, kv->key_len, &end, &el)) {
 				/* a range this attempt deleted: skip it whole */
-				if (key_cmp(end, el, s->hi, s->hi_len) >= 0 || (el == 1 && !*(const uint8_t *)end))
+				if (store_key_cmp(end, el, s->hi, s->hi_len) >= 0 || (el == 1 && !*(const uint8_t *)end))
 					return 0;
 				memcpy(s->skip, end, el);
 				s->skip_len = el;
@@ -221,7 +218,10 @@ int store_etcd_scan_next(struct store_scan *sb, struct store_val *key, struct st
 	const struct etcd_kv *kv = NULL;
 	const void *bk = NULL, *bv = NULL;
 	size_t bkl = 0, bvl = 0;
-	int rc = etcd_next(scan, &kv), has_b = 0;
+	int rc = scan->txn->resv ? etcd_val_flush(scan->txn) : 0, has_b = 0;
+
+	if (rc == 0)
+		rc = etcd_next(scan, &kv);
 
 	if (rc < 0)
 		return rc;
@@ -230,7 +230,7 @@ int store_etcd_scan_next(struct store_scan *sb, struct store_val *key, struct st
 	if (scan->txn->base.write)
 		has_b = etcd_buf_next_put(scan->txn->buf, scan->cur, scan->cur_len, scan->incl,
 					  scan->hi, scan->hi_len, &bk, &bkl, &bv, &bvl);
-	if (has_b && (!kv || key_cmp(bk, bkl, kv->key, kv->key_len) < 0)) {
+	if (has_b && (!kv || store_key_cmp(bk, bkl, kv->key, kv->key_len) < 0)) {
 		memcpy(scan->cur, bk, bkl);
 		scan->cur_len = bkl;
 		scan->incl = false;
@@ -238,7 +238,10 @@ int store_etcd_scan_next(struct store_scan *sb, struct store_val *key, struct st
 		key->len = bkl - scan->base_len;
 		val->data = bv;
 		val->len = bvl;
-		return 1;
+		if (scan->keys_only)
+			return 1;	/* counting: a big value is not assembled */
+		rc = etcd_val_resolve(scan->txn, bk, bkl, 0, &val->data, &val->len);
+		return rc < 0 ? rc : 1;
 	}
 	if (!kv)
 		return 0;
@@ -250,7 +253,10 @@ int store_etcd_scan_next(struct store_scan *sb, struct store_val *key, struct st
 	key->len = kv->key_len - scan->base_len;
 	val->data = kv->val ? (const void *)kv->val : (const void *)"";
 	val->len = kv->val_len;
-	return 1;
+	if (scan->keys_only)
+		return 1;
+	rc = etcd_val_resolve(scan->txn, kv->key, kv->key_len, kv->mod_rev, &val->data, &val->len);
+	return rc < 0 ? rc : 1;
 }
 
 /* Moves the position to the tuple key k (up to STORE_KEY_MAX + 1 bytes: a subtree's end). */
@@ -262,7 +268,7 @@ static void seek_to(struct store_etcd_scan *scan, const void *key, size_t key_le
 	memcpy(k, scan->lo, scan->base_len);
 	memcpy(k + kl, key, key_len);
 	kl += key_len;
-	if (key_cmp(k, kl, scan->lo, scan->lo_len) < 0) {
+	if (store_key_cmp(k, kl, scan->lo, scan->lo_len) < 0) {
 		memcpy(k, scan->lo, scan->lo_len);
 		kl = scan->lo_len;
 	}
@@ -275,14 +281,14 @@ static void seek_to(struct store_etcd_scan *scan, const void *key, size_t key_le
 	scan->incl = true;
 	scan->skip_len = 0;	/* found again from the buffer if k lies in a deleted range */
 	/* the page holds every key from where it was read: still good when that is not past k */
-	if (scan->page && key_cmp(scan->from, scan->from_len, k, kl) > 0)
+	if (scan->page && store_key_cmp(scan->from, scan->from_len, k, kl) > 0)
 		scan->page = NULL;
 	if (scan->page) {
 		scan->idx = 0;	/* skip what lies before the position */
 		while (scan->idx < scan->page->len) {
 			const struct etcd_kv *e = &scan->page->kvs[scan->idx];
 
-			if (key_cmp(e->key, e->key_len, k, kl) >= 0)
+			if (store_key_cmp(e->key, e->key_len, k, kl) >= 0)
 				break;
 			scan->idx++;
 		}

@@ -31,7 +31,7 @@ int etcd_space_byte(enum store_space space)
 
 	if ((int)space == ETCD_SPACE_STAMP || (int)space == ETCD_SPACE_WRITER ||
 	    (int)space == ETCD_SPACE_RECORD || (int)space == ETCD_SPACE_STAGE ||
-	    (int)space == ETCD_SPACE_PENDING)
+	    (int)space == ETCD_SPACE_PENDING || (int)space == ETCD_SPACE_VALUE)
 		return (int)space;	/* the private spaces are named by their byte */
 	return (unsigned)space < STORE_SPACE_COUNT ? bytes[space] : 'l';
 }
@@ -122,6 +122,7 @@ static void txn_release(struct store_etcd_txn *t)
 		etcd_range_result_release(&k->r);
 		free(k);
 	}
+	etcd_val_release(t);
 	etcd_buf_free(t->buf);
 	t->buf = NULL;
 	feed_set_release(&t->feed);
@@ -139,23 +140,14 @@ void store_etcd_read_end(struct store_txn *txn)
 	txn_release(ETXN(txn));
 }
 
-static int key_cmp(const void *a, size_t al, const void *b, size_t bl)
-{
-	int c = memcmp(a, b, al < bl ? al : bl);
-
-	if (c != 0)
-		return c;
-	return al < bl ? -1 : al > bl;
-}
-
 struct etcd_kept *etcd_txn_page_covering(struct store_etcd_txn *t, const void *key, size_t key_len,
 					 bool vals)
 {
 	for (struct etcd_kept *k = t->kept; k; k = k->next) {
 		if (!k->is_page || (vals && !k->has_vals))
 			continue;
-		if (key_cmp(k->from, k->from_len, key, key_len) <= 0 &&
-		    ((k->end_len == 1 && k->end[0] == 0) || key_cmp(key, key_len, k->end, k->end_len) < 0))
+		if (store_key_cmp(k->from, k->from_len, key, key_len) <= 0 &&
+		    ((k->end_len == 1 && k->end[0] == 0) || store_key_cmp(key, key_len, k->end, k->end_len) < 0))
 			return k;
 	}
 	return NULL;
@@ -168,11 +160,11 @@ struct etcd_kept *etcd_txn_page_before(struct store_etcd_txn *t, const void *key
 
 	for (struct etcd_kept *k = t->kept; k; k = k->next) {
 		if (!k->is_page || (vals && !k->has_vals) ||
-		    key_cmp(k->end, k->end_len, key, key_len) > 0 ||
+		    store_key_cmp(k->end, k->end_len, key, key_len) > 0 ||
 		    !((k->scan_hi_len == 1 && k->scan_hi[0] == 0) ||
-		      key_cmp(key, key_len, k->scan_hi, k->scan_hi_len) < 0))
+		      store_key_cmp(key, key_len, k->scan_hi, k->scan_hi_len) < 0))
 			continue;
-		if (!best || key_cmp(k->end, k->end_len, best->end, best->end_len) > 0)
+		if (!best || store_key_cmp(k->end, k->end_len, best->end, best->end_len) > 0)
 			best = k;
 	}
 	return best;
@@ -286,6 +278,25 @@ uint64_t store_etcd_txn_id(const struct store_txn *ctxn)
 	return (uint64_t)txn->rev;
 }
 
+int etcd_txn_guard_stamp(struct store_etcd_txn *t)
+{
+	struct etcd_range_result *r;
+	uint8_t sk[ETCD_KEY_MAX];
+	size_t sl = etcd_key(t->st, ETCD_SPACE_STAMP, NULL, 0, sk);
+	int rc;
+
+	if (!t->base.write || t->stamp_guarded)
+		return 0;
+	/* deletes after our revision do not show in a range compare: the stamp does */
+	rc = etcd_txn_range(t, sk, sl, NULL, &r);
+	if (rc)
+		return rc;
+	rc = etcd_buf_guard_key(t->buf, sk, sl, r->len ? r->kvs[0].mod_rev : 0);
+	if (rc == 0)
+		t->stamp_guarded = true;
+	return rc;
+}
+
 int etcd_txn_guard_range(struct store_etcd_txn *t, const void *key, size_t key_len,
 			 const void *end, size_t end_len)
 {
@@ -293,20 +304,8 @@ int etcd_txn_guard_range(struct store_etcd_txn *t, const void *key, size_t key_l
 
 	if (!t->base.write)
 		return 0;
-	if (!t->stamp_guarded) {
-		/* deletes after our revision do not show in a range compare: the stamp does */
-		struct etcd_range_result *r;
-		uint8_t sk[ETCD_KEY_MAX];
-		size_t sl = etcd_key(t->st, ETCD_SPACE_STAMP, NULL, 0, sk);
-
-		rc = etcd_txn_range(t, sk, sl, NULL, &r);
-		if (rc)
-			return rc;
-		rc = etcd_buf_guard_key(t->buf, sk, sl, r->len ? r->kvs[0].mod_rev : 0);
-		if (rc)
-			return rc;
-		t->stamp_guarded = true;
-	}
+	if ((rc = etcd_txn_guard_stamp(t)))
+		return rc;
 	return etcd_buf_guard_range(t->buf, key, key_len, end, end_len, t->rev);
 }
 
@@ -363,9 +362,17 @@ static int commit_attempt(struct store_etcd_txn *t, uint64_t seq, bool *committe
 	int rc;
 
 	*committed = true;
+	if ((rc = etcd_val_flush(t)))
+		return rc;
 	if (etcd_buf_empty(t->buf))
 		return 0;	/* it only read */
-	if (etcd_buf_deletes(t->buf)) {
+	/*
+	 * The delete stamp tells range readers that a key may have gone. Chunks
+	 * of big values are read through their stub, whose own put or delete
+	 * guards them, so forgetting chunks (every data put does) is no such news.
+	 */
+	kl = etcd_key(t->st, ETCD_SPACE_VALUE, NULL, 0, k);
+	if (etcd_buf_deletes(t->buf, k, kl)) {
 		kl = etcd_key(t->st, ETCD_SPACE_STAMP, NULL, 0, k);
 		put_be(v, seq, 8);
 		if ((rc = etcd_buf_put(t->buf, k, kl, v, 8)))
@@ -393,6 +400,12 @@ static int commit_attempt(struct store_etcd_txn *t, uint64_t seq, bool *committe
 	kl = etcd_key(t->st, ETCD_SPACE_RECORD, NULL, 0, k);
 	if ((rc = etcd_buf_guard_key(t->buf, k, kl, 0)))
 		return rc;
+	if (etcd_buf_guards(t->buf) > ETCD_CMPS_MAX) {
+		/* too many keys read to guard one by one: runs of them become ranges, sound with the stamp */
+		if ((rc = etcd_txn_guard_stamp(t)))
+			return rc;
+		etcd_buf_coalesce(t->buf, t->rev, t->st->prefix_len, ETCD_CMPS_MAX);
+	}
 	if (etcd_buf_ops(t->buf) > ETCD_TXN_OPS || etcd_buf_bytes(t->buf) > ETCD_TXN_BYTES) {
 		/* over one request: staged, flipped, applied (store/etcd_big.c) */
 		rc = etcd_big_commit(t, seq, committed, &rev);
@@ -401,6 +414,12 @@ static int commit_attempt(struct store_etcd_txn *t, uint64_t seq, bool *committe
 		return rc;
 	}
 	rc = etcd_buf_commit(t->buf, t->c, committed, &rev);
+	if (rc == -ENOENT && etcd_buf_has_leases(t->buf)) {
+		/* a cached TTL lease is gone (refused, nothing applied): grant anew and run again */
+		etcd_lease_forget(t->st);
+		*committed = false;
+		return 0;
+	}
 	if (rc && outcome_unknown(rc))
 		return resolve_lost(t, seq, committed);
 	if (rc == 0 && *committed)
@@ -475,16 +494,6 @@ static int check_write(const struct store_etcd_txn *t, size_t key_len)
 	return key_len > STORE_KEY_MAX ? -ENAMETOOLONG : 0;
 }
 
-/*
- * A transaction of any size commits (store/etcd_big.c splits it), but one
- * value must fit in one request: a bigger one fails at once.
- */
-static int check_budget(const struct store_etcd_txn *t, size_t val_len)
-{
-	(void)t;
-	return val_len > ETCD_TXN_BYTES ? -EFBIG : 0;
-}
-
 int store_etcd_get(struct store_txn *tb, enum store_space space,
 		   const void *key, size_t key_len, struct store_val *out)
 {
@@ -498,11 +507,13 @@ int store_etcd_get(struct store_txn *tb, enum store_space space,
 		return -ENOENT;	/* the root has no key */
 	if (key_len > STORE_KEY_MAX)
 		return -ENAMETOOLONG;
+	if ((rc = etcd_val_flush(txn)))
+		return rc;
 	kl = etcd_key(txn->st, space, key, key_len, k);
 	if (txn->base.write) {
 		rc = etcd_buf_get(txn->buf, k, kl, &out->data, &out->len);
 		if (rc == 1)
-			return 0;
+			return etcd_val_resolve(txn, k, kl, 0, &out->data, &out->len);
 		if (rc == 0)
 			return -ENOENT;
 	}
@@ -514,16 +525,16 @@ int store_etcd_get(struct store_txn *tb, enum store_space space,
 		while (lo < hi) {
 			size_t mid = lo + (hi - lo) / 2;
 
-			if (key_cmp(page->r.kvs[mid].key, page->r.kvs[mid].key_len, k, kl) < 0)
+			if (store_key_cmp(page->r.kvs[mid].key, page->r.kvs[mid].key_len, k, kl) < 0)
 				lo = mid + 1;
 			else
 				hi = mid;
 		}
-		if (lo == page->r.len || key_cmp(page->r.kvs[lo].key, page->r.kvs[lo].key_len, k, kl))
+		if (lo == page->r.len || store_key_cmp(page->r.kvs[lo].key, page->r.kvs[lo].key_len, k, kl))
 			return -ENOENT;
 		out->data = page->r.kvs[lo].val ? (const void *)page->r.kvs[lo].val : (const void *)"";
 		out->len = page->r.kvs[lo].val_len;
-		return 0;
+		return etcd_val_resolve(txn, k, kl, page->r.kvs[lo].mod_rev, &out->data, &out->len);
 	}
 	rc = etcd_txn_range(txn, k, kl, NULL, &r);
 	if (rc)
@@ -534,7 +545,7 @@ int store_etcd_get(struct store_txn *tb, enum store_space space,
 		return -ENOENT;
 	out->data = r->kvs[0].val ? (const void *)r->kvs[0].val : (const void *)"";
 	out->len = r->kvs[0].val_len;
-	return 0;
+	return etcd_val_resolve(txn, k, kl, r->kvs[0].mod_rev, &out->data, &out->len);
 }
 
 int store_etcd_put(struct store_txn *tb, enum store_space space,
@@ -544,9 +555,9 @@ int store_etcd_put(struct store_txn *tb, enum store_space space,
 	uint8_t k[ETCD_KEY_MAX];
 	int rc = check_write(txn, key_len);
 
-	if (rc || (rc = check_budget(txn, val_len)))
+	if (rc || (rc = etcd_val_flush(txn)))
 		return rc;
-	return etcd_buf_put(txn->buf, k, etcd_key(txn->st, space, key, key_len, k), val, val_len);
+	return etcd_val_put(txn, k, etcd_key(txn->st, space, key, key_len, k), val, val_len);
 }
 
 int store_etcd_put_reserve(struct store_txn *tb, enum store_space space,
@@ -556,10 +567,9 @@ int store_etcd_put_reserve(struct store_txn *tb, enum store_space space,
 	uint8_t k[ETCD_KEY_MAX];
 	int rc = check_write(txn, key_len);
 
-	if (rc || (rc = check_budget(txn, val_len)))
+	if (rc)
 		return rc;
-	return etcd_buf_put_reserve(txn->buf, k, etcd_key(txn->st, space, key, key_len, k),
-				    val_len, out);
+	return etcd_val_reserve(txn, k, etcd_key(txn->st, space, key, key_len, k), val_len, out);
 }
 
 int store_etcd_del(struct store_txn *tb, enum store_space space,
@@ -568,6 +578,7 @@ int store_etcd_del(struct store_txn *tb, enum store_space space,
 	struct store_etcd_txn *txn = ETXN(tb);
 	uint8_t k[ETCD_KEY_MAX];
 	struct store_val v;
+	size_t kl;
 	int rc = check_write(txn, key_len);
 
 	if (rc)
@@ -575,7 +586,10 @@ int store_etcd_del(struct store_txn *tb, enum store_space space,
 	rc = store_etcd_get(tb, space, key, key_len, &v);	/* 0 or -ENOENT, guarded */
 	if (rc)
 		return rc;
-	return etcd_buf_del(txn->buf, k, etcd_key(txn->st, space, key, key_len, k));
+	kl = etcd_key(txn->st, space, key, key_len, k);
+	if ((rc = etcd_val_forget(txn, k, kl, false)))	/* a big value's chunks go with it */
+		return rc;
+	return etcd_buf_del(txn->buf, k, kl);
 }
 
 int store_etcd_del_prefix(struct store_txn *tb, enum store_space space,
@@ -592,6 +606,8 @@ int store_etcd_del_prefix(struct store_txn *tb, enum store_space space,
 		return -EROFS;
 	if (prefix_len > STORE_KEY_MAX)
 		return 0;	/* no key is that long, so none starts with it */
+	if ((rc = etcd_val_flush(txn)))
+		return rc;
 	{
 		/*
 		 * The keys are read (store.c always wants the count), so the read is
@@ -628,6 +644,10 @@ int store_etcd_del_prefix(struct store_txn *tb, enum store_space space,
 		if (n)
 			feed_set_note(&txn->feed, space, prefix, prefix_len, true);
 		if (n && space == STORE_SPACE_DATA && (rc = etcd_kids_forget(txn, prefix, prefix_len)))
+			return rc;
+		/* the chunks of big values under it (etcd_val.c) */
+		if (n && (rc = etcd_val_forget(txn, k, etcd_key(txn->st, space, prefix, prefix_len, k),
+					       true)))
 			return rc;
 		if (n <= ETCD_DEL_KEYS)
 			return 0;

@@ -23,13 +23,6 @@ static bool key_covers(const struct store_val *a, const void *k, size_t len)
 	       (a->len == len || ((const uint8_t *)k)[a->len] != 0xff);
 }
 
-static int key_cmp(const void *a, size_t a_len, const void *b, size_t b_len)
-{
-	int c = memcmp(a, b, a_len < b_len ? a_len : b_len);
-
-	return c ? c : (a_len > b_len) - (a_len < b_len);
-}
-
 /* Index of the first hidden key > k. */
 static size_t hidden_upper(const struct hidden *h, const void *k, size_t len)
 {
@@ -38,7 +31,7 @@ static size_t hidden_upper(const struct hidden *h, const void *k, size_t len)
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (key_cmp(h->keys[mid].data, h->keys[mid].len, k, len) <= 0)
+		if (store_key_cmp(h->keys[mid].data, h->keys[mid].len, k, len) <= 0)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -137,7 +130,7 @@ int store_txn_hidden_from(struct store_txn *txn, enum store_space space, const v
 	for (hi = h->n; lo < hi;) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (key_cmp(h->keys[mid].data, h->keys[mid].len, key, len) < 0)
+		if (store_key_cmp(h->keys[mid].data, h->keys[mid].len, key, len) < 0)
 			lo = mid + 1;
 		else
 			hi = mid;

@@ -58,6 +58,13 @@ bool store_name_is_url(const char *name)
 	return strncmp(name + n, "://", 3) == 0;
 }
 
+char *store_name_shown(const char *name)
+{
+	const char *query = store_name_is_url(name) ? strchr(name, '?') : NULL;
+
+	return query ? strndup(name, (size_t)(query - name)) : strdup(name);
+}
+
 const struct store_ops *store_ops_for(const char *name, char *why, size_t why_len)
 {
 	size_t i, n;
@@ -85,6 +92,20 @@ const struct store_ops *store_ops_for(const char *name, char *why, size_t why_le
 bool store_can(const struct store *st, unsigned abilities)
 {
 	return (st->ops->abilities & abilities) == abilities;
+}
+
+bool store_txn_can(const struct store_txn *txn, unsigned abilities)
+{
+	return store_can(txn->st, abilities);
+}
+
+int store_txn_expire_puts(struct store_txn *txn, store_expiry_fn fn, void *arg)
+{
+	if (!txn->write)
+		return -EROFS;
+	if (!store_can(txn->st, STORE_CAN_EXPIRE) || !txn->st->ops->expire_puts)
+		return 0;
+	return txn->st->ops->expire_puts(txn, fn, arg);
 }
 
 const char *store_backend(const struct store *st)
@@ -547,6 +568,12 @@ void store_scan_close(struct store_scan *scan)
 		return;
 	scan->txn->st->ops->scan_close(scan);
 	free(scan);
+}
+
+void store_scan_expect_children(struct store_scan *scan)
+{
+	if (scan->txn->st->ops->scan_expect_children)
+		scan->txn->st->ops->scan_expect_children(scan);
 }
 
 uint64_t store_scan_steps(const struct store_scan *scan)

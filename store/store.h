@@ -66,16 +66,27 @@ enum store_ability {
 					 * store_readers_check (else -ENOTSUP / nothing to clear) */
 	STORE_CAN_FEED = 1 << 3,	/* store_feed_read can tell what other writers changed
 					 * (else it always gives -ESTALE: re-check everything) */
+	STORE_CAN_EXPIRE = 1 << 4,	/* store_txn_expire_puts: the store itself deletes keys
+					 * after their deadline (etcd: leases), without any kvfs
+					 * process running. Without it nothing expires by itself */
 };
 
 /* Whether the store's backend has every ability in `abilities` (STORE_CAN_*). */
 bool store_can(const struct store *st, unsigned abilities);
+/* store_can for the store a transaction belongs to. */
+bool store_txn_can(const struct store_txn *txn, unsigned abilities);
 /* The backend's name: "lmdb" or "etcd" (static). */
 const char *store_backend(const struct store *st);
 /* The name store_open was given (borrowed, valid until store_close). */
 const char *store_name(const struct store *st);
 /* True when name is a URL ("scheme://..."), not a directory path. */
 bool store_name_is_url(const char *name);
+/*
+ * name as it may be shown to others (the mount table, logs): a URL without
+ * its "?options", which may hold a password; a directory unchanged. Heap
+ * string, the caller frees it; NULL when out of memory.
+ */
+char *store_name_shown(const char *name);
 
 /* A borrowed byte span: valid until its transaction ends or the next write in it. */
 struct store_val {
@@ -261,6 +272,20 @@ void store_txn_trim(struct store_txn *txn);
 int store_reserve(struct store *st, uint64_t bytes);
 int store_put_reserve(struct store_txn *txn, enum store_space space, const void *key,
 		      size_t key_len, size_t val_len, void **out);
+/*
+ * Keys that expire by themselves (STORE_CAN_EXPIRE, docs/ETCD.md section
+ * 9): in a write transaction, calls fn once for every key put so far in
+ * the public spaces; fn sets *deadline_ns (CLOCK_REALTIME ns; 0: never)
+ * and returns 0 or -errno (which stops the walk and is returned). The
+ * store deletes the key by itself at the earliest after that deadline
+ * (etcd: a lease per deadline second). A key put without a deadline is
+ * detached from any it had; a key put again after this call loses its
+ * deadline, so call it last. Returns 0 without calling fn when the
+ * backend lacks the ability; -EROFS in a read transaction.
+ */
+typedef int (*store_expiry_fn)(struct store_txn *txn, void *arg, enum store_space space,
+			       const uint8_t *key, size_t len, int64_t *deadline_ns);
+int store_txn_expire_puts(struct store_txn *txn, store_expiry_fn fn, void *arg);
 /* del: 0 or -ENOENT. */
 int store_del(struct store_txn *txn, enum store_space space, const void *key, size_t key_len);
 /*
@@ -290,6 +315,14 @@ int store_scan_seek(struct store_scan *scan, const void *key, size_t key_len);
  */
 int store_scan_next_distinct(struct store_scan *scan, int depth,
 			     struct store_val *key, struct store_val *val, size_t *child_end);
+/*
+ * Says that the scan, before its first step, will walk the prefix's
+ * children (seek past each child's subtree after its first key), as a
+ * listing does: a backend whose seeks are round trips reads the children's
+ * first keys ahead (docs/ETCD.md section 7). Only a hint: every call still
+ * answers as without it.
+ */
+void store_scan_expect_children(struct store_scan *scan);
 /* How many cursor positionings this scan made (tests prove skips with it). */
 uint64_t store_scan_steps(const struct store_scan *scan);
 /* The transaction the scan runs in (borrowed). */

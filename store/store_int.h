@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "store/store.h"
 
@@ -120,6 +121,18 @@ struct hidden;
 const struct store_val *store_hidden_covering(struct store_txn *txn, enum store_space space,
 					      const void *key, size_t len);
 void store_hidden_free(struct hidden *h);
+
+/*
+ * The order both engines keep keys in: bytes (memcmp), then the shorter
+ * first. Inline: the etcd client's unit test builds etcd_buf.c alone.
+ */
+static inline int store_key_cmp(const void *a, size_t a_len, const void *b, size_t b_len)
+{
+	size_t n = a_len < b_len ? a_len : b_len;
+	int c = n ? memcmp(a, b, n) : 0;
+
+	return c ? c : (a_len > b_len) - (a_len < b_len);
+}
 
 /* Wall-clock nanoseconds (the meta "created" stamp). */
 int64_t store_now_ns(void);

@@ -168,6 +168,8 @@ struct store_ops {
 				  struct store_val *val, size_t *child_end);
 	/* Releases the backend's part (store.c frees scan). */
 	void (*scan_close)(struct store_scan *scan);
+	/* Optional (NULL: nothing to prepare): as store_scan_expect_children. */
+	void (*scan_expect_children)(struct store_scan *scan);
 
 	/* Optional abilities: NULL unless the bit is in abilities. */
 	int (*sync)(struct store *st);				/* STORE_CAN_SYNC */
@@ -193,6 +195,8 @@ struct store_ops {
 	void (*trim)(struct store_txn *txn);
 	/* Optional (NULL: room is found as the write goes): as store_reserve. */
 	int (*reserve)(struct store *st, uint64_t bytes);
+	/* STORE_CAN_EXPIRE: as store_txn_expire_puts (txn is a write transaction). */
+	int (*expire_puts)(struct store_txn *txn, store_expiry_fn fn, void *arg);
 };
 
 /* The backends (store.c chooses; the etcd one exists when built with KVFS_ETCD). */

@@ -303,7 +303,8 @@ PY
 	wait "$writer"
 	run -0 kvfs check "$T/copy"
 	run -0 kvfs get "$T/copy" /n
-	[[ "$output" =~ ^[0-9]+$ ]] && [ "$output" -le 150 ]
+	[[ "$output" =~ ^[0-9]+$ ]]
+	[ "$output" -le 150 ]
 	run -0 kvfs get "$STORE" /n
 	assert_output '150'
 	kvfs export "$T/copy" /arr >"$T/a1"

@@ -102,9 +102,15 @@ itemized() {
 		assert_output ''
 		run -0 find "$T/$d" -mindepth 1 ! -type f ! -type d
 		assert_output ''
-		[ -f "$T/$d/tags/1" ] && [ -d "$T/$d/nest/1" ] && [ -d "$T/$d/ea" ]
-		[ -f "$T/$d/%" ] && [ -f "$T/$d/%a%2Fb" ] && [ -f "$T/$d/%x%2Ejson" ] && [ -f "$T/$d/%%25p" ]
-		[ -f "$T/$d/héllo ✓" ] && [ -f "$T/$d/日本/w" ]
+		[ -f "$T/$d/tags/1" ]
+		[ -d "$T/$d/nest/1" ]
+		[ -d "$T/$d/ea" ]
+		[ -f "$T/$d/%" ]
+		[ -f "$T/$d/%a%2Fb" ]
+		[ -f "$T/$d/%x%2Ejson" ]
+		[ -f "$T/$d/%%25p" ]
+		[ -f "$T/$d/héllo ✓" ]
+		[ -f "$T/$d/日本/w" ]
 		assert_file_bytes "$T/$d/i" '42\n'
 		assert_file_bytes "$T/$d/big" '9007199254740993\n'
 		assert_file_bytes "$T/$d/nonl" 'no newline'

@@ -211,10 +211,13 @@ attr_record_len() {
 	run -0 stat -c '%X %Y %Z' "$MNT/old/new"
 	local a m c
 	read -r a m c <<<"$output"
-	[ "$a" -ge "$before" ] && [ "$m" -ge "$before" ] && [ "$c" -ge "$before" ]
+	[ "$a" -ge "$before" ]
+	[ "$m" -ge "$before" ]
+	[ "$c" -ge "$before" ]
 	run -0 stat -c '%Y %Z' "$MNT/old"
 	read -r m c <<<"$output"
-	[ "$m" -ge "$before" ] && [ "$c" -ge "$before" ]
+	[ "$m" -ge "$before" ]
+	[ "$c" -ge "$before" ]
 	# after a remount the new directory keeps its time (it is stored)
 	remount
 	[ "$(stat -c %Y "$MNT/old/new")" -ge "$before" ]

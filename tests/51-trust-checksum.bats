@@ -158,7 +158,8 @@ make_store() {
 			tried=$((tried + 1))
 		done
 	done
-	[ "$tried" -eq "$want" ] && [ "$tried" -gt 80 ]
+	[ "$tried" -eq "$want" ]
+	[ "$tried" -gt 80 ]
 }
 
 # ---- the version-1 store ----
@@ -253,6 +254,7 @@ load_v1() {
 	run -1 kvfs load "$T/s2" <"$T/d"
 	assert_output --regexp 'load: line [0-9]+: checksum mismatch'
 	# the store the failed load created is removed again: nothing is left
-	[ ! -e "$T/s2/data.mdb" ] && [ ! -e "$T/s2/lock.mdb" ]
+	[ ! -e "$T/s2/data.mdb" ]
+	[ ! -e "$T/s2/lock.mdb" ]
 	run -1 kvfs export "$T/s2"
 }

@@ -99,18 +99,21 @@ reaped() {
 	assert_output --partial 'No such attribute'
 	kvfs put --ttl 100 "$STORE" /k v
 	run -0 ttl_of "$MNT/k"
-	[ "$output" -le 100 ] && [ "$output" -ge 98 ]
+	[ "$output" -le 100 ]
+	[ "$output" -ge 98 ]
 	# a write through the mount is an overwrite
 	echo w >"$MNT/k"
 	run -1 getfattr --absolute-names -n user.kvfs.ttl "$MNT/k"
 	setfattr -n user.kvfs.ttl -v 50 "$MNT/k"
 	run -0 ttl_of "$MNT/k"
-	[ "$output" -le 50 ] && [ "$output" -ge 48 ]
+	[ "$output" -le 50 ]
+	[ "$output" -ge 48 ]
 	kvfs put "$STORE" /k again
 	run -1 getfattr --absolute-names -n user.kvfs.ttl "$MNT/k"
 	kvfs put --ttl 30 "$STORE" /k again
 	run -0 ttl_of "$MNT/k"
-	[ "$output" -le 30 ] && [ "$output" -ge 28 ]
+	[ "$output" -le 30 ]
+	[ "$output" -ge 28 ]
 	# removexattr clears it; a bad value is refused and changes nothing
 	setfattr -x user.kvfs.ttl "$MNT/k"
 	run -1 getfattr --absolute-names -n user.kvfs.ttl "$MNT/k"
@@ -252,7 +255,8 @@ reaped() {
 	fi
 	mount_extra "$BATS_TEST_TMPDIR/m2" "$BATS_TEST_TMPDIR/s2"
 	run -0 ttl_of "$BATS_TEST_TMPDIR/m2/d"
-	[ "$output" -le 200 ] && [ "$output" -ge 190 ]
+	[ "$output" -le 200 ]
+	[ "$output" -ge 190 ]
 	# an expired deadline in a dump stays expired after load
 	kvfs put --ttl 1 "$STORE" /soon v
 	kvfs dump "$STORE" >"$BATS_TEST_TMPDIR/dump2"

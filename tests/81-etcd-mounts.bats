@@ -17,10 +17,7 @@ teardown_file() {
 }
 
 setup() {
-	common_setup
-	STORE=$ETCD_URL/kvfs-81/$$-$BATS_TEST_NUMBER-$RANDOM
-	EXTRA_PIDS=()
-	EXTRA_MNTS=()
+	etcd_test_store 81
 	mount_store
 	mount_extra "$BATS_TEST_TMPDIR/mnt2" "$STORE"
 	MNT2=$BATS_TEST_TMPDIR/mnt2

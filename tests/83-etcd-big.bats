@@ -28,11 +28,7 @@ teardown_file() {
 }
 
 setup() {
-	common_setup
-	PREFIX=kvfs-83/$$-$BATS_TEST_NUMBER-$RANDOM
-	STORE=$ETCD_URL/$PREFIX
-	EXTRA_PIDS=()
-	EXTRA_MNTS=()
+	etcd_test_store 83
 	D=$BATS_FILE_TMPDIR
 }
 
@@ -54,24 +50,6 @@ wait_sum() {
 	done
 	echo "never: $1 has $(json_sum "$1" 2>&1), not $2" >&2
 	return 1
-}
-
-# etcd_count SPACE...: how many keys the store has in the private spaces named
-# (b: staged chunks, c: the commit record, q: writers' markers).
-etcd_count() {
-	python3 - "${KVFS_ETCD_ENDPOINTS%%,*}" "$PREFIX" "$@" <<'EOF'
-import base64, json, sys, urllib.request
-ep, prefix, spaces = sys.argv[1], sys.argv[2], sys.argv[3:]
-n = 0
-for space in spaces:
-    key = prefix.encode() + b"\0" + space.encode()
-    end = key[:-1] + bytes([key[-1] + 1])
-    req = {"key": base64.b64encode(key).decode(), "range_end": base64.b64encode(end).decode(),
-           "count_only": True}
-    r = urllib.request.urlopen("http://%s/v3/kv/range" % ep, json.dumps(req).encode(), timeout=5)
-    n += int(json.load(r).get("count", 0))
-print(n)
-EOF
 }
 
 private_keys() {

@@ -18,11 +18,8 @@ teardown_file() {
 }
 
 setup() {
-	common_setup
-	STORE=$ETCD_URL/kvfs-84/$$-$BATS_TEST_NUMBER-$RANDOM
+	etcd_test_store 84
 	LSTORE=$BATS_TEST_TMPDIR/lmdb
-	EXTRA_PIDS=()
-	EXTRA_MNTS=()
 }
 
 teardown() {
@@ -189,6 +186,16 @@ solo_stop() {
 	run -0 kvfs put "$url?user=kv:s3cret" a/b 'hello'
 	run -0 kvfs get "$url?user=kv&password=s3cret" a/b
 	assert_output hello
+	# a broken escape is named, not decoded into a wrong (or cut) password
+	run -1 kvfs get "$url?user=kv&password=s3cre%7" a/b
+	assert_output --partial "password=: a % must be followed by two hex digits"
+	run -1 kvfs get "$url?user=kv&password=s3%00cret" a/b
+	assert_output --partial "%00 is not allowed"
+	run -0 kvfs get "$url?user=kv&password=s3cr%65t" a/b
+	# etcdctl's environment supplies what the URL leaves out (no password in ps)
+	run -0 env ETCDCTL_USER=kv ETCDCTL_PASSWORD=s3cret "$KVFS_BIN" get "$url" a/b
+	assert_output hello
+	run -0 env ETCDCTL_PASSWORD=wrong "$KVFS_BIN" get "$url?user=kv&password=s3cret" a/b
 	# the role covers team* only: another prefix is refused, clearly
 	run -1 kvfs mkdir --create "etcd://127.0.0.1:$SOLO_PORT/other?user=kv&password=s3cret" a
 	assert_output --partial "permission denied"
@@ -197,6 +204,10 @@ solo_stop() {
 	mount_store
 	run -0 cat "$MNT/a/b"
 	assert_output hello
+	# the world-readable mount table names the store without its options
+	run -0 grep " $MNT " /proc/mounts
+	assert_output --partial "etcd://127.0.0.1:$SOLO_PORT/team/docs "
+	refute_output --partial s3cret
 	kvfs put "$url?user=kv&password=s3cret" a/c 'from outside'
 	eventually 10 test -e "$MNT/a/c"
 	run -0 cat "$MNT/a/c"

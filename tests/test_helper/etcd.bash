@@ -46,3 +46,32 @@ etcd_stop() {
 		"$ETCD_REPO/scripts/etcd-cluster.sh" stop
 	fi
 }
+
+# etcd_test_store NN: a test's own store on the cluster, as setup() wants
+# it: common_setup, then PREFIX (kvfs-NN/<unique>) and STORE (its URL).
+etcd_test_store() {
+	common_setup
+	PREFIX=kvfs-$1/$$-$BATS_TEST_NUMBER-$RANDOM
+	STORE=$ETCD_URL/$PREFIX
+	EXTRA_PIDS=()
+	EXTRA_MNTS=()
+}
+
+# etcd_count SPACE...: how many keys the store $PREFIX has in its private
+# spaces (v: chunks of big values; b, c, q: a big commit's staging, record,
+# markers), read over the gateway.
+etcd_count() {
+	python3 - "${KVFS_ETCD_ENDPOINTS%%,*}" "$PREFIX" "$@" <<'EOF'
+import base64, json, sys, urllib.request
+ep, prefix, spaces = sys.argv[1], sys.argv[2], sys.argv[3:]
+n = 0
+for space in spaces:
+    key = prefix.encode() + b"\0" + space.encode()
+    end = key[:-1] + bytes([key[-1] + 1])
+    req = {"key": base64.b64encode(key).decode(), "range_end": base64.b64encode(end).decode(),
+           "count_only": True}
+    r = urllib.request.urlopen("http://%s/v3/kv/range" % ep, json.dumps(req).encode(), timeout=5)
+    n += int(json.load(r).get("count", 0))
+print(n)
+EOF
+}

@@ -640,6 +640,247 @@ static void test_big_lost_flip(void)
 	t_close(st, true);
 }
 
+/* ---- guards of many keys, big values (docs/ETCD.md sections 4 and 3) ---- */
+
+#define MANY_READ 8200	/* keys read one by one: over ETCD_CMPS_MAX, about etcd's 8,192 compares */
+
+struct wide_arg {
+	struct store *other;
+	int runs;
+	bool other_deletes;
+	int found;
+};
+
+static int wide_other_del(struct store_txn *t, void *arg)
+{
+	uint8_t k[64];
+	size_t kl = dir_key(k, sizeof(k), *(int *)arg, true);
+
+	return store_etcd_del(t, STORE_SPACE_DATA, k, kl);
+}
+
+static int wide_other_put(struct store_txn *t, void *arg)
+{
+	uint8_t k[64];
+	size_t kl = dir_key(k, sizeof(k), *(int *)arg, true);
+
+	return store_etcd_put(t, STORE_SPACE_DATA, k, kl, "changed", 7);
+}
+
+/*
+ * Reads MANY_READ keys by point gets (one guard each), then counts them
+ * into "result"; on its first run another handle changes (or deletes) one
+ * key it read, in the middle of them.
+ */
+static int wide_fn(struct store_txn *t, void *arg)
+{
+	struct wide_arg *a = arg;
+	char buf[16];
+	int n = 0, rc;
+
+
+	a->runs++;
+	for (int i = 0; i < MANY_READ; i++) {
+		uint8_t k[64];
+		size_t kl = dir_key(k, sizeof(k), i, true);
+		struct store_val v;
+
+		rc = store_etcd_get(t, STORE_SPACE_DATA, k, kl, &v);
+		if (rc == 0)
+			n++;
+		else if (rc != -ENOENT)
+			return rc;
+	}
+	if (a->runs == 1) {
+		int victim = MANY_READ / 2 + 1;
+
+		rc = store_etcd_write(a->other, a->other_deletes ? wide_other_del : wide_other_put,
+				      &victim);
+		if (rc)
+			return rc;
+	}
+	a->found = n;
+	snprintf(buf, sizeof(buf), "%d", n);
+	return store_etcd_put(t, STORE_SPACE_DATA, "result", 6, buf, strlen(buf));
+}
+
+/*
+ * A transaction that read more keys than one Txn can carry compares for
+ * commits (its key guards coalesced into ranges), and a concurrent change
+ * or delete of one key it read still makes it run again.
+ */
+static void test_many_guards(void)
+{
+	struct store *st = open_new("wide"), *other;
+	struct wide_arg a = { 0 };
+	char why[256], buf[64];
+	int n = MANY_READ;
+
+	CHECK_EQ_INT(t_open(url("wide"), 0, &other, why, sizeof(why)), 0);
+	CHECK_EQ_INT(store_etcd_write(st, many_fn, &n), 0);
+	a.other = other;
+	CHECK_EQ_INT(store_etcd_write(st, wide_fn, &a), 0);
+	CHECK_EQ_INT(a.runs, 2);	/* the changed key failed the coalesced guard */
+	CHECK_EQ_INT(get1(st, "result", buf, sizeof(buf)), 0);
+	CHECK_EQ_INT(atoi(buf), MANY_READ);
+	memset(&a, 0, sizeof(a));
+	a.other = other;
+	a.other_deletes = true;
+	CHECK_EQ_INT(store_etcd_write(st, wide_fn, &a), 0);
+	CHECK_EQ_INT(a.runs, 2);	/* the deleted key: the delete stamp */
+	CHECK_EQ_INT(get1(st, "result", buf, sizeof(buf)), 0);
+	CHECK_EQ_INT(atoi(buf), MANY_READ - 1);
+	t_close(other, false);
+	t_close(st, true);
+}
+
+struct quiet_arg {
+	struct store *other;
+	int runs;
+	bool other_deletes;
+};
+
+static int quiet_other(struct store_txn *t, void *arg)
+{
+	if (*(bool *)arg)
+		return store_etcd_del(t, STORE_SPACE_DATA, "zz", 2);
+	return store_etcd_put(t, STORE_SPACE_DATA, "zz", 2, "small", 5);
+}
+
+/* Scans "q..." (a range read guards the delete stamp); run 1 lets another handle write "zz". */
+static int quiet_fn(struct store_txn *t, void *arg)
+{
+	struct quiet_arg *a = arg;
+	struct store_scan *s;
+	struct store_val k, v;
+	int rc, n = 0;
+
+	a->runs++;
+	if ((rc = t_scan(t, STORE_SPACE_DATA, "q", 1, &s)))
+		return rc;
+	while ((rc = store_etcd_scan_next(s, &k, &v)) == 1)
+		n++;
+	t_scan_close(s);
+	if (rc < 0)
+		return rc;
+	if (a->runs == 1 && (rc = store_etcd_write(a->other, quiet_other, &a->other_deletes)))
+		return rc;
+	return store_etcd_put(t, STORE_SPACE_DATA, "qcount", 6, n ? "some" : "none", 4);
+}
+
+/*
+ * A plain put elsewhere is no conflict for a range reader: writing a data
+ * key forgets its big-value chunks, which must not bump the delete stamp
+ * (every put did); a real delete still does.
+ */
+static void test_put_not_a_delete(void)
+{
+	struct store *st = open_new("quiet"), *other;
+	struct quiet_arg a = { 0 };
+	char why[256];
+
+	CHECK_EQ_INT(t_open(url("quiet"), 0, &other, why, sizeof(why)), 0);
+	a.other = other;
+	CHECK_EQ_INT(store_etcd_write(st, quiet_fn, &a), 0);
+	CHECK_EQ_INT(a.runs, 1);
+	memset(&a, 0, sizeof(a));
+	a.other = other;
+	a.other_deletes = true;
+	CHECK_EQ_INT(store_etcd_write(st, quiet_fn, &a), 0);
+	CHECK_EQ_INT(a.runs, 2);	/* the delete stamp moved */
+	t_close(other, false);
+	t_close(st, true);
+}
+
+struct big_val {
+	size_t len;
+	uint8_t *bytes;	/* NULL: delete the key */
+	bool reserve, subtree;
+};
+
+static int bigval_fn(struct store_txn *t, void *arg)
+{
+	struct big_val *b = arg;
+	void *place;
+	int rc;
+
+	if (b->subtree)
+		return store_etcd_del_prefix(t, STORE_SPACE_DATA, "bi", 2, NULL);
+	if (!b->bytes)
+		return store_etcd_del(t, STORE_SPACE_DATA, "big", 3);
+	if (!b->reserve)
+		return store_etcd_put(t, STORE_SPACE_DATA, "big", 3, b->bytes, b->len);
+	rc = store_etcd_put_reserve(t, STORE_SPACE_DATA, "big", 3, b->len, &place);
+	if (rc == 0)
+		memcpy(place, b->bytes, b->len);
+	/* read back in the same transaction: from the buffer's chunks */
+	struct store_val v;
+
+	if (rc == 0 && (rc = store_etcd_get(t, STORE_SPACE_DATA, "big", 3, &v)) == 0 &&
+	    (v.len != b->len || memcmp(v.data, b->bytes, b->len)))
+		rc = -EIO;
+	return rc;
+}
+
+/* The value of "big" read by a get and by a scan equals want. */
+static void check_big_value(struct store *st, const struct big_val *want)
+{
+	struct store_txn *t;
+	struct store_scan *s;
+	struct store_val k, v;
+
+	CHECK_EQ_INT(t_read(st, &t), 0);
+	CHECK_EQ_INT(store_etcd_get(t, STORE_SPACE_DATA, "big", 3, &v), 0);
+	CHECK(v.len == want->len && memcmp(v.data, want->bytes, want->len) == 0);
+	CHECK_EQ_INT(t_scan(t, STORE_SPACE_DATA, "bi", 2, &s), 0);
+	CHECK_EQ_INT(store_etcd_scan_next(s, &k, &v), 1);
+	CHECK(v.len == want->len && memcmp(v.data, want->bytes, want->len) == 0);
+	t_scan_close(s);
+	t_end(t);
+}
+
+/* A value over one request: chunked, read whole by get and scan, its chunks gone with it. */
+static void test_big_value(void)
+{
+	struct store *st = open_new("bigv"), *other;
+	struct big_val b = { .len = (20u << 20) + 123 };
+	char why[256], buf[64];
+
+	CHECK_EQ_INT(t_open(url("bigv"), 0, &other, why, sizeof(why)), 0);
+	b.bytes = malloc(b.len);
+	for (size_t i = 0; i < b.len; i++)
+		b.bytes[i] = (uint8_t)(i * 2654435761u >> 13);
+	CHECK_EQ_INT(store_etcd_write(st, bigval_fn, &b), 0);
+	CHECK_EQ_INT(private_count(st, ETCD_SPACE_VALUE), 21);
+	check_big_value(other, &b);
+	check_big_value(other, &b);	/* the handle's cache */
+	b.bytes[7] ^= 1;	/* overwritten through put_reserve */
+	b.reserve = true;
+	CHECK_EQ_INT(store_etcd_write(st, bigval_fn, &b), 0);
+	check_big_value(other, &b);
+	/* a small value over it leaves no chunk behind */
+	put1(st, "big", "small");
+	CHECK_EQ_INT(private_count(st, ETCD_SPACE_VALUE), 0);
+	CHECK_EQ_INT(get1(other, "big", buf, sizeof(buf)), 0);
+	CHECK(strcmp(buf, "small") == 0);
+	b.reserve = false;
+	CHECK_EQ_INT(store_etcd_write(st, bigval_fn, &b), 0);
+	b.subtree = true;	/* a prefix delete takes the chunks under it */
+	CHECK_EQ_INT(store_etcd_write(st, bigval_fn, &b), 0);
+	CHECK_EQ_INT(private_count(st, ETCD_SPACE_VALUE), 0);
+	CHECK_EQ_INT(get1(other, "big", buf, sizeof(buf)), -ENOENT);
+	b.subtree = false;
+	CHECK_EQ_INT(store_etcd_write(st, bigval_fn, &b), 0);
+	uint8_t *bytes = b.bytes;
+
+	b.bytes = NULL;	/* a delete too */
+	CHECK_EQ_INT(store_etcd_write(st, bigval_fn, &b), 0);
+	CHECK_EQ_INT(private_count(st, ETCD_SPACE_VALUE), 0);
+	free(bytes);
+	t_close(other, false);
+	t_close(st, true);
+}
+
 struct feed_log {
 	int n, mine;
 	char last[64];
@@ -703,6 +944,129 @@ static void test_feed(void)
 	t_close(a, true);
 }
 
+/* ---- the children space's hints (docs/ETCD.md section 7) ---- */
+
+struct hint_arg {
+	int child;	/* the container ("h", child) */
+	const char *leaf;	/* its key ("h", child, leaf) = leaf; NULL: the leaf ("h", child) */
+	bool del, rewrite;	/* delete that key instead; delete the container first */
+};
+
+static size_t hint_key(uint8_t *out, size_t cap, int child, const char *leaf)
+{
+	struct tuple_writer w;
+
+	tuple_writer_init(&w, out, cap);
+	tuple_put_string(&w, "h", 1);
+	tuple_put_int(&w, child);
+	if (leaf)
+		tuple_put_string(&w, leaf, strlen(leaf));
+	return w.len;
+}
+
+static int hint_fn(struct store_txn *t, void *arg)
+{
+	const struct hint_arg *a = arg;
+	uint8_t k[64];
+	size_t kl;
+	int rc;
+
+	if (a->rewrite) {
+		kl = hint_key(k, sizeof(k), a->child, NULL);
+		if ((rc = store_etcd_del_prefix(t, STORE_SPACE_DATA, k, kl, NULL)))
+			return rc;
+	}
+	kl = hint_key(k, sizeof(k), a->child, a->leaf);
+	if (a->del)
+		return store_etcd_del(t, STORE_SPACE_DATA, k, kl);
+	return store_etcd_put(t, STORE_SPACE_DATA, k, kl, a->leaf ? a->leaf : "leaf",
+			      a->leaf ? strlen(a->leaf) : 4);
+}
+
+/* Whether the entry of ("h", child) names ("h", child, leaf) as its hint. */
+static bool hint_is(struct store *st, int child, const char *leaf)
+{
+	struct store_etcd *e = ETCD(st);
+	struct etcd_client *c = NULL;
+	struct etcd_range_opts o = { 0 };
+	struct etcd_range_result r = { 0 };
+	uint8_t k[ETCD_KEY_MAX], want[64];
+	size_t kl = e->prefix_len, wl = hint_key(want, sizeof(want), child, leaf);
+	bool is;
+
+	memcpy(k, e->prefix, kl);
+	k[kl++] = ETCD_SPACE_KIDS;
+	k[kl++] = 1;	/* ("h") has one element */
+	kl += hint_key(k + kl, sizeof(k) - kl, child, NULL);
+	if (etcd_client_take(e, &c) || etcd_range_retry(c, k, kl, &o, &r)) {
+		etcd_client_give(e, c);
+		return false;
+	}
+	etcd_client_give(e, c);
+	is = r.len == 1 && r.kvs[0].val_len == wl && memcmp(r.kvs[0].val, want, wl) == 0;
+	etcd_range_result_release(&r);
+	return is;
+}
+
+static void test_kids_hints(void)
+{
+	struct store *st = open_new("hints");
+	struct hint_arg a = { 1, "m", false, false };
+	struct store_txn *t;
+	struct store_scan *s = NULL;
+	struct store_val k, v;
+	uint8_t pfx[16], want[64];
+	size_t pl, end, wl;
+	struct tuple_writer w;
+	int n = 0, rc;
+
+	tuple_writer_init(&w, pfx, sizeof(pfx));
+	tuple_put_string(&w, "h", 1);
+	pl = w.len;
+
+	CHECK_EQ_INT(store_etcd_write(st, hint_fn, &a), 0);
+	CHECK(hint_is(st, 1, "m"));
+	a.leaf = "z";	/* a later key keeps the older, smaller hint */
+	CHECK_EQ_INT(store_etcd_write(st, hint_fn, &a), 0);
+	CHECK(hint_is(st, 1, "m"));
+	a.leaf = "c";	/* a smaller one replaces it */
+	CHECK_EQ_INT(store_etcd_write(st, hint_fn, &a), 0);
+	CHECK(hint_is(st, 1, "c"));
+	a.del = true;	/* deleting it leaves the hint: the listing reads on after it */
+	CHECK_EQ_INT(store_etcd_write(st, hint_fn, &a), 0);
+	CHECK(hint_is(st, 1, "c"));
+	a = (struct hint_arg){ 2, "b", false, false };
+	CHECK_EQ_INT(store_etcd_write(st, hint_fn, &a), 0);
+	a = (struct hint_arg){ 3, NULL, false, false };	/* a leaf child */
+	CHECK_EQ_INT(store_etcd_write(st, hint_fn, &a), 0);
+	a = (struct hint_arg){ 4, "q", false, false };
+	CHECK_EQ_INT(store_etcd_write(st, hint_fn, &a), 0);
+	a = (struct hint_arg){ 4, "x", false, true };	/* rewritten whole: the hint is exact */
+	CHECK_EQ_INT(store_etcd_write(st, hint_fn, &a), 0);
+	CHECK(hint_is(st, 4, "x"));
+
+	/* the listing: each child's real first key and value, no page of the whole range */
+	const char *firsts[] = { "m", "b", NULL, "x" };
+
+	CHECK_EQ_INT(t_read(st, &t), 0);
+	CHECK_EQ_INT(t_scan(t, STORE_SPACE_DATA, pfx, pl, &s), 0);
+	store_scan_expect_children(s);
+	while ((rc = store_scan_next_distinct(s, 1, &k, &v, &end)) == 1 && n < 4) {
+		const char *f = firsts[n];
+
+		wl = hint_key(want, sizeof(want), n + 1, f);
+		CHECK_MEM(k.data, k.len, want, wl);
+		CHECK_MEM(v.data, v.len, f ? f : "leaf", strlen(f ? f : "leaf"));
+		n++;
+	}
+	CHECK_EQ_INT(rc, 0);
+	CHECK_EQ_INT(n, 4);
+	CHECK_EQ_INT((int)ESCAN(s)->fetches, 0);	/* the children space served it all */
+	t_scan_close(s);
+	t_end(t);
+	t_close(st, true);
+}
+
 /* ---- bench STORE: the same workloads through store.h on either backend ---- */
 
 static double ms_now(void)
@@ -748,7 +1112,7 @@ static int one_put(struct store_txn *t, void *arg)
 	return store_put(t, STORE_SPACE_DATA, BENCH_KEY, sizeof(BENCH_KEY) - 1, v, strlen(v));
 }
 
-static int bench(const char *name, int per_child)
+static int bench(const char *name, int per_child, bool reuse)
 {
 	struct store *st;
 	struct store_txn *t;
@@ -767,7 +1131,7 @@ static int bench(const char *name, int per_child)
 	}
 	int chunk = 3000 / per_child > 0 ? 3000 / per_child : 1;	/* children per write */
 
-	for (int from = 0; from < 1000; from += chunk) {
+	for (int from = 0; !reuse && from < 1000; from += chunk) {
 		struct fill_arg a = { from, from + chunk, per_child };
 
 		if (a.to > 1000)
@@ -802,6 +1166,8 @@ static int bench(const char *name, int per_child)
 		rc = store_scan_open(t, STORE_SPACE_DATA, pfx, w.len, &s);
 		n = 0;
 		if (rc == 0)
+			store_scan_expect_children(s);	/* as `ls` does (model/node_read.c) */
+		if (rc == 0)
 			while ((rc = store_scan_next_distinct(s, 1, &k, &v, &end)) == 1)
 				n++;
 		if (s)
@@ -822,10 +1188,129 @@ fail:
 	return 1;
 }
 
+/* ---- TTL leases (store/etcd_lease.c, docs/ETCD.md section 9) ---- */
+
+struct lease_arg {
+	int64_t deadline_ns;	/* given to "e1" and "e2"; "plain" gets none */
+	bool expire;	/* call expire_puts */
+	bool put_again;	/* put "e2" again after it: that put has no lease */
+};
+
+static int deadline_fn(struct store_txn *t, void *arg, enum store_space space, const uint8_t *key,
+		       size_t len, int64_t *deadline_ns)
+{
+	struct lease_arg *a = arg;
+
+	(void)t;
+	*deadline_ns = space == STORE_SPACE_DATA && len == 2 && key[0] == 'e' ? a->deadline_ns : 0;
+	return 0;
+}
+
+static int lease_fn(struct store_txn *t, void *arg)
+{
+	struct lease_arg *a = arg;
+	int rc = 0;
+
+	rc = store_etcd_put(t, STORE_SPACE_DATA, "e1", 2, "1", 1);
+	if (rc == 0)
+		rc = store_etcd_put(t, STORE_SPACE_DATA, "e2", 2, "2", 1);
+	if (rc == 0)
+		rc = store_etcd_put(t, STORE_SPACE_DATA, "plain", 5, "p", 1);
+	if (rc == 0 && a->expire)
+		rc = store_etcd_expire_puts(t, deadline_fn, a);
+	if (rc == 0 && a->put_again)
+		rc = store_etcd_put(t, STORE_SPACE_DATA, "e2", 2, "2b", 2);
+	return rc;
+}
+
+/* The lease etcd holds key k of the data space on (0: none), -1 when absent. */
+static int64_t lease_of(struct store *st, const char *k)
+{
+	struct etcd_client *c;
+	struct etcd_range_result r;
+	uint8_t full[ETCD_KEY_MAX];
+	size_t fl = etcd_key(ETCD(st), STORE_SPACE_DATA, k, strlen(k), full);
+	int64_t lease = -1;
+
+	if (etcd_client_take(ETCD(st), &c))
+		return -2;
+	if (etcd_client_range(c, full, fl, NULL, &r) == 0) {
+		if (r.len == 1)
+			lease = r.kvs[0].lease;
+		etcd_range_result_release(&r);
+	}
+	etcd_client_give(ETCD(st), c);
+	return lease;
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void test_leases(void)
+{
+	struct store *st = open_new("lease");
+	struct lease_arg a = { .deadline_ns = now_ns() + 60 * 1000000000LL, .expire = true };
+	int64_t l1, l2;
+	char buf[16];
+
+	CHECK(store_etcd_ops.abilities & STORE_CAN_EXPIRE);
+	CHECK_EQ_INT(store_etcd_write(st, lease_fn, &a), 0);
+	l1 = lease_of(st, "e1");
+	CHECK(l1 > 0);
+	CHECK(lease_of(st, "e2") == l1);	/* one lease per deadline second */
+	CHECK(lease_of(st, "plain") == 0);
+	/* another deadline: another lease; a put after expire_puts has none */
+	a.deadline_ns += 5 * 1000000000LL;
+	a.put_again = true;
+	CHECK_EQ_INT(store_etcd_write(st, lease_fn, &a), 0);
+	l2 = lease_of(st, "e1");
+	CHECK(l2 > 0 && l2 != l1);
+	CHECK(lease_of(st, "e2") == 0);
+	/* the same deadline again reuses the handle's lease */
+	a.put_again = false;
+	CHECK_EQ_INT(store_etcd_write(st, lease_fn, &a), 0);
+	CHECK(lease_of(st, "e2") == l2);
+	/* a put without expire_puts detaches */
+	a.expire = false;
+	CHECK_EQ_INT(store_etcd_write(st, lease_fn, &a), 0);
+	CHECK(lease_of(st, "e1") == 0 && lease_of(st, "e2") == 0);
+	/* a deadline a second away: etcd deletes the keys itself */
+	a.expire = true;
+	a.deadline_ns = now_ns() + 1000000000LL;
+	CHECK_EQ_INT(store_etcd_write(st, lease_fn, &a), 0);
+	for (int i = 0; i < 100 && lease_of(st, "e1") != -1; i++)
+		usleep(100 * 1000);
+	CHECK(lease_of(st, "e1") == -1);
+	CHECK(lease_of(st, "e2") == -1);
+	CHECK_EQ_INT(get1(st, "plain", buf, sizeof(buf)), 0);
+	/* a cached lease etcd no longer has: the commit is run again with a new one */
+	a.deadline_ns = now_ns() + 60 * 1000000000LL;
+	CHECK_EQ_INT(store_etcd_write(st, lease_fn, &a), 0);
+	l1 = lease_of(st, "e1");
+	{
+		struct etcd_client *c;
+
+		CHECK_EQ_INT(etcd_client_take(ETCD(st), &c), 0);
+		CHECK_EQ_INT(etcd_client_lease_revoke(c, l1), 0);
+		etcd_client_give(ETCD(st), c);
+	}
+	CHECK_EQ_INT(store_etcd_write(st, lease_fn, &a), 0);
+	l2 = lease_of(st, "e1");
+	CHECK(l2 > 0 && l2 != l1);
+	t_close(st, true);
+}
+
 int main(int argc, char **argv)
 {
-	if (argc == 4 && strcmp(argv[1], "bench") == 0)
-		return bench(argv[2], atoi(argv[3]) > 0 ? atoi(argv[3]) : 1);
+	/* bench STORE N [reuse]: reuse lists a store an earlier run filled, without filling it again */
+	if ((argc == 4 || argc == 5) && strcmp(argv[1], "bench") == 0)
+		return bench(argv[2], atoi(argv[3]) > 0 ? atoi(argv[3]) : 1,
+			     argc == 5 && strcmp(argv[4], "reuse") == 0);
 	endpoints = getenv("KVFS_ETCD_ENDPOINTS");
 	if (!endpoints) {
 		printf("1..0 # SKIP KVFS_ETCD_ENDPOINTS is not set (tests/82-etcd-store.bats starts a cluster)\n");
@@ -838,6 +1323,11 @@ int main(int argc, char **argv)
 	TEST(test_conflicts);
 	TEST(test_big);
 	TEST(test_big_lost_flip);
+	TEST(test_many_guards);
+	TEST(test_put_not_a_delete);
+	TEST(test_big_value);
 	TEST(test_feed);
+	TEST(test_kids_hints);
+	TEST(test_leases);
 	return UNIT_DONE();
 }

@@ -129,6 +129,7 @@ static void test_lmdb_declares_abilities(void)
 	CHECK(store_can(st, STORE_CAN_SYNC));
 	CHECK(store_can(st, STORE_CAN_HOT_COPY | STORE_CAN_USAGE | STORE_CAN_FEED));
 	CHECK(store_can(st, 0));
+	CHECK(!store_can(st, STORE_CAN_EXPIRE));	/* TTLs are the reaper's (model/ttl.c) */
 	store_close(st);
 }
 
@@ -136,6 +137,40 @@ static int put_one(struct store_txn *txn, void *arg)
 {
 	(void)arg;
 	return store_put(txn, STORE_SPACE_DATA, "\x02k\x00", 3, "v", 1);
+}
+
+static int count_expiry(struct store_txn *txn, void *arg, enum store_space space,
+			const uint8_t *key, size_t len, int64_t *deadline_ns)
+{
+	(void)txn, (void)space, (void)key, (void)len;
+	(*(int *)arg)++;
+	*deadline_ns = 1;
+	return 0;
+}
+
+/* A put, then store_txn_expire_puts: LMDB has no engine expiry, so fn is never asked. */
+static int put_expiring(struct store_txn *txn, void *arg)
+{
+	int ret = put_one(txn, NULL);
+
+	return ret ? ret : store_txn_expire_puts(txn, count_expiry, arg);
+}
+
+static void test_lmdb_expire_puts_is_a_no_op(void)
+{
+	struct store *st = open_lmdb("expire");
+	struct store_txn *txn;
+	int asked = 0;
+
+	CHECK(st != NULL);
+	if (!st)
+		return;
+	CHECK_EQ_INT(store_write(st, put_expiring, &asked), 0);
+	CHECK_EQ_INT(asked, 0);
+	CHECK_EQ_INT(store_read_begin(st, &txn), 0);
+	CHECK_EQ_INT(store_txn_expire_puts(txn, count_expiry, &asked), -EROFS);
+	store_txn_end(txn);
+	store_close(st);
 }
 
 static int never_feed(void *arg, const struct store_change *c)
@@ -231,6 +266,7 @@ int main(void)
 	TEST(test_name_chooses_backend);
 	TEST(test_url_without_backend);
 	TEST(test_lmdb_declares_abilities);
+	TEST(test_lmdb_expire_puts_is_a_no_op);
 	TEST(test_abilities_not_assumed);
 	rc = UNIT_DONE();
 	nftw(tmp_root, remove_one, 16, FTW_DEPTH | FTW_PHYS);

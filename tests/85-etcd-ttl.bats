@@ -1,0 +1,295 @@
+#!/usr/bin/env bats
+# tests/85-etcd-ttl.bats - TTLs on etcd are etcd leases (docs/ETCD.md
+# section 9): a subtree given a TTL through a mount is deleted by etcd
+# itself at its deadline with no kvfs running, index entries of an expiring
+# table row included; a TTL removed leaves no lease on the keys, a changed
+# one moves them to another; another mount sees the expiry through the
+# watch. A cluster of its own, or the one make test-etcd runs.
+
+load 'test_helper/common'
+load 'test_helper/etcd'
+load 'test_helper/tables'
+
+setup_file() {
+	etcd_start
+}
+
+teardown_file() {
+	etcd_stop
+}
+
+setup() {
+	etcd_test_store 85
+	mount_store
+}
+
+teardown() {
+	mount_teardown
+}
+
+# (a generous timeout: a big store's keys take etcdctl seconds on a busy machine)
+ctl() {
+	ETCDCTL_API=3 etcdctl --endpoints="${KVFS_ETCD_ENDPOINTS%%,*}" --command-timeout=60s "$@"
+}
+
+# ekeys: one line per key of the store in etcd: SPACE PATH LEASE, where
+# PATH spells the tuple key's string elements as /name and any other byte
+# as .hh (an expiry key's 8-byte deadline is left out), LEASE 0 for none.
+ekeys() {
+	ctl get --prefix "$PREFIX" -w json | python3 -c '
+import base64, json, signal, sys
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+pre = sys.argv[1].encode() + b"\0"
+for kv in json.load(sys.stdin).get("kvs", []):
+    k = base64.b64decode(kv["key"])
+    if not k.startswith(pre):
+        continue
+    space, rest = chr(k[len(pre)]), k[len(pre) + 1:]
+    if space == "e":
+        rest = rest[8:]
+    out, i = "", 0
+    while i < len(rest):
+        j = rest.find(b"\0", i + 1)
+        if rest[i] == 2 and j > 0:
+            # printable bytes as they are, others as .hh: one line, no blank, per key
+            # (an array index can hold a 2 and look like a string here)
+            out += "/" + "".join(chr(b) if 0x20 < b < 0x7f else ".%02x" % b for b in rest[i + 1:j])
+            i = j + 1
+        else:
+            out += ".%02x" % rest[i]
+            i += 1
+    print(space, out or "/", kv.get("lease", 0))
+' "$PREFIX"
+}
+
+# leases_of REGEX: the distinct leases of the node-space keys (d a t e i)
+# whose line matches REGEX, one a line.
+leases_of() {
+	ekeys | grep -E '^[datei] ' | grep -E -- "$1" | awk '{print $3}' | sort -u
+}
+
+# none_left REGEX: no key of the store matches REGEX.
+none_left() {
+	! ekeys | grep -E "^[datei] " | grep -E -q -- "$1"
+}
+
+# landed PATH...: each leaf is in etcd (a file's commit may trail its close
+# by the kernel's release), so that a TTL set next finds the whole subtree.
+landed() {
+	local p
+	for p in "$@"; do
+		eventually 5 kvfs get "$STORE" "$p" >/dev/null
+	done
+}
+
+# lease_alive ID (decimal): etcd still has the lease (etcdctl prints 16 hex digits).
+lease_alive() {
+	ctl lease list | grep -q -i "^$(printf '%016x' "$1")$"
+}
+
+# lease_gone ID (decimal): etcd no longer has the lease.
+lease_gone() {
+	! lease_alive "$1"
+}
+
+@test "a subtree with a TTL is deleted by etcd itself at its deadline, with no kvfs running" {
+	mkdir -p "$MNT/s/tmp/deep"
+	echo a >"$MNT/s/tmp/a"
+	echo b >"$MNT/s/tmp/deep/b"
+	echo keep >"$MNT/s/keep"
+	landed /s/tmp/a /s/tmp/deep/b /s/keep
+	setfattr -n user.kvfs.ttl -v 2 "$MNT/s/tmp"
+	# every key of the subtree (data, attributes, deadline, expiry entry) on one lease
+	run -0 leases_of '/s/tmp'
+	[ "${#lines[@]}" -eq 1 ]
+	[ "${lines[0]}" != 0 ]
+	local lease=${lines[0]}
+	ekeys | grep -q "^e /s/tmp $lease$"
+	ekeys | grep -q "^t /s/tmp $lease$"
+	ekeys | grep -q "^d /s/tmp/deep/b $lease$"
+	run -0 leases_of '/s/keep'
+	assert_output 0
+	unmount_store
+	# no kvfs process runs now: only etcd can remove them
+	eventually 15 none_left '/s/tmp'
+	ekeys | grep -q '^d /s/keep 0$'
+	local left
+	left=$(ekeys)
+	run -1 grep -E '^k .*/s/tmp' <<<"$left"	# children-space entries went with them
+	run -0 grep -E '^k .*/s 0$' <<<"$left"	# the parent's stays: /s/keep is in it
+	run -0 kvfs check "$STORE"
+	assert_output --partial ', 0 problems'
+	run -0 kvfs ls "$STORE" /s
+	assert_output keep
+}
+
+@test "a big value's chunks share its lease, and etcd deletes them with it" {
+	mkdir -p "$MNT/b"
+	head -c 2500000 /dev/urandom | base64 -w0 >"$BATS_TEST_TMPDIR/big"
+	cp "$BATS_TEST_TMPDIR/big" "$MNT/b/v"
+	landed /b/v
+	[ "$(ekeys | grep -c '^v ')" -ge 3 ]	# stored in chunks (docs/ETCD.md section 3)
+	setfattr -n user.kvfs.ttl -v 2 "$MNT/b"
+	run -0 leases_of '/b/v'
+	[ "${#lines[@]}" -eq 1 ]
+	[ "${lines[0]}" != 0 ]
+	local lease=${lines[0]}
+	[ "$(ekeys | awk '$1 == "v" { print $3 }' | sort -u)" = "$lease" ]
+	unmount_store
+	eventually 15 none_left '/b/v'
+	[ "$(ekeys | awk '$1 == "v"' | wc -l)" -eq 0 ]	# one lease: gone in the same revision
+}
+
+@test "an expiring table row takes its index entries along in etcd; an expiring indexed field its entry" {
+	people
+	row people/cy '{"email":"cy@x","age":30,"nick":"c"}'
+	landed /people/cy/nick
+	setfattr -n user.kvfs.ttl -v 2 "$MNT/people/cy"
+	run -0 leases_of '^i .*/cy '
+	[ "${#lines[@]}" -eq 1 ]
+	[ "${lines[0]}" != 0 ]
+	run -0 leases_of '/people/cy'
+	[ "${#lines[@]}" -eq 1 ]
+	[ "${lines[0]}" != 0 ]
+	# a field: the by_age entry goes with it, the row and its by_email entry stay
+	kvfs put --ttl 2 "$STORE" /people/ann/age 31
+	run -0 leases_of '^i .*/ann '
+	[ "${#lines[@]}" -eq 2 ]	# by_email: none; by_age: the field's lease
+	unmount_store
+	eventually 15 none_left '/cy( |/)'
+	eventually 15 none_left '/ann/age'
+	[ "$(ekeys | grep -c '^i .*/ann ')" -eq 1 ]
+	ekeys | grep -q '^i .*/bob '
+	run -0 kvfs check "$STORE"
+	assert_output --partial ', 0 problems'
+	run -0 kvfs find "$STORE" /people by_email cy@x
+	assert_output ''
+	run -0 kvfs find "$STORE" /people by_age --from -100
+	assert_output bob
+	run -0 kvfs export --compact "$STORE" /people/ann
+	assert_output '{"email":"ann@x"}'
+}
+
+@test "a TTL removed before its deadline leaves no lease on the keys, and the data stays" {
+	mkdir -p "$MNT/s/tmp"
+	echo a >"$MNT/s/tmp/a"
+	setfattr -n user.kvfs.ttl -v 2 "$MNT/s/tmp"
+	run -0 leases_of '/s/tmp'
+	local lease=${lines[0]}
+	[ "$lease" != 0 ]
+	setfattr -x user.kvfs.ttl "$MNT/s/tmp"
+	run -0 leases_of '/s/tmp'
+	assert_output 0
+	unmount_store
+	# the lease itself runs out: nothing was on it any more
+	eventually 15 lease_gone "$lease"
+	ekeys | grep -q '^d /s/tmp/a 0$'
+	run -0 kvfs get "$STORE" /s/tmp/a
+	assert_output a
+	run -0 kvfs check "$STORE"
+	assert_output --partial ', 0 problems'
+}
+
+@test "a changed TTL moves the keys to another lease; a rewrite without a TTL detaches a key" {
+	mkdir -p "$MNT/s/tmp"
+	echo a >"$MNT/s/tmp/a"
+	echo b >"$MNT/s/tmp/b"
+	landed /s/tmp/a /s/tmp/b
+	setfattr -n user.kvfs.ttl -v 2 "$MNT/s/tmp"
+	run -0 leases_of '/s/tmp'
+	local first=${lines[0]}
+	setfattr -n user.kvfs.ttl -v 100 "$MNT/s/tmp"
+	run -0 leases_of '/s/tmp'
+	[ "${#lines[@]}" -eq 1 ]
+	[ "${lines[0]}" != 0 ]
+	[ "${lines[0]}" != "$first" ]
+	local second=${lines[0]}
+	# a node of its own: its TTL, then a rewrite that clears it
+	echo c >"$MNT/s/c"
+	setfattr -n user.kvfs.ttl -v 100 "$MNT/s/c"
+	run -0 leases_of '/s/c '
+	[ "$output" != 0 ]
+	echo c2 >"$MNT/s/c"
+	run -0 leases_of '/s/c '
+	assert_output 0
+	unmount_store
+	eventually 15 lease_gone "$first"
+	lease_alive "$second"
+	ekeys | grep -q "^d /s/tmp/b $second$"
+	run -0 kvfs get "$STORE" /s/c
+	assert_output c2
+	run -0 kvfs check "$STORE"
+	assert_output --partial ', 0 problems'
+}
+
+@test "a read-only mount (which never reaps) sees etcd's expiry through the watch" {
+	local ro=$BATS_TEST_TMPDIR/ro
+	mkdir -p "$MNT/s/tmp"
+	echo a >"$MNT/s/tmp/a"
+	echo keep >"$MNT/s/keep"
+	mkdir -p "$ro"
+	"$KVFS_BIN" mount -f -o ro "$STORE" "$ro" >>"$ro.log" 2>&1 3>&- &
+	EXTRA_PIDS+=("$!")
+	EXTRA_MNTS+=("$ro")
+	eventually 10 mountpoint -q "$ro"
+	run -0 cat "$ro/s/tmp/a"
+	assert_output a
+	run -0 ls "$ro/s/tmp"
+	assert_output a
+	setfattr -n user.kvfs.ttl -v 2 "$MNT/s/tmp"
+	unmount_store
+	eventually 15 none_left '/s/tmp'
+	eventually 10 bash -c "[ ! -e '$ro/s/tmp' ]"
+	run -0 ls "$ro/s"
+	assert_output keep
+	run -1 cat "$ro/s/tmp/a"
+}
+
+# big_doc FILE N: a document of N records of 3 leaves (N=12,000: more than
+# one etcd request, so it is written as a staged commit, docs/ETCD.md section 6).
+big_doc() {
+	python3 -c '
+import json, sys
+n = int(sys.argv[2])
+json.dump({"items": [{"id": i, "name": "n %d" % i, "v": i * 7} for i in range(n)]}, open(sys.argv[1], "w"))
+' "$1" "$2"
+}
+
+@test "a document over one request imported with a TTL is on its lease, and etcd deletes it whole" {
+	unmount_store
+	big_doc "$BATS_TEST_TMPDIR/big.json" 12000
+	kvfs put "$STORE" /keep k
+	# a deadline past the import's own time (several seconds on a busy machine)
+	run -0 kvfs import --ttl 20 "$STORE" /big "$BATS_TEST_TMPDIR/big.json"
+	[ "$(ekeys | grep -c '^d /big/')" -ge 36000 ]
+	run -0 leases_of '/big(/| )'
+	[ "${#lines[@]}" -eq 1 ]
+	[ "${lines[0]}" != 0 ]
+	# the children-space entries of its 12,000 objects take their leases too
+	[ "$(ekeys | awk '$1 == "k" && $3 != 0' | wc -l)" -ge 12000 ]
+	# no kvfs process runs: only etcd can remove them
+	eventually 40 none_left '/big(/| )'
+	ekeys | grep -q '^d /keep 0$'
+	run -0 ekeys
+	run -0 grep -c '^k ' <<<"$output"
+	assert_output 1	# the space's marker alone: no entry outlived its container
+	run -0 kvfs check "$STORE"
+	assert_output --partial ', 0 problems'
+}
+
+@test "a lease that runs out while a staged commit is applied: its keys are deleted, not left behind" {
+	unmount_store
+	big_doc "$BATS_TEST_TMPDIR/big.json" 12000
+	kvfs put "$STORE" /keep k
+	# each request of the staged commit waits 1.5 s: the 1 s lease ends before the apply
+	KVFS_ETCD_TEST_STEP_MS=1500 run -0 kvfs import --ttl 1 "$STORE" /big "$BATS_TEST_TMPDIR/big.json"
+	# applied to the end: no commit record, staging or marker is left standing
+	[ "$(ekeys | grep -c '^[bcq] ')" -eq 0 ]
+	eventually 10 none_left '/big(/| )'
+	ekeys | grep -q '^d /keep 0$'
+	kvfs put "$STORE" /after a
+	run -0 kvfs ls "$STORE" /
+	assert_output $'after\nkeep'
+	run -0 kvfs check "$STORE"
+	assert_output --partial ', 0 problems'
+}

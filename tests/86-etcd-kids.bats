@@ -1,0 +1,192 @@
+#!/usr/bin/env bats
+# tests/86-etcd-kids.bats - listings on etcd through the children space with
+# hints (docs/ETCD.md section 7): directories mixing leaves, empty
+# containers, objects and arrays with big and small subtrees list as the
+# same tree on LMDB does (`ls -l`, `find`), after writes, deletes, rm -r,
+# mv, from a second mount, and in a store whose entries carry no hints
+# (written before them). A cluster of its own, or KVFS_ETCD_URL's.
+
+load 'test_helper/common'
+load 'test_helper/etcd'
+
+setup_file() {
+	etcd_start
+}
+
+teardown_file() {
+	etcd_stop
+}
+
+setup() {
+	etcd_test_store 86
+	LSTORE=$BATS_TEST_TMPDIR/lmdb
+	LMNT=$BATS_TEST_TMPDIR/lmnt
+}
+
+teardown() {
+	[ -z "${MNT:-}" ] || mount_teardown
+}
+
+# big_doc N: an object of N members, one of them an array of N/2 objects.
+big_doc() {
+	local n=$1 j
+	printf '{'
+	for ((j = 0; j < n; j++)); do
+		printf '"m%03d":"v%d",' "$j" "$j"
+	done
+	printf '"arr":['
+	for ((j = 0; j < n / 2; j++)); do
+		printf '%s{"n":%d,"s":"x"}' "$([ $j -gt 0 ] && echo ,)" "$j"
+	done
+	printf ']}\n'
+}
+
+# build ROOT: under ROOT/d, leaves, empty directories, objects and arrays,
+# small and big, and a directory of directories.
+build() {
+	local r=$1/d i
+	mkdir "$r"
+	for i in 0 1 2 3 4 5 6 7 8 9; do
+		echo "leaf $i" >"$r/l$i"
+	done
+	mkdir "$r/empty1" "$r/m-empty" "$r/zz-empty"
+	big_doc 400 >"$r/big.json"
+	big_doc 4 >"$r/a-small.json"
+	echo '[1,2,3,[4,5],{"k":[]}]' >"$r/arr.json"
+	echo '{}' >"$r/emptyobj.json"
+	echo '[]' >"$r/emptyarr.json"
+	mkdir "$r/sub" "$r/sub/deep" "$r/sub/deep/er" "$r/h"
+	for i in a b c; do
+		echo "$i" >"$r/h/$i"
+		echo "$i" >"$r/sub/deep/er/$i"
+	done
+	big_doc 200 >"$r/sub/deep/doc.json"
+	for i in 1 2 3 4 5 6; do
+		big_doc $((i * 20)) >"$r/mid$i.json"
+		echo "between $i" >"$r/mid${i}x"
+	done
+}
+
+# change ROOT: writes, deletes (of a container's first key too), rm -r, mv.
+change() {
+	local r=$1/d
+	echo "new" >"$r/l3"
+	echo "brand new" >"$r/l99"
+	rm "$r/l0" "$r/mid2.json"
+	rm "$r/h/a"	# h's first key: h stays, from its next key
+	rm -r "$r/sub/deep/er"
+	mv "$r/big" "$r/aaa-big"	# a document is listed as a directory too
+	mv "$r/mid3" "$r/zzz"
+	mv "$r/mid4x" "$r/h/moved"
+	big_doc 50 >"$r/a-small.json"
+	echo '[9]' >"$r/big2.json"
+	mkdir "$r/new-empty"
+	rm -r "$r/mid5"
+}
+
+# view ROOT: what a listing shows, recursively and one level at a time.
+view() {
+	(cd "$1" && find . -printf '%y %s %P\n' | sort &&
+		ls -lAn --time-style=+X d d/h d/sub d/sub/deep d/big d/aaa-big 2>/dev/null |
+		sed 's/^total .*/total/')
+}
+
+@test "listings on etcd equal LMDB's: leaves, empty containers, objects, arrays, big and small" {
+	mount_store
+	mount_extra "$LMNT" "$LSTORE"
+	build "$MNT"
+	build "$LMNT"
+	run -0 view "$LMNT"
+	local want=$output
+	[ "$(grep -c . <<<"$want")" -gt 60 ]
+	run -0 view "$MNT"
+	assert_output "$want"
+	change "$MNT"
+	change "$LMNT"
+	run -0 view "$LMNT"
+	want=$output
+	grep -q ' d/h$' <<<"$want"	# h still holds b and c
+	run -0 view "$MNT"
+	assert_output "$want"
+	# another mount of the same store (a cold cache) and the CLI list the same
+	mount_extra "$BATS_TEST_TMPDIR/mnt2" "$STORE"
+	run -0 view "$BATS_TEST_TMPDIR/mnt2"
+	assert_output "$want"
+	run -0 kvfs ls "$LSTORE" d
+	want=$output
+	run -0 kvfs ls "$STORE" d
+	assert_output "$want"
+}
+
+@test "a directory of 300 directories lists on etcd as on LMDB, across readdir calls" {
+	mount_store
+	mount_extra "$LMNT" "$LSTORE"
+	local i m
+	for m in "$MNT" "$LMNT"; do
+		mkdir "$m/w"
+		for ((i = 0; i < 300; i++)); do
+			if ((i % 3 == 0)); then
+				echo "{\"i\":$i,\"a\":[$i,$i]}" >"$m/w/o$i.json"
+			elif ((i % 3 == 1)); then
+				mkdir "$m/w/d$i"
+			else
+				echo "$i" >"$m/w/f$i"
+			fi
+		done
+	done
+	run -0 bash -c "cd '$LMNT/w' && ls -lAn --time-style=+X"
+	local want=$output
+	[ "${#lines[@]}" -eq 301 ]
+	run -0 bash -c "cd '$MNT/w' && ls -lAn --time-style=+X"
+	assert_output "$want"
+	# rm -r of every third: the listing skips their entries' leftovers
+	for m in "$MNT" "$LMNT"; do
+		for ((i = 0; i < 300; i += 9)); do
+			rm -r "$m/w/o$i.json"
+		done
+	done
+	run -0 bash -c "cd '$LMNT/w' && ls -lAn --time-style=+X"
+	want=$output
+	run -0 bash -c "cd '$MNT/w' && ls -lAn --time-style=+X"
+	assert_output "$want"
+}
+
+# strip_hints PREFIX: sets every entry of the children space of store
+# PREFIX to the empty value, as a store written before hints has them.
+strip_hints() {
+	python3 - "${KVFS_ETCD_ENDPOINTS%%,*}" "$1" <<'EOF'
+import base64, json, sys, urllib.request
+ep, prefix = sys.argv[1], sys.argv[2].encode()
+b64 = lambda b: base64.b64encode(b).decode()
+def call(path, body):
+    req = urllib.request.Request("http://%s/v3/kv/%s" % (ep, path), json.dumps(body).encode())
+    return json.load(urllib.request.urlopen(req))
+lo, hi = prefix + b"\0k\0", prefix + b"\0l"
+kvs = call("range", {"key": b64(lo), "range_end": b64(hi), "keys_only": True}).get("kvs", [])
+for kv in kvs:
+    call("put", {"key": kv["key"], "value": ""})
+print(len(kvs))
+EOF
+}
+
+@test "a store whose children space has no hints (written before them) still lists" {
+	mount_store
+	mount_extra "$LMNT" "$LSTORE"
+	build "$MNT"
+	build "$LMNT"
+	unmount_store
+	run -0 strip_hints "${STORE#etcd://*/}"
+	[ "$output" -gt 5 ]
+	mount_store
+	run -0 view "$LMNT"
+	local want=$output
+	run -0 view "$MNT"
+	assert_output "$want"
+	# writes into it add hints again; listings stay right
+	change "$MNT"
+	change "$LMNT"
+	run -0 view "$LMNT"
+	want=$output
+	run -0 view "$MNT"
+	assert_output "$want"
+}
