@@ -17,6 +17,8 @@
 #   KVFS_ETCD_DIR   the cluster's directory (default ${TMPDIR:-/tmp}/kvfs-etcd-$UID)
 #   KVFS_ETCD_PORT  first port (default 23790): member i listens for clients
 #                   on PORT+2i and for peers on PORT+2i+1
+#   KVFS_ETCD_MAX_REQUEST_BYTES, KVFS_ETCD_MAX_TXN_OPS  the members' limits
+#                   (default 10485760 and 8192; etcd's own are 1572864 and 128)
 # Installs Debian's etcd-server and etcd-client when etcd is missing.
 set -euo pipefail
 
@@ -26,8 +28,8 @@ members=3
 # Limits (docs/ETCD.md "Limits"): 10 MiB is the largest request size etcd
 # recommends (it warns above it); etcd documents no ceiling for operations
 # per Txn (default 128), so the cap is set where 10 MiB of small keys fits.
-max_request_bytes=10485760
-max_txn_ops=8192
+max_request_bytes=${KVFS_ETCD_MAX_REQUEST_BYTES:-10485760}
+max_txn_ops=${KVFS_ETCD_MAX_TXN_OPS:-8192}
 # Old revisions are kept 10 minutes: watchers that fall further behind get
 # "compacted" and must resynchronize (docs/ETCD.md "Change feed").
 compaction=(--auto-compaction-mode=periodic --auto-compaction-retention=10m)

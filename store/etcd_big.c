@@ -14,8 +14,12 @@
 
 #include "store/store_int.h"
 
-#define BIG_CHUNK_BYTES (4u << 20)	/* raw bytes of operations per chunk (one apply Txn) */
-#define BIG_CHUNK_OPS (ETCD_TXN_OPS - 8)	/* operations per chunk, room left for the guard */
+/*
+ * A chunk is one apply Txn: at most the handle's operations per Txn, room
+ * left for the guard, and two thirds of its bytes (base64 adds a third
+ * when it is staged as one value).
+ */
+#define BIG_CHUNK_BYTES_MAX (ETCD_TXN_BYTES / 3 * 2)
 #define BIG_LEASE_TTL 15	/* s: a writer silent this long is taken for dead */
 #define BIG_REC_VERSION 1
 #define BIG_REC_HEAD 21	/* version, id (16), chunks (4); the change-log entry follows */
@@ -62,14 +66,25 @@ static void big_step_pause(void)
 /* Errors after which a sent Txn may or may not have been applied (as in etcd_store.c). */
 static bool outcome_unknown(int rc)
 {
-	return rc != -EINVAL && rc != -E2BIG && rc != -ENOSPC && rc != -EACCES &&
-	       rc != -ENOMEM && rc != -ECONNREFUSED && rc != -EPROTO;
+	return rc != -EINVAL && rc != -E2BIG && rc != -EMSGSIZE && rc != -ENOSPC &&
+	       rc != -EACCES && rc != -ENOMEM && rc != -ECONNREFUSED && rc != -EPROTO;
 }
 
 static bool transient(int rc)
 {
 	return rc == -ECONNRESET || rc == -EAGAIN || rc == -ECONNREFUSED || rc == -EPIPE ||
 	       rc == -ETIMEDOUT;
+}
+
+/* Renews the writer's lease (0: none) at most once a second: BIG_LEASE_TTL leaves room. */
+static void keep_lease(struct etcd_client *c, int64_t lease, int64_t *renewed_ns)
+{
+	int64_t now = store_now_ns();
+
+	if (!lease || now - *renewed_ns < 1000000000)
+		return;
+	*renewed_ns = now;
+	(void)etcd_client_lease_keepalive(c, lease, NULL);
 }
 
 /* A Txn whose repetition is harmless (staging, applying, cleaning): tried again while transient. */
@@ -227,6 +242,75 @@ static bool expired_puts_to_deletes(struct etcd_client *c, struct etcd_op *ops, 
 	return changed;
 }
 
+static int apply_ops(struct store_etcd *st, struct etcd_client *c, const struct etcd_cmp *cmp,
+		     const struct etcd_op *ops, size_t n, bool *gone);
+
+/* How many of the n ops, from the first, fit the handle's budget (at least one). */
+static size_t ops_fitting(struct store_etcd *st, const struct etcd_op *ops, size_t n)
+{
+	size_t max_ops = etcd_txn_ops(st) - 8, max_bytes = etcd_txn_bytes(st), bytes = 0, i;
+
+	for (i = 0; i < n && i < max_ops; i++) {
+		bytes += op_size(&ops[i]);
+		if (i > 0 && bytes > max_bytes)
+			break;
+	}
+	return i;
+}
+
+/*
+ * The cluster refused ops (n > 1) as too big (rc): the handle's budget is
+ * lowered when the refused Txn was within it, then the ops go in slices
+ * that fit the budget (halves when the budget says they all fit).
+ */
+static int apply_in_slices(struct store_etcd *st, struct etcd_client *c,
+			   const struct etcd_cmp *cmp, const struct etcd_op *ops, size_t n,
+			   int rc, bool *gone)
+{
+	size_t budget = rc == -EMSGSIZE ? etcd_txn_ops(st) : etcd_txn_bytes(st), size = n + 1;
+
+	if (rc == -E2BIG) {
+		size = 0;
+		for (size_t i = 0; i < n; i++)
+			size += op_size(&ops[i]);
+	}
+	if (size <= budget)
+		(void)etcd_limits_lower(st, rc, budget);	/* the handle's next commits fit */
+	rc = 0;
+	for (size_t i = 0; rc == 0 && !*gone && i < n;) {
+		size_t m = ops_fitting(st, ops + i, n - i);
+
+		if (i == 0 && m == n)
+			m = n / 2;
+		rc = apply_ops(st, c, cmp, ops + i, m, gone);
+		i += m;
+	}
+	return rc;
+}
+
+/*
+ * Sends ops as one Txn guarded by cmp; *gone when the guard failed. A chunk
+ * staged under larger limits than this cluster's (another host's budget,
+ * or one not learned yet) is refused as too big: its halves go one after
+ * the other then. That is sound because a commit's ops never overlap, so
+ * they commute: a helper applying the chunk meanwhile, or again later,
+ * leaves the same keys.
+ */
+static int apply_ops(struct store_etcd *st, struct etcd_client *c, const struct etcd_cmp *cmp,
+		     const struct etcd_op *ops, size_t n, bool *gone)
+{
+	struct etcd_txn_result t;
+	int rc = txn_retry(c, cmp, 1, ops, n, &t);
+
+	if ((rc == -EMSGSIZE || rc == -E2BIG) && n > 1)
+		return apply_in_slices(st, c, cmp, ops, n, rc, gone);
+	if (rc == 0) {
+		*gone = !t.succeeded;
+		etcd_txn_result_release(&t);
+	}
+	return rc;
+}
+
 /* Applies chunk i of rec, guarded by the record; *gone when the record is gone (someone finished). */
 static int apply_chunk(struct store_etcd *st, struct etcd_client *c, const struct big_rec *rec,
 		       uint32_t i, bool *gone)
@@ -261,14 +345,10 @@ static int apply_chunk(struct store_etcd *st, struct etcd_client *c, const struc
 	}
 	rc = chunk_decode(r.kvs[0].val, r.kvs[0].val_len, &ops, &n);
 	for (int tries = 0; rc == 0; tries++) {
-		rc = txn_retry(c, &cmp, 1, ops, n, &t);
+		rc = apply_ops(st, c, &cmp, ops, n, gone);
 		if (rc != -ENOENT || tries >= BIG_TRIES || !expired_puts_to_deletes(c, ops, n))
 			break;
 		rc = 0;	/* a put turned into a delete: the Txn goes again */
-	}
-	if (rc == 0) {
-		*gone = !t.succeeded;
-		etcd_txn_result_release(&t);
 	}
 	free(ops);
 out_release:
@@ -305,13 +385,13 @@ static int big_finish(struct store_etcd *st, struct etcd_client *c, const struct
 	};
 	struct etcd_txn_result t;
 	bool gone = false;
+	int64_t renewed_ns = 0;
 	int rc = 0;
 
 	*rev = 0;
 	for (uint32_t i = 0; i < rec->chunks && !gone; i++) {
 		big_step_pause();
-		if (lease)
-			(void)etcd_client_lease_keepalive(c, lease, NULL);
+		keep_lease(c, lease, &renewed_ns);
 		rc = apply_chunk(st, c, rec, i, &gone);
 		if (rc)
 			return rc;
@@ -453,9 +533,10 @@ static int big_sweep(struct store_etcd *st, struct etcd_client *c)
 static int big_stage(struct store_etcd *st, struct etcd_client *c, const struct big_id *id,
 		     const struct etcd_buf_plan *p, int64_t lease, uint32_t *chunks)
 {
-	uint8_t *data = malloc(BIG_CHUNK_BYTES + ETCD_TXN_BYTES + 64);
+	uint8_t *data = malloc(BIG_CHUNK_BYTES_MAX + ETCD_TXN_BYTES + 64);
 	uint8_t k[ETCD_KEY_MAX];
-	size_t i = 0;
+	size_t i = 0, chunk_ops = etcd_txn_ops(st) - 8, chunk_bytes = etcd_txn_bytes(st) / 3 * 2;
+	int64_t renewed_ns = 0;
 	int rc = data ? 0 : -ENOMEM;
 
 	*chunks = 0;
@@ -464,13 +545,13 @@ static int big_stage(struct store_etcd *st, struct etcd_client *c, const struct 
 		size_t n = 0;
 
 		/* at least one op, then as many as fit (a value is at most ETCD_TXN_BYTES) */
-		while (i < p->n_ops && n < BIG_CHUNK_OPS &&
-		       (n == 0 || (size_t)(w - data) + op_size(&p->ops[i]) <= BIG_CHUNK_BYTES)) {
+		while (i < p->n_ops && n < chunk_ops &&
+		       (n == 0 || (size_t)(w - data) + op_size(&p->ops[i]) <= chunk_bytes)) {
 			w = op_encode(w, &p->ops[i++]);
 			n++;
 		}
 		big_step_pause();
-		(void)etcd_client_lease_keepalive(c, lease, NULL);
+		keep_lease(c, lease, &renewed_ns);
 		for (int tries = 0;; tries++) {
 			rc = etcd_client_put(c, k, big_key(st, ETCD_SPACE_STAGE, id, *chunks, k), data,
 					     (size_t)(w - data), 0, NULL);
@@ -668,11 +749,13 @@ int etcd_big_commit(struct store_etcd_txn *t, uint64_t seq, bool *committed, int
 	rc = etcd_buf_plan(t->buf, &p);
 	if (rc)
 		return rc;
-	if (p.n_cmps + 1 > ETCD_TXN_OPS) {
+	if (p.n_cmps + 1 > etcd_txn_ops(st)) {
 		rc = -EFBIG;	/* too many reads to guard in the one commit Txn */
 		goto out_plan;
 	}
 	(void)big_sweep(st, c);
+	if ((rc = etcd_limits_probe(st, c)))
+		goto out_plan;
 	rc = etcd_client_lease_grant(c, BIG_LEASE_TTL, &lease, NULL);
 	if (rc)
 		goto out_plan;

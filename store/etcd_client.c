@@ -74,6 +74,9 @@ static int gateway_error(struct etcd_client *c, const cJSON *obj)
 	/* ResourceExhausted is also the quota alarm: that one is a full disk */
 	if (rc == -E2BIG && strstr(text, "space exceeded"))
 		rc = -ENOSPC;
+	/* InvalidArgument as a key twice in one Txn is: this one is the cluster's limit */
+	if (strstr(text, "too many operations in txn request"))
+		rc = -EMSGSIZE;
 	if (strstr(text, "user name is empty") && !c->user)
 		return etcd_client_fail(c, -EACCES, "etcd: the cluster has authentication enabled: name a user in "
 			    "the URL (?user=NAME&password=PASSWORD) (%s)", text);

@@ -16,7 +16,8 @@
  *   -ECONNREFUSED no member could be reached     -ETIMEDOUT  a member stopped answering
  *   -E2BIG        request over --max-request-bytes (gRPC ResourceExhausted)
  *   -ENOSPC       the cluster's space quota is used up (the NOSPACE alarm)
- *   -EINVAL       etcd refused the request (a key twice in one Txn, too many ops)
+ *   -EINVAL       etcd refused the request (a key twice in one Txn)
+ *   -EMSGSIZE     more operations or compares in a Txn than --max-txn-ops
  *   -ENOENT       lease not found                -ESTALE     revision compacted
  *   -EAGAIN       cluster unavailable (no leader) -EACCES    auth refused
  *   -EPROTO       an answer that is not the expected JSON   -ECANCELED cancelled

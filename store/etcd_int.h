@@ -23,6 +23,8 @@
 #define ETCD_PAGE_AHEAD 1024	/* keys per request when a scan continues an earlier one's range */
 #define ETCD_TXN_BYTES (6u << 20)	/* raw bytes per Txn (docs/ETCD.md section 5) */
 #define ETCD_TXN_OPS 8000u	/* operations per Txn (the cluster script allows 8192) */
+#define ETCD_TXN_OPS_LOW 120u	/* the same under etcd's default --max-txn-ops (128) */
+#define ETCD_TXN_BYTES_LOW (900u << 10)	/* the same under etcd's default 1.5 MiB requests */
 #define ETCD_DEL_KEYS 4000u	/* a prefix delete of up to this many keys deletes them one by one */
 
 /* Private key spaces (docs/ETCD.md section 3), after the store's own bytes. */
@@ -67,6 +69,14 @@ struct store_etcd {
 	} leases[ETCD_LEASES];
 	size_t n_leases;
 	struct etcd_blob *val_cache;	/* the last big value assembled (etcd_val.c); pool_lock */
+	/*
+	 * The cluster's request limits as this handle knows them (docs/ETCD.md
+	 * section 5): what the cluster script allows until the cluster refuses
+	 * a Txn as too big, then etcd's defaults (etcd_limits_lower).
+	 */
+	atomic_size_t txn_ops;	/* operations (and, separately, compares) per Txn */
+	atomic_size_t txn_bytes;	/* raw bytes of keys and values per Txn */
+	atomic_bool limits_probed;	/* etcd_limits_probe asked the cluster */
 };
 
 /* An answer kept until its transaction ends: values handed out point into it. */
@@ -186,6 +196,24 @@ int store_etcd_feed_read(struct store *st, uint64_t after, store_feed_fn fn, voi
 void store_etcd_feed_stop(struct store_etcd *st);
 /* Notes the revision of one of our own commits (the feed marks its events mine). */
 void store_etcd_feed_mine(struct store_etcd *st, uint64_t rev);
+/*
+ * The cluster's limits (docs/ETCD.md section 5): etcd_txn_ops and
+ * etcd_txn_bytes are the handle's budget per Txn. etcd_limits_lower: the
+ * cluster refused a request planned with budget `used` as too big (rc
+ * -EMSGSIZE: too many operations or compares; -E2BIG: too many bytes);
+ * lowers the budget to etcd's defaults, then halves it. True when the
+ * request is worth planning again (the budget is below `used` now).
+ */
+size_t etcd_txn_ops(struct store_etcd *st);
+/*
+ * Before the handle's first commit over one request: one Txn of as many
+ * compares as the budget's operations, which a cluster at a lower
+ * --max-txn-ops refuses before anything is staged (chunks staged too big
+ * would be refused only at their apply, after the commit point).
+ */
+int etcd_limits_probe(struct store_etcd *st, struct etcd_client *c);
+size_t etcd_txn_bytes(struct store_etcd *st);
+bool etcd_limits_lower(struct store_etcd *st, int rc, size_t used);
 /* A range, tried again for about 4 s while a member is gone or a leader is elected. */
 int etcd_range_retry(struct etcd_client *c, const void *key, size_t key_len,
 		     const struct etcd_range_opts *o, struct etcd_range_result *out);

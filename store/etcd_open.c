@@ -185,6 +185,9 @@ int store_etcd_open(struct store *sb, const char *url, unsigned flags, char *why
 	pthread_mutex_init(&st->write_lock, NULL);
 	pthread_mutex_init(&st->pool_lock, NULL);
 	pthread_mutex_init(&st->feed_lock, NULL);
+	atomic_init(&st->txn_ops, ETCD_TXN_OPS);
+	atomic_init(&st->txn_bytes, ETCD_TXN_BYTES);
+	atomic_init(&st->limits_probed, false);
 	if (strncmp(url, "etcd://", 7) != 0) {
 		store_say(why, why_len, "%s: not an etcd:// URL", url);
 		rc = -EINVAL;

@@ -320,8 +320,69 @@ static void note_commit(struct store_etcd *st, uint64_t rev)
 /* Errors after which a sent Txn may or may not have been applied. */
 static bool outcome_unknown(int rc)
 {
-	return rc != -EINVAL && rc != -E2BIG && rc != -ENOSPC && rc != -EACCES &&
-	       rc != -ENOMEM && rc != -ECONNREFUSED && rc != -EPROTO;
+	return rc != -EINVAL && rc != -E2BIG && rc != -EMSGSIZE && rc != -ENOSPC &&
+	       rc != -EACCES && rc != -ENOMEM && rc != -ECONNREFUSED && rc != -EPROTO;
+}
+
+/* ---- the cluster's limits ---- */
+
+size_t etcd_txn_ops(struct store_etcd *st)
+{
+	return atomic_load_explicit(&st->txn_ops, memory_order_relaxed);
+}
+
+size_t etcd_txn_bytes(struct store_etcd *st)
+{
+	return atomic_load_explicit(&st->txn_bytes, memory_order_relaxed);
+}
+
+int etcd_limits_probe(struct store_etcd *st, struct etcd_client *c)
+{
+	uint8_t rk[ETCD_KEY_MAX];
+	size_t n = etcd_txn_ops(st), rkl = etcd_key(st, ETCD_SPACE_RECORD, NULL, 0, rk);
+	struct etcd_cmp *cmps;
+	struct etcd_txn_result r;
+	int rc;
+
+	if (atomic_load(&st->limits_probed))
+		return 0;
+	if (getenv("KVFS_ETCD_TEST_NO_PROBE"))
+		return 0;	/* the test hook: chunks staged as by a kvfs that did not know the limits */
+	cmps = calloc(n, sizeof(*cmps));
+	if (!cmps)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		cmps[i] = (struct etcd_cmp){ .target = ETCD_CMP_CREATE, .result = ETCD_CMP_EQUAL,
+					     .key = rk, .key_len = rkl, .rev = 0 };
+	rc = etcd_client_txn(c, cmps, n, NULL, 0, NULL, 0, &r);	/* reads nothing, writes nothing */
+	free(cmps);
+	if (rc == 0)
+		etcd_txn_result_release(&r);
+	else if (rc == -EMSGSIZE || rc == -E2BIG)
+		rc = etcd_limits_lower(st, rc, rc == -EMSGSIZE ? n : etcd_txn_bytes(st)) ? 0 : rc;
+	if (rc == 0)
+		atomic_store(&st->limits_probed, true);
+	return rc;
+}
+
+bool etcd_limits_lower(struct store_etcd *st, int rc, size_t used)
+{
+	bool ops = rc == -EMSGSIZE;
+	atomic_size_t *limit = ops ? &st->txn_ops : &st->txn_bytes;
+	size_t low = ops ? ETCD_TXN_OPS_LOW : ETCD_TXN_BYTES_LOW;
+	size_t least = ops ? 8 : 64u << 10;
+	size_t now = atomic_load(limit), next;
+
+	if (rc != -EMSGSIZE && rc != -E2BIG)
+		return false;
+	if (now < used)
+		return true;	/* another thread lowered it since: planning again is enough */
+	next = now > low ? low : now / 2;
+	if (next < least)
+		return false;	/* nothing this small is refused for its size: give up */
+	/* a lost race means someone else lowered it: that serves as well */
+	(void)atomic_compare_exchange_strong(limit, &now, next);
+	return true;
 }
 
 /*
@@ -353,11 +414,22 @@ static int resolve_lost(struct store_etcd_txn *t, uint64_t seq, bool *committed)
 	return rc;
 }
 
+/*
+ * The cluster refused a request of the attempt as too big (rc): true when
+ * the budget it was planned with (max_ops, max_bytes) is lowered, so that
+ * the attempt is worth running again.
+ */
+static bool too_big_again(struct store_etcd *st, int rc, size_t max_ops, size_t max_bytes)
+{
+	return etcd_limits_lower(st, rc, rc == -EMSGSIZE ? max_ops : max_bytes);
+}
+
 /* Commits the attempt's buffer as one guarded Txn. */
 static int commit_attempt(struct store_etcd_txn *t, uint64_t seq, bool *committed)
 {
 	uint8_t k[ETCD_KEY_MAX], v[8];
-	size_t kl;
+	size_t kl, max_ops = etcd_txn_ops(t->st), max_bytes = etcd_txn_bytes(t->st);
+	size_t max_cmps = max_ops - 8 < ETCD_CMPS_MAX ? max_ops - 8 : ETCD_CMPS_MAX;
 	int64_t rev = 0;
 	int rc;
 
@@ -400,20 +472,27 @@ static int commit_attempt(struct store_etcd_txn *t, uint64_t seq, bool *committe
 	kl = etcd_key(t->st, ETCD_SPACE_RECORD, NULL, 0, k);
 	if ((rc = etcd_buf_guard_key(t->buf, k, kl, 0)))
 		return rc;
-	if (etcd_buf_guards(t->buf) > ETCD_CMPS_MAX) {
+	if (etcd_buf_guards(t->buf) > max_cmps) {
 		/* too many keys read to guard one by one: runs of them become ranges, sound with the stamp */
 		if ((rc = etcd_txn_guard_stamp(t)))
 			return rc;
-		etcd_buf_coalesce(t->buf, t->rev, t->st->prefix_len, ETCD_CMPS_MAX);
+		etcd_buf_coalesce(t->buf, t->rev, t->st->prefix_len, max_cmps);
 	}
-	if (etcd_buf_ops(t->buf) > ETCD_TXN_OPS || etcd_buf_bytes(t->buf) > ETCD_TXN_BYTES) {
+	if (etcd_buf_ops(t->buf) > max_ops || etcd_buf_bytes(t->buf) > max_bytes) {
 		/* over one request: staged, flipped, applied (store/etcd_big.c) */
 		rc = etcd_big_commit(t, seq, committed, &rev);
 		if (rc == 0 && *committed && rev)
 			note_commit(t->st, (uint64_t)rev);
+		if (rc && !*committed && too_big_again(t->st, rc, max_ops, max_bytes))
+			rc = 0;	/* staged or flipped over the cluster's limits: nothing visible, plan again */
 		return rc;
 	}
 	rc = etcd_buf_commit(t->buf, t->c, committed, &rev);
+	if (rc && too_big_again(t->st, rc, max_ops, max_bytes)) {
+		/* refused whole (nothing applied): run again, within the limits just learned */
+		*committed = false;
+		return 0;
+	}
 	if (rc == -ENOENT && etcd_buf_has_leases(t->buf)) {
 		/* a cached TTL lease is gone (refused, nothing applied): grant anew and run again */
 		etcd_lease_forget(t->st);

@@ -26,8 +26,10 @@ etcd_pick_port() {
 }
 
 # Sets and exports ETCD_URL (etcd://H:P,H:P,H:P) and KVFS_ETCD_ENDPOINTS.
+# etcd_start own: a cluster of its own even under make test-etcd (a suite
+# that sets KVFS_ETCD_MAX_TXN_OPS or KVFS_ETCD_MAX_REQUEST_BYTES for it).
 etcd_start() {
-	if [ -n "${KVFS_ETCD_URL:-}" ]; then
+	if [ -n "${KVFS_ETCD_URL:-}" ] && [ "${1:-}" != own ]; then
 		ETCD_URL=$KVFS_ETCD_URL
 		ETCD_OWN=0
 	else
