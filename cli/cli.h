@@ -174,8 +174,10 @@ bool cli_parse_open(struct cli_parse *p, enum cli_open_mode mode, bool *flag,
 void cli_signals_catch(void);
 /*
  * Every verb but mount: a SIGBUS (LMDB reading a page that a damaged store
- * places past the end of its file) prints that the store is damaged and
- * exits with CLI_EXIT_FAIL instead of dying by the signal.
+ * places past the end of its file), or a SIGSEGV while inside LMDB (a
+ * damaged page's offsets), prints that the store is damaged and exits with
+ * CLI_EXIT_FAIL instead of dying by the signal. Any other SIGSEGV is left
+ * to what handled it before (the default, or a sanitizer).
  */
 void cli_damage_catch(void);
 /* The signal recorded by the handler, 0 if none. */

@@ -143,6 +143,12 @@ struct model_info {
 int model_open(const char *dir, unsigned flags, struct model **out, struct model_error *err);
 /* True when a store name is a URL, not a directory (no stat/mkdir/realpath of it). */
 bool model_name_is_url(const char *name);
+/*
+ * True while this thread is inside the storage engine reading the store's
+ * pages (store_in_engine): a SIGSEGV then means a damaged store, not a bug.
+ * Async-signal-safe.
+ */
+bool model_in_store_engine(void);
 /* store_name_shown: a URL without its options (a password); heap, caller frees. */
 char *model_name_shown(const char *name);
 void model_close(struct model *m);

@@ -86,6 +86,11 @@ bool model_name_is_url(const char *name)
 	return store_name_is_url(name);
 }
 
+bool model_in_store_engine(void)
+{
+	return store_in_engine();
+}
+
 char *model_name_shown(const char *name)
 {
 	return store_name_shown(name);

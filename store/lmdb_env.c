@@ -102,7 +102,7 @@ static int meta_put(MDB_txn *txn, MDB_dbi dbi, const char *name, uint64_t v, siz
 	MDB_val k = { strlen(name), (void *)name }, d = { n, buf };
 
 	put_be(buf, v, n);
-	return mdb_put(txn, dbi, &k, &d, 0);
+	return LMDB_ENGINE(mdb_put(txn, dbi, &k, &d, 0));
 }
 
 /* Fills a new store's meta space: format version and creation time. */
@@ -126,7 +126,7 @@ static int check_meta(struct lmdb_store *ls, MDB_txn *txn, const char *dir, char
 	MDB_val k = { 6, (void *)"format" }, v;
 	uint64_t version;
 
-	if (mdb_get(txn, ls->dbi[STORE_SPACE_META], &k, &v) != 0 || v.mv_size != 4) {
+	if (LMDB_ENGINE(mdb_get(txn, ls->dbi[STORE_SPACE_META], &k, &v)) != 0 || v.mv_size != 4) {
 		store_say(why, why_len, "%s: not a kvfs store (no format version)", dir);
 		return -EINVAL;
 	}
@@ -142,7 +142,7 @@ static int check_meta(struct lmdb_store *ls, MDB_txn *txn, const char *dir, char
 	}
 	atomic_store(&ls->base.format, (unsigned)version);	/* model/ upgrades older ones */
 	k = (MDB_val){ 7, (void *)"created" };
-	if (mdb_get(txn, ls->dbi[STORE_SPACE_META], &k, &v) == 0 && v.mv_size == 8)
+	if (LMDB_ENGINE(mdb_get(txn, ls->dbi[STORE_SPACE_META], &k, &v)) == 0 && v.mv_size == 8)
 		ls->base.created_ns = (int64_t)get_be(v.mv_data, 8);
 	return 0;
 }
@@ -161,8 +161,8 @@ static bool env_is_blank(MDB_env *env, MDB_txn *txn)
 
 	if (mdb_env_info(env, &info) != 0 || info.me_last_pgno > 1)
 		return false;
-	return mdb_dbi_open(txn, NULL, 0, &main_dbi) == 0 &&
-	       mdb_stat(txn, main_dbi, &ms) == 0 && ms.ms_entries == 0;
+	return LMDB_ENGINE(mdb_dbi_open(txn, NULL, 0, &main_dbi)) == 0 &&
+	       LMDB_ENGINE(mdb_stat(txn, main_dbi, &ms)) == 0 && ms.ms_entries == 0;
 }
 
 /*
@@ -181,11 +181,11 @@ static int open_spaces(struct lmdb_store *ls, const char *dir, char *why, size_t
 		store_say(why, why_len, "%s: %s", dir, mdb_strerror(rc));
 		return lmdb_err(rc);
 	}
-	rc = mdb_dbi_open(txn, space_names[STORE_SPACE_META], 0, &ls->dbi[STORE_SPACE_META]);
+	rc = LMDB_ENGINE(mdb_dbi_open(txn, space_names[STORE_SPACE_META], 0, &ls->dbi[STORE_SPACE_META]));
 	fresh = rc == MDB_NOTFOUND && !ls->base.readonly && env_is_blank(ls->env, txn);
 	if (fresh)
-		rc = mdb_dbi_open(txn, space_names[STORE_SPACE_META], MDB_CREATE,
-				  &ls->dbi[STORE_SPACE_META]);
+		rc = LMDB_ENGINE(mdb_dbi_open(txn, space_names[STORE_SPACE_META], MDB_CREATE,
+				  &ls->dbi[STORE_SPACE_META]));
 	if (rc) {
 		store_say(why, why_len, "%s: not a kvfs store (an LMDB database of another program; "
 		    "left untouched)", dir);
@@ -195,7 +195,7 @@ static int open_spaces(struct lmdb_store *ls, const char *dir, char *why, size_t
 	rc = fresh ? lmdb_err(init_meta(ls, txn)) : check_meta(ls, txn, dir, why, why_len);
 	if (rc)
 		goto out_abort_txn;
-	rc = mdb_dbi_open(txn, space_names[STORE_SPACE_DATA], create, &ls->dbi[STORE_SPACE_DATA]);
+	rc = LMDB_ENGINE(mdb_dbi_open(txn, space_names[STORE_SPACE_DATA], create, &ls->dbi[STORE_SPACE_DATA]));
 	if (rc) {
 		store_say(why, why_len, "%s: not a kvfs store (no data space)", dir);
 		rc = lmdb_err(rc);
@@ -206,7 +206,7 @@ static int open_spaces(struct lmdb_store *ls, const char *dir, char *why, size_t
 	 * read-only open of one reads them as empty (without a log, the feed
 	 * cannot tell). */
 	for (int sp = STORE_SPACE_SCHEMA; sp < STORE_SPACES_ALL; sp++) {
-		rc = mdb_dbi_open(txn, space_names[sp], create, &ls->dbi[sp]);
+		rc = LMDB_ENGINE(mdb_dbi_open(txn, space_names[sp], create, &ls->dbi[sp]));
 		if (rc == MDB_NOTFOUND && ls->base.readonly) {
 			ls->absent[sp] = true;
 			rc = 0;
@@ -218,7 +218,7 @@ static int open_spaces(struct lmdb_store *ls, const char *dir, char *why, size_t
 			goto out_abort_txn;
 		}
 	}
-	rc = mdb_txn_commit(txn);	/* also keeps the dbi handles */
+	rc = LMDB_ENGINE(mdb_txn_commit(txn));	/* also keeps the dbi handles */
 	rc = lmdb_commit_err(ls, rc);
 	if (rc)
 		store_say(why, why_len, "%s: %s", dir, strerror(-rc));
@@ -377,6 +377,14 @@ static void lmdb_close(struct store *st, bool discard)
  * The embedded default. Keeps the change log itself (feed_txn_commit in
  * every commit; store.c reads it), so feed_read is NULL.
  */
+_Thread_local volatile sig_atomic_t lmdb_engine_depth;
+
+/* Only LMDB reads a map that a damaged file can fault in (etcd's values are copies). */
+bool store_in_engine(void)
+{
+	return lmdb_engine_depth > 0;
+}
+
 const struct store_ops store_lmdb_ops = {
 	.version = STORE_OPS_VERSION,
 	.name = "lmdb",

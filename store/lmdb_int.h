@@ -35,11 +35,30 @@
 
 #include <lmdb.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
 #include "store/store_int.h"
 #include "store/store_ops.h"
+
+/*
+ * LMDB_ENGINE(call): call (an mdb_* that walks pages) with the thread
+ * marked inside the engine for store_in_engine. The mark is a thread-local
+ * counter, the one global of the backend: a signal handler has no handle
+ * to look in.
+ */
+extern _Thread_local volatile sig_atomic_t lmdb_engine_depth;
+static inline void lmdb_engine_enter(void)
+{
+	lmdb_engine_depth++;
+}
+static inline int lmdb_engine_leave(int rc)
+{
+	lmdb_engine_depth--;
+	return rc;
+}
+#define LMDB_ENGINE(call) (lmdb_engine_enter(), lmdb_engine_leave(call))
 
 struct lmdb_store {
 	struct store base;	/* first: store.c's shared part (name = the directory) */
@@ -72,6 +91,13 @@ struct lmdb_txn {
 	bool map_full;		/* an operation hit MDB_MAP_FULL: grow and retry */
 	bool borrowed;		/* a read of the queued batch (lmdb_queue.c): no txn of its own */
 	uint64_t *written;	/* queued batch: bytes put, counted (nested ones too), or NULL */
+	/*
+	 * A read transaction of the map: the bytes its pages span, which no
+	 * key or value read can be longer than (a damaged page can claim
+	 * more, and reading it would fault). 0: no bound (a write's values
+	 * may live in its own new pages).
+	 */
+	size_t span;
 };
 
 /* One write handed to the group commit or to the committer (lmdb_txn.c). */

@@ -23,6 +23,15 @@ static bool absent(struct store_txn *txn, enum store_space space)
 	return lmdb_of(txn->st)->absent[space];
 }
 
+/*
+ * False when a key or value read is longer than the pages of the store
+ * span: a damaged page's sizes, which the caller would read past the map.
+ */
+static bool within_span(const struct lmdb_txn *t, const MDB_val *k, const MDB_val *v)
+{
+	return !t->span || (k->mv_size <= t->span && v->mv_size <= t->span);
+}
+
 int lmdb_get(struct store_txn *txn, enum store_space space, const void *key, size_t key_len,
 	     struct store_val *out)
 {
@@ -31,7 +40,9 @@ int lmdb_get(struct store_txn *txn, enum store_space space, const void *key, siz
 
 	if (absent(txn, space))
 		return -ENOENT;
-	rc = mdb_get(lmdb_txn_of(txn)->txn, dbi_of(txn, space), &k, &v);
+	rc = LMDB_ENGINE(mdb_get(lmdb_txn_of(txn)->txn, dbi_of(txn, space), &k, &v));
+	if (rc == 0 && !within_span(lmdb_txn_of(txn), &v, &v))
+		rc = MDB_CORRUPTED;
 	if (rc)
 		return lmdb_txn_err(lmdb_txn_of(txn), rc);
 	out->data = v.mv_data;
@@ -50,7 +61,7 @@ static int put_with(struct store_txn *txn, enum store_space space, const void *k
 
 	if (t->map_full)
 		return -ENOSPC;	/* lmdb_write will grow the map and retry */
-	rc = mdb_put(t->txn, dbi_of(txn, space), &k, v, flags);
+	rc = LMDB_ENGINE(mdb_put(t->txn, dbi_of(txn, space), &k, v, flags));
 	if (rc == 0 && t->written)
 		*t->written += key_len + v->mv_size;	/* a queued batch's size (lmdb_queue.c) */
 	return lmdb_txn_err(t, rc);
@@ -82,7 +93,7 @@ int lmdb_del(struct store_txn *txn, enum store_space space, const void *key, siz
 
 	if (t->map_full)
 		return -ENOSPC;
-	return lmdb_txn_err(t, mdb_del(t->txn, dbi_of(txn, space), &k, NULL));
+	return lmdb_txn_err(t, LMDB_ENGINE(mdb_del(t->txn, dbi_of(txn, space), &k, NULL)));
 }
 
 /*
@@ -129,7 +140,7 @@ bool lmdb_space_is_empty(struct store_txn *txn, enum store_space space)
 
 	if (absent(txn, space))
 		return true;
-	return mdb_stat(lmdb_txn_of(txn)->txn, dbi_of(txn, space), &ms) == 0 &&
+	return LMDB_ENGINE(mdb_stat(lmdb_txn_of(txn)->txn, dbi_of(txn, space), &ms)) == 0 &&
 	       ms.ms_entries == 0;
 }
 
@@ -143,7 +154,7 @@ static bool has_prefix(const MDB_val *k, const void *prefix, size_t prefix_len)
 static int cursor_seek(MDB_cursor *c, const void *key, size_t key_len, MDB_val *k, MDB_val *v)
 {
 	*k = (MDB_val){ key_len, (void *)key };
-	return mdb_cursor_get(c, k, v, key_len ? MDB_SET_RANGE : MDB_FIRST);
+	return LMDB_ENGINE(mdb_cursor_get(c, k, v, key_len ? MDB_SET_RANGE : MDB_FIRST));
 }
 
 /*
@@ -167,7 +178,7 @@ int lmdb_del_prefix(struct store_txn *txn, enum store_space space, const void *p
 		return lmdb_txn_err(t, rc);
 	while ((rc = cursor_seek(c, prefix, prefix_len, &k, &v)) == 0 &&
 	       has_prefix(&k, prefix, prefix_len)) {
-		rc = mdb_cursor_del(c, 0);
+		rc = LMDB_ENGINE(mdb_cursor_del(c, 0));
 		if (rc)
 			break;
 		n++;
@@ -209,7 +220,7 @@ static int scan_move(struct lmdb_scan *s, MDB_val *k, MDB_val *v)
 	case SCAN_SEEK:
 		return cursor_seek(s->cursor, s->target, s->target_len, k, v);
 	default:
-		return mdb_cursor_get(s->cursor, k, v, MDB_NEXT);
+		return LMDB_ENGINE(mdb_cursor_get(s->cursor, k, v, MDB_NEXT));
 	}
 }
 
@@ -222,6 +233,8 @@ int lmdb_scan_next(struct store_scan *scan, struct store_val *key, struct store_
 	if (s->state == SCAN_END)
 		return 0;
 	rc = scan_move(s, &k, &v);
+	if (rc == 0 && !within_span(lmdb_txn_of(scan->txn), &k, &v))
+		rc = MDB_CORRUPTED;
 	if (rc == 0 && !has_prefix(&k, scan->prefix, scan->prefix_len))
 		rc = MDB_NOTFOUND;
 	if (rc) {

@@ -143,11 +143,28 @@ int lmdb_begin(struct lmdb_store *st, unsigned flags, MDB_txn **out)
 	}
 }
 
+/* The bytes the store's pages span now (0 when LMDB cannot say). */
+static size_t pages_span(struct lmdb_store *st)
+{
+	MDB_envinfo info;
+	MDB_stat ms;
+
+	if (mdb_env_info(st->env, &info) != 0 || mdb_env_stat(st->env, &ms) != 0)
+		return 0;
+	return (size_t)(info.me_last_pgno + 1) * ms.ms_psize;
+}
+
 int lmdb_read_begin(struct store *st, struct store_txn *txn)
 {
-	if (lmdb_queue_read_begin(lmdb_of(st), lmdb_txn_of(txn)))
+	struct lmdb_txn *t = lmdb_txn_of(txn);
+	int rc;
+
+	if (lmdb_queue_read_begin(lmdb_of(st), t))
 		return 0;
-	return lmdb_begin(lmdb_of(st), MDB_RDONLY, &lmdb_txn_of(txn)->txn);
+	rc = lmdb_begin(lmdb_of(st), MDB_RDONLY, &t->txn);
+	if (rc == 0)
+		t->span = pages_span(lmdb_of(st));	/* after the begin: it covers the snapshot */
+	return rc;
 }
 
 void lmdb_read_end(struct store_txn *txn)
@@ -210,7 +227,7 @@ int lmdb_run_nested(struct lmdb_txn *t, struct lmdb_req *r, bool *map_full)
 		*map_full = c.map_full;
 		return 0;
 	}
-	rc = mdb_txn_commit(c.txn);	/* into t */
+	rc = LMDB_ENGINE(mdb_txn_commit(c.txn));	/* into t */
 	if (rc == MDB_MAP_FULL)
 		*map_full = true;
 	else if (rc)
@@ -275,7 +292,7 @@ static void batch_attempt(struct lmdb_store *st, struct lmdb_req *batch, bool *r
 		goto out_abort_txn;	/* nothing to commit: refusals only */
 	feed_set_release(&feed);
 	txnid = mdb_txn_id(t.txn);
-	rc = mdb_txn_commit(t.txn);	/* frees the transaction even on failure */
+	rc = LMDB_ENGINE(mdb_txn_commit(t.txn));	/* frees the transaction even on failure */
 	lmdb_gate_leave(st, false);
 	*retry = rc == MDB_MAP_FULL;
 	if (rc)

@@ -48,7 +48,7 @@ static int count_free_pages(MDB_txn *txn, uint64_t *pages)
 	rc = mdb_cursor_open(txn, 0, &c);
 	if (rc)
 		return rc;
-	while ((rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) == 0)
+	while ((rc = LMDB_ENGINE(mdb_cursor_get(c, &k, &v, MDB_NEXT))) == 0)
 		if (v.mv_size >= sizeof(size_t))
 			*pages += *(const size_t *)v.mv_data;
 	mdb_cursor_close(c);
@@ -108,7 +108,7 @@ int lmdb_info(struct store *base, struct store_info *out)
 	out->used_bytes = ((uint64_t)info.me_last_pgno + 1) * ms.ms_psize;
 	out->last_txn_id = info.me_last_txnid;
 	out->created_ns = base->created_ns;
-	rc = mdb_stat(lmdb_txn_of(txn)->txn, st->dbi[STORE_SPACE_DATA], &ms);
+	rc = LMDB_ENGINE(mdb_stat(lmdb_txn_of(txn)->txn, st->dbi[STORE_SPACE_DATA], &ms));
 	out->entries = ms.ms_entries;
 	store_txn_end(txn);
 	return lmdb_err(rc);
@@ -138,7 +138,7 @@ int lmdb_copy(struct store *base, const char *dir)
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
 	lmdb_gate_enter(st, true);
-	rc = mdb_env_copy2(st->env, dir, MDB_CP_COMPACT);
+	rc = LMDB_ENGINE(mdb_env_copy2(st->env, dir, MDB_CP_COMPACT));
 	lmdb_gate_leave(st, true);
 	if (rc)
 		return lmdb_err(rc);

@@ -75,6 +75,14 @@ enum store_ability {
 bool store_can(const struct store *st, unsigned abilities);
 /* store_can for the store a transaction belongs to. */
 bool store_txn_can(const struct store_txn *txn, unsigned abilities);
+/*
+ * True while the calling thread is inside the storage engine's reading of
+ * a memory-mapped store (LMDB: every call that walks its pages). LMDB
+ * keeps no checksums, so a damaged page (a flipped bit in an offset) can
+ * send it to read outside the page: a SIGSEGV handler asks this to tell a
+ * damaged store from a bug of kvfs. Async-signal-safe.
+ */
+bool store_in_engine(void);
 /* The backend's name: "lmdb" or "etcd" (static). */
 const char *store_backend(const struct store *st);
 /* The name store_open was given (borrowed, valid until store_close). */
