@@ -231,8 +231,17 @@ static int rename_txn(struct store_txn *txn, void *arg)
 		ret = tree_get(txn, src, &s, op->err);
 	if (ret < 0)
 		goto out_free;
-	if (src->is_view || src->len == 0 || dst->len == 0) {
-		ret = tree_fail(op->err, -EINVAL, "%s: cannot move views or the root", op->from);
+	if (src->is_view) {
+		/*
+		 * Not EINVAL: mv reads that as "a subdirectory of itself". A view
+		 * is a rendering of its node, which moves by its own name.
+		 */
+		ret = tree_fail(op->err, -EPERM, "%s: a view cannot be moved; move the document "
+				"by its name without .json", op->from);
+		goto out_free;
+	}
+	if (src->len == 0 || dst->len == 0) {
+		ret = tree_fail(op->err, -EINVAL, "%s: cannot move the root", op->from);
 		goto out_free;
 	}
 	if (is_inside(src, dst)) {

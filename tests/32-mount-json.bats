@@ -146,6 +146,20 @@ teardown() {
 	assert_output 'Bob Smith'
 }
 
+@test "mv of a view is refused as not permitted, naming the way; the document moves by its name" {
+	cp "$DOC" "$MNT/big.json"
+	run -1 mv "$MNT/big.json" "$MNT/aaa-big.json"
+	assert_output --partial 'Operation not permitted'
+	refute_output --partial 'subdirectory of itself'
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.error "$MNT"
+	assert_output --partial 'move the document by its name without .json'
+	[ ! -e "$MNT/aaa-big.json" ]
+	run -0 diff <(jq -S . "$DOC") <(jq -S . "$MNT/big.json")
+	mv "$MNT/big" "$MNT/aaa-big"
+	run -0 diff <(jq -S . "$DOC") <(jq -S . "$MNT/aaa-big.json")
+	[ ! -e "$MNT/big" ]
+}
+
 @test "concurrent readers never see half a document" {
 	local i
 	python3 -c '

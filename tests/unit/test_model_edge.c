@@ -209,6 +209,25 @@ static void test_rename_noreplace_onto_view(void)
 	close_fresh(m);
 }
 
+/* A view is not moved (EPERM, not mv's "subdirectory of itself" EINVAL); nothing changes. */
+static void test_rename_view_source(void)
+{
+	struct model *m = open_fresh();
+	struct model_error err;
+	size_t blen = 0;
+	char *before;
+
+	CHECK_EQ_INT(model_import(m, "/doc", "{\"a\":1}", 7, NULL, NULL, &err), 0);
+	before = dump_text(m, &blen);
+	CHECK_EQ_INT(model_rename(m, "/doc.json", "/other.json", 0, &err), -EPERM);
+	CHECK(strstr(err.msg, "without .json") != NULL);
+	CHECK_EQ_INT(model_rename(m, "/doc.json", "/x", 0, &err), -EPERM);
+	check_unchanged(m, before, blen);
+	CHECK_EQ_INT(model_rename(m, "/doc", "/other", 0, &err), 0);
+	check_text(m, "/other/a", "1\n", 2);
+	close_fresh(m);
+}
+
 /* The name "9223372036854775807" is an index, but 0..n-1 it is not (no overflow). */
 static void test_object_to_array_at_int64_max(void)
 {
@@ -415,6 +434,7 @@ int main(void)
 	TEST(test_views_of_big_leaves);
 	TEST(test_full_length_key);
 	TEST(test_rename_noreplace_onto_view);
+	TEST(test_rename_view_source);
 	TEST(test_object_to_array_at_int64_max);
 	TEST(test_check_finds_bad_utf8);
 	TEST(test_string_with_nul_restored);
