@@ -398,18 +398,22 @@ static struct sigaction segv_before;
 
 /*
  * LMDB keeps no checksums: a flipped bit in a page's offsets sends it to
- * read outside the map. A fault while inside it is that; any other one is
+ * read outside the map. A fault while it reads is that; any other one is
  * a bug of kvfs, and is handed back: the handler returns to the faulting
- * instruction, which faults again into what SIGSEGV did before.
+ * instruction, which faults again into what SIGSEGV did before. A SIGSEGV
+ * sent by kill (si_code <= 0) is raised again for it, pending until then.
  */
-static void on_segv(int sig)
+static void on_segv(int sig, siginfo_t *info, void *context)
 {
 	static const char msg[] = "kvfs: the store is damaged (LMDB faulted reading one of "
 				  "its pages); run kvfs check\n";
 	ssize_t n;
 
-	if (!model_in_store_engine()) {
+	(void)context;
+	if (info->si_code <= 0 || !model_in_store_engine()) {
 		sigaction(sig, &segv_before, NULL);
+		if (info->si_code <= 0)
+			raise(sig);
 		return;
 	}
 	n = write(STDERR_FILENO, msg, sizeof(msg) - 1);
@@ -425,7 +429,10 @@ void cli_damage_catch(void)
 	sa.sa_handler = on_bus_error;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGBUS, &sa, NULL);
-	sa.sa_handler = on_segv;
+	sa.sa_handler = NULL;
+	sa.sa_sigaction = on_segv;
+	/* on the alternate stack when there is one (a sanitizer's): a stack overflow still reports */
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
 	sigaction(SIGSEGV, &sa, &segv_before);
 }
 

@@ -101,6 +101,54 @@ static int txn_retry(struct etcd_client *c, const struct etcd_cmp *cmps, size_t 
 	}
 }
 
+/*
+ * Before the handle's first commit over one request: a Txn of as many
+ * compares (on the record key; it reads and writes nothing) as the budget
+ * has operations, which a cluster at a lower --max-txn-ops refuses before
+ * anything is staged (a chunk staged too big is refused only at its
+ * apply, after the commit point). Repeated at each lower budget until one
+ * is accepted. -EMSGSIZE when it lowered the budget: the plan in hand was
+ * made for the old one.
+ */
+static int limits_probe(struct store_etcd *st, struct etcd_client *c)
+{
+	uint8_t rk[ETCD_KEY_MAX];
+	size_t rkl = etcd_key(st, ETCD_SPACE_RECORD, NULL, 0, rk), n;
+	struct etcd_cmp *cmps = NULL;
+	struct etcd_txn_result r;
+	bool lowered = false;
+	int rc;
+
+	if (atomic_load(&st->limits_probed) || getenv("KVFS_ETCD_TEST_NO_PROBE"))
+		return 0;	/* (the test hook: chunks staged as by a kvfs that did not probe) */
+	for (;;) {
+		struct etcd_cmp *more;
+
+		n = etcd_txn_ops(st);
+		more = realloc(cmps, n * sizeof(*cmps));
+		if (!more) {
+			rc = -ENOMEM;
+			break;
+		}
+		cmps = more;
+		for (size_t i = 0; i < n; i++)
+			cmps[i] = (struct etcd_cmp){ .target = ETCD_CMP_CREATE, .result = ETCD_CMP_EQUAL,
+						     .key = rk, .key_len = rkl, .rev = 0 };
+		rc = txn_retry(c, cmps, n, NULL, 0, &r);
+		if (rc == 0) {
+			etcd_txn_result_release(&r);
+			atomic_store(&st->limits_probed, true);
+			rc = lowered ? -EMSGSIZE : 0;
+			break;
+		}
+		if (rc != -EMSGSIZE || !etcd_limits_lower(st, rc, n, 0))
+			break;
+		lowered = true;
+	}
+	free(cmps);
+	return rc;
+}
+
 /* ---- chunks ---- */
 
 static size_t op_size(const struct etcd_op *op)
@@ -268,14 +316,18 @@ static int apply_in_slices(struct store_etcd *st, struct etcd_client *c,
 			   int rc, bool *gone)
 {
 	size_t budget = rc == -EMSGSIZE ? etcd_txn_ops(st) : etcd_txn_bytes(st), size = n + 1;
+	size_t largest = 0;
 
 	if (rc == -E2BIG) {
 		size = 0;
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
 			size += op_size(&ops[i]);
+			if (op_size(&ops[i]) > largest)
+				largest = op_size(&ops[i]);
+		}
 	}
-	if (size <= budget)
-		(void)etcd_limits_lower(st, rc, budget);	/* the handle's next commits fit */
+	if (size <= budget)	/* the handle's next commits fit */
+		(void)etcd_limits_lower(st, rc, budget, largest);
 	rc = 0;
 	for (size_t i = 0; rc == 0 && !*gone && i < n;) {
 		size_t m = ops_fitting(st, ops + i, n - i);
@@ -754,8 +806,8 @@ int etcd_big_commit(struct store_etcd_txn *t, uint64_t seq, bool *committed, int
 		goto out_plan;
 	}
 	(void)big_sweep(st, c);
-	if ((rc = etcd_limits_probe(st, c)))
-		goto out_plan;
+	if ((rc = limits_probe(st, c)))
+		goto out_plan;	/* -EMSGSIZE with the budget lowered: the caller plans again */
 	rc = etcd_client_lease_grant(c, BIG_LEASE_TTL, &lease, NULL);
 	if (rc)
 		goto out_plan;

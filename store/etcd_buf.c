@@ -401,6 +401,16 @@ int etcd_buf_guard_range(struct etcd_buf *b, const void *key, size_t key_len,
 	return add_guard(b, key, key_len, end, end_len, rev);
 }
 
+size_t etcd_buf_largest(const struct etcd_buf *b)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < b->n_keys; i++)
+		if (b->keys[i].key_len + b->keys[i].val_len > n)
+			n = b->keys[i].key_len + b->keys[i].val_len;
+	return n;
+}
+
 size_t etcd_buf_ops(const struct etcd_buf *b)
 {
 	/* what etcd_buf_plan sends: each range as its gaps (one more than the puts inside it), the rest one each */

@@ -89,6 +89,8 @@ size_t etcd_buf_guards(const struct etcd_buf *b);
 /* What the commit will send: operations and bytes of keys and values (for the budget). */
 size_t etcd_buf_ops(const struct etcd_buf *b);
 size_t etcd_buf_bytes(const struct etcd_buf *b);
+/* The bytes of its largest put (key and value): no plan can send less in one request. */
+size_t etcd_buf_largest(const struct etcd_buf *b);
 
 /*
  * Sends the whole attempt as one Txn. *committed false: a guard failed

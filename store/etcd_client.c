@@ -74,9 +74,15 @@ static int gateway_error(struct etcd_client *c, const cJSON *obj)
 	/* ResourceExhausted is also the quota alarm: that one is a full disk */
 	if (rc == -E2BIG && strstr(text, "space exceeded"))
 		rc = -ENOSPC;
-	/* InvalidArgument as a key twice in one Txn is: this one is the cluster's limit */
+	/* InvalidArgument as a key twice in one Txn is: these are the cluster's limits */
 	if (strstr(text, "too many operations in txn request"))
 		rc = -EMSGSIZE;
+	/* up to 512 KiB over --max-request-bytes etcd says this (code 3), above gRPC's code 8 */
+	if (strstr(text, "request is too large"))
+		rc = -E2BIG;
+	/* ResourceExhausted too, but only a moment's: the cluster is behind on its applies */
+	if (strstr(text, "too many requests"))
+		rc = -EAGAIN;
 	if (strstr(text, "user name is empty") && !c->user)
 		return etcd_client_fail(c, -EACCES, "etcd: the cluster has authentication enabled: name a user in "
 			    "the URL (?user=NAME&password=PASSWORD) (%s)", text);

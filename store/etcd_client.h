@@ -14,7 +14,8 @@
  * Errors: every call returns 0 or -errno and never exits; the handle keeps a
  * one-line message for the last error (etcd_client_error):
  *   -ECONNREFUSED no member could be reached     -ETIMEDOUT  a member stopped answering
- *   -E2BIG        request over --max-request-bytes (gRPC ResourceExhausted)
+ *   -E2BIG        request over --max-request-bytes ("request is too large" or
+ *                 gRPC ResourceExhausted; "too many requests" is -EAGAIN)
  *   -ENOSPC       the cluster's space quota is used up (the NOSPACE alarm)
  *   -EINVAL       etcd refused the request (a key twice in one Txn)
  *   -EMSGSIZE     more operations or compares in a Txn than --max-txn-ops

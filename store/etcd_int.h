@@ -200,20 +200,15 @@ void store_etcd_feed_mine(struct store_etcd *st, uint64_t rev);
  * The cluster's limits (docs/ETCD.md section 5): etcd_txn_ops and
  * etcd_txn_bytes are the handle's budget per Txn. etcd_limits_lower: the
  * cluster refused a request planned with budget `used` as too big (rc
- * -EMSGSIZE: too many operations or compares; -E2BIG: too many bytes);
- * lowers the budget to etcd's defaults, then halves it. True when the
- * request is worth planning again (the budget is below `used` now).
+ * -EMSGSIZE: too many operations or compares; -E2BIG: too many bytes,
+ * `largest` those of its largest put); lowers the budget to etcd's
+ * defaults, then halves it. True when the request is worth planning again
+ * (the budget is below `used` now); false when no budget can help (the
+ * floor is reached, or the largest put alone fills the budget).
  */
 size_t etcd_txn_ops(struct store_etcd *st);
-/*
- * Before the handle's first commit over one request: one Txn of as many
- * compares as the budget's operations, which a cluster at a lower
- * --max-txn-ops refuses before anything is staged (chunks staged too big
- * would be refused only at their apply, after the commit point).
- */
-int etcd_limits_probe(struct store_etcd *st, struct etcd_client *c);
 size_t etcd_txn_bytes(struct store_etcd *st);
-bool etcd_limits_lower(struct store_etcd *st, int rc, size_t used);
+bool etcd_limits_lower(struct store_etcd *st, int rc, size_t used, size_t largest);
 /* A range, tried again for about 4 s while a member is gone or a leader is elected. */
 int etcd_range_retry(struct etcd_client *c, const void *key, size_t key_len,
 		     const struct etcd_range_opts *o, struct etcd_range_result *out);

@@ -336,36 +336,7 @@ size_t etcd_txn_bytes(struct store_etcd *st)
 	return atomic_load_explicit(&st->txn_bytes, memory_order_relaxed);
 }
 
-int etcd_limits_probe(struct store_etcd *st, struct etcd_client *c)
-{
-	uint8_t rk[ETCD_KEY_MAX];
-	size_t n = etcd_txn_ops(st), rkl = etcd_key(st, ETCD_SPACE_RECORD, NULL, 0, rk);
-	struct etcd_cmp *cmps;
-	struct etcd_txn_result r;
-	int rc;
-
-	if (atomic_load(&st->limits_probed))
-		return 0;
-	if (getenv("KVFS_ETCD_TEST_NO_PROBE"))
-		return 0;	/* the test hook: chunks staged as by a kvfs that did not know the limits */
-	cmps = calloc(n, sizeof(*cmps));
-	if (!cmps)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++)
-		cmps[i] = (struct etcd_cmp){ .target = ETCD_CMP_CREATE, .result = ETCD_CMP_EQUAL,
-					     .key = rk, .key_len = rkl, .rev = 0 };
-	rc = etcd_client_txn(c, cmps, n, NULL, 0, NULL, 0, &r);	/* reads nothing, writes nothing */
-	free(cmps);
-	if (rc == 0)
-		etcd_txn_result_release(&r);
-	else if (rc == -EMSGSIZE || rc == -E2BIG)
-		rc = etcd_limits_lower(st, rc, rc == -EMSGSIZE ? n : etcd_txn_bytes(st)) ? 0 : rc;
-	if (rc == 0)
-		atomic_store(&st->limits_probed, true);
-	return rc;
-}
-
-bool etcd_limits_lower(struct store_etcd *st, int rc, size_t used)
+bool etcd_limits_lower(struct store_etcd *st, int rc, size_t used, size_t largest)
 {
 	bool ops = rc == -EMSGSIZE;
 	atomic_size_t *limit = ops ? &st->txn_ops : &st->txn_bytes;
@@ -377,6 +348,8 @@ bool etcd_limits_lower(struct store_etcd *st, int rc, size_t used)
 		return false;
 	if (now < used)
 		return true;	/* another thread lowered it since: planning again is enough */
+	if (!ops && now <= largest)
+		return false;	/* one put is the budget already: it is too big by itself */
 	next = now > low ? low : now / 2;
 	if (next < least)
 		return false;	/* nothing this small is refused for its size: give up */
@@ -419,9 +392,10 @@ static int resolve_lost(struct store_etcd_txn *t, uint64_t seq, bool *committed)
  * the budget it was planned with (max_ops, max_bytes) is lowered, so that
  * the attempt is worth running again.
  */
-static bool too_big_again(struct store_etcd *st, int rc, size_t max_ops, size_t max_bytes)
+static bool too_big_again(struct store_etcd_txn *t, int rc, size_t max_ops, size_t max_bytes)
 {
-	return etcd_limits_lower(st, rc, rc == -EMSGSIZE ? max_ops : max_bytes);
+	return etcd_limits_lower(t->st, rc, rc == -EMSGSIZE ? max_ops : max_bytes,
+				 etcd_buf_largest(t->buf));
 }
 
 /* Commits the attempt's buffer as one guarded Txn. */
@@ -483,12 +457,12 @@ static int commit_attempt(struct store_etcd_txn *t, uint64_t seq, bool *committe
 		rc = etcd_big_commit(t, seq, committed, &rev);
 		if (rc == 0 && *committed && rev)
 			note_commit(t->st, (uint64_t)rev);
-		if (rc && !*committed && too_big_again(t->st, rc, max_ops, max_bytes))
+		if (rc && !*committed && too_big_again(t, rc, max_ops, max_bytes))
 			rc = 0;	/* staged or flipped over the cluster's limits: nothing visible, plan again */
 		return rc;
 	}
 	rc = etcd_buf_commit(t->buf, t->c, committed, &rev);
-	if (rc && too_big_again(t->st, rc, max_ops, max_bytes)) {
+	if (rc && too_big_again(t, rc, max_ops, max_bytes)) {
 		/* refused whole (nothing applied): run again, within the limits just learned */
 		*committed = false;
 		return 0;

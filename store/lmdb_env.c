@@ -102,7 +102,7 @@ static int meta_put(MDB_txn *txn, MDB_dbi dbi, const char *name, uint64_t v, siz
 	MDB_val k = { strlen(name), (void *)name }, d = { n, buf };
 
 	put_be(buf, v, n);
-	return LMDB_ENGINE(mdb_put(txn, dbi, &k, &d, 0));
+	return mdb_put(txn, dbi, &k, &d, 0);
 }
 
 /* Fills a new store's meta space: format version and creation time. */
@@ -218,7 +218,7 @@ static int open_spaces(struct lmdb_store *ls, const char *dir, char *why, size_t
 			goto out_abort_txn;
 		}
 	}
-	rc = LMDB_ENGINE(mdb_txn_commit(txn));	/* also keeps the dbi handles */
+	rc = mdb_txn_commit(txn);	/* also keeps the dbi handles */
 	rc = lmdb_commit_err(ls, rc);
 	if (rc)
 		store_say(why, why_len, "%s: %s", dir, strerror(-rc));

@@ -43,7 +43,7 @@
 #include "store/store_ops.h"
 
 /*
- * LMDB_ENGINE(call): call (an mdb_* that walks pages) with the thread
+ * LMDB_ENGINE(call): call (an mdb_* that reads pages) with the thread
  * marked inside the engine for store_in_engine. The mark is a thread-local
  * counter, the one global of the backend: a signal handler has no handle
  * to look in.

@@ -61,7 +61,7 @@ static int put_with(struct store_txn *txn, enum store_space space, const void *k
 
 	if (t->map_full)
 		return -ENOSPC;	/* lmdb_write will grow the map and retry */
-	rc = LMDB_ENGINE(mdb_put(t->txn, dbi_of(txn, space), &k, v, flags));
+	rc = mdb_put(t->txn, dbi_of(txn, space), &k, v, flags);
 	if (rc == 0 && t->written)
 		*t->written += key_len + v->mv_size;	/* a queued batch's size (lmdb_queue.c) */
 	return lmdb_txn_err(t, rc);
@@ -93,7 +93,7 @@ int lmdb_del(struct store_txn *txn, enum store_space space, const void *key, siz
 
 	if (t->map_full)
 		return -ENOSPC;
-	return lmdb_txn_err(t, LMDB_ENGINE(mdb_del(t->txn, dbi_of(txn, space), &k, NULL)));
+	return lmdb_txn_err(t, mdb_del(t->txn, dbi_of(txn, space), &k, NULL));
 }
 
 /*
@@ -178,7 +178,7 @@ int lmdb_del_prefix(struct store_txn *txn, enum store_space space, const void *p
 		return lmdb_txn_err(t, rc);
 	while ((rc = cursor_seek(c, prefix, prefix_len, &k, &v)) == 0 &&
 	       has_prefix(&k, prefix, prefix_len)) {
-		rc = LMDB_ENGINE(mdb_cursor_del(c, 0));
+		rc = mdb_cursor_del(c, 0);
 		if (rc)
 			break;
 		n++;

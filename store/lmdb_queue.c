@@ -160,13 +160,13 @@ static int queue_end(struct lmdb_store *st, bool commit)
 	if (mdb_txn_begin(st->env, q->batch.txn, 0, &c.txn) == 0) {
 		if (feed_txn_commit(&c.base, &q->feed, st->base.writer, st->base.feed_keep) == 0 &&
 		    !c.map_full)
-			LMDB_ENGINE(mdb_txn_commit(c.txn));
+			mdb_txn_commit(c.txn);
 		else
 			mdb_txn_abort(c.txn);
 	}
 	txnid = mdb_txn_id(q->batch.txn);
 	pthread_mutex_lock(&st->write_mutex);
-	rc = LMDB_ENGINE(mdb_txn_commit(q->batch.txn));
+	rc = mdb_txn_commit(q->batch.txn);
 	if (rc == 0)
 		lmdb_note_own_commit(st, txnid);
 	pthread_mutex_unlock(&st->write_mutex);

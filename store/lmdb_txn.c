@@ -218,6 +218,7 @@ int lmdb_run_nested(struct lmdb_txn *t, struct lmdb_req *r, bool *map_full)
 	c.map_full = false;
 	c.borrowed = false;
 	c.written = t->written;
+	c.span = 0;	/* a write: its values may be in its own new pages */
 	rc = mdb_txn_begin(ls->env, t->txn, 0, &c.txn);
 	if (rc)
 		return lmdb_err(rc);
@@ -227,7 +228,7 @@ int lmdb_run_nested(struct lmdb_txn *t, struct lmdb_req *r, bool *map_full)
 		*map_full = c.map_full;
 		return 0;
 	}
-	rc = LMDB_ENGINE(mdb_txn_commit(c.txn));	/* into t */
+	rc = mdb_txn_commit(c.txn);	/* into t */
 	if (rc == MDB_MAP_FULL)
 		*map_full = true;
 	else if (rc)
@@ -292,7 +293,7 @@ static void batch_attempt(struct lmdb_store *st, struct lmdb_req *batch, bool *r
 		goto out_abort_txn;	/* nothing to commit: refusals only */
 	feed_set_release(&feed);
 	txnid = mdb_txn_id(t.txn);
-	rc = LMDB_ENGINE(mdb_txn_commit(t.txn));	/* frees the transaction even on failure */
+	rc = mdb_txn_commit(t.txn);	/* frees the transaction even on failure */
 	lmdb_gate_leave(st, false);
 	*retry = rc == MDB_MAP_FULL;
 	if (rc)

@@ -11,7 +11,8 @@ load 'test_helper/etcd'
 setup_file() {
 	KVFS_ETCD_MAX_TXN_OPS=128 KVFS_ETCD_MAX_REQUEST_BYTES=1572864 etcd_start own
 	# small.json: 30 records (about 150 keys: over 128 in one Txn);
-	# big.json: 5,000 records (about 25,000 keys); leaf.json: a 3 MiB string leaf
+	# big.json: 5,000 records (about 25,000 keys); leaf.json: a 3 MiB string
+	# leaf; mid.json: a 1.7 MB one
 	python3 - "$BATS_FILE_TMPDIR" <<'PY'
 import json, random, sys
 d = sys.argv[1]
@@ -23,6 +24,10 @@ json.dump({"r%05d" % i: {"a": i, "b": "s" * 20, "c": [1, 2]} for i in range(5000
 s = "".join(rnd.choice("abcdefghij klmnop") for _ in range(3 << 20))
 json.dump({"s": s}, open(d + "/leaf.json", "w"))
 open(d + "/leaf.txt", "w").write(s + "\n")
+# 1.7 MB: over 1.5 MiB but under 2 MiB, where etcd says "request is too large"
+m = s[:1700000]
+json.dump({"s": m}, open(d + "/mid.json", "w"))
+open(d + "/mid.txt", "w").write(m + "\n")
 PY
 }
 
@@ -81,6 +86,14 @@ same_json() {
 	same_json "$BATS_TEST_TMPDIR/out.json" "$D/big.json"
 	run -0 "$KVFS_BIN" check "$STORE"
 	assert_output --partial ', 0 problems'
+}
+
+@test "a value between 1.5 and 2 MiB, which etcd refuses in other words, goes in whole too" {
+	# a new process: its first Txn carries the whole value and is refused
+	run -0 "$KVFS_BIN" import --create "$STORE" /m "$D/mid.json"
+	"$KVFS_BIN" get "$STORE" /m/s >"$BATS_TEST_TMPDIR/out.txt"
+	cmp "$BATS_TEST_TMPDIR/out.txt" "$D/mid.txt"
+	[ "$(etcd_count b c q)" -eq 0 ]
 }
 
 @test "at etcd's default limits, a refused document is still refused whole and the store keeps serving" {
