@@ -82,9 +82,10 @@ struct store_etcd {
 /* An answer kept until its transaction ends: values handed out point into it. */
 struct etcd_kept {
 	struct etcd_kept *next;
+	struct etcd_kept *next_page;	/* the transaction's pages only (read_page, etcd_scan.c) */
 	struct etcd_range_result r;
 	/* a scan's page: it holds every key of [from, end) at the revision (values too when has_vals) */
-	bool is_page, has_vals;
+	bool has_vals;
 	size_t from_len, end_len, scan_hi_len;
 	uint8_t from[ETCD_KEY_MAX], end[ETCD_KEY_MAX];
 	uint8_t scan_hi[ETCD_KEY_MAX];	/* the end of the range its scan wanted (end <= scan_hi) */
@@ -104,6 +105,12 @@ struct store_etcd_txn {
 	 */
 	struct feed_set feed;
 	struct etcd_kept *kept;
+	/*
+	 * The pages among them, searched by every read: a whole-store pass
+	 * (kvfs check) keeps an answer per point read, which the searches
+	 * must not walk (that made them quadratic).
+	 */
+	struct etcd_kept *pages;
 	/* big values assembled for this transaction (etcd_val.c), held until it ends */
 	struct etcd_blob **blobs;
 	size_t n_blobs, cap_blobs;

@@ -60,7 +60,8 @@ static int read_page(struct store_etcd_txn *t, const uint8_t *from, size_t fl, c
 	if (rc)
 		return rc;
 	/* what this page read: [from, after its last key), or to the end */
-	kept->is_page = true;
+	kept->next_page = t->pages;
+	t->pages = kept;
 	kept->has_vals = !keys_only;
 	memcpy(kept->from, from, fl);
 	kept->from_len = fl;

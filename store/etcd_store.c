@@ -122,6 +122,7 @@ static void txn_release(struct store_etcd_txn *t)
 		etcd_range_result_release(&k->r);
 		free(k);
 	}
+	t->pages = NULL;
 	etcd_val_release(t);
 	etcd_buf_free(t->buf);
 	t->buf = NULL;
@@ -143,8 +144,8 @@ void store_etcd_read_end(struct store_txn *txn)
 struct etcd_kept *etcd_txn_page_covering(struct store_etcd_txn *t, const void *key, size_t key_len,
 					 bool vals)
 {
-	for (struct etcd_kept *k = t->kept; k; k = k->next) {
-		if (!k->is_page || (vals && !k->has_vals))
+	for (struct etcd_kept *k = t->pages; k; k = k->next_page) {
+		if (vals && !k->has_vals)
 			continue;
 		if (store_key_cmp(k->from, k->from_len, key, key_len) <= 0 &&
 		    ((k->end_len == 1 && k->end[0] == 0) || store_key_cmp(key, key_len, k->end, k->end_len) < 0))
@@ -158,8 +159,8 @@ struct etcd_kept *etcd_txn_page_before(struct store_etcd_txn *t, const void *key
 {
 	struct etcd_kept *best = NULL;
 
-	for (struct etcd_kept *k = t->kept; k; k = k->next) {
-		if (!k->is_page || (vals && !k->has_vals) ||
+	for (struct etcd_kept *k = t->pages; k; k = k->next_page) {
+		if ((vals && !k->has_vals) ||
 		    store_key_cmp(k->end, k->end_len, key, key_len) > 0 ||
 		    !((k->scan_hi_len == 1 && k->scan_hi[0] == 0) ||
 		      store_key_cmp(key, key_len, k->scan_hi, k->scan_hi_len) < 0))
