@@ -13,19 +13,7 @@ setup() {
 }
 
 teardown() {
-	if [ -n "${MOUNT_PID:-}" ] && grep -qs " $MNT " /proc/mounts; then
-		mount_teardown
-	fi
-	grep -qs " $MNT " /proc/mounts && fusermount3 -uz "$MNT"
-	true
-}
-
-# kill_daemon: SIGKILL, then the dead mount is cleared (as `kvfs umount` does).
-kill_daemon() {
-	kill -KILL "$MOUNT_PID"
-	wait_gone "$MOUNT_PID" 100
-	MOUNT_PID=
-	fusermount3 -uz "$MNT"
+	crash_teardown
 }
 
 # typed_leaves DIR N: N integer leaves k1..kN in DIR, each its own mode and mtime.

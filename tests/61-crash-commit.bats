@@ -10,19 +10,7 @@ setup() {
 }
 
 teardown() {
-	if [ -n "${MOUNT_PID:-}" ] && grep -qs " $MNT " /proc/mounts; then
-		mount_teardown
-	fi
-	grep -qs " $MNT " /proc/mounts && fusermount3 -uz "$MNT"
-	true
-}
-
-# kill_daemon: SIGKILL, then the dead mount is cleared (as `kvfs umount` does).
-kill_daemon() {
-	kill -KILL "$MOUNT_PID"
-	wait_gone "$MOUNT_PID" 100
-	MOUNT_PID=
-	fusermount3 -uz "$MNT"
+	crash_teardown
 }
 
 # write_docs N: N documents of 20 fields each, all fields of one document

@@ -234,3 +234,21 @@ r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)
 if r.returncode: sys.exit(r.returncode)
 print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$@"
 }
+
+# For suites that kill their daemon: crash_teardown as teardown (a mount
+# still served is unmounted as usual, a dead one cleared); kill_daemon:
+# SIGKILL, then the dead mount is cleared (as `kvfs umount` does).
+crash_teardown() {
+	if [ -n "${MOUNT_PID:-}" ] && grep -qs " $MNT " /proc/mounts; then
+		mount_teardown
+	fi
+	grep -qs " $MNT " /proc/mounts && fusermount3 -uz "$MNT"
+	true
+}
+
+kill_daemon() {
+	kill -KILL "$MOUNT_PID"
+	wait_gone "$MOUNT_PID" 100
+	MOUNT_PID=
+	fusermount3 -uz "$MNT"
+}

@@ -113,6 +113,21 @@ static void t_scan_close(struct store_scan *s)
 	free(s);
 }
 
+/* How many data keys start with the one byte *prefix (a scan, so a range read): n, or <0. */
+static int t_scan_count(struct store_txn *t, const char *prefix)
+{
+	struct store_scan *s;
+	struct store_val k, v;
+	int rc, n = 0;
+
+	if ((rc = t_scan(t, STORE_SPACE_DATA, prefix, 1, &s)))
+		return rc;
+	while ((rc = store_etcd_scan_next(s, &k, &v)) == 1)
+		n++;
+	t_scan_close(s);
+	return rc < 0 ? rc : n;
+}
+
 static struct store *open_new(const char *name)
 {
 	struct store *st = NULL;
@@ -473,16 +488,8 @@ static int race_fn(struct store_txn *t, void *arg)
 
 	a->runs++;
 	if (a->scan) {
-		struct store_scan *s;
-		struct store_val k;
-
-		if ((rc = t_scan(t, STORE_SPACE_DATA, "c", 1, &s)))
-			return rc;
-		while ((rc = store_etcd_scan_next(s, &k, &v)) == 1)
-			n++;
-		t_scan_close(s);
-		if (rc < 0)
-			return rc;
+		if ((n = t_scan_count(t, "c")) < 0)
+			return n;
 		snprintf(a->seen, sizeof(a->seen), "%d", n);
 	} else {
 		rc = store_etcd_get(t, STORE_SPACE_DATA, "n", 1, &v);
@@ -751,18 +758,11 @@ static int quiet_other(struct store_txn *t, void *arg)
 static int quiet_fn(struct store_txn *t, void *arg)
 {
 	struct quiet_arg *a = arg;
-	struct store_scan *s;
-	struct store_val k, v;
-	int rc, n = 0;
+	int rc, n;
 
 	a->runs++;
-	if ((rc = t_scan(t, STORE_SPACE_DATA, "q", 1, &s)))
-		return rc;
-	while ((rc = store_etcd_scan_next(s, &k, &v)) == 1)
-		n++;
-	t_scan_close(s);
-	if (rc < 0)
-		return rc;
+	if ((n = t_scan_count(t, "q")) < 0)
+		return n;
 	if (a->runs == 1 && (rc = store_etcd_write(a->other, quiet_other, &a->other_deletes)))
 		return rc;
 	return store_etcd_put(t, STORE_SPACE_DATA, "qcount", 6, n ? "some" : "none", 4);
