@@ -63,13 +63,6 @@ static void big_step_pause(void)
 		usleep((useconds_t)strtoul(s, NULL, 10) * 1000u);
 }
 
-/* Errors after which a sent Txn may or may not have been applied (as in etcd_store.c). */
-static bool outcome_unknown(int rc)
-{
-	return rc != -EINVAL && rc != -E2BIG && rc != -EMSGSIZE && rc != -ENOSPC &&
-	       rc != -EACCES && rc != -ENOMEM && rc != -ECONNREFUSED && rc != -EPROTO;
-}
-
 static bool transient(int rc)
 {
 	return rc == -ECONNRESET || rc == -EAGAIN || rc == -ECONNREFUSED || rc == -EPIPE ||
@@ -296,7 +289,7 @@ static int apply_ops(struct store_etcd *st, struct etcd_client *c, const struct 
 /* How many of the n ops, from the first, fit the handle's budget (at least one). */
 static size_t ops_fitting(struct store_etcd *st, const struct etcd_op *ops, size_t n)
 {
-	size_t max_ops = etcd_txn_ops(st) - 8, max_bytes = etcd_txn_bytes(st), bytes = 0, i;
+	size_t max_ops = etcd_txn_ops(st) - ETCD_TXN_ROOM, max_bytes = etcd_txn_bytes(st), bytes = 0, i;
 
 	for (i = 0; i < n && i < max_ops; i++) {
 		bytes += op_size(&ops[i]);
@@ -587,7 +580,7 @@ static int big_stage(struct store_etcd *st, struct etcd_client *c, const struct 
 {
 	uint8_t *data = malloc(BIG_CHUNK_BYTES_MAX + ETCD_TXN_BYTES + 64);
 	uint8_t k[ETCD_KEY_MAX];
-	size_t i = 0, chunk_ops = etcd_txn_ops(st) - 8, chunk_bytes = etcd_txn_bytes(st) / 3 * 2;
+	size_t i = 0, chunk_ops = etcd_txn_ops(st) - ETCD_TXN_ROOM, chunk_bytes = etcd_txn_bytes(st) / 3 * 2;
 	int64_t renewed_ns = 0;
 	int rc = data ? 0 : -ENOMEM;
 
@@ -824,7 +817,7 @@ int etcd_big_commit(struct store_etcd_txn *t, uint64_t seq, bool *committed, int
 		rc = -ETIMEDOUT;
 		*committed = false;
 	}
-	if (rc && outcome_unknown(rc)) {
+	if (rc && etcd_outcome_unknown(rc)) {
 		/*
 		 * The flip's answer was lost: it may still be in flight. Remove the
 		 * marker it compares first, so that it can no longer land, then ask

@@ -24,6 +24,7 @@
 #define ETCD_TXN_BYTES (6u << 20)	/* raw bytes per Txn (docs/ETCD.md section 5) */
 #define ETCD_TXN_OPS 8000u	/* operations per Txn (the cluster script allows 8192) */
 #define ETCD_TXN_OPS_LOW 120u	/* the same under etcd's default --max-txn-ops (128) */
+#define ETCD_TXN_ROOM 8u	/* of a budget's operations, kept for a Txn's own guards and markers */
 #define ETCD_TXN_BYTES_LOW (900u << 10)	/* the same under etcd's default 1.5 MiB requests */
 #define ETCD_DEL_KEYS 4000u	/* a prefix delete of up to this many keys deletes them one by one */
 
@@ -214,6 +215,8 @@ void store_etcd_feed_mine(struct store_etcd *st, uint64_t rev);
  * floor is reached, or the largest put alone fills the budget).
  */
 size_t etcd_txn_ops(struct store_etcd *st);
+/* Errors after which a sent Txn may or may not have been applied (the others: it was not). */
+bool etcd_outcome_unknown(int rc);
 size_t etcd_txn_bytes(struct store_etcd *st);
 bool etcd_limits_lower(struct store_etcd *st, int rc, size_t used, size_t largest);
 /* A range, tried again for about 4 s while a member is gone or a leader is elected. */

@@ -318,8 +318,7 @@ static void note_commit(struct store_etcd *st, uint64_t rev)
 	store_etcd_feed_mine(st, rev);
 }
 
-/* Errors after which a sent Txn may or may not have been applied. */
-static bool outcome_unknown(int rc)
+bool etcd_outcome_unknown(int rc)
 {
 	return rc != -EINVAL && rc != -E2BIG && rc != -EMSGSIZE && rc != -ENOSPC &&
 	       rc != -EACCES && rc != -ENOMEM && rc != -ECONNREFUSED && rc != -EPROTO;
@@ -404,7 +403,8 @@ static int commit_attempt(struct store_etcd_txn *t, uint64_t seq, bool *committe
 {
 	uint8_t k[ETCD_KEY_MAX], v[8];
 	size_t kl, max_ops = etcd_txn_ops(t->st), max_bytes = etcd_txn_bytes(t->st);
-	size_t max_cmps = max_ops - 8 < ETCD_CMPS_MAX ? max_ops - 8 : ETCD_CMPS_MAX;
+	size_t max_cmps = max_ops - ETCD_TXN_ROOM < ETCD_CMPS_MAX ? max_ops - ETCD_TXN_ROOM
+								 : ETCD_CMPS_MAX;
 	int64_t rev = 0;
 	int rc;
 
@@ -474,7 +474,7 @@ static int commit_attempt(struct store_etcd_txn *t, uint64_t seq, bool *committe
 		*committed = false;
 		return 0;
 	}
-	if (rc && outcome_unknown(rc))
+	if (rc && etcd_outcome_unknown(rc))
 		return resolve_lost(t, seq, committed);
 	if (rc == 0 && *committed)
 		note_commit(t->st, (uint64_t)rev);
