@@ -391,7 +391,7 @@ static int64_t ts_ns(const struct timespec *ts)
  * shown (UTIME_OMIT), so an atime that followed the old mtime is stored.
  */
 static int setattr_times(struct fs_ctx *ctx, struct fs_node *node, const char *path,
-			 const struct stat *attr, int to_set)
+			 const struct stat *attr, int to_set, bool later)
 {
 	bool set_m = to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW);
 	bool set_a = to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW);
@@ -434,7 +434,9 @@ static int setattr_times(struct fs_ctx *ctx, struct fs_node *node, const char *p
 	if (ret < 0)
 		return ret;
 	/* views: accepted, not kept (they show their node's time) */
-	ret = model_set_times(ctx->model, wpath, set_m ? &m : NULL, &d.set, d.unset, &err);
+	ret = later ? model_set_times_later(ctx->model, wpath, set_m ? &m : NULL, &d.set, d.unset,
+					   &err) :
+	      model_set_times(ctx->model, wpath, set_m ? &m : NULL, &d.set, d.unset, &err);
 	fs_write_end(ctx, ret);
 	if (ret < 0)
 		fs_log_model(ctx, ret, &err, wpath);
@@ -482,7 +484,7 @@ static bool owner_mode_defer(struct fs_ctx *ctx, struct fs_node *node, const str
  * and forget them: neither has a node of its own to keep them.
  */
 static int setattr_owner_mode(struct fs_ctx *ctx, struct fs_node *node, const struct stat *attr,
-			      int to_set)
+			      int to_set, bool later)
 {
 	struct model_error err = { 0 };
 	struct model_attr set = { 0 };
@@ -518,7 +520,9 @@ static int setattr_owner_mode(struct fs_ctx *ctx, struct fs_node *node, const st
 		set.gid = attr->st_gid;
 		attr_choose(&set, &unset, MODEL_ATTR_GID, set.gid == ctx->gid);
 	}
-	if (ret == 0)
+	if (ret == 0 && later)
+		ret = model_set_attr_later(ctx->model, path, &set, unset, &err);
+	else if (ret == 0)
 		ret = model_set_attr(ctx->model, path, &set, unset, &err);
 out_end:
 	fs_write_end(ctx, ret);
@@ -582,7 +586,7 @@ void fs_op_setxattr_acl(fuse_req_t req, fuse_ino_t ino, const char *value, size_
 		ret = -EPERM;
 	if (ret == 0) {
 		want.st_mode = (cur.st_mode & S_IFMT) | (mode_t)mode;
-		ret = setattr_owner_mode(ctx, node, &want, FUSE_SET_ATTR_MODE);
+		ret = setattr_owner_mode(ctx, node, &want, FUSE_SET_ATTR_MODE, false);
 	}
 	if (ret == 0)
 		fs_inval_attr_now(ctx, ino);	/* the kernel keeps the old mode otherwise */
@@ -594,6 +598,8 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 {
 	struct fs_ctx *ctx = fs_req_ctx(req);
 	struct fs_node *node = fs_node_from_ino(ctx, ino);
+	/* a tool's touches to the file it just wrote (rsync): with its next commit */
+	bool later = fs_node_fresh(ctx, node, fuse_req_ctx(req)->pid);
 	struct stat st;
 	bool vol = false, pend = false;
 	char *path;
@@ -628,10 +634,10 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 	if (to_set & FUSE_SET_ATTR_SIZE)
 		ret = setattr_size(ctx, node, fs_fi_file(fi), attr->st_size);
 	if (ret == 0 && (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)))
-		ret = setattr_owner_mode(ctx, node, attr, to_set);
+		ret = setattr_owner_mode(ctx, node, attr, to_set, later);
 	if (ret == 0 && (to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW |
 				   FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW)))
-		ret = setattr_times(ctx, node, path, attr, to_set);
+		ret = setattr_times(ctx, node, path, attr, to_set, later);
 	if (ret == 0)
 		ret = node_stat(ctx, node, path, &st, NULL, &vol, &pend);
 out_reply:

@@ -276,6 +276,8 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 	f->pending = false;
 	if (!view)
 		fs_cache_forget(ctx, f->node);
+	if (f->kind == FS_FILE_WRITER)
+		fs_node_fresh_set(ctx, f->node, f->writer_pid);
 	fs_file_publish(ctx, f);
 	fs_inval_after_change(ctx, f->node, view);
 	free(path);
@@ -728,6 +730,7 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		f->trunc = false;
 		f->wmtime_ns = fs_now_ns();
 		f->want_mtime = false;	/* a write after utimens sets the time again */
+		f->writer_pid = fuse_req_ctx(req)->pid;
 		fs_file_publish(ctx, f);
 	}
 	pthread_mutex_unlock(&f->lock);

@@ -137,6 +137,9 @@ struct fs_node {
 					 * (tar --xattrs types a file before writing it):
 					 * applied at the next commit; holds one ref (xattr.c,
 					 * defer.c) */
+	/* node.c: a leaf thread fresh_pid wrote and closed (fs_node_fresh) */
+	pid_t fresh_pid;
+	int64_t fresh_until;	/* CLOCK_MONOTONIC ns */
 };
 
 /* What fi->fh points to: told apart by the first field (setattr gets either). */
@@ -173,6 +176,7 @@ struct fs_file {
 	struct fs_node *node;	/* fixed; holds one ref */
 	bool writable;		/* fixed: opened for writing (a pending file may be read-only) */
 	uint64_t ino;		/* set at open (f->lock): st_ino, for fstat once the name is gone */
+	pid_t writer_pid;	/* f->lock: the thread of the last write (fs_node_fresh) */
 	struct fs_file *prev, *next;	/* ctx->files (ctx->lock) */
 	unsigned refs;		/* the kernel's handles + committers at work (ctx->lock) */
 	bool pend;		/* getattr answers pend_len/pend_mtime (ctx->lock) */
@@ -298,6 +302,8 @@ struct fs_ctx {
 	unsigned commit_ms;	/* -o commit=MS: writes are checked and queued in the
 				 * store's batch, committed at most MS later (README
 				 * "The commit model"); 0: committed before close returns */
+	bool later;		/* the default mode's queue of finishing touches runs
+				 * (fs_node_fresh; fixed once serving) */
 	int log_fd;		/* lines go here when >= 0 (-o log=, or no syslog): else syslog */
 
 	pthread_mutex_t err_lock;	/* errors, err_next (mount.c) */
@@ -458,6 +464,21 @@ uint64_t fs_node_st_ino_locked(struct fs_ctx *ctx, struct fs_node *node, uint64_
 int fs_nodes_init(struct fs_ctx *ctx);
 void fs_nodes_release(struct fs_ctx *ctx);
 struct fs_node *fs_node_from_ino(struct fs_ctx *ctx, fuse_ino_t ino);
+/*
+ * Finishing touches (README "The commit model"): a leaf whose content
+ * thread pid wrote has just been committed at its close is fresh for
+ * FS_FRESH_MS; that thread's later changes to it (times, mode, owner,
+ * type, its rename into place: rsync's order) may then join the default
+ * mode's queued batch and be committed with its next file, not each alone,
+ * or at most FS_LATER_MS later (another process that opens the store
+ * meanwhile waits for that commit: store/lmdb_queue.c).
+ * fs_node_fresh takes ctx->lock; false without the queue (ctx->later).
+ */
+#define FS_FRESH_MS 1000
+#define FS_LATER_MS 100		/* the queue's bound: a last touch waits at most this */
+void fs_node_fresh_set(struct fs_ctx *ctx, struct fs_node *node, pid_t pid);
+bool fs_node_fresh(struct fs_ctx *ctx, struct fs_node *node, pid_t pid);
+bool fs_node_fresh_child(struct fs_ctx *ctx, struct fs_node *dir, const char *name, pid_t pid);
 fuse_ino_t fs_node_ino(struct fs_ctx *ctx, const struct fs_node *node);
 /*
  * The path of node (plus "/name" when name is not NULL) as the model takes

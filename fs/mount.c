@@ -627,11 +627,19 @@ static int open_model(struct fs_ctx *ctx, const struct fs_options *opts)
 	}
 	/* -o commit=MS: writes are checked and queued, committed together (README) */
 	if (ctx->commit_ms && !opts->read_only &&
-	    (ret = model_queue_start(ctx->model, ctx->commit_ms)) < 0) {
+	    (ret = model_queue_start(ctx->model, ctx->commit_ms, MODEL_QUEUE_ALL)) < 0) {
 		fprintf(stderr, "kvfs: mount: commit=%u: %s\n", ctx->commit_ms, strerror(-ret));
 		model_close(ctx->model);
 		return -1;
 	}
+	/*
+	 * The default mode: a tool's finishing touches to a file it has just
+	 * written are queued for its next commit (fs_node_fresh). A store
+	 * that cannot hold a batch open (etcd) commits each at once.
+	 */
+	if (!ctx->commit_ms && !opts->read_only &&
+	    model_queue_start(ctx->model, FS_LATER_MS, MODEL_QUEUE_LATER) == 0)
+		ctx->later = true;
 	return 0;
 }
 

@@ -331,6 +331,10 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fs_reply_err(req, ret);
 		return;
 	}
+	/* a tool's file just written, moved into place (rsync): with its next commit */
+	if (!model_name_is_view(newname, strlen(newname)) &&
+	    fs_node_fresh_child(ctx, dir, name, fuse_req_ctx(req)->pid))
+		mflags |= MODEL_RENAME_LATER;
 	ret = fs_node_path(ctx, newdir, newname, &to);
 	if (ret == 0)
 		ret = model_rename(ctx->model, from, to, mflags, &err);

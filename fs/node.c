@@ -66,6 +66,53 @@ struct fs_node *fs_node_from_ino(struct fs_ctx *ctx, fuse_ino_t ino)
 	return (struct fs_node *)(uintptr_t)ino;
 }
 
+static int64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void fs_node_fresh_set(struct fs_ctx *ctx, struct fs_node *node, pid_t pid)
+{
+	if (!ctx->later || pid <= 0)
+		return;
+	pthread_mutex_lock(&ctx->lock);
+	node->fresh_pid = pid;
+	node->fresh_until = monotonic_ns() + (int64_t)FS_FRESH_MS * 1000000;
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+static bool fresh_locked(const struct fs_node *node, pid_t pid)
+{
+	return node && node->fresh_pid == pid && monotonic_ns() < node->fresh_until;
+}
+
+bool fs_node_fresh(struct fs_ctx *ctx, struct fs_node *node, pid_t pid)
+{
+	bool fresh;
+
+	if (!ctx->later || pid <= 0)
+		return false;
+	pthread_mutex_lock(&ctx->lock);
+	fresh = fresh_locked(node, pid);
+	pthread_mutex_unlock(&ctx->lock);
+	return fresh;
+}
+
+bool fs_node_fresh_child(struct fs_ctx *ctx, struct fs_node *dir, const char *name, pid_t pid)
+{
+	bool fresh;
+
+	if (!ctx->later || pid <= 0)
+		return false;
+	pthread_mutex_lock(&ctx->lock);
+	fresh = fresh_locked(fs_node_child_locked(ctx, dir, name, false), pid);
+	pthread_mutex_unlock(&ctx->lock);
+	return fresh;
+}
+
 fuse_ino_t fs_node_ino(struct fs_ctx *ctx, const struct fs_node *node)
 {
 	if (node == &ctx->root)

@@ -290,7 +290,11 @@ void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 			return;
 		}
 	}
-	ret = model_set_type(ctx->model, path, type, &err);
+	/* a tool's type for the file it just wrote (rsync -X): with its next commit */
+	if (fs_node_fresh(ctx, node, fuse_req_ctx(req)->pid))
+		ret = model_set_type_later(ctx->model, path, type, &err);
+	else
+		ret = model_set_type(ctx->model, path, type, &err);
 	if (ret == 0)
 		fs_want_type_clear(ctx, node);	/* applied now: nothing kept for later */
 	else if (err.reason == MODEL_REASON_TYPE_MISMATCH && want_type_later(ctx, node, path, type))

@@ -196,12 +196,19 @@ int model_changes_read(struct model *m, uint64_t after, model_change_fn fn, void
 		       uint64_t *upto);
 int model_sync(struct model *m);
 /*
- * Queued commits (mount -o commit=MS; store_queue_start): writes return
- * once checked and applied to a batch this handle reads at once, which is
- * committed at most ms later, at model_sync and at model_close. -ENOTSUP
- * for a store that cannot hold a batch open (etcd).
+ * Queued commits (store_queue_start). MODEL_QUEUE_ALL (mount -o
+ * commit=MS): writes return once checked and applied to a batch this
+ * handle reads at once, which is committed at most ms later, at
+ * model_sync and at model_close. MODEL_QUEUE_LATER (the mount's default
+ * mode): only the *_later calls and MODEL_RENAME_LATER are queued so; every
+ * other write returns after its commit, which takes the batch with it.
+ * -ENOTSUP for a store that cannot hold a batch open (etcd).
  */
-int model_queue_start(struct model *m, unsigned ms);
+enum model_queue_mode {
+	MODEL_QUEUE_ALL,
+	MODEL_QUEUE_LATER,
+};
+int model_queue_start(struct model *m, unsigned ms, enum model_queue_mode mode);
 /*
  * Compacting hot copy of the whole store into the empty directory dir;
  * -ENOTSUP with a message for a store that has none (etcd: use export).
@@ -358,6 +365,7 @@ int model_remove(struct model *m, const char *path, unsigned flags, struct model
 enum model_rename_flags {
 	MODEL_RENAME_NOREPLACE = 1 << 0,
 	MODEL_RENAME_EXCHANGE = 1 << 1,
+	MODEL_RENAME_LATER = 1 << 2,	/* may join the queued batch (MODEL_QUEUE_LATER) */
 };
 /* Moves a leaf or subtree atomically; onto NAME.json: parses the source as JSON. */
 int model_rename(struct model *m, const char *from, const char *to, unsigned flags,
@@ -378,6 +386,19 @@ int model_set_attr(struct model *m, const char *path, const struct model_attr *s
  */
 int model_set_times(struct model *m, const char *path, const int64_t *mtime_ns,
 		    const struct model_attr *set, unsigned unset, struct model_error *err);
+/*
+ * Finishing touches: model_set_attr, model_set_times and model_set_type,
+ * except that with a MODEL_QUEUE_LATER queue they return once checked and
+ * applied to its batch, committed with the handle's next write, at most
+ * the queue's ms later, at model_sync or at model_close (the mount's
+ * default mode, for a tool's touches to a file it has just written).
+ */
+int model_set_attr_later(struct model *m, const char *path, const struct model_attr *set,
+			 unsigned unset, struct model_error *err);
+int model_set_times_later(struct model *m, const char *path, const int64_t *mtime_ns,
+			  const struct model_attr *set, unsigned unset, struct model_error *err);
+int model_set_type_later(struct model *m, const char *path, const char *name,
+			 struct model_error *err);
 /*
  * model_create / model_mkdir with the new node's attributes (attr->have may
  * be 0: all default), in the same transaction. attr may be NULL.

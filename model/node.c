@@ -139,9 +139,12 @@ int model_sync(struct model *m)
 	return store_sync(m->st);
 }
 
-int model_queue_start(struct model *m, unsigned ms)
+int model_queue_start(struct model *m, unsigned ms, enum model_queue_mode mode)
 {
-	return m->readonly ? -EROFS : store_queue_start(m->st, ms);
+	if (m->readonly)
+		return -EROFS;
+	return store_queue_start(m->st, ms, mode == MODEL_QUEUE_LATER ? STORE_QUEUE_LATER :
+				 STORE_QUEUE_ALL);
 }
 
 uint64_t model_version(struct model *m)
@@ -711,6 +714,14 @@ int model_set_attr(struct model *m, const char *path, const struct model_attr *s
 	return tree_write(m, path, set_attr_txn, &op, err);
 }
 
+int model_set_attr_later(struct model *m, const char *path, const struct model_attr *set,
+			 unsigned unset, struct model_error *err)
+{
+	struct node_op op = { .m = m, .path = path, .attr = set, .flags = unset, .err = err };
+
+	return tree_write_later(m, path, set_attr_txn, &op, err);
+}
+
 static int set_times_txn(struct store_txn *txn, void *arg)
 {
 	struct node_op *op = arg;
@@ -730,12 +741,27 @@ static int set_times_txn(struct store_txn *txn, void *arg)
 	return ret;
 }
 
-int model_set_times(struct model *m, const char *path, const int64_t *mtime_ns,
-		    const struct model_attr *set, unsigned unset, struct model_error *err)
+static int set_times(struct model *m, const char *path, const int64_t *mtime_ns,
+		     const struct model_attr *set, unsigned unset, bool later,
+		     struct model_error *err)
 {
 	struct node_op op = { .m = m, .path = path, .mtime_set = mtime_ns != NULL,
 			      .mtime_ns = mtime_ns ? *mtime_ns : 0, .attr = set,
 			      .flags = unset, .err = err };
 
+	if (later)
+		return tree_write_later(m, path, set_times_txn, &op, err);
 	return tree_write(m, path, set_times_txn, &op, err);
+}
+
+int model_set_times(struct model *m, const char *path, const int64_t *mtime_ns,
+		    const struct model_attr *set, unsigned unset, struct model_error *err)
+{
+	return set_times(m, path, mtime_ns, set, unset, false, err);
+}
+
+int model_set_times_later(struct model *m, const char *path, const int64_t *mtime_ns,
+			  const struct model_attr *set, unsigned unset, struct model_error *err)
+{
+	return set_times(m, path, mtime_ns, set, unset, true, err);
 }

@@ -76,8 +76,8 @@ static int tree_write_txn(struct store_txn *txn, void *arg)
 	return ret;
 }
 
-int tree_write_plain(struct model *m, const char *what, store_write_fn fn, void *arg,
-		     struct model_error *err)
+static int write_when(struct model *m, const char *what, store_write_fn fn, void *arg,
+		      bool later, struct model_error *err)
 {
 	struct tree_write_op op = { fn, arg, err };
 	int ret;
@@ -85,10 +85,17 @@ int tree_write_plain(struct model *m, const char *what, store_write_fn fn, void 
 	tree_clear(err);
 	if (m->readonly)
 		return tree_fail(err, -EROFS, "%s: the store is read-only", what);
-	ret = store_write(m->st, tree_write_txn, &op);
+	ret = later ? store_write_later(m->st, tree_write_txn, &op) :
+	      store_write(m->st, tree_write_txn, &op);
 	if (ret < 0 && err && !err->msg[0])
 		tree_fail(err, ret, "%s: %s", what, strerror(-ret));
 	return ret;
+}
+
+int tree_write_plain(struct model *m, const char *what, store_write_fn fn, void *arg,
+		     struct model_error *err)
+{
+	return write_when(m, what, fn, arg, false, err);
 }
 
 int tree_write(struct model *m, const char *what, store_write_fn fn, void *arg,
@@ -97,7 +104,15 @@ int tree_write(struct model *m, const char *what, store_write_fn fn, void *arg,
 	/* Due nodes go first, so that the write sees the tree reads show. */
 	if (!m->readonly)
 		ttl_reap_due(m);
-	return tree_write_plain(m, what, fn, arg, err);
+	return write_when(m, what, fn, arg, false, err);
+}
+
+int tree_write_later(struct model *m, const char *what, store_write_fn fn, void *arg,
+		     struct model_error *err)
+{
+	if (!m->readonly)
+		ttl_reap_due(m);
+	return write_when(m, what, fn, arg, true, err);
 }
 
 /* A dry run: everything a commit would check, then an abort (TREE_DRY_OK). */

@@ -268,6 +268,8 @@ int model_rename(struct model *m, const char *from, const char *to, unsigned fla
 
 	if (flags & MODEL_RENAME_EXCHANGE)
 		return tree_fail(err, -EINVAL, "%s: exchanging names is not supported", from);
+	if (flags & MODEL_RENAME_LATER)
+		return tree_write_later(m, from, rename_txn, &op, err);
 	return tree_write(m, from, rename_txn, &op, err);
 }
 
@@ -488,6 +490,14 @@ int model_set_type(struct model *m, const char *path, const char *name, struct m
 	struct rename_op op = { .from = path, .type = name, .err = err };
 
 	return tree_write(m, path, set_type_txn, &op, err);
+}
+
+int model_set_type_later(struct model *m, const char *path, const char *name,
+			 struct model_error *err)
+{
+	struct rename_op op = { .from = path, .type = name, .err = err };
+
+	return tree_write_later(m, path, set_type_txn, &op, err);
 }
 
 int model_reset_type(struct model *m, const char *path, struct model_error *err)

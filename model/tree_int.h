@@ -49,6 +49,9 @@ int tree_write(struct model *m, const char *what, store_write_fn fn, void *arg,
 /* tree_write, then an abort: checks what the commit would refuse, writes nothing. */
 int tree_write_dry(struct model *m, const char *what, store_write_fn fn, void *arg,
 		   struct model_error *err);
+/* tree_write by store_write_later: may join the queued batch (model_*_later). */
+int tree_write_later(struct model *m, const char *what, store_write_fn fn, void *arg,
+		     struct model_error *err);
 /* tree_write without first removing expired nodes (the reaper itself). */
 int tree_write_plain(struct model *m, const char *what, store_write_fn fn, void *arg,
 		     struct model_error *err);

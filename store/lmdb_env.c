@@ -342,6 +342,8 @@ static int lmdb_open(struct store *st, const char *dir, unsigned flags, char *wh
 	}
 	if (!ls->created_data && (rc = check_file_size(ls, dir, why, why_len)) < 0)
 		goto out_close_env;
+	/* a mount's queued touches, acknowledged before we started, are ours to read */
+	lmdb_queue_barrier(ls);
 	/* Before our first transaction: dead readers pin pages and fill the table. */
 	rc = lmdb_readers_check(st, &ls->stale_cleared);
 	if (rc)
@@ -418,6 +420,7 @@ const struct store_ops store_lmdb_ops = {
 	.readers_check = lmdb_readers_check,
 	.feed_read = NULL,
 	.queue_start = lmdb_queue_start,
+	.write_later = lmdb_write_later,
 	.read_version = lmdb_version,
 	.trim = lmdb_trim,
 	.reserve = lmdb_reserve,

@@ -105,6 +105,7 @@ struct lmdb_req {
 	store_write_fn fn;
 	void *arg;
 	int rc;
+	bool later;		/* store_write_later: may stay in a STORE_QUEUE_LATER batch */
 	bool done;		/* q_mutex */
 	struct lmdb_req *next;	/* q_mutex */
 };
@@ -163,6 +164,7 @@ int lmdb_read_begin(struct store *st, struct store_txn *txn);
 void lmdb_read_end(struct store_txn *txn);
 uint64_t lmdb_txn_id(const struct store_txn *txn);
 int lmdb_write(struct store *st, store_write_fn fn, void *arg);
+int lmdb_write_later(struct store *st, store_write_fn fn, void *arg);
 uint64_t lmdb_position(struct store *st);
 bool lmdb_changed_elsewhere(struct store *st);
 /* For lmdb_queue.c: a top-level txn in the gate; map growth (write_mutex
@@ -173,15 +175,19 @@ int lmdb_grow(struct lmdb_store *ls);
 int lmdb_reserve(struct store *base, uint64_t bytes);
 void lmdb_note_own_commit(struct lmdb_store *ls, uint64_t txnid);
 int lmdb_run_nested(struct lmdb_txn *t, struct lmdb_req *r, bool *map_full);
+/* The group commit of a list of requests (write_mutex not held; no batch open). */
+void lmdb_batch_run(struct lmdb_store *ls, struct lmdb_req *batch);
 
 /* lmdb_queue.c: queued commits (store_queue_start). */
-int lmdb_queue_start(struct store *st, unsigned ms);
+int lmdb_queue_start(struct store *st, unsigned ms, enum store_queue_mode mode);
 void lmdb_queue_stop(struct lmdb_store *ls);
 int lmdb_queue_flush(struct lmdb_store *ls);
 int lmdb_queue_write(struct lmdb_store *ls, struct lmdb_req *req);
 /* true: t reads the open batch, and holds its lock until lmdb_queue_read_end */
 bool lmdb_queue_read_begin(struct lmdb_store *ls, struct lmdb_txn *t);
 void lmdb_queue_read_end(struct lmdb_store *ls);
+/* Waits (at most 2 s) while another process holds a STORE_QUEUE_LATER batch open. */
+void lmdb_queue_barrier(struct lmdb_store *ls);
 uint64_t lmdb_version(struct store *st);
 
 /* lmdb_kv.c: point operations and scans. */

@@ -15,6 +15,17 @@
  * fn's changes. LMDB ties a write transaction's lock to the thread that
  * began it, so only the committer begins and ends it.
  *
+ * STORE_QUEUE_LATER (the mount's default mode) queues only
+ * store_write_later; every other write still runs through the committer
+ * (it alone may take LMDB's writer lock while a batch is open) and is
+ * committed before its writer returns, together with the batch: with no
+ * batch open, as the group commit does without a queue (lmdb_batch_run).
+ * While such a batch holds queued writes, the committer holds a write lock
+ * on one byte of data.mdb (QUEUE_LOCK_BYTE, an open file description lock,
+ * far past any page): another process opening the store waits for it
+ * (lmdb_queue_barrier), so a CLI started after a write was acknowledged
+ * reads it, as it would read a commit.
+ *
  * While a batch is open, this process's read transactions read the batch
  * itself (queue_read_begin), one at a time under b_mutex, so that what a
  * write acknowledged is seen at once by this process; other processes
@@ -27,6 +38,7 @@
  * of the process waits for that lock holding write_mutex.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,9 +47,12 @@
 #include "store/lmdb_int.h"
 
 #define QUEUE_BATCH_MAX 20000	/* writes in one batch before it is committed early */
+#define QUEUE_LOCK_BYTE ((off_t)1 << 46)	/* beyond any map LMDB allows here */
+#define QUEUE_BARRIER_MS 2000	/* a store_open waits at most this for a batch */
 
 struct lmdb_queue {
 	unsigned ms;		/* fixed */
+	bool later_only;	/* fixed: STORE_QUEUE_LATER */
 	pthread_t thread;	/* fixed once started */
 	pthread_cond_t cond;	/* the committer waits here (with st->q_mutex) */
 	/* st->q_mutex: */
@@ -53,8 +68,47 @@ struct lmdb_queue {
 	uint64_t written;	/* bytes they put (store_txn.written) */
 	struct timespec deadline;	/* CLOCK_MONOTONIC: commit by then */
 	_Atomic bool open;	/* batch.txn != NULL; a hint read without b_mutex */
+	bool locked;		/* committer: QUEUE_LOCK_BYTE held (later_only) */
 	_Atomic uint64_t applied;	/* writes ever applied (store_version) */
 };
+
+/* F_WRLCK, F_RDLCK or F_UNLCK of QUEUE_LOCK_BYTE on this handle's data.mdb. */
+static int queue_lock(struct lmdb_store *st, short type, bool wait)
+{
+	struct flock fl = { .l_type = type, .l_whence = SEEK_SET, .l_start = QUEUE_LOCK_BYTE,
+			    .l_len = 1 };
+	mdb_filehandle_t fd;
+
+	if (mdb_env_get_fd(st->env, &fd))
+		return -EBADF;
+	return fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl) < 0 ? -errno : 0;
+}
+
+void lmdb_queue_barrier(struct lmdb_store *st)
+{
+	const struct timespec pause = { 0, 2000000 };
+
+	for (int waited = 0; waited < QUEUE_BARRIER_MS; waited += 2) {
+		int rc = queue_lock(st, F_RDLCK, false);
+
+		if (rc == 0) {
+			queue_lock(st, F_UNLCK, false);
+			return;
+		}
+		if (rc != -EAGAIN && rc != -EACCES)
+			return;	/* no such locks here: nothing can be waited for */
+		nanosleep(&pause, NULL);
+	}
+}
+
+/* Committer. Other processes' opens need not wait any more. */
+static void queue_unlock(struct lmdb_store *st)
+{
+	if (st->queue->locked) {
+		queue_lock(st, F_UNLCK, false);
+		st->queue->locked = false;
+	}
+}
 
 static bool deadline_passed(const struct timespec *d)
 {
@@ -144,8 +198,10 @@ static int queue_end(struct lmdb_store *st, bool commit)
 	uint64_t txnid;
 	int rc = 0;
 
-	if (!q->batch.txn)
+	if (!q->batch.txn) {
+		queue_unlock(st);
 		return 0;
+	}
 	if (!commit || !q->count) {
 		mdb_txn_abort(q->batch.txn);
 		lmdb_gate_leave(st, false);
@@ -177,6 +233,7 @@ out_release:
 	q->batch.txn = NULL;
 	q->count = 0;
 	atomic_store(&q->open, false);
+	queue_unlock(st);
 	if (commit && rc == 0)
 		queue_headroom(st);
 	return rc;
@@ -247,13 +304,63 @@ static void queue_apply(struct lmdb_store *st, struct lmdb_req *r)
 		queue_commit_now(st);
 }
 
+/* Whether r must be committed before its writer returns. */
+static bool queue_urgent(const struct lmdb_queue *q, const struct lmdb_req *r)
+{
+	return q->later_only && !r->later;
+}
+
+/*
+ * Committer, b_mutex held. Runs the requests taken from the queue; true
+ * when one of them that changed something waits for the commit (a
+ * refusal or a dry run needs none). Urgent requests alone with no batch
+ * open take the group commit's way, committed at once.
+ */
+static bool queue_run(struct lmdb_store *st, struct lmdb_req *batch)
+{
+	struct lmdb_queue *q = st->queue;
+	bool urgent = false, later = false;
+	struct lmdb_req *r;
+
+	for (r = batch; r; r = r->next) {
+		if (queue_urgent(q, r))
+			urgent = true;
+		else
+			later = true;
+	}
+	if (urgent && !later && !q->batch.txn) {
+		lmdb_batch_run(st, batch);
+		return false;	/* committed (or refused) already */
+	}
+	/* before any is acknowledged: other processes' opens now wait for the commit */
+	if (later && q->later_only && !q->locked)
+		q->locked = queue_lock(st, F_WRLCK, true) == 0;
+	urgent = false;
+	for (r = batch; r; r = r->next) {
+		queue_apply(st, r);
+		if (queue_urgent(q, r) && r->rc == 0)
+			urgent = true;
+	}
+	if (!q->batch.txn)
+		queue_unlock(st);	/* none could be queued */
+	return urgent;
+}
+
+/* A commit that urgent requests waited for failed: theirs is the failure. */
+static void queue_fail_urgent(struct lmdb_queue *q, struct lmdb_req *batch, int rc)
+{
+	for (struct lmdb_req *r = batch; r; r = r->next)
+		if (queue_urgent(q, r) && r->rc == 0)
+			r->rc = rc;
+}
+
 static void *queue_main(void *arg)
 {
 	struct lmdb_store *st = arg;
 	struct lmdb_queue *q = st->queue;
 	struct lmdb_req *batch, *r, *next;
 	uint64_t flush;
-	bool stop, due;
+	bool stop, due, urgent;
 	int rc;
 
 	pthread_mutex_lock(&st->q_mutex);
@@ -276,12 +383,13 @@ static void *queue_main(void *arg)
 		stop = q->stop;
 		pthread_mutex_unlock(&st->q_mutex);
 		pthread_mutex_lock(&q->b_mutex);
-		for (r = batch; r; r = r->next)
-			queue_apply(st, r);
+		urgent = queue_run(st, batch);
 		due = q->batch.txn && deadline_passed(&q->deadline);
 		rc = 0;
-		if (stop || due || flush > q->flush_done)
+		if (urgent || stop || due || flush > q->flush_done)
 			rc = queue_end(st, true);
+		if (rc < 0 && urgent)
+			queue_fail_urgent(q, batch, rc);
 		pthread_mutex_unlock(&q->b_mutex);
 		pthread_mutex_lock(&st->q_mutex);
 		for (r = batch; r; r = next) {
@@ -334,7 +442,7 @@ int lmdb_queue_flush(struct lmdb_store *st)
 	return rc;
 }
 
-int lmdb_queue_start(struct store *base, unsigned ms)
+int lmdb_queue_start(struct store *base, unsigned ms, enum store_queue_mode mode)
 {
 	struct lmdb_store *st = lmdb_of(base);
 	struct lmdb_queue *q;
@@ -348,6 +456,7 @@ int lmdb_queue_start(struct store *base, unsigned ms)
 	if (!q)
 		return -ENOMEM;
 	q->ms = ms;
+	q->later_only = mode == STORE_QUEUE_LATER;
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	rc = pthread_cond_init(&q->cond, &attr);

@@ -308,7 +308,7 @@ out_abort_txn:
 	lmdb_gate_leave(st, false);
 }
 
-static void batch_run(struct lmdb_store *st, struct lmdb_req *batch)
+void lmdb_batch_run(struct lmdb_store *st, struct lmdb_req *batch)
 {
 	bool retry;
 	int rc;
@@ -327,21 +327,39 @@ static void batch_run(struct lmdb_store *st, struct lmdb_req *batch)
 	pthread_mutex_unlock(&st->write_mutex);
 }
 
+static int write_req(struct lmdb_store *st, struct lmdb_req *req);
+
 int lmdb_write(struct store *base, store_write_fn fn, void *arg)
 {
-	struct lmdb_store *st = lmdb_of(base);
 	struct lmdb_req req = { .fn = fn, .arg = arg };
+
+	return write_req(lmdb_of(base), &req);
+}
+
+int lmdb_write_later(struct store *base, store_write_fn fn, void *arg)
+{
+	struct lmdb_req req = { .fn = fn, .arg = arg, .later = true };
+
+	return write_req(lmdb_of(base), &req);
+}
+
+/*
+ * With a queue, every write goes to its committer (it alone may hold
+ * LMDB's writer lock while a batch is open); without, to the group commit.
+ */
+static int write_req(struct lmdb_store *st, struct lmdb_req *req)
+{
 	struct lmdb_req *batch, *r, *next;
 
 	if (st->queue)
-		return lmdb_queue_write(st, &req);
+		return lmdb_queue_write(st, req);
 	pthread_mutex_lock(&st->q_mutex);
 	if (st->q_tail)
-		st->q_tail->next = &req;
+		st->q_tail->next = req;
 	else
-		st->q_head = &req;
-	st->q_tail = &req;
-	while (!req.done) {
+		st->q_head = req;
+	st->q_tail = req;
+	while (!req->done) {
 		if (st->q_leader) {
 			pthread_cond_wait(&st->q_cond, &st->q_mutex);
 			continue;
@@ -350,7 +368,7 @@ int lmdb_write(struct store *base, store_write_fn fn, void *arg)
 		batch = st->q_head;
 		st->q_head = st->q_tail = NULL;
 		pthread_mutex_unlock(&st->q_mutex);
-		batch_run(st, batch);
+		lmdb_batch_run(st, batch);
 		pthread_mutex_lock(&st->q_mutex);
 		for (r = batch; r; r = next) {
 			next = r->next;
@@ -360,7 +378,7 @@ int lmdb_write(struct store *base, store_write_fn fn, void *arg)
 		pthread_cond_broadcast(&st->q_cond);
 	}
 	pthread_mutex_unlock(&st->q_mutex);
-	return req.rc;
+	return req->rc;
 }
 
 bool lmdb_changed_elsewhere(struct store *base)

@@ -256,11 +256,11 @@ uint64_t store_version(struct store *st)
 	return st->ops->read_version ? st->ops->read_version(st) : st->ops->position(st);
 }
 
-int store_queue_start(struct store *st, unsigned ms)
+int store_queue_start(struct store *st, unsigned ms, enum store_queue_mode mode)
 {
 	if (st->readonly)
 		return -EROFS;
-	return st->ops->queue_start ? st->ops->queue_start(st, ms) : -ENOTSUP;
+	return st->ops->queue_start ? st->ops->queue_start(st, ms, mode) : -ENOTSUP;
 }
 
 bool store_changed_elsewhere(struct store *st)
@@ -357,6 +357,13 @@ int store_write(struct store *st, store_write_fn fn, void *arg)
 	if (st->readonly)
 		return -EROFS;
 	return st->ops->write(st, fn, arg);
+}
+
+int store_write_later(struct store *st, store_write_fn fn, void *arg)
+{
+	if (st->readonly)
+		return -EROFS;
+	return st->ops->write_later ? st->ops->write_later(st, fn, arg) : st->ops->write(st, fn, arg);
 }
 
 /* ---- the format ---- */

@@ -171,7 +171,17 @@ int store_sync(struct store *st);
  * A commit that fails when nobody waits for it is reported by the next
  * store_sync. 0 or -errno; -ENOTSUP for a backend without it (etcd).
  */
-int store_queue_start(struct store *st, unsigned ms);
+enum store_queue_mode {
+	STORE_QUEUE_ALL,	/* every store_write is queued (mount -o commit=MS) */
+	/*
+	 * Only store_write_later is queued; a store_write still returns
+	 * after its commit, which commits the queued batch with it (one
+	 * transaction, one sync): the mount's default mode, where a tool's
+	 * finishing touches to a file it just wrote join its next commit.
+	 */
+	STORE_QUEUE_LATER,
+};
+int store_queue_start(struct store *st, unsigned ms, enum store_queue_mode mode);
 /*
  * Writes a compacted copy of the live store into the empty directory `dir`
  * (STORE_CAN_HOT_COPY, else -ENOTSUP).
@@ -230,6 +240,13 @@ int store_set_format(struct store_txn *txn, unsigned version);
  */
 typedef int (*store_write_fn)(struct store_txn *txn, void *arg);
 int store_write(struct store *st, store_write_fn fn, void *arg);
+/*
+ * store_write, except that with a STORE_QUEUE_LATER batch open it returns
+ * once fn has run in the batch (as a queued write does): committed at the
+ * next store_write, at most the queue's ms later, at store_sync or at
+ * store_close. Without a queue (or on etcd) it is store_write.
+ */
+int store_write_later(struct store *st, store_write_fn fn, void *arg);
 /*
  * Group commit: writes from several threads that arrive together share one
  * LMDB transaction (each fn in a nested transaction of its own, so a refusal

@@ -189,7 +189,8 @@ struct store_ops {
 	 * this handle reads (store_version; NULL: the position). A backend
 	 * without queue_start gives -ENOTSUP to kvfs mount -o commit.
 	 */
-	int (*queue_start)(struct store *st, unsigned ms);
+	int (*queue_start)(struct store *st, unsigned ms, enum store_queue_mode mode);
+	int (*write_later)(struct store *st, store_write_fn fn, void *arg);	/* NULL: write */
 	uint64_t (*read_version)(struct store *st);
 	/* Optional (NULL: nothing to give back): as store_txn_trim. */
 	void (*trim)(struct store_txn *txn);

@@ -2,7 +2,8 @@
  * tests/unit/test_store_lmdb.c - the LMDB store: creation modes and format
  * check, point operations, prefix scans, map growth (also under concurrent
  * readers), and the skip proof: listing children costs cursor steps in
- * proportion to the number of children, not to the size of their subtrees.
+ * proportion to the number of children, not to the size of their subtrees;
+ * a STORE_QUEUE_LATER batch, and other processes' opens waiting for it.
  */
 #include <errno.h>
 #include <ftw.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "store/store.h"
@@ -837,6 +839,83 @@ static void test_nosync(void)
 	store_close(st);
 }
 
+static int put_later(struct store *st, const char *key, const char *val)
+{
+	struct kv kv = { STORE_SPACE_DATA, key, strlen(key) + 1, val, strlen(val), 0 };
+
+	return store_write_later(st, put_fn, &kv);
+}
+
+/* In another process: opens dir read-only and counts which of keys it finds. */
+static int found_elsewhere(const char *dir, const char *const *keys, int n)
+{
+	pid_t pid = fork();
+	int status, found = 0;
+
+	if (pid == 0) {
+		struct store *ro = NULL;
+		char why[256], buf[8];
+
+		if (store_open(dir, STORE_OPEN_READONLY, &ro, why, sizeof(why)))
+			_exit(100);
+		for (int i = 0; i < n; i++)
+			found += get_kv(ro, STORE_SPACE_DATA, keys[i], strlen(keys[i]) + 1, buf,
+					sizeof(buf)) > 0;
+		store_close(ro);
+		_exit(found);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+static uint64_t last_txn(struct store *st)
+{
+	struct store_info info = { 0 };
+
+	store_info(st, &info);
+	return info.last_txn_id;
+}
+
+/*
+ * STORE_QUEUE_LATER: store_write_later returns before its commit, which a
+ * store_write then takes with it (one commit for both); another process's
+ * open waits for a queued batch, so it reads what was acknowledged; a
+ * refusal queues nothing; store_close commits the rest.
+ */
+static void test_queue_later(void)
+{
+	static const char *const keys[] = { "k1", "k2", "k3", "k4" };
+	char dir[128], why[256] = "", buf[8];
+	struct store *st = open_new(dir, sizeof(dir));
+	struct kv bad = { STORE_SPACE_DATA, "kx", 3, "x", 1, 0 };
+	uint64_t t0;
+
+	CHECK_EQ_INT(store_queue_start(st, 1000, STORE_QUEUE_LATER), 0);
+	t0 = last_txn(st);
+	CHECK_EQ_INT(put_later(st, "k1", "v1"), 0);
+	CHECK_EQ_INT(last_txn(st), t0);	/* queued, not committed */
+	CHECK_EQ_INT(get_kv(st, STORE_SPACE_DATA, "k1", 3, buf, sizeof(buf)), 2);	/* seen here */
+	/* the batch commits 1 s after k1: the other process's open waits for it */
+	CHECK_EQ_INT(found_elsewhere(dir, keys, 1), 1);
+	CHECK_EQ_INT(last_txn(st), t0 + 1);
+
+	CHECK_EQ_INT(put_later(st, "k2", "v2"), 0);
+	CHECK_EQ_INT(put_kv(st, STORE_SPACE_DATA, "k3", 3, "v3", 2), 0);
+	CHECK_EQ_INT(last_txn(st), t0 + 2);	/* k3's commit took k2 with it */
+	CHECK_EQ_INT(found_elsewhere(dir, keys, 3), 3);
+
+	CHECK_EQ_INT(store_write_later(st, put_then_fail, &bad), -ECANCELED);
+	CHECK_EQ_INT(put_later(st, "k4", "v4"), 0);
+	store_close(st);
+	st = NULL;
+	CHECK_EQ_INT(store_open(dir, STORE_OPEN_READONLY, &st, why, sizeof(why)), 0);
+	CHECK_EQ_INT(get_kv(st, STORE_SPACE_DATA, "k4", 3, buf, sizeof(buf)), 2);
+	CHECK_EQ_INT(get_kv(st, STORE_SPACE_DATA, "kx", 3, buf, sizeof(buf)), -ENOENT);
+	CHECK_EQ_INT(last_txn(st), t0 + 3);
+	store_close(st);
+}
+
 int main(void)
 {
 	int rc;
@@ -864,6 +943,7 @@ int main(void)
 	TEST(test_distinct_nul_sibling);
 	TEST(test_info_copy_sync);
 	TEST(test_nosync);
+	TEST(test_queue_later);
 	rc = UNIT_DONE();
 	nftw(tmp_root, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 	return rc;
