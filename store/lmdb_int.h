@@ -182,7 +182,14 @@ void lmdb_batch_run(struct lmdb_store *ls, struct lmdb_req *batch);
 int lmdb_queue_start(struct store *st, unsigned ms, enum store_queue_mode mode);
 void lmdb_queue_stop(struct lmdb_store *ls);
 int lmdb_queue_flush(struct lmdb_store *ls);
+/*
+ * Hands req to the committer and waits for it: 0 (req->rc is its result),
+ * or 1 when the queue holds nothing open for an urgent req (STORE_QUEUE_LATER):
+ * the caller runs it in the group commit, which waits while
+ * lmdb_queue_owned_locked (q_mutex held) says the committer works.
+ */
 int lmdb_queue_write(struct lmdb_store *ls, struct lmdb_req *req);
+bool lmdb_queue_owned_locked(struct lmdb_store *ls);
 /* true: t reads the open batch, and holds its lock until lmdb_queue_read_end */
 bool lmdb_queue_read_begin(struct lmdb_store *ls, struct lmdb_txn *t);
 void lmdb_queue_read_end(struct lmdb_store *ls);

@@ -56,6 +56,10 @@ struct lmdb_queue {
 	pthread_t thread;	/* fixed once started */
 	pthread_cond_t cond;	/* the committer waits here (with st->q_mutex) */
 	/* st->q_mutex: */
+	struct lmdb_req *head, *tail;	/* writes handed to the committer */
+	bool owner;		/* writers hand theirs to the committer (always with
+				 * STORE_QUEUE_ALL; with LATER while it works or holds
+				 * a batch open, else they take the group commit) */
 	bool stop;
 	uint64_t flush_want, flush_done;	/* store_sync's tickets */
 	int flush_rc;		/* the result of the commit that served flush_done */
@@ -354,6 +358,31 @@ static void queue_fail_urgent(struct lmdb_queue *q, struct lmdb_req *batch, int 
 			r->rc = rc;
 }
 
+/*
+ * Committer, q_mutex held. Takes the writes handed over; the first time
+ * since it let go, takes the write path: waits for a group commit that
+ * runs (LMDB's writer lock is the committer's alone while it works), and
+ * takes the writers queued for the next one too (they wait for done).
+ */
+static struct lmdb_req *queue_take_locked(struct lmdb_store *st)
+{
+	struct lmdb_queue *q = st->queue;
+	struct lmdb_req *batch = q->head;
+
+	q->head = q->tail = NULL;
+	if (!batch || q->owner)
+		return batch;
+	q->owner = true;
+	while (st->q_leader)
+		pthread_cond_wait(&st->q_cond, &st->q_mutex);
+	if (st->q_head) {
+		st->q_tail->next = batch;	/* they came first */
+		batch = st->q_head;
+		st->q_head = st->q_tail = NULL;
+	}
+	return batch;
+}
+
 static void *queue_main(void *arg)
 {
 	struct lmdb_store *st = arg;
@@ -368,7 +397,7 @@ static void *queue_main(void *arg)
 		for (;;) {
 			bool open = atomic_load(&q->open);
 
-			if (q->stop || st->q_head || q->flush_want > q->flush_done)
+			if (q->stop || q->head || q->flush_want > q->flush_done)
 				break;
 			if (open && deadline_passed(&q->deadline))
 				break;
@@ -377,8 +406,7 @@ static void *queue_main(void *arg)
 			else
 				pthread_cond_wait(&q->cond, &st->q_mutex);
 		}
-		batch = st->q_head;
-		st->q_head = st->q_tail = NULL;
+		batch = queue_take_locked(st);
 		flush = q->flush_want;
 		stop = q->stop;
 		pthread_mutex_unlock(&st->q_mutex);
@@ -402,8 +430,11 @@ static void *queue_main(void *arg)
 			q->flush_done = flush;
 			q->flush_rc = rc;
 		}
+		/* nothing held open: writers take the group commit again */
+		if (q->later_only && !atomic_load(&q->open) && !q->head)
+			q->owner = false;
 		pthread_cond_broadcast(&st->q_cond);
-		if (stop && !st->q_head)
+		if (stop && !q->head)
 			break;
 	}
 	pthread_mutex_unlock(&st->q_mutex);
@@ -412,17 +443,28 @@ static void *queue_main(void *arg)
 
 int lmdb_queue_write(struct lmdb_store *st, struct lmdb_req *req)
 {
+	struct lmdb_queue *q = st->queue;
+
 	pthread_mutex_lock(&st->q_mutex);
-	if (st->q_tail)
-		st->q_tail->next = req;
+	if (!q->owner && !req->later) {
+		pthread_mutex_unlock(&st->q_mutex);
+		return 1;	/* no batch held: the caller's own group commit */
+	}
+	if (q->tail)
+		q->tail->next = req;
 	else
-		st->q_head = req;
-	st->q_tail = req;
-	pthread_cond_signal(&st->queue->cond);
+		q->head = req;
+	q->tail = req;
+	pthread_cond_signal(&q->cond);
 	while (!req->done)
 		pthread_cond_wait(&st->q_cond, &st->q_mutex);
 	pthread_mutex_unlock(&st->q_mutex);
-	return req->rc;
+	return 0;
+}
+
+bool lmdb_queue_owned_locked(struct lmdb_store *st)
+{
+	return st->queue && st->queue->owner;
 }
 
 int lmdb_queue_flush(struct lmdb_store *st)
@@ -457,6 +499,7 @@ int lmdb_queue_start(struct store *base, unsigned ms, enum store_queue_mode mode
 		return -ENOMEM;
 	q->ms = ms;
 	q->later_only = mode == STORE_QUEUE_LATER;
+	q->owner = !q->later_only;
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	rc = pthread_cond_init(&q->cond, &attr);

@@ -344,15 +344,16 @@ int lmdb_write_later(struct store *base, store_write_fn fn, void *arg)
 }
 
 /*
- * With a queue, every write goes to its committer (it alone may hold
- * LMDB's writer lock while a batch is open); without, to the group commit.
+ * With a queue that holds a batch, a write goes to its committer (it
+ * alone may hold LMDB's writer lock while a batch is open); else to the
+ * group commit.
  */
 static int write_req(struct lmdb_store *st, struct lmdb_req *req)
 {
 	struct lmdb_req *batch, *r, *next;
 
-	if (st->queue)
-		return lmdb_queue_write(st, req);
+	if (st->queue && lmdb_queue_write(st, req) == 0)
+		return req->rc;
 	pthread_mutex_lock(&st->q_mutex);
 	if (st->q_tail)
 		st->q_tail->next = req;
@@ -360,7 +361,8 @@ static int write_req(struct lmdb_store *st, struct lmdb_req *req)
 		st->q_head = req;
 	st->q_tail = req;
 	while (!req->done) {
-		if (st->q_leader) {
+		/* the queue's committer may take this request (lmdb_queue.c) */
+		if (st->q_leader || lmdb_queue_owned_locked(st)) {
 			pthread_cond_wait(&st->q_cond, &st->q_mutex);
 			continue;
 		}
