@@ -106,6 +106,7 @@ struct lmdb_req {
 	void *arg;
 	int rc;
 	bool later;		/* store_write_later: may stay in a STORE_QUEUE_LATER batch */
+	uint64_t epoch;		/* lmdb_queue.c: the batch it was applied in */
 	bool done;		/* q_mutex */
 	struct lmdb_req *next;	/* q_mutex */
 };

@@ -73,6 +73,9 @@ struct lmdb_queue {
 	struct timespec deadline;	/* CLOCK_MONOTONIC: commit by then */
 	_Atomic bool open;	/* batch.txn != NULL; a hint read without b_mutex */
 	bool locked;		/* committer: QUEUE_LOCK_BYTE held (later_only) */
+	unsigned acked;		/* b_mutex: writes in the batch whose writers have returned */
+	uint64_t epoch;		/* b_mutex: batches ended so far (lmdb_req.epoch) */
+	struct lmdb_req *round;	/* committer: the requests queue_run is running */
 	_Atomic uint64_t applied;	/* writes ever applied (store_version) */
 };
 
@@ -161,7 +164,15 @@ static int queue_begin(struct lmdb_store *st)
 		return rc;
 	}
 	q->count = 0;
+	q->acked = 0;
 	q->written = 0;
+	/*
+	 * Before any write in it is acknowledged, and only now that LMDB's
+	 * writer lock is ours (so no other committer can hold the byte and
+	 * wait for that lock): other processes' opens wait for the commit.
+	 */
+	if (q->later_only && !q->locked)
+		q->locked = queue_lock(st, F_WRLCK, true) == 0;
 	clock_gettime(CLOCK_MONOTONIC, &q->deadline);
 	q->deadline.tv_sec += q->ms / 1000;
 	q->deadline.tv_nsec += (long)(q->ms % 1000) * 1000000L;
@@ -194,19 +205,47 @@ static void queue_headroom(struct lmdb_store *st)
 	pthread_mutex_unlock(&st->write_mutex);
 }
 
-/* Committer, b_mutex held. Ends the batch: committed when anything is in it. */
-static int queue_end(struct lmdb_store *st, bool commit)
+/* Whether r must be committed before its writer returns. */
+static bool queue_urgent(const struct lmdb_queue *q, const struct lmdb_req *r)
+{
+	return q->later_only && !r->later;
+}
+
+/*
+ * Committer, b_mutex held. A batch that did not commit: its urgent writes
+ * of this round that were applied get its failure; writes whose writers
+ * have returned are reported by the next store_sync.
+ */
+static void queue_lose(struct lmdb_store *st, int rc)
+{
+	struct lmdb_queue *q = st->queue;
+
+	for (struct lmdb_req *r = q->round; r; r = r->next)
+		if (queue_urgent(q, r) && r->rc == 0 && r->epoch == q->epoch)
+			r->rc = rc;
+	if (q->acked) {
+		pthread_mutex_lock(&st->q_mutex);
+		q->lost_rc = rc;
+		pthread_mutex_unlock(&st->q_mutex);
+	}
+}
+
+/*
+ * Committer, b_mutex held. Ends the batch: committed when anything is in
+ * it, or with lost < 0 given up for that reason (queue_lose).
+ */
+static int queue_end(struct lmdb_store *st, int lost)
 {
 	struct lmdb_queue *q = st->queue;
 	struct lmdb_txn c = { .map_full = false };
 	uint64_t txnid;
-	int rc = 0;
+	int rc = lost;
 
 	if (!q->batch.txn) {
 		queue_unlock(st);
 		return 0;
 	}
-	if (!commit || !q->count) {
+	if (lost < 0 || !q->count) {
 		mdb_txn_abort(q->batch.txn);
 		lmdb_gate_leave(st, false);
 		goto out_release;
@@ -233,26 +272,17 @@ static int queue_end(struct lmdb_store *st, bool commit)
 	lmdb_gate_leave(st, false);
 	rc = rc ? lmdb_commit_err(st, rc) : 0;
 out_release:
+	if (rc < 0)
+		queue_lose(st, rc);
 	feed_set_release(&q->feed);
 	q->batch.txn = NULL;
 	q->count = 0;
+	q->epoch++;
 	atomic_store(&q->open, false);
 	queue_unlock(st);
-	if (commit && rc == 0)
+	if (rc == 0)
 		queue_headroom(st);
 	return rc;
-}
-
-/* Committer, b_mutex held. A commit whose writers have returned: its failure is kept. */
-static void queue_commit_now(struct lmdb_store *st)
-{
-	int rc = queue_end(st, true);
-
-	if (rc < 0) {
-		pthread_mutex_lock(&st->q_mutex);
-		st->queue->lost_rc = rc;
-		pthread_mutex_unlock(&st->q_mutex);
-	}
 }
 
 /*
@@ -277,10 +307,7 @@ static void queue_apply(struct lmdb_store *st, struct lmdb_req *r)
 		if (rc < 0) {
 			/* the batch itself failed: nothing in it can be trusted */
 			r->rc = rc;
-			queue_end(st, false);
-			pthread_mutex_lock(&st->q_mutex);
-			q->lost_rc = rc;
-			pthread_mutex_unlock(&st->q_mutex);
+			queue_end(st, rc);
 			return;
 		}
 		/* too many dirty pages for one transaction: maybe not alone */
@@ -288,7 +315,7 @@ static void queue_apply(struct lmdb_store *st, struct lmdb_req *r)
 			full = true;
 		if (!full)
 			break;
-		queue_commit_now(st);
+		queue_end(st, 0);	/* whole so far: committed (its failure: queue_lose) */
 		if (attempt > 0) {
 			pthread_mutex_lock(&st->write_mutex);
 			rc = lmdb_grow(st);
@@ -301,17 +328,14 @@ static void queue_apply(struct lmdb_store *st, struct lmdb_req *r)
 	}
 	if (r->rc == 0) {
 		q->count++;
+		r->epoch = q->epoch;
+		if (!queue_urgent(q, r))
+			q->acked++;
 		atomic_fetch_add(&q->applied, 1);
 	}
 	/* big: committed while the room queue_headroom kept is surely enough */
 	if (q->count >= QUEUE_BATCH_MAX || q->written > lmdb_mapsize(st) / 8)
-		queue_commit_now(st);
-}
-
-/* Whether r must be committed before its writer returns. */
-static bool queue_urgent(const struct lmdb_queue *q, const struct lmdb_req *r)
-{
-	return q->later_only && !r->later;
+		queue_end(st, 0);
 }
 
 /*
@@ -336,26 +360,14 @@ static bool queue_run(struct lmdb_store *st, struct lmdb_req *batch)
 		lmdb_batch_run(st, batch);
 		return false;	/* committed (or refused) already */
 	}
-	/* before any is acknowledged: other processes' opens now wait for the commit */
-	if (later && q->later_only && !q->locked)
-		q->locked = queue_lock(st, F_WRLCK, true) == 0;
 	urgent = false;
+	q->round = batch;
 	for (r = batch; r; r = r->next) {
 		queue_apply(st, r);
 		if (queue_urgent(q, r) && r->rc == 0)
 			urgent = true;
 	}
-	if (!q->batch.txn)
-		queue_unlock(st);	/* none could be queued */
 	return urgent;
-}
-
-/* A commit that urgent requests waited for failed: theirs is the failure. */
-static void queue_fail_urgent(struct lmdb_queue *q, struct lmdb_req *batch, int rc)
-{
-	for (struct lmdb_req *r = batch; r; r = r->next)
-		if (queue_urgent(q, r) && r->rc == 0)
-			r->rc = rc;
 }
 
 /*
@@ -415,17 +427,14 @@ static void *queue_main(void *arg)
 		due = q->batch.txn && deadline_passed(&q->deadline);
 		rc = 0;
 		if (urgent || stop || due || flush > q->flush_done)
-			rc = queue_end(st, true);
-		if (rc < 0 && urgent)
-			queue_fail_urgent(q, batch, rc);
+			rc = queue_end(st, 0);
+		q->round = NULL;
 		pthread_mutex_unlock(&q->b_mutex);
 		pthread_mutex_lock(&st->q_mutex);
 		for (r = batch; r; r = next) {
 			next = r->next;
 			r->done = true;	/* its writer may return (and free r) once we unlock */
 		}
-		if (rc < 0 && flush <= q->flush_done)
-			q->lost_rc = rc;	/* nobody waits for this commit: the next sync says it */
 		if (flush > q->flush_done) {
 			q->flush_done = flush;
 			q->flush_rc = rc;
@@ -500,6 +509,7 @@ int lmdb_queue_start(struct store *base, unsigned ms, enum store_queue_mode mode
 	q->ms = ms;
 	q->later_only = mode == STORE_QUEUE_LATER;
 	q->owner = !q->later_only;
+	q->epoch = 1;	/* a request not yet applied has epoch 0 */
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	rc = pthread_cond_init(&q->cond, &attr);
