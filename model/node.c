@@ -706,20 +706,26 @@ static int set_attr_txn(struct store_txn *txn, void *arg)
 	return attr_chmod_chown(txn, &p, op->attr, op->flags);
 }
 
-int model_set_attr(struct model *m, const char *path, const struct model_attr *set,
-		   unsigned unset, struct model_error *err)
+static int set_attr(struct model *m, const char *path, const struct model_attr *set,
+		    unsigned unset, bool later, struct model_error *err)
 {
 	struct node_op op = { .m = m, .path = path, .attr = set, .flags = unset, .err = err };
 
+	if (later)
+		return tree_write_later(m, path, set_attr_txn, &op, err);
 	return tree_write(m, path, set_attr_txn, &op, err);
+}
+
+int model_set_attr(struct model *m, const char *path, const struct model_attr *set,
+		   unsigned unset, struct model_error *err)
+{
+	return set_attr(m, path, set, unset, false, err);
 }
 
 int model_set_attr_later(struct model *m, const char *path, const struct model_attr *set,
 			 unsigned unset, struct model_error *err)
 {
-	struct node_op op = { .m = m, .path = path, .attr = set, .flags = unset, .err = err };
-
-	return tree_write_later(m, path, set_attr_txn, &op, err);
+	return set_attr(m, path, set, unset, true, err);
 }
 
 static int set_times_txn(struct store_txn *txn, void *arg)

@@ -98,21 +98,25 @@ int tree_write_plain(struct model *m, const char *what, store_write_fn fn, void 
 	return write_when(m, what, fn, arg, false, err);
 }
 
-int tree_write(struct model *m, const char *what, store_write_fn fn, void *arg,
-	       struct model_error *err)
+static int write_reaped(struct model *m, const char *what, store_write_fn fn, void *arg,
+			bool later, struct model_error *err)
 {
 	/* Due nodes go first, so that the write sees the tree reads show. */
 	if (!m->readonly)
 		ttl_reap_due(m);
-	return write_when(m, what, fn, arg, false, err);
+	return write_when(m, what, fn, arg, later, err);
+}
+
+int tree_write(struct model *m, const char *what, store_write_fn fn, void *arg,
+	       struct model_error *err)
+{
+	return write_reaped(m, what, fn, arg, false, err);
 }
 
 int tree_write_later(struct model *m, const char *what, store_write_fn fn, void *arg,
 		     struct model_error *err)
 {
-	if (!m->readonly)
-		ttl_reap_due(m);
-	return write_when(m, what, fn, arg, true, err);
+	return write_reaped(m, what, fn, arg, true, err);
 }
 
 /* A dry run: everything a commit would check, then an abort (TREE_DRY_OK). */

@@ -16,10 +16,11 @@
  * began it, so only the committer begins and ends it.
  *
  * STORE_QUEUE_LATER (the mount's default mode) queues only
- * store_write_later; every other write still runs through the committer
- * (it alone may take LMDB's writer lock while a batch is open) and is
- * committed before its writer returns, together with the batch: with no
- * batch open, as the group commit does without a queue (lmdb_batch_run).
+ * store_write_later, and the committer owns the write path (q->owner) only
+ * while it works or holds a batch open: then every other write is handed
+ * to it too (it alone may take LMDB's writer lock) and committed before
+ * its writer returns, together with the batch; otherwise a write takes the
+ * group commit on its own thread, as without a queue.
  * While such a batch holds queued writes, the committer holds a write lock
  * on one byte of data.mdb (QUEUE_LOCK_BYTE, an open file description lock,
  * far past any page): another process opening the store waits for it
