@@ -63,7 +63,11 @@ static void reply_xattr_value(fuse_req_t req, size_t size, const char *value, si
 		fuse_reply_buf(req, value, len);
 }
 
-static int node_type(struct fs_ctx *ctx, fuse_ino_t ino, char *buf, size_t cap)
+/*
+ * The node's type name, and whether it is the one its content would get
+ * anyway (*inferred: model_get_type_inferred), which is then not listed.
+ */
+static int node_type(struct fs_ctx *ctx, fuse_ino_t ino, char *buf, size_t cap, bool *inferred)
 {
 	struct fs_node *node = fs_node_from_ino(ctx, ino);
 	struct model_error err = { 0 };
@@ -73,18 +77,21 @@ static int node_type(struct fs_ctx *ctx, fuse_ino_t ino, char *buf, size_t cap)
 
 	pthread_mutex_lock(&ctx->lock);
 	tmp = node->tmp != NULL || node->want_type;
-	if (node->tmp)	/* a pending file: the type it will have (string unless set) */
+	if (node->tmp) {	/* a pending file: the type it will have (string unless set) */
 		snprintf(buf, cap, "%s", model_type_name(node->tmp->type ? node->tmp->type
 									 : MODEL_TYPE_STRING));
-	else if (node->want_type)
+		*inferred = node->tmp->type == 0;
+	} else if (node->want_type) {
 		snprintf(buf, cap, "%s", model_type_name(node->want_type));
+		*inferred = false;
+	}
 	pthread_mutex_unlock(&ctx->lock);
 	if (tmp)
 		return 0;
 	ret = fs_node_path(ctx, node, NULL, &path);
 	if (ret < 0)
 		return ret;
-	ret = model_get_type(ctx->model, path, buf, cap, &err);
+	ret = model_get_type_inferred(ctx->model, path, buf, cap, inferred, &err);
 	free(path);
 	return ret;
 }
@@ -117,6 +124,7 @@ void fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t siz
 {
 	struct fs_ctx *ctx = fs_req_ctx(req);
 	char type[64];
+	bool inferred;
 	int ret;
 
 	if (strcmp(name, FS_XATTR_ERROR) == 0) {
@@ -149,7 +157,7 @@ void fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t siz
 		fs_reply_err(req, strncmp(name, "user.", 5) == 0 ? -ENODATA : -ENOTSUP);
 		return;
 	}
-	ret = node_type(ctx, ino, type, sizeof(type));
+	ret = node_type(ctx, ino, type, sizeof(type), &inferred);
 	if (ret == -ENOENT || ret == -EINVAL)
 		ret = -ENODATA;	/* views and unsaved files have no type yet */
 	if (ret < 0)
@@ -158,14 +166,22 @@ void fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t siz
 		reply_xattr_value(req, size, type, strlen(type));
 }
 
+/*
+ * user.kvfs.type is listed only where the content alone would not give the
+ * node its type (an integer, an array, bytes that read as text): a tree
+ * copied in without xattrs then has none to differ in (rsync -aX finds
+ * nothing to do on its next run), and a copy out carries exactly the types
+ * a copy back needs. getxattr answers for every node.
+ */
 void fs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	static const char list[] = FS_XATTR_TYPE;	/* one name and its NUL */
 	struct fs_ctx *ctx = fs_req_ctx(req);
+	bool inferred = true;
 	char type[64];
-	int ret = node_type(ctx, ino, type, sizeof(type));
+	int ret = node_type(ctx, ino, type, sizeof(type), &inferred);
 
-	if (ret < 0)
+	if (ret < 0 || inferred)
 		reply_xattr_value(req, size, "", 0);
 	else
 		reply_xattr_value(req, size, list, sizeof(list));
@@ -350,6 +366,17 @@ void fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	}
 	fs_trace(ctx, "reset type %s", path);
 	fs_want_type_clear(ctx, node);
+	{
+		bool inferred;
+		char now[64];
+
+		/* the type its content gives it already (not listed): no commit */
+		if (model_get_type_inferred(ctx->model, path, now, sizeof(now), &inferred,
+					    NULL) == 0 && inferred) {
+			type_change_end(req, ctx, ino, node, path, 0, &err);
+			return;
+		}
+	}
 	ret = model_reset_type(ctx->model, path, &err);
 	type_change_end(req, ctx, ino, node, path, ret, &err);
 }

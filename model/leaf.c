@@ -300,6 +300,19 @@ static bool leaf_is_plain_text(const char *v, size_t len)
 	return !memchr(v, '\0', len) && utf8_is_valid(v, len);
 }
 
+bool leaf_type_is_inferred(const struct leaf *leaf)
+{
+	const char *v = (const char *)leaf->payload;
+
+	if (leaf->payload_len > LEAF_INFER_READ_MAX)
+		return false;
+	if (leaf->tag == LEAF_STRING)
+		return leaf_is_plain_text(v, leaf->payload_len);
+	if (leaf->tag == LEAF_BYTES)
+		return !leaf_is_plain_text(v, leaf->payload_len);
+	return false;	/* numbers, booleans, null: only ever set explicitly */
+}
+
 /*
  * Fills out as `type` from value text v; false when v is not canonical for
  * it. A string is valid UTF-8; it may hold NUL only when the type was asked

@@ -409,6 +409,14 @@ int model_mkdir_as(struct model *m, const char *path, enum model_kind kind,
 		   const struct model_attr *attr, struct model_error *err);
 /* Type names: leaves as model_type_name, containers "object"/"array". */
 int model_get_type(struct model *m, const char *path, char *buf, size_t cap, struct model_error *err);
+/*
+ * model_get_type, and whether the type is the one a new node with the same
+ * content gets (*inferred: an object; a string without NUL; bytes that are
+ * not UTF-8 text), so that model_reset_type would change nothing. A leaf
+ * over 16 MiB is not read for it: *inferred false.
+ */
+int model_get_type_inferred(struct model *m, const char *path, char *buf, size_t cap,
+			    bool *inferred, struct model_error *err);
 /* Converts a leaf's type (the text must parse) or a container's kind (array <-> object). */
 int model_set_type(struct model *m, const char *path, const char *name, struct model_error *err);
 /*

@@ -178,6 +178,13 @@ size_t leaf_text_read(const struct leaf *leaf, void *dst, size_t size, uint64_t 
 int leaf_from_text(const void *text, size_t len, bool is_file_text, const struct leaf *old,
 		   enum model_type type, int64_t mtime_ns, struct leaf *out);
 bool utf8_is_valid(const void *data, size_t len);
+/*
+ * Whether a new file with leaf's text would get leaf's type (a string
+ * without NUL, bytes that are not UTF-8 text): what a reset leaves as it
+ * is. A value over LEAF_INFER_READ_MAX bytes is not read: false.
+ */
+#define LEAF_INFER_READ_MAX (16u << 20)
+bool leaf_type_is_inferred(const struct leaf *leaf);
 
 /*
  * ---- sealed records (model/record.c; docs/FORMAT.md, format 2) ----

@@ -454,7 +454,7 @@ void model_list_close(struct model_list *list)
 }
 
 static int get_type_in(struct store_txn *txn, const char *path, char *buf, size_t cap,
-		       struct model_error *err)
+		       bool *inferred, struct model_error *err)
 {
 	struct tree_path p;
 	struct tree_node n;
@@ -463,26 +463,38 @@ static int get_type_in(struct store_txn *txn, const char *path, char *buf, size_
 
 	if (ret < 0)
 		return ret;
-	if (p.is_view)
+	*inferred = false;
+	if (p.is_view) {
 		name = model_kind_name(MODEL_KIND_VIEW);
-	else if (n.kind == MODEL_KIND_LEAF)
+	} else if (n.kind == MODEL_KIND_LEAF) {
 		name = model_type_name(leaf_model_type(&n.leaf));
-	else
+		*inferred = leaf_type_is_inferred(&n.leaf);
+	} else {
 		name = model_kind_name(n.kind);
+		*inferred = n.kind == MODEL_KIND_OBJECT;
+	}
 	if (strlen(name) >= cap)
 		return tree_fail(err, -ERANGE, "%s: buffer too small for the type", path);
 	strcpy(buf, name);
 	return 0;
 }
 
-int model_get_type(struct model *m, const char *path, char *buf, size_t cap, struct model_error *err)
+int model_get_type_inferred(struct model *m, const char *path, char *buf, size_t cap,
+			    bool *inferred, struct model_error *err)
 {
 	struct store_txn *txn;
 	int ret = tree_read_begin(m, &txn);
 
 	if (ret < 0)
 		return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
-	ret = get_type_in(txn, path, buf, cap, err);
+	ret = get_type_in(txn, path, buf, cap, inferred, err);
 	store_txn_end(txn);
 	return ret;
+}
+
+int model_get_type(struct model *m, const char *path, char *buf, size_t cap, struct model_error *err)
+{
+	bool inferred;
+
+	return model_get_type_inferred(m, path, buf, cap, &inferred, err);
 }

@@ -135,6 +135,51 @@ teardown() {
 	run -0 rsync -aX "$src/" "$MNT/"
 }
 
+@test "rsync -aX of a plain tree into a mount: its second run finds nothing to do and commits nothing" {
+	local src=$BATS_TEST_TMPDIR/plain g
+	mkdir -p "$src/sub/deep" "$src/empty"
+	echo hello >"$src/a"
+	printf 'no newline' >"$src/sub/b"
+	echo 42 >"$src/sub/n"
+	head -c 300 /dev/urandom >"$src/sub/deep/bin"
+	touch -d '2021-02-03 04:05:06' "$src/sub"
+	run -0 rsync -aX "$src/" "$MNT/r/"
+	# nothing that a new file's content would give it is listed as an xattr
+	run -0 getfattr -R -d -m - --absolute-names "$MNT/r"
+	assert_output ''
+	g=$(gen)
+	run -0 rsync -aXi "$src/" "$MNT/r/"
+	assert_output ''
+	[ "$(gen)" = "$g" ]
+	diff -r "$src" "$MNT/r"
+}
+
+@test "user.kvfs.type is listed only where the content would not give the type; getfattr -n answers for all" {
+	local T=$BATS_TEST_TMPDIR g
+	printf '{"s": "x", "i": 42, "n": null, "arr": [1], "ea": [], "o": {"k": true}, "eo": {},' >"$T/d.json"
+	printf ' "nul": "a\\u0000b", "text": {"$base64": "aGk="}, "raw": {"$base64": "/w=="}}' >>"$T/d.json"
+	cp "$T/d.json" "$MNT/d.json"
+	listed() {
+		(cd "$MNT/d" && getfattr -R -d -m - . | awk -F'"' '/^# file:/ { f = substr($0, 9) } /^user.kvfs.type=/ { print f, $2 }')
+	}
+	run -0 listed
+	assert_output $'arr array\narr/0 integer\nea array\ni integer\nn null\nnul string\no/k boolean\ntext bytes'
+	# not listed, yet each answers, and removing one changes nothing (no commit)
+	for p in s o eo raw; do
+		run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/d/$p"
+	done
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/d/raw"
+	assert_output 'bytes'
+	g=$(gen)
+	run -0 setfattr -x user.kvfs.type "$MNT/d/s"
+	run -0 setfattr -x user.kvfs.type "$MNT/d/eo"
+	[ "$(gen)" = "$g" ]
+	# cp -a out and back: the types come back exactly
+	cp -a "$MNT/d" "$T/out"
+	cp -a "$T/out" "$MNT/back"
+	diff <(kvfs export --compact "$STORE" /d) <(kvfs export --compact "$STORE" /back)
+}
+
 @test "setfattr -x user.kvfs.type resets leaves and directories to the new-node type" {
 	echo '{"n": 42, "t": true, "arr": [1, "x"], "none": [], "o": {"a": 1}}' >"$MNT/.json"
 	head -c 64 /dev/urandom >"$MNT/bin"

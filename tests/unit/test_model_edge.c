@@ -290,6 +290,57 @@ static void test_check_finds_bad_utf8(void)
 	close_fresh(m);
 }
 
+/* expect_inferred: the type at path is want, and inferred (not listed) as said. */
+static void expect_inferred(struct model *m, const char *path, const char *want, bool inferred)
+{
+	struct model_error err;
+	bool got = !inferred;
+	char type[16] = "";
+
+	CHECK_EQ_INT(model_get_type_inferred(m, path, type, sizeof(type), &got, &err), 0);
+	CHECK(strcmp(type, want) == 0);
+	CHECK(got == inferred);
+}
+
+/*
+ * Whether a node's type is the one its content alone would give it (what
+ * a copy without xattrs restores): objects, strings without NUL, bytes
+ * that are not UTF-8 text. Everything else must be carried by the xattr.
+ */
+static void test_type_inferred(void)
+{
+	static const char doc[] = "{\"s\":\"x\",\"nul\":\"a\\u0000b\",\"i\":1,"
+		"\"t\":true,\"z\":null,\"a\":[],\"o\":{},\"txt\":{\"$base64\":\"aGk=\"},"
+		"\"raw\":{\"$base64\":\"/w==\"}}";
+	struct model *m = open_fresh();
+	struct model_error err;
+	size_t big = LEAF_INFER_READ_MAX + 1;
+	char *text = malloc(big);
+
+	CHECK_EQ_INT(model_import(m, "/d", doc, sizeof(doc) - 1, NULL, NULL, &err), 0);
+	expect_inferred(m, "/d", "object", true);
+	expect_inferred(m, "/d/o", "object", true);
+	expect_inferred(m, "/d/s", "string", true);
+	expect_inferred(m, "/d/raw", "bytes", true);
+	expect_inferred(m, "/d/nul", "string", false);
+	expect_inferred(m, "/d/txt", "bytes", false);
+	expect_inferred(m, "/d/i", "integer", false);
+	expect_inferred(m, "/d/t", "boolean", false);
+	expect_inferred(m, "/d/z", "null", false);
+	expect_inferred(m, "/d/a", "array", false);
+	/* past the bound the text is not read: listed, whatever it holds */
+	CHECK(text != NULL);
+	if (text) {
+		memset(text, 'x', big);
+		CHECK_EQ_INT(model_write(m, "/big", text, big, 0, MODEL_WRITE_TEXT, &err), 0);
+		expect_inferred(m, "/big", "string", false);
+		CHECK_EQ_INT(model_write(m, "/big", text, big - 2, 0, MODEL_WRITE_TEXT, &err), 0);
+		expect_inferred(m, "/big", "string", true);
+	}
+	free(text);
+	close_fresh(m);
+}
+
 /*
  * A JSON string may hold NUL. Its text written to a new file becomes bytes
  * (inference), and setting the type back to string restores it: what
@@ -438,6 +489,7 @@ int main(void)
 	TEST(test_object_to_array_at_int64_max);
 	TEST(test_check_finds_bad_utf8);
 	TEST(test_string_with_nul_restored);
+	TEST(test_type_inferred);
 	TEST(test_no_stale_message);
 	TEST(test_long_names_refused);
 	TEST(test_long_names_loaded_and_reported);
