@@ -177,6 +177,9 @@ int table_check(struct store_txn *txn, table_report_fn fn, void *arg, uint64_t *
 	ret = table_txn_load(txn, tt);
 	if (ret == -EIO)
 		fn(arg, NULL, 0, "a table schema record is corrupt");
+	/* each row looks up its index entries: on etcd one read, not one per row */
+	if (ret == 0 && tt->ntables)
+		(void)store_txn_prefetch(txn, STORE_SPACE_INDEX, NULL, 0);
 	for (int t = 0; t < tt->ntables && ret == 0; t++)
 		ret = check_rows(txn, tt, t, &c);
 	if (ret == 0)

@@ -198,6 +198,8 @@ int store_etcd_scan_next(struct store_scan *scan, struct store_val *key, struct 
 int store_etcd_scan_seek(struct store_scan *scan, const void *key, size_t key_len);
 void store_etcd_scan_close(struct store_scan *scan);
 void store_etcd_scan_expect_children(struct store_scan *scan);
+int store_etcd_prefetch(struct store_txn *txn, enum store_space space, const void *prefix,
+			size_t prefix_len);
 int store_etcd_feed_read(struct store *st, uint64_t after, store_feed_fn fn, void *arg,
 			 uint64_t *upto);
 /* Stops the watch (store_etcd_close). */

@@ -38,4 +38,5 @@ const struct store_ops store_etcd_ops = {
 	.scan_expect_children = store_etcd_scan_expect_children,
 	.feed_read = store_etcd_feed_read,
 	.expire_puts = store_etcd_expire_puts,
+	.prefetch = store_etcd_prefetch,
 };

@@ -83,6 +83,30 @@ static int read_page(struct store_etcd_txn *t, const uint8_t *from, size_t fl, c
 }
 
 /*
+ * store_txn_prefetch: the whole range in big pages the transaction keeps,
+ * which later gets and scans inside it find (etcd_txn_page_covering) instead
+ * of asking etcd once each. store.c calls it for read transactions only.
+ */
+int store_etcd_prefetch(struct store_txn *txn, enum store_space space, const void *prefix,
+			size_t prefix_len)
+{
+	struct store_etcd_txn *t = ETXN(txn);
+	uint8_t from[ETCD_KEY_MAX], hi[ETCD_KEY_MAX];
+	size_t fl = etcd_key(t->st, space, prefix, prefix_len, from);
+	size_t hl = etcd_prefix_end(from, fl, hi);
+	struct etcd_kept *kept;
+	int rc;
+
+	for (;;) {
+		rc = read_page(t, from, fl, hi, hl, false, ETCD_PAGE_AHEAD, &kept);
+		if (rc || !kept->r.more || !kept->r.len)
+			return rc;
+		memcpy(from, kept->end, kept->end_len);
+		fl = kept->end_len;
+	}
+}
+
+/*
  * Reads the next page: from the position, or after the current page when
  * that is further. A page read before in the transaction that holds the
  * place serves without a round trip; when an earlier scan's range holds the

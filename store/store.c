@@ -583,6 +583,16 @@ void store_scan_expect_children(struct store_scan *scan)
 		scan->txn->st->ops->scan_expect_children(scan);
 }
 
+int store_txn_prefetch(struct store_txn *txn, enum store_space space, const void *prefix,
+		       size_t prefix_len)
+{
+	if (!txn->st->ops->prefetch || txn->write)
+		return 0;
+	if (prefix_len > STORE_KEY_MAX)
+		return -ENAMETOOLONG;
+	return txn->st->ops->prefetch(txn, space, prefix, prefix_len);
+}
+
 uint64_t store_scan_steps(const struct store_scan *scan)
 {
 	return scan->steps;

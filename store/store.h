@@ -348,6 +348,16 @@ int store_scan_next_distinct(struct store_scan *scan, int depth,
  * answers as without it.
  */
 void store_scan_expect_children(struct store_scan *scan);
+/*
+ * Reads the keys under prefix in space now, so that the point reads and
+ * scans this read transaction makes there later are answered from memory:
+ * for a backend whose every read is a round trip (etcd), a check that
+ * looks up one index entry per row. Only a hint: a no-op where reads are
+ * local (LMDB) and in write transactions; failing, the reads go out one by
+ * one as without it. 0 or -errno.
+ */
+int store_txn_prefetch(struct store_txn *txn, enum store_space space, const void *prefix,
+		       size_t prefix_len);
 /* How many cursor positionings this scan made (tests prove skips with it). */
 uint64_t store_scan_steps(const struct store_scan *scan);
 /* The transaction the scan runs in (borrowed). */

@@ -198,6 +198,9 @@ struct store_ops {
 	int (*reserve)(struct store *st, uint64_t bytes);
 	/* STORE_CAN_EXPIRE: as store_txn_expire_puts (txn is a write transaction). */
 	int (*expire_puts)(struct store_txn *txn, store_expiry_fn fn, void *arg);
+	/* Optional (NULL: reads are local, nothing to fetch): as store_txn_prefetch. */
+	int (*prefetch)(struct store_txn *txn, enum store_space space, const void *prefix,
+			size_t prefix_len);
 };
 
 /* The backends (store.c chooses; the etcd one exists when built with KVFS_ETCD). */

@@ -445,6 +445,44 @@ static int merge_fn(struct store_txn *t, void *arg)
 	return rc;
 }
 
+/* covered: whether the read transaction t holds ("dir", i)'s place from a page. */
+static bool covered(struct store_txn *t, int64_t i)
+{
+	uint8_t k[64], ek[ETCD_KEY_MAX];
+	size_t kl = dir_key(k, sizeof(k), i, true);
+	size_t el = etcd_key(ETXN(t)->st, STORE_SPACE_DATA, k, kl, ek);
+
+	return etcd_txn_page_covering(ETXN(t), ek, el, true) != NULL;
+}
+
+/*
+ * store_txn_prefetch: the range is read in pages the transaction keeps, so
+ * every later get inside it (kvfs check's index lookups, one per row) is
+ * answered without a round trip; the answers are the snapshot's.
+ */
+static void test_prefetch(void)
+{
+	struct store *st = open_new("prefetch");
+	struct store_txn *t;
+	struct store_val v;
+	uint8_t pfx[16], k[64];
+	size_t pl = dir_key(pfx, sizeof(pfx), 0, false), kl;
+	int n = 2500;
+
+	CHECK_EQ_INT(store_etcd_write(st, many_fn, &n), 0);
+	CHECK_EQ_INT(t_read(st, &t), 0);
+	CHECK(!covered(t, 0) && !covered(t, 1300));
+	CHECK_EQ_INT(store_etcd_prefetch(t, STORE_SPACE_DATA, pfx, pl), 0);
+	/* more than one page of ETCD_PAGE_AHEAD keys: all of them held */
+	CHECK(covered(t, 0) && covered(t, 1300) && covered(t, n - 1));
+	CHECK(covered(t, n + 5));	/* and where nothing is: no read needed either */
+	kl = dir_key(k, sizeof(k), 1300, true);
+	CHECK_EQ_INT(store_etcd_get(t, STORE_SPACE_DATA, k, kl, &v), 0);
+	CHECK_MEM(v.data, v.len, "v1300", 5);
+	t_end(t);
+	t_close(st, true);
+}
+
 static void test_write_scans(void)
 {
 	struct store *st = open_new("merge");
@@ -1320,6 +1358,7 @@ int main(int argc, char **argv)
 	TEST(test_writes);
 	TEST(test_scans);
 	TEST(test_write_scans);
+	TEST(test_prefetch);
 	TEST(test_conflicts);
 	TEST(test_big);
 	TEST(test_big_lost_flip);
