@@ -414,6 +414,9 @@ static int list_fill_in(struct model_list *l, struct store_txn *txn, model_list_
 	if (ret < 0)
 		return ret;
 	store_scan_expect_children(scan);	/* `ls`: no subtree is read */
+	/* each child's attributes and TTL, in key order: read ahead, not one by one */
+	store_txn_expect_reads(txn, STORE_SPACE_ATTR, l->key, l->len);
+	store_txn_expect_reads(txn, STORE_SPACE_TTL, NULL, 0);
 	ret = tree_child_first(scan, l->key, l->len, l->last_len ? l->last : NULL,
 			       l->last_len, &c);
 	while (ret == 1) {

@@ -21,6 +21,7 @@
 #define ETCD_POOL_MAX 16	/* idle client handles kept */
 #define ETCD_PAGE 256		/* keys per range request of a scan */
 #define ETCD_PAGE_AHEAD 1024	/* keys per request when a scan continues an earlier one's range */
+#define ETCD_AHEAD_MAX 2	/* store_txn_expect_reads ranges a read transaction keeps */
 #define ETCD_TXN_BYTES (6u << 20)	/* raw bytes per Txn (docs/ETCD.md section 5) */
 #define ETCD_TXN_OPS 8000u	/* operations per Txn (the cluster script allows 8192) */
 #define ETCD_TXN_OPS_LOW 120u	/* the same under etcd's default --max-txn-ops (128) */
@@ -116,6 +117,15 @@ struct store_etcd_txn {
 	struct etcd_blob **blobs;
 	size_t n_blobs, cap_blobs;
 	struct etcd_resv *resv;	/* write: a big put_reserve not yet chunked */
+	/*
+	 * read: store_txn_expect_reads, a few key ranges (etcd keys) where a
+	 * point get that no page holds reads a page from its key on.
+	 */
+	struct etcd_ahead {
+		size_t lo_len, hi_len;
+		uint8_t lo[ETCD_KEY_MAX], hi[ETCD_KEY_MAX];
+	} ahead[ETCD_AHEAD_MAX];
+	int n_ahead;
 };
 
 /* One range of a listing's skeleton (etcd_kids.c): every key of [from, end) is in r. */
@@ -200,6 +210,15 @@ void store_etcd_scan_close(struct store_scan *scan);
 void store_etcd_scan_expect_children(struct store_scan *scan);
 int store_etcd_prefetch(struct store_txn *txn, enum store_space space, const void *prefix,
 			size_t prefix_len);
+void store_etcd_expect_reads(struct store_txn *txn, enum store_space space, const void *prefix,
+			     size_t prefix_len);
+/*
+ * For a point get of etcd key k that no page holds: when an expected
+ * range (store_txn_expect_reads) holds k, reads a page from k on in it and
+ * gives it (kept by the transaction); else NULL (and 0). <0: the read failed.
+ */
+int etcd_read_ahead(struct store_etcd_txn *t, const uint8_t *k, size_t kl,
+		    struct etcd_kept **page);
 int store_etcd_feed_read(struct store *st, uint64_t after, store_feed_fn fn, void *arg,
 			 uint64_t *upto);
 /* Stops the watch (store_etcd_close). */

@@ -92,7 +92,14 @@ static int open_meta(struct store_etcd *st, struct etcd_client *c, const char *u
 
 	for (int tries = 0; tries < 3; tries++) {
 		kl = etcd_key(st, STORE_SPACE_META, "format", 6, k);
-		rc = etcd_range_retry(c, k, kl, NULL, &r);
+		/*
+		 * When no member takes a connection at all (each was tried), there
+		 * is no cluster to wait for, as there is for an election or a member
+		 * restarting: a wrong URL, or the cluster down, is said at once.
+		 */
+		rc = etcd_client_range(c, k, kl, NULL, &r);
+		if (rc && rc != -ECONNREFUSED)
+			rc = etcd_range_retry(c, k, kl, NULL, &r);
 		if (rc)
 			goto fail;
 		if (r.len == 1) {

@@ -39,4 +39,5 @@ const struct store_ops store_etcd_ops = {
 	.feed_read = store_etcd_feed_read,
 	.expire_puts = store_etcd_expire_puts,
 	.prefetch = store_etcd_prefetch,
+	.expect_reads = store_etcd_expect_reads,
 };

@@ -106,6 +106,33 @@ int store_etcd_prefetch(struct store_txn *txn, enum store_space space, const voi
 	}
 }
 
+/* store_txn_expect_reads: kept for this read transaction (store.c calls it for reads only). */
+void store_etcd_expect_reads(struct store_txn *txn, enum store_space space, const void *prefix,
+			     size_t prefix_len)
+{
+	struct store_etcd_txn *t = ETXN(txn);
+	struct etcd_ahead *a;
+
+	if (t->n_ahead == ETCD_AHEAD_MAX)
+		return;	/* a hint: the reads go out one by one */
+	a = &t->ahead[t->n_ahead++];
+	a->lo_len = etcd_key(t->st, space, prefix, prefix_len, a->lo);
+	a->hi_len = etcd_prefix_end(a->lo, a->lo_len, a->hi);
+}
+
+int etcd_read_ahead(struct store_etcd_txn *t, const uint8_t *k, size_t kl,
+		    struct etcd_kept **page)
+{
+	*page = NULL;
+	for (int i = 0; i < t->n_ahead; i++) {
+		const struct etcd_ahead *a = &t->ahead[i];
+
+		if (kl >= a->lo_len && memcmp(k, a->lo, a->lo_len) == 0)
+			return read_page(t, k, kl, a->hi, a->hi_len, false, ETCD_PAGE_AHEAD, page);
+	}
+	return 0;
+}
+
 /*
  * Reads the next page: from the position, or after the current page when
  * that is further. A page read before in the transaction that holds the

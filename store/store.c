@@ -593,6 +593,13 @@ int store_txn_prefetch(struct store_txn *txn, enum store_space space, const void
 	return txn->st->ops->prefetch(txn, space, prefix, prefix_len);
 }
 
+void store_txn_expect_reads(struct store_txn *txn, enum store_space space, const void *prefix,
+			    size_t prefix_len)
+{
+	if (txn->st->ops->expect_reads && !txn->write && prefix_len <= STORE_KEY_MAX)
+		txn->st->ops->expect_reads(txn, space, prefix, prefix_len);
+}
+
 uint64_t store_scan_steps(const struct store_scan *scan)
 {
 	return scan->steps;

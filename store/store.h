@@ -358,6 +358,16 @@ void store_scan_expect_children(struct store_scan *scan);
  */
 int store_txn_prefetch(struct store_txn *txn, enum store_space space, const void *prefix,
 		       size_t prefix_len);
+/*
+ * Says that the point reads this read transaction makes in space under
+ * prefix will come in key order (a listing reading each child's
+ * attributes): a backend whose every read is a round trip answers one
+ * that misses there with a page of the keys from it on, which the next
+ * ones find (etcd; docs/ETCD.md section 7). Only a hint: a no-op on LMDB
+ * and in write transactions, and every read answers as without it.
+ */
+void store_txn_expect_reads(struct store_txn *txn, enum store_space space, const void *prefix,
+			    size_t prefix_len);
 /* How many cursor positionings this scan made (tests prove skips with it). */
 uint64_t store_scan_steps(const struct store_scan *scan);
 /* The transaction the scan runs in (borrowed). */

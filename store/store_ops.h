@@ -201,6 +201,9 @@ struct store_ops {
 	/* Optional (NULL: reads are local, nothing to fetch): as store_txn_prefetch. */
 	int (*prefetch)(struct store_txn *txn, enum store_space space, const void *prefix,
 			size_t prefix_len);
+	/* Optional (NULL: reads are local): as store_txn_expect_reads (read txns). */
+	void (*expect_reads)(struct store_txn *txn, enum store_space space, const void *prefix,
+			     size_t prefix_len);
 };
 
 /* The backends (store.c chooses; the etcd one exists when built with KVFS_ETCD). */

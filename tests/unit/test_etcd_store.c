@@ -480,6 +480,27 @@ static void test_prefetch(void)
 	CHECK_EQ_INT(store_etcd_get(t, STORE_SPACE_DATA, k, kl, &v), 0);
 	CHECK_MEM(v.data, v.len, "v1300", 5);
 	t_end(t);
+
+	/* store_txn_expect_reads: a get that misses reads a page from its key on */
+	CHECK_EQ_INT(t_read(st, &t), 0);
+	store_etcd_expect_reads(t, STORE_SPACE_DATA, pfx, pl);
+	kl = dir_key(k, sizeof(k), 7, true);
+	CHECK_EQ_INT(store_etcd_get(t, STORE_SPACE_DATA, k, kl, &v), 0);
+	CHECK_MEM(v.data, v.len, "v7", 2);
+	CHECK(covered(t, 7) && covered(t, 700) && !covered(t, 6) && !covered(t, 2000));
+	kl = dir_key(k, sizeof(k), 2000, true);
+	CHECK_EQ_INT(store_etcd_get(t, STORE_SPACE_DATA, k, kl, &v), 0);
+	CHECK_MEM(v.data, v.len, "v2000", 5);
+	CHECK(covered(t, 2400));
+	/* the first read also told which of the spaces model/ probes are empty */
+	{
+		uint8_t ek[ETCD_KEY_MAX];
+		size_t el = etcd_key(ETXN(t)->st, STORE_SPACE_TTL, NULL, 0, ek);
+
+		CHECK(etcd_txn_page_covering(ETXN(t), ek, el, false) != NULL);
+		CHECK(store_etcd_space_is_empty(t, STORE_SPACE_TTL));
+	}
+	t_end(t);
 	t_close(st, true);
 }
 
