@@ -22,6 +22,7 @@
 #define ETCD_PAGE 256		/* keys per range request of a scan */
 #define ETCD_PAGE_AHEAD 1024	/* keys per request when a scan continues an earlier one's range */
 #define ETCD_AHEAD_MAX 2	/* store_txn_expect_reads ranges a read transaction keeps */
+#define ETCD_AHEAD_FIRST 64	/* keys of the first page a get reads ahead */
 #define ETCD_TXN_BYTES (6u << 20)	/* raw bytes per Txn (docs/ETCD.md section 5) */
 #define ETCD_TXN_OPS 8000u	/* operations per Txn (the cluster script allows 8192) */
 #define ETCD_TXN_OPS_LOW 120u	/* the same under etcd's default --max-txn-ops (128) */
@@ -119,11 +120,21 @@ struct store_etcd_txn {
 	struct etcd_resv *resv;	/* write: a big put_reserve not yet chunked */
 	/*
 	 * read: store_txn_expect_reads, a few key ranges (etcd keys) where a
-	 * point get that no page holds reads a page from its key on.
+	 * point get that no page holds reads a page from its key on: first a
+	 * small one, four times bigger each time the last one served more
+	 * than the get that read it. One that served only that get (the keys
+	 * between the gets are others': a listing's children whose subtrees
+	 * have attributes of their own) makes the next 8 misses ask alone,
+	 * then 16, 32... before a small page is tried again.
 	 */
 	struct etcd_ahead {
 		size_t lo_len, hi_len;
 		uint8_t lo[ETCD_KEY_MAX], hi[ETCD_KEY_MAX];
+		const struct etcd_kept *last;	/* the last page read ahead, or NULL */
+		unsigned served;	/* gets that page answered */
+		int64_t limit;		/* its size */
+		unsigned skip;		/* misses still to pass over */
+		unsigned backoff;	/* how many the next useless page makes */
 	} ahead[ETCD_AHEAD_MAX];
 	int n_ahead;
 };
@@ -214,11 +225,13 @@ void store_etcd_expect_reads(struct store_txn *txn, enum store_space space, cons
 			     size_t prefix_len);
 /*
  * For a point get of etcd key k that no page holds: when an expected
- * range (store_txn_expect_reads) holds k, reads a page from k on in it and
- * gives it (kept by the transaction); else NULL (and 0). <0: the read failed.
+ * range (store_txn_expect_reads) holds k and reading ahead still pays
+ * there, reads a page from k on in it and gives it (kept by the
+ * transaction); else NULL. A failure gives NULL too (the get asks alone).
  */
-int etcd_read_ahead(struct store_etcd_txn *t, const uint8_t *k, size_t kl,
-		    struct etcd_kept **page);
+struct etcd_kept *etcd_read_ahead(struct store_etcd_txn *t, const uint8_t *k, size_t kl);
+/* A get that page answered: counted for the read-ahead that read it. */
+void etcd_read_ahead_served(struct store_etcd_txn *t, const struct etcd_kept *page);
 int store_etcd_feed_read(struct store *st, uint64_t after, store_feed_fn fn, void *arg,
 			 uint64_t *upto);
 /* Stops the watch (store_etcd_close). */

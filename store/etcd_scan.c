@@ -120,17 +120,45 @@ void store_etcd_expect_reads(struct store_txn *txn, enum store_space space, cons
 	a->hi_len = etcd_prefix_end(a->lo, a->lo_len, a->hi);
 }
 
-int etcd_read_ahead(struct store_etcd_txn *t, const uint8_t *k, size_t kl,
-		    struct etcd_kept **page)
+struct etcd_kept *etcd_read_ahead(struct store_etcd_txn *t, const uint8_t *k, size_t kl)
 {
-	*page = NULL;
 	for (int i = 0; i < t->n_ahead; i++) {
-		const struct etcd_ahead *a = &t->ahead[i];
+		struct etcd_ahead *a = &t->ahead[i];
+		struct etcd_kept *page;
 
-		if (kl >= a->lo_len && memcmp(k, a->lo, a->lo_len) == 0)
-			return read_page(t, k, kl, a->hi, a->hi_len, false, ETCD_PAGE_AHEAD, page);
+		if (kl < a->lo_len || memcmp(k, a->lo, a->lo_len) != 0)
+			continue;
+		if (a->skip) {
+			a->skip--;
+			return NULL;
+		}
+		if (a->last && a->served <= 1) {
+			/* the last page held nothing the gets wanted: back off */
+			a->backoff = a->backoff ? 2 * a->backoff : 8;
+			if (a->backoff > 256)
+				a->backoff = 256;
+			a->skip = a->backoff - 1;	/* this miss is the first */
+			a->last = NULL;
+			return NULL;
+		}
+		if (a->last)
+			a->backoff = 0;	/* it paid */
+		a->limit = !a->last ? ETCD_AHEAD_FIRST :
+			   a->limit * 4 > ETCD_PAGE_AHEAD ? ETCD_PAGE_AHEAD : a->limit * 4;
+		if (read_page(t, k, kl, a->hi, a->hi_len, false, a->limit, &page))
+			return NULL;
+		a->last = page;
+		a->served = 0;	/* the get that read it counts itself */
+		return page;
 	}
-	return 0;
+	return NULL;
+}
+
+void etcd_read_ahead_served(struct store_etcd_txn *t, const struct etcd_kept *page)
+{
+	for (int i = 0; i < t->n_ahead; i++)
+		if (t->ahead[i].last == page)
+			t->ahead[i].served++;
 }
 
 /*

@@ -300,7 +300,7 @@ static int txn_first_read(struct store_etcd_txn *t, const void *key, size_t key_
 				*done = true;
 			}
 			if (n > asked)
-				rc = probes_keep(t, &probes, r.ranges + asked);
+				(void)probes_keep(t, &probes, r.ranges + asked);	/* a hint */
 		}
 		etcd_txn_result_release(&r);
 		if (rc || !again)
@@ -649,9 +649,10 @@ int store_etcd_get(struct store_txn *tb, enum store_space space,
 			return -ENOENT;
 	}
 	struct etcd_kept *page = etcd_txn_page_covering(txn, k, kl, true);
-	if (!page && !txn->base.write && (rc = etcd_read_ahead(txn, k, kl, &page)))
-		return rc;
+	if (!page && !txn->base.write)
+		page = etcd_read_ahead(txn, k, kl);
 	if (page) {
+		etcd_read_ahead_served(txn, page);
 		/* a scan read this place already (and guarded it): no round trip */
 		size_t lo = 0, hi = page->r.len;
 

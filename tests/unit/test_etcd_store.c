@@ -445,6 +445,16 @@ static int merge_fn(struct store_txn *t, void *arg)
 	return rc;
 }
 
+/* pages_of: how many pages with values the read transaction t keeps. */
+static int pages_of(struct store_txn *t)
+{
+	int n = 0;
+
+	for (const struct etcd_kept *k = ETXN(t)->pages; k; k = k->next_page)
+		n += k->has_vals;
+	return n;
+}
+
 /* covered: whether the read transaction t holds ("dir", i)'s place from a page. */
 static bool covered(struct store_txn *t, int64_t i)
 {
@@ -467,7 +477,8 @@ static void test_prefetch(void)
 	struct store_val v;
 	uint8_t pfx[16], k[64];
 	size_t pl = dir_key(pfx, sizeof(pfx), 0, false), kl;
-	int n = 2500;
+	char want[16];
+	int n = 2500, rc;
 
 	CHECK_EQ_INT(store_etcd_write(st, many_fn, &n), 0);
 	CHECK_EQ_INT(t_read(st, &t), 0);
@@ -484,14 +495,29 @@ static void test_prefetch(void)
 	/* store_txn_expect_reads: a get that misses reads a page from its key on */
 	CHECK_EQ_INT(t_read(st, &t), 0);
 	store_etcd_expect_reads(t, STORE_SPACE_DATA, pfx, pl);
-	kl = dir_key(k, sizeof(k), 7, true);
-	CHECK_EQ_INT(store_etcd_get(t, STORE_SPACE_DATA, k, kl, &v), 0);
-	CHECK_MEM(v.data, v.len, "v7", 2);
-	CHECK(covered(t, 7) && covered(t, 700) && !covered(t, 6) && !covered(t, 2000));
-	kl = dir_key(k, sizeof(k), 2000, true);
-	CHECK_EQ_INT(store_etcd_get(t, STORE_SPACE_DATA, k, kl, &v), 0);
-	CHECK_MEM(v.data, v.len, "v2000", 5);
-	CHECK(covered(t, 2400));
+	for (int i = 7; i < n; i++) {
+		kl = dir_key(k, sizeof(k), i, true);
+		rc = store_etcd_get(t, STORE_SPACE_DATA, k, kl, &v);
+		snprintf(want, sizeof(want), "v%d", i);
+		if (rc != 0 || v.len != strlen(want) || memcmp(v.data, want, v.len) != 0) {
+			CHECK(!"a get read ahead answered wrong");
+			break;
+		}
+	}
+	/* pages of 64, 256, then 1,024 keys: a handful of reads, not 2,493 */
+	CHECK(pages_of(t) >= 3 && pages_of(t) <= 7);
+	CHECK(!covered(t, 6) && covered(t, 7) && covered(t, n - 1));
+	t_end(t);
+	/* gets far apart (children with big subtrees): 8 alone after a page that
+	 * served one, then 16: two pages for 25 gets */
+	CHECK_EQ_INT(t_read(st, &t), 0);
+	store_etcd_expect_reads(t, STORE_SPACE_DATA, pfx, pl);
+	for (int i = 0; i < n; i += 100) {
+		kl = dir_key(k, sizeof(k), i, true);
+		CHECK_EQ_INT(store_etcd_get(t, STORE_SPACE_DATA, k, kl, &v), 0);
+	}
+	CHECK_EQ_INT(pages_of(t), 2);
+	CHECK_EQ_INT((int)ETXN(t)->ahead[0].backoff, 16);
 	/* the first read also told which of the spaces model/ probes are empty */
 	{
 		uint8_t ek[ETCD_KEY_MAX];
