@@ -25,6 +25,7 @@ int model_open(const char *dir, unsigned flags, struct model **out, struct model
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return tree_fail(err, -ENOMEM, "%s: out of memory", dir);
+	pthread_mutex_init(&m->reap_lock, NULL);
 	sflags |= (flags & MODEL_OPEN_CREATE) ? STORE_OPEN_CREATE : 0;
 	sflags |= (flags & MODEL_OPEN_READONLY) ? STORE_OPEN_READONLY : 0;
 	sflags |= (flags & MODEL_OPEN_NOSYNC) ? STORE_OPEN_NOSYNC : 0;
@@ -54,6 +55,7 @@ int model_open(const char *dir, unsigned flags, struct model **out, struct model
 out_close:
 	store_close(m->st);
 out_free:
+	pthread_mutex_destroy(&m->reap_lock);
 	free(m);
 	return ret;
 }
@@ -63,6 +65,7 @@ void model_close(struct model *m)
 	if (!m)
 		return;
 	store_close(m->st);
+	pthread_mutex_destroy(&m->reap_lock);
 	free(m);
 }
 
@@ -73,6 +76,7 @@ void model_close_discard(struct model *m)
 	if (!m)
 		return;
 	store_close_discard(m->st);
+	pthread_mutex_destroy(&m->reap_lock);
 	free(m);
 }
 

@@ -8,6 +8,7 @@
 #ifndef KVFS_MODEL_TREE_INT_H
 #define KVFS_MODEL_TREE_INT_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -20,6 +21,15 @@ struct model {
 	struct store *st;
 	int64_t created_ns;
 	bool readonly;
+	/*
+	 * The TTL reaper's last look at the expiry space (model/ttl.c,
+	 * reap_is_due): while the store's version is the one it was taken at,
+	 * nothing is due before the earliest deadline it saw, so the watcher's
+	 * tick needs no read (on etcd, a round trip every tick).
+	 */
+	pthread_mutex_t reap_lock;
+	uint64_t reap_version;	/* store_version at that look; 0: none yet */
+	int64_t reap_next_ns;	/* the earliest deadline then; 0: none */
 };
 
 /* Longest escaped name a key element can produce, with its NUL. */

@@ -457,25 +457,37 @@ static int reap_txn(struct store_txn *txn, void *arg)
 /* True when the expiry space's first deadline is due: one read. */
 static bool reap_is_due(struct model *m, int64_t now_ns)
 {
+	uint64_t version = store_version(m->st);	/* before the look: a later change asks again */
 	struct store_txn *txn;
 	struct store_scan *scan;
 	struct store_val k, v;
-	bool due = false;
+	int64_t next = 0;
+	bool known;
 
+	pthread_mutex_lock(&m->reap_lock);
+	known = m->reap_version && m->reap_version == version &&
+		(m->reap_next_ns == 0 || m->reap_next_ns > now_ns);
+	pthread_mutex_unlock(&m->reap_lock);
+	if (known)
+		return false;
 	if (store_read_begin(m->st, &txn) < 0)
 		return false;
 	if (!store_space_is_empty(txn, STORE_SPACE_EXPIRY) &&
 	    store_scan_open(txn, STORE_SPACE_EXPIRY, NULL, 0, &scan) == 0) {
 		const uint8_t *key;
 		size_t len;
-		int64_t d;
 
-		due = store_scan_next(scan, &k, &v) == 1 &&
-		      ttl_expiry_parse(k.data, k.len, &d, &key, &len) && d <= now_ns;
+		if (store_scan_next(scan, &k, &v) != 1 ||
+		    !ttl_expiry_parse(k.data, k.len, &next, &key, &len))
+			next = now_ns;	/* unreadable: look again at the next tick */
 		store_scan_close(scan);
 	}
 	store_txn_end(txn);
-	return due;
+	pthread_mutex_lock(&m->reap_lock);
+	m->reap_version = version;
+	m->reap_next_ns = next;
+	pthread_mutex_unlock(&m->reap_lock);
+	return next != 0 && next <= now_ns;
 }
 
 /*
