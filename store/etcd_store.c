@@ -182,12 +182,6 @@ int etcd_txn_range(struct store_etcd_txn *t, const void *key, size_t key_len,
 }
 
 /*
- * The first read of a transaction: one read-only Txn of the commit record
- * (store/etcd_big.c) and the range asked for, both at one revision. With no
- * record that revision is pinned and the answer is *out's (*done); a record
- * being applied pins the revision below it (or is rolled forward first).
- */
-/*
  * The spaces nearly every read transaction asks about before anything else
  * (store_space_is_empty: model/ keeps no tables, TTLs or expiries unless
  * there are some): read with its first read, so that asking is no round
@@ -254,6 +248,13 @@ static int probes_keep(struct store_etcd_txn *t, const struct probe_keys *p,
 	return 0;
 }
 
+/*
+ * The first read of a transaction: one read-only Txn of the commit record
+ * (store/etcd_big.c), the range asked for and, in a read transaction, the
+ * probes above, all at one revision. With no record that revision is
+ * pinned and the answer is *out's (*done); a record being applied pins the
+ * revision below it (or is rolled forward first).
+ */
 static int txn_first_read(struct store_etcd_txn *t, const void *key, size_t key_len,
 			  const struct etcd_range_opts *o, struct etcd_range_result *out, bool *done)
 {
