@@ -210,6 +210,45 @@ int fs_file_snapshot(struct fs_ctx *ctx, struct fs_file *f, const char *path)
 	return 0;
 }
 
+/* fs_view_snapshot's stream: what the model renders goes to the end of f's buffer. */
+static ssize_t snapshot_write(void *cookie, const char *buf, size_t size)
+{
+	int ret = fs_file_append(cookie, buf, size);
+
+	if (ret < 0) {
+		errno = -ret;
+		return -1;
+	}
+	return (ssize_t)size;
+}
+
+int fs_view_snapshot(struct fs_ctx *ctx, struct fs_file *f, const char *path)
+{
+	struct model_error err = { 0 };
+	FILE *out;
+	int ret;
+
+	pthread_mutex_lock(&f->lock);
+	out = fopencookie(f, "w", (cookie_io_functions_t){ .write = snapshot_write });
+	if (!out) {
+		pthread_mutex_unlock(&f->lock);
+		return -ENOMEM;
+	}
+	ret = model_read_to(ctx->model, path, out, &err);
+	if (fclose(out) != 0 && ret == 0)
+		ret = -EIO;
+	if (ret < 0) {
+		/* a spill file that could not grow (a full disk) is the reason */
+		fs_log_model(ctx, ret, &err, path);
+		fs_spill_release(f);
+		free(f->buf);
+		f->buf = NULL;
+		f->len = f->cap = 0;
+	}
+	pthread_mutex_unlock(&f->lock);
+	return ret;
+}
+
 int fs_cache_leaf_snapshot(struct fs_ctx *ctx, struct fs_file *f, const char *path,
 			   struct model_node *n)
 {

@@ -140,6 +140,40 @@ void fs_file_publish(struct fs_ctx *ctx, struct fs_file *f)
 	pthread_mutex_unlock(&ctx->lock);
 }
 
+/* Room for len bytes in f's buffer: the heap, or past FS_SPILL_MIN a spill file. */
+static int file_reserve(struct fs_file *f, size_t len)
+{
+	size_t cap = f->cap ? f->cap : 4096;
+	char *buf;
+
+	if (len <= f->cap)
+		return 0;
+	while (cap < len)
+		cap *= 2;
+	if (f->spilled || cap > FS_SPILL_MIN)
+		return fs_spill_grow(f, cap);	/* big: on disk, not in memory */
+	buf = realloc(f->buf, cap);
+	if (!buf)
+		return -ENOMEM;
+	f->buf = buf;
+	f->cap = cap;
+	return 0;
+}
+
+int fs_file_append(struct fs_file *f, const void *data, size_t size)
+{
+	size_t start = f->len;
+	int ret = file_reserve(f, start + size);
+
+	if (ret == 0 && f->spilled)
+		ret = fs_spill_write(f, data, size, start);
+	else if (ret == 0)
+		memcpy(f->buf + start, data, size);
+	if (ret == 0)
+		f->len = start + size;
+	return ret;
+}
+
 int fs_file_resize(struct fs_file *f, size_t len)
 {
 	int ret;
@@ -147,24 +181,9 @@ int fs_file_resize(struct fs_file *f, size_t len)
 	if (len > FS_FILE_MAX)
 		return -EFBIG;
 	f->refused = false;
-	if (len > f->cap) {
-		size_t cap = f->cap ? f->cap : 4096;
-		char *buf;
-
-		while (cap < len)
-			cap *= 2;
-		if (f->spilled || cap > FS_SPILL_MIN) {
-			ret = fs_spill_grow(f, cap);	/* big: on disk, not in memory */
-			if (ret < 0)
-				return ret;
-		} else {
-			buf = realloc(f->buf, cap);
-			if (!buf)
-				return -ENOMEM;
-			f->buf = buf;
-			f->cap = cap;
-		}
-	}
+	ret = file_reserve(f, len);
+	if (ret < 0)
+		return ret;
 	if (len > f->len && f->spilled) {
 		ret = fs_spill_zero_gap(f);
 		if (ret < 0)
@@ -573,7 +592,7 @@ int fs_file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 		ret = file_load(ctx, f, path, fi->flags, n.kind == MODEL_KIND_VIEW);
 	} else if (n.kind == MODEL_KIND_VIEW) {
 		f->kind = FS_FILE_VIEW_READER;
-		ret = fs_file_snapshot(ctx, f, path);
+		ret = fs_view_snapshot(ctx, f, path);
 	}
 	else if (n.size > FS_SNAPSHOT_MAX)
 		fs_cache_reader_deferred(f, &n, false);
@@ -686,6 +705,11 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	pthread_mutex_lock(&f->lock);
 	leaf_reader = f->kind == FS_FILE_READER || f->kind == FS_FILE_READER_LAZY ||
 		      f->kind == FS_FILE_READER_BIG;
+	if (!leaf_reader && f->spilled) {
+		fs_spill_reply(req, f, size, off);	/* from the file: nothing mapped in */
+		pthread_mutex_unlock(&f->lock);
+		return;
+	}
 	if (!leaf_reader) {
 		/* writers, views and pending files read their own buffer */
 		if ((uint64_t)off >= f->len)

@@ -641,6 +641,8 @@ void fs_file_publish(struct fs_ctx *ctx, struct fs_file *f);
 
 /* f->lock held. Makes buf hold len bytes, zero-filling a gap. */
 int fs_file_resize(struct fs_file *f, size_t len);
+/* f->lock held. Adds size bytes at f->len (past FS_SPILL_MIN in a spill file), no size cap. */
+int fs_file_append(struct fs_file *f, const void *data, size_t size);
 
 /*
  * ---- spilled write buffers (spill.c) ---- all with f->lock held.
@@ -653,6 +655,8 @@ int fs_spill_grow(struct fs_file *f, size_t cap);
 int fs_spill_zero_gap(struct fs_file *f);
 int fs_spill_write(struct fs_file *f, const void *buf, size_t size, size_t off);
 void fs_spill_release(struct fs_file *f);
+/* Replies to a read of [off, off+size) of a spilled buffer from its file (pread). */
+void fs_spill_reply(fuse_req_t req, struct fs_file *f, size_t size, off_t off);
 
 /*
  * Commits the unsaved content of every open file of node, so that a change
@@ -775,8 +779,14 @@ void fs_cache_push_siblings(struct fs_ctx *ctx, struct fs_node *node);
  */
 void fs_cache_push_dir(struct fs_ctx *ctx, struct fs_node *dir);
 
-/* A reader of a view gets the rendering of the moment it opened. */
+/* A reader of a leaf up to FS_SNAPSHOT_MAX: its text, in memory. */
 int fs_file_snapshot(struct fs_ctx *ctx, struct fs_file *f, const char *path);
+/*
+ * A reader of a view gets the rendering of the moment it opened, written
+ * into its buffer as it is rendered: past FS_SPILL_MIN on disk (spill.c),
+ * so a view of a big subtree is never held in the daemon's memory.
+ */
+int fs_view_snapshot(struct fs_ctx *ctx, struct fs_file *f, const char *path);
 
 /*
  * A reader of a leaf takes the text now (kind FS_FILE_READER): it keeps it

@@ -1,9 +1,10 @@
 /*
- * fs/spill.c - the write buffer of an open file, once it outgrows
- * FS_SPILL_MIN, lives in an unlinked temporary file in the store's
- * directory (a disk, not the heap), mapped shared so that f->buf still reads
- * it; writes go to the file with pwrite, so the daemon's memory never holds
- * the whole content (the model gives back the pages it parses).
+ * fs/spill.c - the buffer of an open file (a writer's content, a view
+ * reader's rendering), once it outgrows FS_SPILL_MIN, lives in an unlinked
+ * temporary file in the store's directory (a disk, not the heap), mapped
+ * shared so that f->buf still reads it; writes go to the file with pwrite
+ * and reads are answered from it (fs_spill_reply), so the daemon's memory
+ * never holds the whole content (the model gives back the pages it parses).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -128,4 +129,21 @@ void fs_spill_release(struct fs_file *f)
 	f->buf = NULL;
 	f->len = f->cap = 0;
 	f->spilled = false;
+}
+
+void fs_spill_reply(fuse_req_t req, struct fs_file *f, size_t size, off_t off)
+{
+	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(0);
+
+	if ((uint64_t)off >= f->len) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	if (size > f->len - (size_t)off)
+		size = f->len - (size_t)off;
+	bv.buf[0].size = size;
+	bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+	bv.buf[0].fd = f->spill_fd;
+	bv.buf[0].pos = off;
+	fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
 }

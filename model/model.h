@@ -243,6 +243,11 @@ ssize_t model_read(struct model *m, const char *path, void *dst, size_t size,
 		   uint64_t offset, struct model_error *err);
 /* A link's target (a table index's entry, "../../ann"); *out is heap (free()). */
 int model_readlink(struct model *m, const char *path, char **out, struct model_error *err);
+/*
+ * The whole text form written to out (then flushed): a view is rendered
+ * straight into it, never held whole in memory. -EIO when out fails.
+ */
+int model_read_to(struct model *m, const char *path, FILE *out, struct model_error *err);
 /* The whole text form; *out is heap (free()), NUL-terminated for convenience. */
 int model_read_all(struct model *m, const char *path, char **out, size_t *len,
 		   struct model_error *err);

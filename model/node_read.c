@@ -4,6 +4,7 @@
  * listing. Each is one read transaction; node.c has the handle and writes.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,19 +34,60 @@ static int count_subdirs(struct store_txn *txn, const struct tree_path *p, uint3
 	return ret;
 }
 
+/* A stream that only counts what is written to it (view_stat's size). */
+static ssize_t count_write(void *cookie, const char *buf, size_t size)
+{
+	(void)buf;
+	*(uint64_t *)cookie += size;
+	return (ssize_t)size;
+}
+
+/* Renders key[0..len) as its view into out (pretty, as a read gives it). */
+static int view_render_to(struct store_txn *txn, const uint8_t *key, size_t len, FILE *out)
+{
+	struct json_writer w;
+	struct strbuf sb;
+	int ret;
+
+	strbuf_init(&sb);
+	json_writer_init(&w, &sb, out, true);
+	ret = doc_render(txn, key, len, &w);
+	if (ret == 0)
+		ret = json_writer_finish(&w);
+	strbuf_release(&sb);
+	return ret;
+}
+
+/*
+ * The size of a view is that of its rendering: counted as it is rendered,
+ * never held (a stat of the root's view of a big store would hold it all).
+ */
+static int view_size(struct store_txn *txn, const uint8_t *key, size_t len, uint64_t *size)
+{
+	FILE *counter;
+	int ret;
+
+	*size = 0;
+	counter = fopencookie(size, "w", (cookie_io_functions_t){ .write = count_write });
+	if (!counter)
+		return -ENOMEM;
+	ret = view_render_to(txn, key, len, counter);
+	if (fclose(counter) != 0 && ret == 0)
+		ret = -EIO;
+	return ret;
+}
+
 static int view_stat(struct model *m, struct store_txn *txn, const struct tree_path *p,
 		     struct model_node *out, struct model_error *err)
 {
 	struct tree_node n;
-	struct strbuf sb;
+	uint64_t size;
 	int ret = tree_get(txn, p, &n, err);
 
 	if (ret < 0)
 		return ret;
-	strbuf_init(&sb);
-	ret = doc_render_buf(txn, p->key, p->len, 0, &sb);
+	ret = view_size(txn, p->key, p->len, &size);
 	if (ret < 0) {
-		strbuf_release(&sb);
 		if (ret == -EIO)
 			return tree_fail_corrupt(txn, p->key, p->len, p->text, err);
 		return tree_fail(err, ret, "%s: cannot render: %s", p->text, strerror(-ret));
@@ -53,10 +95,9 @@ static int view_stat(struct model *m, struct store_txn *txn, const struct tree_p
 	memset(out, 0, sizeof(*out));
 	out->kind = MODEL_KIND_VIEW;
 	out->ino = tree_ino(p->key, p->len, true);
-	out->size = sb.len;
+	out->size = size;
 	out->mtime_ns = n.kind == MODEL_KIND_LEAF ? n.leaf.mtime_ns : m->created_ns;
 	out->ctime_ns = out->mtime_ns;
-	strbuf_release(&sb);
 	/* the view of a node shows (and is guarded by) its node's mode and
 	 * owner, without execute or special bits: it is a file */
 	ret = attr_get(txn, p->key, p->len, &out->attr);
@@ -181,8 +222,12 @@ int model_stat(struct model *m, const char *path, unsigned flags,
  */
 typedef int (*text_fn)(void *arg, const struct leaf *leaf, const struct strbuf *view);
 
+/*
+ * The text at path handed to fn. With stream set, a view (not a table's)
+ * is rendered straight into it instead, and fn is not called for it.
+ */
 static int text_in(struct store_txn *txn, const char *path, text_fn fn, void *arg,
-		   struct model_error *err)
+		   FILE *stream, struct model_error *err)
 {
 	struct tree_path p;
 	struct tree_node n;
@@ -212,18 +257,19 @@ static int text_in(struct store_txn *txn, const char *path, text_fn fn, void *ar
 		return fn(arg, &n.leaf, NULL);
 	}
 	strbuf_init(&sb);
-	ret = doc_render_buf(txn, p.key, p.len, 0, &sb);
-	if (ret == -EIO)
+	ret = stream ? view_render_to(txn, p.key, p.len, stream) :
+	      doc_render_buf(txn, p.key, p.len, 0, &sb);
+	if (ret == -EIO && !(stream && ferror(stream)))
 		tree_fail_corrupt(txn, p.key, p.len, path, err);
 	else if (ret < 0)
 		tree_fail(err, ret, "%s: cannot render: %s", path, strerror(-ret));
-	else
+	else if (!stream)
 		ret = fn(arg, NULL, &sb);
 	strbuf_release(&sb);
 	return ret;
 }
 
-static int text_run(struct model *m, const char *path, text_fn fn, void *arg,
+static int text_run(struct model *m, const char *path, text_fn fn, void *arg, FILE *stream,
 		    struct model_error *err)
 {
 	struct store_txn *txn;
@@ -231,7 +277,7 @@ static int text_run(struct model *m, const char *path, text_fn fn, void *arg,
 
 	if (ret < 0)
 		return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
-	ret = text_in(txn, path, fn, arg, err);
+	ret = text_in(txn, path, fn, arg, stream, err);
 	store_txn_end(txn);
 	return ret;
 }
@@ -262,7 +308,7 @@ ssize_t model_read(struct model *m, const char *path, void *dst, size_t size,
 		   uint64_t offset, struct model_error *err)
 {
 	struct read_window rw = { dst, size, offset, 0 };
-	int ret = text_run(m, path, read_window_fn, &rw, err);
+	int ret = text_run(m, path, read_window_fn, &rw, NULL, err);
 
 	return ret < 0 ? ret : (ssize_t)rw.done;
 }
@@ -292,7 +338,7 @@ int model_read_all(struct model *m, const char *path, char **out, size_t *len,
 		   struct model_error *err)
 {
 	struct read_whole rw = { NULL, 0 };
-	int ret = text_run(m, path, read_whole_fn, &rw, err);
+	int ret = text_run(m, path, read_whole_fn, &rw, NULL, err);
 
 	if (ret == -ENOMEM)
 		tree_fail(err, ret, "%s: out of memory", path);
@@ -302,6 +348,37 @@ int model_read_all(struct model *m, const char *path, char **out, size_t *len,
 	if (len)
 		*len = rw.len;
 	return 0;
+}
+
+/* model_read_to's fn: a leaf's text, or a table view's, written whole. */
+static int write_text_fn(void *arg, const struct leaf *leaf, const struct strbuf *view)
+{
+	FILE *out = arg;
+	char chunk[65536];
+	uint64_t size = leaf ? leaf_text_size(leaf) : view->len;
+
+	for (uint64_t off = 0; off < size;) {
+		size_t n = leaf ? leaf_text_read(leaf, chunk, sizeof(chunk), off) :
+			   (size - off < sizeof(chunk) ? (size_t)(size - off) : sizeof(chunk));
+
+		if (!leaf)
+			memcpy(chunk, view->buf + off, n);
+		if (fwrite(chunk, 1, n, out) != n)
+			return -EIO;
+		off += n;
+	}
+	return 0;
+}
+
+int model_read_to(struct model *m, const char *path, FILE *out, struct model_error *err)
+{
+	int ret = text_run(m, path, write_text_fn, out, out, err);
+
+	if (ret == 0 && fflush(out) != 0)
+		ret = -EIO;
+	if (ret == -EIO && ferror(out))
+		tree_fail(err, ret, "%s: cannot write the text out: %s", path, strerror(errno));
+	return ret;
 }
 
 /* ---- listing ---- */

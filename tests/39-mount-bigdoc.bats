@@ -98,6 +98,38 @@ same_doc() {
 	assert_output $'[\n  1,\n  -0.0,\n  18446744073709551616\n]'
 }
 
+# anon_peak_kib CMD...: runs CMD, prints the largest anonymous memory (RssAnon,
+# KiB) the daemon had while it ran (sampled; the store's map is not in it).
+anon_peak_kib() {
+	local max=0 a pid
+	"$@" &
+	pid=$!
+	while kill -0 "$pid" 2>/dev/null; do
+		a=$(awk '/^RssAnon/ { print $2 }' "/proc/$MOUNT_PID/status")
+		[ "$a" -le "$max" ] || max=$a
+		sleep 0.01
+	done
+	wait "$pid" || return 1
+	echo "$max"
+}
+
+@test "reading a 40 MB view holds no copy of it in the daemon" {
+	skip_on_etcd "an etcd read transaction keeps every answer it read until it ends (docs/ETCD.md section 4), so a view's reads are held there"
+	[ -z "${KVFS_ASAN:-}${KVFS_TSAN:-}" ] || skip "a sanitizer's shadow memory and quarantine make the peak meaningless"
+	big_doc 40 "$T/big.json"
+	kvfs import "$STORE" /big "$T/big.json"
+	size=$(stat -c %s "$MNT/big.json")
+	[ "$size" -gt $((40 << 20)) ]
+	base=$(awk '/^RssAnon/ { print $2 }' "/proc/$MOUNT_PID/status")
+	peak=$(anon_peak_kib cp "$MNT/big.json" "$T/back.json")
+	echo "daemon RssAnon $base KiB, at most $peak KiB while a $size-byte view was read" >&3
+	cmp "$T/back.json" <(kvfs export "$STORE" /big)
+	# the rendering went to a spill file as it was made: 8 MiB of heap at
+	# most before it moved there, and one leaf (1 MiB) at a time
+	[ "$peak" -lt $((base + 20 * 1024)) ]
+	[ "$(spill_files)" -eq 0 ]
+}
+
 @test "a refused big document is parsed once, leaves the old state, and the daemon serves on" {
 	make_doc 2000 "$T/old.json"
 	cp "$T/old.json" "$MNT/d.json"

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -341,6 +342,64 @@ static void test_type_inferred(void)
 	close_fresh(m);
 }
 
+static ssize_t refuse_write(void *cookie, const char *buf, size_t size)
+{
+	(void)cookie;
+	(void)buf;
+	(void)size;
+	errno = ENOSPC;
+	return -1;
+}
+
+/* read_to_mem: model_read_to into a memory stream; *out heap. */
+static int read_to_mem(struct model *m, const char *path, char **out, size_t *len)
+{
+	struct model_error err;
+	FILE *f = open_memstream(out, len);
+	int ret;
+
+	if (!f)
+		return -ENOMEM;
+	ret = model_read_to(m, path, f, &err);
+	fclose(f);
+	return ret;
+}
+
+/*
+ * model_read_to streams the same text model_read_all gives (a view rendered
+ * straight into the stream), and a stream that fails is an error, not a
+ * short text.
+ */
+static void test_read_to(void)
+{
+	static const char doc[] = "{\"a\":[1,\"x\",{\"b\":null}],\"s\":\"t\\u00e9\"}";
+	const char *paths[] = { "/d.json", "/d/a.json", "/d/s", "/d/a/1" };
+	struct model *m = open_fresh();
+	struct model_error err;
+	FILE *bad;
+
+	CHECK_EQ_INT(model_import(m, "/d", doc, sizeof(doc) - 1, NULL, NULL, &err), 0);
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		char *whole = NULL, *streamed = NULL;
+		size_t wl = 0, sl = 0;
+
+		CHECK_EQ_INT(model_read_all(m, paths[i], &whole, &wl, &err), 0);
+		CHECK_EQ_INT(read_to_mem(m, paths[i], &streamed, &sl), 0);
+		if (whole && streamed)
+			CHECK_MEM(streamed, sl, whole, wl);
+		free(whole);
+		free(streamed);
+	}
+	bad = fopencookie(NULL, "w", (cookie_io_functions_t){ .write = refuse_write });
+	CHECK(bad != NULL);
+	if (bad) {
+		CHECK_EQ_INT(model_read_to(m, "/d.json", bad, &err), -EIO);
+		CHECK(strstr(err.msg, "/d.json") != NULL);
+		fclose(bad);
+	}
+	close_fresh(m);
+}
+
 /*
  * A JSON string may hold NUL. Its text written to a new file becomes bytes
  * (inference), and setting the type back to string restores it: what
@@ -490,6 +549,7 @@ int main(void)
 	TEST(test_check_finds_bad_utf8);
 	TEST(test_string_with_nul_restored);
 	TEST(test_type_inferred);
+	TEST(test_read_to);
 	TEST(test_no_stale_message);
 	TEST(test_long_names_refused);
 	TEST(test_long_names_loaded_and_reported);
