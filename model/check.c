@@ -250,6 +250,8 @@ int model_check(struct model *m, FILE *report, uint64_t *problems, struct model_
 		ret = check_meta(txn, c);
 		if (ret == 0)
 			ret = check_data(txn, c);
+		if (ret == 0)	/* the backend's own (etcd: the children space) */
+			ret = store_txn_check(txn, check_table_report, c);
 		if (ret == 0)
 			ret = table_check(txn, check_table_report, c, NULL);
 		if (ret == 0)

@@ -282,6 +282,8 @@ bool etcd_kids_is_child_end(const struct store_etcd_scan *s, const uint8_t *key,
 int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t from_len);
 struct etcd_skel *etcd_kids_covering(struct store_etcd_scan *s, const uint8_t *key, size_t len);
 void etcd_kids_scan_release(struct store_etcd_scan *s);
+/* store_txn_check: every container above a data key has its entry. */
+int store_etcd_check(struct store_txn *txn, store_check_fn fn, void *arg);
 
 /*
  * Big data values (store/etcd_val.c, docs/ETCD.md section 3). Keys k are

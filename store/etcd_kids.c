@@ -597,3 +597,214 @@ void etcd_kids_scan_release(struct store_etcd_scan *s)
 	s->skel = NULL;
 	s->n_skel = s->cap_skel = 0;
 }
+
+/* ---- kvfs check of the space ---- */
+
+/* The containers that have an entry: their tuple keys, sorted (heap). */
+struct kid_set {
+	uint8_t **keys;
+	size_t *lens;
+	size_t n, cap;
+};
+
+static void kid_set_release(struct kid_set *ks)
+{
+	for (size_t i = 0; i < ks->n; i++)
+		free(ks->keys[i]);
+	free(ks->keys);
+	free(ks->lens);
+}
+
+/*
+ * Calls fn for every key of [lo, hi) at the transaction's revision, a page
+ * at a time (pages are given back, not kept: a check reads everything).
+ */
+static int walk_range(struct store_etcd_txn *t, const uint8_t *lo, size_t ll, const uint8_t *hi,
+		      size_t hl, int (*fn)(void *arg, const struct etcd_kv *kv), void *arg)
+{
+	uint8_t from[ETCD_KEY_MAX];
+	size_t fl = ll;
+	int rc;
+
+	memcpy(from, lo, ll);
+	for (;;) {
+		struct etcd_range_opts o = { .range_end = hi, .range_end_len = hl, .limit = KIDS_PAGE,
+					     .keys_only = true, .revision = t->rev };
+		struct etcd_range_result r = { 0 };
+		bool more;
+
+		rc = etcd_range_retry(t->c, from, fl, &o, &r);
+		if (rc)
+			return rc;
+		for (size_t i = 0; i < r.len && rc == 0; i++)
+			rc = fn(arg, &r.kvs[i]);
+		more = r.more && r.len;
+		if (more) {
+			const struct etcd_kv *last = &r.kvs[r.len - 1];
+
+			memcpy(from, last->key, last->key_len);
+			from[last->key_len] = 0;
+			fl = last->key_len + 1;
+		}
+		etcd_range_result_release(&r);
+		if (rc || !more)
+			return rc;
+	}
+}
+
+struct kids_walk {
+	struct kid_set set;
+	size_t skip;	/* bytes before the container key (entries) or tuple key (data) */
+	store_check_fn fn;
+	void *arg;
+	uint8_t prev[STORE_KEY_MAX];	/* the last data key, whose containers are checked */
+	size_t prev_len;
+};
+
+static int add_entry(void *arg, const struct etcd_kv *kv)
+{
+	struct kids_walk *w = arg;
+	struct kid_set *ks = &w->set;
+
+	if (kv->key_len <= w->skip)
+		return 0;	/* the marker */
+	if (ks->n == ks->cap) {
+		size_t cap = ks->cap ? 2 * ks->cap : 256;
+		uint8_t **gk = realloc(ks->keys, cap * sizeof(*gk));
+
+		if (!gk)
+			return -ENOMEM;
+		ks->keys = gk;
+		size_t *gl = realloc(ks->lens, cap * sizeof(*gl));
+
+		if (!gl)
+			return -ENOMEM;
+		ks->lens = gl;
+		ks->cap = cap;
+	}
+	ks->lens[ks->n] = kv->key_len - w->skip;
+	ks->keys[ks->n] = malloc(ks->lens[ks->n]);
+	if (!ks->keys[ks->n])
+		return -ENOMEM;
+	memcpy(ks->keys[ks->n], kv->key + w->skip, ks->lens[ks->n]);
+	ks->n++;
+	return 0;
+}
+
+static bool kid_set_has(const struct kid_set *ks, const uint8_t *key, size_t len)
+{
+	size_t lo = 0, hi = ks->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = store_key_cmp(ks->keys[mid], ks->lens[mid], key, len);
+
+		if (c == 0)
+			return true;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+/*
+ * Every container above a data key needs its entry, or a listing of its
+ * parent passes it over. Keys come in order, so the containers this key
+ * shares with the last one were checked with it.
+ */
+static int check_key(void *arg, const struct etcd_kv *kv)
+{
+	struct kids_walk *w = arg;
+	const uint8_t *tk = kv->key + w->skip;
+	size_t len = kv->key_len - w->skip, same = 0;
+	struct tuple_reader r;
+	struct tuple_elem e;
+
+	if (kv->key_len <= w->skip || len > STORE_KEY_MAX)
+		return 0;
+	while (same < len && same < w->prev_len && tk[same] == w->prev[same])
+		same++;
+	tuple_reader_init(&r, tk, len);
+	while (tuple_next(&r, &e) == 1 && r.pos < len) {
+		if (r.pos <= same || kid_set_has(&w->set, tk, r.pos))
+			continue;
+		w->fn(w->arg, tk, r.pos, "no entry in the etcd children space: ls of its "
+		      "directory does not show it (docs/ETCD.md section 7)");
+	}
+	memcpy(w->prev, tk, len);
+	w->prev_len = len;
+	return 0;
+}
+
+static int kid_cmp(const void *a, const void *b, void *arg)
+{
+	const struct kid_set *ks = arg;
+	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+
+	return store_key_cmp(ks->keys[i], ks->lens[i], ks->keys[j], ks->lens[j]);
+}
+
+/* Sorts the set by container key (the space orders it by depth first). */
+static int kid_set_sort(struct kid_set *ks)
+{
+	size_t *order = malloc((ks->n ? ks->n : 1) * sizeof(*order));
+	uint8_t **keys = malloc((ks->n ? ks->n : 1) * sizeof(*keys));
+	size_t *lens = malloc((ks->n ? ks->n : 1) * sizeof(*lens));
+
+	if (!order || !keys || !lens) {
+		free(order);
+		free(keys);
+		free(lens);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < ks->n; i++)
+		order[i] = i;
+	qsort_r(order, ks->n, sizeof(*order), kid_cmp, ks);
+	for (size_t i = 0; i < ks->n; i++) {
+		keys[i] = ks->keys[order[i]];
+		lens[i] = ks->lens[order[i]];
+	}
+	free(order);
+	free(ks->keys);
+	free(ks->lens);
+	ks->keys = keys;
+	ks->lens = lens;
+	ks->cap = ks->n;
+	return 0;
+}
+
+int store_etcd_check(struct store_txn *txn, store_check_fn fn, void *arg)
+{
+	struct store_etcd_txn *t = ETXN(txn);
+	struct kids_walk *w;
+	uint8_t lo[ETCD_KEY_MAX], hi[ETCD_KEY_MAX];
+	size_t ll, hl;
+	int rc;
+
+	if (!t->st->kids)
+		return 0;	/* a store from before the space lists by its pages */
+	if (!store_etcd_txn_id(txn))
+		return -EIO;	/* the revision the walks read at */
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->fn = fn;
+	w->arg = arg;
+	ll = etcd_kids_marker(t->st, lo);
+	hl = etcd_prefix_end(lo, ll, hi);
+	w->skip = ll + 1;	/* the marker and the depth byte */
+	rc = walk_range(t, lo, ll, hi, hl, add_entry, w);
+	if (rc == 0)
+		rc = kid_set_sort(&w->set);
+	if (rc == 0) {
+		ll = etcd_key(t->st, STORE_SPACE_DATA, NULL, 0, lo);
+		hl = etcd_prefix_end(lo, ll, hi);
+		w->skip = ll;
+		rc = walk_range(t, lo, ll, hi, hl, check_key, w);
+	}
+	kid_set_release(&w->set);
+	free(w);
+	return rc;
+}

@@ -40,4 +40,5 @@ const struct store_ops store_etcd_ops = {
 	.expire_puts = store_etcd_expire_puts,
 	.prefetch = store_etcd_prefetch,
 	.expect_reads = store_etcd_expect_reads,
+	.check = store_etcd_check,
 };

@@ -600,6 +600,13 @@ void store_txn_expect_reads(struct store_txn *txn, enum store_space space, const
 		txn->st->ops->expect_reads(txn, space, prefix, prefix_len);
 }
 
+int store_txn_check(struct store_txn *txn, store_check_fn fn, void *arg)
+{
+	if (!txn->st->ops->check || txn->write)
+		return 0;
+	return txn->st->ops->check(txn, fn, arg);
+}
+
 uint64_t store_scan_steps(const struct store_scan *scan)
 {
 	return scan->steps;

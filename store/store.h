@@ -368,6 +368,15 @@ int store_txn_prefetch(struct store_txn *txn, enum store_space space, const void
  */
 void store_txn_expect_reads(struct store_txn *txn, enum store_space space, const void *prefix,
 			    size_t prefix_len);
+/*
+ * Checks what the backend keeps for itself beside the spaces (etcd: the
+ * children space its listings read, docs/ETCD.md section 7) against them,
+ * in the read transaction txn: fn(arg, key, len, message) once for each
+ * problem, key a data-space key (len 0: none). 0, or -errno when a read
+ * failed. A backend with nothing of its own (LMDB): 0 at once.
+ */
+typedef void (*store_check_fn)(void *arg, const uint8_t *key, size_t len, const char *message);
+int store_txn_check(struct store_txn *txn, store_check_fn fn, void *arg);
 /* How many cursor positionings this scan made (tests prove skips with it). */
 uint64_t store_scan_steps(const struct store_scan *scan);
 /* The transaction the scan runs in (borrowed). */

@@ -204,6 +204,8 @@ struct store_ops {
 	/* Optional (NULL: reads are local): as store_txn_expect_reads (read txns). */
 	void (*expect_reads)(struct store_txn *txn, enum store_space space, const void *prefix,
 			     size_t prefix_len);
+	/* Optional (NULL: nothing of its own to check): as store_txn_check (read txns). */
+	int (*check)(struct store_txn *txn, store_check_fn fn, void *arg);
 };
 
 /* The backends (store.c chooses; the etcd one exists when built with KVFS_ETCD). */

@@ -1336,6 +1336,63 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+struct check_seen {
+	int n;
+	uint8_t key[64];
+	size_t len;
+};
+
+static void check_note(void *arg, const uint8_t *key, size_t len, const char *message)
+{
+	struct check_seen *c = arg;
+
+	(void)message;
+	if (c->n++ == 0 && len <= sizeof(c->key)) {
+		memcpy(c->key, key, len);
+		c->len = len;
+	}
+}
+
+/*
+ * kvfs check of the children space: clean as written; an entry gone (a
+ * listing would pass its container over) is named, once, by its key.
+ */
+static void test_kids_check(void)
+{
+	struct store *st = open_new("kcheck");
+	struct hint_arg a = { 1, "m", false, false };
+	struct check_seen seen = { 0 };
+	struct store_txn *t;
+	uint8_t k[ETCD_KEY_MAX], want[64];
+	size_t kl, wl;
+	struct etcd_client *c = NULL;
+
+	CHECK_EQ_INT(store_etcd_write(st, hint_fn, &a), 0);
+	a.leaf = "n";
+	CHECK_EQ_INT(store_etcd_write(st, hint_fn, &a), 0);
+	a = (struct hint_arg){ 2, "b", false, false };
+	CHECK_EQ_INT(store_etcd_write(st, hint_fn, &a), 0);
+	CHECK_EQ_INT(t_read(st, &t), 0);
+	CHECK_EQ_INT(store_etcd_check(t, check_note, &seen), 0);
+	CHECK_EQ_INT(seen.n, 0);
+	t_end(t);
+
+	/* the entry of ("h", 1) removed behind kvfs's back */
+	kl = etcd_kids_marker(ETCD(st), k);
+	k[kl++] = 1;
+	kl += hint_key(k + kl, sizeof(k) - kl, 1, NULL);
+	CHECK_EQ_INT(etcd_client_take(ETCD(st), &c), 0);
+	CHECK_EQ_INT(etcd_client_delete_range(c, k, kl, NULL, 0, NULL, NULL), 0);
+	etcd_client_give(ETCD(st), c);
+	CHECK_EQ_INT(t_read(st, &t), 0);
+	CHECK_EQ_INT(store_etcd_check(t, check_note, &seen), 0);
+	CHECK_EQ_INT(seen.n, 1);	/* two keys under it, one report */
+	wl = hint_key(want, sizeof(want), 1, NULL);
+	CHECK_MEM(seen.key, seen.len, want, wl);
+	t_end(t);
+	t_close(st, true);
+}
+
 static void test_leases(void)
 {
 	struct store *st = open_new("lease");
@@ -1414,6 +1471,7 @@ int main(int argc, char **argv)
 	TEST(test_big_value);
 	TEST(test_feed);
 	TEST(test_kids_hints);
+	TEST(test_kids_check);
 	TEST(test_leases);
 	return UNIT_DONE();
 }
