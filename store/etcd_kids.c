@@ -52,16 +52,17 @@ static size_t kids_key(const struct store_etcd *st, unsigned depth, const uint8_
 }
 
 /*
- * Entries this commit puts whose old value in etcd may name a smaller hint
- * (a container it adds keys to without rewriting it): heap copies.
+ * Keys, each a heap copy: the entries a commit puts whose old value in
+ * etcd may name a smaller hint (a container it adds keys to without
+ * rewriting it); the containers a check found entries for.
  */
-struct hint_checks {
+struct key_list {
 	uint8_t **keys;
 	size_t *lens;
 	size_t n, cap;
 };
 
-static int checks_add(struct hint_checks *h, const uint8_t *k, size_t kl)
+static int key_list_add(struct key_list *h, const uint8_t *k, size_t kl)
 {
 	if (h->n == h->cap) {
 		size_t cap = h->cap ? 2 * h->cap : 16;
@@ -85,7 +86,7 @@ static int checks_add(struct hint_checks *h, const uint8_t *k, size_t kl)
 	return 0;
 }
 
-static void checks_release(struct hint_checks *h)
+static void key_list_release(struct key_list *h)
 {
 	for (size_t i = 0; i < h->n; i++)
 		free(h->keys[i]);
@@ -100,7 +101,7 @@ static void checks_release(struct hint_checks *h)
  * one under a container is the smallest this commit writes there.
  */
 static int note_key(struct store_etcd_txn *t, const uint8_t *dk, size_t base, const uint8_t *tk,
-		    size_t len, struct hint_checks *h)
+		    size_t len, struct key_list *h)
 {
 	struct tuple_reader r;
 	struct tuple_elem e;
@@ -121,7 +122,7 @@ static int note_key(struct store_etcd_txn *t, const uint8_t *dk, size_t base, co
 		if (rc)
 			return rc;
 		/* a container this commit deleted whole is rewritten: its hint is exact */
-		if (!etcd_buf_covering(t->buf, dk, base + r.pos, &end, &el) && (rc = checks_add(h, k, kl)))
+		if (!etcd_buf_covering(t->buf, dk, base + r.pos, &end, &el) && (rc = key_list_add(h, k, kl)))
 			return rc;
 	}
 	return 0;
@@ -147,7 +148,7 @@ static const uint8_t *hint_of(const struct store_etcd *st, const uint8_t *ek, si
  * listing starts looking (it checks the range before it), so a race costs
  * at worst a longer range there, never a wrong listing.
  */
-static int keep_older(struct store_etcd_txn *t, struct hint_checks *h)
+static int keep_older(struct store_etcd_txn *t, struct key_list *h)
 {
 	struct etcd_op *ops = calloc(h->n ? h->n : 1, sizeof(*ops));
 	int rc = ops ? 0 : -ENOMEM;
@@ -191,7 +192,7 @@ int etcd_kids_note(struct store_etcd_txn *t)
 {
 	uint8_t lo[ETCD_KEY_MAX], hi[ETCD_KEY_MAX], cur[ETCD_KEY_MAX];
 	size_t lo_len, hi_len, cur_len;
-	struct hint_checks h = { 0 };
+	struct key_list h = { 0 };
 	bool incl = true;
 	int rc = 0;
 
@@ -216,7 +217,7 @@ int etcd_kids_note(struct store_etcd_txn *t)
 	}
 	if (rc == 0 && h.n)
 		rc = keep_older(t, &h);
-	checks_release(&h);
+	key_list_release(&h);
 	return rc;
 }
 
@@ -600,21 +601,6 @@ void etcd_kids_scan_release(struct store_etcd_scan *s)
 
 /* ---- kvfs check of the space ---- */
 
-/* The containers that have an entry: their tuple keys, sorted (heap). */
-struct kid_set {
-	uint8_t **keys;
-	size_t *lens;
-	size_t n, cap;
-};
-
-static void kid_set_release(struct kid_set *ks)
-{
-	for (size_t i = 0; i < ks->n; i++)
-		free(ks->keys[i]);
-	free(ks->keys);
-	free(ks->lens);
-}
-
 /*
  * Calls fn for every key of [lo, hi) at the transaction's revision, a page
  * at a time (pages are given back, not kept: a check reads everything).
@@ -653,7 +639,7 @@ static int walk_range(struct store_etcd_txn *t, const uint8_t *lo, size_t ll, co
 }
 
 struct kids_walk {
-	struct kid_set set;
+	struct key_list set;	/* containers with an entry, sorted */
 	size_t skip;	/* bytes before the container key (entries) or tuple key (data) */
 	store_check_fn fn;
 	void *arg;
@@ -664,34 +650,13 @@ struct kids_walk {
 static int add_entry(void *arg, const struct etcd_kv *kv)
 {
 	struct kids_walk *w = arg;
-	struct kid_set *ks = &w->set;
 
 	if (kv->key_len <= w->skip)
 		return 0;	/* the marker */
-	if (ks->n == ks->cap) {
-		size_t cap = ks->cap ? 2 * ks->cap : 256;
-		uint8_t **gk = realloc(ks->keys, cap * sizeof(*gk));
-
-		if (!gk)
-			return -ENOMEM;
-		ks->keys = gk;
-		size_t *gl = realloc(ks->lens, cap * sizeof(*gl));
-
-		if (!gl)
-			return -ENOMEM;
-		ks->lens = gl;
-		ks->cap = cap;
-	}
-	ks->lens[ks->n] = kv->key_len - w->skip;
-	ks->keys[ks->n] = malloc(ks->lens[ks->n]);
-	if (!ks->keys[ks->n])
-		return -ENOMEM;
-	memcpy(ks->keys[ks->n], kv->key + w->skip, ks->lens[ks->n]);
-	ks->n++;
-	return 0;
+	return key_list_add(&w->set, kv->key + w->skip, kv->key_len - w->skip);
 }
 
-static bool kid_set_has(const struct kid_set *ks, const uint8_t *key, size_t len)
+static bool key_list_has(const struct key_list *ks, const uint8_t *key, size_t len)
 {
 	size_t lo = 0, hi = ks->n;
 
@@ -728,7 +693,7 @@ static int check_key(void *arg, const struct etcd_kv *kv)
 		same++;
 	tuple_reader_init(&r, tk, len);
 	while (tuple_next(&r, &e) == 1 && r.pos < len) {
-		if (r.pos <= same || kid_set_has(&w->set, tk, r.pos))
+		if (r.pos <= same || key_list_has(&w->set, tk, r.pos))
 			continue;
 		w->fn(w->arg, tk, r.pos, "no entry in the etcd children space: ls of its "
 		      "directory does not show it (docs/ETCD.md section 7)");
@@ -740,14 +705,14 @@ static int check_key(void *arg, const struct etcd_kv *kv)
 
 static int kid_cmp(const void *a, const void *b, void *arg)
 {
-	const struct kid_set *ks = arg;
+	const struct key_list *ks = arg;
 	size_t i = *(const size_t *)a, j = *(const size_t *)b;
 
 	return store_key_cmp(ks->keys[i], ks->lens[i], ks->keys[j], ks->lens[j]);
 }
 
 /* Sorts the set by container key (the space orders it by depth first). */
-static int kid_set_sort(struct kid_set *ks)
+static int key_list_sort(struct key_list *ks)
 {
 	size_t *order = malloc((ks->n ? ks->n : 1) * sizeof(*order));
 	uint8_t **keys = malloc((ks->n ? ks->n : 1) * sizeof(*keys));
@@ -797,14 +762,14 @@ int store_etcd_check(struct store_txn *txn, store_check_fn fn, void *arg)
 	w->skip = ll + 1;	/* the marker and the depth byte */
 	rc = walk_range(t, lo, ll, hi, hl, add_entry, w);
 	if (rc == 0)
-		rc = kid_set_sort(&w->set);
+		rc = key_list_sort(&w->set);
 	if (rc == 0) {
 		ll = etcd_key(t->st, STORE_SPACE_DATA, NULL, 0, lo);
 		hl = etcd_prefix_end(lo, ll, hi);
 		w->skip = ll;
 		rc = walk_range(t, lo, ll, hi, hl, check_key, w);
 	}
-	kid_set_release(&w->set);
+	key_list_release(&w->set);
 	free(w);
 	return rc;
 }
