@@ -210,41 +210,71 @@ int fs_file_snapshot(struct fs_ctx *ctx, struct fs_file *f, const char *path)
 	return 0;
 }
 
-/* fs_view_snapshot's stream: what the model renders goes to the end of f's buffer. */
-static ssize_t snapshot_write(void *cookie, const char *buf, size_t size)
+/* fs_file_take_text's stream: what the model writes goes to the end of f's buffer. */
+struct take_text {
+	struct fs_file *f;
+	int err;	/* the first append that failed (a full disk for a spill file) */
+};
+
+static ssize_t take_text_write(void *cookie, const char *buf, size_t size)
 {
-	int ret = fs_file_append(cookie, buf, size);
+	struct take_text *tt = cookie;
+	int ret = fs_file_append(tt->f, buf, size);
 
 	if (ret < 0) {
+		if (!tt->err)
+			tt->err = ret;
 		errno = -ret;
 		return -1;
 	}
 	return (ssize_t)size;
 }
 
-int fs_view_snapshot(struct fs_ctx *ctx, struct fs_file *f, const char *path)
+/* f->lock held. Empties f's buffer (a spill file too). */
+static void take_text_drop(struct fs_file *f)
+{
+	fs_spill_release(f);
+	free(f->buf);
+	f->buf = NULL;
+	f->len = f->cap = 0;
+}
+
+/* f->lock held. One rendering of path into f's empty buffer. */
+static int take_text_once(struct fs_ctx *ctx, struct fs_file *f, const char *path,
+			  struct model_error *err)
+{
+	struct take_text tt = { .f = f };
+	FILE *out = fopencookie(&tt, "w", (cookie_io_functions_t){ .write = take_text_write });
+	int ret;
+
+	if (!out)
+		return -ENOMEM;
+	ret = model_read_to(ctx->model, path, out, err);
+	if (fclose(out) != 0 && ret == 0)
+		ret = -EIO;
+	if (ret < 0 && tt.err)
+		ret = tt.err;	/* what the buffer could not take, not the stream's EIO */
+	if (ret < 0)
+		take_text_drop(f);
+	return ret;
+}
+
+int fs_file_take_text(struct fs_ctx *ctx, struct fs_file *f, const char *path)
 {
 	struct model_error err = { 0 };
-	FILE *out;
 	int ret;
 
 	pthread_mutex_lock(&f->lock);
-	out = fopencookie(f, "w", (cookie_io_functions_t){ .write = snapshot_write });
-	if (!out) {
-		pthread_mutex_unlock(&f->lock);
-		return -ENOMEM;
+	ret = take_text_once(ctx, f, path, &err);
+	if (ret == -ENOSPC || ret == -EDQUOT) {
+		/* no room for a spill file: held in memory, as a read needs no disk */
+		fs_log(ctx, LOG_WARNING, "%s: no room on the store's disk for a spill file; "
+		       "the text is held in memory", path);
+		f->heap_only = true;
+		ret = take_text_once(ctx, f, path, &err);
 	}
-	ret = model_read_to(ctx->model, path, out, &err);
-	if (fclose(out) != 0 && ret == 0)
-		ret = -EIO;
-	if (ret < 0) {
-		/* a spill file that could not grow (a full disk) is the reason */
+	if (ret < 0)
 		fs_log_model(ctx, ret, &err, path);
-		fs_spill_release(f);
-		free(f->buf);
-		f->buf = NULL;
-		f->len = f->cap = 0;
-	}
 	pthread_mutex_unlock(&f->lock);
 	return ret;
 }

@@ -150,7 +150,7 @@ static int file_reserve(struct fs_file *f, size_t len)
 		return 0;
 	while (cap < len)
 		cap *= 2;
-	if (f->spilled || cap > FS_SPILL_MIN)
+	if (f->spilled || (cap > FS_SPILL_MIN && !f->heap_only))
 		return fs_spill_grow(f, cap);	/* big: on disk, not in memory */
 	buf = realloc(f->buf, cap);
 	if (!buf)
@@ -386,9 +386,6 @@ struct fs_file *fs_fi_file(const struct fuse_file_info *fi)
 static int file_load(struct fs_ctx *ctx, struct fs_file *f, const char *path, int flags,
 		     bool view)
 {
-	struct model_error err = { 0 };
-	int ret;
-
 	f->writable = true;
 	/* a leaf's handles share one writer: O_APPEND is per write */
 	f->kind = !view ? FS_FILE_WRITER : (flags & O_APPEND) ? FS_FILE_VIEW_APPEND :
@@ -407,13 +404,7 @@ static int file_load(struct fs_ctx *ctx, struct fs_file *f, const char *path, in
 		fs_file_publish(ctx, f);
 		return 0;
 	}
-	ret = model_read_all(ctx->model, path, &f->buf, &f->len, &err);
-	if (ret < 0) {
-		fs_log_model(ctx, ret, &err, path);
-		return ret;
-	}
-	f->cap = f->len + 1;
-	return 0;
+	return fs_file_take_text(ctx, f, path);
 }
 
 /* f->lock held. O_TRUNC on the shared buffer: empty now, committed at the latest at release. */
@@ -592,7 +583,7 @@ int fs_file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 		ret = file_load(ctx, f, path, fi->flags, n.kind == MODEL_KIND_VIEW);
 	} else if (n.kind == MODEL_KIND_VIEW) {
 		f->kind = FS_FILE_VIEW_READER;
-		ret = fs_view_snapshot(ctx, f, path);
+		ret = fs_file_take_text(ctx, f, path);
 	}
 	else if (n.size > FS_SNAPSHOT_MAX)
 		fs_cache_reader_deferred(f, &n, false);

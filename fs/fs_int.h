@@ -226,6 +226,7 @@ struct fs_file {
 	/* spill.c: buf is a shared mapping of an unlinked file once big */
 	const char *spill_dir;	/* fixed: where that file goes (the store's directory) */
 	bool spilled;
+	bool heap_only;		/* the disk had no room for a spill file: buf stays on the heap */
 	int spill_fd;
 	size_t spill_end;	/* bytes of the file ever written: after it, zeros */
 };
@@ -782,11 +783,12 @@ void fs_cache_push_dir(struct fs_ctx *ctx, struct fs_node *dir);
 /* A reader of a leaf up to FS_SNAPSHOT_MAX: its text, in memory. */
 int fs_file_snapshot(struct fs_ctx *ctx, struct fs_file *f, const char *path);
 /*
- * A reader of a view gets the rendering of the moment it opened, written
- * into its buffer as it is rendered: past FS_SPILL_MIN on disk (spill.c),
- * so a view of a big subtree is never held in the daemon's memory.
+ * f->lock not held. The text at path (a view rendered as it goes) into f's
+ * empty buffer, past FS_SPILL_MIN on disk (spill.c), so a view of a big
+ * subtree or a big leaf opened to be changed is never held in the
+ * daemon's memory: a view reader's snapshot, a writer's starting content.
  */
-int fs_view_snapshot(struct fs_ctx *ctx, struct fs_file *f, const char *path);
+int fs_file_take_text(struct fs_ctx *ctx, struct fs_file *f, const char *path);
 
 /*
  * A reader of a leaf takes the text now (kind FS_FILE_READER): it keeps it

@@ -264,6 +264,8 @@ static int render_scan(struct store_scan *scan, size_t len, struct render *r)
 		ret = render_emptied_before(txn, r, &k);
 		if (ret == 0)
 			ret = render_key(r, k.data, k.len, &v);
+		if (ret == 0 && r->w->out->failed)
+			ret = -EIO;	/* the stream refused a write: the rest would be lost too */
 		if (ret < 0)
 			return ret;
 	}

@@ -23,6 +23,7 @@
 #define KIDS_TXN_OPS 128	/* ranges per request: etcd's default --max-txn-ops */
 #define KIDS_PAGE 4096	/* entries per range of the children space */
 #define KIDS_THREADS 4	/* batches in flight at once */
+#define KIDS_DEPTH_MAX 255	/* an entry's depth is one byte: deeper containers have none */
 /*
  * Children one prefetch covers at most. A readdir asks for a hundred or so
  * and each starts a new scan, so reading every later name each time would
@@ -109,7 +110,7 @@ static int note_key(struct store_etcd_txn *t, const uint8_t *dk, size_t base, co
 	unsigned depth = 0;
 
 	tuple_reader_init(&r, tk, len);
-	while (tuple_next(&r, &e) == 1 && r.pos < len && depth < 255) {
+	while (tuple_next(&r, &e) == 1 && r.pos < len && depth < KIDS_DEPTH_MAX) {
 		size_t kl = kids_key(t->st, depth, tk, r.pos, k);
 		const void *v, *end;
 		size_t vl, el;
@@ -686,13 +687,19 @@ static int check_key(void *arg, const struct etcd_kv *kv)
 	size_t len = kv->key_len - w->skip, same = 0;
 	struct tuple_reader r;
 	struct tuple_elem e;
+	unsigned depth = 0;
 
-	if (kv->key_len <= w->skip || len > STORE_KEY_MAX)
+	/*
+	 * A key on a lease (a TTL) is deleted by etcd itself at its deadline,
+	 * and the entries above it with it or not (another lease, or none): a
+	 * check at that moment may see either first, so it is passed over.
+	 */
+	if (kv->key_len <= w->skip || len > STORE_KEY_MAX || kv->lease)
 		return 0;
 	while (same < len && same < w->prev_len && tk[same] == w->prev[same])
 		same++;
 	tuple_reader_init(&r, tk, len);
-	while (tuple_next(&r, &e) == 1 && r.pos < len) {
+	while (tuple_next(&r, &e) == 1 && r.pos < len && depth++ < KIDS_DEPTH_MAX) {
 		if (r.pos <= same || key_list_has(&w->set, tk, r.pos))
 			continue;
 		w->fn(w->arg, tk, r.pos, "no entry in the etcd children space: ls of its "

@@ -14,6 +14,9 @@ setup() {
 
 teardown() {
 	mount_teardown
+	if [ -n "${TMPFS:-}" ] && mountpoint -q "$TMPFS"; then
+		umount "$TMPFS" || umount -l "$TMPFS"
+	fi
 }
 
 # make_doc N FILE: an object of N records under shuffled keys (fixed seed).
@@ -128,6 +131,27 @@ anon_peak_kib() {
 	# most before it moved there, and one leaf (1 MiB) at a time
 	[ "$peak" -lt $((base + 20 * 1024)) ]
 	[ "$(spill_files)" -eq 0 ]
+}
+
+@test "a view too big for the disk left is read from memory instead, whole" {
+	skip_on_etcd "the spill file of an etcd mount is in TMPDIR, not beside the store"
+	unmount_store
+	TMPFS=$BATS_TEST_TMPDIR/tmpfs
+	mkdir "$TMPFS"
+	mount -t tmpfs -o size=40m tmpfs "$TMPFS"
+	STORE=$TMPFS/store
+	mount_store
+	big_doc 12 "$T/big.json"
+	kvfs import "$STORE" /big "$T/big.json"
+	# leave about 2 MB: past 8 MiB the rendering goes to a spill file there
+	local free
+	free=$(df --output=avail -B1 "$TMPFS" | tail -1)
+	head -c "$((free - 2000000))" /dev/zero >"$TMPFS/filler"
+	cmp <(cat "$MNT/big.json") <(kvfs export "$STORE" /big)
+	[ "$(spill_files)" -eq 0 ]
+	run -0 grep 'no room on the store.s disk for a spill file' "$MOUNT_LOG"
+	rm "$TMPFS/filler"
+	cmp <(cat "$MNT/big.json") <(kvfs export "$STORE" /big)
 }
 
 @test "a refused big document is parsed once, leaves the old state, and the daemon serves on" {

@@ -1353,9 +1353,26 @@ static void check_note(void *arg, const uint8_t *key, size_t len, const char *me
 	}
 }
 
+/* A leaf 300 containers deep: ("h", 0, 0, ..., "x"). */
+static int deep_fn(struct store_txn *t, void *arg)
+{
+	struct tuple_writer w;
+	uint8_t k[STORE_KEY_MAX];
+
+	(void)arg;
+	tuple_writer_init(&w, k, sizeof(k));
+	tuple_put_string(&w, "h", 1);
+	for (int i = 0; i < 300; i++)
+		tuple_put_int(&w, 0);
+	tuple_put_string(&w, "x", 1);
+	return w.len > sizeof(k) ? -ENAMETOOLONG :
+	       store_etcd_put(t, STORE_SPACE_DATA, k, w.len, "1", 1);
+}
+
 /*
- * kvfs check of the children space: clean as written; an entry gone (a
- * listing would pass its container over) is named, once, by its key.
+ * kvfs check of the children space: clean as written (containers deeper
+ * than an entry's one-byte depth have none, and need none); an entry gone
+ * (a listing would pass its container over) is named, once, by its key.
  */
 static void test_kids_check(void)
 {
@@ -1372,6 +1389,7 @@ static void test_kids_check(void)
 	CHECK_EQ_INT(store_etcd_write(st, hint_fn, &a), 0);
 	a = (struct hint_arg){ 2, "b", false, false };
 	CHECK_EQ_INT(store_etcd_write(st, hint_fn, &a), 0);
+	CHECK_EQ_INT(store_etcd_write(st, deep_fn, NULL), 0);
 	CHECK_EQ_INT(t_read(st, &t), 0);
 	CHECK_EQ_INT(store_etcd_check(t, check_note, &seen), 0);
 	CHECK_EQ_INT(seen.n, 0);
