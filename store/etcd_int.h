@@ -219,6 +219,21 @@ int store_etcd_scan_next(struct store_scan *scan, struct store_val *key, struct 
 int store_etcd_scan_seek(struct store_scan *scan, const void *key, size_t key_len);
 void store_etcd_scan_close(struct store_scan *scan);
 void store_etcd_scan_expect_children(struct store_scan *scan);
+/*
+ * The spaces a read transaction's first Txn also asks about (etcd_scan.c):
+ * add: their ranges (keys only, one key each) to ops at *n; keep: the
+ * answers r[0..ETCD_PROBES) as pages of the transaction (taken from r, its
+ * ranges emptied). 0 or -ENOMEM.
+ */
+#define ETCD_PROBES 3
+struct etcd_probes {
+	uint8_t lo[ETCD_PROBES][ETCD_KEY_MAX], hi[ETCD_PROBES][ETCD_KEY_MAX];
+	size_t lo_len[ETCD_PROBES], hi_len[ETCD_PROBES];
+};
+void etcd_probes_add(struct store_etcd_txn *t, struct etcd_probes *p, struct etcd_op *ops,
+		     size_t *n);
+int etcd_probes_keep(struct store_etcd_txn *t, const struct etcd_probes *p,
+		     struct etcd_range_result *r);
 int store_etcd_prefetch(struct store_txn *txn, enum store_space space, const void *prefix,
 			size_t prefix_len);
 void store_etcd_expect_reads(struct store_txn *txn, enum store_space space, const void *prefix,

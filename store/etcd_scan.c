@@ -83,6 +83,67 @@ static int read_page(struct store_etcd_txn *t, const uint8_t *from, size_t fl, c
 }
 
 /*
+ * The spaces nearly every read transaction asks about before anything else
+ * (store_space_is_empty: model/ keeps no tables, TTLs or expiries unless
+ * there are some): read with its first read, so that asking is no round
+ * trip of its own. Each costs etcd one key at most.
+ */
+static const enum store_space probe_spaces[] = {
+	STORE_SPACE_SCHEMA, STORE_SPACE_TTL, STORE_SPACE_EXPIRY,
+};
+_Static_assert(sizeof(probe_spaces) / sizeof(probe_spaces[0]) == ETCD_PROBES, "ETCD_PROBES");
+
+void etcd_probes_add(struct store_etcd_txn *t, struct etcd_probes *p, struct etcd_op *ops,
+		     size_t *n)
+{
+	for (size_t i = 0; i < ETCD_PROBES; i++) {
+		p->lo_len[i] = etcd_key(t->st, probe_spaces[i], NULL, 0, p->lo[i]);
+		p->hi_len[i] = etcd_prefix_end(p->lo[i], p->lo_len[i], p->hi[i]);
+		ops[(*n)++] = (struct etcd_op){ .type = ETCD_OP_RANGE, .key = p->lo[i],
+						.key_len = p->lo_len[i], .range_end = p->hi[i],
+						.range_end_len = p->hi_len[i], .keys_only = true,
+						.limit = 1 };
+	}
+}
+
+/*
+ * The probes' answers kept as pages of keys, which a scan of that space
+ * finds instead of asking: [lo, hi) when the space is empty, [lo, its
+ * first key] when not.
+ */
+int etcd_probes_keep(struct store_etcd_txn *t, const struct etcd_probes *p,
+		     struct etcd_range_result *r)
+{
+	for (size_t i = 0; i < ETCD_PROBES; i++) {
+		struct etcd_kept *k = calloc(1, sizeof(*k));
+
+		if (!k)
+			return -ENOMEM;
+		k->r = r[i];
+		memset(&r[i], 0, sizeof(r[i]));
+		memcpy(k->from, p->lo[i], p->lo_len[i]);
+		k->from_len = p->lo_len[i];
+		memcpy(k->scan_hi, p->hi[i], p->hi_len[i]);
+		k->scan_hi_len = p->hi_len[i];
+		if (k->r.more && k->r.len) {
+			const struct etcd_kv *first = &k->r.kvs[0];
+
+			memcpy(k->end, first->key, first->key_len);
+			k->end[first->key_len] = 0;
+			k->end_len = first->key_len + 1;
+		} else {
+			memcpy(k->end, p->hi[i], p->hi_len[i]);
+			k->end_len = p->hi_len[i];
+		}
+		k->next = t->kept;
+		t->kept = k;
+		k->next_page = t->pages;
+		t->pages = k;
+	}
+	return 0;
+}
+
+/*
  * store_txn_prefetch: the whole range in big pages the transaction keeps,
  * which later gets and scans inside it find (etcd_txn_page_covering) instead
  * of asking etcd once each. store.c calls it for read transactions only.

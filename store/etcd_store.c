@@ -182,85 +182,18 @@ int etcd_txn_range(struct store_etcd_txn *t, const void *key, size_t key_len,
 }
 
 /*
- * The spaces nearly every read transaction asks about before anything else
- * (store_space_is_empty: model/ keeps no tables, TTLs or expiries unless
- * there are some): read with its first read, so that asking is no round
- * trip of its own. Each costs etcd one key at most.
- */
-static const enum store_space probe_spaces[] = {
-	STORE_SPACE_SCHEMA, STORE_SPACE_TTL, STORE_SPACE_EXPIRY,
-};
-#define N_PROBES (sizeof(probe_spaces) / sizeof(probe_spaces[0]))
-
-struct probe_keys {
-	uint8_t lo[N_PROBES][ETCD_KEY_MAX], hi[N_PROBES][ETCD_KEY_MAX];
-	size_t lo_len[N_PROBES], hi_len[N_PROBES];
-};
-
-/* Adds the probes' ranges (keys only, one key) to ops at *n. */
-static void probes_add(struct store_etcd_txn *t, struct probe_keys *p, struct etcd_op *ops,
-		       size_t *n)
-{
-	for (size_t i = 0; i < N_PROBES; i++) {
-		p->lo_len[i] = etcd_key(t->st, probe_spaces[i], NULL, 0, p->lo[i]);
-		p->hi_len[i] = etcd_prefix_end(p->lo[i], p->lo_len[i], p->hi[i]);
-		ops[(*n)++] = (struct etcd_op){ .type = ETCD_OP_RANGE, .key = p->lo[i],
-						.key_len = p->lo_len[i], .range_end = p->hi[i],
-						.range_end_len = p->hi_len[i], .keys_only = true,
-						.limit = 1 };
-	}
-}
-
-/*
- * Keeps the probes' answers as pages of keys (etcd_scan.c's kind), which a
- * scan of that space finds instead of asking: [lo, hi) when the space is
- * empty, [lo, its first key] when not. Taken from r (its ranges emptied).
- */
-static int probes_keep(struct store_etcd_txn *t, const struct probe_keys *p,
-		       struct etcd_range_result *r)
-{
-	for (size_t i = 0; i < N_PROBES; i++) {
-		struct etcd_kept *k = calloc(1, sizeof(*k));
-
-		if (!k)
-			return -ENOMEM;
-		k->r = r[i];
-		memset(&r[i], 0, sizeof(r[i]));
-		memcpy(k->from, p->lo[i], p->lo_len[i]);
-		k->from_len = p->lo_len[i];
-		memcpy(k->scan_hi, p->hi[i], p->hi_len[i]);
-		k->scan_hi_len = p->hi_len[i];
-		if (k->r.more && k->r.len) {
-			const struct etcd_kv *first = &k->r.kvs[0];
-
-			memcpy(k->end, first->key, first->key_len);
-			k->end[first->key_len] = 0;
-			k->end_len = first->key_len + 1;
-		} else {
-			memcpy(k->end, p->hi[i], p->hi_len[i]);
-			k->end_len = p->hi_len[i];
-		}
-		k->next = t->kept;
-		t->kept = k;
-		k->next_page = t->pages;
-		t->pages = k;
-	}
-	return 0;
-}
-
-/*
  * The first read of a transaction: one read-only Txn of the commit record
  * (store/etcd_big.c), the range asked for and, in a read transaction, the
- * probes above, all at one revision. With no record that revision is
- * pinned and the answer is *out's (*done); a record being applied pins the
- * revision below it (or is rolled forward first).
+ * probes (etcd_probes_add), all at one revision. With no record that
+ * revision is pinned and the answer is *out's (*done); a record being
+ * applied pins the revision below it (or is rolled forward first).
  */
 static int txn_first_read(struct store_etcd_txn *t, const void *key, size_t key_len,
 			  const struct etcd_range_opts *o, struct etcd_range_result *out, bool *done)
 {
 	uint8_t rk[ETCD_KEY_MAX];
-	struct probe_keys probes;
-	struct etcd_op ops[2 + N_PROBES];
+	struct etcd_probes probes;
+	struct etcd_op ops[2 + ETCD_PROBES];
 	size_t n = 0, asked;
 	int rc;
 
@@ -273,7 +206,7 @@ static int txn_first_read(struct store_etcd_txn *t, const void *key, size_t key_
 					     .keys_only = o->keys_only, .limit = o->limit };
 	asked = n;
 	if (!t->base.write)	/* a write's reads are guarded one by one as it makes them */
-		probes_add(t, &probes, ops, &n);
+		etcd_probes_add(t, &probes, ops, &n);
 	*done = false;
 	for (int tries = 0, rounds = 0;;) {
 		struct etcd_txn_result r;
@@ -301,7 +234,7 @@ static int txn_first_read(struct store_etcd_txn *t, const void *key, size_t key_
 				*done = true;
 			}
 			if (n > asked)
-				(void)probes_keep(t, &probes, r.ranges + asked);	/* a hint */
+				(void)etcd_probes_keep(t, &probes, r.ranges + asked);	/* a hint */
 		}
 		etcd_txn_result_release(&r);
 		if (rc || !again)
