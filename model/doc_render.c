@@ -349,12 +349,12 @@ int doc_render(struct store_txn *txn, const uint8_t *key, size_t len, struct jso
 }
 
 int doc_render_buf(struct store_txn *txn, const uint8_t *key, size_t len, unsigned flags,
-		   struct strbuf *out)
+		   struct strbuf *out, FILE *flush_to)
 {
 	struct json_writer w;
 	int ret;
 
-	json_writer_init(&w, out, NULL, !(flags & MODEL_JSON_COMPACT));
+	json_writer_init(&w, out, flush_to, !(flags & MODEL_JSON_COMPACT));
 	ret = doc_render(txn, key, len, &w);
 	if (ret < 0)
 		return ret;

@@ -42,28 +42,13 @@ static ssize_t count_write(void *cookie, const char *buf, size_t size)
 	return (ssize_t)size;
 }
 
-/* Renders key[0..len) as its view into out (pretty, as a read gives it). */
-static int view_render_to(struct store_txn *txn, const uint8_t *key, size_t len, FILE *out)
-{
-	struct json_writer w;
-	struct strbuf sb;
-	int ret;
-
-	strbuf_init(&sb);
-	json_writer_init(&w, &sb, out, true);
-	ret = doc_render(txn, key, len, &w);
-	if (ret == 0)
-		ret = json_writer_finish(&w);
-	strbuf_release(&sb);
-	return ret;
-}
-
 /*
  * The size of a view is that of its rendering: counted as it is rendered,
  * never held (a stat of the root's view of a big store would hold it all).
  */
 static int view_size(struct store_txn *txn, const uint8_t *key, size_t len, uint64_t *size)
 {
+	struct strbuf sb;
 	FILE *counter;
 	int ret;
 
@@ -71,7 +56,9 @@ static int view_size(struct store_txn *txn, const uint8_t *key, size_t len, uint
 	counter = fopencookie(size, "w", (cookie_io_functions_t){ .write = count_write });
 	if (!counter)
 		return -ENOMEM;
-	ret = view_render_to(txn, key, len, counter);
+	strbuf_init(&sb);
+	ret = doc_render_buf(txn, key, len, 0, &sb, counter);
+	strbuf_release(&sb);
 	if (fclose(counter) != 0 && ret == 0)
 		ret = -EIO;
 	return ret;
@@ -257,8 +244,7 @@ static int text_in(struct store_txn *txn, const char *path, text_fn fn, void *ar
 		return fn(arg, &n.leaf, NULL);
 	}
 	strbuf_init(&sb);
-	ret = stream ? view_render_to(txn, p.key, p.len, stream) :
-	      doc_render_buf(txn, p.key, p.len, 0, &sb);
+	ret = doc_render_buf(txn, p.key, p.len, 0, &sb, stream);
 	if (ret == -EIO && !(stream && ferror(stream)))
 		tree_fail_corrupt(txn, p.key, p.len, path, err);
 	else if (ret < 0)

@@ -214,7 +214,8 @@ static void print_row(struct store_txn *txn, const struct table_schema *s, const
 		memcpy(row, s->key, s->key_len);
 		memcpy(row + s->key_len, key + pk, len - pk);
 		strbuf_init(&sb);
-		if (doc_render_buf(txn, row, s->key_len + len - pk, MODEL_JSON_COMPACT, &sb) == 0)
+		if (doc_render_buf(txn, row, s->key_len + len - pk, MODEL_JSON_COMPACT, &sb,
+				   NULL) == 0)
 			fprintf(out, "%.*s%s", (int)sb.len, sb.buf,
 				sb.len && sb.buf[sb.len - 1] == '\n' ? "" : "\n");
 		strbuf_release(&sb);

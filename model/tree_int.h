@@ -216,9 +216,13 @@ int doc_write(struct store_txn *txn, const struct tree_path *p, const char *json
 	      unsigned flags, model_progress_fn progress, void *arg, struct model_error *err);
 /* Renders the node at key[0..len] into w. -ENOENT when nothing is there. */
 int doc_render(struct store_txn *txn, const uint8_t *key, size_t len, struct json_writer *w);
-/* Renders into out (MODEL_JSON_* flags), finished. */
+/*
+ * Renders into out (MODEL_JSON_* flags), finished. With flush_to set, out
+ * is only the writer's buffer: the text goes on to flush_to as it grows,
+ * never held whole; -EIO when flush_to refuses a write.
+ */
 int doc_render_buf(struct store_txn *txn, const uint8_t *key, size_t len, unsigned flags,
-		   struct strbuf *out);
+		   struct strbuf *out, FILE *flush_to);
 
 /* ---- big inputs (stream.c) ---- */
 /*
