@@ -9,6 +9,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #include "store/etcd_buf.h"
 #include "store/etcd_client.h"
@@ -192,6 +193,14 @@ static inline struct store_etcd_txn *ETXN(struct store_txn *txn)
 static inline struct store_etcd_scan *ESCAN(struct store_scan *scan)
 {
 	return (struct store_etcd_scan *)scan;
+}
+
+/* The first key after kv's (its key, then a 0 byte) into out; its length. */
+static inline size_t etcd_key_after(const struct etcd_kv *kv, uint8_t *out)
+{
+	memcpy(out, kv->key, kv->key_len);
+	out[kv->key_len] = 0;
+	return kv->key_len + 1;
 }
 
 /* The operations (store/etcd_ops.c puts them in the table). */

@@ -306,11 +306,7 @@ static int read_names(struct store_etcd_scan *s, unsigned depth, const uint8_t *
 			*more = true;
 			break;
 		}
-		const struct etcd_kv *last = &pages[n - 1].kvs[pages[n - 1].len - 1];
-
-		memcpy(lo, last->key, last->key_len);
-		lo[last->key_len] = 0;
-		lo_len = last->key_len + 1;
+		lo_len = etcd_key_after(&pages[n - 1].kvs[pages[n - 1].len - 1], lo);
 	}
 	*out = pages;
 	*n_out = n;
@@ -351,11 +347,7 @@ static int keep(struct store_etcd_scan *s, struct etcd_range_result *r, const ui
 	memcpy(sk->keys, from, fl);
 	sk->end = sk->keys + fl;
 	if (k->r.more && k->r.len) {
-		const struct etcd_kv *last = &k->r.kvs[k->r.len - 1];
-
-		memcpy(sk->end, last->key, last->key_len);
-		sk->end[last->key_len] = 0;
-		sk->end_len = last->key_len + 1;
+		sk->end_len = etcd_key_after(&k->r.kvs[k->r.len - 1], sk->end);
 	} else {
 		memcpy(sk->end, hi, hl);
 		sk->end_len = hl;
@@ -626,13 +618,8 @@ static int walk_range(struct store_etcd_txn *t, const uint8_t *lo, size_t ll, co
 		for (size_t i = 0; i < r.len && rc == 0; i++)
 			rc = fn(arg, &r.kvs[i]);
 		more = r.more && r.len;
-		if (more) {
-			const struct etcd_kv *last = &r.kvs[r.len - 1];
-
-			memcpy(from, last->key, last->key_len);
-			from[last->key_len] = 0;
-			fl = last->key_len + 1;
-		}
+		if (more)
+			fl = etcd_key_after(&r.kvs[r.len - 1], from);
 		etcd_range_result_release(&r);
 		if (rc || !more)
 			return rc;

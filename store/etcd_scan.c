@@ -69,13 +69,8 @@ static int read_page(struct store_etcd_txn *t, const uint8_t *from, size_t fl, c
 	kept->scan_hi_len = hl;
 	memcpy(kept->end, hi, hl);
 	kept->end_len = hl;
-	if (kept->r.more && kept->r.len) {
-		const struct etcd_kv *last = &kept->r.kvs[kept->r.len - 1];
-
-		memcpy(kept->end, last->key, last->key_len);
-		kept->end[last->key_len] = 0;
-		kept->end_len = last->key_len + 1;
-	}
+	if (kept->r.more && kept->r.len)
+		kept->end_len = etcd_key_after(&kept->r.kvs[kept->r.len - 1], kept->end);
 	*out = kept;
 	if (t->base.write)
 		return etcd_txn_guard_range(t, kept->from, kept->from_len, kept->end, kept->end_len);
@@ -126,11 +121,7 @@ int etcd_probes_keep(struct store_etcd_txn *t, const struct etcd_probes *p,
 		memcpy(k->scan_hi, p->hi[i], p->hi_len[i]);
 		k->scan_hi_len = p->hi_len[i];
 		if (k->r.more && k->r.len) {
-			const struct etcd_kv *first = &k->r.kvs[0];
-
-			memcpy(k->end, first->key, first->key_len);
-			k->end[first->key_len] = 0;
-			k->end_len = first->key_len + 1;
+			k->end_len = etcd_key_after(&k->r.kvs[0], k->end);
 		} else {
 			memcpy(k->end, p->hi[i], p->hi_len[i]);
 			k->end_len = p->hi_len[i];
