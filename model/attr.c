@@ -188,6 +188,8 @@ int attr_delete_subtree(struct store_txn *txn, const uint8_t *key, size_t len)
 		return ret;
 	if (len >= STORE_KEY_MAX)
 		return 0;
+	if (tree_subtree_empty(txn, STORE_SPACE_ATTR, key, len))
+		return ttl_delete_subtree(txn, key, len);
 	memcpy(buf, key, len);
 	/* children start with a string (0x02) or an index (0x14..0x1c) element,
 	 * as in tree_delete: a sibling continuing the name is left alone */

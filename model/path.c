@@ -523,6 +523,32 @@ int tree_attach(struct store_txn *txn, const struct tree_path *p, struct model_e
 	return ret < 0 ? ret : store_del(txn, STORE_SPACE_DATA, p->key, p->parent_len);
 }
 
+bool tree_subtree_empty(struct store_txn *txn, enum store_space space, const uint8_t *key,
+			size_t len)
+{
+	uint8_t first[STORE_KEY_MAX + 1];
+	struct store_scan *scan;
+	struct store_val k, v;
+	bool empty;
+	int ret;
+
+	if (len == 0)
+		return false;	/* the root's children are the whole space */
+	if (len >= STORE_KEY_MAX)
+		return true;	/* no key is longer */
+	memcpy(first, key, len);
+	first[len] = 0x02;	/* the first child element's code */
+	if (store_scan_open(txn, space, key, len, &scan) < 0)
+		return false;
+	ret = store_scan_seek(scan, first, len + 1);
+	if (ret >= 0)
+		ret = store_scan_next(scan, &k, &v);
+	/* children (0x02, 0x14..0x1c) sort before a sibling continuing the name (0x00 0xFF) */
+	empty = ret == 0 || (ret == 1 && ((const uint8_t *)k.data)[len] > 0x1c);
+	store_scan_close(scan);
+	return empty;
+}
+
 int tree_delete(struct store_txn *txn, const uint8_t *key, size_t len)
 {
 	/* Children start with a string (0x02) or an index (0x14..0x1c) element;
@@ -538,8 +564,8 @@ int tree_delete(struct store_txn *txn, const uint8_t *key, size_t len)
 		if (ret < 0 && ret != -ENOENT)
 			return ret;
 	}
-	if (len >= STORE_KEY_MAX)
-		return 0;	/* a full-length key has nothing under it */
+	if (tree_subtree_empty(txn, STORE_SPACE_DATA, key, len))
+		return 0;	/* a new node's key, mostly: one read, not ten prefix deletes */
 	memcpy(buf, key, len);
 	for (int code = 0x00; code < 0xFF; code++) {
 		if (code != 0x02 && (code < 0x14 || code > 0x1c))

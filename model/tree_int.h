@@ -154,6 +154,14 @@ int tree_parent_check(struct store_txn *txn, const struct tree_path *p, struct t
 int tree_attach(struct store_txn *txn, const struct tree_path *p, struct model_error *err);
 /* Deletes key[0..len] and its whole subtree. */
 int tree_delete(struct store_txn *txn, const uint8_t *key, size_t len);
+/*
+ * Whether nothing lies under key[0..len] in space (its node's own key
+ * aside), with one seek: a delete of a subtree that is empty (a new node's
+ * stale records, mostly) then skips its ten prefix deletes, each a range
+ * read on etcd. False for the root, and when the read fails (delete anyway).
+ */
+bool tree_subtree_empty(struct store_txn *txn, enum store_space space, const uint8_t *key,
+			size_t len);
 /* After removing a child of the container at key[0..parent_len] that ended
  * with element type `child`, writes a marker when the container is now empty. */
 int tree_keep_parent(struct store_txn *txn, const uint8_t *key, size_t parent_len);

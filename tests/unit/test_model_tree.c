@@ -279,6 +279,46 @@ static void test_nul_sibling(void)
 	close_fresh(m);
 }
 
+/* Whether a subtree is empty, with a sibling continuing the name beside it. */
+static bool subtree_empty(struct model *m, const char *path)
+{
+	struct store_txn *txn;
+	struct tree_path p;
+	struct model_error err;
+	bool empty = false;
+
+	if (store_read_begin(m->st, &txn) < 0)
+		return false;
+	if (tree_resolve(txn, path, 0, &p, &err) == 0)
+		empty = tree_subtree_empty(txn, STORE_SPACE_DATA, p.key, p.len);
+	store_txn_end(txn);
+	return empty;
+}
+
+static void test_subtree_empty(void)
+{
+	struct model *m = open_fresh();
+	struct model_error err;
+
+	/* "a" sorts right before "a\0b" and "a\0b"'s subtree: neither is under it */
+	CHECK_EQ_INT(import(m, "/", "{\"a\":1,\"a\\u0000b\":{\"c\":[1,2]},\"d\":[[3]]}"), 0);
+	CHECK(subtree_empty(m, "/a"));
+	CHECK(!subtree_empty(m, "/%a%00b"));
+	CHECK(!subtree_empty(m, "/d"));
+	CHECK(!subtree_empty(m, "/d/0"));
+	CHECK(subtree_empty(m, "/d/0/0"));
+	CHECK(!subtree_empty(m, "/"));
+	/* removing the leaf takes nothing of its sibling's subtree */
+	CHECK_EQ_INT(model_remove(m, "/a", 0, &err), 0);
+	check_export(m, "/", "{\"a\\u0000b\":{\"c\":[1,2]},\"d\":[[3]]}");
+	/* and a container made where the leaf was, then removed, takes its own */
+	CHECK_EQ_INT(import(m, "/a", "{\"x\":{\"y\":1}}"), 0);
+	CHECK(!subtree_empty(m, "/a"));
+	CHECK_EQ_INT(model_remove(m, "/a", MODEL_REMOVE_RECURSIVE, &err), 0);
+	check_export(m, "/", "{\"a\\u0000b\":{\"c\":[1,2]},\"d\":[[3]]}");
+	close_fresh(m);
+}
+
 static void test_leaf_write_and_create(void)
 {
 	struct model *m = open_fresh();
@@ -458,6 +498,7 @@ int main(void)
 	TEST(test_remove_keeps_parent);
 	TEST(test_list);
 	TEST(test_nul_sibling);
+	TEST(test_subtree_empty);
 	TEST(test_leaf_write_and_create);
 	TEST(test_rename);
 	TEST(test_set_type);
