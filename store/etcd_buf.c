@@ -678,6 +678,24 @@ int etcd_buf_commit(struct etcd_buf *b, struct etcd_client *c, bool *committed, 
 	return rc;
 }
 
+int etcd_buf_check(struct etcd_buf *b, struct etcd_client *c, bool *holds)
+{
+	struct etcd_buf_plan p;
+	struct etcd_txn_result t;
+	int rc = etcd_buf_plan(b, &p);
+
+	*holds = false;
+	if (rc)
+		return rc;
+	rc = etcd_client_txn(c, p.cmps, p.n_cmps, NULL, 0, NULL, 0, &t);
+	if (rc == 0) {
+		*holds = t.succeeded;
+		etcd_txn_result_release(&t);
+	}
+	etcd_buf_plan_release(&p);
+	return rc;
+}
+
 int etcd_buf_walk(const struct etcd_buf *b, etcd_buf_walk_fn fn, void *arg)
 {
 	int rc = 0;

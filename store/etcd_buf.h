@@ -99,6 +99,8 @@ size_t etcd_buf_largest(const struct etcd_buf *b);
  * client's error (see store/etcd_client.h; c keeps the message).
  */
 int etcd_buf_commit(struct etcd_buf *b, struct etcd_client *c, bool *committed, int64_t *revision);
+/* The same Txn with the guards' compares alone, no operation: *holds, whether they all pass. */
+int etcd_buf_check(struct etcd_buf *b, struct etcd_client *c, bool *holds);
 
 /*
  * The Txn etcd_buf_commit would send, for a commit split over several

@@ -37,6 +37,8 @@ struct etcd_feed {
 	uint64_t lost;	/* ... except those up to this one (0: none lost) */
 	uint64_t applied;	/* every change up to here is in the ring */
 	uint64_t seen;	/* store_changed_elsewhere looked up to here */
+	bool live;	/* the watch is established (etcd_feed_current) */
+	unsigned test_lag_us;	/* the test hook KVFS_ETCD_TEST_WATCH_LAG_MS: each event waits so long */
 	uint64_t mine[FEED_MINE];
 	size_t mine_head;
 };
@@ -76,11 +78,23 @@ static int on_event(const struct etcd_event *ev, void *arg)
 {
 	struct etcd_feed *f = arg;
 	const struct store_etcd *st = f->st;
+	struct etcd_snap *old;
 
 	if (atomic_load(&f->stop))
 		return -ECANCELED;
-	if (!ev)
-		return 0;	/* established */
+	if (!ev) {
+		pthread_mutex_lock(&f->lock);
+		f->live = true;	/* established */
+		pthread_mutex_unlock(&f->lock);
+		return 0;
+	}
+	if (f->test_lag_us)
+		usleep(f->test_lag_us);	/* (a watch that lags: what shared answers must not hide) */
+	/*
+	 * Under snap_lock too (taken first: the lock order), so that whoever
+	 * sees the revision applied finds the answers shared below it retired.
+	 */
+	pthread_mutex_lock(&f->st->snap_lock);
 	pthread_mutex_lock(&f->lock);
 	if (ev->kv->key_len > st->prefix_len &&
 	    memcmp(ev->kv->key, st->prefix, st->prefix_len) == 0) {
@@ -104,7 +118,11 @@ static int on_event(const struct etcd_event *ev, void *arg)
 		f->applied = (uint64_t)ev->revision;
 	else if (ev->kv->mod_rev > 0 && (uint64_t)ev->kv->mod_rev - 1 > f->applied)
 		f->applied = (uint64_t)ev->kv->mod_rev - 1;
+	old = etcd_snap_unset(f->st, ev->kv->mod_rev > (int64_t)f->applied ? ev->kv->mod_rev
+									   : (int64_t)f->applied);
 	pthread_mutex_unlock(&f->lock);
+	pthread_mutex_unlock(&f->st->snap_lock);
+	etcd_snap_drop(old);
 	return 0;
 }
 
@@ -124,6 +142,18 @@ static void *feed_main(void *arg)
 		pthread_mutex_unlock(&f->lock);
 		rc = etcd_client_watch(f->c, st->prefix, st->prefix_len, end, el, from, on_event, f,
 				       &compact);
+		{
+			/* until the next watch is established nothing would retire shared answers */
+			struct etcd_snap *old;
+
+			pthread_mutex_lock(&f->st->snap_lock);
+			pthread_mutex_lock(&f->lock);
+			f->live = false;
+			old = etcd_snap_unset(f->st, INT64_MAX);
+			pthread_mutex_unlock(&f->lock);
+			pthread_mutex_unlock(&f->st->snap_lock);
+			etcd_snap_drop(old);
+		}
 		if (atomic_load(&f->stop))
 			break;
 		if (rc == -ESTALE) {
@@ -164,6 +194,8 @@ static int feed_start(struct store_etcd *st)
 	}
 	f->st = st;
 	f->start = f->applied = f->seen = now;
+	if (getenv("KVFS_ETCD_TEST_WATCH_LAG_MS"))
+		f->test_lag_us = (unsigned)atoi(getenv("KVFS_ETCD_TEST_WATCH_LAG_MS")) * 1000u;
 	pthread_mutex_init(&f->lock, NULL);
 	rc = etcd_client_open(st->endpoints, &f->c, NULL, 0);
 	if (rc == 0 && pthread_create(&f->thread, NULL, feed_main, f) != 0) {
@@ -222,6 +254,20 @@ static bool is_mine(const struct etcd_feed *f, uint64_t rev)
 		if (f->mine[i] == rev)
 			return true;
 	return false;
+}
+
+bool etcd_feed_current(struct store_etcd *st, int64_t rev)
+{
+	bool current = false;
+
+	pthread_mutex_lock(&st->feed_lock);
+	if (st->feed) {
+		pthread_mutex_lock(&st->feed->lock);
+		current = st->feed->live && st->feed->applied <= (uint64_t)rev;
+		pthread_mutex_unlock(&st->feed->lock);
+	}
+	pthread_mutex_unlock(&st->feed_lock);
+	return current;
 }
 
 uint64_t store_etcd_position(struct store *sb)

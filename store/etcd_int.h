@@ -47,6 +47,7 @@
 #define ETCD_KIDS_WALK 16	/* a walk that skipped fewer children per page reads the children space */
 
 struct etcd_feed;
+struct etcd_snap;
 struct etcd_blob;
 struct etcd_resv;
 
@@ -66,6 +67,17 @@ struct store_etcd {
 	bool kids;	/* the store keeps the children space (its marker key is there) */
 	struct etcd_feed *feed;	/* the watch (store/etcd_feed.c), started by the first feed call */
 	pthread_mutex_t feed_lock;	/* guards starting it */
+	/*
+	 * The answers read transactions share while the watch shows no commit
+	 * after theirs (store/etcd_snap.c); NULL when none. Lock order:
+	 * snap_lock, then feed_lock, then the feed's own.
+	 */
+	pthread_mutex_t snap_lock;
+	struct etcd_snap *snap;
+	/* retirements so far (snap_lock): a read that began before one may not start a snapshot */
+	uint64_t snap_epoch;
+	/* the newest revision a transaction of the handle pinned (snap_lock): none starts below it */
+	int64_t snap_floor;
 	/* TTL leases, one per deadline second (store/etcd_lease.c); guarded by write_lock */
 	struct etcd_lease_slot {
 		int64_t second;	/* the lease runs out at the earliest then (unix seconds) */
@@ -102,6 +114,7 @@ struct store_etcd_txn {
 	int64_t rev;	/* the pinned revision; 0 until the first read */
 	struct etcd_buf *buf;	/* write: the attempt's buffer */
 	bool stamp_guarded;	/* write: the delete stamp's guard is recorded */
+	bool sent;	/* write: a commit of it was sent (it may have landed) */
 	/*
 	 * write: the prefixes it deleted, for the other mounts' feeds (the
 	 * watch shows each deleted key, not that a whole subtree went): put
@@ -109,6 +122,15 @@ struct store_etcd_txn {
 	 */
 	struct feed_set feed;
 	struct etcd_kept *kept;
+	/*
+	 * read: the shared answers it reads in (etcd_snap.c); then its own
+	 * kept and pages stay empty, and what it reads goes there instead.
+	 */
+	struct etcd_snap *snap;
+	uint64_t snap_epoch;	/* the handle's when it began */
+	/* write: the snapshot's pages it took answers from, each guarded once (heap) */
+	const struct etcd_kept **guarded;
+	size_t n_guarded, cap_guarded;
 	/*
 	 * The pages among them, searched by every read: a whole-store pass
 	 * (kvfs check) keeps an answer per point read, which the searches
@@ -370,6 +392,49 @@ int etcd_txn_guard_range(struct store_etcd_txn *t, const void *key, size_t key_l
  */
 int store_etcd_expire_puts(struct store_txn *txn, store_expiry_fn fn, void *arg);
 void etcd_lease_forget(struct store_etcd *st);
+
+/*
+ * Answers shared across transactions (store/etcd_snap.c, docs/ETCD.md
+ * section 8a). A handle's transactions read at one revision while its
+ * watch shows no commit after it, for 1 s at most, and find there the
+ * pages and point answers the others read. etcd_snap_attach: at a
+ * transaction's begin, joins the current snapshot when it still serves
+ * (t->rev set). etcd_snap_start: after a transaction's first read pinned
+ * t->rev, notes that revision as seen (an older snapshot then serves no
+ * one) and, for a read transaction, makes its answers the first of a new
+ * current snapshot when the watch runs and has seen nothing after t->rev.
+ * etcd_snap_detach: at its end. etcd_snap_retire: the current snapshot
+ * serves no new transaction when its revision is below `seen` (a commit
+ * of ours, one the watch saw; INT64_MAX: always); those in it go on.
+ * etcd_txn_keep/_keep_page: keeps an answer until the transaction (or its
+ * snapshot) ends, the second also as a page the searches find
+ * (etcd_txn_pages: the newest; read kept's fields before the call).
+ * etcd_snap_point/_point_keep: point answers by etcd key (NULL outside a
+ * snapshot).
+ */
+void etcd_snap_attach(struct store_etcd_txn *t);
+void etcd_snap_start(struct store_etcd_txn *t);
+void etcd_snap_detach(struct store_etcd_txn *t);
+void etcd_snap_retire(struct store_etcd *st, int64_t seen);
+/* The same in two steps, for a caller that holds snap_lock: unset under it, drop after. */
+struct etcd_snap *etcd_snap_unset(struct store_etcd *st, int64_t seen);
+void etcd_snap_drop(struct etcd_snap *s);
+void etcd_txn_keep(struct store_etcd_txn *t, struct etcd_kept *k);
+/* Frees a list of kept answers (linked by next) and their ranges. */
+void etcd_kept_release(struct etcd_kept *list);
+/*
+ * In a write transaction in a snapshot: guards the range of page k (read
+ * by another transaction) the first time it takes an answer from it, as a
+ * page it read itself was when it read it. 0 or -ENOMEM.
+ */
+int etcd_txn_guard_page(struct store_etcd_txn *t, const struct etcd_kept *k);
+void etcd_txn_keep_page(struct store_etcd_txn *t, struct etcd_kept *k);
+struct etcd_kept *etcd_txn_pages(const struct store_etcd_txn *t);
+struct etcd_kept *etcd_snap_point(struct store_etcd_txn *t, const uint8_t *k, size_t len);
+void etcd_snap_point_keep(struct store_etcd_txn *t, const uint8_t *k, size_t len,
+			  struct etcd_kept *kept);
+/* Whether the watch runs, is connected and has seen no commit after rev (etcd_feed.c). */
+bool etcd_feed_current(struct store_etcd *st, int64_t rev);
 
 /* ---- commits over one request (store/etcd_big.c) ---- */
 

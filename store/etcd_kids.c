@@ -335,8 +335,7 @@ static int keep(struct store_etcd_scan *s, struct etcd_range_result *r, const ui
 	}
 	k->r = *r;	/* the transaction owns it now */
 	memset(r, 0, sizeof(*r));
-	k->next = s->txn->kept;	/* not in pages: other scans' lookups pass over it */
-	s->txn->kept = k;
+	etcd_txn_keep(s->txn, k);	/* not in pages: other scans' lookups pass over it */
 	sk = &s->skel[s->n_skel];
 	sk->r = &k->r;
 	sk->keys = malloc(fl + hl + ETCD_KEY_MAX);

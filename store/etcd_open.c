@@ -171,6 +171,7 @@ fail:
 static void release(struct store_etcd *st)
 {
 	store_etcd_feed_stop(st);
+	etcd_snap_retire(st, INT64_MAX);
 	etcd_val_cache_drop(st);
 	for (size_t i = 0; i < st->n_pool; i++)
 		etcd_client_close(st->pool[i]);
@@ -178,6 +179,7 @@ static void release(struct store_etcd *st)
 	pthread_mutex_destroy(&st->write_lock);
 	pthread_mutex_destroy(&st->pool_lock);
 	pthread_mutex_destroy(&st->feed_lock);
+	pthread_mutex_destroy(&st->snap_lock);
 	free(st->endpoints);
 	st->endpoints = NULL;
 }
@@ -192,6 +194,7 @@ int store_etcd_open(struct store *sb, const char *url, unsigned flags, char *why
 	pthread_mutex_init(&st->write_lock, NULL);
 	pthread_mutex_init(&st->pool_lock, NULL);
 	pthread_mutex_init(&st->feed_lock, NULL);
+	pthread_mutex_init(&st->snap_lock, NULL);
 	atomic_init(&st->txn_ops, ETCD_TXN_OPS);
 	atomic_init(&st->txn_bytes, ETCD_TXN_BYTES);
 	atomic_init(&st->limits_probed, false);

@@ -60,8 +60,6 @@ static int read_page(struct store_etcd_txn *t, const uint8_t *from, size_t fl, c
 	if (rc)
 		return rc;
 	/* what this page read: [from, after its last key), or to the end */
-	kept->next_page = t->pages;
-	t->pages = kept;
 	kept->has_vals = !keys_only;
 	memcpy(kept->from, from, fl);
 	kept->from_len = fl;
@@ -71,6 +69,7 @@ static int read_page(struct store_etcd_txn *t, const uint8_t *from, size_t fl, c
 	kept->end_len = hl;
 	if (kept->r.more && kept->r.len)
 		kept->end_len = etcd_key_after(&kept->r.kvs[kept->r.len - 1], kept->end);
+	etcd_txn_keep_page(t, kept);	/* described whole first: other readers may find it at once */
 	*out = kept;
 	if (t->base.write)
 		return etcd_txn_guard_range(t, kept->from, kept->from_len, kept->end, kept->end_len);
@@ -126,10 +125,8 @@ int etcd_probes_keep(struct store_etcd_txn *t, const struct etcd_probes *p,
 			memcpy(k->end, p->hi[i], p->hi_len[i]);
 			k->end_len = p->hi_len[i];
 		}
-		k->next = t->kept;
-		t->kept = k;
-		k->next_page = t->pages;
-		t->pages = k;
+		etcd_txn_keep(t, k);
+		etcd_txn_keep_page(t, k);
 	}
 	return 0;
 }
@@ -266,11 +263,20 @@ static int fetch(struct store_etcd_scan *s)
 		}
 	}
 	kept = etcd_txn_page_covering(s->txn, from, fl, !s->keys_only);
+	if (kept && (rc = etcd_txn_guard_page(s->txn, kept)))
+		return rc;	/* another transaction read it: this write guards it as its own */
 	if (!kept && (prev = etcd_txn_page_before(s->txn, from, fl, !s->keys_only))) {
 		/* from here on in that earlier range, in a big page: the next scans find it read */
+		const uint8_t *hi = prev->scan_hi;
+		size_t hl = prev->scan_hi_len;
+
+		if (s->txn->base.write && s->txn->snap &&
+		    ((hl == 1 && !hi[0]) || store_key_cmp(s->hi, s->hi_len, hi, hl) < 0)) {
+			hi = s->hi;	/* another's range: a write reads (and guards) its own */
+			hl = s->hi_len;
+		}
 		s->fetches++;
-		rc = read_page(s->txn, from, fl, prev->scan_hi, prev->scan_hi_len, !prev->has_vals,
-			       ETCD_PAGE_AHEAD, &kept);
+		rc = read_page(s->txn, from, fl, hi, hl, !prev->has_vals, ETCD_PAGE_AHEAD, &kept);
 		if (rc)
 			return rc;
 	}

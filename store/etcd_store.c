@@ -112,17 +112,23 @@ static int txn_init(struct store_etcd *st, struct store_etcd_txn *t)
 	return rc;
 }
 
-/* Releases the backend's part: the answers kept, the buffer, the client. */
-static void txn_release(struct store_etcd_txn *t)
+void etcd_kept_release(struct etcd_kept *list)
 {
-	while (t->kept) {
-		struct etcd_kept *k = t->kept;
+	while (list) {
+		struct etcd_kept *k = list;
 
-		t->kept = k->next;
+		list = k->next;
 		etcd_range_result_release(&k->r);
 		free(k);
 	}
-	t->pages = NULL;
+}
+
+/* Releases the backend's part: the answers kept, the buffer, the client. */
+static void txn_release(struct store_etcd_txn *t)
+{
+	etcd_kept_release(t->kept);
+	t->kept = t->pages = NULL;
+	etcd_snap_detach(t);
 	etcd_val_release(t);
 	etcd_buf_free(t->buf);
 	t->buf = NULL;
@@ -133,7 +139,11 @@ static void txn_release(struct store_etcd_txn *t)
 
 int store_etcd_read_begin(struct store *st, struct store_txn *txn)
 {
-	return txn_init(ETCD(st), ETXN(txn));
+	int rc = txn_init(ETCD(st), ETXN(txn));
+
+	if (rc == 0)
+		etcd_snap_attach(ETXN(txn));
+	return rc;
 }
 
 void store_etcd_read_end(struct store_txn *txn)
@@ -144,7 +154,7 @@ void store_etcd_read_end(struct store_txn *txn)
 struct etcd_kept *etcd_txn_page_covering(struct store_etcd_txn *t, const void *key, size_t key_len,
 					 bool vals)
 {
-	for (struct etcd_kept *k = t->pages; k; k = k->next_page) {
+	for (struct etcd_kept *k = etcd_txn_pages(t); k; k = k->next_page) {
 		if (vals && !k->has_vals)
 			continue;
 		if (store_key_cmp(k->from, k->from_len, key, key_len) <= 0 &&
@@ -159,7 +169,7 @@ struct etcd_kept *etcd_txn_page_before(struct store_etcd_txn *t, const void *key
 {
 	struct etcd_kept *best = NULL;
 
-	for (struct etcd_kept *k = t->pages; k; k = k->next_page) {
+	for (struct etcd_kept *k = etcd_txn_pages(t); k; k = k->next_page) {
 		if ((vals && !k->has_vals) ||
 		    store_key_cmp(k->end, k->end_len, key, key_len) > 0 ||
 		    !((k->scan_hi_len == 1 && k->scan_hi[0] == 0) ||
@@ -249,14 +259,14 @@ int etcd_txn_range_kept(struct store_etcd_txn *t, const void *key, size_t key_le
 {
 	struct etcd_kept *k = calloc(1, sizeof(*k));
 	struct etcd_range_opts o = { 0 };
-	bool done = false;
+	bool done = false, first = !t->rev;
 	int rc = 0;
 
 	if (!k)
 		return -ENOMEM;
 	if (opts)
 		o = *opts;
-	if (!t->rev && !o.revision)
+	if (first && !o.revision)
 		rc = txn_first_read(t, key, key_len, &o, &k->r, &done);
 	o.revision = t->rev;
 	if (rc == 0 && !done)
@@ -267,8 +277,9 @@ int etcd_txn_range_kept(struct store_etcd_txn *t, const void *key, size_t key_le
 	}
 	if (!t->rev)
 		t->rev = k->r.revision;
-	k->next = t->kept;
-	t->kept = k;
+	etcd_txn_keep(t, k);
+	if (first)
+		etcd_snap_start(t);	/* what this one reads, the next ones find */
 	*out = k;
 	return 0;
 }
@@ -293,16 +304,20 @@ uint64_t store_etcd_txn_id(const struct store_txn *ctxn)
 int etcd_txn_guard_stamp(struct store_etcd_txn *t)
 {
 	struct etcd_range_result *r;
+	struct etcd_kept *kept;
 	uint8_t sk[ETCD_KEY_MAX];
 	size_t sl = etcd_key(t->st, ETCD_SPACE_STAMP, NULL, 0, sk);
-	int rc;
+	int rc = 0;
 
 	if (!t->base.write || t->stamp_guarded)
 		return 0;
 	/* deletes after our revision do not show in a range compare: the stamp does */
-	rc = etcd_txn_range(t, sk, sl, NULL, &r);
+	kept = etcd_snap_point(t, sk, sl);
+	if (!kept && !(rc = etcd_txn_range_kept(t, sk, sl, NULL, &kept)))
+		etcd_snap_point_keep(t, sk, sl, kept);
 	if (rc)
 		return rc;
+	r = &kept->r;
 	rc = etcd_buf_guard_key(t->buf, sk, sl, r->len ? r->kvs[0].mod_rev : 0);
 	if (rc == 0)
 		t->stamp_guarded = true;
@@ -409,6 +424,30 @@ static bool too_big_again(struct store_etcd_txn *t, int rc, size_t max_ops, size
 				 etcd_buf_largest(t->buf));
 }
 
+/*
+ * A write that took answers from a snapshot and ends without a commit (fn
+ * refused, or changed nothing): its outcome stands only if what it read
+ * still holds at the newest revision, which one Txn of its guards alone
+ * tells (no commit record being applied, as a commit would guard too).
+ */
+static bool outcome_holds(struct store_etcd_txn *t)
+{
+	uint8_t k[ETCD_KEY_MAX];
+	size_t kl = etcd_key(t->st, ETCD_SPACE_RECORD, NULL, 0, k), max_ops = etcd_txn_ops(t->st);
+	size_t max_cmps = max_ops - ETCD_TXN_ROOM < ETCD_CMPS_MAX ? max_ops - ETCD_TXN_ROOM
+								 : ETCD_CMPS_MAX;
+	bool holds = false;
+
+	if (etcd_buf_guard_key(t->buf, k, kl, 0))
+		return false;
+	if (etcd_buf_guards(t->buf) > max_cmps) {
+		if (etcd_txn_guard_stamp(t))
+			return false;
+		etcd_buf_coalesce(t->buf, t->rev, t->st->prefix_len, max_cmps);
+	}
+	return etcd_buf_check(t->buf, t->c, &holds) == 0 && holds;
+}
+
 /* Commits the attempt's buffer as one guarded Txn. */
 static int commit_attempt(struct store_etcd_txn *t, uint64_t seq, bool *committed)
 {
@@ -424,6 +463,7 @@ static int commit_attempt(struct store_etcd_txn *t, uint64_t seq, bool *committe
 		return rc;
 	if (etcd_buf_empty(t->buf))
 		return 0;	/* it only read */
+	t->sent = true;
 	/*
 	 * The delete stamp tells range readers that a key may have gone. Chunks
 	 * of big values are read through their stub, whose own put or delete
@@ -496,6 +536,7 @@ int store_etcd_write(struct store *sb, store_write_fn fn, void *arg)
 {
 	struct store_etcd *st = ETCD(sb);
 	unsigned delay_us = 1000;
+	bool sent = false;
 	int rc = -EBUSY;
 
 	if (sb->readonly)
@@ -517,7 +558,17 @@ int store_etcd_write(struct store *sb, store_write_fn fn, void *arg)
 			free(t);
 			break;
 		}
+		etcd_snap_attach(t);	/* reads at its revision; the commit's guards say if it still holds */
 		rc = fn(&t->base, arg);
+		if (t->snap && rc != -ESTALE && (rc != 0 || (etcd_buf_empty(t->buf) && !t->resv)) &&
+		    !outcome_holds(t)) {
+			/* shared answers it read no longer hold: run it again at the newest revision */
+			txn_release(t);
+			free(t);
+			etcd_snap_retire(st, INT64_MAX);
+			rc = -EBUSY;
+			continue;
+		}
 		if (rc == -ESTALE)
 			committed = false;	/* read at a compacted revision: run again at a new one */
 		else if (rc == 0)
@@ -528,6 +579,7 @@ int store_etcd_write(struct store *sb, store_write_fn fn, void *arg)
 
 			rc = etcd_big_help(st, t->c, &found);
 		}
+		sent = sent || t->sent;
 		txn_release(t);
 		free(t);
 		if ((rc == 0 || rc == -ESTALE) && !committed) {
@@ -542,10 +594,15 @@ int store_etcd_write(struct store *sb, store_write_fn fn, void *arg)
 					delay_us *= 2;
 			}
 			rc = -EBUSY;
+			/* what it read was old: the next attempt reads anew, not from shared answers */
+			etcd_snap_retire(st, INT64_MAX);
 			continue;
 		}
 		break;
 	}
+	/* what readers shared is older than this commit now (or than one that may have landed) */
+	if (sent)
+		etcd_snap_retire(st, INT64_MAX);
 	pthread_mutex_unlock(&st->write_lock);
 	return rc;
 }
@@ -565,6 +622,7 @@ int store_etcd_get(struct store_txn *tb, enum store_space space,
 	struct store_etcd_txn *txn = ETXN(tb);
 	uint8_t k[ETCD_KEY_MAX];
 	struct etcd_range_result *r;
+	struct etcd_kept *kept;
 	size_t kl;
 	int rc;
 
@@ -587,8 +645,9 @@ int store_etcd_get(struct store_txn *tb, enum store_space space,
 		page = etcd_read_ahead(txn, k, kl);
 	if (page) {
 		etcd_read_ahead_served(txn, page);
-		/* a scan read this place already (and guarded it): no round trip */
+		/* a scan read this place already (and guarded it, unless another transaction did) */
 		size_t lo = 0, hi = page->r.len;
+		bool found;
 
 		while (lo < hi) {
 			size_t mid = lo + (hi - lo) / 2;
@@ -598,15 +657,24 @@ int store_etcd_get(struct store_txn *tb, enum store_space space,
 			else
 				hi = mid;
 		}
-		if (lo == page->r.len || store_key_cmp(page->r.kvs[lo].key, page->r.kvs[lo].key_len, k, kl))
+		found = lo < page->r.len &&
+			!store_key_cmp(page->r.kvs[lo].key, page->r.kvs[lo].key_len, k, kl);
+		if ((rc = etcd_txn_guard_page(txn, page)))
+			return rc;
+		if (!found)
 			return -ENOENT;
 		out->data = page->r.kvs[lo].val ? (const void *)page->r.kvs[lo].val : (const void *)"";
 		out->len = page->r.kvs[lo].val_len;
 		return etcd_val_resolve(txn, k, kl, page->r.kvs[lo].mod_rev, &out->data, &out->len);
 	}
-	rc = etcd_txn_range(txn, k, kl, NULL, &r);
-	if (rc)
-		return rc;
+	kept = etcd_snap_point(txn, k, kl);	/* another read at this revision asked */
+	if (!kept) {
+		rc = etcd_txn_range_kept(txn, k, kl, NULL, &kept);
+		if (rc)
+			return rc;
+		etcd_snap_point_keep(txn, k, kl, kept);
+	}
+	r = &kept->r;
 	if (txn->base.write && (rc = etcd_buf_guard_key(txn->buf, k, kl, r->len ? r->kvs[0].mod_rev : 0)))
 		return rc;
 	if (!r->len)

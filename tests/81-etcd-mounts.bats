@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # tests/81-etcd-mounts.bats - kvfs mounts of one etcd store (docs/ETCD.md):
 # two mounts of the same prefix see each other's writes through the watch;
+# a mount's read transactions share what they read while nothing commits;
 # two writers conflicting on one document lose nothing and tear nothing;
 # one member stopped while writes go on. A cluster of its own, or the one
 # make test-etcd runs (KVFS_ETCD_URL).
@@ -64,6 +65,32 @@ wait_content() {
 	run -0 ls "$MNT2"
 	assert_output doc
 	echo "# seen by the other mount after $first, $second, $third ms" >&3
+}
+
+@test "a mount's reads share what they read while nothing commits: ls -l of 30 documents asks the cluster fewer times than it has children" {
+	local i before after
+	{
+		printf '{'
+		for ((i = 0; i < 30; i++)); do
+			printf '%s"d%d":{"name":"n%d","v":%d,"o":{"x":1,"y":"s"}}' "$([ $i -gt 0 ] && echo ,)" $i $i $i
+		done
+		printf '}\n'
+	} >"$BATS_TEST_TMPDIR/docs.json"
+	cp "$BATS_TEST_TMPDIR/docs.json" "$MNT/docs.json"
+	run -0 wait_content "$MNT2/docs/d29/name" n29
+	# the second mount has not listed docs/ yet: every child is a lookup and a getattr
+	before=$(etcd_requests)
+	run -0 ls -l "$MNT2/docs"
+	after=$(etcd_requests)
+	[ "$(grep -c '^d' <<<"$output")" -eq 30 ]
+	echo "# ls -l of 30 documents: $((after - before)) requests to the cluster" >&3
+	# each child was one range and one get of its own, three read transactions each, before
+	[ $((after - before)) -lt 30 ]
+	# and what it shares is retired by a commit elsewhere: another process's write shows
+	kvfs put "$STORE" docs/d3/name changed
+	run -0 wait_content "$MNT2/docs/d3/name" changed
+	run -0 cat "$MNT2/docs/d4/name"
+	assert_output n4
 }
 
 @test "two writers conflicting on one document lose nothing and tear nothing" {

@@ -77,3 +77,15 @@ for space in spaces:
 print(n)
 EOF
 }
+
+# etcd_requests: key-value requests (ranges, Txns, puts, deletes) the
+# cluster's members have answered so far, summed from their /metrics.
+etcd_requests() {
+	local ep n total=0
+	for ep in ${KVFS_ETCD_ENDPOINTS//,/ }; do
+		n=$(curl -sf "http://$ep/metrics" |
+			awk '/^grpc_server_handled_total/ && /grpc_service="etcdserverpb.KV"/ { s += $2 } END { print s + 0 }') || return 1
+		total=$((total + n))
+	done
+	echo "$total"
+}

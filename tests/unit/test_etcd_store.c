@@ -1029,6 +1029,161 @@ static void test_feed(void)
 	t_close(a, true);
 }
 
+/* ---- answers shared across read transactions (docs/ETCD.md section 8a) ---- */
+
+/* Polls (5 s at most) until a's watch is established and has seen every commit up to now. */
+static bool watch_caught_up(struct store *a)
+{
+	for (int i = 0; i < 500; i++) {
+		if (etcd_feed_current(ETCD(a), (int64_t)etcd_newest_revision(ETCD(a))))
+			return true;
+		usleep(10 * 1000);
+	}
+	return false;
+}
+
+/* Polls (5 s at most) until a's watch has applied revision rev. */
+static bool watch_saw(struct store *a, uint64_t rev)
+{
+	for (int i = 0; i < 500 && store_etcd_position(a) < rev; i++)
+		usleep(10 * 1000);
+	return store_etcd_position(a) >= rev;
+}
+
+/* Deletes "e". */
+static int del_e_fn(struct store_txn *t, void *arg)
+{
+	(void)arg;
+	return store_etcd_del(t, STORE_SPACE_DATA, "e", 1);
+}
+
+/* Puts "e" = "2" unless "e" exists (an O_EXCL create). */
+static int create_e_fn(struct store_txn *t, void *arg)
+{
+	struct store_val v;
+	int rc = store_etcd_get(t, STORE_SPACE_DATA, "e", 1, &v);
+
+	(void)arg;
+	if (rc == 0)
+		return -EEXIST;
+	if (rc != -ENOENT)
+		return rc;
+	return store_etcd_put(t, STORE_SPACE_DATA, "e", 1, "2", 1);
+}
+
+static void test_shared(void)
+{
+	struct store *a = open_new("shared"), *b, *c, *other = open_new("shared-other");
+	struct store_txn *t1, *t2, *t3;
+	struct store_val v1, v2, v3;
+	char why[256];
+	uint64_t rev;
+
+	CHECK_EQ_INT(t_open(url("shared"), 0, &b, why, sizeof(why)), 0);
+	put1(a, "k", "v1");
+	/* no watch (a one-shot verb): each read transaction reads at the newest revision */
+	CHECK_EQ_INT(t_read(a, &t1), 0);
+	CHECK_EQ_INT(store_etcd_get(t1, STORE_SPACE_DATA, "k", 1, &v1), 0);
+	put1(other, "x", "1");	/* the cluster's revision moves; a's store does not change */
+	CHECK_EQ_INT(t_read(a, &t2), 0);
+	CHECK_EQ_INT(store_etcd_get(t2, STORE_SPACE_DATA, "k", 1, &v2), 0);
+	CHECK(store_etcd_txn_id(t2) > store_etcd_txn_id(t1));
+	CHECK(!ETXN(t1)->snap && !ETXN(t2)->snap);
+	t_end(t2);
+	t_end(t1);
+
+	/* a mount's watch runs: the next transactions read at t1's revision, its answers */
+	(void)store_etcd_position(a);	/* starts it */
+	CHECK(watch_caught_up(a));
+	CHECK_EQ_INT(t_read(a, &t1), 0);
+	CHECK_EQ_INT(store_etcd_get(t1, STORE_SPACE_DATA, "k", 1, &v1), 0);
+	CHECK(ETXN(t1)->snap != NULL);
+	put1(other, "x", "2");	/* not a's store: nothing to retire */
+	CHECK_EQ_INT(t_read(a, &t2), 0);
+	CHECK(ETXN(t2)->snap == ETXN(t1)->snap);
+	CHECK_EQ_INT(store_etcd_get(t2, STORE_SPACE_DATA, "k", 1, &v2), 0);
+	CHECK(v2.data == v1.data);	/* the same answer, not asked again */
+	CHECK_EQ_INT(store_etcd_txn_id(t2), store_etcd_txn_id(t1));
+	CHECK(store_etcd_txn_id(t2) < etcd_newest_revision(ETCD(a)));
+	CHECK_EQ_INT(store_etcd_get(t2, STORE_SPACE_DATA, "none", 4, &v2), -ENOENT);
+	t_end(t1);	/* t2 still holds the answers */
+	CHECK_EQ_INT(store_etcd_get(t2, STORE_SPACE_DATA, "k", 1, &v2), 0);
+	CHECK(v2.len == 2 && memcmp(v2.data, "v1", 2) == 0);
+	t_end(t2);
+
+	/* a commit of ours retires them before it returns; older transactions keep theirs */
+	CHECK_EQ_INT(t_read(a, &t1), 0);
+	CHECK_EQ_INT(store_etcd_get(t1, STORE_SPACE_DATA, "k", 1, &v1), 0);
+	put1(a, "k", "v2");
+	CHECK_EQ_INT(t_read(a, &t2), 0);
+	CHECK_EQ_INT(store_etcd_get(t2, STORE_SPACE_DATA, "k", 1, &v2), 0);
+	CHECK(v2.len == 2 && memcmp(v2.data, "v2", 2) == 0);
+	CHECK_EQ_INT(store_etcd_get(t1, STORE_SPACE_DATA, "k", 1, &v1), 0);
+	CHECK(v1.len == 2 && memcmp(v1.data, "v1", 2) == 0);
+	t_end(t2);
+	t_end(t1);
+
+	/* another process's commit: retired once a's watch has it */
+	CHECK(watch_caught_up(a));
+	CHECK_EQ_INT(t_read(a, &t1), 0);
+	CHECK_EQ_INT(store_etcd_get(t1, STORE_SPACE_DATA, "k", 1, &v1), 0);
+	CHECK(ETXN(t1)->snap != NULL);
+	put1(b, "k", "v3");
+	rev = etcd_newest_revision(ETCD(b));
+	CHECK(watch_saw(a, rev));
+	CHECK_EQ_INT(t_read(a, &t2), 0);
+	CHECK(ETXN(t2)->snap != ETXN(t1)->snap);
+	CHECK_EQ_INT(store_etcd_get(t2, STORE_SPACE_DATA, "k", 1, &v2), 0);
+	CHECK(v2.len == 2 && memcmp(v2.data, "v3", 2) == 0);
+	t_end(t2);
+	t_end(t1);
+
+	/*
+	 * The same with a watch that lags (a test hook: each event waits
+	 * 300 ms), so that a snapshot is still current after another handle's
+	 * commit. A read that pinned a newer revision than the snapshot's
+	 * retires it: a transaction begun after it never reads the older state.
+	 */
+	setenv("KVFS_ETCD_TEST_WATCH_LAG_MS", "300", 1);
+	CHECK_EQ_INT(t_open(url("shared"), 0, &c, why, sizeof(why)), 0);
+	(void)store_etcd_position(c);	/* its watch starts, lagging */
+	unsetenv("KVFS_ETCD_TEST_WATCH_LAG_MS");
+	CHECK(watch_caught_up(c));
+	CHECK_EQ_INT(t_read(c, &t2), 0);	/* no snapshot: t2 will pin its own */
+	CHECK_EQ_INT(t_read(c, &t1), 0);
+	CHECK_EQ_INT(store_etcd_get(t1, STORE_SPACE_DATA, "k", 1, &v1), 0);	/* starts one */
+	CHECK(ETXN(t1)->snap != NULL && ETXN(t2)->snap == NULL);
+	put1(b, "k", "v4");
+	CHECK_EQ_INT(store_etcd_get(t2, STORE_SPACE_DATA, "k", 1, &v2), 0);
+	CHECK(v2.len == 2 && memcmp(v2.data, "v4", 2) == 0);
+	CHECK_EQ_INT(t_read(c, &t3), 0);
+	CHECK_EQ_INT(store_etcd_get(t3, STORE_SPACE_DATA, "k", 1, &v3), 0);
+	CHECK(v3.len == 2 && memcmp(v3.data, "v4", 2) == 0);
+	t_end(t3);
+	t_end(t2);
+	t_end(t1);
+
+	/*
+	 * A write that refuses (or changes nothing) from shared answers is
+	 * checked against the newest revision: b's delete, which c's watch
+	 * has not shown yet, lets c's exclusive create through.
+	 */
+	put1(c, "e", "1");
+	CHECK(watch_caught_up(c));
+	CHECK_EQ_INT(t_read(c, &t1), 0);
+	CHECK_EQ_INT(store_etcd_get(t1, STORE_SPACE_DATA, "e", 1, &v1), 0);	/* in the snapshot */
+	CHECK(ETXN(t1)->snap != NULL);
+	CHECK_EQ_INT(store_etcd_write(b, del_e_fn, NULL), 0);
+	CHECK_EQ_INT(store_etcd_write(c, create_e_fn, NULL), 0);
+	t_end(t1);
+	CHECK_EQ_INT(get1(c, "e", why, sizeof(why)), 0);
+	CHECK(strcmp(why, "2") == 0);
+	t_close(c, false);
+	t_close(b, false);
+	t_close(other, true);
+	t_close(a, true);
+}
+
 /* ---- the children space's hints (docs/ETCD.md section 7) ---- */
 
 struct hint_arg {
@@ -1488,6 +1643,7 @@ int main(int argc, char **argv)
 	TEST(test_put_not_a_delete);
 	TEST(test_big_value);
 	TEST(test_feed);
+	TEST(test_shared);
 	TEST(test_kids_hints);
 	TEST(test_kids_check);
 	TEST(test_leases);
