@@ -60,6 +60,7 @@ struct store_etcd {
 	bool created;	/* this handle created the store */
 	atomic_uint_fast64_t last_commit;
 	atomic_uint_fast64_t seq;	/* write attempts made, the value of the writer key */
+	atomic_uint_fast64_t txn_ids;	/* transactions begun: each one's id (etcd_kept.reader) */
 	pthread_mutex_t write_lock;	/* one write transaction at a time per handle */
 	pthread_mutex_t pool_lock;	/* guards pool[] and n_pool */
 	struct etcd_client *pool[ETCD_POOL_MAX];
@@ -105,6 +106,7 @@ struct etcd_kept {
 	size_t from_len, end_len, scan_hi_len;
 	uint8_t from[ETCD_KEY_MAX], end[ETCD_KEY_MAX];
 	uint8_t scan_hi[ETCD_KEY_MAX];	/* the end of the range its scan wanted (end <= scan_hi) */
+	uint64_t reader;	/* a page: the id of the transaction that read it */
 };
 
 struct store_etcd_txn {
@@ -128,6 +130,7 @@ struct store_etcd_txn {
 	 */
 	struct etcd_snap *snap;
 	uint64_t snap_epoch;	/* the handle's when it began */
+	uint64_t id;	/* from the handle's txn_ids */
 	/* write: the snapshot's pages it took answers from, each guarded once (heap) */
 	const struct etcd_kept **guarded;
 	size_t n_guarded, cap_guarded;

@@ -198,6 +198,7 @@ int store_etcd_open(struct store *sb, const char *url, unsigned flags, char *why
 	atomic_init(&st->txn_ops, ETCD_TXN_OPS);
 	atomic_init(&st->txn_bytes, ETCD_TXN_BYTES);
 	atomic_init(&st->limits_probed, false);
+	atomic_init(&st->txn_ids, 0);
 	if (strncmp(url, "etcd://", 7) != 0) {
 		store_say(why, why_len, "%s: not an etcd:// URL", url);
 		rc = -EINVAL;

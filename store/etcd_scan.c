@@ -60,6 +60,7 @@ static int read_page(struct store_etcd_txn *t, const uint8_t *from, size_t fl, c
 	if (rc)
 		return rc;
 	/* what this page read: [from, after its last key), or to the end */
+	kept->reader = t->id;
 	kept->has_vals = !keys_only;
 	memcpy(kept->from, from, fl);
 	kept->from_len = fl;
@@ -270,7 +271,7 @@ static int fetch(struct store_etcd_scan *s)
 		const uint8_t *hi = prev->scan_hi;
 		size_t hl = prev->scan_hi_len;
 
-		if (s->txn->base.write && s->txn->snap &&
+		if (s->txn->base.write && prev->reader != s->txn->id &&
 		    ((hl == 1 && !hi[0]) || store_key_cmp(s->hi, s->hi_len, hi, hl) < 0)) {
 			hi = s->hi;	/* another's range: a write reads (and guards) its own */
 			hl = s->hi_len;

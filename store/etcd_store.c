@@ -101,6 +101,7 @@ static int txn_init(struct store_etcd *st, struct store_etcd_txn *t)
 	int rc;
 
 	t->st = st;
+	t->id = atomic_fetch_add(&st->txn_ids, 1) + 1;
 	feed_set_init(&t->feed);
 	rc = etcd_client_take(st, &t->c);
 	if (rc == 0 && t->base.write)
