@@ -105,8 +105,7 @@ void etcd_snap_attach(struct store_etcd_txn *t)
 		t->rev = s->rev;
 	}
 	pthread_mutex_unlock(&st->snap_lock);
-	if (old)
-		snap_put(old);
+	etcd_snap_drop(old);
 }
 
 void etcd_snap_start(struct store_etcd_txn *t)

@@ -302,21 +302,35 @@ uint64_t store_etcd_txn_id(const struct store_txn *ctxn)
 	return (uint64_t)txn->rev;
 }
 
+/*
+ * The answer for etcd key k: the snapshot's, when another read at its
+ * revision asked; else read now (and offered to the snapshot). Borrowed.
+ */
+static int point_read(struct store_etcd_txn *t, const uint8_t *k, size_t kl, struct etcd_kept **out)
+{
+	int rc;
+
+	*out = etcd_snap_point(t, k, kl);
+	if (*out)
+		return 0;
+	rc = etcd_txn_range_kept(t, k, kl, NULL, out);
+	if (rc == 0)
+		etcd_snap_point_keep(t, k, kl, *out);
+	return rc;
+}
+
 int etcd_txn_guard_stamp(struct store_etcd_txn *t)
 {
 	struct etcd_range_result *r;
 	struct etcd_kept *kept;
 	uint8_t sk[ETCD_KEY_MAX];
 	size_t sl = etcd_key(t->st, ETCD_SPACE_STAMP, NULL, 0, sk);
-	int rc = 0;
+	int rc;
 
 	if (!t->base.write || t->stamp_guarded)
 		return 0;
 	/* deletes after our revision do not show in a range compare: the stamp does */
-	kept = etcd_snap_point(t, sk, sl);
-	if (!kept && !(rc = etcd_txn_range_kept(t, sk, sl, NULL, &kept)))
-		etcd_snap_point_keep(t, sk, sl, kept);
-	if (rc)
+	if ((rc = point_read(t, sk, sl, &kept)))
 		return rc;
 	r = &kept->r;
 	rc = etcd_buf_guard_key(t->buf, sk, sl, r->len ? r->kvs[0].mod_rev : 0);
@@ -668,13 +682,8 @@ int store_etcd_get(struct store_txn *tb, enum store_space space,
 		out->len = page->r.kvs[lo].val_len;
 		return etcd_val_resolve(txn, k, kl, page->r.kvs[lo].mod_rev, &out->data, &out->len);
 	}
-	kept = etcd_snap_point(txn, k, kl);	/* another read at this revision asked */
-	if (!kept) {
-		rc = etcd_txn_range_kept(txn, k, kl, NULL, &kept);
-		if (rc)
-			return rc;
-		etcd_snap_point_keep(txn, k, kl, kept);
-	}
+	if ((rc = point_read(txn, k, kl, &kept)))
+		return rc;
 	r = &kept->r;
 	if (txn->base.write && (rc = etcd_buf_guard_key(txn->buf, k, kl, r->len ? r->kvs[0].mod_rev : 0)))
 		return rc;
