@@ -174,6 +174,24 @@ struct etcd_skel {
 	struct etcd_range_result *r;	/* kept by the transaction */
 };
 
+/*
+ * One prefetch's skeleton (a window of a listing's children), kept in the
+ * snapshot for the listings after it: a readdir fills its buffer in a new
+ * transaction each time, and each would otherwise read its window again.
+ * Immutable once kept; freed with the snapshot, whose answers r points to.
+ */
+struct etcd_window {
+	struct etcd_window *next;
+	uint8_t prefix[STORE_KEY_MAX];	/* the listed container (tuple key) */
+	size_t prefix_len;
+	bool keys_only;	/* its pages hold no values */
+	bool more;	/* the listing goes on past it, from until */
+	uint8_t until[ETCD_KEY_MAX + 1];
+	size_t until_len;
+	struct etcd_skel *skel;	/* heap, in key order, each with its own keys */
+	size_t n_skel;
+};
+
 struct store_etcd_scan {
 	struct store_scan base;
 	struct store_etcd_txn *txn;
@@ -436,6 +454,19 @@ struct etcd_kept *etcd_txn_pages(const struct store_etcd_txn *t);
 struct etcd_kept *etcd_snap_point(struct store_etcd_txn *t, const uint8_t *k, size_t len);
 void etcd_snap_point_keep(struct store_etcd_txn *t, const uint8_t *k, size_t len,
 			  struct etcd_kept *kept);
+/*
+ * etcd_snap_window_keep: gives w to t's snapshot (true), or returns false
+ * outside one (w stays the caller's). etcd_snap_window: a window kept for
+ * the listing of prefix[0..len) whose skeleton holds the etcd key
+ * from[0..from_len) (values too unless keys_only may do), or NULL; valid
+ * until t ends.
+ */
+bool etcd_snap_window_keep(struct store_etcd_txn *t, struct etcd_window *w);
+const struct etcd_window *etcd_snap_window(struct store_etcd_txn *t, const uint8_t *prefix,
+					   size_t len, bool keys_only, const uint8_t *from,
+					   size_t from_len);
+/* Frees a window (and its ranges' keys; not the answers). */
+void etcd_window_free(struct etcd_window *w);
 /* Whether the watch runs, is connected and has seen no commit after rev (etcd_feed.c). */
 bool etcd_feed_current(struct store_etcd *st, int64_t rev);
 

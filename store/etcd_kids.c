@@ -313,30 +313,99 @@ static int read_names(struct store_etcd_scan *s, unsigned depth, const uint8_t *
 	return rc;
 }
 
+/* The scan's next skeleton slot (not counted yet), or NULL without memory. */
+static struct etcd_skel *skel_slot(struct store_etcd_scan *s)
+{
+	if (s->n_skel == s->cap_skel) {
+		size_t cap = s->cap_skel ? 2 * s->cap_skel : 256;
+		struct etcd_skel *g = realloc(s->skel, cap * sizeof(*g));
+
+		if (!g)
+			return NULL;
+		s->skel = g;
+		s->cap_skel = cap;
+	}
+	return &s->skel[s->n_skel];
+}
+
+/* Copies src's range into dst, with keys of its own. */
+static int skel_copy(struct etcd_skel *dst, const struct etcd_skel *src)
+{
+	dst->keys = malloc(src->from_len + src->end_len + 1);
+	if (!dst->keys)
+		return -ENOMEM;
+	memcpy(dst->keys, src->from, src->from_len);
+	dst->from = dst->keys;
+	dst->from_len = src->from_len;
+	dst->end = dst->keys + src->from_len;
+	memcpy(dst->end, src->end, src->end_len);
+	dst->end_len = src->end_len;
+	dst->r = src->r;
+	return 0;
+}
+
+/*
+ * Takes the ranges of a window another listing of this container read in
+ * the same snapshot, from the one holding from[0..fl) on: no request.
+ */
+static int window_take(struct store_etcd_scan *s, const struct etcd_window *w, const uint8_t *from,
+		       size_t fl)
+{
+	size_t i = 0;
+
+	while (i < w->n_skel && store_key_cmp(from, fl, w->skel[i].end, w->skel[i].end_len) >= 0)
+		i++;
+	for (; i < w->n_skel; i++) {
+		struct etcd_skel *sk = skel_slot(s);
+
+		if (!sk || skel_copy(sk, &w->skel[i]))
+			return -ENOMEM;
+		s->n_skel++;
+	}
+	s->skel_more = w->more;
+	memcpy(s->skel_until, w->until, w->until_len);
+	s->skel_until_len = w->until_len;
+	s->skel_pos = 0;
+	return 0;
+}
+
+/* Offers the ranges this prefetch read (from skel0 on) to the listings after it. */
+static void window_offer(struct store_etcd_scan *s, size_t skel0)
+{
+	struct etcd_window *w = calloc(1, sizeof(*w));
+	size_t n = s->n_skel - skel0;
+
+	if (!w || !(w->skel = calloc(n ? n : 1, sizeof(*w->skel)))) {
+		free(w);
+		return;	/* only a later listing's requests are lost */
+	}
+	memcpy(w->prefix, s->base.prefix, s->base.prefix_len);
+	w->prefix_len = s->base.prefix_len;
+	w->keys_only = s->keys_only;
+	w->more = s->skel_more;
+	memcpy(w->until, s->skel_until, s->skel_until_len);
+	w->until_len = s->skel_until_len;
+	for (; w->n_skel < n; w->n_skel++)
+		if (skel_copy(&w->skel[w->n_skel], &s->skel[skel0 + w->n_skel]))
+			break;
+	if (w->n_skel < n || !etcd_snap_window_keep(s->txn, w))
+		etcd_window_free(w);
+}
+
 /* Keeps one answer as a skeleton page of [from, scan_hi) until the transaction ends. */
 static int keep(struct store_etcd_scan *s, struct etcd_range_result *r, const uint8_t *from,
 		size_t fl, const uint8_t *hi, size_t hl)
 {
 	struct etcd_kept *k = calloc(1, sizeof(*k));
-	struct etcd_skel *sk;
+	struct etcd_skel *sk = skel_slot(s);
 
-	if (!k)
+	if (!k || !sk) {
+		free(k);
 		return -ENOMEM;
-	if (s->n_skel == s->cap_skel) {
-		size_t cap = s->cap_skel ? 2 * s->cap_skel : 256;
-		struct etcd_skel *g = realloc(s->skel, cap * sizeof(*g));
-
-		if (!g) {
-			free(k);
-			return -ENOMEM;
-		}
-		s->skel = g;
-		s->cap_skel = cap;
 	}
 	k->r = *r;	/* the transaction owns it now */
 	memset(r, 0, sizeof(*r));
 	etcd_txn_keep(s->txn, k);	/* not in pages: other scans' lookups pass over it */
-	sk = &s->skel[s->n_skel];
 	sk->r = &k->r;
 	sk->keys = malloc(fl + hl + ETCD_KEY_MAX);
 	if (!sk->keys)
@@ -470,11 +539,16 @@ int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t fl
 	bool more = false;
 	int rc;
 
+	const struct etcd_window *w;
+
 	s->skel_more = false;
 	if (depth < 0 || depth > 255 || fl < base)
 		return 0;	/* not a container listing: the ordinary pages serve */
 	if (!s->txn->rev && !store_etcd_txn_id(&s->txn->base))
 		return 0;	/* every range is read at the pinned revision: pin it first */
+	w = etcd_snap_window(s->txn, s->base.prefix, s->base.prefix_len, s->keys_only, from, fl);
+	if (w)
+		return window_take(s, w, from, fl);
 	rc = read_names(s, (unsigned)depth, from + base, fl - base,
 			s->n_skel ? KIDS_WINDOW : KIDS_FIRST_WINDOW, &names, &n_names,
 			&more);
@@ -564,6 +638,8 @@ int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t fl
 	free(c_key_len);
 	free(keys);
 	s->skel_pos = 0;
+	if (rc == 0 && s->n_skel > skel0)
+		window_offer(s, skel0);
 	return rc;
 }
 

@@ -241,8 +241,14 @@ static int fetch(struct store_etcd_scan *s)
 	if (s->walk && (!s->skel_tried || (s->skel_more && store_key_cmp(from, fl, s->skel_until,
 								      s->skel_until_len) >= 0)) &&
 	    s->walk_seeks < ETCD_KIDS_WALK && !s->txn->base.write &&
-	    s->txn->st->kids && s->base.space == STORE_SPACE_DATA) {
-		/* children with big subtrees: their first keys, not their subtrees */
+	    s->txn->st->kids && s->base.space == STORE_SPACE_DATA &&
+	    (s->skel_tried || !etcd_txn_page_covering(s->txn, from, fl, !s->keys_only))) {
+		/*
+		 * Children with big subtrees: their first keys, not their
+		 * subtrees. A walk that starts in a page read before (the
+		 * lookup's, or the last listing's in this snapshot) goes on
+		 * from its end, where that listing's window starts.
+		 */
 		s->skel_tried = true;
 		(void)etcd_kids_prefetch(s, from, fl);	/* failing, the pages below serve */
 	}

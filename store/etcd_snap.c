@@ -33,6 +33,7 @@ struct etcd_snap {
 	struct etcd_kept *_Atomic pages;
 	struct snap_point *points;
 	size_t cap_points, n_points, n_pages, bytes;
+	struct etcd_window *windows;	/* listings' skeletons, newest first (etcd_kids.c) */
 };
 
 static uint64_t now_ns(void)
@@ -55,6 +56,12 @@ static size_t answer_bytes(const struct etcd_range_result *r)
 static void snap_free(struct etcd_snap *s)
 {
 	etcd_kept_release(s->kept);
+	while (s->windows) {
+		struct etcd_window *w = s->windows;
+
+		s->windows = w->next;
+		etcd_window_free(w);
+	}
 	for (size_t i = 0; i < s->cap_points; i++)
 		free((void *)s->points[i].key);
 	free(s->points);
@@ -92,10 +99,11 @@ void etcd_snap_attach(struct store_etcd_txn *t)
 	struct etcd_snap *s, *old = NULL;
 
 	pthread_mutex_lock(&st->snap_lock);
-	t->snap_epoch = st->snap_epoch;
 	s = st->snap;
 	if (s && !snap_serves(s))
 		old = etcd_snap_unset(st, INT64_MAX);	/* too old or too big: the next read starts anew */
+	/* after that retirement: it was no commit, and t may start the next snapshot */
+	t->snap_epoch = st->snap_epoch;
 	s = st->snap;
 	if (s) {
 		pthread_mutex_lock(&s->lock);
@@ -340,4 +348,62 @@ void etcd_snap_point_keep(struct store_etcd_txn *t, const uint8_t *k, size_t len
 		s->bytes += len;
 	}
 	pthread_mutex_unlock(&s->lock);
+}
+
+void etcd_window_free(struct etcd_window *w)
+{
+	if (!w)
+		return;
+	for (size_t i = 0; i < w->n_skel; i++)
+		free(w->skel[i].keys);
+	free(w->skel);
+	free(w);
+}
+
+bool etcd_snap_window_keep(struct store_etcd_txn *t, struct etcd_window *w)
+{
+	struct etcd_snap *s = t->snap;
+
+	if (!s)
+		return false;
+	pthread_mutex_lock(&s->lock);
+	w->next = s->windows;
+	s->windows = w;
+	s->bytes += sizeof(*w) + w->n_skel * (sizeof(*w->skel) + 2 * ETCD_KEY_MAX);
+	pthread_mutex_unlock(&s->lock);
+	return true;
+}
+
+/* Whether one of w's ranges holds key[0..len). */
+static bool window_holds(const struct etcd_window *w, const uint8_t *key, size_t len)
+{
+	size_t lo = 0, hi = w->n_skel;
+
+	while (lo < hi) {	/* the last range that starts at or before key */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (store_key_cmp(w->skel[mid].from, w->skel[mid].from_len, key, len) <= 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > 0 && store_key_cmp(key, len, w->skel[lo - 1].end, w->skel[lo - 1].end_len) < 0;
+}
+
+const struct etcd_window *etcd_snap_window(struct store_etcd_txn *t, const uint8_t *prefix,
+					   size_t len, bool keys_only, const uint8_t *from,
+					   size_t from_len)
+{
+	struct etcd_snap *s = t->snap;
+	const struct etcd_window *found = NULL;
+
+	if (!s)
+		return NULL;
+	pthread_mutex_lock(&s->lock);
+	for (const struct etcd_window *w = s->windows; w && !found; w = w->next)
+		if (w->prefix_len == len && memcmp(w->prefix, prefix, len) == 0 &&
+		    (keys_only || !w->keys_only) && window_holds(w, from, from_len))
+			found = w;
+	pthread_mutex_unlock(&s->lock);
+	return found;
 }

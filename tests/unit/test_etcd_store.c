@@ -1138,6 +1138,19 @@ static void test_shared(void)
 	t_end(t2);
 	t_end(t1);
 
+	/* one 1 s old serves no new transaction, which starts the next one at once */
+	CHECK(watch_caught_up(a));
+	CHECK_EQ_INT(t_read(a, &t1), 0);
+	CHECK_EQ_INT(store_etcd_get(t1, STORE_SPACE_DATA, "k", 1, &v1), 0);
+	CHECK(ETXN(t1)->snap != NULL);
+	t_end(t1);
+	usleep(1100 * 1000);
+	CHECK_EQ_INT(t_read(a, &t2), 0);
+	CHECK(ETXN(t2)->snap == NULL);	/* the old one retired as t2 began */
+	CHECK_EQ_INT(store_etcd_get(t2, STORE_SPACE_DATA, "k", 1, &v2), 0);
+	CHECK(ETXN(t2)->snap != NULL);	/* that retirement was no commit */
+	t_end(t2);
+
 	/*
 	 * The same with a watch that lags (a test hook: each event waits
 	 * 300 ms), so that a snapshot is still current after another handle's
@@ -1341,6 +1354,82 @@ static int fill_fn(struct store_txn *t, void *arg)
 				return rc;
 		}
 	return 0;
+}
+
+/*
+ * Walks the children of ("kids") in t from after child `after` (-1: from
+ * the first), noting each child's first key (its address: an answer read
+ * once is the same bytes for every listing that takes it); the count.
+ */
+static int list_kids(struct store_txn *t, int after, const void **firsts, int max, uint64_t *fetches)
+{
+	struct store_scan *s = NULL;
+	struct store_val k, v;
+	uint8_t pfx[16], seek[32];
+	struct tuple_writer w;
+	size_t end;
+	int n = 0, rc;
+
+	tuple_writer_init(&w, pfx, sizeof(pfx));
+	tuple_put_string(&w, "kids", 4);
+	if (t_scan(t, STORE_SPACE_DATA, pfx, w.len, &s))
+		return -1;
+	store_scan_expect_children(s);
+	if (after >= 0) {
+		tuple_writer_init(&w, seek, sizeof(seek));
+		tuple_put_string(&w, "kids", 4);
+		tuple_put_int(&w, after);
+		seek[w.len] = 0xff;	/* past that child's subtree */
+		CHECK_EQ_INT(store_scan_seek(s, seek, w.len + 1), 0);
+	}
+	while ((rc = store_scan_next_distinct(s, 1, &k, &v, &end)) == 1 && n < max)
+		firsts[n++] = k.data;
+	*fetches = ESCAN(s)->fetches;
+	t_scan_close(s);
+	return rc < 0 ? rc : n;
+}
+
+/*
+ * A readdir fills its buffer in a transaction of its own, so one `ls`
+ * is several listings, each from where the last stopped: in one
+ * snapshot they take the children's first keys the first one read.
+ */
+static void test_kids_windows(void)
+{
+	struct store *st = open_new("windows");
+	struct store_txn *t1, *t2, *t3;
+	const void *a[300], *b[300], *c[300];
+	struct fill_arg f = { 0, 100, 40 };
+	struct store_scan *s;
+	struct store_val k, v;
+	uint64_t fetches;
+
+	for (f.from = 0; f.from < 300; f.from += 100, f.to += 100)
+		CHECK_EQ_INT(store_etcd_write(st, fill_fn, &f), 0);
+	(void)store_etcd_position(st);	/* a mount's watch: snapshots are shared */
+	CHECK(watch_caught_up(st));
+	CHECK_EQ_INT(t_read(st, &t1), 0);
+	/* a lookup's page first (the first children's keys): listings go on from its end */
+	CHECK_EQ_INT(t_scan(t1, STORE_SPACE_DATA, "\x02kids\x00", 6, &s), 0);
+	CHECK_EQ_INT(store_scan_next(s, &k, &v), 1);
+	t_scan_close(s);
+	CHECK_EQ_INT(list_kids(t1, -1, a, 300, &fetches), 300);
+	CHECK(ETXN(t1)->snap != NULL);
+	CHECK(fetches < 10);	/* the children space served the walk, not pages of subtrees */
+	CHECK_EQ_INT(t_read(st, &t2), 0);
+	CHECK(ETXN(t2)->snap == ETXN(t1)->snap);
+	CHECK_EQ_INT(list_kids(t2, 149, b, 300, &fetches), 150);
+	for (int i = 0; i < 150; i++)
+		CHECK(b[i] == a[150 + i]);	/* the same answers: not read again */
+	CHECK_EQ_INT(fetches, 0);
+	t_end(t1);	/* t2 (and the snapshot) still hold them */
+	CHECK_EQ_INT(t_read(st, &t3), 0);
+	CHECK_EQ_INT(list_kids(t3, -1, c, 300, &fetches), 300);
+	for (int i = 0; i < 300; i++)
+		CHECK(c[i] == a[i]);
+	t_end(t3);
+	t_end(t2);
+	t_close(st, true);
 }
 
 #define BENCH_KEY "\x02" "bench\x00"	/* the tuple ("bench") */
@@ -1645,6 +1734,7 @@ int main(int argc, char **argv)
 	TEST(test_feed);
 	TEST(test_shared);
 	TEST(test_kids_hints);
+	TEST(test_kids_windows);
 	TEST(test_kids_check);
 	TEST(test_leases);
 	return UNIT_DONE();
