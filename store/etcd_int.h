@@ -45,6 +45,8 @@
 #define ETCD_VKEY_MAX (ETCD_KEY_MAX + 8)	/* a chunk's key: 'v', the full key, 0xfe, number */
 #define ETCD_CMPS_MAX 4096u	/* compares per commit Txn before key guards are coalesced */
 #define ETCD_KIDS_WALK 16	/* a walk that skipped fewer children per page reads the children space */
+#define ETCD_BIG_KEYS 4096	/* a container this big is read from its first child's hint (etcd_kids.c) */
+#define ETCD_BIG_MAX 64	/* big containers a handle remembers */
 
 struct etcd_feed;
 struct etcd_snap;
@@ -94,6 +96,15 @@ struct store_etcd {
 	atomic_size_t txn_ops;	/* operations (and, separately, compares) per Txn */
 	atomic_size_t txn_bytes;	/* raw bytes of keys and values per Txn */
 	atomic_bool limits_probed;	/* etcd_limits_probe asked the cluster */
+	/*
+	 * Containers whose subtree a scan found to hold more than
+	 * ETCD_BIG_KEYS keys (data-space etcd keys, a ring; big_lock): their
+	 * first page is read up to their first child's hint (etcd_kids.c).
+	 */
+	pthread_mutex_t big_lock;
+	uint8_t big[ETCD_BIG_MAX][ETCD_KEY_MAX];
+	size_t big_len[ETCD_BIG_MAX];
+	size_t n_big, big_next;
 };
 
 /* An answer kept until its transaction ends: values handed out point into it. */
@@ -171,7 +182,7 @@ struct etcd_skel {
 	const uint8_t *from;
 	uint8_t *end;
 	size_t from_len, end_len;
-	struct etcd_range_result *r;	/* kept by the transaction */
+	struct etcd_range_result *r;	/* kept by the transaction (its snapshot's, in one) */
 };
 
 /*
@@ -214,6 +225,7 @@ struct store_etcd_scan {
 	uint64_t fetches;	/* range requests made */
 	/* a walk over children (seeks past a child's subtree): etcd_kids.c's skeleton */
 	bool walk, skel_tried;
+	bool skel_deferred;	/* its start was in a page read before: read the space after it */
 	/* a skeleton that ends before the scan does: the next window from skel_until */
 	bool skel_more;
 	uint8_t skel_until[ETCD_KEY_MAX + 1];
@@ -349,6 +361,19 @@ bool etcd_kids_is_child_end(const struct store_etcd_scan *s, const uint8_t *key,
 int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t from_len);
 struct etcd_skel *etcd_kids_covering(struct store_etcd_scan *s, const uint8_t *key, size_t len);
 void etcd_kids_scan_release(struct store_etcd_scan *s);
+/*
+ * A scan's first page from the start of a container with a big subtree:
+ * etcd 3.4 visits every key of a range whatever its limit, so a lookup of
+ * it (its first key) would cost the whole subtree. etcd_kids_is_big: the
+ * handle saw the container at the etcd key key[0..len) hold more than
+ * ETCD_BIG_KEYS keys (etcd_kids_note_big). etcd_kids_first_bound: the end
+ * of a first page that holds the container's first key (its first
+ * container child's hint, then 0x00) into out (ETCD_KEY_MAX bytes): 1, or
+ * 0 when there is none to read (no container child, an unpinned read).
+ */
+bool etcd_kids_is_big(struct store_etcd *st, const uint8_t *key, size_t len);
+void etcd_kids_note_big(struct store_etcd *st, const uint8_t *key, size_t len);
+int etcd_kids_first_bound(struct store_etcd_scan *s, uint8_t *out, size_t *out_len);
 /* store_txn_check: every container above a data key has its entry. */
 int store_etcd_check(struct store_txn *txn, store_check_fn fn, void *arg);
 

@@ -392,7 +392,7 @@ static void window_offer(struct store_etcd_scan *s, size_t skel0)
 		etcd_window_free(w);
 }
 
-/* Keeps one answer as a skeleton page of [from, scan_hi) until the transaction ends. */
+/* Keeps one answer as a skeleton page of [from, scan_hi) until the transaction (or its snapshot) ends. */
 static int keep(struct store_etcd_scan *s, struct etcd_range_result *r, const uint8_t *from,
 		size_t fl, const uint8_t *hi, size_t hl)
 {
@@ -536,10 +536,9 @@ int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t fl
 	uint8_t *keys = NULL;
 	const uint8_t *gap = from;
 	size_t gap_len = fl;
+	const struct etcd_window *w;
 	bool more = false;
 	int rc;
-
-	const struct etcd_window *w;
 
 	s->skel_more = false;
 	if (depth < 0 || depth > 255 || fl < base)
@@ -665,6 +664,72 @@ void etcd_kids_scan_release(struct store_etcd_scan *s)
 	free(s->skel);
 	s->skel = NULL;
 	s->n_skel = s->cap_skel = 0;
+}
+
+/* ---- the first page of a big container ---- */
+
+bool etcd_kids_is_big(struct store_etcd *st, const uint8_t *key, size_t len)
+{
+	bool big = false;
+
+	pthread_mutex_lock(&st->big_lock);
+	for (size_t i = 0; i < st->n_big && !big; i++)
+		big = st->big_len[i] == len && memcmp(st->big[i], key, len) == 0;
+	pthread_mutex_unlock(&st->big_lock);
+	return big;
+}
+
+void etcd_kids_note_big(struct store_etcd *st, const uint8_t *key, size_t len)
+{
+	if (len > ETCD_KEY_MAX || etcd_kids_is_big(st, key, len))
+		return;
+	pthread_mutex_lock(&st->big_lock);
+	memcpy(st->big[st->big_next], key, len);
+	st->big_len[st->big_next] = len;
+	st->big_next = (st->big_next + 1) % ETCD_BIG_MAX;
+	if (st->n_big < ETCD_BIG_MAX)
+		st->n_big++;
+	pthread_mutex_unlock(&st->big_lock);
+}
+
+/*
+ * Every container child has its entry (the marker key says so), so the
+ * first one's hint H bounds the container's first key: its own record,
+ * the leaf children before that child, or a key of that child up to H.
+ */
+int etcd_kids_first_bound(struct store_etcd_scan *s, uint8_t *out, size_t *out_len)
+{
+	struct store_etcd_txn *t = s->txn;
+	int depth = elements(s->base.prefix, s->base.prefix_len);
+	uint8_t lo[ETCD_KEY_MAX], hi[ETCD_KEY_MAX];
+	size_t ll, hl;
+	struct etcd_range_result r = { 0 };
+	const uint8_t *hint;
+	int rc;
+
+	if (depth < 0 || depth > 255 || !t->rev || t->base.write || !t->st->kids)
+		return 0;
+	ll = kids_key(t->st, (unsigned)depth, s->base.prefix, s->base.prefix_len, lo);
+	memcpy(hi, lo, ll);
+	hi[ll] = 0xff;	/* no element starts with 0xff: just its own containers */
+	hl = ll + 1;
+	{
+		struct etcd_range_opts o = { .range_end = hi, .range_end_len = hl, .limit = 1,
+					     .revision = t->rev };
+
+		rc = etcd_range_retry(t->c, lo, ll, &o, &r);
+	}
+	if (rc)
+		return rc;
+	rc = 0;
+	if (r.len == 1 && (hint = hint_of(t->st, r.kvs[0].key, r.kvs[0].key_len, r.kvs[0].val,
+					  r.kvs[0].val_len)) != NULL) {
+		*out_len = etcd_key(t->st, STORE_SPACE_DATA, hint, r.kvs[0].val_len, out);
+		out[(*out_len)++] = 0;	/* up to H 0x00: H included */
+		rc = 1;
+	}
+	etcd_range_result_release(&r);
+	return rc;
 }
 
 /* ---- kvfs check of the space ---- */

@@ -180,6 +180,7 @@ static void release(struct store_etcd *st)
 	pthread_mutex_destroy(&st->pool_lock);
 	pthread_mutex_destroy(&st->feed_lock);
 	pthread_mutex_destroy(&st->snap_lock);
+	pthread_mutex_destroy(&st->big_lock);
 	free(st->endpoints);
 	st->endpoints = NULL;
 }
@@ -195,6 +196,7 @@ int store_etcd_open(struct store *sb, const char *url, unsigned flags, char *why
 	pthread_mutex_init(&st->pool_lock, NULL);
 	pthread_mutex_init(&st->feed_lock, NULL);
 	pthread_mutex_init(&st->snap_lock, NULL);
+	pthread_mutex_init(&st->big_lock, NULL);
 	atomic_init(&st->txn_ops, ETCD_TXN_OPS);
 	atomic_init(&st->txn_bytes, ETCD_TXN_BYTES);
 	atomic_init(&st->limits_probed, false);

@@ -240,17 +240,23 @@ static int fetch(struct store_etcd_scan *s)
 	}
 	if (s->walk && (!s->skel_tried || (s->skel_more && store_key_cmp(from, fl, s->skel_until,
 								      s->skel_until_len) >= 0)) &&
-	    s->walk_seeks < ETCD_KIDS_WALK && !s->txn->base.write &&
-	    s->txn->st->kids && s->base.space == STORE_SPACE_DATA &&
-	    (s->skel_tried || !etcd_txn_page_covering(s->txn, from, fl, !s->keys_only))) {
+	    (s->walk_seeks < ETCD_KIDS_WALK || s->skel_deferred) && !s->txn->base.write &&
+	    s->txn->st->kids && s->base.space == STORE_SPACE_DATA) {
 		/*
 		 * Children with big subtrees: their first keys, not their
-		 * subtrees. A walk that starts in a page read before (the
+		 * subtrees. A listing that starts in a page read before (the
 		 * lookup's, or the last listing's in this snapshot) goes on
-		 * from its end, where that listing's window starts.
+		 * from its end, where that listing's window starts, however
+		 * many small children that page held: what follows them may
+		 * be big, and that page's range runs to the container's end.
 		 */
-		s->skel_tried = true;
-		(void)etcd_kids_prefetch(s, from, fl);	/* failing, the pages below serve */
+		if (!s->skel_tried && !s->skel_deferred &&
+		    etcd_txn_page_covering(s->txn, from, fl, !s->keys_only)) {
+			s->skel_deferred = true;
+		} else {
+			s->skel_tried = true;
+			(void)etcd_kids_prefetch(s, from, fl);	/* failing, the pages below serve */
+		}
 	}
 	s->walk_seeks = 0;
 	if (s->skel) {
@@ -288,12 +294,30 @@ static int fetch(struct store_etcd_scan *s)
 			return rc;
 	}
 	if (!kept) {
+		uint8_t bound[ETCD_KEY_MAX];
+		const uint8_t *hi = s->hi;
+		size_t hl = s->hi_len, bl;
+		/* a lookup's first page of a container: bounded once it is known to be big */
+		bool start = s->base.space == STORE_SPACE_DATA && !s->txn->base.write &&
+			     s->txn->st->kids && fl == s->lo_len && memcmp(from, s->lo, fl) == 0;
+
+		if (start && etcd_kids_is_big(s->txn->st, s->lo, s->lo_len)) {
+			rc = etcd_kids_first_bound(s, bound, &bl);
+			if (rc < 0)
+				return rc;
+			if (rc == 1) {
+				hi = bound;
+				hl = bl;
+			}
+		}
 		s->fetches++;
-		rc = read_page(s->txn, from, fl, s->hi, s->hi_len, s->keys_only, ETCD_PAGE, &kept);
+		rc = read_page(s->txn, from, fl, hi, hl, s->keys_only, ETCD_PAGE, &kept);
 		if (rc) {
 			s->page = NULL;
 			return rc;
 		}
+		if (start && hi == s->hi && kept->r.count > ETCD_BIG_KEYS)
+			etcd_kids_note_big(s->txn->st, s->lo, s->lo_len);
 	}
 	/* a page read before (by this scan or another) serves from where it holds `from` */
 	s->page = &kept->r;

@@ -369,7 +369,9 @@ bool etcd_snap_window_keep(struct store_etcd_txn *t, struct etcd_window *w)
 	pthread_mutex_lock(&s->lock);
 	w->next = s->windows;
 	s->windows = w;
-	s->bytes += sizeof(*w) + w->n_skel * (sizeof(*w->skel) + 2 * ETCD_KEY_MAX);
+	s->bytes += sizeof(*w);
+	for (size_t i = 0; i < w->n_skel; i++)
+		s->bytes += sizeof(w->skel[i]) + w->skel[i].from_len + w->skel[i].end_len + 1;
 	pthread_mutex_unlock(&s->lock);
 	return true;
 }

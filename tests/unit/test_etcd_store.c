@@ -1408,27 +1408,83 @@ static void test_kids_windows(void)
 		CHECK_EQ_INT(store_etcd_write(st, fill_fn, &f), 0);
 	(void)store_etcd_position(st);	/* a mount's watch: snapshots are shared */
 	CHECK(watch_caught_up(st));
-	CHECK_EQ_INT(t_read(st, &t1), 0);
-	/* a lookup's page first (the first children's keys): listings go on from its end */
-	CHECK_EQ_INT(t_scan(t1, STORE_SPACE_DATA, "\x02kids\x00", 6, &s), 0);
-	CHECK_EQ_INT(store_scan_next(s, &k, &v), 1);
-	t_scan_close(s);
-	CHECK_EQ_INT(list_kids(t1, -1, a, 300, &fetches), 300);
-	CHECK(ETXN(t1)->snap != NULL);
-	CHECK(fetches < 10);	/* the children space served the walk, not pages of subtrees */
-	CHECK_EQ_INT(t_read(st, &t2), 0);
-	CHECK(ETXN(t2)->snap == ETXN(t1)->snap);
+	for (int tries = 0;; tries++) {
+		CHECK_EQ_INT(t_read(st, &t1), 0);
+		/* a lookup's page first (the first children's keys): listings go on from its end */
+		CHECK_EQ_INT(t_scan(t1, STORE_SPACE_DATA, "\x02kids\x00", 6, &s), 0);
+		CHECK_EQ_INT(store_scan_next(s, &k, &v), 1);
+		t_scan_close(s);
+		CHECK_EQ_INT(list_kids(t1, -1, a, 300, &fetches), 300);
+		CHECK(ETXN(t1)->snap != NULL);
+		CHECK(fetches < 10);	/* the children space served the walk, not pages of subtrees */
+		CHECK_EQ_INT(t_read(st, &t2), 0);
+		CHECK_EQ_INT(t_read(st, &t3), 0);
+		if ((ETXN(t2)->snap == ETXN(t1)->snap && ETXN(t3)->snap == ETXN(t1)->snap) || tries == 4)
+			break;
+		t_end(t3);	/* the snapshot's second ran out meanwhile (a loaded machine): again */
+		t_end(t2);
+		t_end(t1);
+	}
+	CHECK(ETXN(t2)->snap == ETXN(t1)->snap && ETXN(t3)->snap == ETXN(t1)->snap);
 	CHECK_EQ_INT(list_kids(t2, 149, b, 300, &fetches), 150);
 	for (int i = 0; i < 150; i++)
 		CHECK(b[i] == a[150 + i]);	/* the same answers: not read again */
 	CHECK_EQ_INT(fetches, 0);
-	t_end(t1);	/* t2 (and the snapshot) still hold them */
-	CHECK_EQ_INT(t_read(st, &t3), 0);
+	t_end(t1);	/* t2, t3 (and the snapshot) still hold them */
 	CHECK_EQ_INT(list_kids(t3, -1, c, 300, &fetches), 300);
 	for (int i = 0; i < 300; i++)
 		CHECK(c[i] == a[i]);
 	t_end(t3);
 	t_end(t2);
+	t_close(st, true);
+}
+
+/*
+ * A lookup of a container reads its first page; etcd 3.4 visits the whole
+ * range of a page whatever its limit, so once a scan has seen a container
+ * hold more than ETCD_BIG_KEYS keys its first page ends at its first
+ * child's hint instead, and a scan past it reads on as before.
+ */
+static void test_kids_big(void)
+{
+	struct store *st = open_new("big-first");
+	struct fill_arg f = { 0, 30, 100 };
+	struct store_txn *t;
+	struct store_scan *s;
+	struct store_val k, v;
+	uint8_t want[32], ek[ETCD_KEY_MAX];
+	struct tuple_writer w;
+	size_t kl;
+	int n = 0, rc;
+
+	for (; f.from < 60; f.from += 30, f.to += 30)
+		CHECK_EQ_INT(store_etcd_write(st, fill_fn, &f), 0);
+	CHECK_EQ_INT(t_read(st, &t), 0);
+	CHECK_EQ_INT(t_scan(t, STORE_SPACE_DATA, "\x02kids\x00", 6, &s), 0);
+	CHECK_EQ_INT(store_scan_next(s, &k, &v), 1);
+	CHECK(ESCAN(s)->page && ESCAN(s)->page->count == 6000);	/* the whole subtree's range */
+	t_scan_close(s);
+	t_end(t);
+	kl = etcd_key(ETCD(st), STORE_SPACE_DATA, "\x02kids\x00", 6, ek);
+	CHECK(etcd_kids_is_big(ETCD(st), ek, kl));	/* remembered by the handle */
+
+	CHECK_EQ_INT(t_read(st, &t), 0);
+	CHECK(store_etcd_txn_id(t) > 0);	/* pinned, as a mount's reads are by its snapshot */
+	CHECK_EQ_INT(t_scan(t, STORE_SPACE_DATA, "\x02kids\x00", 6, &s), 0);
+	CHECK_EQ_INT(store_scan_next(s, &k, &v), 1);
+	tuple_writer_init(&w, want, sizeof(want));
+	tuple_put_string(&w, "kids", 4);
+	tuple_put_int(&w, 0);
+	tuple_put_int(&w, 0);
+	CHECK_MEM(k.data, k.len, want, w.len);
+	CHECK(ESCAN(s)->page && ESCAN(s)->page->count == 1);	/* up to the first child's hint */
+	n = 1;
+	while ((rc = store_scan_next(s, &k, &v)) == 1)
+		n++;
+	CHECK_EQ_INT(rc, 0);
+	CHECK_EQ_INT(n, 6000);	/* and on past it, every key */
+	t_scan_close(s);
+	t_end(t);
 	t_close(st, true);
 }
 
@@ -1735,6 +1791,7 @@ int main(int argc, char **argv)
 	TEST(test_shared);
 	TEST(test_kids_hints);
 	TEST(test_kids_windows);
+	TEST(test_kids_big);
 	TEST(test_kids_check);
 	TEST(test_leases);
 	return UNIT_DONE();
