@@ -16,7 +16,6 @@
 
 int model_open(const char *dir, unsigned flags, struct model **out, struct model_error *err)
 {
-	struct store_info info;
 	struct model *m;
 	char why[256] = "";
 	unsigned sflags = 0;
@@ -39,12 +38,7 @@ int model_open(const char *dir, unsigned flags, struct model **out, struct model
 			tree_fail(err, ret, "%s: %s", dir, why[0] ? why : strerror(-ret));
 		goto out_free;
 	}
-	ret = store_info(m->st, &info);
-	if (ret < 0) {
-		tree_fail(err, ret, "%s: %s", dir, strerror(-ret));
-		goto out_close;
-	}
-	m->created_ns = info.created_ns;
+	m->created_ns = store_created_ns(m->st);	/* store_info would count every key (etcd) */
 	m->readonly = flags & MODEL_OPEN_READONLY;
 	ret = tree_upgrade(m, dir, err);
 	if (ret < 0)

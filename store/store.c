@@ -213,6 +213,11 @@ int store_info(struct store *st, struct store_info *out)
 	return st->ops->info(st, out);
 }
 
+int64_t store_created_ns(const struct store *st)
+{
+	return st->created_ns;
+}
+
 int store_usage(struct store *st, struct store_usage *out)
 {
 	if (!store_can(st, STORE_CAN_USAGE) || !st->ops->usage) {

@@ -147,6 +147,8 @@ void store_close(struct store *st);
  */
 void store_close_discard(struct store *st);
 int store_info(struct store *st, struct store_info *out);
+/* When the store was created (read by store_open): no round trip, unlike store_info's counts. */
+int64_t store_created_ns(const struct store *st);
 /*
  * Space and readers; walks LMDB's free list, so not for hot paths.
  * -ENOTSUP without STORE_CAN_USAGE.
