@@ -297,11 +297,15 @@ static int fetch(struct store_etcd_scan *s)
 		uint8_t bound[ETCD_KEY_MAX];
 		const uint8_t *hi = s->hi;
 		size_t hl = s->hi_len, bl;
-		/* a lookup's first page of a container: bounded once it is known to be big */
+		/*
+		 * A lookup's first page of a container: bounded once it is
+		 * known to be big, and always for the root, which holds
+		 * every key of the store (a mount's first stat of it).
+		 */
 		bool start = s->base.space == STORE_SPACE_DATA && !s->txn->base.write &&
 			     s->txn->st->kids && fl == s->lo_len && memcmp(from, s->lo, fl) == 0;
 
-		if (start && etcd_kids_is_big(s->txn->st, s->lo, s->lo_len)) {
+		if (start && (s->lo_len == s->base_len || etcd_kids_is_big(s->txn->st, s->lo, s->lo_len))) {
 			rc = etcd_kids_first_bound(s, bound, &bl);
 			if (rc < 0)
 				return rc;
