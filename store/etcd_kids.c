@@ -701,34 +701,24 @@ int etcd_kids_first_bound(struct store_etcd_scan *s, uint8_t *out, size_t *out_l
 {
 	struct store_etcd_txn *t = s->txn;
 	int depth = elements(s->base.prefix, s->base.prefix_len);
-	uint8_t lo[ETCD_KEY_MAX], hi[ETCD_KEY_MAX];
-	size_t ll, hl;
-	struct etcd_range_result r = { 0 };
-	const uint8_t *hint;
+	struct etcd_range_result *names = NULL;
+	const struct etcd_kv *kv;
+	size_t n = 0;
+	bool more;
 	int rc;
 
 	if (depth < 0 || depth > 255 || !t->rev || t->base.write || !t->st->kids)
 		return 0;
-	ll = kids_key(t->st, (unsigned)depth, s->base.prefix, s->base.prefix_len, lo);
-	memcpy(hi, lo, ll);
-	hi[ll] = 0xff;	/* no element starts with 0xff: just its own containers */
-	hl = ll + 1;
-	{
-		struct etcd_range_opts o = { .range_end = hi, .range_end_len = hl, .limit = 1,
-					     .revision = t->rev };
-
-		rc = etcd_range_retry(t->c, lo, ll, &o, &r);
-	}
-	if (rc)
-		return rc;
-	rc = 0;
-	if (r.len == 1 && (hint = hint_of(t->st, r.kvs[0].key, r.kvs[0].key_len, r.kvs[0].val,
-					  r.kvs[0].val_len)) != NULL) {
-		*out_len = etcd_key(t->st, STORE_SPACE_DATA, hint, r.kvs[0].val_len, out);
+	rc = read_names(s, (unsigned)depth, s->base.prefix, s->base.prefix_len, 1, &names, &n, &more);
+	kv = rc == 0 && n == 1 && names[0].len == 1 ? &names[0].kvs[0] : NULL;
+	if (kv && hint_of(t->st, kv->key, kv->key_len, kv->val, kv->val_len)) {
+		*out_len = etcd_key(t->st, STORE_SPACE_DATA, kv->val, kv->val_len, out);
 		out[(*out_len)++] = 0;	/* up to H 0x00: H included */
 		rc = 1;
 	}
-	etcd_range_result_release(&r);
+	for (size_t i = 0; i < n; i++)
+		etcd_range_result_release(&names[i]);
+	free(names);
 	return rc;
 }
 
