@@ -256,13 +256,19 @@ static int dir_fill_fn(void *arg, const char *name, const struct model_node *nod
 	e.entry_timeout = vol ? 0.0 : ctx->entry_timeout;
 	/*
 	 * The listing does not count subdirectories (that would cost a scan of
-	 * every child): a directory's nlink is known only when a stat counted
-	 * it at this generation; otherwise let stat ask for it.
+	 * every child): a directory's nlink is known when a stat counted it at
+	 * this generation, or when the listing knows it holds none (an empty
+	 * one; on etcd, one without children-space entries below it), which
+	 * spares `ls -l` a getattr per directory; otherwise let stat ask.
 	 */
-	if (fs_kind_is_dir(node->kind) && child->nlink_gen == s->gen + 1)
+	if (fs_kind_is_dir(node->kind) && child->nlink_gen == s->gen + 1) {
 		e.attr.st_nlink = child->nlink;
-	else if (fs_kind_is_dir(node->kind))
+	} else if (fs_kind_is_dir(node->kind) && node->subdirs_known) {
+		child->nlink = (uint32_t)e.attr.st_nlink;	/* 2: stat need not count it again */
+		child->nlink_gen = s->gen + 1;
+	} else if (fs_kind_is_dir(node->kind)) {
 		vol = true;
+	}
 	e.attr_timeout = fs_attr_timeout_for(ctx, vol);
 	if (!dir_count_lookup(s, child)) {
 		fs_node_drop_unused_locked(ctx, child);

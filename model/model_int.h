@@ -213,6 +213,8 @@ int leaf_record_verify(unsigned format, const void *key, size_t key_len, const v
 /* Appends body then its checksum under key (an upgrade, a load of format 1). */
 void leaf_record_seal(const void *key, size_t key_len, const void *body, size_t body_len,
 		      struct strbuf *sb);
+/* A record (current format) of an empty object or array: the store's container test. */
+bool leaf_record_is_marker(const void *record, size_t len);
 /* Verifies a record under old_key and appends it re-sealed for new_key (rename). */
 int leaf_record_rekey(unsigned format, const void *old_key, size_t old_len, const void *new_key,
 		      size_t new_len, const void *record, size_t len, struct strbuf *sb);

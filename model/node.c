@@ -39,6 +39,7 @@ int model_open(const char *dir, unsigned flags, struct model **out, struct model
 		goto out_free;
 	}
 	m->created_ns = store_created_ns(m->st);	/* store_info would count every key (etcd) */
+	store_set_container_test(m->st, leaf_record_is_marker);	/* before any write */
 	m->readonly = flags & MODEL_OPEN_READONLY;
 	ret = tree_upgrade(m, dir, err);
 	if (ret < 0)

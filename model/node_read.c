@@ -435,10 +435,31 @@ out_free:
 	return ret;
 }
 
+/*
+ * Whether a container child holds no container (its nlink is 2): an empty
+ * one always; another when the store can tell without reading it (etcd).
+ */
+static int list_child_flat(struct store_scan *scan, const struct tree_child *c,
+			   const struct tree_node *n, struct model_node *node)
+{
+	int ret = 0;
+
+	if (n->kind == MODEL_KIND_LEAF)
+		return 0;
+	if (!n->empty)
+		ret = store_scan_child_is_flat(scan, c->key, c->end);
+	if (ret < 0)
+		return ret;
+	node->subdirs = 0;
+	node->subdirs_known = n->empty || ret == 1;
+	return 0;
+}
+
 /* Calls fn for one child; 1 when fn asks to stop. */
-static int list_hand_out(struct model_list *l, struct store_txn *txn,
+static int list_hand_out(struct model_list *l, struct store_scan *scan,
 			 const struct tree_child *c, model_list_fn fn, void *arg)
 {
+	struct store_txn *txn = store_scan_txn(scan);
 	char raw[STORE_KEY_MAX], name[TREE_NAME_MAX];
 	struct model_node node;
 	struct model_attr a;
@@ -454,6 +475,9 @@ static int list_hand_out(struct model_list *l, struct store_txn *txn,
 		snprintf(name, sizeof(name), "%lld", (long long)c->elem.integer);
 	}
 	tree_node_fill(l->m, c->key, c->end, &n, &node);
+	ret = list_child_flat(scan, c, &n, &node);
+	if (ret < 0)
+		return ret;
 	ret = attr_get(txn, c->key, c->end, &a);
 	if (ret < 0)
 		return ret;
@@ -483,7 +507,7 @@ static int list_fill_in(struct model_list *l, struct store_txn *txn, model_list_
 	ret = tree_child_first(scan, l->key, l->len, l->last_len ? l->last : NULL,
 			       l->last_len, &c);
 	while (ret == 1) {
-		ret = list_hand_out(l, txn, &c, fn, arg);
+		ret = list_hand_out(l, scan, &c, fn, arg);
 		if (ret != 0)
 			break;
 		ret = tree_child_next(scan, l->len, &c);

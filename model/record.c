@@ -210,6 +210,15 @@ int leaf_record_decode(unsigned format, const void *key, size_t key_len, const v
 	return leaf_decode(record, body_len, out);
 }
 
+bool leaf_record_is_marker(const void *record, size_t len)
+{
+	struct leaf leaf;
+
+	/* the body before its checksum: without the key it is not verified (kvfs check does) */
+	return len >= LEAF_CHECKSUM_SIZE && leaf_decode(record, len - LEAF_CHECKSUM_SIZE, &leaf) == 0 &&
+	       leaf_is_marker(&leaf);
+}
+
 int leaf_record_rekey(unsigned format, const void *old_key, size_t old_len, const void *new_key,
 		      size_t new_len, const void *record, size_t len, struct strbuf *sb)
 {

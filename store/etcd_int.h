@@ -68,6 +68,12 @@ struct store_etcd {
 	struct etcd_client *pool[ETCD_POOL_MAX];
 	size_t n_pool;
 	bool kids;	/* the store keeps the children space (its marker key is there) */
+	/*
+	 * ... and has given container records (store_set_container_test)
+	 * entries since its creation (the marker's value is "2"), so a child
+	 * without entries below it holds no container (etcd_kids_child_is_flat)
+	 */
+	bool kids_flat;
 	struct etcd_feed *feed;	/* the watch (store/etcd_feed.c), started by the first feed call */
 	pthread_mutex_t feed_lock;	/* guards starting it */
 	/*
@@ -233,6 +239,14 @@ struct store_etcd_scan {
 	unsigned walk_seeks;	/* children skipped since the last page was read */
 	struct etcd_skel *skel;	/* heap, in key order */
 	size_t n_skel, cap_skel, skel_pos;
+	/*
+	 * The children space one level below the listed children, read for
+	 * etcd_kids_child_is_flat: every entry of (flat_lo, flat_hi) is in
+	 * flat (tuple keys of the children; flat_hi_len 0: none read yet).
+	 */
+	struct etcd_range_result flat;
+	uint8_t flat_lo[STORE_KEY_MAX + 1], flat_hi[ETCD_KEY_MAX + 1];
+	size_t flat_lo_len, flat_hi_len;
 };
 
 static inline struct store_etcd *ETCD(struct store *st)
@@ -283,6 +297,7 @@ int store_etcd_scan_next(struct store_scan *scan, struct store_val *key, struct 
 int store_etcd_scan_seek(struct store_scan *scan, const void *key, size_t key_len);
 void store_etcd_scan_close(struct store_scan *scan);
 void store_etcd_scan_expect_children(struct store_scan *scan);
+int store_etcd_scan_child_is_flat(struct store_scan *scan, const void *child, size_t len);
 /*
  * The spaces a read transaction's first Txn also asks about (etcd_scan.c):
  * add: their ranges (keys only, one key each) to ops at *n; keep: the
@@ -362,6 +377,12 @@ int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t fr
 struct etcd_skel *etcd_kids_covering(struct store_etcd_scan *s, const uint8_t *key, size_t len);
 void etcd_kids_scan_release(struct store_etcd_scan *s);
 /*
+ * As store_scan_child_is_flat, for the tuple key child[0..len): one range
+ * of the entries one level below the listing's children, from the child
+ * to the end of the listing's window, answers its siblings after it too.
+ */
+int etcd_kids_child_is_flat(struct store_etcd_scan *s, const uint8_t *child, size_t len);
+/*
  * A scan's first page from the start of a container with a big subtree:
  * etcd 3.4 visits every key of a range whatever its limit, so a lookup of
  * it (its first key) would cost the whole subtree. etcd_kids_is_big: the
@@ -374,7 +395,10 @@ void etcd_kids_scan_release(struct store_etcd_scan *s);
 bool etcd_kids_is_big(struct store_etcd *st, const uint8_t *key, size_t len);
 void etcd_kids_note_big(struct store_etcd *st, const uint8_t *key, size_t len);
 int etcd_kids_first_bound(struct store_etcd_scan *s, uint8_t *out, size_t *out_len);
-/* store_txn_check: every container above a data key has its entry. */
+/*
+ * store_txn_check: every container above a data key has its entry, and
+ * (a store that says so) every key holding a container record its own.
+ */
 int store_etcd_check(struct store_txn *txn, store_check_fn fn, void *arg);
 
 /*

@@ -8,7 +8,10 @@
  * instead of ranges over the subtrees (etcd 3.4 visits every key of a
  * range whatever its limit). Entries and hints may be stale (a listing
  * checks and reads on), no entry is ever missing in a store created with
- * them (the marker key k says so).
+ * them (the marker key k says so). A key holding a container record (an
+ * empty object or array) has an entry of its own, hinting at itself, in a
+ * store whose marker says "2": a child with no entry below it then holds
+ * no container at all, which gives a listing its children's nlink.
  */
 #include "store/etcd_int.h"
 
@@ -50,6 +53,22 @@ static size_t kids_key(const struct store_etcd *st, unsigned depth, const uint8_
 	out[n++] = (uint8_t)depth;
 	memcpy(out + n, key, len);
 	return n + len;
+}
+
+/* Elements in key[0..len); -1 when it does not end on an element's end. */
+static int elements(const uint8_t *key, size_t len)
+{
+	struct tuple_reader r;
+	struct tuple_elem e;
+	int n = 0;
+
+	tuple_reader_init(&r, key, len);
+	while (r.pos < len) {
+		if (tuple_next(&r, &e) != 1)
+			return -1;
+		n++;
+	}
+	return n;
 }
 
 /*
@@ -129,7 +148,7 @@ static int note_key(struct store_etcd_txn *t, const uint8_t *dk, size_t base, co
 	return 0;
 }
 
-/* Hint h[0..hl) of the entry key ek[0..el): a key under its container, or NULL. */
+/* Hint h[0..hl) of the entry key ek[0..el): a key under its container (or the container's own), or NULL. */
 static const uint8_t *hint_of(const struct store_etcd *st, const uint8_t *ek, size_t el,
 			      const uint8_t *h, size_t hl)
 {
@@ -138,7 +157,7 @@ static const uint8_t *hint_of(const struct store_etcd *st, const uint8_t *ek, si
 	if (!h || el < skip)
 		return NULL;
 	cl = el - skip;
-	if (hl <= cl || hl > STORE_KEY_MAX || memcmp(h, ek + skip, cl) != 0)
+	if (hl < cl || hl > STORE_KEY_MAX || memcmp(h, ek + skip, cl) != 0)
 		return NULL;
 	return h;
 }
@@ -189,6 +208,26 @@ static int keep_older(struct store_etcd_txn *t, struct key_list *h)
 	return rc;
 }
 
+/*
+ * The entry of a key that holds a container record (tk[0..len)), hinting
+ * at the key itself: so that a child without entries below it is known to
+ * hold no container, empty ones included (etcd_kids_child_is_flat).
+ */
+static int note_record(struct store_etcd_txn *t, const uint8_t *tk, size_t len)
+{
+	uint8_t k[ETCD_KEY_MAX];
+	int n = elements(tk, len);
+	const void *v;
+	size_t kl, vl;
+
+	if (n < 1 || n - 1 >= KIDS_DEPTH_MAX)
+		return 0;	/* deeper keys have no entries: their parents are never called flat */
+	kl = kids_key(t->st, (unsigned)n - 1, tk, len, k);
+	if (etcd_buf_get(t->buf, k, kl, &v, &vl) == 1)
+		return 0;	/* a key under it gave it one already */
+	return etcd_buf_put(t->buf, k, kl, tk, len);
+}
+
 int etcd_kids_note(struct store_etcd_txn *t)
 {
 	uint8_t lo[ETCD_KEY_MAX], hi[ETCD_KEY_MAX], cur[ETCD_KEY_MAX];
@@ -209,10 +248,14 @@ int etcd_kids_note(struct store_etcd_txn *t)
 
 		if (etcd_buf_next_put(t->buf, cur, cur_len, incl, hi, hi_len, &k, &kl, &v, &vl) != 1)
 			break;
+		bool record = t->st->base.container_test && t->st->base.container_test(v, vl);
+
 		memcpy(cur, k, kl);	/* the entries written next move the buffer */
 		cur_len = kl;
 		incl = false;
 		rc = note_key(t, cur, lo_len, cur + lo_len, cur_len - lo_len, &h);
+		if (rc == 0 && record)
+			rc = note_record(t, cur + lo_len, cur_len - lo_len);
 		if (rc)
 			break;
 	}
@@ -241,22 +284,6 @@ int etcd_kids_forget(struct store_etcd_txn *t, const void *prefix, size_t len)
 }
 
 /* ---- listings ---- */
-
-/* Elements in key[0..len); -1 when it does not end on an element's end. */
-static int elements(const uint8_t *key, size_t len)
-{
-	struct tuple_reader r;
-	struct tuple_elem e;
-	int n = 0;
-
-	tuple_reader_init(&r, key, len);
-	while (r.pos < len) {
-		if (tuple_next(&r, &e) != 1)
-			return -1;
-		n++;
-	}
-	return n;
-}
 
 bool etcd_kids_is_child_end(const struct store_etcd_scan *s, const uint8_t *key, size_t len)
 {
@@ -657,8 +684,104 @@ struct etcd_skel *etcd_kids_covering(struct store_etcd_scan *s, const uint8_t *k
 	return NULL;
 }
 
+/* ---- children that hold no container ---- */
+
+/*
+ * Reads the entries one level below the listed container's children, from
+ * child[0..len) to the end of the listing's window (its last skeleton
+ * range): one range, keys only, at the scan's revision. 0 and nothing read
+ * when the window ends before the child.
+ */
+static int flat_read(struct store_etcd_scan *s, unsigned depth, const uint8_t *child, size_t len)
+{
+	const struct etcd_skel *last = &s->skel[s->n_skel - 1];
+	const uint8_t *end = last->end + s->base_len;
+	size_t end_len = last->end_len - s->base_len, skip = s->txn->st->prefix_len + 2;
+	uint8_t lo[ETCD_KEY_MAX], hi[ETCD_KEY_MAX + 1];
+	size_t lo_len, hi_len;
+	struct etcd_range_result r = { 0 };
+	struct etcd_range_opts o = { .keys_only = true, .limit = KIDS_PAGE,
+				     .revision = s->txn->rev };
+	int rc;
+
+	if (last->end_len <= s->base_len || end_len > STORE_KEY_MAX + 1 ||
+	    store_key_cmp(end, end_len, child, len) <= 0)
+		return 0;
+	lo_len = kids_key(s->txn->st, depth, child, len, lo);
+	hi_len = kids_key(s->txn->st, depth, end, end_len, hi);
+	o.range_end = hi;
+	o.range_end_len = hi_len;
+	rc = etcd_range_retry(s->txn->c, lo, lo_len, &o, &r);
+	if (rc)
+		return rc;
+	etcd_range_result_release(&s->flat);
+	s->flat = r;
+	memcpy(s->flat_lo, child, len);
+	s->flat_lo_len = len;
+	if (r.more && r.len) {	/* decided: the children before the last entry's */
+		const struct etcd_kv *kv = &r.kvs[r.len - 1];
+
+		s->flat_hi_len = kv->key_len - skip;
+		memcpy(s->flat_hi, kv->key + skip, s->flat_hi_len);
+	} else {
+		memcpy(s->flat_hi, end, end_len);
+		s->flat_hi_len = end_len;
+	}
+	return 0;
+}
+
+/* Whether the entries read hold one below child[0..len) (entry keys from lo[0..lo_len)). */
+static bool flat_has_below(const struct store_etcd_scan *s, const uint8_t *lo, size_t lo_len)
+{
+	size_t a = 0, b = s->flat.len;
+
+	while (a < b) {	/* the first entry >= lo */
+		size_t mid = a + (b - a) / 2;
+
+		if (store_key_cmp(s->flat.kvs[mid].key, s->flat.kvs[mid].key_len, lo, lo_len) < 0)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	if (a == s->flat.len)
+		return false;
+	/* 0xff after it: a sibling's escaped NUL, which sorts after every key below it */
+	return s->flat.kvs[a].key_len > lo_len && memcmp(s->flat.kvs[a].key, lo, lo_len) == 0 &&
+	       s->flat.kvs[a].key[lo_len] != 0xff;
+}
+
+static bool flat_decided(const struct store_etcd_scan *s, const uint8_t *child, size_t len)
+{
+	return s->flat_hi_len && store_key_cmp(child, len, s->flat_lo, s->flat_lo_len) >= 0 &&
+	       store_key_cmp(child, len, s->flat_hi, s->flat_hi_len) < 0;
+}
+
+int etcd_kids_child_is_flat(struct store_etcd_scan *s, const uint8_t *child, size_t len)
+{
+	size_t pl = s->base.prefix_len;
+	int depth = elements(s->base.prefix, pl);
+	uint8_t lo[ETCD_KEY_MAX];
+	size_t lo_len;
+	int rc;
+
+	/* entries one level below the children exist only up to KIDS_DEPTH_MAX */
+	if (!s->txn->st->kids_flat || s->txn->base.write || !s->txn->rev || !s->n_skel ||
+	    depth < 0 || depth + 1 >= KIDS_DEPTH_MAX || len <= pl || len > STORE_KEY_MAX ||
+	    memcmp(child, s->base.prefix, pl) != 0 || elements(child + pl, len - pl) != 1)
+		return 0;
+	if (!flat_decided(s, child, len)) {
+		rc = flat_read(s, (unsigned)depth + 1, child, len);
+		if (rc || !flat_decided(s, child, len))
+			return rc;
+	}
+	lo_len = kids_key(s->txn->st, (unsigned)depth + 1, child, len, lo);
+	return flat_has_below(s, lo, lo_len) ? 0 : 1;
+}
+
 void etcd_kids_scan_release(struct store_etcd_scan *s)
 {
+	etcd_range_result_release(&s->flat);
+	s->flat_hi_len = 0;
 	for (size_t i = 0; i < s->n_skel; i++)
 		free(s->skel[i].keys);
 	free(s->skel);
@@ -729,7 +852,8 @@ int etcd_kids_first_bound(struct store_etcd_scan *s, uint8_t *out, size_t *out_l
  * at a time (pages are given back, not kept: a check reads everything).
  */
 static int walk_range(struct store_etcd_txn *t, const uint8_t *lo, size_t ll, const uint8_t *hi,
-		      size_t hl, int (*fn)(void *arg, const struct etcd_kv *kv), void *arg)
+		      size_t hl, bool values, int (*fn)(void *arg, const struct etcd_kv *kv),
+		      void *arg)
 {
 	uint8_t from[ETCD_KEY_MAX];
 	size_t fl = ll;
@@ -738,7 +862,7 @@ static int walk_range(struct store_etcd_txn *t, const uint8_t *lo, size_t ll, co
 	memcpy(from, lo, ll);
 	for (;;) {
 		struct etcd_range_opts o = { .range_end = hi, .range_end_len = hl, .limit = KIDS_PAGE,
-					     .keys_only = true, .revision = t->rev };
+					     .keys_only = !values, .revision = t->rev };
 		struct etcd_range_result r = { 0 };
 		bool more;
 
@@ -761,6 +885,7 @@ struct kids_walk {
 	size_t skip;	/* bytes before the container key (entries) or tuple key (data) */
 	store_check_fn fn;
 	void *arg;
+	store_container_test_fn record;	/* keys holding a container record need their own (or NULL) */
 	uint8_t prev[STORE_KEY_MAX];	/* the last data key, whose containers are checked */
 	size_t prev_len;
 };
@@ -822,6 +947,10 @@ static int check_key(void *arg, const struct etcd_kv *kv)
 		w->fn(w->arg, tk, r.pos, "no entry in the etcd children space: ls of its "
 		      "directory does not show it (docs/ETCD.md section 7)");
 	}
+	if (w->record && w->record(kv->val, kv->val_len) && elements(tk, len) - 1 < KIDS_DEPTH_MAX &&
+	    !key_list_has(&w->set, tk, len))
+		w->fn(w->arg, tk, len, "empty container without its entry in the etcd children "
+		      "space: ls -l gives its parent a wrong nlink (docs/ETCD.md section 7)");
 	memcpy(w->prev, tk, len);
 	w->prev_len = len;
 	return 0;
@@ -884,14 +1013,15 @@ int store_etcd_check(struct store_txn *txn, store_check_fn fn, void *arg)
 	ll = etcd_kids_marker(t->st, lo);
 	hl = etcd_prefix_end(lo, ll, hi);
 	w->skip = ll + 1;	/* the marker and the depth byte */
-	rc = walk_range(t, lo, ll, hi, hl, add_entry, w);
+	rc = walk_range(t, lo, ll, hi, hl, false, add_entry, w);
 	if (rc == 0)
 		rc = key_list_sort(&w->set);
 	if (rc == 0) {
 		ll = etcd_key(t->st, STORE_SPACE_DATA, NULL, 0, lo);
 		hl = etcd_prefix_end(lo, ll, hi);
 		w->skip = ll;
-		rc = walk_range(t, lo, ll, hi, hl, check_key, w);
+		w->record = t->st->kids_flat ? t->st->base.container_test : NULL;
+		rc = walk_range(t, lo, ll, hi, hl, w->record != NULL, check_key, w);
 	}
 	key_list_release(&w->set);
 	free(w);

@@ -63,8 +63,8 @@ static int create_meta(struct store_etcd *st, struct etcd_client *c)
 	struct etcd_op ops[3] = {
 		{ .type = ETCD_OP_PUT, .key = fk, .key_len = fl, .val = fv, .val_len = 4 },
 		{ .type = ETCD_OP_PUT, .key = ck, .key_len = cl, .val = cv, .val_len = 8 },
-		/* the children space is kept from the first commit on */
-		{ .type = ETCD_OP_PUT, .key = kk, .key_len = kl, .val = "1", .val_len = 1 },
+		/* the children space is kept from the first commit on, container records' too */
+		{ .type = ETCD_OP_PUT, .key = kk, .key_len = kl, .val = "2", .val_len = 1 },
 	};
 	struct etcd_txn_result r;
 	int rc;
@@ -128,6 +128,7 @@ static int open_meta(struct store_etcd *st, struct etcd_client *c, const char *u
 			if (rc)
 				goto fail;
 			st->kids = r.len == 1;
+			st->kids_flat = r.len == 1 && r.kvs[0].val_len == 1 && r.kvs[0].val[0] == '2';
 			etcd_range_result_release(&r);
 			return 0;
 		}
@@ -154,7 +155,7 @@ static int open_meta(struct store_etcd *st, struct etcd_client *c, const char *u
 			goto fail;
 		if (rc == 0) {
 			st->created = true;
-			st->kids = true;
+			st->kids = st->kids_flat = true;
 			atomic_store(&st->base.format, STORE_FORMAT_VERSION);
 			return 0;
 		}

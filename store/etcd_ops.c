@@ -36,6 +36,7 @@ const struct store_ops store_etcd_ops = {
 	.scan_next_distinct = NULL,	/* store.c's: scan_next + scan_seek past each child */
 	.scan_close = store_etcd_scan_close,
 	.scan_expect_children = store_etcd_scan_expect_children,
+	.scan_child_is_flat = store_etcd_scan_child_is_flat,
 	.feed_read = store_etcd_feed_read,
 	.expire_puts = store_etcd_expire_puts,
 	.prefetch = store_etcd_prefetch,

@@ -37,6 +37,11 @@ void store_etcd_scan_expect_children(struct store_scan *scan)
 	ESCAN(scan)->walk = true;
 }
 
+int store_etcd_scan_child_is_flat(struct store_scan *scan, const void *child, size_t len)
+{
+	return etcd_kids_child_is_flat(ESCAN(scan), child, len);
+}
+
 /* k is at or past the position. */
 static bool past_cur(const struct store_etcd_scan *s, const void *k, size_t kl)
 {

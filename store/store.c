@@ -218,6 +218,11 @@ int64_t store_created_ns(const struct store *st)
 	return st->created_ns;
 }
 
+void store_set_container_test(struct store *st, store_container_test_fn fn)
+{
+	st->container_test = fn;
+}
+
 int store_usage(struct store *st, struct store_usage *out)
 {
 	if (!store_can(st, STORE_CAN_USAGE) || !st->ops->usage) {
@@ -586,6 +591,13 @@ void store_scan_expect_children(struct store_scan *scan)
 {
 	if (scan->txn->st->ops->scan_expect_children)
 		scan->txn->st->ops->scan_expect_children(scan);
+}
+
+int store_scan_child_is_flat(struct store_scan *scan, const void *child, size_t len)
+{
+	if (!scan->txn->st->ops->scan_child_is_flat)
+		return 0;
+	return scan->txn->st->ops->scan_child_is_flat(scan, child, len);
 }
 
 int store_txn_prefetch(struct store_txn *txn, enum store_space space, const void *prefix,

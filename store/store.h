@@ -147,6 +147,15 @@ void store_close(struct store *st);
  */
 void store_close_discard(struct store *st);
 int store_info(struct store *st, struct store_info *out);
+/*
+ * Which data values stand for a container of their own (model/'s empty
+ * object and array records): a backend that keeps a children space (etcd)
+ * gives such a key an entry too, which store_scan_child_is_flat relies
+ * on. Set it right after store_open, before the first write transaction;
+ * every writer of a store must set the same test.
+ */
+typedef bool (*store_container_test_fn)(const void *val, size_t len);
+void store_set_container_test(struct store *st, store_container_test_fn fn);
 /* When the store was created (read by store_open): no round trip, unlike store_info's counts. */
 int64_t store_created_ns(const struct store *st);
 /*
@@ -350,6 +359,18 @@ int store_scan_next_distinct(struct store_scan *scan, int depth,
  * answers as without it.
  */
 void store_scan_expect_children(struct store_scan *scan);
+/*
+ * Whether the child child[0..len) of the scan's prefix (a whole tuple key
+ * one element below it, one the scan handed out) is known to hold no
+ * container: no key two or more elements below the child, and no key one
+ * element below it whose value passes the store's container test. A
+ * listing can then give its nlink (2) without reading it. 1 known; 0 not
+ * known (it holds one, or the backend cannot tell without reading the
+ * child: LMDB, whose reads are local, always says 0); <0 error. Costs a
+ * backend at most one request per window of a listing (etcd: docs/ETCD.md
+ * section 7).
+ */
+int store_scan_child_is_flat(struct store_scan *scan, const void *child, size_t len);
 /*
  * Reads the keys under prefix in space now, so that the point reads and
  * scans this read transaction makes there later are answered from memory:

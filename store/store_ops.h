@@ -57,6 +57,7 @@ struct store {
 	 * shows the store upgraded (store_txn_format). */
 	_Atomic unsigned format;
 	int64_t created_ns;	/* meta "created": set by the backend's open */
+	store_container_test_fn container_test;	/* store_set_container_test (NULL: none) */
 };
 
 /* The shared part of a transaction (a backend's transaction begins with it). */
@@ -170,6 +171,8 @@ struct store_ops {
 	void (*scan_close)(struct store_scan *scan);
 	/* Optional (NULL: nothing to prepare): as store_scan_expect_children. */
 	void (*scan_expect_children)(struct store_scan *scan);
+	/* Optional (NULL: never known, 0): as store_scan_child_is_flat. */
+	int (*scan_child_is_flat)(struct store_scan *scan, const void *child, size_t len);
 
 	/* Optional abilities: NULL unless the bit is in abilities. */
 	int (*sync)(struct store *st);				/* STORE_CAN_SYNC */

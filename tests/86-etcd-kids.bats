@@ -190,3 +190,58 @@ EOF
 	run -0 view "$MNT"
 	assert_output "$want"
 }
+
+# shapes ROOT: under ROOT/n, directories whose nlink a listing must give
+# right: 40 documents of leaves only (2), a subdirectory (3), an empty
+# object below (3), two empty containers (4), a subdirectory removed by
+# rm -r (2: its entry stays behind on etcd), one emptied by rm (3: empty
+# now), an empty directory (2), an array of arrays (4).
+shapes() {
+	local r=$1/n i
+	mkdir "$r"
+	for ((i = 0; i < 40; i++)); do
+		echo "{\"a\":$i,\"b\":\"x\"}" >"$r/flat$i.json"
+	done
+	mkdir "$r/sub" "$r/sub/inner"
+	mkdir "$r/esub" && echo '{}' >"$r/esub/e.json"
+	echo '{"k":[],"l":{},"m":1}' >"$r/marks.json"
+	mkdir "$r/gone" "$r/gone/g" && echo 1 >"$r/gone/g/x" && echo 2 >"$r/gone/y"
+	rm -r "$r/gone/g"
+	mkdir "$r/emptied" "$r/emptied/g" && echo 1 >"$r/emptied/g/x" && rm "$r/emptied/g/x"
+	mkdir "$r/bare"
+	echo '[[1],[2],3]' >"$r/arr.json"
+}
+
+# getattrs: the etcd mount's getattr requests so far
+getattrs() {
+	getfattr --absolute-names --only-values -n user.kvfs.stats "$MNT" |
+		awk '$1 == "getattr" { print $2; found = 1 } END { exit !found }'
+}
+
+@test "ls -l on etcd takes each directory's nlink from the listing: LMDB's numbers, no getattr each" {
+	mount_store
+	mount_extra "$LMNT" "$LSTORE"
+	shapes "$MNT"
+	shapes "$LMNT"
+	run -0 ls -ln --time-style=+X "$LMNT/n"
+	local want=$output
+	grep -q '^d[^ ]* 4 .* marks$' <<<"$want"
+	grep -q '^d[^ ]* 2 .* gone$' <<<"$want"
+	grep -q '^d[^ ]* 3 .* emptied$' <<<"$want"
+	unmount_store
+	mount_store	# nothing cached by the kernel
+	local before after
+	before=$(getattrs)
+	run -0 ls -ln --time-style=+X "$MNT/n"
+	after=$(getattrs)
+	assert_output "$want"
+	# 47 directories: only those holding a container (or an entry left
+	# behind) are asked for; the 40 flat ones and bare come with the listing
+	echo "getattrs: $before -> $after" >&3
+	[ $((after - before)) -le 8 ]
+	# their cached nlink follows a change through the mount
+	mkdir "$MNT/n/flat3/new"
+	[ "$(stat -c %h "$MNT/n/flat3")" = 3 ]
+	rmdir "$MNT/n/flat3/new"
+	[ "$(stat -c %h "$MNT/n/flat3")" = 2 ]
+}
