@@ -255,16 +255,15 @@ static int dir_fill_fn(void *arg, const char *name, const struct model_node *nod
 	e.ino = fs_node_ino(ctx, child);
 	e.entry_timeout = vol ? 0.0 : ctx->entry_timeout;
 	/*
-	 * The listing does not count subdirectories (that would cost a scan of
-	 * every child): a directory's nlink is known when a stat counted it at
-	 * this generation, or when the listing knows it holds none (an empty
-	 * one; on etcd, one without children-space entries below it), which
-	 * spares `ls -l` a getattr per directory; otherwise let stat ask.
+	 * The listing does not scan children to count their subdirectories: a
+	 * directory's nlink is known when a stat counted it at this generation,
+	 * or when the listing knew it (an empty one; on etcd, from the children
+	 * space), which spares `ls -l` a getattr per directory; else stat asks.
 	 */
 	if (fs_kind_is_dir(node->kind) && child->nlink_gen == s->gen + 1) {
 		e.attr.st_nlink = child->nlink;
 	} else if (fs_kind_is_dir(node->kind) && node->subdirs_known) {
-		child->nlink = (uint32_t)e.attr.st_nlink;	/* 2: stat need not count it again */
+		child->nlink = (uint32_t)e.attr.st_nlink;	/* stat need not count it again */
 		child->nlink_gen = s->gen + 1;
 	} else if (fs_kind_is_dir(node->kind)) {
 		vol = true;

@@ -113,7 +113,7 @@ struct model_node {
 	struct model_attr attr;	/* stored attributes (views: none) */
 	bool empty;		/* containers: no children */
 	uint32_t subdirs;	/* containers, with MODEL_STAT_SUBDIRS: child containers */
-	bool subdirs_known;	/* a listing's containers: subdirs is exact (0) without that flag */
+	bool subdirs_known;	/* a listing's containers: subdirs is exact without that flag */
 	bool derived;		/* a table's @ view: computed from its rows, never cache it */
 	int64_t expires_ns;	/* when it (or an ancestor) expires (CLOCK_REALTIME); 0: never */
 };

@@ -436,21 +436,21 @@ out_free:
 }
 
 /*
- * Whether a container child holds no container (its nlink is 2): an empty
- * one always; another when the store can tell without reading it (etcd).
+ * How many containers a container child holds (its nlink is 2 more): none
+ * when it is empty; else when the store can tell without reading it (etcd).
  */
-static int list_child_flat(struct store_scan *scan, const struct tree_child *c,
-			   const struct tree_node *n, struct model_node *node)
+static int list_child_subdirs(struct store_scan *scan, const struct tree_child *c,
+			      const struct tree_node *n, struct model_node *node)
 {
 	int ret = 0;
 
 	if (n->kind == MODEL_KIND_LEAF)
 		return 0;
+	node->subdirs = 0;
 	if (!n->empty)
-		ret = store_scan_child_is_flat(scan, c->key, c->end);
+		ret = store_scan_child_subdirs(scan, c->key, c->end, &node->subdirs);
 	if (ret < 0)
 		return ret;
-	node->subdirs = 0;
 	node->subdirs_known = n->empty || ret == 1;
 	return 0;
 }
@@ -475,7 +475,7 @@ static int list_hand_out(struct model_list *l, struct store_scan *scan,
 		snprintf(name, sizeof(name), "%lld", (long long)c->elem.integer);
 	}
 	tree_node_fill(l->m, c->key, c->end, &n, &node);
-	ret = list_child_flat(scan, c, &n, &node);
+	ret = list_child_subdirs(scan, c, &n, &node);
 	if (ret < 0)
 		return ret;
 	ret = attr_get(txn, c->key, c->end, &a);

@@ -70,10 +70,10 @@ struct store_etcd {
 	bool kids;	/* the store keeps the children space (its marker key is there) */
 	/*
 	 * ... and has given container records (store_set_container_test)
-	 * entries since its creation (the marker's value is "2"), so a child
-	 * without entries below it holds no container (etcd_kids_child_is_flat)
+	 * entries since its creation (the marker's value is "2"), so the live
+	 * entries below a child are its containers (etcd_kids_child_subdirs)
 	 */
-	bool kids_flat;
+	bool kids_records;
 	struct etcd_feed *feed;	/* the watch (store/etcd_feed.c), started by the first feed call */
 	pthread_mutex_t feed_lock;	/* guards starting it */
 	/*
@@ -241,12 +241,14 @@ struct store_etcd_scan {
 	size_t n_skel, cap_skel, skel_pos;
 	/*
 	 * The children space one level below the listed children, read for
-	 * etcd_kids_child_is_flat: every entry of (flat_lo, flat_hi) is in
-	 * flat (tuple keys of the children; flat_hi_len 0: none read yet).
+	 * etcd_kids_child_subdirs: every entry of [below_lo, below_hi) is in
+	 * below, below_live[i] whether entry i's container still holds a key
+	 * (tuple keys of the children; below_hi_len 0: none read yet).
 	 */
-	struct etcd_range_result flat;
-	uint8_t flat_lo[STORE_KEY_MAX + 1], flat_hi[ETCD_KEY_MAX + 1];
-	size_t flat_lo_len, flat_hi_len;
+	struct etcd_range_result below;
+	bool *below_live;
+	uint8_t below_lo[STORE_KEY_MAX + 1], below_hi[ETCD_KEY_MAX + 1];
+	size_t below_lo_len, below_hi_len;
 };
 
 static inline struct store_etcd *ETCD(struct store *st)
@@ -297,7 +299,8 @@ int store_etcd_scan_next(struct store_scan *scan, struct store_val *key, struct 
 int store_etcd_scan_seek(struct store_scan *scan, const void *key, size_t key_len);
 void store_etcd_scan_close(struct store_scan *scan);
 void store_etcd_scan_expect_children(struct store_scan *scan);
-int store_etcd_scan_child_is_flat(struct store_scan *scan, const void *child, size_t len);
+int store_etcd_scan_child_subdirs(struct store_scan *scan, const void *child, size_t len,
+				  uint32_t *count);
 /*
  * The spaces a read transaction's first Txn also asks about (etcd_scan.c):
  * add: their ranges (keys only, one key each) to ops at *n; keep: the
@@ -377,11 +380,14 @@ int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t fr
 struct etcd_skel *etcd_kids_covering(struct store_etcd_scan *s, const uint8_t *key, size_t len);
 void etcd_kids_scan_release(struct store_etcd_scan *s);
 /*
- * As store_scan_child_is_flat, for the tuple key child[0..len): one range
+ * As store_scan_child_subdirs, for the tuple key child[0..len): one range
  * of the entries one level below the listing's children, from the child
- * to the end of the listing's window, answers its siblings after it too.
+ * to the end of the listing's window, and one O(1) range per entry found
+ * (is its container still there?), many to a request, answer its
+ * siblings after it too.
  */
-int etcd_kids_child_is_flat(struct store_etcd_scan *s, const uint8_t *child, size_t len);
+int etcd_kids_child_subdirs(struct store_etcd_scan *s, const uint8_t *child, size_t len,
+			    uint32_t *count);
 /*
  * A scan's first page from the start of a container with a big subtree:
  * etcd 3.4 visits every key of a range whatever its limit, so a lookup of

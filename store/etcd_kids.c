@@ -10,8 +10,8 @@
  * checks and reads on), no entry is ever missing in a store created with
  * them (the marker key k says so). A key holding a container record (an
  * empty object or array) has an entry of its own, hinting at itself, in a
- * store whose marker says "2": a child with no entry below it then holds
- * no container at all, which gives a listing its children's nlink.
+ * store whose marker says "2": the live entries below a child are then
+ * exactly its containers, which gives a listing its children's nlink.
  */
 #include "store/etcd_int.h"
 
@@ -210,8 +210,8 @@ static int keep_older(struct store_etcd_txn *t, struct key_list *h)
 
 /*
  * The entry of a key that holds a container record (tk[0..len)), hinting
- * at the key itself: so that a child without entries below it is known to
- * hold no container, empty ones included (etcd_kids_child_is_flat).
+ * at the key itself: so that the entries below a child name every
+ * container it holds, empty ones included (etcd_kids_child_subdirs).
  */
 static int note_record(struct store_etcd_txn *t, const uint8_t *tk, size_t len)
 {
@@ -221,7 +221,7 @@ static int note_record(struct store_etcd_txn *t, const uint8_t *tk, size_t len)
 	size_t kl, vl;
 
 	if (n < 1 || n - 1 >= KIDS_DEPTH_MAX)
-		return 0;	/* deeper keys have no entries: their parents are never called flat */
+		return 0;	/* deeper keys have no entries: their parents' counts are never asked */
 	kl = kids_key(t->st, (unsigned)n - 1, tk, len, k);
 	if (etcd_buf_get(t->buf, k, kl, &v, &vl) == 1)
 		return 0;	/* a key under it gave it one already */
@@ -484,8 +484,13 @@ static void *send_batches(void *arg)
 	return NULL;
 }
 
-/* Sends ops[0..n) in read-only Txns and keeps every answer, in order. */
-static int send_all(struct store_etcd_scan *s, const struct etcd_op *ops, size_t n)
+/*
+ * Sends ops[0..n) in read-only Txns of KIDS_TXN_OPS, a few at once: *res
+ * (heap, each to etcd_txn_result_release, the array to free) holds one
+ * answer per batch, in order. 0, or the first batch's error (none kept).
+ */
+static int send_ops(struct store_etcd_scan *s, const struct etcd_op *ops, size_t n,
+		    struct etcd_txn_result **res)
 {
 	struct batches b = { .st = s->txn->st, .ops = ops, .n_ops = n,
 			     .n_batches = (n + KIDS_TXN_OPS - 1) / KIDS_TXN_OPS };
@@ -493,8 +498,9 @@ static int send_all(struct store_etcd_scan *s, const struct etcd_op *ops, size_t
 	size_t n_th = 0;
 	int rc = 0;
 
-	b.res = calloc(b.n_batches, sizeof(*b.res));
-	b.rc = calloc(b.n_batches, sizeof(*b.rc));
+	*res = NULL;
+	b.res = calloc(b.n_batches ? b.n_batches : 1, sizeof(*b.res));
+	b.rc = calloc(b.n_batches ? b.n_batches : 1, sizeof(*b.rc));
 	if (!b.res || !b.rc) {
 		free(b.res);
 		free(b.rc);
@@ -508,19 +514,37 @@ static int send_all(struct store_etcd_scan *s, const struct etcd_op *ops, size_t
 	send_batches(&b);
 	for (size_t i = 0; i < n_th; i++)
 		pthread_join(th[i], NULL);
-	for (size_t i = 0; i < b.n_batches; i++) {
-		size_t from = i * KIDS_TXN_OPS;
-
-		if (rc == 0)
-			rc = b.rc[i];
-		for (size_t j = 0; rc == 0 && j < b.res[i].len; j++)
-			rc = keep(s, &b.res[i].ranges[j], ops[from + j].key, ops[from + j].key_len,
-				  ops[from + j].range_end, ops[from + j].range_end_len);
+	for (size_t i = 0; i < b.n_batches && rc == 0; i++)
+		rc = b.rc[i];
+	for (size_t i = 0; rc && i < b.n_batches; i++)
 		if (b.rc[i] == 0)
 			etcd_txn_result_release(&b.res[i]);
-	}
-	free(b.res);
 	free(b.rc);
+	if (rc)
+		free(b.res);
+	else
+		*res = b.res;
+	return rc;
+}
+
+/* Sends ops[0..n) in read-only Txns and keeps every answer, in order. */
+static int send_all(struct store_etcd_scan *s, const struct etcd_op *ops, size_t n)
+{
+	size_t n_batches = (n + KIDS_TXN_OPS - 1) / KIDS_TXN_OPS;
+	struct etcd_txn_result *res;
+	int rc = send_ops(s, ops, n, &res);
+
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < n_batches; i++) {
+		size_t from = i * KIDS_TXN_OPS;
+
+		for (size_t j = 0; rc == 0 && j < res[i].len; j++)
+			rc = keep(s, &res[i].ranges[j], ops[from + j].key, ops[from + j].key_len,
+				  ops[from + j].range_end, ops[from + j].range_end_len);
+		etcd_txn_result_release(&res[i]);
+	}
+	free(res);
 	return rc;
 }
 
@@ -684,15 +708,115 @@ struct etcd_skel *etcd_kids_covering(struct store_etcd_scan *s, const uint8_t *k
 	return NULL;
 }
 
-/* ---- children that hold no container ---- */
+/* ---- how many containers each listed child holds ---- */
+
+/*
+ * The range that tells whether entry kv's container still holds a key:
+ * its hint H alone when H lies under it ([H, H 0x00): O(1) keys), else
+ * (no hint, a record's own key, or `whole`: H was gone) the container's
+ * subtree with limit 1. Values too: a key of the container's own counts
+ * only while it holds a container record. The keys go to buf.
+ */
+static void below_probe(struct store_etcd_scan *s, const struct etcd_kv *kv, bool whole,
+			struct etcd_op *op, uint8_t *buf)
+{
+	struct store_etcd *st = s->txn->st;
+	size_t skip = st->prefix_len + 2, gl = kv->key_len - skip;
+	const uint8_t *h = hint_of(st, kv->key, kv->key_len, kv->val, kv->val_len);
+	uint8_t *end = buf + ETCD_KEY_MAX + 1;
+	size_t kl, el;
+
+	if (h && kv->val_len > gl && !whole) {
+		kl = etcd_key(st, STORE_SPACE_DATA, h, kv->val_len, buf);
+		memcpy(end, buf, kl);
+		end[kl] = 0;
+		el = kl + 1;
+	} else {
+		kl = etcd_key(st, STORE_SPACE_DATA, kv->key + skip, gl, buf);
+		memcpy(end, buf, kl);
+		end[kl] = 0xff;
+		el = kl + 1;
+	}
+	*op = (struct etcd_op){ .type = ETCD_OP_RANGE, .key = buf, .key_len = kl, .range_end = end,
+				.range_end_len = el, .limit = 1, .revision = s->txn->rev };
+}
+
+/* Whether the answer r to entry kv's probe shows its container there. */
+static bool below_there(const struct store_etcd_scan *s, const struct etcd_kv *kv,
+			const struct etcd_range_result *r)
+{
+	struct store_etcd *st = s->txn->st;
+	size_t skip = st->prefix_len + 2, gl = kv->key_len - skip, base = s->base_len;
+
+	if (r->len != 1)
+		return false;
+	if (r->kvs[0].key_len > base + gl)
+		return true;	/* a key under it */
+	return st->base.container_test && st->base.container_test(r->kvs[0].val, r->kvs[0].val_len);
+}
+
+/*
+ * Which entries of s->below still have their container: a probe each,
+ * then the whole subtree of those whose hint was gone (a plain delete
+ * leaves an entry and its hint behind; a lease deletes keys on its own).
+ */
+static int below_verify(struct store_etcd_scan *s)
+{
+	size_t n = s->below.len, *which = NULL;
+	struct etcd_op *ops = calloc(n ? n : 1, sizeof(*ops));
+	uint8_t *keys = malloc((n ? n : 1) * 2 * (ETCD_KEY_MAX + 1));
+	struct etcd_txn_result *res = NULL;
+	int rc = ops && keys ? 0 : -ENOMEM;
+
+	free(s->below_live);
+	s->below_live = calloc(n ? n : 1, sizeof(*s->below_live));
+	which = calloc(n ? n : 1, sizeof(*which));
+	if (!s->below_live || !which)
+		rc = -ENOMEM;
+	for (int round = 0; rc == 0 && round < 2; round++) {
+		size_t m = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			if (s->below_live[i] || (round == 1 && !which[i]))
+				continue;
+			below_probe(s, &s->below.kvs[i], round == 1, &ops[m],
+				    keys + i * 2 * (ETCD_KEY_MAX + 1));
+			which[i] = ++m;	/* its op, counted from 1 */
+		}
+		if (m == 0)
+			break;
+		rc = send_ops(s, ops, m, &res);
+		for (size_t i = 0; rc == 0 && i < n; i++) {
+			size_t o = which[i] ? which[i] - 1 : 0;
+			const struct etcd_range_result *r = &res[o / KIDS_TXN_OPS].ranges[o % KIDS_TXN_OPS];
+
+			if (!which[i])
+				continue;
+			s->below_live[i] = below_there(s, &s->below.kvs[i], r);
+			/* the second round reads the whole subtree of those with a hint only */
+			which[i] = !s->below_live[i] && round == 0 &&
+				   hint_of(s->txn->st, s->below.kvs[i].key, s->below.kvs[i].key_len,
+					   s->below.kvs[i].val, s->below.kvs[i].val_len) &&
+				   s->below.kvs[i].val_len > s->below.kvs[i].key_len - s->txn->st->prefix_len - 2;
+		}
+		for (size_t b = 0; res && b < (m + KIDS_TXN_OPS - 1) / KIDS_TXN_OPS; b++)
+			etcd_txn_result_release(&res[b]);
+		free(res);
+		res = NULL;
+	}
+	free(ops);
+	free(keys);
+	free(which);
+	return rc;
+}
 
 /*
  * Reads the entries one level below the listed container's children, from
  * child[0..len) to the end of the listing's window (its last skeleton
- * range): one range, keys only, at the scan's revision. 0 and nothing read
- * when the window ends before the child.
+ * range), with their hints, at the scan's revision, and which of them are
+ * live. 0 and nothing read when the window ends before the child.
  */
-static int flat_read(struct store_etcd_scan *s, unsigned depth, const uint8_t *child, size_t len)
+static int below_read(struct store_etcd_scan *s, unsigned depth, const uint8_t *child, size_t len)
 {
 	const struct etcd_skel *last = &s->skel[s->n_skel - 1];
 	const uint8_t *end = last->end + s->base_len;
@@ -700,8 +824,7 @@ static int flat_read(struct store_etcd_scan *s, unsigned depth, const uint8_t *c
 	uint8_t lo[ETCD_KEY_MAX], hi[ETCD_KEY_MAX + 1];
 	size_t lo_len, hi_len;
 	struct etcd_range_result r = { 0 };
-	struct etcd_range_opts o = { .keys_only = true, .limit = KIDS_PAGE,
-				     .revision = s->txn->rev };
+	struct etcd_range_opts o = { .limit = KIDS_PAGE, .revision = s->txn->rev };
 	int rc;
 
 	if (last->end_len <= s->base_len || end_len > STORE_KEY_MAX + 1 ||
@@ -714,49 +837,59 @@ static int flat_read(struct store_etcd_scan *s, unsigned depth, const uint8_t *c
 	rc = etcd_range_retry(s->txn->c, lo, lo_len, &o, &r);
 	if (rc)
 		return rc;
-	etcd_range_result_release(&s->flat);
-	s->flat = r;
-	memcpy(s->flat_lo, child, len);
-	s->flat_lo_len = len;
+	etcd_range_result_release(&s->below);
+	s->below = r;
+	s->below_hi_len = 0;
+	rc = below_verify(s);
+	if (rc)
+		return rc;
+	memcpy(s->below_lo, child, len);
+	s->below_lo_len = len;
 	if (r.more && r.len) {	/* decided: the children before the last entry's */
 		const struct etcd_kv *kv = &r.kvs[r.len - 1];
 
-		s->flat_hi_len = kv->key_len - skip;
-		memcpy(s->flat_hi, kv->key + skip, s->flat_hi_len);
+		s->below_hi_len = kv->key_len - skip;
+		memcpy(s->below_hi, kv->key + skip, s->below_hi_len);
 	} else {
-		memcpy(s->flat_hi, end, end_len);
-		s->flat_hi_len = end_len;
+		memcpy(s->below_hi, end, end_len);
+		s->below_hi_len = end_len;
 	}
 	return 0;
 }
 
-/* Whether the entries read hold one below child[0..len) (entry keys from lo[0..lo_len)). */
-static bool flat_has_below(const struct store_etcd_scan *s, const uint8_t *lo, size_t lo_len)
+/* The live entries read below the child whose entries start with lo[0..lo_len). */
+static uint32_t below_count(const struct store_etcd_scan *s, const uint8_t *lo, size_t lo_len)
 {
-	size_t a = 0, b = s->flat.len;
+	size_t a = 0, b = s->below.len;
+	uint32_t n = 0;
 
 	while (a < b) {	/* the first entry >= lo */
 		size_t mid = a + (b - a) / 2;
 
-		if (store_key_cmp(s->flat.kvs[mid].key, s->flat.kvs[mid].key_len, lo, lo_len) < 0)
+		if (store_key_cmp(s->below.kvs[mid].key, s->below.kvs[mid].key_len, lo, lo_len) < 0)
 			a = mid + 1;
 		else
 			b = mid;
 	}
-	if (a == s->flat.len)
-		return false;
-	/* 0xff after it: a sibling's escaped NUL, which sorts after every key below it */
-	return s->flat.kvs[a].key_len > lo_len && memcmp(s->flat.kvs[a].key, lo, lo_len) == 0 &&
-	       s->flat.kvs[a].key[lo_len] != 0xff;
+	/* 0xff after lo: a sibling's escaped NUL, which sorts after every key below it */
+	for (; a < s->below.len; a++) {
+		const struct etcd_kv *kv = &s->below.kvs[a];
+
+		if (kv->key_len <= lo_len || memcmp(kv->key, lo, lo_len) != 0 || kv->key[lo_len] == 0xff)
+			break;
+		n += s->below_live[a];
+	}
+	return n;
 }
 
-static bool flat_decided(const struct store_etcd_scan *s, const uint8_t *child, size_t len)
+static bool below_decided(const struct store_etcd_scan *s, const uint8_t *child, size_t len)
 {
-	return s->flat_hi_len && store_key_cmp(child, len, s->flat_lo, s->flat_lo_len) >= 0 &&
-	       store_key_cmp(child, len, s->flat_hi, s->flat_hi_len) < 0;
+	return s->below_hi_len && store_key_cmp(child, len, s->below_lo, s->below_lo_len) >= 0 &&
+	       store_key_cmp(child, len, s->below_hi, s->below_hi_len) < 0;
 }
 
-int etcd_kids_child_is_flat(struct store_etcd_scan *s, const uint8_t *child, size_t len)
+int etcd_kids_child_subdirs(struct store_etcd_scan *s, const uint8_t *child, size_t len,
+			    uint32_t *count)
 {
 	size_t pl = s->base.prefix_len;
 	int depth = elements(s->base.prefix, pl);
@@ -764,24 +897,28 @@ int etcd_kids_child_is_flat(struct store_etcd_scan *s, const uint8_t *child, siz
 	size_t lo_len;
 	int rc;
 
+	*count = 0;
 	/* entries one level below the children exist only up to KIDS_DEPTH_MAX */
-	if (!s->txn->st->kids_flat || s->txn->base.write || !s->txn->rev || !s->n_skel ||
+	if (!s->txn->st->kids_records || s->txn->base.write || !s->txn->rev || !s->n_skel ||
 	    depth < 0 || depth + 1 >= KIDS_DEPTH_MAX || len <= pl || len > STORE_KEY_MAX ||
 	    memcmp(child, s->base.prefix, pl) != 0 || elements(child + pl, len - pl) != 1)
 		return 0;
-	if (!flat_decided(s, child, len)) {
-		rc = flat_read(s, (unsigned)depth + 1, child, len);
-		if (rc || !flat_decided(s, child, len))
+	if (!below_decided(s, child, len)) {
+		rc = below_read(s, (unsigned)depth + 1, child, len);
+		if (rc || !below_decided(s, child, len))
 			return rc;
 	}
 	lo_len = kids_key(s->txn->st, (unsigned)depth + 1, child, len, lo);
-	return flat_has_below(s, lo, lo_len) ? 0 : 1;
+	*count = below_count(s, lo, lo_len);
+	return 1;
 }
 
 void etcd_kids_scan_release(struct store_etcd_scan *s)
 {
-	etcd_range_result_release(&s->flat);
-	s->flat_hi_len = 0;
+	etcd_range_result_release(&s->below);
+	free(s->below_live);
+	s->below_live = NULL;
+	s->below_hi_len = 0;
 	for (size_t i = 0; i < s->n_skel; i++)
 		free(s->skel[i].keys);
 	free(s->skel);
@@ -1020,7 +1157,7 @@ int store_etcd_check(struct store_txn *txn, store_check_fn fn, void *arg)
 		ll = etcd_key(t->st, STORE_SPACE_DATA, NULL, 0, lo);
 		hl = etcd_prefix_end(lo, ll, hi);
 		w->skip = ll;
-		w->record = t->st->kids_flat ? t->st->base.container_test : NULL;
+		w->record = t->st->kids_records ? t->st->base.container_test : NULL;
 		rc = walk_range(t, lo, ll, hi, hl, w->record != NULL, check_key, w);
 	}
 	key_list_release(&w->set);

@@ -128,7 +128,7 @@ static int open_meta(struct store_etcd *st, struct etcd_client *c, const char *u
 			if (rc)
 				goto fail;
 			st->kids = r.len == 1;
-			st->kids_flat = r.len == 1 && r.kvs[0].val_len == 1 && r.kvs[0].val[0] == '2';
+			st->kids_records = r.len == 1 && r.kvs[0].val_len == 1 && r.kvs[0].val[0] == '2';
 			etcd_range_result_release(&r);
 			return 0;
 		}
@@ -155,7 +155,7 @@ static int open_meta(struct store_etcd *st, struct etcd_client *c, const char *u
 			goto fail;
 		if (rc == 0) {
 			st->created = true;
-			st->kids = st->kids_flat = true;
+			st->kids = st->kids_records = true;
 			atomic_store(&st->base.format, STORE_FORMAT_VERSION);
 			return 0;
 		}

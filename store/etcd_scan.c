@@ -37,9 +37,10 @@ void store_etcd_scan_expect_children(struct store_scan *scan)
 	ESCAN(scan)->walk = true;
 }
 
-int store_etcd_scan_child_is_flat(struct store_scan *scan, const void *child, size_t len)
+int store_etcd_scan_child_subdirs(struct store_scan *scan, const void *child, size_t len,
+				  uint32_t *count)
 {
-	return etcd_kids_child_is_flat(ESCAN(scan), child, len);
+	return etcd_kids_child_subdirs(ESCAN(scan), child, len, count);
 }
 
 /* k is at or past the position. */

@@ -593,11 +593,13 @@ void store_scan_expect_children(struct store_scan *scan)
 		scan->txn->st->ops->scan_expect_children(scan);
 }
 
-int store_scan_child_is_flat(struct store_scan *scan, const void *child, size_t len)
+int store_scan_child_subdirs(struct store_scan *scan, const void *child, size_t len,
+			     uint32_t *count)
 {
-	if (!scan->txn->st->ops->scan_child_is_flat)
+	*count = 0;
+	if (!scan->txn->st->ops->scan_child_subdirs)
 		return 0;
-	return scan->txn->st->ops->scan_child_is_flat(scan, child, len);
+	return scan->txn->st->ops->scan_child_subdirs(scan, child, len, count);
 }
 
 int store_txn_prefetch(struct store_txn *txn, enum store_space space, const void *prefix,

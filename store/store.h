@@ -150,7 +150,7 @@ int store_info(struct store *st, struct store_info *out);
 /*
  * Which data values stand for a container of their own (model/'s empty
  * object and array records): a backend that keeps a children space (etcd)
- * gives such a key an entry too, which store_scan_child_is_flat relies
+ * gives such a key an entry too, which store_scan_child_subdirs relies
  * on. Set it right after store_open, before the first write transaction;
  * every writer of a store must set the same test.
  */
@@ -360,17 +360,17 @@ int store_scan_next_distinct(struct store_scan *scan, int depth,
  */
 void store_scan_expect_children(struct store_scan *scan);
 /*
- * Whether the child child[0..len) of the scan's prefix (a whole tuple key
- * one element below it, one the scan handed out) is known to hold no
- * container: no key two or more elements below the child, and no key one
- * element below it whose value passes the store's container test. A
- * listing can then give its nlink (2) without reading it. 1 known; 0 not
- * known (it holds one, or the backend cannot tell without reading the
- * child: LMDB, whose reads are local, always says 0); <0 error. Costs a
- * backend at most one request per window of a listing (etcd: docs/ETCD.md
- * section 7).
+ * How many containers the child child[0..len) of the scan's prefix (a
+ * whole tuple key one element below it, one the scan handed out) holds
+ * one element below it: keys of its own with more under them, and keys
+ * whose value passes the store's container test. A listing gives its
+ * nlink so without reading the child. 1 with *count exact; 0 not known
+ * (the backend cannot tell without reading the child: LMDB, whose reads
+ * are local, always says 0); <0 error. Costs a backend a few requests
+ * per window of a listing, not per child (etcd: docs/ETCD.md section 7).
  */
-int store_scan_child_is_flat(struct store_scan *scan, const void *child, size_t len);
+int store_scan_child_subdirs(struct store_scan *scan, const void *child, size_t len,
+			     uint32_t *count);
 /*
  * Reads the keys under prefix in space now, so that the point reads and
  * scans this read transaction makes there later are answered from memory:

@@ -171,8 +171,9 @@ struct store_ops {
 	void (*scan_close)(struct store_scan *scan);
 	/* Optional (NULL: nothing to prepare): as store_scan_expect_children. */
 	void (*scan_expect_children)(struct store_scan *scan);
-	/* Optional (NULL: never known, 0): as store_scan_child_is_flat. */
-	int (*scan_child_is_flat)(struct store_scan *scan, const void *child, size_t len);
+	/* Optional (NULL: never known, 0): as store_scan_child_subdirs. */
+	int (*scan_child_subdirs)(struct store_scan *scan, const void *child, size_t len,
+				  uint32_t *count);
 
 	/* Optional abilities: NULL unless the bit is in abilities. */
 	int (*sync)(struct store *st);				/* STORE_CAN_SYNC */

@@ -1503,16 +1503,16 @@ static void test_kids_big(void)
 	t_close(st, true);
 }
 
-/* ---- children that hold no container (nlink from a listing) ---- */
+/* ---- how many containers each listed child holds (nlink from a listing) ---- */
 
 /* The test's container record: the value "E" (model/ passes its empty object and array). */
-static bool flat_record(const void *val, size_t len)
+static bool subdirs_record(const void *val, size_t len)
 {
 	return len == 1 && *(const char *)val == 'E';
 }
 
 /* The tuple ("f", a[, b[, c]]): a child of ("f") and keys below it. */
-static size_t flat_key(uint8_t *out, const char *a, const char *b, const char *c)
+static size_t subdirs_key(uint8_t *out, const char *a, const char *b, const char *c)
 {
 	struct tuple_writer w;
 
@@ -1526,35 +1526,85 @@ static size_t flat_key(uint8_t *out, const char *a, const char *b, const char *c
 	return w.len;
 }
 
+struct subdirs_put {
+	const char *a, *b, *c, *val;
+};
+
 /*
- * step 0: a holds a leaf, b a container, c an empty container's record,
- * d a leaf and a container, e is a leaf; step 1: d's container goes by a
- * plain delete of its one key (its entry stays behind).
+ * step 0: a holds a leaf; b two containers, one of them an empty
+ * container's record; c the record alone; d a leaf and a container; e is
+ * a leaf. step 1: d's container goes by a plain delete of its one key
+ * (its entry and hint stay behind), b's record becomes a leaf, and b's
+ * other container loses its first key (the hint) but keeps another.
  */
-static int flat_fn(struct store_txn *t, void *arg)
+static int subdirs_fn(struct store_txn *t, void *arg)
 {
+	static const struct subdirs_put step0[] = {
+		{ "a", "x", NULL, "1" }, { "b", "g", "y", "1" }, { "b", "g", "z", "1" },
+		{ "b", "r", NULL, "E" }, { "c", "e", NULL, "E" }, { "d", "g", "y", "1" },
+		{ "d", "z", NULL, "1" }, { "e", NULL, NULL, "1" },
+	};
 	const int *step = arg;
 	uint8_t k[64];
 	int rc = 0;
 
-	if (*step == 1)
-		return store_del(t, STORE_SPACE_DATA, k, flat_key(k, "d", "g", "y"));
-	if (!rc)
-		rc = store_put(t, STORE_SPACE_DATA, k, flat_key(k, "a", "x", NULL), "1", 1);
-	if (!rc)
-		rc = store_put(t, STORE_SPACE_DATA, k, flat_key(k, "b", "g", "y"), "1", 1);
-	if (!rc)
-		rc = store_put(t, STORE_SPACE_DATA, k, flat_key(k, "c", "e", NULL), "E", 1);
-	if (!rc)
-		rc = store_put(t, STORE_SPACE_DATA, k, flat_key(k, "d", "g", "y"), "1", 1);
-	if (!rc)
-		rc = store_put(t, STORE_SPACE_DATA, k, flat_key(k, "d", "z", NULL), "1", 1);
-	if (!rc)
-		rc = store_put(t, STORE_SPACE_DATA, k, flat_key(k, "e", NULL, NULL), "1", 1);
+	if (*step == 1) {
+		rc = store_del(t, STORE_SPACE_DATA, k, subdirs_key(k, "d", "g", "y"));
+		if (!rc)
+			rc = store_put(t, STORE_SPACE_DATA, k, subdirs_key(k, "b", "r", NULL), "1", 1);
+		if (!rc)
+			rc = store_del(t, STORE_SPACE_DATA, k, subdirs_key(k, "b", "g", "y"));
+		return rc;
+	}
+	for (size_t i = 0; rc == 0 && i < sizeof(step0) / sizeof(step0[0]); i++)
+		rc = store_put(t, STORE_SPACE_DATA, k,
+			       subdirs_key(k, step0[i].a, step0[i].b, step0[i].c), step0[i].val, 1);
 	return rc;
 }
 
-static void flat_expect(const char *got, const char *want, int line)
+/*
+ * Each child of ("f") and what store_scan_child_subdirs says of it, as
+ * "a0 b2 ..." ("?" when not known) into out; *reads: reads of the entries
+ * below (each starts at the child it was asked for).
+ */
+static void subdirs_list(struct store *st, char *out, int *reads)
+{
+	struct store_txn *t;
+	struct store_scan *s;
+	struct store_val k, v;
+	uint8_t pfx[16], first[64];
+	size_t end, pl = subdirs_key(pfx, "", NULL, NULL) - 2, fl = 0;	/* ("f") */
+	int rc;
+
+	*out = 0;
+	*reads = 0;
+	CHECK_EQ_INT(t_read(st, &t), 0);
+	CHECK(store_etcd_txn_id(t) > 0);	/* pinned, as a mount's reads are */
+	CHECK_EQ_INT(t_scan(t, STORE_SPACE_DATA, pfx, pl, &s), 0);
+	store_scan_expect_children(s);
+	while ((rc = store_scan_next_distinct(s, 1, &k, &v, &end)) == 1) {
+		uint32_t n;
+		int known = store_scan_child_subdirs(s, k.data, end, &n);
+		char c = ((const char *)k.data)[pl + 1];
+
+		CHECK(known >= 0);
+		if (ESCAN(s)->below_lo_len &&
+		    (!fl || fl != ESCAN(s)->below_lo_len || memcmp(ESCAN(s)->below_lo, first, fl))) {
+			(*reads)++;
+			fl = ESCAN(s)->below_lo_len;
+			memcpy(first, ESCAN(s)->below_lo, fl);
+		}
+		if (known == 1)
+			sprintf(out + strlen(out), "%s%c%u", *out ? " " : "", c, n);
+		else
+			sprintf(out + strlen(out), "%s%c?", *out ? " " : "", c);
+	}
+	CHECK_EQ_INT(rc, 0);
+	t_scan_close(s);
+	t_end(t);
+}
+
+static void subdirs_expect(const char *got, const char *want, int line)
 {
 	if (strcmp(got, want) != 0) {
 		fprintf(stderr, "#   %s:%d: listed \"%s\", expected \"%s\"\n", __FILE__, line, got, want);
@@ -1562,39 +1612,7 @@ static void flat_expect(const char *got, const char *want, int line)
 	}
 }
 
-/* Each child of ("f") and what store_scan_child_is_flat says of it, as "a1 b0 ..." into out. */
-static void flat_list(struct store *st, char *out, int *reads)
-{
-	struct store_txn *t;
-	struct store_scan *s;
-	struct store_val k, v;
-	uint8_t pfx[16], first[64];
-	size_t end, pl = flat_key(pfx, "", NULL, NULL) - 2, fl = 0;	/* ("f") */
-	int rc;
-
-	*out = 0;
-	CHECK_EQ_INT(t_read(st, &t), 0);
-	CHECK(store_etcd_txn_id(t) > 0);	/* pinned, as a mount's reads are */
-	CHECK_EQ_INT(t_scan(t, STORE_SPACE_DATA, pfx, pl, &s), 0);
-	store_scan_expect_children(s);
-	*reads = 0;
-	while ((rc = store_scan_next_distinct(s, 1, &k, &v, &end)) == 1) {
-		int flat = store_scan_child_is_flat(s, k.data, end);
-
-		CHECK(flat >= 0);
-		if (!fl || memcmp(ESCAN(s)->flat_lo, first, fl) != 0)
-			(*reads)++;	/* a read of the entries below starts at this child */
-		fl = ESCAN(s)->flat_lo_len;
-		memcpy(first, ESCAN(s)->flat_lo, fl);
-		sprintf(out + strlen(out), "%s%c%d", *out ? " " : "", ((const char *)k.data)[pl + 1],
-			flat);
-	}
-	CHECK_EQ_INT(rc, 0);
-	t_scan_close(s);
-	t_end(t);
-}
-
-static void flat_problem(void *arg, const uint8_t *key, size_t len, const char *message)
+static void subdirs_problem(void *arg, const uint8_t *key, size_t len, const char *message)
 {
 	(void)key;
 	(void)len;
@@ -1603,44 +1621,44 @@ static void flat_problem(void *arg, const uint8_t *key, size_t len, const char *
 }
 
 /*
- * A store created with container records' entries (the marker's "2") can
- * tell a child that holds no container from the entries one level below
- * the children, one read for a listing's window: a (leaves only) and e (a
- * leaf, which holds nothing) are; b (a container), c (an empty container's record)
- * and d (an entry left behind) are not known to be. kvfs check misses no
- * record's entry.
+ * A store created with container records' entries (the marker's "2")
+ * counts each listed child's containers from the entries one level below
+ * the children, each checked (a stale entry, a record turned leaf and a
+ * gone hint are all seen), one read for a listing's window. A store from
+ * before never says. kvfs check misses no record's entry.
  */
-static void test_kids_flat(void)
+static void test_kids_subdirs(void)
 {
-	struct store *st = open_new("flat");
+	struct store *st = open_new("subdirs");
 	struct store_etcd *e = ETCD(st);
 	struct etcd_client *c = NULL;
 	struct store_txn *t;
 	uint8_t k[ETCD_KEY_MAX], tk[64];
-	size_t kl = e->prefix_len, tl = flat_key(tk, "c", "e", NULL);
+	size_t kl = e->prefix_len, tl = subdirs_key(tk, "c", "e", NULL);
 	struct etcd_op del = { .type = ETCD_OP_DELETE, .key = k };
 	struct etcd_txn_result r;
 	char got[64];
 	int step = 0, reads, problems = 0;
 
-	CHECK(e->kids && e->kids_flat);
-	store_set_container_test(st, flat_record);
-	CHECK_EQ_INT(store_etcd_write(st, flat_fn, &step), 0);
-	flat_list(st, got, &reads);
-	flat_expect(got, "a1 b0 c0 d0 e1", __LINE__);
+	CHECK(e->kids && e->kids_records);
+	store_set_container_test(st, subdirs_record);
+	CHECK_EQ_INT(store_etcd_write(st, subdirs_fn, &step), 0);
+	subdirs_list(st, got, &reads);
+	subdirs_expect(got, "a0 b2 c1 d1 e0", __LINE__);
 	CHECK_EQ_INT(reads, 1);
 	step = 1;
-	CHECK_EQ_INT(store_etcd_write(st, flat_fn, &step), 0);
-	flat_list(st, got, &reads);
-	flat_expect(got, "a1 b0 c0 d0 e1", __LINE__);	/* d's entry below is stale: not known, never wrong */
-	/* a store from before the marker's "2" never says flat */
-	e->kids_flat = false;
-	flat_list(st, got, &reads);
-	flat_expect(got, "a0 b0 c0 d0 e0", __LINE__);
-	e->kids_flat = true;
+	CHECK_EQ_INT(store_etcd_write(st, subdirs_fn, &step), 0);
+	subdirs_list(st, got, &reads);
+	subdirs_expect(got, "a0 b1 c1 d0 e0", __LINE__);
+	CHECK_EQ_INT(reads, 1);
+	/* a store from before the marker's "2" never says */
+	e->kids_records = false;
+	subdirs_list(st, got, &reads);
+	subdirs_expect(got, "a? b? c? d? e?", __LINE__);
+	e->kids_records = true;
 
 	CHECK_EQ_INT(t_read(st, &t), 0);
-	CHECK_EQ_INT(store_etcd_check(t, flat_problem, &problems), 0);
+	CHECK_EQ_INT(store_etcd_check(t, subdirs_problem, &problems), 0);
 	t_end(t);
 	CHECK_EQ_INT(problems, 0);
 	memcpy(k, e->prefix, kl);
@@ -1653,7 +1671,7 @@ static void test_kids_flat(void)
 	etcd_txn_result_release(&r);
 	etcd_client_give(e, c);
 	CHECK_EQ_INT(t_read(st, &t), 0);
-	CHECK_EQ_INT(store_etcd_check(t, flat_problem, &problems), 0);
+	CHECK_EQ_INT(store_etcd_check(t, subdirs_problem, &problems), 0);
 	t_end(t);
 	CHECK_EQ_INT(problems, 1);
 	t_close(st, true);
@@ -1963,7 +1981,7 @@ int main(int argc, char **argv)
 	TEST(test_kids_hints);
 	TEST(test_kids_windows);
 	TEST(test_kids_big);
-	TEST(test_kids_flat);
+	TEST(test_kids_subdirs);
 	TEST(test_kids_check);
 	TEST(test_leases);
 	return UNIT_DONE();
