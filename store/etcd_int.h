@@ -197,6 +197,18 @@ struct etcd_skel {
  * transaction each time, and each would otherwise read its window again.
  * Immutable once kept; freed with the snapshot, whose answers r points to.
  */
+/*
+ * The children space one level below a listing's children (etcd_kids.c's
+ * etcd_kids_child_subdirs): every entry of [lo, hi) (tuple keys of the
+ * children) is in r, live[i] whether entry i's container still holds a key.
+ */
+struct etcd_below {
+	struct etcd_range_result r;
+	bool *live;	/* heap, one per entry */
+	uint8_t lo[STORE_KEY_MAX + 1], hi[ETCD_KEY_MAX + 1];
+	size_t lo_len, hi_len;
+};
+
 struct etcd_window {
 	struct etcd_window *next;
 	uint8_t prefix[STORE_KEY_MAX];	/* the listed container (tuple key) */
@@ -207,6 +219,7 @@ struct etcd_window {
 	size_t until_len;
 	struct etcd_skel *skel;	/* heap, in key order, each with its own keys */
 	size_t n_skel;
+	struct etcd_below *below;	/* set once (the snapshot's lock), or NULL */
 };
 
 struct store_etcd_scan {
@@ -239,16 +252,11 @@ struct store_etcd_scan {
 	unsigned walk_seeks;	/* children skipped since the last page was read */
 	struct etcd_skel *skel;	/* heap, in key order */
 	size_t n_skel, cap_skel, skel_pos;
-	/*
-	 * The children space one level below the listed children, read for
-	 * etcd_kids_child_subdirs: every entry of [below_lo, below_hi) is in
-	 * below, below_live[i] whether entry i's container still holds a key
-	 * (tuple keys of the children; below_hi_len 0: none read yet).
-	 */
-	struct etcd_range_result below;
-	bool *below_live;
-	uint8_t below_lo[STORE_KEY_MAX + 1], below_hi[ETCD_KEY_MAX + 1];
-	size_t below_lo_len, below_hi_len;
+	/* the window the skeleton's newest ranges came from (the snapshot's), or NULL */
+	struct etcd_window *win;
+	/* the containers below the children read last: the window's, or own_below */
+	const struct etcd_below *below;
+	struct etcd_below *own_below;	/* heap, or NULL */
 };
 
 static inline struct store_etcd *ETCD(struct store *st)
@@ -514,12 +522,18 @@ void etcd_snap_point_keep(struct store_etcd_txn *t, const uint8_t *k, size_t len
  * outside one (w stays the caller's). etcd_snap_window: a window kept for
  * the listing of prefix[0..len) whose skeleton holds the etcd key
  * from[0..from_len) (values too unless keys_only may do), or NULL; valid
- * until t ends.
+ * until t ends. etcd_snap_below: w's containers below its children, or
+ * NULL; etcd_snap_below_keep: gives b to w when it has none yet (true),
+ * else false (b stays the caller's).
  */
 bool etcd_snap_window_keep(struct store_etcd_txn *t, struct etcd_window *w);
-const struct etcd_window *etcd_snap_window(struct store_etcd_txn *t, const uint8_t *prefix,
-					   size_t len, bool keys_only, const uint8_t *from,
-					   size_t from_len);
+struct etcd_window *etcd_snap_window(struct store_etcd_txn *t, const uint8_t *prefix,
+				     size_t len, bool keys_only, const uint8_t *from,
+				     size_t from_len);
+const struct etcd_below *etcd_snap_below(struct store_etcd_txn *t, const struct etcd_window *w);
+bool etcd_snap_below_keep(struct store_etcd_txn *t, struct etcd_window *w, struct etcd_below *b);
+/* Frees b (its answer and flags). */
+void etcd_below_free(struct etcd_below *b);
 /* Frees a window (and its ranges' keys; not the answers). */
 void etcd_window_free(struct etcd_window *w);
 /* Whether the watch runs, is connected and has seen no commit after rev (etcd_feed.c). */

@@ -375,7 +375,7 @@ static int skel_copy(struct etcd_skel *dst, const struct etcd_skel *src)
  * Takes the ranges of a window another listing of this container read in
  * the same snapshot, from the one holding from[0..fl) on: no request.
  */
-static int window_take(struct store_etcd_scan *s, const struct etcd_window *w, const uint8_t *from,
+static int window_take(struct store_etcd_scan *s, struct etcd_window *w, const uint8_t *from,
 		       size_t fl)
 {
 	size_t i = 0;
@@ -393,6 +393,7 @@ static int window_take(struct store_etcd_scan *s, const struct etcd_window *w, c
 	memcpy(s->skel_until, w->until, w->until_len);
 	s->skel_until_len = w->until_len;
 	s->skel_pos = 0;
+	s->win = w;
 	return 0;
 }
 
@@ -417,6 +418,8 @@ static void window_offer(struct store_etcd_scan *s, size_t skel0)
 			break;
 	if (w->n_skel < n || !etcd_snap_window_keep(s->txn, w))
 		etcd_window_free(w);
+	else
+		s->win = w;
 }
 
 /* Keeps one answer as a skeleton page of [from, scan_hi) until the transaction (or its snapshot) ends. */
@@ -587,7 +590,7 @@ int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t fl
 	uint8_t *keys = NULL;
 	const uint8_t *gap = from;
 	size_t gap_len = fl;
-	const struct etcd_window *w;
+	struct etcd_window *w;
 	bool more = false;
 	int rc;
 
@@ -755,54 +758,53 @@ static bool below_there(const struct store_etcd_scan *s, const struct etcd_kv *k
 	return st->base.container_test && st->base.container_test(r->kvs[0].val, r->kvs[0].val_len);
 }
 
-/*
- * Which entries of s->below still have their container: a probe each,
- * then the whole subtree of those whose hint was gone (a plain delete
- * leaves an entry and its hint behind; a lease deletes keys on its own).
- */
-static int below_verify(struct store_etcd_scan *s)
+/* Whether entry kv's hint lies under its container (not the container's own key). */
+static bool below_hinted(const struct store_etcd_scan *s, const struct etcd_kv *kv)
 {
-	size_t n = s->below.len, *which = NULL;
+	size_t gl = kv->key_len - s->txn->st->prefix_len - 2;
+
+	return hint_of(s->txn->st, kv->key, kv->key_len, kv->val, kv->val_len) && kv->val_len > gl;
+}
+
+/*
+ * Which entries of b are live: a probe each, then the whole subtree of
+ * those whose hint was gone (a plain delete leaves an entry and its hint
+ * behind; a lease deletes keys on its own).
+ */
+static int below_verify(struct store_etcd_scan *s, struct etcd_below *b)
+{
+	size_t n = b->r.len;
 	struct etcd_op *ops = calloc(n ? n : 1, sizeof(*ops));
 	uint8_t *keys = malloc((n ? n : 1) * 2 * (ETCD_KEY_MAX + 1));
-	struct etcd_txn_result *res = NULL;
-	int rc = ops && keys ? 0 : -ENOMEM;
+	size_t *which = calloc(n ? n : 1, sizeof(*which));	/* op of entry i, from 1; 0: none */
+	int rc = ops && keys && which ? 0 : -ENOMEM;
 
-	free(s->below_live);
-	s->below_live = calloc(n ? n : 1, sizeof(*s->below_live));
-	which = calloc(n ? n : 1, sizeof(*which));
-	if (!s->below_live || !which)
-		rc = -ENOMEM;
 	for (int round = 0; rc == 0 && round < 2; round++) {
+		struct etcd_txn_result *res = NULL;
 		size_t m = 0;
 
 		for (size_t i = 0; i < n; i++) {
-			if (s->below_live[i] || (round == 1 && !which[i]))
+			if (b->live[i] || (round == 1 && !which[i]))
 				continue;
-			below_probe(s, &s->below.kvs[i], round == 1, &ops[m],
+			below_probe(s, &b->r.kvs[i], round == 1, &ops[m],
 				    keys + i * 2 * (ETCD_KEY_MAX + 1));
-			which[i] = ++m;	/* its op, counted from 1 */
+			which[i] = ++m;
 		}
 		if (m == 0)
 			break;
 		rc = send_ops(s, ops, m, &res);
 		for (size_t i = 0; rc == 0 && i < n; i++) {
-			size_t o = which[i] ? which[i] - 1 : 0;
-			const struct etcd_range_result *r = &res[o / KIDS_TXN_OPS].ranges[o % KIDS_TXN_OPS];
+			size_t o = which[i] - 1;
 
 			if (!which[i])
 				continue;
-			s->below_live[i] = below_there(s, &s->below.kvs[i], r);
-			/* the second round reads the whole subtree of those with a hint only */
-			which[i] = !s->below_live[i] && round == 0 &&
-				   hint_of(s->txn->st, s->below.kvs[i].key, s->below.kvs[i].key_len,
-					   s->below.kvs[i].val, s->below.kvs[i].val_len) &&
-				   s->below.kvs[i].val_len > s->below.kvs[i].key_len - s->txn->st->prefix_len - 2;
+			b->live[i] = below_there(s, &b->r.kvs[i], &res[o / KIDS_TXN_OPS].ranges[o % KIDS_TXN_OPS]);
+			/* the second round reads the whole subtree of those whose hint is gone */
+			which[i] = !b->live[i] && round == 0 && below_hinted(s, &b->r.kvs[i]);
 		}
-		for (size_t b = 0; res && b < (m + KIDS_TXN_OPS - 1) / KIDS_TXN_OPS; b++)
-			etcd_txn_result_release(&res[b]);
+		for (size_t j = 0; res && j < (m + KIDS_TXN_OPS - 1) / KIDS_TXN_OPS; j++)
+			etcd_txn_result_release(&res[j]);
 		free(res);
-		res = NULL;
 	}
 	free(ops);
 	free(keys);
@@ -811,81 +813,143 @@ static int below_verify(struct store_etcd_scan *s)
 }
 
 /*
- * Reads the entries one level below the listed container's children, from
- * child[0..len) to the end of the listing's window (its last skeleton
- * range), with their hints, at the scan's revision, and which of them are
- * live. 0 and nothing read when the window ends before the child.
+ * Reads the entries one level below the listed container's children from
+ * lo[0..lo_len) (a tuple key) to the end of the listing's window (its last
+ * skeleton range), with their hints, at the scan's revision, and which of
+ * them are live, into *out (heap, to etcd_below_free). 0 and *out NULL
+ * when the window ends before lo.
  */
-static int below_read(struct store_etcd_scan *s, unsigned depth, const uint8_t *child, size_t len)
+static int below_read(struct store_etcd_scan *s, unsigned depth, const uint8_t *lo, size_t lo_len,
+		      struct etcd_below **out)
 {
 	const struct etcd_skel *last = &s->skel[s->n_skel - 1];
 	const uint8_t *end = last->end + s->base_len;
 	size_t end_len = last->end_len - s->base_len, skip = s->txn->st->prefix_len + 2;
-	uint8_t lo[ETCD_KEY_MAX], hi[ETCD_KEY_MAX + 1];
-	size_t lo_len, hi_len;
-	struct etcd_range_result r = { 0 };
+	uint8_t from[ETCD_KEY_MAX], hi[ETCD_KEY_MAX + 1];
 	struct etcd_range_opts o = { .limit = KIDS_PAGE, .revision = s->txn->rev };
+	struct etcd_below *b;
+	size_t from_len;
 	int rc;
 
+	*out = NULL;
 	if (last->end_len <= s->base_len || end_len > STORE_KEY_MAX + 1 ||
-	    store_key_cmp(end, end_len, child, len) <= 0)
+	    store_key_cmp(end, end_len, lo, lo_len) <= 0)
 		return 0;
-	lo_len = kids_key(s->txn->st, depth, child, len, lo);
-	hi_len = kids_key(s->txn->st, depth, end, end_len, hi);
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	from_len = kids_key(s->txn->st, depth, lo, lo_len, from);
 	o.range_end = hi;
-	o.range_end_len = hi_len;
-	rc = etcd_range_retry(s->txn->c, lo, lo_len, &o, &r);
-	if (rc)
+	o.range_end_len = kids_key(s->txn->st, depth, end, end_len, hi);
+	rc = etcd_range_retry(s->txn->c, from, from_len, &o, &b->r);
+	if (rc == 0 && !(b->live = calloc(b->r.len ? b->r.len : 1, sizeof(*b->live))))
+		rc = -ENOMEM;
+	if (rc == 0)
+		rc = below_verify(s, b);
+	if (rc) {
+		etcd_below_free(b);
 		return rc;
-	etcd_range_result_release(&s->below);
-	s->below = r;
-	s->below_hi_len = 0;
-	rc = below_verify(s);
-	if (rc)
-		return rc;
-	memcpy(s->below_lo, child, len);
-	s->below_lo_len = len;
-	if (r.more && r.len) {	/* decided: the children before the last entry's */
-		const struct etcd_kv *kv = &r.kvs[r.len - 1];
-
-		s->below_hi_len = kv->key_len - skip;
-		memcpy(s->below_hi, kv->key + skip, s->below_hi_len);
-	} else {
-		memcpy(s->below_hi, end, end_len);
-		s->below_hi_len = end_len;
 	}
+	memcpy(b->lo, lo, lo_len);
+	b->lo_len = lo_len;
+	if (b->r.more && b->r.len) {	/* decided: the children before the last entry's */
+		const struct etcd_kv *kv = &b->r.kvs[b->r.len - 1];
+
+		b->hi_len = kv->key_len - skip;
+		memcpy(b->hi, kv->key + skip, b->hi_len);
+	} else {
+		memcpy(b->hi, end, end_len);
+		b->hi_len = end_len;
+	}
+	*out = b;
 	return 0;
 }
 
-/* The live entries read below the child whose entries start with lo[0..lo_len). */
-static uint32_t below_count(const struct store_etcd_scan *s, const uint8_t *lo, size_t lo_len)
+/* The live entries of b below the child whose entries start with lo[0..lo_len). */
+static uint32_t below_count(const struct etcd_below *b, const uint8_t *lo, size_t lo_len)
 {
-	size_t a = 0, b = s->below.len;
+	size_t i = 0, j = b->r.len;
 	uint32_t n = 0;
 
-	while (a < b) {	/* the first entry >= lo */
-		size_t mid = a + (b - a) / 2;
+	while (i < j) {	/* the first entry >= lo */
+		size_t mid = i + (j - i) / 2;
 
-		if (store_key_cmp(s->below.kvs[mid].key, s->below.kvs[mid].key_len, lo, lo_len) < 0)
-			a = mid + 1;
+		if (store_key_cmp(b->r.kvs[mid].key, b->r.kvs[mid].key_len, lo, lo_len) < 0)
+			i = mid + 1;
 		else
-			b = mid;
+			j = mid;
 	}
 	/* 0xff after lo: a sibling's escaped NUL, which sorts after every key below it */
-	for (; a < s->below.len; a++) {
-		const struct etcd_kv *kv = &s->below.kvs[a];
+	for (; i < b->r.len; i++) {
+		const struct etcd_kv *kv = &b->r.kvs[i];
 
 		if (kv->key_len <= lo_len || memcmp(kv->key, lo, lo_len) != 0 || kv->key[lo_len] == 0xff)
 			break;
-		n += s->below_live[a];
+		n += b->live[i];
 	}
 	return n;
 }
 
-static bool below_decided(const struct store_etcd_scan *s, const uint8_t *child, size_t len)
+static bool below_decides(const struct etcd_below *b, const uint8_t *child, size_t len)
 {
-	return s->below_hi_len && store_key_cmp(child, len, s->below_lo, s->below_lo_len) >= 0 &&
-	       store_key_cmp(child, len, s->below_hi, s->below_hi_len) < 0;
+	return b && b->hi_len && store_key_cmp(child, len, b->lo, b->lo_len) >= 0 &&
+	       store_key_cmp(child, len, b->hi, b->hi_len) < 0;
+}
+
+/* The window's start (a tuple key) into *lo when it is at or before child[0..len). */
+static bool window_first(const struct store_etcd_scan *s, const struct etcd_window *w,
+			 const uint8_t *child, size_t len, const uint8_t **lo, size_t *lo_len)
+{
+	const struct etcd_skel *first = &w->skel[0];
+
+	if (first->from_len < s->base_len || first->from_len - s->base_len > STORE_KEY_MAX ||
+	    store_key_cmp(first->from + s->base_len, first->from_len - s->base_len, child, len) > 0)
+		return false;
+	*lo = first->from + s->base_len;
+	*lo_len = first->from_len - s->base_len;
+	return true;
+}
+
+/*
+ * The counts that decide child[0..len): the last ones read, the window's
+ * (another listing of it in this snapshot read them), or new ones read
+ * for the whole window and given to it, so that the readdirs after this
+ * one find them; NULL when none can (past the skeleton).
+ */
+static int below_find(struct store_etcd_scan *s, unsigned depth, const uint8_t *child, size_t len,
+		      const struct etcd_below **out)
+{
+	const struct etcd_below *shared = etcd_snap_below(s->txn, s->win);
+	const uint8_t *lo = child;
+	size_t lo_len = len;
+	struct etcd_below *b;
+	int rc;
+
+	*out = NULL;
+	if (below_decides(s->below, child, len) || below_decides(shared, child, len)) {
+		s->below = below_decides(s->below, child, len) ? s->below : shared;
+		*out = s->below;
+		return 0;
+	}
+	/* from the window's start: every listing of it can count from them */
+	if (s->win && !shared && s->win->n_skel)
+		window_first(s, s->win, child, len, &lo, &lo_len);
+	rc = below_read(s, depth, lo, lo_len, &b);
+	if (rc || !b)
+		return rc;
+	if (!below_decides(b, child, len)) {
+		etcd_below_free(b);
+		return 0;
+	}
+	if (lo != child && etcd_snap_below_keep(s->txn, s->win, b)) {
+		s->below = b;
+	} else {
+		etcd_below_free(s->own_below);
+		s->own_below = b;
+		s->below = b;
+	}
+	*out = s->below;
+	return 0;
 }
 
 int etcd_kids_child_subdirs(struct store_etcd_scan *s, const uint8_t *child, size_t len,
@@ -893,8 +957,8 @@ int etcd_kids_child_subdirs(struct store_etcd_scan *s, const uint8_t *child, siz
 {
 	size_t pl = s->base.prefix_len;
 	int depth = elements(s->base.prefix, pl);
+	const struct etcd_below *b;
 	uint8_t lo[ETCD_KEY_MAX];
-	size_t lo_len;
 	int rc;
 
 	*count = 0;
@@ -903,22 +967,19 @@ int etcd_kids_child_subdirs(struct store_etcd_scan *s, const uint8_t *child, siz
 	    depth < 0 || depth + 1 >= KIDS_DEPTH_MAX || len <= pl || len > STORE_KEY_MAX ||
 	    memcmp(child, s->base.prefix, pl) != 0 || elements(child + pl, len - pl) != 1)
 		return 0;
-	if (!below_decided(s, child, len)) {
-		rc = below_read(s, (unsigned)depth + 1, child, len);
-		if (rc || !below_decided(s, child, len))
-			return rc;
-	}
-	lo_len = kids_key(s->txn->st, (unsigned)depth + 1, child, len, lo);
-	*count = below_count(s, lo, lo_len);
+	rc = below_find(s, (unsigned)depth + 1, child, len, &b);
+	if (rc || !b)
+		return rc;
+	*count = below_count(b, lo, kids_key(s->txn->st, (unsigned)depth + 1, child, len, lo));
 	return 1;
 }
 
 void etcd_kids_scan_release(struct store_etcd_scan *s)
 {
-	etcd_range_result_release(&s->below);
-	free(s->below_live);
-	s->below_live = NULL;
-	s->below_hi_len = 0;
+	etcd_below_free(s->own_below);
+	s->own_below = NULL;
+	s->below = NULL;
+	s->win = NULL;
 	for (size_t i = 0; i < s->n_skel; i++)
 		free(s->skel[i].keys);
 	free(s->skel);

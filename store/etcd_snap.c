@@ -350,6 +350,15 @@ void etcd_snap_point_keep(struct store_etcd_txn *t, const uint8_t *k, size_t len
 	pthread_mutex_unlock(&s->lock);
 }
 
+void etcd_below_free(struct etcd_below *b)
+{
+	if (!b)
+		return;
+	etcd_range_result_release(&b->r);
+	free(b->live);
+	free(b);
+}
+
 void etcd_window_free(struct etcd_window *w)
 {
 	if (!w)
@@ -357,6 +366,7 @@ void etcd_window_free(struct etcd_window *w)
 	for (size_t i = 0; i < w->n_skel; i++)
 		free(w->skel[i].keys);
 	free(w->skel);
+	etcd_below_free(w->below);
 	free(w);
 }
 
@@ -392,20 +402,51 @@ static bool window_holds(const struct etcd_window *w, const uint8_t *key, size_t
 	return lo > 0 && store_key_cmp(key, len, w->skel[lo - 1].end, w->skel[lo - 1].end_len) < 0;
 }
 
-const struct etcd_window *etcd_snap_window(struct store_etcd_txn *t, const uint8_t *prefix,
-					   size_t len, bool keys_only, const uint8_t *from,
-					   size_t from_len)
+struct etcd_window *etcd_snap_window(struct store_etcd_txn *t, const uint8_t *prefix,
+				     size_t len, bool keys_only, const uint8_t *from,
+				     size_t from_len)
 {
 	struct etcd_snap *s = t->snap;
-	const struct etcd_window *found = NULL;
+	struct etcd_window *found = NULL;
 
 	if (!s)
 		return NULL;
 	pthread_mutex_lock(&s->lock);
-	for (const struct etcd_window *w = s->windows; w && !found; w = w->next)
+	for (struct etcd_window *w = s->windows; w && !found; w = w->next)
 		if (w->prefix_len == len && memcmp(w->prefix, prefix, len) == 0 &&
 		    (keys_only || !w->keys_only) && window_holds(w, from, from_len))
 			found = w;
 	pthread_mutex_unlock(&s->lock);
 	return found;
+}
+
+const struct etcd_below *etcd_snap_below(struct store_etcd_txn *t, const struct etcd_window *w)
+{
+	const struct etcd_below *b;
+
+	if (!t->snap || !w)
+		return NULL;
+	pthread_mutex_lock(&t->snap->lock);
+	b = w->below;
+	pthread_mutex_unlock(&t->snap->lock);
+	return b;
+}
+
+bool etcd_snap_below_keep(struct store_etcd_txn *t, struct etcd_window *w, struct etcd_below *b)
+{
+	struct etcd_snap *s = t->snap;
+	bool kept = false;
+
+	if (!s || !w)
+		return false;
+	pthread_mutex_lock(&s->lock);
+	if (!w->below) {
+		w->below = b;	/* read-only from now on: the listings after it count from it */
+		s->bytes += sizeof(*b) + b->r.len * (sizeof(*b->live) + sizeof(*b->r.kvs));
+		for (size_t i = 0; i < b->r.len; i++)
+			s->bytes += b->r.kvs[i].key_len + b->r.kvs[i].val_len;
+		kept = true;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return kept;
 }

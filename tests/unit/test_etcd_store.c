@@ -1565,15 +1565,16 @@ static int subdirs_fn(struct store_txn *t, void *arg)
 /*
  * Each child of ("f") and what store_scan_child_subdirs says of it, as
  * "a0 b2 ..." ("?" when not known) into out; *reads: reads of the entries
- * below (each starts at the child it was asked for).
+ * below the children.
  */
 static void subdirs_list(struct store *st, char *out, int *reads)
 {
 	struct store_txn *t;
 	struct store_scan *s;
 	struct store_val k, v;
-	uint8_t pfx[16], first[64];
-	size_t end, pl = subdirs_key(pfx, "", NULL, NULL) - 2, fl = 0;	/* ("f") */
+	uint8_t pfx[16];
+	size_t end, pl = subdirs_key(pfx, "", NULL, NULL) - 2;	/* ("f") */
+	const struct etcd_below *last = NULL;
 	int rc;
 
 	*out = 0;
@@ -1588,11 +1589,9 @@ static void subdirs_list(struct store *st, char *out, int *reads)
 		char c = ((const char *)k.data)[pl + 1];
 
 		CHECK(known >= 0);
-		if (ESCAN(s)->below_lo_len &&
-		    (!fl || fl != ESCAN(s)->below_lo_len || memcmp(ESCAN(s)->below_lo, first, fl))) {
+		if (ESCAN(s)->below && ESCAN(s)->below != last) {
 			(*reads)++;
-			fl = ESCAN(s)->below_lo_len;
-			memcpy(first, ESCAN(s)->below_lo, fl);
+			last = ESCAN(s)->below;
 		}
 		if (known == 1)
 			sprintf(out + strlen(out), "%s%c%u", *out ? " " : "", c, n);
