@@ -449,8 +449,9 @@ static int list_child_subdirs(struct store_scan *scan, const struct tree_child *
 	node->subdirs = 0;
 	if (!n->empty)
 		ret = store_scan_child_subdirs(scan, c->key, c->end, &node->subdirs);
-	if (ret < 0)
+	if (ret == -ENOMEM || ret == -ESTALE)
 		return ret;
+	/* only a shortcut: a read that failed leaves the count to the child's stat */
 	node->subdirs_known = n->empty || ret == 1;
 	return 0;
 }

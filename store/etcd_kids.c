@@ -480,8 +480,10 @@ static void *send_batches(void *arg)
 		if (n > KIDS_TXN_OPS)
 			n = KIDS_TXN_OPS;
 		b->rc[i] = rc ? rc : etcd_client_txn(c, NULL, 0, b->ops + from, n, NULL, 0, &b->res[i]);
-		if (b->rc[i] == 0 && b->res[i].len != n)
+		if (b->rc[i] == 0 && b->res[i].len != n) {
+			etcd_txn_result_release(&b->res[i]);
 			b->rc[i] = -EPROTO;
+		}
 	}
 	etcd_client_give(b->st, c);
 	return NULL;
@@ -773,7 +775,7 @@ static bool below_hinted(const struct store_etcd_scan *s, const struct etcd_kv *
  */
 static int below_verify(struct store_etcd_scan *s, struct etcd_below *b)
 {
-	size_t n = b->r.len;
+	size_t n = b->r.len, skip = s->txn->st->prefix_len + 2;
 	struct etcd_op *ops = calloc(n ? n : 1, sizeof(*ops));
 	uint8_t *keys = malloc((n ? n : 1) * 2 * (ETCD_KEY_MAX + 1));
 	size_t *which = calloc(n ? n : 1, sizeof(*which));	/* op of entry i, from 1; 0: none */
@@ -786,6 +788,8 @@ static int below_verify(struct store_etcd_scan *s, struct etcd_below *b)
 		for (size_t i = 0; i < n; i++) {
 			if (b->live[i] || (round == 1 && !which[i]))
 				continue;
+			if (b->r.kvs[i].key_len - skip > STORE_KEY_MAX)
+				continue;	/* not an entry kvfs writes: never counted */
 			below_probe(s, &b->r.kvs[i], round == 1, &ops[m],
 				    keys + i * 2 * (ETCD_KEY_MAX + 1));
 			which[i] = ++m;
@@ -813,9 +817,32 @@ static int below_verify(struct store_etcd_scan *s, struct etcd_below *b)
 }
 
 /*
+ * The end of the child whose subtree holds key[0..*len) (a tuple key under
+ * the listed container, pl bytes long), key[..] rewritten to the child's
+ * key and 0xff; unchanged when key is at a child's end, or is the child
+ * itself (which then is past the range). A range of entries that ends
+ * there holds every entry below each child it reaches.
+ */
+static void child_boundary(uint8_t *key, size_t *len, size_t pl)
+{
+	struct tuple_reader r;
+	struct tuple_elem e;
+
+	if (*len <= pl)
+		return;
+	tuple_reader_init(&r, key + pl, *len - pl);
+	if (tuple_next(&r, &e) != 1 || pl + r.pos == *len)
+		return;
+	if (pl + r.pos + 1 == *len && key[*len - 1] == 0xff)
+		return;
+	key[pl + r.pos] = 0xff;
+	*len = pl + r.pos + 1;
+}
+
+/*
  * Reads the entries one level below the listed container's children from
  * lo[0..lo_len) (a tuple key) to the end of the listing's window (its last
- * skeleton range), with their hints, at the scan's revision, and which of
+ * skeleton range, moved to the end of the child it lies in), with their hints, at the scan's revision, and which of
  * them are live, into *out (heap, to etcd_below_free). 0 and *out NULL
  * when the window ends before lo.
  */
@@ -823,17 +850,20 @@ static int below_read(struct store_etcd_scan *s, unsigned depth, const uint8_t *
 		      struct etcd_below **out)
 {
 	const struct etcd_skel *last = &s->skel[s->n_skel - 1];
-	const uint8_t *end = last->end + s->base_len;
 	size_t end_len = last->end_len - s->base_len, skip = s->txn->st->prefix_len + 2;
-	uint8_t from[ETCD_KEY_MAX], hi[ETCD_KEY_MAX + 1];
+	size_t pl = s->base.prefix_len;
+	uint8_t from[ETCD_KEY_MAX], hi[ETCD_KEY_MAX + 1], end[STORE_KEY_MAX + 2];
 	struct etcd_range_opts o = { .limit = KIDS_PAGE, .revision = s->txn->rev };
 	struct etcd_below *b;
 	size_t from_len;
 	int rc;
 
 	*out = NULL;
-	if (last->end_len <= s->base_len || end_len > STORE_KEY_MAX + 1 ||
-	    store_key_cmp(end, end_len, lo, lo_len) <= 0)
+	if (last->end_len <= s->base_len || end_len > STORE_KEY_MAX + 1)
+		return 0;
+	memcpy(end, last->end + s->base_len, end_len);
+	child_boundary(end, &end_len, pl);
+	if (store_key_cmp(end, end_len, lo, lo_len) <= 0)
 		return 0;
 	b = calloc(1, sizeof(*b));
 	if (!b)
@@ -854,9 +884,17 @@ static int below_read(struct store_etcd_scan *s, unsigned depth, const uint8_t *
 	b->lo_len = lo_len;
 	if (b->r.more && b->r.len) {	/* decided: the children before the last entry's */
 		const struct etcd_kv *kv = &b->r.kvs[b->r.len - 1];
+		struct tuple_reader r;
+		struct tuple_elem e;
 
-		b->hi_len = kv->key_len - skip;
-		memcpy(b->hi, kv->key + skip, b->hi_len);
+		b->hi_len = 0;	/* nothing decided, unless the child is found below */
+		if (kv->key_len - skip > pl && kv->key_len - skip <= STORE_KEY_MAX) {
+			tuple_reader_init(&r, kv->key + skip + pl, kv->key_len - skip - pl);
+			if (tuple_next(&r, &e) == 1) {
+				b->hi_len = pl + r.pos;	/* that child itself: it may have more */
+				memcpy(b->hi, kv->key + skip, b->hi_len);
+			}
+		}
 	} else {
 		memcpy(b->hi, end, end_len);
 		b->hi_len = end_len;
@@ -935,6 +973,13 @@ static int below_find(struct store_etcd_scan *s, unsigned depth, const uint8_t *
 	if (s->win && !shared && s->win->n_skel)
 		window_first(s, s->win, child, len, &lo, &lo_len);
 	rc = below_read(s, depth, lo, lo_len, &b);
+	if (rc == 0 && b && !below_decides(b, child, len) && lo != child) {
+		/* stale entries ahead filled the page: the child's own read, kept by this scan */
+		etcd_below_free(b);
+		lo = child;
+		lo_len = len;
+		rc = below_read(s, depth, lo, lo_len, &b);
+	}
 	if (rc || !b)
 		return rc;
 	if (!below_decides(b, child, len)) {

@@ -596,8 +596,20 @@ void store_scan_expect_children(struct store_scan *scan)
 int store_scan_child_subdirs(struct store_scan *scan, const void *child, size_t len,
 			     uint32_t *count)
 {
+	struct store_val hidden;
+	int ret;
+
 	*count = 0;
 	if (!scan->txn->st->ops->scan_child_subdirs)
+		return 0;
+	/*
+	 * Keys under it this transaction hides (past their TTL, not deleted by
+	 * the backend yet) still count there: a stat counts what model/ shows.
+	 */
+	ret = store_txn_hidden_from(scan->txn, STORE_SPACE_DATA, child, len, &hidden);
+	if (ret < 0)
+		return ret;
+	if (ret == 1 && hidden.len > len && memcmp(hidden.data, child, len) == 0)
 		return 0;
 	return scan->txn->st->ops->scan_child_subdirs(scan, child, len, count);
 }

@@ -1676,6 +1676,92 @@ static void test_kids_subdirs(void)
 	t_close(st, true);
 }
 
+struct wide_subdirs {
+	int child, subdirs;	/* ("w", child, j, "x") for each j < subdirs */
+};
+
+static int wide_subdirs_fn(struct store_txn *t, void *arg)
+{
+	const struct wide_subdirs *a = arg;
+	int rc = 0;
+
+	for (int j = 0; rc == 0 && j < a->subdirs; j++) {
+		uint8_t k[64];
+		struct tuple_writer w;
+
+		tuple_writer_init(&w, k, sizeof(k));
+		tuple_put_string(&w, "w", 1);
+		tuple_put_int(&w, a->child);
+		tuple_put_int(&w, j);
+		tuple_put_string(&w, "x", 1);
+		rc = store_put(t, STORE_SPACE_DATA, k, w.len, "1", 1);
+	}
+	return rc;
+}
+
+/*
+ * Every child of ("w") is counted with `subdirs` containers: *known of
+ * them were known, the others not; 0, or the first wrong count's child + 1.
+ */
+static int wide_subdirs_list(struct store *st, int subdirs, int *known)
+{
+	struct store_txn *t;
+	struct store_scan *s;
+	struct store_val k, v;
+	uint8_t pfx[8];
+	struct tuple_writer w;
+	size_t end;
+	int rc, i = 0, wrong = 0;
+
+	tuple_writer_init(&w, pfx, sizeof(pfx));
+	tuple_put_string(&w, "w", 1);
+	*known = 0;
+	CHECK_EQ_INT(t_read(st, &t), 0);
+	CHECK(store_etcd_txn_id(t) > 0);
+	CHECK_EQ_INT(t_scan(t, STORE_SPACE_DATA, pfx, w.len, &s), 0);
+	store_scan_expect_children(s);
+	while ((rc = store_scan_next_distinct(s, 1, &k, &v, &end)) == 1) {
+		uint32_t n;
+		int r = store_scan_child_subdirs(s, k.data, end, &n);
+
+		CHECK(r >= 0);
+		*known += r == 1;
+		if (r == 1 && n != (uint32_t)subdirs && !wrong)
+			wrong = i + 1;
+		i++;
+	}
+	CHECK_EQ_INT(rc, 0);
+	t_scan_close(s);
+	t_end(t);
+	return wrong;
+}
+
+/*
+ * Counts stay exact where a listing's window ends inside a child (its last
+ * child's hint: 200 children, windows of 128) and where the page of
+ * entries below ends inside one (2 children of 2,100 containers each).
+ */
+static void test_kids_subdirs_edges(void)
+{
+	struct store *st = open_new("subdirs-edges");
+	struct wide_subdirs a = { 0, 3 };
+	int known;
+
+	for (a.child = 0; a.child < 200; a.child++)
+		CHECK_EQ_INT(store_etcd_write(st, wide_subdirs_fn, &a), 0);
+	CHECK_EQ_INT(wide_subdirs_list(st, 3, &known), 0);
+	CHECK_EQ_INT(known, 200);
+	t_close(st, true);
+
+	st = open_new("subdirs-edges-wide");
+	a.subdirs = 2100;
+	for (a.child = 0; a.child < 2; a.child++)
+		CHECK_EQ_INT(store_etcd_write(st, wide_subdirs_fn, &a), 0);
+	CHECK_EQ_INT(wide_subdirs_list(st, 2100, &known), 0);
+	CHECK_EQ_INT(known, 2);
+	t_close(st, true);
+}
+
 #define BENCH_KEY "\x02" "bench\x00"	/* the tuple ("bench") */
 
 static int one_put(struct store_txn *t, void *arg)
@@ -1981,6 +2067,7 @@ int main(int argc, char **argv)
 	TEST(test_kids_windows);
 	TEST(test_kids_big);
 	TEST(test_kids_subdirs);
+	TEST(test_kids_subdirs_edges);
 	TEST(test_kids_check);
 	TEST(test_leases);
 	return UNIT_DONE();
