@@ -355,6 +355,12 @@ int etcd_txn_guard_range(struct store_etcd_txn *t, const void *key, size_t key_l
 
 static void note_commit(struct store_etcd *st, uint64_t rev)
 {
+	/*
+	 * Shared answers older than it go first: a reader that sees the new
+	 * position must not take them (the mount caches what it reads under
+	 * the position it saw before reading).
+	 */
+	etcd_snap_retire(st, (int64_t)rev);
 	atomic_store(&st->last_commit, rev);
 	store_etcd_feed_mine(st, rev);
 }
