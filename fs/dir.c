@@ -358,6 +358,7 @@ static void dir_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_in
 	if (ret == 0 && d->pos == 1 && !dir_add_dot(&s, ".."))
 		goto out_reply;
 	if (ret == 0 && (!d->store_end || d->pos < d->store_end)) {
+		model_list_want_subdirs(d->list, plus);	/* nlink goes out with attributes only */
 		ret = model_list_fill(d->list, dir_fill_fn, &s);
 		if (ret == 0)
 			d->store_end = d->pos;

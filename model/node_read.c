@@ -376,6 +376,7 @@ struct model_list {
 	uint8_t last[STORE_KEY_MAX];	/* the last child handed out */
 	size_t last_len;
 	struct tview *tv;	/* a table's @ directory: listed by table_view.c */
+	bool subdirs;	/* model_list_want_subdirs */
 };
 
 static int list_open_in(struct store_txn *txn, const char *path, struct model_list *l,
@@ -439,15 +440,16 @@ out_free:
  * How many containers a container child holds (its nlink is 2 more): none
  * when it is empty; else when the store can tell without reading it (etcd).
  */
-static int list_child_subdirs(struct store_scan *scan, const struct tree_child *c,
-			      const struct tree_node *n, struct model_node *node)
+static int list_child_subdirs(const struct model_list *l, struct store_scan *scan,
+			      const struct tree_child *c, const struct tree_node *n,
+			      struct model_node *node)
 {
 	int ret = 0;
 
 	if (n->kind == MODEL_KIND_LEAF)
 		return 0;
 	node->subdirs = 0;
-	if (!n->empty)
+	if (!n->empty && l->subdirs)
 		ret = store_scan_child_subdirs(scan, c->key, c->end, &node->subdirs);
 	if (ret == -ENOMEM || ret == -ESTALE)
 		return ret;
@@ -476,7 +478,7 @@ static int list_hand_out(struct model_list *l, struct store_scan *scan,
 		snprintf(name, sizeof(name), "%lld", (long long)c->elem.integer);
 	}
 	tree_node_fill(l->m, c->key, c->end, &n, &node);
-	ret = list_child_subdirs(scan, c, &n, &node);
+	ret = list_child_subdirs(l, scan, c, &n, &node);
 	if (ret < 0)
 		return ret;
 	ret = attr_get(txn, c->key, c->end, &a);
@@ -528,6 +530,11 @@ int model_list_fill(struct model_list *list, model_list_fn fn, void *arg)
 	      list_fill_in(list, txn, fn, arg);
 	store_txn_end(txn);
 	return ret;
+}
+
+void model_list_want_subdirs(struct model_list *list, bool want)
+{
+	list->subdirs = want;
 }
 
 void model_list_rewind(struct model_list *list)

@@ -200,10 +200,12 @@ struct etcd_skel {
 /*
  * The children space one level below a listing's children (etcd_kids.c's
  * etcd_kids_child_subdirs): every entry of [lo, hi) (tuple keys of the
- * children) is in r, live[i] whether entry i's container still holds a key.
+ * children) is in r; when verified, live[i] says whether entry i's
+ * container still holds a key (else only that an entry is there).
  */
 struct etcd_below {
 	struct etcd_range_result r;
+	bool verified;
 	bool *live;	/* heap, one per entry */
 	uint8_t lo[STORE_KEY_MAX + 1], hi[ETCD_KEY_MAX + 1];
 	size_t lo_len, hi_len;
@@ -257,6 +259,9 @@ struct store_etcd_scan {
 	/* the containers below the children read last: the window's, or own_below */
 	const struct etcd_below *below;
 	struct etcd_below *own_below;	/* heap, or NULL */
+	bool stepped;	/* a key was asked for */
+	bool resumed;	/* it was moved before that: a listing going on, not starting */
+	size_t subdirs_asked;	/* children whose containers it was asked to count */
 };
 
 static inline struct store_etcd *ETCD(struct store *st)

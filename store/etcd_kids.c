@@ -842,12 +842,13 @@ static void child_boundary(uint8_t *key, size_t *len, size_t pl)
 /*
  * Reads the entries one level below the listed container's children from
  * lo[0..lo_len) (a tuple key) to the end of the listing's window (its last
- * skeleton range, moved to the end of the child it lies in), with their hints, at the scan's revision, and which of
- * them are live, into *out (heap, to etcd_below_free). 0 and *out NULL
- * when the window ends before lo.
+ * skeleton range, moved to the end of the child it lies in), with their
+ * hints, at the scan's revision, and (verify) which of them are live, into
+ * *out (heap, to etcd_below_free). 0 and *out NULL when the window ends
+ * before lo.
  */
 static int below_read(struct store_etcd_scan *s, unsigned depth, const uint8_t *lo, size_t lo_len,
-		      struct etcd_below **out)
+		      bool verify, struct etcd_below **out)
 {
 	const struct etcd_skel *last = &s->skel[s->n_skel - 1];
 	size_t end_len = last->end_len - s->base_len, skip = s->txn->st->prefix_len + 2;
@@ -871,11 +872,13 @@ static int below_read(struct store_etcd_scan *s, unsigned depth, const uint8_t *
 	from_len = kids_key(s->txn->st, depth, lo, lo_len, from);
 	o.range_end = hi;
 	o.range_end_len = kids_key(s->txn->st, depth, end, end_len, hi);
+	o.keys_only = !verify;	/* the hints are for the checks */
 	rc = etcd_range_retry(s->txn->c, from, from_len, &o, &b->r);
-	if (rc == 0 && !(b->live = calloc(b->r.len ? b->r.len : 1, sizeof(*b->live))))
+	if (rc == 0 && verify && !(b->live = calloc(b->r.len ? b->r.len : 1, sizeof(*b->live))))
 		rc = -ENOMEM;
-	if (rc == 0)
+	if (rc == 0 && verify)
 		rc = below_verify(s, b);
+	b->verified = verify;
 	if (rc) {
 		etcd_below_free(b);
 		return rc;
@@ -903,11 +906,13 @@ static int below_read(struct store_etcd_scan *s, unsigned depth, const uint8_t *
 	return 0;
 }
 
-/* The live entries of b below the child whose entries start with lo[0..lo_len). */
-static uint32_t below_count(const struct etcd_below *b, const uint8_t *lo, size_t lo_len)
+/*
+ * The live entries of b below the child whose entries start with
+ * lo[0..lo_len) into *n: true; false when b is not verified and has one.
+ */
+static bool below_count(const struct etcd_below *b, const uint8_t *lo, size_t lo_len, uint32_t *n)
 {
 	size_t i = 0, j = b->r.len;
-	uint32_t n = 0;
 
 	while (i < j) {	/* the first entry >= lo */
 		size_t mid = i + (j - i) / 2;
@@ -923,9 +928,11 @@ static uint32_t below_count(const struct etcd_below *b, const uint8_t *lo, size_
 
 		if (kv->key_len <= lo_len || memcmp(kv->key, lo, lo_len) != 0 || kv->key[lo_len] == 0xff)
 			break;
-		n += b->live[i];
+		if (!b->verified)
+			return false;
+		*n += b->live[i];
 	}
-	return n;
+	return true;
 }
 
 static bool below_decides(const struct etcd_below *b, const uint8_t *child, size_t len)
@@ -948,14 +955,21 @@ static bool window_first(const struct store_etcd_scan *s, const struct etcd_wind
 	return true;
 }
 
+/* b holds the entries below child[0..len) (checked ones when verify). */
+static bool below_serves(const struct etcd_below *b, const uint8_t *child, size_t len, bool verify)
+{
+	return below_decides(b, child, len) && (b->verified || !verify);
+}
+
 /*
- * The counts that decide child[0..len): the last ones read, the window's
- * (another listing of it in this snapshot read them), or new ones read
- * for the whole window and given to it, so that the readdirs after this
- * one find them; NULL when none can (past the skeleton).
+ * The entries below child[0..len), checked when verify: the last ones
+ * read, the window's (another listing of it in this snapshot checked
+ * them), or new ones read from the window's start, checked ones given to
+ * it, so that the readdirs after this one count from them; NULL when none
+ * can (past the skeleton).
  */
 static int below_find(struct store_etcd_scan *s, unsigned depth, const uint8_t *child, size_t len,
-		      const struct etcd_below **out)
+		      bool verify, const struct etcd_below **out)
 {
 	const struct etcd_below *shared = etcd_snap_below(s->txn, s->win);
 	const uint8_t *lo = child;
@@ -964,21 +978,20 @@ static int below_find(struct store_etcd_scan *s, unsigned depth, const uint8_t *
 	int rc;
 
 	*out = NULL;
-	if (below_decides(s->below, child, len) || below_decides(shared, child, len)) {
-		s->below = below_decides(s->below, child, len) ? s->below : shared;
+	if (below_serves(s->below, child, len, verify) || below_serves(shared, child, len, verify)) {
+		s->below = below_serves(s->below, child, len, verify) ? s->below : shared;
 		*out = s->below;
 		return 0;
 	}
-	/* from the window's start: every listing of it can count from them */
-	if (s->win && !shared && s->win->n_skel)
+	if (s->win && s->win->n_skel)
 		window_first(s, s->win, child, len, &lo, &lo_len);
-	rc = below_read(s, depth, lo, lo_len, &b);
+	rc = below_read(s, depth, lo, lo_len, verify, &b);
 	if (rc == 0 && b && !below_decides(b, child, len) && lo != child) {
 		/* stale entries ahead filled the page: the child's own read, kept by this scan */
 		etcd_below_free(b);
 		lo = child;
 		lo_len = len;
-		rc = below_read(s, depth, lo, lo_len, &b);
+		rc = below_read(s, depth, lo, lo_len, verify, &b);
 	}
 	if (rc || !b)
 		return rc;
@@ -986,7 +999,7 @@ static int below_find(struct store_etcd_scan *s, unsigned depth, const uint8_t *
 		etcd_below_free(b);
 		return 0;
 	}
-	if (lo != child && etcd_snap_below_keep(s->txn, s->win, b)) {
+	if (verify && lo != child && !shared && etcd_snap_below_keep(s->txn, s->win, b)) {
 		s->below = b;
 	} else {
 		etcd_below_free(s->own_below);
@@ -1004,6 +1017,7 @@ int etcd_kids_child_subdirs(struct store_etcd_scan *s, const uint8_t *child, siz
 	int depth = elements(s->base.prefix, pl);
 	const struct etcd_below *b;
 	uint8_t lo[ETCD_KEY_MAX];
+	bool verify;
 	int rc;
 
 	*count = 0;
@@ -1012,11 +1026,20 @@ int etcd_kids_child_subdirs(struct store_etcd_scan *s, const uint8_t *child, siz
 	    depth < 0 || depth + 1 >= KIDS_DEPTH_MAX || len <= pl || len > STORE_KEY_MAX ||
 	    memcmp(child, s->base.prefix, pl) != 0 || elements(child + pl, len - pl) != 1)
 		return 0;
-	rc = below_find(s, (unsigned)depth + 1, child, len, &b);
+	/*
+	 * Checking the entries found costs a range each. A listing that starts
+	 * at the directory's first name may be a plain `ls` (the kernel asks
+	 * for attributes with the first readdir whatever the caller wants):
+	 * past its first window it takes only the free answer (no entry below:
+	 * none). A listing going on from a position, which the kernel asks for
+	 * with attributes when names of the directory were stat'ed (`ls -l`),
+	 * and the first window of any, are counted in full.
+	 */
+	verify = s->resumed || s->subdirs_asked++ < KIDS_FIRST_WINDOW;
+	rc = below_find(s, (unsigned)depth + 1, child, len, verify, &b);
 	if (rc || !b)
 		return rc;
-	*count = below_count(b, lo, kids_key(s->txn->st, (unsigned)depth + 1, child, len, lo));
-	return 1;
+	return below_count(b, lo, kids_key(s->txn->st, (unsigned)depth + 1, child, len, lo), count) ? 1 : 0;
 }
 
 void etcd_kids_scan_release(struct store_etcd_scan *s)

@@ -399,6 +399,7 @@ int store_etcd_scan_next(struct store_scan *sb, struct store_val *key, struct st
 	size_t bkl = 0, bvl = 0;
 	int rc = scan->txn->resv ? etcd_val_flush(scan->txn) : 0, has_b = 0;
 
+	scan->stepped = true;
 	if (rc == 0)
 		rc = etcd_next(scan, &kv);
 
@@ -480,6 +481,8 @@ int store_etcd_scan_seek(struct store_scan *sb, const void *key, size_t key_len)
 	struct store_etcd_scan *scan = ESCAN(sb);
 	if (key_len > STORE_KEY_MAX + 1)
 		return -ENAMETOOLONG;	/* a subtree's end (key + 0xff) may be one longer */
+	if (!scan->stepped)
+		scan->resumed = true;
 	seek_to(scan, key, key_len);
 	return 0;
 }

@@ -1680,6 +1680,20 @@ struct wide_subdirs {
 	int child, subdirs;	/* ("w", child, j, "x") for each j < subdirs */
 };
 
+/* ("w", child, "leaf"): a child that holds no container */
+static int fill_leaf_fn(struct store_txn *t, void *arg)
+{
+	const struct wide_subdirs *a = arg;
+	uint8_t k[64];
+	struct tuple_writer w;
+
+	tuple_writer_init(&w, k, sizeof(k));
+	tuple_put_string(&w, "w", 1);
+	tuple_put_int(&w, a->child);
+	tuple_put_string(&w, "leaf", 4);
+	return store_put(t, STORE_SPACE_DATA, k, w.len, "1", 1);
+}
+
 static int wide_subdirs_fn(struct store_txn *t, void *arg)
 {
 	const struct wide_subdirs *a = arg;
@@ -1702,8 +1716,10 @@ static int wide_subdirs_fn(struct store_txn *t, void *arg)
 /*
  * Every child of ("w") is counted with `subdirs` containers: *known of
  * them were known, the others not; 0, or the first wrong count's child + 1.
+ * resume: the scan is moved before its first step, as a readdir that goes
+ * on from a position is.
  */
-static int wide_subdirs_list(struct store *st, int subdirs, int *known)
+static int wide_subdirs_list(struct store *st, int subdirs, bool resume, int *known)
 {
 	struct store_txn *t;
 	struct store_scan *s;
@@ -1720,13 +1736,16 @@ static int wide_subdirs_list(struct store *st, int subdirs, int *known)
 	CHECK(store_etcd_txn_id(t) > 0);
 	CHECK_EQ_INT(t_scan(t, STORE_SPACE_DATA, pfx, w.len, &s), 0);
 	store_scan_expect_children(s);
+	if (resume)
+		CHECK_EQ_INT(store_scan_seek(s, pfx, w.len), 0);
 	while ((rc = store_scan_next_distinct(s, 1, &k, &v, &end)) == 1) {
 		uint32_t n;
 		int r = store_scan_child_subdirs(s, k.data, end, &n);
 
 		CHECK(r >= 0);
 		*known += r == 1;
-		if (r == 1 && n != (uint32_t)subdirs && !wrong)
+		/* subdirs -1: 3 for the children below 200, none after */
+		if (r == 1 && n != (uint32_t)(subdirs >= 0 ? subdirs : i < 200 ? 3 : 0) && !wrong)
 			wrong = i + 1;
 		i++;
 	}
@@ -1739,7 +1758,10 @@ static int wide_subdirs_list(struct store *st, int subdirs, int *known)
 /*
  * Counts stay exact where a listing's window ends inside a child (its last
  * child's hint: 200 children, windows of 128) and where the page of
- * entries below ends inside one (2 children of 2,100 containers each).
+ * entries below ends inside one (2 children of 2,100 containers each). A
+ * listing from the first name (maybe a plain `ls`) checks the entries of
+ * its first window only and knows the rest only when they have none; one
+ * that goes on from a position (`ls -l`'s later readdirs) knows them all.
  */
 static void test_kids_subdirs_edges(void)
 {
@@ -1749,15 +1771,22 @@ static void test_kids_subdirs_edges(void)
 
 	for (a.child = 0; a.child < 200; a.child++)
 		CHECK_EQ_INT(store_etcd_write(st, wide_subdirs_fn, &a), 0);
-	CHECK_EQ_INT(wide_subdirs_list(st, 3, &known), 0);
+	CHECK_EQ_INT(wide_subdirs_list(st, 3, false, &known), 0);
+	CHECK_EQ_INT(known, 128);
+	CHECK_EQ_INT(wide_subdirs_list(st, 3, true, &known), 0);
 	CHECK_EQ_INT(known, 200);
+	a.subdirs = 0;	/* children without containers: the free answer */
+	for (a.child = 200; a.child < 300; a.child++)
+		CHECK_EQ_INT(store_etcd_write(st, fill_leaf_fn, &a), 0);
+	CHECK_EQ_INT(wide_subdirs_list(st, -1, false, &known), 0);
+	CHECK_EQ_INT(known, 228);
 	t_close(st, true);
 
 	st = open_new("subdirs-edges-wide");
 	a.subdirs = 2100;
 	for (a.child = 0; a.child < 2; a.child++)
 		CHECK_EQ_INT(store_etcd_write(st, wide_subdirs_fn, &a), 0);
-	CHECK_EQ_INT(wide_subdirs_list(st, 2100, &known), 0);
+	CHECK_EQ_INT(wide_subdirs_list(st, 2100, true, &known), 0);
 	CHECK_EQ_INT(known, 2);
 	t_close(st, true);
 }
