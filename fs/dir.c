@@ -189,6 +189,7 @@ static int dir_seek(struct dir_fill *s, off_t off)
 	if (off <= 2)
 		return 0;
 	s->skip_to = off;
+	model_list_want_subdirs(s->d->list, false);	/* names passed over */
 	ret = model_list_fill(s->d->list, dir_skip_fn, s);
 	if (ret == 0) {		/* past the store's children: into the open new leaves */
 		s->d->store_end = s->d->pos;

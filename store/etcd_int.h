@@ -261,7 +261,9 @@ struct store_etcd_scan {
 	struct etcd_below *own_below;	/* heap, or NULL */
 	bool stepped;	/* a key was asked for */
 	bool resumed;	/* it was moved before that: a listing going on, not starting */
-	size_t subdirs_asked;	/* children whose containers it was asked to count */
+	/* where its first window of children ends (an etcd key; 0: none read yet) */
+	uint8_t first_end[ETCD_KEY_MAX + 1];
+	size_t first_end_len;
 };
 
 static inline struct store_etcd *ETCD(struct store *st)

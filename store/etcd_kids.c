@@ -397,6 +397,18 @@ static int window_take(struct store_etcd_scan *s, struct etcd_window *w, const u
 	return 0;
 }
 
+/* Remembers where the scan's first window ends, once it has one; rc passed through. */
+static int note_first_window(struct store_etcd_scan *s, int rc)
+{
+	const struct etcd_skel *last = s->n_skel ? &s->skel[s->n_skel - 1] : NULL;
+
+	if (rc == 0 && last && !s->first_end_len && last->end_len <= sizeof(s->first_end)) {
+		memcpy(s->first_end, last->end, last->end_len);
+		s->first_end_len = last->end_len;
+	}
+	return rc;
+}
+
 /* Offers the ranges this prefetch read (from skel0 on) to the listings after it. */
 static void window_offer(struct store_etcd_scan *s, size_t skel0)
 {
@@ -603,7 +615,7 @@ int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t fl
 		return 0;	/* every range is read at the pinned revision: pin it first */
 	w = etcd_snap_window(s->txn, s->base.prefix, s->base.prefix_len, s->keys_only, from, fl);
 	if (w)
-		return window_take(s, w, from, fl);
+		return note_first_window(s, window_take(s, w, from, fl));
 	rc = read_names(s, (unsigned)depth, from + base, fl - base,
 			s->n_skel ? KIDS_WINDOW : KIDS_FIRST_WINDOW, &names, &n_names,
 			&more);
@@ -695,6 +707,7 @@ int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t fl
 	s->skel_pos = 0;
 	if (rc == 0 && s->n_skel > skel0)
 		window_offer(s, skel0);
+	note_first_window(s, rc);
 	return rc;
 }
 
@@ -983,7 +996,8 @@ static int below_find(struct store_etcd_scan *s, unsigned depth, const uint8_t *
 		*out = s->below;
 		return 0;
 	}
-	if (s->win && s->win->n_skel)
+	/* from the window's start, unless its counts were read and stop short */
+	if (s->win && !shared && s->win->n_skel)
 		window_first(s, s->win, child, len, &lo, &lo_len);
 	rc = below_read(s, depth, lo, lo_len, verify, &b);
 	if (rc == 0 && b && !below_decides(b, child, len) && lo != child) {
@@ -1030,12 +1044,14 @@ int etcd_kids_child_subdirs(struct store_etcd_scan *s, const uint8_t *child, siz
 	 * Checking the entries found costs a range each. A listing that starts
 	 * at the directory's first name may be a plain `ls` (the kernel asks
 	 * for attributes with the first readdir whatever the caller wants):
-	 * past its first window it takes only the free answer (no entry below:
-	 * none). A listing going on from a position, which the kernel asks for
+	 * past its first window (of children, whatever their kind) it takes
+	 * only the free answer (no entry below: none). A listing going on from a position, which the kernel asks for
 	 * with attributes when names of the directory were stat'ed (`ls -l`),
 	 * and the first window of any, are counted in full.
 	 */
-	verify = s->resumed || s->subdirs_asked++ < KIDS_FIRST_WINDOW;
+	verify = s->resumed || (s->first_end_len > s->base_len &&
+				store_key_cmp(child, len, s->first_end + s->base_len,
+					      s->first_end_len - s->base_len) < 0);
 	rc = below_find(s, (unsigned)depth + 1, child, len, verify, &b);
 	if (rc || !b)
 		return rc;
