@@ -9,7 +9,10 @@
 #     NAME.json), find -exec cat of the 4,000 leaves of 20 documents (their
 #     directory view), and cp -a out
 #     to a local directory, on an LMDB mount and on an etcd mount: seconds
-#     (best of 3 for the reads) and etcd / LMDB.
+#     (best of 3 for the reads) and etcd / LMDB. Then, through a fresh
+#     mount (nothing cached; one run each), ls -l of those 1,000 documents
+#     and of 1,000 documents holding an object, an array and an empty
+#     object each (imported with kvfs import), and ls of the latter.
 # Starts its own cluster (scripts/etcd-cluster.sh, KVFS_ETCD_PORT default
 # 24890) and stops it again; unmounts what it mounted. Only the ratios mean
 # much: the cluster's three members share this machine's CPUs.
@@ -69,6 +72,17 @@ for ((d = 0; d < 10; d++)); do
 	for ((i = 0; i < 20; i++)); do doc "$i" 200 >"$src/docs/dir$d/d$i.json"; done
 done
 for ((i = 0; i < 300; i++)); do echo "line $i of a small text file" >"$src/text/t$i.txt"; done
+# nested.json: 1,000 documents of 20 leaves, an object, an array and an empty object each
+{
+	printf '{'
+	for ((i = 0; i < 1000; i++)); do
+		printf '%s"n%04d":{"addr":{"city":"c%d","zip":%d},"tags":["a","b"],"prefs":{}' \
+			"$([ $i -gt 0 ] && echo ,)" "$i" "$i" "$i"
+		for ((j = 0; j < 20; j++)); do printf ',"f%02d":%d' "$j" "$j"; done
+		printf '}'
+	done
+	printf '}\n'
+} >"$tmp/nested.json"
 
 mount_one() { # mount_one NAME STORE: mounts STORE at $tmp/mnt-NAME
 	local m=$tmp/mnt-$1 i
@@ -99,6 +113,14 @@ for side in lmdb etcd; do
 	mkdir -p "$tmp/out-$side"
 	res[$side,cp_out]=$(secs sh -c "cp -a '$m/text' $(printf "'$m/docs/dir0/d%d.json' " $(seq 0 19)) '$tmp/out-$side/'")
 	diff -r "$tmp/want/text" "$tmp/out-$side/text" >/dev/null || echo "# $side: the text files copied out differ from the source" >&2
+	"$kvfs" import "$store" /nested "$tmp/nested.json" >/dev/null
+	fusermount3 -u "$m"
+	mount_one "$side" "$store"	# nothing cached: each listing reads the store
+	res[$side,ls_cold]=$(secs ls -l "$m/wide")
+	res[$side,ls_nested]=$(secs ls -l "$m/nested")
+	fusermount3 -u "$m"
+	mount_one "$side" "$store"
+	res[$side,ls_plain]=$(secs ls "$m/nested")
 	fusermount3 -u "$m"
 done
 echo
@@ -113,3 +135,6 @@ row "ls -l of 1,000 documents of 40 keys (best of 3)" ls
 row "cat of 320 files: text and documents (best of 3)" cat
 row "find -exec cat: the 4,000 leaves of 20 documents (best of 3)" find
 row "cp -a out: 300 text files and 20 documents" cp_out
+row "fresh mount: ls -l of the 1,000 documents of 40 keys" ls_cold
+row "fresh mount: ls -l of 1,000 documents with containers" ls_nested
+row "fresh mount: ls of 1,000 documents with containers" ls_plain
