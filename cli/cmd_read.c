@@ -260,8 +260,9 @@ int cli_cmd_dump(const struct cli_verb *verb, int argc, char **argv)
 /* The walk itself: open, verify, print the report and the summary line. */
 const struct cli_opt cli_opts_check[] = {
 	{ 1, 0, "repair", NULL,
-	  "first rebuild every table index from the rows, and\n"
-	  "the TTL spaces from each other" },
+	  "first rebuild every table index from the rows, the\n"
+	  "TTL spaces from each other, and (etcd) the children\n"
+	  "space's missing entries" },
 	{ 0, 0, NULL, NULL, NULL },
 };
 

@@ -493,7 +493,9 @@ static int repair_txn(struct store_txn *txn, void *arg)
 	}
 	store_scan_close(scan);
 	/* the ttl and expiry spaces are rebuilt from each other (model/ttl.c) */
-	return ret < 0 ? ret : ttl_repair(txn, &(uint64_t){ 0 });
+	ret = ret < 0 ? ret : ttl_repair(txn, &(uint64_t){ 0 });
+	/* and what the backend keeps beside them (etcd: the children space) */
+	return ret < 0 ? ret : store_txn_repair(txn);
 }
 
 int model_check_repair(struct model *m, struct model_error *err)

@@ -421,6 +421,8 @@ int etcd_kids_first_bound(struct store_etcd_scan *s, uint8_t *out, size_t *out_l
  * (a store that says so) every key holding a container record its own.
  */
 int store_etcd_check(struct store_txn *txn, store_check_fn fn, void *arg);
+/* store_txn_repair: the entries store_etcd_check would miss, put in the write transaction. */
+int store_etcd_repair(struct store_txn *txn);
 
 /*
  * Big data values (store/etcd_val.c, docs/ETCD.md section 3). Keys k are

@@ -1163,6 +1163,8 @@ static int walk_range(struct store_etcd_txn *t, const uint8_t *lo, size_t ll, co
 }
 
 struct kids_walk {
+	struct store_etcd_txn *repair;	/* puts the entries missing instead of reporting them */
+	int rc;	/* the first put that failed */
 	struct key_list set;	/* containers with an entry, sorted */
 	size_t skip;	/* bytes before the container key (entries) or tuple key (data) */
 	store_check_fn fn;
@@ -1200,6 +1202,25 @@ static bool key_list_has(const struct key_list *ks, const uint8_t *key, size_t l
 }
 
 /*
+ * The container key[0..len) has no entry: reported, or (a repair) given
+ * one whose hint is hint[0..hint_len), the first key under it or its own.
+ */
+static void kids_missing(struct kids_walk *w, const uint8_t *key, size_t len, const uint8_t *hint,
+			 size_t hint_len, const char *message)
+{
+	uint8_t k[ETCD_KEY_MAX];
+	int n = elements(key, len);
+
+	if (!w->repair) {
+		w->fn(w->arg, key, len, message);
+		return;
+	}
+	if (w->rc == 0 && n >= 1)
+		w->rc = etcd_buf_put(w->repair->buf, k, kids_key(w->repair->st, (unsigned)n - 1, key, len, k),
+				     hint, hint_len);
+}
+
+/*
  * Every container above a data key needs its entry, or a listing of its
  * parent passes it over. Keys come in order, so the containers this key
  * shares with the last one were checked with it.
@@ -1216,9 +1237,11 @@ static int check_key(void *arg, const struct etcd_kv *kv)
 	/*
 	 * A key on a lease (a TTL) is deleted by etcd itself at its deadline,
 	 * and the entries above it with it or not (another lease, or none): a
-	 * check at that moment may see either first, so it is passed over.
+	 * check at that moment may see either first, so it is passed over (a
+	 * repair gives it its entries all the same: one left behind is stale,
+	 * which listings allow for).
 	 */
-	if (kv->key_len <= w->skip || len > STORE_KEY_MAX || kv->lease)
+	if (kv->key_len <= w->skip || len > STORE_KEY_MAX || (kv->lease && !w->repair))
 		return 0;
 	while (same < len && same < w->prev_len && tk[same] == w->prev[same])
 		same++;
@@ -1226,16 +1249,17 @@ static int check_key(void *arg, const struct etcd_kv *kv)
 	while (tuple_next(&r, &e) == 1 && r.pos < len && depth++ < KIDS_DEPTH_MAX) {
 		if (r.pos <= same || key_list_has(&w->set, tk, r.pos))
 			continue;
-		w->fn(w->arg, tk, r.pos, "no entry in the etcd children space: ls of its "
-		      "directory does not show it (docs/ETCD.md section 7)");
+		kids_missing(w, tk, r.pos, tk, len, "no entry in the etcd children space: ls of "
+			     "its directory does not show it (docs/ETCD.md section 7)");
 	}
 	if (w->record && w->record(kv->val, kv->val_len) && elements(tk, len) - 1 < KIDS_DEPTH_MAX &&
 	    !key_list_has(&w->set, tk, len))
-		w->fn(w->arg, tk, len, "empty container without its entry in the etcd children "
-		      "space: ls -l gives its parent a wrong nlink (docs/ETCD.md section 7)");
+		kids_missing(w, tk, len, tk, len, "empty container without its entry in the etcd "
+			     "children space: ls -l gives its parent a wrong nlink (docs/ETCD.md "
+			     "section 7)");
 	memcpy(w->prev, tk, len);
 	w->prev_len = len;
-	return 0;
+	return w->rc;
 }
 
 static int kid_cmp(const void *a, const void *b, void *arg)
@@ -1275,12 +1299,30 @@ static int key_list_sort(struct key_list *ks)
 	return 0;
 }
 
+/* Reads every entry, then walks every data key against them (check_key). */
+static int kids_walk_all(struct store_etcd_txn *t, struct kids_walk *w)
+{
+	uint8_t lo[ETCD_KEY_MAX], hi[ETCD_KEY_MAX];
+	size_t ll = etcd_kids_marker(t->st, lo), hl = etcd_prefix_end(lo, ll, hi);
+	int rc;
+
+	w->skip = ll + 1;	/* the marker and the depth byte */
+	rc = walk_range(t, lo, ll, hi, hl, false, add_entry, w);
+	if (rc == 0)
+		rc = key_list_sort(&w->set);
+	if (rc == 0) {
+		ll = etcd_key(t->st, STORE_SPACE_DATA, NULL, 0, lo);
+		hl = etcd_prefix_end(lo, ll, hi);
+		w->skip = ll;
+		rc = walk_range(t, lo, ll, hi, hl, w->record != NULL, check_key, w);
+	}
+	return rc ? rc : w->rc;
+}
+
 int store_etcd_check(struct store_txn *txn, store_check_fn fn, void *arg)
 {
 	struct store_etcd_txn *t = ETXN(txn);
 	struct kids_walk *w;
-	uint8_t lo[ETCD_KEY_MAX], hi[ETCD_KEY_MAX];
-	size_t ll, hl;
 	int rc;
 
 	if (!t->st->kids)
@@ -1292,20 +1334,38 @@ int store_etcd_check(struct store_txn *txn, store_check_fn fn, void *arg)
 		return -ENOMEM;
 	w->fn = fn;
 	w->arg = arg;
-	ll = etcd_kids_marker(t->st, lo);
-	hl = etcd_prefix_end(lo, ll, hi);
-	w->skip = ll + 1;	/* the marker and the depth byte */
-	rc = walk_range(t, lo, ll, hi, hl, false, add_entry, w);
-	if (rc == 0)
-		rc = key_list_sort(&w->set);
-	if (rc == 0) {
-		ll = etcd_key(t->st, STORE_SPACE_DATA, NULL, 0, lo);
-		hl = etcd_prefix_end(lo, ll, hi);
-		w->skip = ll;
-		w->record = t->st->kids_records ? t->st->base.container_test : NULL;
-		rc = walk_range(t, lo, ll, hi, hl, w->record != NULL, check_key, w);
-	}
+	w->record = t->st->kids_records ? t->st->base.container_test : NULL;
+	rc = kids_walk_all(t, w);
 	key_list_release(&w->set);
 	free(w);
+	return rc;
+}
+
+/*
+ * Gives every container and container record without an entry one, in the
+ * write transaction; a store from before records' entries then says it
+ * keeps them (the marker's "2"). The reads are not guarded: entries never
+ * are (a listing allows for stale ones), and a writer that commits
+ * meanwhile writes its own.
+ */
+int store_etcd_repair(struct store_txn *txn)
+{
+	struct store_etcd_txn *t = ETXN(txn);
+	uint8_t k[ETCD_KEY_MAX];
+	struct kids_walk *w;
+	int rc;
+
+	if (!t->st->kids)
+		return 0;	/* a store from before the space lists by its pages */
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->repair = t;
+	w->record = t->st->base.container_test;
+	rc = kids_walk_all(t, w);
+	key_list_release(&w->set);
+	free(w);
+	if (rc == 0 && !t->st->kids_records && t->st->base.container_test)
+		rc = etcd_buf_put(t->buf, k, etcd_kids_marker(t->st, k), "2", 1);
 	return rc;
 }

@@ -42,4 +42,5 @@ const struct store_ops store_etcd_ops = {
 	.prefetch = store_etcd_prefetch,
 	.expect_reads = store_etcd_expect_reads,
 	.check = store_etcd_check,
+	.repair = store_etcd_repair,
 };

@@ -638,6 +638,13 @@ int store_txn_check(struct store_txn *txn, store_check_fn fn, void *arg)
 	return txn->st->ops->check(txn, fn, arg);
 }
 
+int store_txn_repair(struct store_txn *txn)
+{
+	if (!txn->st->ops->repair || !txn->write)
+		return 0;
+	return txn->st->ops->repair(txn);
+}
+
 uint64_t store_scan_steps(const struct store_scan *scan)
 {
 	return scan->steps;

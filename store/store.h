@@ -400,6 +400,13 @@ void store_txn_expect_reads(struct store_txn *txn, enum store_space space, const
  */
 typedef void (*store_check_fn)(void *arg, const uint8_t *key, size_t len, const char *message);
 int store_txn_check(struct store_txn *txn, store_check_fn fn, void *arg);
+/*
+ * Rebuilds, in the write transaction txn, what store_txn_check finds
+ * missing of what the backend keeps for itself (etcd: children-space
+ * entries; a store from before container records' entries then keeps
+ * them). 0, or -errno. A backend with nothing of its own (LMDB): 0 at once.
+ */
+int store_txn_repair(struct store_txn *txn);
 /* How many cursor positionings this scan made (tests prove skips with it). */
 uint64_t store_scan_steps(const struct store_scan *scan);
 /* The transaction the scan runs in (borrowed). */

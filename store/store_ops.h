@@ -210,6 +210,8 @@ struct store_ops {
 			     size_t prefix_len);
 	/* Optional (NULL: nothing of its own to check): as store_txn_check (read txns). */
 	int (*check)(struct store_txn *txn, store_check_fn fn, void *arg);
+	/* Optional (NULL: nothing of its own to rebuild): as store_txn_repair (write txns). */
+	int (*repair)(struct store_txn *txn);
 };
 
 /* The backends (store.c chooses; the etcd one exists when built with KVFS_ETCD). */

@@ -1611,6 +1611,12 @@ static void subdirs_expect(const char *got, const char *want, int line)
 	}
 }
 
+static int subdirs_repair_fn(struct store_txn *t, void *arg)
+{
+	(void)arg;
+	return store_txn_repair(t);
+}
+
 static void subdirs_problem(void *arg, const uint8_t *key, size_t len, const char *message)
 {
 	(void)key;
@@ -1624,7 +1630,8 @@ static void subdirs_problem(void *arg, const uint8_t *key, size_t len, const cha
  * counts each listed child's containers from the entries one level below
  * the children, each checked (a stale entry, a record turned leaf and a
  * gone hint are all seen), one read for a listing's window. A store from
- * before never says. kvfs check misses no record's entry.
+ * before never says. kvfs check misses no record's entry; a repair puts
+ * it back.
  */
 static void test_kids_subdirs(void)
 {
@@ -1673,6 +1680,15 @@ static void test_kids_subdirs(void)
 	CHECK_EQ_INT(store_etcd_check(t, subdirs_problem, &problems), 0);
 	t_end(t);
 	CHECK_EQ_INT(problems, 1);
+	/* a repair puts it back */
+	CHECK_EQ_INT(store_etcd_write(st, subdirs_repair_fn, NULL), 0);
+	problems = 0;
+	CHECK_EQ_INT(t_read(st, &t), 0);
+	CHECK_EQ_INT(store_etcd_check(t, subdirs_problem, &problems), 0);
+	t_end(t);
+	CHECK_EQ_INT(problems, 0);
+	subdirs_list(st, got, &reads);
+	subdirs_expect(got, "a0 b1 c1 d0 e0", __LINE__);
 	t_close(st, true);
 }
 
