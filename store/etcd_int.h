@@ -180,6 +180,7 @@ struct store_etcd_txn {
 		unsigned backoff;	/* how many the next useless page makes */
 	} ahead[ETCD_AHEAD_MAX];
 	int n_ahead;
+	bool kids_upgrade;	/* a repair that makes the store keep records' entries (marker "2") */
 };
 
 /* One range of a listing's skeleton (etcd_kids.c): every key of [from, end) is in r. */

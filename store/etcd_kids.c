@@ -1351,12 +1351,15 @@ int store_etcd_check(struct store_txn *txn, store_check_fn fn, void *arg)
 int store_etcd_repair(struct store_txn *txn)
 {
 	struct store_etcd_txn *t = ETXN(txn);
-	uint8_t k[ETCD_KEY_MAX];
+	uint8_t k[ETCD_KEY_MAX], lo[ETCD_KEY_MAX], hi[ETCD_KEY_MAX];
+	size_t ll, hl;
 	struct kids_walk *w;
 	int rc;
 
 	if (!t->st->kids)
 		return 0;	/* a store from before the space lists by its pages */
+	if (!store_etcd_txn_id(txn))
+		return -EIO;	/* the revision the walks read at */
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
@@ -1365,7 +1368,18 @@ int store_etcd_repair(struct store_txn *txn)
 	rc = kids_walk_all(t, w);
 	key_list_release(&w->set);
 	free(w);
-	if (rc == 0 && !t->st->kids_records && t->st->base.container_test)
+	if (rc || t->st->kids_records || !t->st->base.container_test)
+		return rc;
+	/*
+	 * The marker's "2" promises every record an entry from now on: a data
+	 * write since the walk (an older kvfs gives its records none) makes
+	 * the repair run again. Writers after it must be this version or newer.
+	 */
+	ll = etcd_key(t->st, STORE_SPACE_DATA, NULL, 0, lo);
+	hl = etcd_prefix_end(lo, ll, hi);
+	rc = etcd_buf_guard_range(t->buf, lo, ll, hi, hl, t->rev);
+	if (rc == 0)
 		rc = etcd_buf_put(t->buf, k, etcd_kids_marker(t->st, k), "2", 1);
+	t->kids_upgrade = rc == 0;
 	return rc;
 }

@@ -600,6 +600,8 @@ int store_etcd_write(struct store *sb, store_write_fn fn, void *arg)
 
 			rc = etcd_big_help(st, t->c, &found);
 		}
+		if (rc == 0 && committed && t->kids_upgrade)
+			st->kids_records = true;	/* under write_lock; a repair's process (the CLI) */
 		sent = sent || t->sent;
 		txn_release(t);
 		free(t);

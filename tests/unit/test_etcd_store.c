@@ -1689,6 +1689,20 @@ static void test_kids_subdirs(void)
 	CHECK_EQ_INT(problems, 0);
 	subdirs_list(st, got, &reads);
 	subdirs_expect(got, "a0 b1 c1 d0 e0", __LINE__);
+	/* a store from before records' entries: the repair says it keeps them now */
+	e->kids_records = false;
+	CHECK_EQ_INT(store_etcd_write(st, subdirs_repair_fn, NULL), 0);
+	CHECK(e->kids_records);
+	{
+		struct etcd_range_result m = { 0 };
+		uint8_t mk[ETCD_KEY_MAX];
+
+		CHECK_EQ_INT(etcd_client_take(e, &c), 0);
+		CHECK_EQ_INT(etcd_range_retry(c, mk, etcd_kids_marker(e, mk), NULL, &m), 0);
+		etcd_client_give(e, c);
+		CHECK(m.len == 1 && m.kvs[0].val_len == 1 && m.kvs[0].val[0] == '2');
+		etcd_range_result_release(&m);
+	}
 	t_close(st, true);
 }
 
