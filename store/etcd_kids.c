@@ -1344,9 +1344,9 @@ int store_etcd_check(struct store_txn *txn, store_check_fn fn, void *arg)
 /*
  * Gives every container and container record without an entry one, in the
  * write transaction; a store from before records' entries then says it
- * keeps them (the marker's "2"). The reads are not guarded: entries never
- * are (a listing allows for stale ones), and a writer that commits
- * meanwhile writes its own.
+ * keeps them (the marker's "2"). The reads are not guarded, as entries
+ * never are (a listing allows for stale ones, and a writer of this version
+ * that commits meanwhile writes its own), except for that upgrade: below.
  */
 int store_etcd_repair(struct store_txn *txn)
 {
