@@ -728,6 +728,14 @@ struct etcd_skel *etcd_kids_covering(struct store_etcd_scan *s, const uint8_t *k
 
 /* ---- how many containers each listed child holds ---- */
 
+/* Whether entry kv's hint lies under its container (not the container's own key). */
+static bool below_hinted(const struct store_etcd_scan *s, const struct etcd_kv *kv)
+{
+	size_t gl = kv->key_len - s->txn->st->prefix_len - 2;
+
+	return hint_of(s->txn->st, kv->key, kv->key_len, kv->val, kv->val_len) && kv->val_len > gl;
+}
+
 /*
  * The range that tells whether entry kv's container still holds a key:
  * its hint H alone when H lies under it ([H, H 0x00): O(1) keys), else
@@ -739,24 +747,16 @@ static void below_probe(struct store_etcd_scan *s, const struct etcd_kv *kv, boo
 			struct etcd_op *op, uint8_t *buf)
 {
 	struct store_etcd *st = s->txn->st;
-	size_t skip = st->prefix_len + 2, gl = kv->key_len - skip;
-	const uint8_t *h = hint_of(st, kv->key, kv->key_len, kv->val, kv->val_len);
+	size_t skip = st->prefix_len + 2;
+	bool hint = !whole && below_hinted(s, kv);	/* [H, H 0x00), else [G, G 0xff) */
 	uint8_t *end = buf + ETCD_KEY_MAX + 1;
-	size_t kl, el;
+	size_t kl = hint ? etcd_key(st, STORE_SPACE_DATA, kv->val, kv->val_len, buf) :
+			   etcd_key(st, STORE_SPACE_DATA, kv->key + skip, kv->key_len - skip, buf);
 
-	if (h && kv->val_len > gl && !whole) {
-		kl = etcd_key(st, STORE_SPACE_DATA, h, kv->val_len, buf);
-		memcpy(end, buf, kl);
-		end[kl] = 0;
-		el = kl + 1;
-	} else {
-		kl = etcd_key(st, STORE_SPACE_DATA, kv->key + skip, gl, buf);
-		memcpy(end, buf, kl);
-		end[kl] = 0xff;
-		el = kl + 1;
-	}
+	memcpy(end, buf, kl);
+	end[kl] = hint ? 0 : 0xff;
 	*op = (struct etcd_op){ .type = ETCD_OP_RANGE, .key = buf, .key_len = kl, .range_end = end,
-				.range_end_len = el, .limit = 1, .revision = s->txn->rev };
+				.range_end_len = kl + 1, .limit = 1, .revision = s->txn->rev };
 }
 
 /* Whether the answer r to entry kv's probe shows its container there. */
@@ -771,14 +771,6 @@ static bool below_there(const struct store_etcd_scan *s, const struct etcd_kv *k
 	if (r->kvs[0].key_len > base + gl)
 		return true;	/* a key under it */
 	return st->base.container_test && st->base.container_test(r->kvs[0].val, r->kvs[0].val_len);
-}
-
-/* Whether entry kv's hint lies under its container (not the container's own key). */
-static bool below_hinted(const struct store_etcd_scan *s, const struct etcd_kv *kv)
-{
-	size_t gl = kv->key_len - s->txn->st->prefix_len - 2;
-
-	return hint_of(s->txn->st, kv->key, kv->key_len, kv->val, kv->val_len) && kv->val_len > gl;
 }
 
 /*
@@ -1299,13 +1291,29 @@ static int key_list_sort(struct key_list *ks)
 	return 0;
 }
 
-/* Reads every entry, then walks every data key against them (check_key). */
-static int kids_walk_all(struct store_etcd_txn *t, struct kids_walk *w)
+/*
+ * Reads every entry, then walks every data key against them (check_key),
+ * at the transaction's pinned revision: a missing entry is reported to fn,
+ * or (repair) put in the transaction. record: the container test that
+ * records' entries are checked with, or NULL.
+ */
+static int kids_walk_all(struct store_etcd_txn *t, store_check_fn fn, void *arg,
+			 store_container_test_fn record, bool repair)
 {
 	uint8_t lo[ETCD_KEY_MAX], hi[ETCD_KEY_MAX];
 	size_t ll = etcd_kids_marker(t->st, lo), hl = etcd_prefix_end(lo, ll, hi);
+	struct kids_walk *w;
 	int rc;
 
+	if (!store_etcd_txn_id(&t->base))
+		return -EIO;	/* the revision the walks read at */
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->fn = fn;
+	w->arg = arg;
+	w->record = record;
+	w->repair = repair ? t : NULL;
 	w->skip = ll + 1;	/* the marker and the depth byte */
 	rc = walk_range(t, lo, ll, hi, hl, false, add_entry, w);
 	if (rc == 0)
@@ -1316,29 +1324,20 @@ static int kids_walk_all(struct store_etcd_txn *t, struct kids_walk *w)
 		w->skip = ll;
 		rc = walk_range(t, lo, ll, hi, hl, w->record != NULL, check_key, w);
 	}
-	return rc ? rc : w->rc;
+	rc = rc ? rc : w->rc;
+	key_list_release(&w->set);
+	free(w);
+	return rc;
 }
 
 int store_etcd_check(struct store_txn *txn, store_check_fn fn, void *arg)
 {
 	struct store_etcd_txn *t = ETXN(txn);
-	struct kids_walk *w;
-	int rc;
 
 	if (!t->st->kids)
 		return 0;	/* a store from before the space lists by its pages */
-	if (!store_etcd_txn_id(txn))
-		return -EIO;	/* the revision the walks read at */
-	w = calloc(1, sizeof(*w));
-	if (!w)
-		return -ENOMEM;
-	w->fn = fn;
-	w->arg = arg;
-	w->record = t->st->kids_records ? t->st->base.container_test : NULL;
-	rc = kids_walk_all(t, w);
-	key_list_release(&w->set);
-	free(w);
-	return rc;
+	return kids_walk_all(t, fn, arg, t->st->kids_records ? t->st->base.container_test : NULL,
+			     false);
 }
 
 /*
@@ -1353,21 +1352,11 @@ int store_etcd_repair(struct store_txn *txn)
 	struct store_etcd_txn *t = ETXN(txn);
 	uint8_t k[ETCD_KEY_MAX], lo[ETCD_KEY_MAX], hi[ETCD_KEY_MAX];
 	size_t ll, hl;
-	struct kids_walk *w;
 	int rc;
 
 	if (!t->st->kids)
 		return 0;	/* a store from before the space lists by its pages */
-	if (!store_etcd_txn_id(txn))
-		return -EIO;	/* the revision the walks read at */
-	w = calloc(1, sizeof(*w));
-	if (!w)
-		return -ENOMEM;
-	w->repair = t;
-	w->record = t->st->base.container_test;
-	rc = kids_walk_all(t, w);
-	key_list_release(&w->set);
-	free(w);
+	rc = kids_walk_all(t, NULL, NULL, t->st->base.container_test, true);
 	if (rc || t->st->kids_records || !t->st->base.container_test)
 		return rc;
 	/*
