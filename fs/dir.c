@@ -256,10 +256,10 @@ static int dir_fill_fn(void *arg, const char *name, const struct model_node *nod
 	e.ino = fs_node_ino(ctx, child);
 	e.entry_timeout = vol ? 0.0 : ctx->entry_timeout;
 	/*
-	 * The listing does not scan children to count their subdirectories: a
-	 * directory's nlink is known when a stat counted it at this generation,
-	 * or when the listing knew it (an empty one; on etcd, from the children
-	 * space), which spares `ls -l` a getattr per directory; else stat asks.
+	 * A directory's nlink is known when a stat counted it at this
+	 * generation, or when the listing knew it (an empty one; on etcd, from
+	 * the children space; on LMDB, counted within the listing's budget),
+	 * which spares `ls -l` a getattr per directory; else stat asks.
 	 */
 	if (fs_kind_is_dir(node->kind) && child->nlink_gen == s->gen + 1) {
 		e.attr.st_nlink = child->nlink;

@@ -265,10 +265,11 @@ int model_list_open(struct model *m, const char *path, struct model_list **out,
 		    struct model_error *err);
 int model_list_fill(struct model_list *list, model_list_fn fn, void *arg);
 /*
- * Whether the fills after it count each directory's subdirectories where
- * the store can without reading the directory (node.subdirs_known): for a
- * listing that hands out attributes (readdirplus). An empty directory is
- * known in any listing.
+ * Whether the fills after it count each directory's subdirectories
+ * (node.subdirs_known) where the store can without reading the directory,
+ * or where reads are local, within a budget per fill: for a listing that
+ * hands out attributes (readdirplus). An empty directory is known in any
+ * listing.
  */
 void model_list_want_subdirs(struct model_list *list, bool want);
 void model_list_rewind(struct model_list *list);

@@ -14,7 +14,13 @@
 
 /* ---- reading ---- */
 
-static int count_subdirs(struct store_txn *txn, const struct tree_path *p, uint32_t *out)
+/*
+ * The containers among the children of key[0..len), into *out: 1 when
+ * counted; 0 when the children outnumber *budget (NULL: no bound), which
+ * they use up, and the count is given up; <0 on error.
+ */
+static int count_subdirs(struct store_txn *txn, const uint8_t *key, size_t len, uint32_t *budget,
+			 uint32_t *out)
 {
 	struct store_scan *scan;
 	struct tree_child c;
@@ -22,16 +28,21 @@ static int count_subdirs(struct store_txn *txn, const struct tree_path *p, uint3
 	int ret;
 
 	*out = 0;
-	ret = store_scan_open(txn, STORE_SPACE_DATA, p->key, p->len, &scan);
+	ret = store_scan_open(txn, STORE_SPACE_DATA, key, len, &scan);
 	if (ret < 0)
 		return ret;
-	for (ret = tree_child_first(scan, p->key, p->len, NULL, 0, &c); ret == 1;
-	     ret = tree_child_next(scan, p->len, &c)) {
+	for (ret = tree_child_first(scan, key, len, NULL, 0, &c); ret == 1;
+	     ret = tree_child_next(scan, len, &c)) {
+		if (budget && (*budget)-- == 0) {
+			*budget = 0;
+			*out = 0;
+			break;
+		}
 		if (tree_child_node(&c, &n) == 0 && n.kind != MODEL_KIND_LEAF)
 			(*out)++;
 	}
 	store_scan_close(scan);
-	return ret;
+	return ret < 0 ? ret : ret == 0;
 }
 
 /* A stream that only counts what is written to it (view_stat's size). */
@@ -120,7 +131,7 @@ static int stat_in(struct model *m, struct store_txn *txn, const char *path, uns
 	if (ret < 0)
 		return tree_fail(err, ret, "%s: corrupt ttl record (run kvfs check)", path);
 	if ((flags & MODEL_STAT_SUBDIRS) && n.kind != MODEL_KIND_LEAF && !n.empty) {
-		ret = count_subdirs(txn, &p, &out->subdirs);
+		ret = count_subdirs(txn, p.key, p.len, NULL, &out->subdirs);
 		if (ret < 0)
 			return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
 	}
@@ -377,6 +388,7 @@ struct model_list {
 	size_t last_len;
 	struct tview *tv;	/* a table's @ directory: listed by table_view.c */
 	bool subdirs;	/* model_list_want_subdirs */
+	uint32_t count_budget;	/* children list_child_subdirs may still visit in this fill */
 };
 
 static int list_open_in(struct store_txn *txn, const char *path, struct model_list *l,
@@ -437,13 +449,26 @@ out_free:
 }
 
 /*
- * How many containers a container child holds (its nlink is 2 more): none
- * when it is empty; else when the store can tell without reading it (etcd).
+ * Where reads are local a listing counts its directories' children itself
+ * for their nlink, at most this many for one directory and for one fill
+ * (a readdir's worth): past that the count is left to the stat, so that a
+ * plain `ls` of directories of big subtrees costs about what it did.
  */
-static int list_child_subdirs(const struct model_list *l, struct store_scan *scan,
+#define LIST_COUNT_ONE 1024
+#define LIST_COUNT_FILL 8192
+
+/*
+ * How many containers a container child holds (its nlink is 2 more): none
+ * when it is empty; else when the store can tell without reading it
+ * (etcd), or by counting them where reads are local (LMDB), which spares
+ * `ls -l` a getattr round trip per directory.
+ */
+static int list_child_subdirs(struct model_list *l, struct store_scan *scan,
 			      const struct tree_child *c, const struct tree_node *n,
 			      struct model_node *node)
 {
+	struct store_txn *txn = store_scan_txn(scan);
+	uint32_t budget = l->count_budget < LIST_COUNT_ONE ? l->count_budget : LIST_COUNT_ONE;
 	int ret = 0;
 
 	if (n->kind == MODEL_KIND_LEAF)
@@ -451,6 +476,13 @@ static int list_child_subdirs(const struct model_list *l, struct store_scan *sca
 	node->subdirs = 0;
 	if (!n->empty && l->subdirs)
 		ret = store_scan_child_subdirs(scan, c->key, c->end, &node->subdirs);
+	if (ret == 0 && !n->empty && l->subdirs && budget &&
+	    store_txn_can(txn, STORE_CAN_READ_LOCALLY)) {
+		uint32_t left = budget;
+
+		ret = count_subdirs(txn, c->key, c->end, &left, &node->subdirs);
+		l->count_budget -= budget - left;
+	}
 	if (ret == -ENOMEM || ret == -ESTALE)
 		return ret;
 	/* only a shortcut: a read that failed leaves the count to the child's stat */
@@ -526,6 +558,7 @@ int model_list_fill(struct model_list *list, model_list_fn fn, void *arg)
 
 	if (ret < 0)
 		return ret;
+	list->count_budget = LIST_COUNT_FILL;
 	ret = list->tv ? tview_fill(list->m, txn, list->tv, fn, arg) :
 	      list_fill_in(list, txn, fn, arg);
 	store_txn_end(txn);

@@ -390,7 +390,8 @@ bool store_in_engine(void)
 const struct store_ops store_lmdb_ops = {
 	.version = STORE_OPS_VERSION,
 	.name = "lmdb",
-	.abilities = STORE_CAN_SYNC | STORE_CAN_HOT_COPY | STORE_CAN_USAGE | STORE_CAN_FEED,
+	.abilities = STORE_CAN_SYNC | STORE_CAN_HOT_COPY | STORE_CAN_USAGE | STORE_CAN_FEED |
+		     STORE_CAN_READ_LOCALLY,
 	.store_size = sizeof(struct lmdb_store),
 	.txn_size = sizeof(struct lmdb_txn),
 	.scan_size = sizeof(struct lmdb_scan),

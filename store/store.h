@@ -69,6 +69,9 @@ enum store_ability {
 	STORE_CAN_EXPIRE = 1 << 4,	/* store_txn_expire_puts: the store itself deletes keys
 					 * after their deadline (etcd: leases), without any kvfs
 					 * process running. Without it nothing expires by itself */
+	STORE_CAN_READ_LOCALLY = 1 << 5,	/* reads are memory accesses (LMDB's map): a scan
+						 * costs no round trip, so a caller may read ahead
+						 * where a remote backend would answer "not known" */
 };
 
 /* Whether the store's backend has every ability in `abilities` (STORE_CAN_*). */
@@ -365,9 +368,10 @@ void store_scan_expect_children(struct store_scan *scan);
  * one element below it: keys of its own with more under them, and keys
  * whose value passes the store's container test. A listing gives its
  * nlink so without reading the child. 1 with *count exact; 0 not known
- * (the backend cannot tell without reading the child: LMDB, whose reads
- * are local, always says 0); <0 error. Costs a backend a few requests
- * per window of a listing, not per child (etcd: docs/ETCD.md section 7).
+ * (the backend cannot tell without reading the child: LMDB always says 0,
+ * and with STORE_CAN_READ_LOCALLY the caller reads the child itself); <0
+ * error. Costs a backend a few requests per window of a listing, not per
+ * child (etcd: docs/ETCD.md section 7).
  */
 int store_scan_child_subdirs(struct store_scan *scan, const void *child, size_t len,
 			     uint32_t *count);

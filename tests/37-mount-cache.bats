@@ -177,3 +177,41 @@ make_dir() {
 	assert_output $'value 3\nvalue 1\nvalue 2'
 	run ! test -e "$MNT/d/k3"
 }
+
+# nlinks DIR: "NAME NLINK" of each directory in DIR, one stat each (a
+# lookup and its attributes, no listing), sorted by name
+nlinks() {
+	local d
+	for d in "$1"/*/; do
+		d=${d%/}
+		printf '%s %s\n' "${d##*/}" "$(stat -c %h "$d")"
+	done
+}
+
+@test "ls -l takes each directory's nlink from the listing: what stat counts, no getattr each" {
+	shapes "$MNT"
+	# past what a listing counts (1,024 children): left to its stat
+	python3 -c 'import json; print(json.dumps({**{"m%d" % i: i for i in range(1100)}, "o": {"p": 1}}))' \
+		>"$MNT/n/wide.json"
+	remount	# the kernel knows nothing: each stat counts its directory
+	run -0 nlinks "$MNT/n"
+	local want=$output
+	grep -qx 'marks 4' <<<"$want"
+	grep -qx 'wide 3' <<<"$want"
+	grep -qx 'emptied 3' <<<"$want"
+	remount
+	local before after
+	before=$(count getattr)
+	run -0 ls -ln --time-style=+X "$MNT/n"
+	after=$(count getattr)
+	run -0 awk '$1 ~ /^d/ { print $NF, $2 }' <<<"$output"
+	assert_output "$want"
+	# 50 directories: n itself and wide (too big to count) at most; with
+	# no attribute cache (make test-nocache) every stat asks again
+	[[ ${KVFS_MOUNT_OPTS:-} == *attr_timeout=0* ]] || [ $((after - before)) -le 2 ]
+	# the nlink a listing gave follows a change through the mount
+	mkdir "$MNT/n/flat3/new"
+	[ "$(stat -c %h "$MNT/n/flat3")" = 3 ]
+	rmdir "$MNT/n/flat3/new"
+	[ "$(stat -c %h "$MNT/n/flat3")" = 2 ]
+}

@@ -191,31 +191,6 @@ EOF
 	assert_output "$want"
 }
 
-# shapes ROOT: under ROOT/n, directories whose nlink a listing must give
-# right: 40 documents of leaves only (2), a subdirectory (3), an empty
-# object below (3), two empty containers (4), a subdirectory removed by
-# rm -r (2: its entry stays behind on etcd), one emptied by rm (3: empty
-# now), an empty directory (2), an array of arrays (4), an empty array
-# rewritten as a number (2: its entry stays), a subdirectory that lost
-# its first file (3: its entry's hint is gone).
-shapes() {
-	local r=$1/n i
-	mkdir "$r"
-	for ((i = 0; i < 40; i++)); do
-		echo "{\"a\":$i,\"b\":\"x\"}" >"$r/flat$i.json"
-	done
-	mkdir "$r/sub" "$r/sub/inner"
-	mkdir "$r/esub" && echo '{}' >"$r/esub/e.json"
-	echo '{"k":[],"l":{},"m":1}' >"$r/marks.json"
-	mkdir "$r/gone" "$r/gone/g" && echo 1 >"$r/gone/g/x" && echo 2 >"$r/gone/y"
-	rm -r "$r/gone/g"
-	mkdir "$r/emptied" "$r/emptied/g" && echo 1 >"$r/emptied/g/x" && rm "$r/emptied/g/x"
-	mkdir "$r/bare"
-	echo '[[1],[2],3]' >"$r/arr.json"
-	echo '{"k":[],"m":1}' >"$r/turned.json" && echo '{"k":5,"m":1}' >"$r/turned.json"
-	mkdir "$r/hg" "$r/hg/g" && echo 1 >"$r/hg/g/a" && echo 2 >"$r/hg/g/b" && rm "$r/hg/g/a"
-}
-
 # getattrs: the etcd mount's getattr requests so far
 getattrs() {
 	getfattr --absolute-names --only-values -n user.kvfs.stats "$MNT" |
