@@ -2,14 +2,18 @@
 # Runs a throw-away 3-member etcd cluster on loopback ports for kvfs's etcd
 # backend and its tests (docs/ETCD.md). Everything lives under one directory.
 #
-# Usage: scripts/etcd-cluster.sh start|stop|stop-one [N]|status
+# Usage: scripts/etcd-cluster.sh start|stop|stop-one [N]|hang-one [N]|status
 #   start     starts the members not running yet (a stopped member comes back
-#             with its data), waits until every member is healthy, and prints
+#             with its data) and wakes hung ones, waits until every member is
+#             healthy, and prints
 #             the URL to give kvfs: etcd://127.0.0.1:P0,127.0.0.1:P1,127.0.0.1:P2
 #             (append /PREFIX to name a store inside the cluster).
 #   stop      stops all members and removes their data.
 #   stop-one  stops member N (0-2, default 2) only, keeping its data: the
 #             other two keep a quorum, so writes go on (the member-loss test).
+#   hang-one  freezes member N (default 2) with SIGSTOP: its port still takes
+#             connections, but nothing answers (a hung machine, a network
+#             that drops its answers); start wakes it. Prints its endpoint.
 #   status    one line per member: its client URL and running/stopped, then
 #             the URL; exits 1 when none runs.
 #   endpoints the members' client URLs, comma-separated (for etcdctl --endpoints)
@@ -145,11 +149,17 @@ wait_healthy() {
 }
 
 cmd_start() {
-	local i started=0
+	local i pid started=0
 	install_etcd
 	mkdir -p "$dir"
 	for ((i = 0; i < members; i++)); do
-		member_pid "$i" >/dev/null && continue
+		if pid=$(member_pid "$i"); then
+			if [[ "$(ps -o stat= -p "$pid")" == T* ]]; then
+				kill -CONT "$pid"	# hung by hang-one: wakes
+				started=1
+			fi
+			continue
+		fi
 		start_member "$i"
 		started=1
 	done
@@ -161,6 +171,7 @@ stop_member() {
 	local pid tries
 	pid=$(member_pid "$1") || return 0
 	kill "$pid" 2>/dev/null || true
+	kill -CONT "$pid" 2>/dev/null || true	# a hung member takes the TERM once it runs
 	for ((tries = 0; tries < 100; tries++)); do
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
@@ -190,6 +201,14 @@ cmd_stop_one() {
 	echo "127.0.0.1:$(client_port "$i")"
 }
 
+cmd_hang_one() {
+	local i=${1:-2} pid
+	[[ "$i" =~ ^[0-9]+$ ]] && [ "$i" -lt "$members" ] || die "hang-one: member must be 0-$((members - 1))"
+	pid=$(member_pid "$i") || die "hang-one: member $i is not running"
+	kill -STOP "$pid"
+	echo "127.0.0.1:$(client_port "$i")"
+}
+
 cmd_status() {
 	local i any=1
 	for ((i = 0; i < members; i++)); do
@@ -207,7 +226,8 @@ case "${1:-}" in
 start) cmd_start ;;
 stop) cmd_stop ;;
 stop-one) cmd_stop_one "${2:-}" ;;
+hang-one) cmd_hang_one "${2:-}" ;;
 status) cmd_status ;;
 endpoints) endpoints ;;
-*) die "usage: $0 start|stop|stop-one [N]|status|endpoints" ;;
+*) die "usage: $0 start|stop|stop-one [N]|hang-one [N]|status|endpoints" ;;
 esac

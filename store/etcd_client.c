@@ -19,8 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define EP_MAX 16	/* members one client knows at most */
+#include <time.h>
 
 /* A growing byte buffer for answers (and the watch stream's partial line). */
 struct buf {
@@ -31,9 +30,11 @@ struct buf {
 struct etcd_client {
 	CURL *curl;
 	struct curl_slist *headers;
-	char *eps[EP_MAX];	/* "http://HOST:PORT", heap */
+	char *eps[ETCD_MEMBERS_MAX];	/* "http://HOST:PORT", heap */
 	size_t n_eps;
 	size_t cur;	/* member that answered last */
+	struct etcd_health *health;	/* members passed over: own_health or a shared one */
+	struct etcd_health own_health;
 	/* the URL's options (etcdctl's names), heap or NULL */
 	char *user, *password, *cacert, *cert, *key;
 	char *token;	/* from /v3/auth/authenticate, sent as Authorization */
@@ -159,24 +160,59 @@ static int curl_errno(struct etcd_client *c, CURLcode cc, const char *ep)
 	return etcd_client_fail(c, rc, "etcd %s: %s", ep, curl_easy_strerror(cc));
 }
 
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Moves c->cur past members the health table passes over, unless every one is. */
+static void pick_member(struct etcd_client *c)
+{
+	int64_t now = now_ns();
+
+	for (size_t i = 0; i < c->n_eps; i++) {
+		size_t m = (c->cur + i) % c->n_eps;
+
+		if (atomic_load(&c->health->down_until_ns[m]) <= now) {
+			c->cur = m;
+			return;
+		}
+	}
+}
+
+/* Notes that member c->cur stopped answering and moves on to the next. */
+static void note_down(struct etcd_client *c)
+{
+	atomic_store(&c->health->down_until_ns[c->cur], now_ns() + (int64_t)ETCD_DOWN_MS * 1000000);
+	c->cur = (c->cur + 1) % c->n_eps;
+}
+
 /*
- * POSTs body to path on the current member, moving on to the next member
- * when one cannot be connected to. stream: the watch (no time limit, the
- * body goes to the watch parser). On success *reply (unary calls) is the
- * parsed answer, heap, freed by the caller with cJSON_Delete.
+ * POSTs body to path on the current member (past the ones the health
+ * table passes over), moving on to the next member when one cannot be
+ * connected to, or, for a request that only reads, when one stops
+ * answering. stream: the watch (no time limit, the body goes to the
+ * watch parser). On success *reply (unary calls) is the parsed answer,
+ * heap, freed by the caller with cJSON_Delete.
  */
 static int post(struct etcd_client *c, const char *path, const char *body, bool stream,
-		cJSON **reply)
+		bool reads_only, cJSON **reply)
 {
 	size_t tries;
 	CURLcode cc = CURLE_OK;
 	char url[320];
+	const char *ep = c->eps[c->cur];
 	long status = 0;
 
 	c->err[0] = '\0';
+	pick_member(c);
 	for (tries = 0; tries < c->n_eps; tries++) {
-		const char *ep = c->eps[c->cur];
+		long sent = 0;
 
+		ep = c->eps[c->cur];
 		c->resp.len = 0;
 		snprintf(url, sizeof(url), "%s%s", ep, path);
 		curl_easy_setopt(c->curl, CURLOPT_URL, url);
@@ -184,6 +220,14 @@ static int post(struct etcd_client *c, const char *path, const char *body, bool 
 		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
 		curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, stream ? 0L : c->timeout_ms);
 		cc = curl_easy_perform(c->curl);
+		if (cc == CURLE_OPERATION_TIMEDOUT) {
+			/* hung, or cut off: the others are asked first for a while */
+			curl_easy_getinfo(c->curl, CURLINFO_REQUEST_SIZE, &sent);
+			note_down(c);
+			if (sent == 0 || reads_only)
+				continue;	/* nothing reached it, or asking again is harmless */
+			break;
+		}
 		if (!not_sent(cc))
 			break;
 		c->cur = (c->cur + 1) % c->n_eps;
@@ -192,8 +236,10 @@ static int post(struct etcd_client *c, const char *path, const char *body, bool 
 	if (cc != CURLE_OK) {
 		if (stream && c->watch_rc != 0)
 			return c->watch_rc;
-		return curl_errno(c, cc, c->eps[c->cur]);
+		return curl_errno(c, cc, ep);
 	}
+	if (atomic_load(&c->health->down_until_ns[c->cur]))
+		atomic_store(&c->health->down_until_ns[c->cur], 0);	/* it answers again */
 	if (stream)
 		return c->watch_rc;
 	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
@@ -267,7 +313,7 @@ static int authenticate(struct etcd_client *c)
 	cJSON_Delete(req);
 	if (!body)
 		return etcd_client_fail(c, -ENOMEM, "etcd: out of memory building a request");
-	rc = post(c, "/v3/auth/authenticate", body, false, &reply);
+	rc = post(c, "/v3/auth/authenticate", body, false, false, &reply);
 	free(body);
 	if (rc < 0) {
 		char why[sizeof(c->err)];
@@ -285,7 +331,8 @@ static int authenticate(struct etcd_client *c)
 	return rc;
 }
 
-int etcd_client_call(struct etcd_client *c, const char *path, cJSON *req, cJSON **reply)
+int etcd_client_call(struct etcd_client *c, const char *path, cJSON *req, bool reads_only,
+		     cJSON **reply)
 {
 	char *body = cJSON_PrintUnformatted(req);
 	int rc;
@@ -295,12 +342,12 @@ int etcd_client_call(struct etcd_client *c, const char *path, cJSON *req, cJSON 
 		return etcd_client_fail(c, -ENOMEM, "etcd: out of memory building a request");
 	rc = (c->user && !c->token) ? authenticate(c) : 0;
 	if (rc == 0)
-		rc = post(c, path, body, false, reply);
+		rc = post(c, path, body, false, reads_only, reply);
 	if (rc == -EACCES && c->user && strstr(c->err, "invalid auth token")) {
 		/* the token expired (or the member restarted): one more, fresh one */
 		rc = authenticate(c);
 		if (rc == 0)
-			rc = post(c, path, body, false, reply);
+			rc = post(c, path, body, false, reads_only, reply);
 	}
 	free(body);
 	return rc;
@@ -314,7 +361,7 @@ static int add_endpoint(struct etcd_client *c, const char *s, size_t n)
 	bool tls = c->cacert || c->cert;
 	char *ep;
 
-	if (n == 0 || n > 256 || c->n_eps == EP_MAX)
+	if (n == 0 || n > 256 || c->n_eps == ETCD_MEMBERS_MAX)
 		return -EINVAL;
 	ep = malloc(n + 9);
 	if (!ep)
@@ -451,6 +498,7 @@ int etcd_client_open(const char *endpoints, struct etcd_client **out, char *why,
 	if (!c)
 		goto out_why;
 	c->timeout_ms = 10000;
+	c->health = &c->own_health;
 	atomic_init(&c->cancel, false);
 	if ((rc = parse_options(c, query ? query + 1 : "", why, why_len)) < 0) {
 		etcd_client_close(c);
@@ -531,6 +579,11 @@ const char *etcd_client_endpoint(const struct etcd_client *c)
 void etcd_client_spread(struct etcd_client *c, size_t i)
 {
 	c->cur = i % c->n_eps;
+}
+
+void etcd_client_share_health(struct etcd_client *c, struct etcd_health *h)
+{
+	c->health = h ? h : &c->own_health;
 }
 
 void etcd_client_set_timeout(struct etcd_client *c, long ms)
@@ -655,7 +708,7 @@ int etcd_client_watch(struct etcd_client *c, const void *key, size_t key_len,
 	c->watch_rc = 0;
 	c->compact_rev = 0;
 	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_watch_body);
-	rc = post(c, "/v3/watch", body, true, NULL);
+	rc = post(c, "/v3/watch", body, true, false, NULL);
 	/* an answer without a final newline (an error object) is a line too */
 	if (rc == 0 && c->resp.len > 0)
 		rc = watch_line(c, c->resp.data, c->resp.len);

@@ -24,16 +24,35 @@
  *   -EPROTO       an answer that is not the expected JSON   -ECANCELED cancelled
  * Fail-over: when a member cannot be connected to (nothing was sent), the
  * call is tried on the next member of the list, each at most once; the
- * member that answered is kept for the next calls.
+ * member that answered is kept for the next calls. A member that was
+ * reached but did not answer in time (hung, or cut off by the network
+ * while the rest of the cluster serves) is noted in the handle's health
+ * table (shared by the clients of one store: etcd_client_share_health)
+ * and passed over by every call for ETCD_DOWN_MS; a call that only reads
+ * (a range, a Txn of ranges) is then tried again on the next member, and
+ * any other call returns -ETIMEDOUT, its outcome unknown to the caller.
  */
 #ifndef KVFS_ETCD_CLIENT_H
 #define KVFS_ETCD_CLIENT_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 struct etcd_client;
+
+#define ETCD_MEMBERS_MAX 16	/* members one client knows at most */
+#define ETCD_DOWN_MS 30000	/* a member that stopped answering is passed over this long */
+
+/*
+ * Members that stopped answering: until when each is passed over
+ * (CLOCK_MONOTONIC ns, 0: never), by the position in the endpoint list.
+ * Zero it to start; it must outlive every client sharing it.
+ */
+struct etcd_health {
+	_Atomic int64_t down_until_ns[ETCD_MEMBERS_MAX];
+};
 
 /* One key-value as etcd returns it. key/val are heap, owned by the result holding them. */
 struct etcd_kv {
@@ -71,6 +90,12 @@ const char *etcd_client_error(const struct etcd_client *c);
 const char *etcd_client_endpoint(const struct etcd_client *c);
 /* The next call goes to member i (modulo their count) first: batches of reads spread out. */
 void etcd_client_spread(struct etcd_client *c, size_t i);
+/*
+ * Makes c note members that stopped answering in h, and pass over those
+ * h names, with every client given the same h (one store's, same endpoint
+ * list); without it c keeps a table of its own.
+ */
+void etcd_client_share_health(struct etcd_client *c, struct etcd_health *h);
 /* Per-call time limit for unary calls, in ms (default 10000; 0 = none). */
 void etcd_client_set_timeout(struct etcd_client *c, long ms);
 /*

@@ -197,7 +197,7 @@ static int feed_start(struct store_etcd *st)
 	if (getenv("KVFS_ETCD_TEST_WATCH_LAG_MS"))
 		f->test_lag_us = (unsigned)atoi(getenv("KVFS_ETCD_TEST_WATCH_LAG_MS")) * 1000u;
 	pthread_mutex_init(&f->lock, NULL);
-	rc = etcd_client_open(st->endpoints, &f->c, NULL, 0);
+	rc = etcd_client_open_for(st, &f->c, NULL, 0);
 	if (rc == 0 && pthread_create(&f->thread, NULL, feed_main, f) != 0) {
 		etcd_client_close(f->c);
 		rc = -EAGAIN;

@@ -64,6 +64,7 @@ struct store_etcd {
 	atomic_uint_fast64_t seq;	/* write attempts made, the value of the writer key */
 	atomic_uint_fast64_t txn_ids;	/* transactions begun: each one's id (etcd_kept.reader) */
 	pthread_mutex_t write_lock;	/* one write transaction at a time per handle */
+	struct etcd_health health;	/* members that stopped answering, for all its clients */
 	pthread_mutex_t pool_lock;	/* guards pool[] and n_pool */
 	struct etcd_client *pool[ETCD_POOL_MAX];
 	size_t n_pool;
@@ -371,6 +372,9 @@ int etcd_range_retry(struct etcd_client *c, const void *key, size_t key_len,
 		     const struct etcd_range_opts *o, struct etcd_range_result *out);
 /* The newest revision, read from the cluster (one round trip); 0 when unreachable. */
 uint64_t etcd_newest_revision(struct store_etcd *st);
+/* A new client of st's members, noting and passing over hung ones with st's other clients. */
+int etcd_client_open_for(struct store_etcd *st, struct etcd_client **out, char *why,
+			 size_t why_len);
 /* The handle pool: one client per thread in a call. */
 int etcd_client_take(struct store_etcd *st, struct etcd_client **out);
 void etcd_client_give(struct store_etcd *st, struct etcd_client *c);

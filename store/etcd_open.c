@@ -210,7 +210,7 @@ int store_etcd_open(struct store *sb, const char *url, unsigned flags, char *why
 	rc = parse_url(st, url, why, why_len);
 	if (rc)
 		goto release;
-	rc = etcd_client_open(st->endpoints, &c, why, why_len);
+	rc = etcd_client_open_for(st, &c, why, why_len);
 	if (rc)
 		goto release;
 	{

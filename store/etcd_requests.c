@@ -46,7 +46,7 @@ int etcd_client_range(struct etcd_client *c, const void *key, size_t key_len,
 		cJSON_Delete(req);
 		return etcd_client_fail(c, -ENOMEM, "etcd: out of memory building a range");
 	}
-	rc = etcd_client_call(c, "/v3/kv/range", req, &reply);
+	rc = etcd_client_call(c, "/v3/kv/range", req, true, &reply);
 	if (rc < 0)
 		return rc;
 	rc = etcd_wire_parse_range(reply, out);
@@ -76,7 +76,7 @@ int etcd_client_put(struct etcd_client *c, const void *key, size_t key_len,
 		cJSON_Delete(req);
 		return etcd_client_fail(c, -ENOMEM, "etcd: out of memory building a put");
 	}
-	rc = etcd_client_call(c, "/v3/kv/put", req, &reply);
+	rc = etcd_client_call(c, "/v3/kv/put", req, false, &reply);
 	if (rc < 0)
 		return rc;
 	if (revision)
@@ -98,7 +98,7 @@ int etcd_client_delete_range(struct etcd_client *c, const void *key, size_t key_
 		cJSON_Delete(req);
 		return etcd_client_fail(c, -ENOMEM, "etcd: out of memory building a delete");
 	}
-	rc = etcd_client_call(c, "/v3/kv/deleterange", req, &reply);
+	rc = etcd_client_call(c, "/v3/kv/deleterange", req, false, &reply);
 	if (rc < 0)
 		return rc;
 	if (deleted)
@@ -120,7 +120,7 @@ int etcd_client_compact(struct etcd_client *c, int64_t revision, bool physical)
 		cJSON_Delete(req);
 		return etcd_client_fail(c, rc, "etcd: out of memory building a compaction");
 	}
-	rc = etcd_client_call(c, "/v3/kv/compaction", req, &reply);
+	rc = etcd_client_call(c, "/v3/kv/compaction", req, false, &reply);
 	cJSON_Delete(reply);
 	return rc;
 }
@@ -238,6 +238,19 @@ static int parse_txn(const cJSON *reply, struct etcd_txn_result *out)
 	return 0;
 }
 
+/* Whether a Txn only reads: ranges in both branches (compares read too). */
+static bool txn_reads_only(const struct etcd_op *success, size_t n_success,
+			   const struct etcd_op *failure, size_t n_failure)
+{
+	for (size_t i = 0; i < n_success; i++)
+		if (success[i].type != ETCD_OP_RANGE)
+			return false;
+	for (size_t i = 0; i < n_failure; i++)
+		if (failure[i].type != ETCD_OP_RANGE)
+			return false;
+	return true;
+}
+
 int etcd_client_txn(struct etcd_client *c, const struct etcd_cmp *cmps, size_t n_cmps,
 		    const struct etcd_op *success, size_t n_success,
 		    const struct etcd_op *failure, size_t n_failure, struct etcd_txn_result *out)
@@ -250,7 +263,7 @@ int etcd_client_txn(struct etcd_client *c, const struct etcd_cmp *cmps, size_t n
 		cJSON_Delete(req);
 		return etcd_client_fail(c, -ENOMEM, "etcd: out of memory building a txn");
 	}
-	rc = etcd_client_call(c, "/v3/kv/txn", req, &reply);
+	rc = etcd_client_call(c, "/v3/kv/txn", req, txn_reads_only(success, n_success, failure, n_failure), &reply);
 	if (rc < 0)
 		return rc;
 	rc = parse_txn(reply, out);
@@ -273,7 +286,7 @@ static int lease_call(struct etcd_client *c, const char *path, const char *field
 		cJSON_Delete(req);
 		return etcd_client_fail(c, -ENOMEM, "etcd: out of memory building a lease request");
 	}
-	return etcd_client_call(c, path, req, reply);
+	return etcd_client_call(c, path, req, false, reply);
 }
 
 int etcd_client_lease_grant(struct etcd_client *c, int64_t ttl, int64_t *id, int64_t *granted)

@@ -68,6 +68,16 @@ int etcd_range_retry(struct etcd_client *c, const void *key, size_t key_len,
 
 /* ---- the handle pool: one client per thread in a call ---- */
 
+int etcd_client_open_for(struct store_etcd *st, struct etcd_client **out, char *why,
+			 size_t why_len)
+{
+	int rc = etcd_client_open(st->endpoints, out, why, why_len);
+
+	if (rc == 0)
+		etcd_client_share_health(*out, &st->health);
+	return rc;
+}
+
 int etcd_client_take(struct store_etcd *st, struct etcd_client **out)
 {
 	pthread_mutex_lock(&st->pool_lock);
@@ -77,7 +87,7 @@ int etcd_client_take(struct store_etcd *st, struct etcd_client **out)
 		return 0;
 	}
 	pthread_mutex_unlock(&st->pool_lock);
-	return etcd_client_open(st->endpoints, out, NULL, 0);
+	return etcd_client_open_for(st, out, NULL, 0);
 }
 
 void etcd_client_give(struct store_etcd *st, struct etcd_client *c)

@@ -3,7 +3,8 @@
 # two mounts of the same prefix see each other's writes through the watch;
 # a mount's read transactions share what they read while nothing commits;
 # two writers conflicting on one document lose nothing and tear nothing;
-# one member stopped while writes go on. A cluster of its own, or the one
+# one member stopped while writes go on; one member hung (frozen, its port
+# still open) while reads, writes and listings go on. A cluster of its own, or the one
 # make test-etcd runs (KVFS_ETCD_URL).
 
 load 'test_helper/common'
@@ -25,6 +26,8 @@ setup() {
 }
 
 teardown() {
+	# a test that hung a member wakes it, whatever happened
+	[ -z "${HUNG:-}" ] || "$ETCD_REPO/scripts/etcd-cluster.sh" start >/dev/null
 	mount_teardown
 }
 
@@ -144,4 +147,34 @@ wait_content() {
 	done
 	run -0 kvfs get "etcd://$gone/${STORE#etcd://*/}" /f40
 	assert_output 40
+}
+
+@test "one member hung (SIGSTOP, its port open): reads, writes and listings go on past it" {
+	local i n t0 took
+	for i in $(seq 1 20); do echo "$i" >"$MNT/h$i"; done
+	remount	# nothing cached: every name is asked for again
+	# the mount asks the first member of the URL first: that one hangs
+	run -0 "$ETCD_REPO/scripts/etcd-cluster.sh" hang-one 0
+	HUNG=1
+	t0=$(now_ms)
+	run -0 cat "$MNT/h1"	# waits for one call's time limit (10 s), then asks the next
+	assert_output 1
+	took=$(($(now_ms) - t0))
+	echo "# the first read past the hung member: $took ms" >&3
+	[ "$took" -lt 25000 ]
+	# from then on the hung member is passed over: no call waits for it
+	t0=$(now_ms)
+	for n in $(seq 2 20); do	# (not i: bats' run sets i)
+		run -0 cat "$MNT/h$n"
+		assert_output "$n"
+	done
+	for i in $(seq 21 30); do echo "$i" >"$MNT/h$i"; done
+	run -0 ls "$MNT"
+	[ "$(grep -c '^h' <<<"$output")" = 30 ]
+	took=$(($(now_ms) - t0))
+	echo "# 19 reads, 10 writes and a listing after it: $took ms" >&3
+	[ "$took" -lt 8000 ]
+	run -0 "$ETCD_REPO/scripts/etcd-cluster.sh" start
+	HUNG=
+	run -0 wait_content "$MNT2/h30" 30
 }

@@ -14,6 +14,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "store/etcd_buf.h"
 #include "store/etcd_client.h"
@@ -527,6 +530,82 @@ static void test_failover(void)
 	etcd_client_close(c);
 }
 
+/*
+ * A member that takes connections and never answers (a listening socket
+ * nobody accepts on: the kernel completes the handshake and keeps what is
+ * sent): its port, the socket in *fd. -1 when none could be made.
+ */
+static int silent_member(int *fd)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+
+	*fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (*fd < 0 || bind(*fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(*fd, 16) < 0 ||
+	    getsockname(*fd, (struct sockaddr *)&a, &al) < 0)
+		return -1;
+	return ntohs(a.sin_port);
+}
+
+/*
+ * A hung first member: a read waits for the call's time limit there, then
+ * moves on; a write there is -ETIMEDOUT (its outcome is the caller's to
+ * find out); either way the member is noted, and every client sharing the
+ * health table passes over it without waiting.
+ */
+static void test_hung_member(void)
+{
+	struct etcd_health health = { 0 };
+	struct etcd_client *c = NULL, *d = NULL, *e = NULL;
+	struct etcd_range_result r;
+	char list[512], why[128], hung[32];
+	size_t kl;
+	const char *k = key(0, "hung", &kl);
+	int fd, port = silent_member(&fd);
+	double t0;
+
+	CHECK(port > 0);
+	if (port <= 0)
+		return;
+	snprintf(hung, sizeof(hung), "http://127.0.0.1:%d", port);
+	snprintf(list, sizeof(list), "127.0.0.1:%d,%s", port, endpoints);
+	CHECK_EQ_INT(etcd_client_open(list, &c, why, sizeof(why)), 0);
+	CHECK_EQ_INT(etcd_client_open(list, &d, why, sizeof(why)), 0);
+	CHECK_EQ_INT(etcd_client_open(list, &e, why, sizeof(why)), 0);
+	if (!c || !d || !e)
+		goto out;
+	etcd_client_share_health(c, &health);
+	etcd_client_share_health(d, &health);
+	etcd_client_set_timeout(c, 300);
+	etcd_client_set_timeout(e, 300);
+	/* a read: one time limit lost, then the next member answers */
+	t0 = now_ms();
+	CHECK_EQ_INT(etcd_client_range(c, k, kl, NULL, &r), 0);
+	CHECK(now_ms() - t0 >= 250);
+	CHECK(strcmp(etcd_client_endpoint(c), hung) != 0);
+	etcd_range_result_release(&r);
+	/* another client of the same table writes past it at once */
+	t0 = now_ms();
+	CHECK_EQ_INT(etcd_client_put(d, k, kl, "x", 1, 0, NULL), 0);
+	CHECK(now_ms() - t0 < 250);
+	CHECK(strcmp(etcd_client_endpoint(d), hung) != 0);
+	/* a write sent to the hung member is not sent again elsewhere */
+	CHECK_EQ_INT(etcd_client_put(e, k, kl, "y", 1, 0, NULL), -ETIMEDOUT);
+	CHECK(strstr(etcd_client_error(e), hung + 7) != NULL);
+	CHECK_EQ_INT(etcd_client_range(d, k, kl, NULL, &r), 0);
+	CHECK(r.len == 1 && r.kvs[0].val_len == 1 && r.kvs[0].val[0] == 'x');
+	etcd_range_result_release(&r);
+	/* its own table noted the member too: the next call goes elsewhere */
+	t0 = now_ms();
+	CHECK_EQ_INT(etcd_client_delete_range(e, k, kl, NULL, 0, NULL, NULL), 0);
+	CHECK(now_ms() - t0 < 250);
+out:
+	etcd_client_close(c);
+	etcd_client_close(d);
+	etcd_client_close(e);
+	close(fd);
+}
+
 /* Over the raised limit (10 MiB) a request is refused with -E2BIG, nothing written. */
 static void test_too_large(void)
 {
@@ -779,6 +858,7 @@ int main(int argc, char **argv)
 	TEST(test_leases);
 	TEST(test_watch);
 	TEST(test_failover);
+	TEST(test_hung_member);
 	TEST(test_too_large);
 	TEST(test_compacted);
 	TEST(test_buf_reads);
