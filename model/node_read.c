@@ -457,6 +457,17 @@ out_free:
 #define LIST_COUNT_ONE 1024
 #define LIST_COUNT_FILL 8192
 
+/* Whether the transaction hides keys under key[0..len) (past their TTL): 1, 0, or <0. */
+static int hides_under(struct store_txn *txn, const uint8_t *key, size_t len)
+{
+	struct store_val h;
+	int ret = store_txn_hidden_from(txn, STORE_SPACE_DATA, key, len, &h);
+
+	if (ret != 1)
+		return ret;
+	return h.len > len && memcmp(h.data, key, len) == 0;
+}
+
 /*
  * How many containers a container child holds (its nlink is 2 more): none
  * when it is empty; else when the store can tell without reading it
@@ -469,24 +480,32 @@ static int list_child_subdirs(struct model_list *l, struct store_scan *scan,
 {
 	struct store_txn *txn = store_scan_txn(scan);
 	uint32_t budget = l->count_budget < LIST_COUNT_ONE ? l->count_budget : LIST_COUNT_ONE;
-	int ret = 0;
+	int ret = 0, hides = 0;
 
 	if (n->kind == MODEL_KIND_LEAF)
 		return 0;
 	node->subdirs = 0;
 	if (!n->empty && l->subdirs)
 		ret = store_scan_child_subdirs(scan, c->key, c->end, &node->subdirs);
+	/*
+	 * Counting it here: not where the transaction hides keys under it
+	 * (past their TTL), as stat may find it empty while a listing shows it.
+	 */
 	if (ret == 0 && !n->empty && l->subdirs && budget &&
-	    store_txn_can(txn, STORE_CAN_READ_LOCALLY)) {
+	    store_txn_can(txn, STORE_CAN_READ_LOCALLY) && (hides = hides_under(txn, c->key, c->end)) == 0) {
 		uint32_t left = budget;
 
 		ret = count_subdirs(txn, c->key, c->end, &left, &node->subdirs);
 		l->count_budget -= budget - left;
 	}
+	if (hides < 0)
+		ret = hides;
 	if (ret == -ENOMEM || ret == -ESTALE)
 		return ret;
-	/* only a shortcut: a read that failed leaves the count to the child's stat */
+	/* only a shortcut: a read that failed (or hidden keys) leaves the count to the child's stat */
 	node->subdirs_known = n->empty || ret == 1;
+	if (!node->subdirs_known)
+		node->subdirs = 0;
 	return 0;
 }
 

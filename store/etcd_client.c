@@ -43,6 +43,9 @@ struct etcd_client {
 	struct buf resp;
 	char err[256];
 	/* the watch stream, while etcd_client_watch runs */
+	bool streaming;
+	int64_t heard_ns;	/* when its member last sent bytes or answered a probe */
+	CURL *probe;	/* a second connection, asking whether the watch's member answers */
 	etcd_watch_fn watch_fn;
 	void *watch_arg;
 	int watch_rc;	/* why the stream was ended from inside (0: it was not) */
@@ -121,12 +124,81 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
 	return buf_append(&c->resp, p, size * n) == 0 ? size * n : 0;
 }
 
+static size_t discard_body(char *p, size_t size, size_t n, void *arg)
+{
+	(void)p, (void)arg;
+	return size * n;
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The options every connection of c carries: TLS, no signals, the answer discarded (a probe's). */
+static void probe_setup(struct etcd_client *c, CURL *h)
+{
+	if (c->cacert)
+		curl_easy_setopt(h, CURLOPT_CAINFO, c->cacert);
+	if (c->cert)
+		curl_easy_setopt(h, CURLOPT_SSLCERT, c->cert);
+	if (c->key)
+		curl_easy_setopt(h, CURLOPT_SSLKEY, c->key);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 1000L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)ETCD_PROBE_MS);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard_body);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, "{\"key\":\"AA==\",\"count_only\":true}");
+}
+
+/*
+ * Whether the watch's member still answers a linearizable read (which a
+ * member cut off from the leader cannot) on a connection of its own:
+ * any HTTP answer will do. Cannot tell (no memory): it does.
+ */
+static bool member_answers(struct etcd_client *c)
+{
+	char url[320];
+
+	if (!c->probe) {
+		c->probe = curl_easy_init();
+		if (!c->probe)
+			return true;
+		probe_setup(c, c->probe);
+	}
+	snprintf(url, sizeof(url), "%s/v3/kv/range", c->eps[c->cur]);
+	curl_easy_setopt(c->probe, CURLOPT_URL, url);
+	curl_easy_setopt(c->probe, CURLOPT_HTTPHEADER, c->headers);	/* the token too */
+	return curl_easy_perform(c->probe) == CURLE_OK;
+}
+
+/*
+ * libcurl calls it at least once a second during a transfer. A watch is
+ * silent while nothing changes, and also when its member hangs: after
+ * ETCD_QUIET_MS of silence the member is asked on another connection, and
+ * one that does not answer ends the watch (its caller resumes elsewhere).
+ */
 static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
 	struct etcd_client *c = arg;
+	int64_t now;
 
 	(void)dt, (void)dn, (void)ut, (void)un;
-	return atomic_load(&c->cancel) ? 1 : 0;
+	if (atomic_load(&c->cancel))
+		return 1;
+	if (!c->streaming || (now = now_ns()) - c->heard_ns < (int64_t)ETCD_QUIET_MS * 1000000)
+		return 0;
+	if (member_answers(c)) {
+		c->heard_ns = now_ns();
+		return 0;
+	}
+	atomic_store(&c->health->down_until_ns[c->cur], now_ns() + (int64_t)ETCD_DOWN_MS * 1000000);
+	c->watch_rc = etcd_client_fail(c, -ETIMEDOUT, "etcd %s: the watch's member stopped answering",
+				       c->eps[c->cur]);
+	return 1;
 }
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -160,34 +232,37 @@ static int curl_errno(struct etcd_client *c, CURLcode cc, const char *ep)
 	return etcd_client_fail(c, rc, "etcd %s: %s", ep, curl_easy_strerror(cc));
 }
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* Moves c->cur past members the health table passes over, unless every one is. */
-static void pick_member(struct etcd_client *c)
+/*
+ * Moves c->cur to the first member from c->cur on (from the next one when
+ * next, not back to c->cur) that the health table does not pass over;
+ * false, c->cur unmoved, when there is none.
+ */
+static bool pick_member(struct etcd_client *c, bool next)
 {
 	int64_t now = now_ns();
 
-	for (size_t i = 0; i < c->n_eps; i++) {
+	for (size_t i = next; i < c->n_eps; i++) {
 		size_t m = (c->cur + i) % c->n_eps;
 
 		if (atomic_load(&c->health->down_until_ns[m]) <= now) {
 			c->cur = m;
-			return;
+			return true;
 		}
 	}
+	return false;
 }
 
-/* Notes that member c->cur stopped answering and moves on to the next. */
+/* Notes that member c->cur stopped answering. */
 static void note_down(struct etcd_client *c)
 {
 	atomic_store(&c->health->down_until_ns[c->cur], now_ns() + (int64_t)ETCD_DOWN_MS * 1000000);
-	c->cur = (c->cur + 1) % c->n_eps;
+}
+
+/* Member c->cur answered: its mark goes, unless another call set a newer one since `seen`. */
+static void note_up(struct etcd_client *c, int64_t seen)
+{
+	if (seen)
+		(void)atomic_compare_exchange_strong(&c->health->down_until_ns[c->cur], &seen, 0);
 }
 
 /*
@@ -201,18 +276,24 @@ static void note_down(struct etcd_client *c)
 static int post(struct etcd_client *c, const char *path, const char *body, bool stream,
 		bool reads_only, cJSON **reply)
 {
-	size_t tries;
+	size_t tries, last = c->n_eps;
 	CURLcode cc = CURLE_OK;
 	char url[320];
 	const char *ep = c->eps[c->cur];
+	int64_t seen = 0;
 	long status = 0;
 
 	c->err[0] = '\0';
-	pick_member(c);
-	for (tries = 0; tries < c->n_eps; tries++) {
+	/* every member passed over (all hung, say): one try, as the first of them */
+	if (!pick_member(c, false))
+		last = 1;
+	for (tries = 0; tries < last; tries++) {
 		long sent = 0;
 
+		if (tries && !pick_member(c, true))
+			break;	/* the others are passed over too: this call has had its tries */
 		ep = c->eps[c->cur];
+		seen = atomic_load(&c->health->down_until_ns[c->cur]);
 		c->resp.len = 0;
 		snprintf(url, sizeof(url), "%s%s", ep, path);
 		curl_easy_setopt(c->curl, CURLOPT_URL, url);
@@ -230,7 +311,6 @@ static int post(struct etcd_client *c, const char *path, const char *body, bool 
 		}
 		if (!not_sent(cc))
 			break;
-		c->cur = (c->cur + 1) % c->n_eps;
 	}
 	atomic_store(&c->cancel, false);	/* a cancel ends one call only */
 	if (cc != CURLE_OK) {
@@ -238,8 +318,7 @@ static int post(struct etcd_client *c, const char *path, const char *body, bool 
 			return c->watch_rc;
 		return curl_errno(c, cc, ep);
 	}
-	if (atomic_load(&c->health->down_until_ns[c->cur]))
-		atomic_store(&c->health->down_until_ns[c->cur], 0);	/* it answers again */
+	note_up(c, seen);
 	if (stream)
 		return c->watch_rc;
 	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
@@ -551,6 +630,8 @@ void etcd_client_close(struct etcd_client *c)
 		return;
 	if (c->curl)
 		curl_easy_cleanup(c->curl);
+	if (c->probe)
+		curl_easy_cleanup(c->probe);
 	curl_slist_free_all(c->headers);
 	for (size_t i = 0; i < c->n_eps; i++)
 		free(c->eps[i]);
@@ -659,6 +740,7 @@ static size_t on_watch_body(char *p, size_t size, size_t n, void *arg)
 	struct etcd_client *c = arg;
 	size_t start = 0, i;
 
+	c->heard_ns = now_ns();
 	if (buf_append(&c->resp, p, size * n) < 0) {
 		c->watch_rc = etcd_client_fail(c, -ENOMEM, "etcd: out of memory reading a watch");
 		return 0;
@@ -708,7 +790,10 @@ int etcd_client_watch(struct etcd_client *c, const void *key, size_t key_len,
 	c->watch_rc = 0;
 	c->compact_rev = 0;
 	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_watch_body);
+	c->streaming = true;
+	c->heard_ns = now_ns();
 	rc = post(c, "/v3/watch", body, true, false, NULL);
+	c->streaming = false;
 	/* an answer without a final newline (an error object) is a line too */
 	if (rc == 0 && c->resp.len > 0)
 		rc = watch_line(c, c->resp.data, c->resp.len);

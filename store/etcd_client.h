@@ -44,6 +44,8 @@ struct etcd_client;
 
 #define ETCD_MEMBERS_MAX 16	/* members one client knows at most */
 #define ETCD_DOWN_MS 30000	/* a member that stopped answering is passed over this long */
+#define ETCD_QUIET_MS 5000	/* a watch silent this long asks whether its member answers */
+#define ETCD_PROBE_MS 2000	/* ... and ends when it does not, within this */
 
 /*
  * Members that stopped answering: until when each is passed over
@@ -224,6 +226,10 @@ typedef int (*etcd_watch_fn)(const struct etcd_event *ev, void *arg);
  * the transport's error), or start_rev was compacted (-ESTALE; then
  * *compact_rev, may be NULL, is the oldest revision still available).
  * Not failed over mid-stream: the caller resumes from the last revision seen + 1.
+ * A stream silent for ETCD_QUIET_MS asks its member, on a second connection,
+ * for a linearizable read; one that gets no answer within ETCD_PROBE_MS ends
+ * with -ETIMEDOUT and notes the member in the health table (a hung member,
+ * or one cut off from the others, would keep a watch silent for good).
  */
 int etcd_client_watch(struct etcd_client *c, const void *key, size_t key_len,
 	       const void *range_end, size_t range_end_len, int64_t start_rev,

@@ -378,3 +378,18 @@ reaped() {
 	run -2 kvfs table create "$STORE" /other --key-depth 1 --ttl 0
 	run -0 kvfs check "$STORE"
 }
+
+@test "a directory whose keys are all past their TTL has the same nlink in a listing as in its stat" {
+	unmount_store	# read-only mounts below: no reaper, the reads only hide them
+	kvfs import "$STORE" /d - <<<'{"E":{"g":{"x":1}},"F":{"h":{"y":1},"z":2}}'
+	kvfs put --ttl 1 "$STORE" /d/E/g/x 1
+	kvfs put --ttl 1 "$STORE" /d/F/h/y 1
+	sleep 2
+	mount_store -o ro
+	run -0 stat -c '%n %h' "$MNT/d/E" "$MNT/d/F"	# a lookup each, no listing
+	local want=$output
+	remount -o ro
+	run -0 ls -ln "$MNT/d"
+	run -0 stat -c '%n %h' "$MNT/d/E" "$MNT/d/F"	# as the listing left them
+	assert_output "$want"
+}

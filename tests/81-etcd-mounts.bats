@@ -31,6 +31,11 @@ teardown() {
 	mount_teardown
 }
 
+# listed DIR NAME: DIR's listing holds NAME
+listed() {
+	ls "$1" | grep -qx "$2"
+}
+
 # Milliseconds since the epoch.
 now_ms() {
 	date +%s%3N
@@ -174,6 +179,16 @@ wait_content() {
 	took=$(($(now_ms) - t0))
 	echo "# 19 reads, 10 writes and a listing after it: $took ms" >&3
 	[ "$took" -lt 8000 ]
+	# another host's write, through the members that answer: the mount's
+	# watch went to the hung one, which leaves it silent, so it asks the
+	# member itself after 5 s of silence and goes on elsewhere
+	local others=${ETCD_URL#etcd://*,}
+	kvfs put "etcd://$others/$PREFIX" /elsewhere '"from another host"'
+	t0=$(now_ms)
+	eventually 20 listed "$MNT" elsewhere
+	echo "# the listing shows another host's new name after $(($(now_ms) - t0)) ms" >&3
+	run -0 cat "$MNT/elsewhere"
+	assert_output '"from another host"'
 	run -0 "$ETCD_REPO/scripts/etcd-cluster.sh" start
 	HUNG=
 	run -0 wait_content "$MNT2/h30" 30
