@@ -380,6 +380,7 @@ reaped() {
 }
 
 @test "a directory whose keys are all past their TTL has the same nlink in a listing as in its stat" {
+	skip_on_etcd "a lease's end deletes the keys within a second: they do not stay hidden for two mounts"
 	unmount_store	# read-only mounts below: no reaper, the reads only hide them
 	kvfs import "$STORE" /d - <<<'{"E":{"g":{"x":1}},"F":{"h":{"y":1},"z":2}}'
 	kvfs put --ttl 1 "$STORE" /d/E/g/x 1
