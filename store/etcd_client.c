@@ -138,7 +138,7 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* The options every connection of c carries: TLS, no signals, the answer discarded (a probe's). */
+/* A probe connection's options: c's TLS, no signals, a short limit, the answer discarded. */
 static void probe_setup(struct etcd_client *c, CURL *h)
 {
 	if (c->cacert)
