@@ -252,6 +252,31 @@ static bool pick_member(struct etcd_client *c, bool next)
 	return false;
 }
 
+/* Whether a member other than c->cur is not passed over: a read may move on to it. */
+static bool others_up(const struct etcd_client *c)
+{
+	int64_t now = now_ns();
+
+	for (size_t i = 1; i < c->n_eps; i++)
+		if (atomic_load(&c->health->down_until_ns[(c->cur + i) % c->n_eps]) <= now)
+			return true;
+	return false;
+}
+
+/*
+ * A call's time limit on member c->cur: a read that another member could
+ * answer waits ETCD_READ_TRY_MS at most (a member slower than that is in
+ * trouble; the read moves on at once); the rest c's own limit.
+ */
+static long try_limit(const struct etcd_client *c, bool stream, bool reads_only)
+{
+	if (stream)
+		return 0;
+	if (reads_only && c->timeout_ms > ETCD_READ_TRY_MS && others_up(c))
+		return ETCD_READ_TRY_MS;
+	return c->timeout_ms;
+}
+
 /* Notes that member c->cur stopped answering. */
 static void note_down(struct etcd_client *c)
 {
@@ -299,7 +324,7 @@ static int post(struct etcd_client *c, const char *path, const char *body, bool 
 		curl_easy_setopt(c->curl, CURLOPT_URL, url);
 		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
 		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
-		curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, stream ? 0L : c->timeout_ms);
+		curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, try_limit(c, stream, reads_only));
 		cc = curl_easy_perform(c->curl);
 		if (cc == CURLE_OPERATION_TIMEDOUT) {
 			/* hung, or cut off: the others are asked first for a while */

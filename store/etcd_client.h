@@ -29,8 +29,9 @@
  * while the rest of the cluster serves) is noted in the handle's health
  * table (shared by the clients of one store: etcd_client_share_health)
  * and passed over by every call for ETCD_DOWN_MS; a call that only reads
- * (a range, a Txn of ranges) is then tried again on the next member, and
- * any other call returns -ETIMEDOUT, its outcome unknown to the caller.
+ * (a range, a Txn of ranges) waits ETCD_READ_TRY_MS there while another
+ * member may answer and is then tried again on the next member, and any
+ * other call returns -ETIMEDOUT, its outcome unknown to the caller.
  */
 #ifndef KVFS_ETCD_CLIENT_H
 #define KVFS_ETCD_CLIENT_H
@@ -44,6 +45,7 @@ struct etcd_client;
 
 #define ETCD_MEMBERS_MAX 16	/* members one client knows at most */
 #define ETCD_DOWN_MS 30000	/* a member that stopped answering is passed over this long */
+#define ETCD_READ_TRY_MS 2000	/* a read waits this long for a member while others may answer */
 #define ETCD_QUIET_MS 5000	/* a watch silent this long asks whether its member answers */
 #define ETCD_PROBE_MS 2000	/* ... and ends when it does not, within this */
 

@@ -162,11 +162,11 @@ wait_content() {
 	run -0 "$ETCD_REPO/scripts/etcd-cluster.sh" hang-one 0
 	HUNG=1
 	t0=$(now_ms)
-	run -0 cat "$MNT/h1"	# waits for one call's time limit (10 s), then asks the next
+	run -0 cat "$MNT/h1"	# a read waits 2 s for a member while others may answer
 	assert_output 1
 	took=$(($(now_ms) - t0))
 	echo "# the first read past the hung member: $took ms" >&3
-	[ "$took" -lt 25000 ]
+	[ "$took" -lt 9000 ]
 	# from then on the hung member is passed over: no call waits for it
 	t0=$(now_ms)
 	for n in $(seq 2 20); do	# (not i: bats' run sets i)

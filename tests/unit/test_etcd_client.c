@@ -599,6 +599,16 @@ static void test_hung_member(void)
 	t0 = now_ms();
 	CHECK_EQ_INT(etcd_client_delete_range(e, k, kl, NULL, 0, NULL, NULL), 0);
 	CHECK(now_ms() - t0 < 250);
+	etcd_client_close(e);
+	/* at the default 10 s limit a read waits ETCD_READ_TRY_MS there, while others may answer */
+	e = NULL;
+	CHECK_EQ_INT(etcd_client_open(list, &e, why, sizeof(why)), 0);
+	if (!e)
+		goto out;
+	t0 = now_ms();
+	CHECK_EQ_INT(etcd_client_range(e, k, kl, NULL, &r), 0);
+	CHECK(now_ms() - t0 >= ETCD_READ_TRY_MS - 50 && now_ms() - t0 < ETCD_READ_TRY_MS + 3000);
+	etcd_range_result_release(&r);
 out:
 	etcd_client_close(c);
 	etcd_client_close(d);
