@@ -138,8 +138,12 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* A probe connection's options: c's TLS, no signals, a short limit, the answer discarded. */
-static void probe_setup(struct etcd_client *c, CURL *h)
+/*
+ * What every connection of c carries: TLS (the CA that signed the members'
+ * certificates; our own certificate and key), no signals (threads: no
+ * SIGALRM), a 1 s limit to connect.
+ */
+static void connection_setup(struct etcd_client *c, CURL *h)
 {
 	if (c->cacert)
 		curl_easy_setopt(h, CURLOPT_CAINFO, c->cacert);
@@ -149,9 +153,12 @@ static void probe_setup(struct etcd_client *c, CURL *h)
 		curl_easy_setopt(h, CURLOPT_SSLKEY, c->key);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 1000L);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)ETCD_PROBE_MS);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard_body);
-	curl_easy_setopt(h, CURLOPT_POSTFIELDS, "{\"key\":\"AA==\",\"count_only\":true}");
+}
+
+/* Notes that member c->cur stopped answering: every client sharing c's table passes it over. */
+static void note_down(struct etcd_client *c)
+{
+	atomic_store(&c->health->down_until_ns[c->cur], now_ns() + (int64_t)ETCD_DOWN_MS * 1000000);
 }
 
 /*
@@ -167,7 +174,10 @@ static bool member_answers(struct etcd_client *c)
 		c->probe = curl_easy_init();
 		if (!c->probe)
 			return true;
-		probe_setup(c, c->probe);
+		connection_setup(c, c->probe);
+		curl_easy_setopt(c->probe, CURLOPT_TIMEOUT_MS, (long)ETCD_PROBE_MS);
+		curl_easy_setopt(c->probe, CURLOPT_WRITEFUNCTION, discard_body);
+		curl_easy_setopt(c->probe, CURLOPT_POSTFIELDS, "{\"key\":\"AA==\",\"count_only\":true}");
 	}
 	snprintf(url, sizeof(url), "%s/v3/kv/range", c->eps[c->cur]);
 	curl_easy_setopt(c->probe, CURLOPT_URL, url);
@@ -195,7 +205,7 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
 		c->heard_ns = now_ns();
 		return 0;
 	}
-	atomic_store(&c->health->down_until_ns[c->cur], now_ns() + (int64_t)ETCD_DOWN_MS * 1000000);
+	note_down(c);
 	c->watch_rc = etcd_client_fail(c, -ETIMEDOUT, "etcd %s: the watch's member stopped answering",
 				       c->eps[c->cur]);
 	return 1;
@@ -275,12 +285,6 @@ static long try_limit(const struct etcd_client *c, bool stream, bool reads_only)
 	if (reads_only && c->timeout_ms > ETCD_READ_TRY_MS && others_up(c))
 		return ETCD_READ_TRY_MS;
 	return c->timeout_ms;
-}
-
-/* Notes that member c->cur stopped answering. */
-static void note_down(struct etcd_client *c)
-{
-	atomic_store(&c->health->down_until_ns[c->cur], now_ns() + (int64_t)ETCD_DOWN_MS * 1000000);
 }
 
 /* Member c->cur answered: its mark goes, unless another call set a newer one since `seen`. */
@@ -622,16 +626,8 @@ int etcd_client_open(const char *endpoints, struct etcd_client **out, char *why,
 	c->curl = curl_easy_init();
 	if (!c->curl || set_headers(c) < 0)
 		goto out_close;
-	/* TLS: the CA that signed the members' certificates; our own certificate and key */
-	if (c->cacert)
-		curl_easy_setopt(c->curl, CURLOPT_CAINFO, c->cacert);
-	if (c->cert)
-		curl_easy_setopt(c->curl, CURLOPT_SSLCERT, c->cert);
-	if (c->key)
-		curl_easy_setopt(c->curl, CURLOPT_SSLKEY, c->key);
-	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);	/* threads: no SIGALRM */
+	connection_setup(c, c->curl);
 	curl_easy_setopt(c->curl, CURLOPT_TCP_NODELAY, 1L);
-	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, 1000L);
 	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, c);
 	curl_easy_setopt(c->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
