@@ -469,6 +469,29 @@ static int hides_under(struct store_txn *txn, const uint8_t *key, size_t len)
 }
 
 /*
+ * The containers a listed child holds, counted here where reads are local,
+ * out of the fill's budget: 1 counted, 0 left to its stat (over the budget;
+ * keys hidden under it, as stat may find it empty while a listing shows
+ * it), <0 error.
+ */
+static int list_count_local(struct model_list *l, struct store_txn *txn,
+			    const struct tree_child *c, uint32_t *subdirs)
+{
+	uint32_t budget = l->count_budget < LIST_COUNT_ONE ? l->count_budget : LIST_COUNT_ONE;
+	uint32_t left = budget;
+	int ret;
+
+	if (!budget || !store_txn_can(txn, STORE_CAN_READ_LOCALLY))
+		return 0;
+	ret = hides_under(txn, c->key, c->end);
+	if (ret != 0)
+		return ret < 0 ? ret : 0;
+	ret = count_subdirs(txn, c->key, c->end, &left, subdirs);
+	l->count_budget -= budget - left;
+	return ret;
+}
+
+/*
  * How many containers a container child holds (its nlink is 2 more): none
  * when it is empty; else when the store can tell without reading it
  * (etcd), or by counting them where reads are local (LMDB), which spares
@@ -478,28 +501,16 @@ static int list_child_subdirs(struct model_list *l, struct store_scan *scan,
 			      const struct tree_child *c, const struct tree_node *n,
 			      struct model_node *node)
 {
-	struct store_txn *txn = store_scan_txn(scan);
-	uint32_t budget = l->count_budget < LIST_COUNT_ONE ? l->count_budget : LIST_COUNT_ONE;
-	int ret = 0, hides = 0;
+	int ret = 0;
 
 	if (n->kind == MODEL_KIND_LEAF)
 		return 0;
 	node->subdirs = 0;
-	if (!n->empty && l->subdirs)
+	if (!n->empty && l->subdirs) {
 		ret = store_scan_child_subdirs(scan, c->key, c->end, &node->subdirs);
-	/*
-	 * Counting it here: not where the transaction hides keys under it
-	 * (past their TTL), as stat may find it empty while a listing shows it.
-	 */
-	if (ret == 0 && !n->empty && l->subdirs && budget &&
-	    store_txn_can(txn, STORE_CAN_READ_LOCALLY) && (hides = hides_under(txn, c->key, c->end)) == 0) {
-		uint32_t left = budget;
-
-		ret = count_subdirs(txn, c->key, c->end, &left, &node->subdirs);
-		l->count_budget -= budget - left;
+		if (ret == 0)
+			ret = list_count_local(l, store_scan_txn(scan), c, &node->subdirs);
 	}
-	if (hides < 0)
-		ret = hides;
 	if (ret == -ENOMEM || ret == -ESTALE)
 		return ret;
 	/* only a shortcut: a read that failed (or hidden keys) leaves the count to the child's stat */
