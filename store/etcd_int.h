@@ -64,6 +64,12 @@ struct store_etcd {
 	atomic_uint_fast64_t seq;	/* write attempts made, the value of the writer key */
 	atomic_uint_fast64_t txn_ids;	/* transactions begun: each one's id (etcd_kept.reader) */
 	pthread_mutex_t write_lock;	/* one write transaction at a time per handle */
+	/*
+	 * Our writer key's mod revision as we last knew it (0: absent, -1:
+	 * unknown); under write_lock. Every commit guards it, so that of a
+	 * write's attempts at most one can land, however late (section 4).
+	 */
+	int64_t writer_rev;
 	struct etcd_health health;	/* members that stopped answering, for all its clients */
 	pthread_mutex_t pool_lock;	/* guards pool[] and n_pool */
 	struct etcd_client *pool[ETCD_POOL_MAX];

@@ -415,33 +415,61 @@ bool etcd_limits_lower(struct store_etcd *st, int rc, size_t used, size_t larges
 	return true;
 }
 
-/*
- * After a lost answer: reads our writer key (from whichever member
- * answers) to learn whether attempt `seq` landed. 0 with *committed set, or
- * the error when no member could tell.
- */
-static int resolve_lost(struct store_etcd_txn *t, uint64_t seq, bool *committed)
+/* Our writer key, the attempt number of our last commit (section 4). */
+static size_t writer_key(const struct store_etcd *st, uint8_t *out)
 {
+	return etcd_key(st, ETCD_SPACE_WRITER, &st->base.writer, sizeof(st->base.writer), out);
+}
+
+/*
+ * Reads our writer key at the newest revision (from whichever member
+ * answers) and learns its mod revision: *committed when it holds an
+ * attempt of this write (first..seq), whose commit is then noted. 0, or
+ * the error when no member could tell (the revision is then unknown).
+ */
+static int writer_settle(struct store_etcd_txn *t, uint64_t first, uint64_t seq, bool *committed)
+{
+	struct store_etcd *st = t->st;
 	uint8_t k[ETCD_KEY_MAX];
-	size_t kl = etcd_key(t->st, ETCD_SPACE_WRITER, &t->st->base.writer,
-			     sizeof(t->st->base.writer), k);
+	size_t kl = writer_key(st, k);
 	int rc = -EIO;
 
+	st->writer_rev = -1;
 	for (int tries = 0; tries < 4; tries++) {
 		struct etcd_range_result r;
+		uint64_t v;
 
 		rc = etcd_range_retry(t->c, k, kl, NULL, &r);
 		if (rc == 0) {
-			*committed = r.len == 1 && r.kvs[0].val_len == 8 &&
-				     get_be(r.kvs[0].val, 8) == seq;
+			v = r.len == 1 && r.kvs[0].val_len == 8 ? get_be(r.kvs[0].val, 8) : 0;
+			*committed = v >= first && v <= seq && v;
+			st->writer_rev = r.len == 1 ? r.kvs[0].mod_rev : 0;
 			if (*committed)
-				note_commit(t->st, (uint64_t)r.kvs[0].mod_rev);
+				note_commit(st, (uint64_t)r.kvs[0].mod_rev);
 			etcd_range_result_release(&r);
 			return 0;
 		}
 		usleep(250 * 1000);	/* a leader election takes about a second */
 	}
 	return rc;
+}
+
+/*
+ * Guards our writer key at the mod revision of our own last commit, so an
+ * attempt whose answer was lost and that lands late (held by a member that
+ * froze) fails once another attempt, or a later write, has landed: it can
+ * never apply a write twice nor undo a newer one. Learnt first when unknown.
+ */
+static int writer_guard(struct store_etcd_txn *t)
+{
+	uint8_t k[ETCD_KEY_MAX];
+	size_t kl = writer_key(t->st, k);
+	bool mine = false;
+	int rc;
+
+	if (t->st->writer_rev < 0 && (rc = writer_settle(t, 0, 0, &mine)))
+		return rc;
+	return etcd_buf_guard_key(t->buf, k, kl, t->st->writer_rev);
 }
 
 /*
@@ -479,8 +507,11 @@ static bool outcome_holds(struct store_etcd_txn *t)
 	return etcd_buf_check(t->buf, t->c, &holds) == 0 && holds;
 }
 
-/* Commits the attempt's buffer as one guarded Txn. */
-static int commit_attempt(struct store_etcd_txn *t, uint64_t seq, bool *committed)
+/*
+ * Commits the attempt's buffer as one guarded Txn: attempt seq of the
+ * write whose first attempt was `first`.
+ */
+static int commit_attempt(struct store_etcd_txn *t, uint64_t first, uint64_t seq, bool *committed)
 {
 	uint8_t k[ETCD_KEY_MAX], v[8];
 	size_t kl, max_ops = etcd_txn_ops(t->st), max_bytes = etcd_txn_bytes(t->st);
@@ -521,7 +552,7 @@ static int commit_attempt(struct store_etcd_txn *t, uint64_t seq, bool *committe
 	}
 	if ((rc = etcd_kids_note(t)))	/* the children space, in the same Txn */
 		return rc;
-	kl = etcd_key(t->st, ETCD_SPACE_WRITER, &t->st->base.writer, sizeof(t->st->base.writer), k);
+	kl = writer_key(t->st, k);
 	put_be(v, seq, 8);
 	if ((rc = etcd_buf_put(t->buf, k, kl, v, 8)))
 		return rc;
@@ -535,11 +566,17 @@ static int commit_attempt(struct store_etcd_txn *t, uint64_t seq, bool *committe
 			return rc;
 		etcd_buf_coalesce(t->buf, t->rev, t->st->prefix_len, max_cmps);
 	}
+	if ((rc = writer_guard(t)))	/* after the coalescing: exact, within ETCD_TXN_ROOM */
+		return rc;
 	if (etcd_buf_ops(t->buf) > max_ops || etcd_buf_bytes(t->buf) > max_bytes) {
 		/* over one request: staged, flipped, applied (store/etcd_big.c) */
 		rc = etcd_big_commit(t, seq, committed, &rev);
 		if (rc == 0 && *committed && rev)
 			note_commit(t->st, (uint64_t)rev);
+		/* applying the record puts the writer key again, maybe by another process */
+		t->st->writer_rev = -1;
+		if (rc == 0 && !*committed)
+			rc = writer_settle(t, first, seq, committed);
 		if (rc && !*committed && too_big_again(t, rc, max_ops, max_bytes))
 			rc = 0;	/* staged or flipped over the cluster's limits: nothing visible, plan again */
 		return rc;
@@ -557,9 +594,14 @@ static int commit_attempt(struct store_etcd_txn *t, uint64_t seq, bool *committe
 		return 0;
 	}
 	if (rc && etcd_outcome_unknown(rc))
-		return resolve_lost(t, seq, committed);
-	if (rc == 0 && *committed)
+		return writer_settle(t, first, seq, committed);	/* the answer was lost: did it land? */
+	if (rc == 0 && *committed) {
+		t->st->writer_rev = rev;
 		note_commit(t->st, (uint64_t)rev);
+	} else if (rc == 0) {
+		/* a guard failed: maybe ours on the writer key, as an earlier attempt landed late */
+		rc = writer_settle(t, first, seq, committed);
+	}
 	return rc;
 }
 
@@ -567,6 +609,7 @@ int store_etcd_write(struct store *sb, store_write_fn fn, void *arg)
 {
 	struct store_etcd *st = ETCD(sb);
 	unsigned delay_us = 1000;
+	uint64_t first = 0;
 	bool sent = false;
 	int rc = -EBUSY;
 
@@ -577,6 +620,9 @@ int store_etcd_write(struct store *sb, store_write_fn fn, void *arg)
 		struct store_etcd_txn *t;
 		uint64_t seq = atomic_fetch_add(&st->seq, 1) + 1;
 		bool committed = false;
+
+		if (!first)
+			first = seq;	/* the attempts of this write are first..seq */
 
 		t = calloc(1, sizeof(*t));
 		if (!t) {
@@ -603,7 +649,7 @@ int store_etcd_write(struct store *sb, store_write_fn fn, void *arg)
 		if (rc == -ESTALE)
 			committed = false;	/* read at a compacted revision: run again at a new one */
 		else if (rc == 0)
-			rc = commit_attempt(t, seq, &committed);
+			rc = commit_attempt(t, first, seq, &committed);
 		if (rc == 0 && !committed) {
 			/* a commit record in the way fails every guard until it is applied: help */
 			bool found;

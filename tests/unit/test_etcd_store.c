@@ -622,6 +622,70 @@ static void test_conflicts(void)
 	t_close(st, true);
 }
 
+/*
+ * Lands what an attempt of st's with number seq would have written,
+ * key = val, as a member that froze with it in its socket may apply it
+ * late: the attempt's puts and our writer key, in one Txn.
+ */
+static void land_late(struct store *st, uint64_t seq, const char *key, const char *val)
+{
+	struct store_etcd *e = ETCD(st);
+	uint8_t wk[ETCD_KEY_MAX], dk[ETCD_KEY_MAX], wv[8];
+	struct etcd_op ops[2] = {
+		{ .type = ETCD_OP_PUT, .key = dk, .val = val, .val_len = strlen(val),
+		  .key_len = etcd_key(e, STORE_SPACE_DATA, key, strlen(key), dk) },
+		{ .type = ETCD_OP_PUT, .key = wk, .val = wv, .val_len = 8,
+		  .key_len = etcd_key(e, ETCD_SPACE_WRITER, &st->writer, sizeof(st->writer), wk) },
+	};
+	struct etcd_txn_result r;
+	struct etcd_client *c;
+
+	for (int i = 0; i < 8; i++)
+		wv[i] = (uint8_t)(seq >> (56 - 8 * i));
+	CHECK_EQ_INT(etcd_client_take(e, &c), 0);
+	CHECK_EQ_INT(etcd_client_txn(c, NULL, 0, ops, 2, NULL, 0, &r), 0);
+	CHECK(r.succeeded);
+	etcd_txn_result_release(&r);
+	etcd_client_give(e, c);
+}
+
+/*
+ * Every commit guards our writer key (docs/ETCD.md section 4): an attempt
+ * that lands late, after its answer was lost, makes the write's next
+ * attempt fail, and the writer key then tells whether it was an attempt
+ * of this write (landed: fn is not applied twice) or of an older one (fn
+ * runs again on the state it left).
+ */
+static void test_writer_guard(void)
+{
+	struct store *st = open_new("late");
+	struct kv_arg a = { "late", "again", 0 };
+	char buf[64];
+
+	put1(st, "late", "first");
+	/* this write's first attempt, landed before the write learnt of it */
+	land_late(st, atomic_load(&ETCD(st)->seq) + 1, "late", "landed");
+	CHECK_EQ_INT(store_etcd_write(st, put_fn, &a), 0);
+	CHECK_EQ_INT(a.runs, 1);
+	CHECK_EQ_INT(get1(st, "late", buf, sizeof(buf)), 0);
+	CHECK(strcmp(buf, "landed") == 0);
+
+	/* an attempt of the write before: this one runs again and lands */
+	land_late(st, atomic_load(&ETCD(st)->seq), "late", "older");
+	a.runs = 0;
+	CHECK_EQ_INT(store_etcd_write(st, put_fn, &a), 0);
+	CHECK_EQ_INT(a.runs, 2);
+	CHECK_EQ_INT(get1(st, "late", buf, sizeof(buf)), 0);
+	CHECK(strcmp(buf, "again") == 0);
+
+	/* and the writes after go through at the first attempt */
+	a.runs = 0;
+	a.val = "after";
+	CHECK_EQ_INT(store_etcd_write(st, put_fn, &a), 0);
+	CHECK_EQ_INT(a.runs, 1);
+	t_close(st, true);
+}
+
 /* Keys the store holds in one of its private spaces (the staging of big commits). */
 static int64_t private_count(struct store *st, int space)
 {
@@ -2115,6 +2179,7 @@ int main(int argc, char **argv)
 	TEST(test_write_scans);
 	TEST(test_prefetch);
 	TEST(test_conflicts);
+	TEST(test_writer_guard);
 	TEST(test_big);
 	TEST(test_big_lost_flip);
 	TEST(test_many_guards);
