@@ -49,7 +49,7 @@ CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
 UNIT_STORE := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_store*.c))
 UNIT_MODEL := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_model*.c))
 
-.PHONY: all store model unit test test-nocache test-etcd asan tsan install uninstall clean deps bench bench-read bench-write bench-etcd demo
+.PHONY: all store model unit floor test test-nocache test-etcd asan tsan install uninstall clean deps bench bench-read bench-write bench-etcd demo
 all: $(BIN)
 
 $(BIN): $(CLI_OBJ) $(FS_OBJ) $(MODEL_OBJ) $(STORE_OBJ)
@@ -73,6 +73,14 @@ $(BUILD)/tests/test_model%: tests/unit/test_model%.c tests/unit/unit.h tests/uni
 
 unit: $(UNIT_STORE) $(UNIT_MODEL)
 
+# The write benchmarks' floor (scripts/fuse-floor.c): a FUSE file system that
+# answers the same requests and keeps nothing, to show what the round trips
+# cost by themselves. Built by make test too, so that it keeps compiling.
+floor: $(BUILD)/fuse-floor
+$(BUILD)/fuse-floor: scripts/fuse-floor.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(PKG_LIBS) -lpthread
+
 deps:
 	@bash scripts/deps.sh
 
@@ -80,7 +88,7 @@ deps:
 # installed) the CLI and mount suites again on a 3-member etcd cluster
 # (scripts/test-etcd.sh --after), one summary line at the end.
 test: deps
-	@$(MAKE) --no-print-directory all unit etcd-store-test etcd-client-test
+	@$(MAKE) --no-print-directory all unit floor etcd-store-test etcd-client-test
 	@KVFS_BIN=$(CURDIR)/$(BIN) bash scripts/test-etcd.sh --after $(BUILD)
 
 # The mount suites again with the kernel's name and attribute caches off
@@ -126,8 +134,8 @@ demo:
 	@PREFIX='$(PREFIX)' DESTDIR='$(DESTDIR)' bash scripts/demo.sh
 
 # Read and write workloads in one run, one table of ratios and one CSV (root).
-bench: all
-	@bash scripts/bench.sh
+bench: all floor
+	@KVFS_FLOOR=$(CURDIR)/$(BUILD)/fuse-floor bash scripts/bench.sh
 
 # The etcd backend's store-level workloads beside LMDB's (a cluster of its own).
 bench-etcd: etcd-store-test
@@ -137,8 +145,8 @@ bench-read: all
 	@KVFS_BENCH_WRITE=0 bash scripts/bench.sh
 
 # Write workloads (restores, documents, parallel writers); root, the store on disk.
-bench-write: all
-	@bash scripts/bench-write.sh
+bench-write: all floor
+	@KVFS_FLOOR=$(CURDIR)/$(BUILD)/fuse-floor bash scripts/bench-write.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)/sbin

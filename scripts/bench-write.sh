@@ -16,7 +16,11 @@
 # bench-write.csv). A mode MODE@BIN runs another kvfs binary in the same run
 # (KVFS_BENCH_MODES="default default@/work/main/kvfs": before and after a
 # change); KVFS_BENCH_WORKLOADS picks workloads by name (default: all of
-# cp_a rsync tar docs echo write1 write4).
+# cp_a rsync tar docs echo write1 write4). Mode "floor" (added by default
+# when KVFS_FLOOR names the built scripts/fuse-floor.c, as make bench-write
+# does) runs each workload on a FUSE file system that answers the same
+# requests and keeps nothing: what the round trips cost by themselves, the
+# least any FUSE daemon can take.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dirs=${1:-200} leaves=${2:-100}
@@ -24,8 +28,9 @@ rounds=${KVFS_BENCH_ROUNDS:-3}
 if [ -n "${KVFS_BENCH_OPTS:-}" ]; then
 	read -r -a modes <<<"$KVFS_BENCH_OPTS"
 else
-	read -r -a modes <<<"${KVFS_BENCH_MODES:-default commit=100}"
+	read -r -a modes <<<"${KVFS_BENCH_MODES:-default commit=100${KVFS_FLOOR:+ floor}}"
 fi
+floor=${KVFS_FLOOR:-$PWD/build/fuse-floor}
 opts=
 csv=${KVFS_BENCH_CSV:-bench-write.csv}
 kvfs=${KVFS_BIN:-$PWD/kvfs}
@@ -45,13 +50,20 @@ now() { date +%s.%N; }
 seconds() { local t0 t1; t0=$(now); "$@" >/dev/null 2>&1; t1=$(now); awk -v a="$t1" -v b="$t0" 'BEGIN { printf "%.4f", a - b }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 min() { awk -v a="$1" -v b="$2" 'BEGIN { print (a == "" || b < a) ? b : a }'; }
-generation() { "$kvfs" info "$store" | awk '/^generation:/ { print $2 }'; }
+generation() {
+	[ "$opts" = floor ] && { echo 0; return; }	# it commits nothing
+	"$kvfs" info "$store" | awk '/^generation:/ { print $2 }'
+}
 
-# A fresh empty store and mount, and an empty tmpfs directory.
+# A fresh empty store and mount (or the floor's), and an empty tmpfs directory.
 fresh() {
 	fusermount3 -u "$mnt" 2>/dev/null || true
 	rm -rf "$store" "$ref/out"
 	mkdir "$ref/out"
+	if [ "$opts" = floor ]; then
+		"$floor" "$mnt"
+		return
+	fi
 	"${mbin:-$kvfs}" mount -o "create${opts:+,$opts}" "$store" "$mnt"
 }
 umount_kvfs() { fusermount3 -u "$mnt"; }
