@@ -24,7 +24,6 @@ static int count_subdirs(struct store_txn *txn, const uint8_t *key, size_t len, 
 {
 	struct store_scan *scan;
 	struct tree_child c;
-	struct tree_node n;
 	int ret;
 
 	*out = 0;
@@ -38,7 +37,7 @@ static int count_subdirs(struct store_txn *txn, const uint8_t *key, size_t len, 
 			*out = 0;
 			break;
 		}
-		if (tree_child_node(&c, &n) == 0 && n.kind != MODEL_KIND_LEAF)
+		if (tree_child_is_container(&c))
 			(*out)++;
 	}
 	store_scan_close(scan);

@@ -747,6 +747,11 @@ int tree_child_next(struct store_scan *scan, size_t len, struct tree_child *c)
 	return child_fill(scan, len, lo, lo_len, c);
 }
 
+bool tree_child_is_container(const struct tree_child *c)
+{
+	return c->key_len != c->end || leaf_record_is_marker(c->val.data, c->val.len);
+}
+
 int tree_child_node(const struct tree_child *c, struct tree_node *out)
 {
 	memset(out, 0, sizeof(*out));

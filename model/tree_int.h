@@ -192,6 +192,12 @@ int tree_child_first(struct store_scan *scan, const uint8_t *prefix, size_t len,
 int tree_child_next(struct store_scan *scan, size_t len, struct tree_child *c);
 /* The node a child stands for (from its first key). */
 int tree_child_node(const struct tree_child *c, struct tree_node *out);
+/*
+ * Whether the child is a container, from its first key and its record's tag
+ * alone, unverified: for counting a directory's subdirectories (its nlink),
+ * where the checksum of every leaf would cost more than the count.
+ */
+bool tree_child_is_container(const struct tree_child *c);
 
 /* ---- node attributes (attr.c): key = the node's data key, 0x00 for the root ---- */
 /* 0 with out->have 0 when the node has no record; -EIO when it does not verify. */
