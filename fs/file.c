@@ -221,7 +221,8 @@ static int file_commit_leaf(struct fs_ctx *ctx, struct fs_file *f, const char *p
  */
 static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 {
-	bool view = fs_file_is_view(f);
+	bool view = fs_file_is_view(f), leaf = f->kind == FS_FILE_WRITER;
+	struct fs_shape_mark mark;
 	unsigned flags = MODEL_WRITE_TEXT |
 			 (f->kind == FS_FILE_VIEW_APPEND ? MODEL_WRITE_APPEND_JSON : 0) |
 			 (view ? 0 : MODEL_WRITE_NO_CREATE);
@@ -247,7 +248,7 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 	 * moves the node table before it ends, so the content never lands
 	 * under a name the file no longer has.
 	 */
-	ret = fs_write_path(ctx, f->node, NULL, &path);
+	ret = leaf ? fs_write_path_leaf(ctx, f->node, &path) : fs_write_path(ctx, f->node, NULL, &path);
 	if (ret < 0) {
 		if (ret == -ENOENT) {
 			f->dirty = f->trunc = false;
@@ -256,7 +257,9 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 		}
 		return ret;
 	}
-	if (f->kind == FS_FILE_WRITER)
+	if (leaf)
+		fs_shape_mark(ctx, &mark);
+	if (leaf)
 		ret = file_commit_leaf(ctx, f, path, type, &err);
 	else
 		ret = model_write(ctx->model, path, f->len ? f->buf : "", f->len, type, flags, &err);
@@ -264,10 +267,15 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 		/* the type set on the empty leaf does not fit the text: inferred instead */
 		fs_log_model(ctx, ret, &err, path);
 		err.msg[0] = '\0';
-		ret = f->kind == FS_FILE_WRITER ? file_commit_leaf(ctx, f, path, 0, &err) :
+		ret = leaf ? file_commit_leaf(ctx, f, path, 0, &err) :
 		      model_write(ctx->model, path, f->len ? f->buf : "", f->len, 0, flags, &err);
 	}
-	fs_write_end(ctx, ret);
+	if (leaf && ret == 0)
+		fs_shape_carry(ctx, f->node, &mark);
+	if (leaf)
+		fs_write_end_leaf(ctx);
+	else
+		fs_write_end(ctx, ret);
 	if (type)
 		fs_want_type_clear(ctx, f->node);	/* one attempt, whatever came of it */
 	if (ret == -ENOENT && !view) {

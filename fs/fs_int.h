@@ -349,6 +349,14 @@ struct fs_ctx {
 	pthread_mutex_t push_lock;	/* a push against a first writer (lock order, 0) */
 	pthread_rwlock_t gen_lock;	/* the write section (rank 2 above) */
 	/*
+	 * Write sections that may change which nodes are directories (all
+	 * but a leaf's content commit): how many are open, how many began.
+	 * A leaf's commit that saw none of them and was the store's only
+	 * commit keeps its directory's nlink count (fs_shape_carry).
+	 */
+	atomic_uint shape_writers;
+	atomic_uint_fast64_t shape_seq;
+	/*
 	 * The change feed (model_changes_read): the watcher reads what other
 	 * commits touched from feed_pos on, and has the worker revalidate only
 	 * those nodes; when the store cannot tell, every node. Only the
@@ -447,6 +455,22 @@ void fs_write_end(struct fs_ctx *ctx, int ret);
  */
 int fs_write_path(struct fs_ctx *ctx, struct fs_node *node, const char *name, char **out);
 int fs_write_path_excl(struct fs_ctx *ctx, struct fs_node *node, const char *name, char **out);
+/*
+ * The write section of a leaf's content commit, which never makes or
+ * removes a directory (fs_write_end_leaf ends it): mark it once inside,
+ * and after the commit fs_shape_carry keeps the parent's nlink when
+ * nothing else committed meanwhile, so the getattr the kernel sends for
+ * the parent after each create does not count its children again.
+ */
+struct fs_shape_mark {
+	uint64_t version;	/* the store's before the commit */
+	uint64_t seq;		/* ctx->shape_seq then */
+	bool quiet;		/* no other section that may change shapes was open */
+};
+int fs_write_path_leaf(struct fs_ctx *ctx, struct fs_node *node, char **out);
+void fs_write_end_leaf(struct fs_ctx *ctx);
+void fs_shape_mark(struct fs_ctx *ctx, struct fs_shape_mark *mark);
+void fs_shape_carry(struct fs_ctx *ctx, struct fs_node *node, const struct fs_shape_mark *mark);
 int fs_watch_start(struct fs_ctx *ctx);
 void fs_watch_stop(struct fs_ctx *ctx);
 

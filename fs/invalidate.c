@@ -360,45 +360,101 @@ void fs_inval_stop(struct fs_ctx *ctx)
 
 /* ---- noticing other processes' commits ---- */
 
+/* A section that may make or remove directories opens: see fs_shape_carry. */
+static void shape_enter(struct fs_ctx *ctx)
+{
+	atomic_fetch_add(&ctx->shape_writers, 1);
+	atomic_fetch_add(&ctx->shape_seq, 1);
+}
+
 void fs_write_begin(struct fs_ctx *ctx)
 {
 	pthread_rwlock_rdlock(&ctx->gen_lock);
+	shape_enter(ctx);
 }
 
 void fs_write_begin_excl(struct fs_ctx *ctx)
 {
 	pthread_rwlock_wrlock(&ctx->gen_lock);
+	shape_enter(ctx);
 }
 
 void fs_write_end(struct fs_ctx *ctx, int ret)
 {
 	(void)ret;
+	atomic_fetch_sub(&ctx->shape_writers, 1);
 	pthread_rwlock_unlock(&ctx->gen_lock);
 }
 
+void fs_write_end_leaf(struct fs_ctx *ctx)
+{
+	pthread_rwlock_unlock(&ctx->gen_lock);
+}
+
+enum section { SECTION_SHARED, SECTION_EXCL, SECTION_LEAF };
+
 static int write_path(struct fs_ctx *ctx, struct fs_node *node, const char *name, char **out,
-		      bool excl)
+		      enum section kind)
 {
 	int ret;
 
-	if (excl)
+	if (kind == SECTION_EXCL)
 		fs_write_begin_excl(ctx);
-	else
+	else if (kind == SECTION_SHARED)
 		fs_write_begin(ctx);
+	else
+		pthread_rwlock_rdlock(&ctx->gen_lock);
 	ret = fs_node_path(ctx, node, name, out);
-	if (ret < 0)
+	if (ret < 0 && kind == SECTION_LEAF)
+		fs_write_end_leaf(ctx);
+	else if (ret < 0)
 		fs_write_end(ctx, ret);
 	return ret;
 }
 
 int fs_write_path(struct fs_ctx *ctx, struct fs_node *node, const char *name, char **out)
 {
-	return write_path(ctx, node, name, out, false);
+	return write_path(ctx, node, name, out, SECTION_SHARED);
 }
 
 int fs_write_path_excl(struct fs_ctx *ctx, struct fs_node *node, const char *name, char **out)
 {
-	return write_path(ctx, node, name, out, true);
+	return write_path(ctx, node, name, out, SECTION_EXCL);
+}
+
+int fs_write_path_leaf(struct fs_ctx *ctx, struct fs_node *node, char **out)
+{
+	return write_path(ctx, node, NULL, out, SECTION_LEAF);
+}
+
+void fs_shape_mark(struct fs_ctx *ctx, struct fs_shape_mark *mark)
+{
+	mark->seq = atomic_load(&ctx->shape_seq);
+	mark->quiet = atomic_load(&ctx->shape_writers) == 0;
+	mark->version = model_version(ctx->model);
+}
+
+/*
+ * After a leaf's content commit that succeeded: when no section that may
+ * change shapes was open at the mark or began since, and the store moved by
+ * exactly one commit (ours, perhaps shared with other leaves' commits, which
+ * change no directory either; another process's commit would add one), the
+ * parent's child directories are the ones it had at the mark, and an nlink
+ * counted then holds at the new version too.
+ */
+void fs_shape_carry(struct fs_ctx *ctx, struct fs_node *node, const struct fs_shape_mark *mark)
+{
+	uint64_t now = model_version(ctx->model);
+	struct fs_node *parent;
+
+	if (!mark->quiet || atomic_load(&ctx->shape_writers) != 0 ||
+	    atomic_load(&ctx->shape_seq) != mark->seq || now != mark->version + 1)
+		return;
+	pthread_mutex_lock(&ctx->lock);
+	parent = node->parent;
+	if (parent && parent->nlink_gen == mark->version + 1)
+		parent->nlink_gen = now + 1;
+	pthread_mutex_unlock(&ctx->lock);
 }
 
 /*

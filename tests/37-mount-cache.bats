@@ -215,3 +215,55 @@ nlinks() {
 	rmdir "$MNT/n/flat3/new"
 	[ "$(stat -c %h "$MNT/n/flat3")" = 2 ]
 }
+
+# nlink_is DIR N: DIR's st_nlink is N now
+nlink_is() {
+	[ "$(stat -c %h "$1")" = "$2" ]
+}
+
+@test "a directory's nlink stays right while leaves are written into it, between mkdirs, views and other processes' commits" {
+	mkdir "$MNT/d"
+	local n
+	for n in 1 2 3; do
+		echo "$n" >"$MNT/d/k$n"
+		nlink_is "$MNT/d" 2
+	done
+	mkdir "$MNT/d/sub"
+	nlink_is "$MNT/d" 3
+	echo 4 >"$MNT/d/k4"
+	nlink_is "$MNT/d" 3
+	echo '{"a": 1}' >"$MNT/d/x.json"	# a view makes a directory x
+	nlink_is "$MNT/d" 4
+	echo 5 >"$MNT/d/k5"
+	nlink_is "$MNT/d" 4
+	rmdir "$MNT/d/sub"
+	echo 6 >"$MNT/d/k6"
+	nlink_is "$MNT/d" 3
+	# another process makes a directory; the next leaf written through the
+	# mount must not keep the count from before it
+	echo '{"b": 2}' >"$BATS_TEST_TMPDIR/y.json"
+	kvfs import "$STORE" /d/y "$BATS_TEST_TMPDIR/y.json" >/dev/null
+	echo 7 >"$MNT/d/k7"
+	eventually 5 nlink_is "$MNT/d" 4
+	echo 8 >"$MNT/d/k8"
+	nlink_is "$MNT/d" 4
+	run -0 kvfs get "$STORE" /d/k8
+	assert_output 8
+}
+
+@test "a directory's nlink is exact after writers and mkdirs ran in it at once" {
+	mkdir "$MNT/p"
+	local j pids=()
+	for j in 1 2; do
+		(for i in $(seq 60); do echo "$i" >"$MNT/p/w$j-$i"; done) &
+		pids+=($!)
+		(for i in $(seq 15); do mkdir "$MNT/p/d$j-$i"; echo x >"$MNT/p/v$j-$i"; done) &
+		pids+=($!)
+	done
+	wait "${pids[@]}"	# not the daemon, a child of this shell too
+	nlink_is "$MNT/p" 32
+	remount
+	nlink_is "$MNT/p" 32
+	run -0 find "$MNT/p" -maxdepth 1 -type f
+	[ "${#lines[@]}" -eq 150 ]
+}
