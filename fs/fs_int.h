@@ -465,7 +465,8 @@ int fs_write_path_excl(struct fs_ctx *ctx, struct fs_node *node, const char *nam
 struct fs_shape_mark {
 	uint64_t version;	/* the store's before the commit */
 	uint64_t seq;		/* ctx->shape_seq then */
-	bool quiet;		/* no other section that may change shapes was open */
+	uint64_t reaps;		/* TTL reaps begun then (model_reaps) */
+	bool quiet;		/* no other section that may change shapes, nor a reap, was running */
 };
 int fs_write_path_leaf(struct fs_ctx *ctx, struct fs_node *node, char **out);
 void fs_write_end_leaf(struct fs_ctx *ctx);

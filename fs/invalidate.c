@@ -427,28 +427,42 @@ int fs_write_path_leaf(struct fs_ctx *ctx, struct fs_node *node, char **out)
 	return write_path(ctx, node, NULL, out, SECTION_LEAF);
 }
 
+/* Whether a section that may change shapes, or a TTL reap, ran since (or at) the mark. */
+static bool shape_moved(struct fs_ctx *ctx, const struct fs_shape_mark *mark)
+{
+	uint64_t reaps;
+	bool reaping;
+
+	model_reaps(ctx->model, &reaps, &reaping);
+	return reaping || reaps != mark->reaps || atomic_load(&ctx->shape_writers) != 0 ||
+	       atomic_load(&ctx->shape_seq) != mark->seq;
+}
+
 void fs_shape_mark(struct fs_ctx *ctx, struct fs_shape_mark *mark)
 {
+	bool reaping;
+
 	mark->seq = atomic_load(&ctx->shape_seq);
-	mark->quiet = atomic_load(&ctx->shape_writers) == 0;
+	model_reaps(ctx->model, &mark->reaps, &reaping);
+	mark->quiet = !reaping && atomic_load(&ctx->shape_writers) == 0;
 	mark->version = model_version(ctx->model);
 }
 
 /*
  * After a leaf's content commit that succeeded: when no section that may
- * change shapes was open at the mark or began since, and the store moved by
- * exactly one commit (ours, perhaps shared with other leaves' commits, which
- * change no directory either; another process's commit would add one), the
- * parent's child directories are the ones it had at the mark, and an nlink
- * counted then holds at the new version too.
+ * change shapes, nor a TTL reap (which commits outside any section, and in
+ * a group commit may share ours), was running at the mark or began since,
+ * and the store moved by exactly one commit (ours, perhaps shared with
+ * other leaves' commits, which change no directory either; another
+ * process's commit would add one), the parent's child directories are the
+ * ones it had at the mark, and an nlink counted then holds now too.
  */
 void fs_shape_carry(struct fs_ctx *ctx, struct fs_node *node, const struct fs_shape_mark *mark)
 {
 	uint64_t now = model_version(ctx->model);
 	struct fs_node *parent;
 
-	if (!mark->quiet || atomic_load(&ctx->shape_writers) != 0 ||
-	    atomic_load(&ctx->shape_seq) != mark->seq || now != mark->version + 1)
+	if (!mark->quiet || shape_moved(ctx, mark) || now != mark->version + 1)
 		return;
 	pthread_mutex_lock(&ctx->lock);
 	parent = node->parent;

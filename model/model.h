@@ -171,6 +171,14 @@ uint64_t model_generation(struct model *m);
  * (model_queue_start) included. For this process's caches.
  */
 uint64_t model_version(struct model *m);
+/*
+ * The TTL reaps of this handle (which remove nodes, directories among
+ * them, in commits of their own that a group commit may share with
+ * others): *running whether one runs now, *begun how many ever began. A
+ * caller that saw none running and the same count before and after a
+ * commit knows that no reap landed with it.
+ */
+void model_reaps(struct model *m, uint64_t *begun, bool *running);
 /* Whether another process committed since the last call or the open (store_changed_elsewhere). */
 bool model_changed_elsewhere(struct model *m);
 

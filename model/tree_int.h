@@ -9,6 +9,7 @@
 #define KVFS_MODEL_TREE_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -30,6 +31,9 @@ struct model {
 	pthread_mutex_t reap_lock;
 	uint64_t reap_version;	/* store_version at that look; 0: none yet */
 	int64_t reap_next_ns;	/* the earliest deadline then; 0: none */
+	/* reaps that remove nodes (model_reaps): running now, begun ever */
+	atomic_uint reaps_running;
+	atomic_uint_fast64_t reaps_begun;
 };
 
 /* Longest escaped name a key element can produce, with its NUL. */

@@ -496,39 +496,57 @@ static bool reap_is_due(struct model *m, int64_t now_ns)
  * and the refused nodes are skipped: they stay, hidden, until the
  * reference goes.
  */
-static int reap_run(struct model *m, unsigned batches, uint64_t *reaped, struct model_error *err)
+static int reap_batches(struct model *m, struct reap_op *op, unsigned batches, uint64_t *reaped)
 {
-	struct reap_op op = { .now_ns = tree_now_ns(), .max = TTL_REAP_BATCH, .err = err };
 	int ret = 0;
 
-	*reaped = 0;
-	if (!reap_is_due(m, op.now_ns))
-		return 0;
 	for (unsigned b = 0; b < batches; b++) {
-		op.max = TTL_REAP_BATCH;
-		ret = tree_write_plain(m, "ttl reaper", reap_txn, &op, err);
+		op->max = TTL_REAP_BATCH;
+		ret = tree_write_plain(m, "ttl reaper", reap_txn, op, op->err);
 		if (ret == 0) {
-			*reaped += op.done;
-			if (op.done < op.max)
+			*reaped += op->done;
+			if (op->done < op->max)
 				return 0;
 			continue;
 		}
 		if (ret != -EBUSY && ret != -EINVAL)
 			return ret;
 		for (unsigned i = 0; i < TTL_REAP_BATCH; i++) {
-			op.max = 1;
-			ret = tree_write_plain(m, "ttl reaper", reap_txn, &op, err);
+			op->max = 1;
+			ret = tree_write_plain(m, "ttl reaper", reap_txn, op, op->err);
 			if (ret < 0 && ret != -EBUSY && ret != -EINVAL)
 				return ret;
 			if (ret < 0)
-				op.skip++;
-			else if (op.done == 0)
+				op->skip++;
+			else if (op->done == 0)
 				return 0;
 			else
-				*reaped += op.done;
+				*reaped += op->done;
 		}
 	}
 	return ret == -EBUSY || ret == -EINVAL ? 0 : ret;
+}
+
+static int reap_run(struct model *m, unsigned batches, uint64_t *reaped, struct model_error *err)
+{
+	struct reap_op op = { .now_ns = tree_now_ns(), .max = TTL_REAP_BATCH, .err = err };
+	int ret;
+
+	*reaped = 0;
+	if (!reap_is_due(m, op.now_ns))
+		return 0;
+	/* counted before its first write: a commit that shares a group with it sees it (model_reaps) */
+	atomic_fetch_add(&m->reaps_running, 1);
+	atomic_fetch_add(&m->reaps_begun, 1);
+	ret = reap_batches(m, &op, batches, reaped);
+	atomic_fetch_sub(&m->reaps_running, 1);
+	return ret;
+}
+
+void model_reaps(struct model *m, uint64_t *begun, bool *running)
+{
+	*running = atomic_load(&m->reaps_running) != 0;
+	*begun = atomic_load(&m->reaps_begun);
 }
 
 void ttl_reap_due(struct model *m)

@@ -221,6 +221,9 @@ static void queue_lose(struct lmdb_store *st, int rc)
 {
 	struct lmdb_queue *q = st->queue;
 
+	/* what readers saw of the batch is gone: the version moves on, so no cache keeps it */
+	atomic_fetch_add(&q->applied, 1);
+
 	for (struct lmdb_req *r = q->round; r; r = r->next)
 		if (queue_urgent(q, r) && r->rc == 0 && r->epoch == q->epoch)
 			r->rc = rc;
