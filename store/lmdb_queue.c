@@ -454,10 +454,48 @@ static void *queue_main(void *arg)
 	return NULL;
 }
 
+/*
+ * Writer. While a batch is open and the committer idle, runs r in it on
+ * the writer's own thread, as queue_apply would (the batch's transaction
+ * is used under b_mutex, as this process's readers use it), which spares
+ * two thread switches per write: the hand-over and the wake-up. Only the
+ * committer begins and ends a batch (LMDB's writer lock is its thread's),
+ * so whatever would end it here (a full map, too many pages, a failure of
+ * the batch itself, a deadline or a size limit reached, writes or a sync
+ * waiting) leaves r to be handed over as before: false, r not applied (fn
+ * may have run once, in a nested transaction undone since).
+ */
+static bool queue_apply_here(struct lmdb_store *st, struct lmdb_req *r)
+{
+	struct lmdb_queue *q = st->queue;
+	bool busy, full = false, done = false;
+
+	if (queue_urgent(q, r) || !atomic_load(&q->open) || pthread_mutex_trylock(&q->b_mutex))
+		return false;
+	pthread_mutex_lock(&st->q_mutex);
+	busy = q->head || q->stop || q->flush_want > q->flush_done;
+	pthread_mutex_unlock(&st->q_mutex);
+	if (!busy && q->batch.txn && !deadline_passed(&q->deadline) &&
+	    q->count + 1 < QUEUE_BATCH_MAX && q->written <= lmdb_mapsize(st) / 16 &&
+	    lmdb_run_nested(&q->batch, r, &full) == 0 && !full && r->rc != -EFBIG) {
+		if (r->rc == 0) {
+			q->count++;
+			q->acked++;
+			r->epoch = q->epoch;
+			atomic_fetch_add(&q->applied, 1);
+		}
+		done = true;
+	}
+	pthread_mutex_unlock(&q->b_mutex);
+	return done;
+}
+
 int lmdb_queue_write(struct lmdb_store *st, struct lmdb_req *req)
 {
 	struct lmdb_queue *q = st->queue;
 
+	if (queue_apply_here(st, req))
+		return 0;
 	pthread_mutex_lock(&st->q_mutex);
 	if (!q->owner && !req->later) {
 		pthread_mutex_unlock(&st->q_mutex);
