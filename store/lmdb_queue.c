@@ -62,12 +62,15 @@ struct lmdb_queue {
 				 * STORE_QUEUE_ALL; with LATER while it works or holds
 				 * a batch open, else they take the group commit) */
 	bool stop;
+	bool working;		/* the committer left its wait: writers hand theirs over */
+	bool end_wanted;	/* a write run on its own thread filled the batch */
 	uint64_t flush_want, flush_done;	/* store_sync's tickets */
 	int flush_rc;		/* the result of the commit that served flush_done */
 	int lost_rc;		/* a timed commit failed: told to the next store_sync */
 	/* b_mutex: the open batch (only the committer changes it) */
 	pthread_mutex_t b_mutex;
 	struct lmdb_txn batch;	/* batch.txn is NULL when no batch is open */
+	int failed;		/* <0: a write on its own thread failed the batch itself */
 	struct feed_set feed;
 	unsigned count;		/* writes applied in the batch */
 	uint64_t written;	/* bytes they put (store_txn.written) */
@@ -133,7 +136,7 @@ bool lmdb_queue_read_begin(struct lmdb_store *st, struct lmdb_txn *t)
 	if (!q || !atomic_load(&q->open))
 		return false;
 	pthread_mutex_lock(&q->b_mutex);
-	if (!q->batch.txn) {	/* committed meanwhile: an ordinary snapshot sees it */
+	if (!q->batch.txn || q->failed) {	/* committed meanwhile (an ordinary snapshot sees it), or lost */
 		pthread_mutex_unlock(&q->b_mutex);
 		return false;
 	}
@@ -280,6 +283,7 @@ out_release:
 		queue_lose(st, rc);
 	feed_set_release(&q->feed);
 	q->batch.txn = NULL;
+	q->failed = 0;
 	q->count = 0;
 	q->epoch++;
 	atomic_store(&q->open, false);
@@ -405,7 +409,7 @@ static void *queue_main(void *arg)
 	struct lmdb_queue *q = st->queue;
 	struct lmdb_req *batch, *r, *next;
 	uint64_t flush;
-	bool stop, due, urgent;
+	bool stop, due, urgent, end;
 	int rc;
 
 	pthread_mutex_lock(&st->q_mutex);
@@ -413,7 +417,7 @@ static void *queue_main(void *arg)
 		for (;;) {
 			bool open = atomic_load(&q->open);
 
-			if (q->stop || q->head || q->flush_want > q->flush_done)
+			if (q->stop || q->head || q->flush_want > q->flush_done || q->end_wanted)
 				break;
 			if (open && deadline_passed(&q->deadline))
 				break;
@@ -422,15 +426,20 @@ static void *queue_main(void *arg)
 			else
 				pthread_cond_wait(&q->cond, &st->q_mutex);
 		}
+		q->working = true;	/* writers hand theirs over until this round is done */
 		batch = queue_take_locked(st);
 		flush = q->flush_want;
 		stop = q->stop;
+		end = q->end_wanted;
+		q->end_wanted = false;
 		pthread_mutex_unlock(&st->q_mutex);
 		pthread_mutex_lock(&q->b_mutex);
+		if (q->failed)
+			(void)queue_end(st, q->failed);	/* its writers learn it (queue_lose) */
 		urgent = queue_run(st, batch);
 		due = q->batch.txn && deadline_passed(&q->deadline);
 		rc = 0;
-		if (urgent || stop || due || flush > q->flush_done)
+		if (urgent || stop || due || end || flush > q->flush_done)
 			rc = queue_end(st, 0);
 		q->round = NULL;
 		pthread_mutex_unlock(&q->b_mutex);
@@ -446,6 +455,7 @@ static void *queue_main(void *arg)
 		/* nothing held open: writers take the group commit again */
 		if (q->later_only && !atomic_load(&q->open) && !q->head)
 			q->owner = false;
+		q->working = false;
 		pthread_cond_broadcast(&st->q_cond);
 		if (stop && !q->head)
 			break;
@@ -459,25 +469,35 @@ static void *queue_main(void *arg)
  * the writer's own thread, as queue_apply would (the batch's transaction
  * is used under b_mutex, as this process's readers use it), which spares
  * two thread switches per write: the hand-over and the wake-up. Only the
- * committer begins and ends a batch (LMDB's writer lock is its thread's),
- * so whatever would end it here (a full map, too many pages, a failure of
- * the batch itself, a deadline or a size limit reached, writes or a sync
- * waiting) leaves r to be handed over as before: false, r not applied (fn
- * may have run once, in a nested transaction undone since).
+ * committer begins and ends a batch (LMDB's writer lock is its thread's):
+ * a write that fills the batch, or finds it failed, asks it to end the
+ * batch (end_wanted, failed), and one that would need a new batch (a full
+ * map, too many pages) is handed over as before, as is every write while
+ * the committer works, writes wait or a sync is wanted. true when r ran
+ * here (r->rc its verdict); false, r not applied (fn may have run once,
+ * in a nested transaction undone since), to be handed over.
  */
 static bool queue_apply_here(struct lmdb_store *st, struct lmdb_req *r)
 {
 	struct lmdb_queue *q = st->queue;
-	bool busy, full = false, done = false;
+	bool busy, full = false, done = false, end = false;
+	int rc;
 
 	if (queue_urgent(q, r) || !atomic_load(&q->open) || pthread_mutex_trylock(&q->b_mutex))
 		return false;
 	pthread_mutex_lock(&st->q_mutex);
-	busy = q->head || q->stop || q->flush_want > q->flush_done;
+	busy = q->head || q->working || q->stop || q->end_wanted || q->flush_want > q->flush_done;
 	pthread_mutex_unlock(&st->q_mutex);
-	if (!busy && q->batch.txn && !deadline_passed(&q->deadline) &&
-	    q->count + 1 < QUEUE_BATCH_MAX && q->written <= lmdb_mapsize(st) / 16 &&
-	    lmdb_run_nested(&q->batch, r, &full) == 0 && !full && r->rc != -EFBIG) {
+	if (busy || !q->batch.txn || q->failed || deadline_passed(&q->deadline) ||
+	    q->count + 1 >= QUEUE_BATCH_MAX || q->written > lmdb_mapsize(st) / 16)
+		goto out;
+	rc = lmdb_run_nested(&q->batch, r, &full);
+	if (rc < 0) {
+		/* the batch itself failed: nothing in it can be trusted (queue_apply) */
+		r->rc = rc;
+		q->failed = rc;
+		done = end = true;
+	} else if (!full && r->rc != -EFBIG) {
 		if (r->rc == 0) {
 			q->count++;
 			q->acked++;
@@ -485,8 +505,16 @@ static bool queue_apply_here(struct lmdb_store *st, struct lmdb_req *r)
 			atomic_fetch_add(&q->applied, 1);
 		}
 		done = true;
+		end = q->count >= QUEUE_BATCH_MAX || q->written > lmdb_mapsize(st) / 8;
 	}
+out:
 	pthread_mutex_unlock(&q->b_mutex);
+	if (end) {
+		pthread_mutex_lock(&st->q_mutex);
+		q->end_wanted = true;
+		pthread_cond_signal(&q->cond);
+		pthread_mutex_unlock(&st->q_mutex);
+	}
 	return done;
 }
 
