@@ -4,10 +4,11 @@
  * thread, each write checked in a nested transaction of it.
  *
  * One committer thread owns one write transaction, the batch, and keeps it
- * open for at most `ms` after the first change in it. Each store_write hands
- * its fn to the committer and waits only for fn to run in a nested
- * transaction of the batch: its verdict (a refusal undoes only its own
- * nested transaction) comes back at once, without a commit or a sync. The
+ * open for at most `ms` after the first change in it. Each store_write has
+ * its fn run in a nested transaction of the batch: on its own thread while
+ * a batch is open and the committer idle (queue_apply_here), else handed
+ * to the committer and waited for. Its verdict (a refusal undoes only its
+ * own nested transaction) comes back at once, without a commit or a sync. The
  * batch is committed as one ordinary transaction (one sync in
  * STORE_OPEN_SYNC_ONCE, the store's integrity kept) when ms have passed,
  * at store_sync, when it grows past QUEUE_BATCH_MAX, and at store_close.
