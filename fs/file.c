@@ -257,12 +257,12 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 		}
 		return ret;
 	}
-	if (leaf)
+	if (leaf) {
 		fs_shape_mark(ctx, &mark);
-	if (leaf)
 		ret = file_commit_leaf(ctx, f, path, type, &err);
-	else
+	} else {
 		ret = model_write(ctx->model, path, f->len ? f->buf : "", f->len, type, flags, &err);
+	}
 	if (ret < 0 && type && err.reason == MODEL_REASON_TYPE_MISMATCH) {
 		/* the type set on the empty leaf does not fit the text: inferred instead */
 		fs_log_model(ctx, ret, &err, path);
@@ -273,7 +273,7 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 	if (leaf && ret == 0)
 		fs_shape_carry(ctx, f->node, &mark);
 	if (leaf)
-		fs_write_end_leaf(ctx);
+		fs_write_end_leaf(ctx);	/* after the carry: no rename may move the node meanwhile */
 	else
 		fs_write_end(ctx, ret);
 	if (type)

@@ -294,6 +294,26 @@ out_release:
 	return rc;
 }
 
+/* b_mutex held. Accounts for r, just run in the batch (its verdict r->rc). */
+static void queue_count(struct lmdb_queue *q, struct lmdb_req *r)
+{
+	if (r->rc != 0)
+		return;
+	q->count++;
+	r->epoch = q->epoch;
+	if (!queue_urgent(q, r))
+		q->acked++;
+	atomic_fetch_add(&q->applied, 1);
+}
+
+/* b_mutex held. Big: to be committed while the room queue_headroom kept is surely enough. */
+static bool queue_full(struct lmdb_store *st)
+{
+	struct lmdb_queue *q = st->queue;
+
+	return q->count >= QUEUE_BATCH_MAX || q->written > lmdb_mapsize(st) / 8;
+}
+
 /*
  * Committer, b_mutex held. Runs one write in the batch. When the map is
  * full, the batch so far is committed (it is whole) and the write runs
@@ -335,15 +355,8 @@ static void queue_apply(struct lmdb_store *st, struct lmdb_req *r)
 			}
 		}
 	}
-	if (r->rc == 0) {
-		q->count++;
-		r->epoch = q->epoch;
-		if (!queue_urgent(q, r))
-			q->acked++;
-		atomic_fetch_add(&q->applied, 1);
-	}
-	/* big: committed while the room queue_headroom kept is surely enough */
-	if (q->count >= QUEUE_BATCH_MAX || q->written > lmdb_mapsize(st) / 8)
+	queue_count(q, r);
+	if (queue_full(st))
 		queue_end(st, 0);
 }
 
@@ -499,14 +512,9 @@ static bool queue_apply_here(struct lmdb_store *st, struct lmdb_req *r)
 		q->failed = rc;
 		done = end = true;
 	} else if (!full && r->rc != -EFBIG) {
-		if (r->rc == 0) {
-			q->count++;
-			q->acked++;
-			r->epoch = q->epoch;
-			atomic_fetch_add(&q->applied, 1);
-		}
+		queue_count(q, r);
 		done = true;
-		end = q->count >= QUEUE_BATCH_MAX || q->written > lmdb_mapsize(st) / 8;
+		end = queue_full(st);
 	}
 out:
 	pthread_mutex_unlock(&q->b_mutex);
