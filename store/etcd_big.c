@@ -720,8 +720,7 @@ static int big_flip(struct store_etcd_txn *t, const struct etcd_buf_plan *p, con
 	ops[0] = (struct etcd_op){ .type = ETCD_OP_PUT, .key = rk, .key_len = rkl, .val = rv,
 				   .val_len = rvl };
 	ops[1] = (struct etcd_op){ .type = ETCD_OP_PUT, .key = wk, .val = wv, .val_len = 8,
-				   .key_len = etcd_key(st, ETCD_SPACE_WRITER, &st->base.writer,
-						       sizeof(st->base.writer), wk) };
+				   .key_len = etcd_writer_key(st, wk) };
 	big_step_pause();
 	rc = etcd_client_txn(t->c, cmps, p->n_cmps + 1, ops, 2, NULL, 0, &r);
 	if (rc == 0) {
@@ -745,7 +744,7 @@ static int big_lost(struct store_etcd_txn *t, const struct big_id *id, uint64_t 
 	struct store_etcd *st = t->st;
 	uint8_t rk[ETCD_KEY_MAX], wk[ETCD_KEY_MAX];
 	size_t rkl = etcd_key(st, ETCD_SPACE_RECORD, NULL, 0, rk);
-	size_t wkl = etcd_key(st, ETCD_SPACE_WRITER, &st->base.writer, sizeof(st->base.writer), wk);
+	size_t wkl = etcd_writer_key(st, wk);
 	struct etcd_range_result r;
 	int rc = -EIO;
 

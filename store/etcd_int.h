@@ -463,6 +463,8 @@ int etcd_txn_guard_stamp(struct store_etcd_txn *t);
 /* Full key of (space, key) into out (ETCD_KEY_MAX bytes); its length. */
 size_t etcd_key(const struct store_etcd *st, int space, const void *key, size_t key_len,
 		uint8_t *out);
+/* Our writer key (the attempt number of our last commit, section 4) into out; its length. */
+size_t etcd_writer_key(const struct store_etcd *st, uint8_t *out);
 /* The byte a space is stored under. */
 int etcd_space_byte(enum store_space space);
 /*

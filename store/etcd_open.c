@@ -246,7 +246,7 @@ void store_etcd_close(struct store *sb, bool discard)
 			(void)etcd_client_delete_range(c, st->prefix, st->prefix_len, end, kl, NULL, NULL);
 		} else if (atomic_load(&st->seq)) {
 			/* our writer key is only needed while our commits can be in doubt */
-			kl = etcd_key(st, ETCD_SPACE_WRITER, &st->base.writer, sizeof(st->base.writer), k);
+			kl = etcd_writer_key(st, k);
 			(void)etcd_client_delete_range(c, k, kl, NULL, 0, NULL, NULL);
 		}
 		etcd_client_give(st, c);

@@ -46,6 +46,11 @@ size_t etcd_key(const struct store_etcd *st, int space, const void *key, size_t 
 	return st->prefix_len + 1 + key_len;
 }
 
+size_t etcd_writer_key(const struct store_etcd *st, uint8_t *out)
+{
+	return etcd_key(st, ETCD_SPACE_WRITER, &st->base.writer, sizeof(st->base.writer), out);
+}
+
 /*
  * A range, tried again while the cluster is briefly unable to answer (a
  * member gone mid-call: the next try moves to another; no leader during an
@@ -415,12 +420,6 @@ bool etcd_limits_lower(struct store_etcd *st, int rc, size_t used, size_t larges
 	return true;
 }
 
-/* Our writer key, the attempt number of our last commit (section 4). */
-static size_t writer_key(const struct store_etcd *st, uint8_t *out)
-{
-	return etcd_key(st, ETCD_SPACE_WRITER, &st->base.writer, sizeof(st->base.writer), out);
-}
-
 /*
  * Reads our writer key at the newest revision (from whichever member
  * answers) and learns its mod revision: *committed when it holds an
@@ -431,7 +430,7 @@ static int writer_settle(struct store_etcd_txn *t, uint64_t first, uint64_t seq,
 {
 	struct store_etcd *st = t->st;
 	uint8_t k[ETCD_KEY_MAX];
-	size_t kl = writer_key(st, k);
+	size_t kl = etcd_writer_key(st, k);
 	int rc = -EIO;
 
 	st->writer_rev = -1;
@@ -463,7 +462,7 @@ static int writer_settle(struct store_etcd_txn *t, uint64_t first, uint64_t seq,
 static int writer_guard(struct store_etcd_txn *t)
 {
 	uint8_t k[ETCD_KEY_MAX];
-	size_t kl = writer_key(t->st, k);
+	size_t kl = etcd_writer_key(t->st, k);
 	bool mine = false;
 	int rc;
 
@@ -552,7 +551,7 @@ static int commit_attempt(struct store_etcd_txn *t, uint64_t first, uint64_t seq
 	}
 	if ((rc = etcd_kids_note(t)))	/* the children space, in the same Txn */
 		return rc;
-	kl = writer_key(t->st, k);
+	kl = etcd_writer_key(t->st, k);
 	put_be(v, seq, 8);
 	if ((rc = etcd_buf_put(t->buf, k, kl, v, 8)))
 		return rc;
