@@ -395,6 +395,11 @@ int etcd_buf_guard_key(struct etcd_buf *b, const void *key, size_t key_len, int6
 	return add_guard(b, key, key_len, NULL, 0, mod_rev);
 }
 
+int etcd_buf_guard_live(struct etcd_buf *b, const void *key, size_t key_len)
+{
+	return add_guard(b, key, key_len, NULL, 0, -1);
+}
+
 int etcd_buf_guard_range(struct etcd_buf *b, const void *key, size_t key_len,
 			 const void *end, size_t end_len, int64_t rev)
 {
@@ -467,6 +472,8 @@ static int guard_cmp(const void *x, const void *y)
 	k = store_key_cmp(a->key, a->key_len, c->key, c->key_len);
 	if (k == 0 && a->end)
 		k = store_key_cmp(a->end, a->end_len, c->end, c->end_len);
+	if (k == 0 && (a->rev < 0) != (c->rev < 0))
+		k = a->rev < 0 ? 1 : -1;	/* a liveness guard is a compare of its own */
 	if (k == 0)
 		k = a->seq < c->seq ? -1 : a->seq > c->seq;
 	return k;
@@ -474,7 +481,8 @@ static int guard_cmp(const void *x, const void *y)
 
 static bool same_guard(const struct bguard *a, const struct bguard *c)
 {
-	return !a->end == !c->end && store_key_cmp(a->key, a->key_len, c->key, c->key_len) == 0 &&
+	return !a->end == !c->end && (a->rev < 0) == (c->rev < 0) &&
+	       store_key_cmp(a->key, a->key_len, c->key, c->key_len) == 0 &&
 	       (!a->end || store_key_cmp(a->end, a->end_len, c->end, c->end_len) == 0);
 }
 
@@ -497,6 +505,10 @@ static size_t build_compares(struct etcd_buf *b, struct etcd_cmp *cmps)
 			cmps[n].range_end = g->end;
 			cmps[n].range_end_len = g->end_len;
 			cmps[n].rev = g->rev + 1;
+		} else if (g->rev < 0) {	/* there: etcd_buf_guard_live */
+			cmps[n].target = ETCD_CMP_CREATE;
+			cmps[n].result = ETCD_CMP_GREATER;
+			cmps[n].rev = 0;
 		} else {	/* unchanged since read; absent (create_revision 0) if it was */
 			cmps[n].target = g->rev ? ETCD_CMP_MOD : ETCD_CMP_CREATE;
 			cmps[n].result = ETCD_CMP_EQUAL;

@@ -73,6 +73,12 @@ bool etcd_buf_deletes(const struct etcd_buf *b, const void *quiet, size_t quiet_
  * (no key in it may have changed after rev). The first guard per key wins.
  */
 int etcd_buf_guard_key(struct etcd_buf *b, const void *key, size_t key_len, int64_t mod_rev);
+/*
+ * Guards that key is there at the commit, whatever its revision (etcd_kids.c:
+ * a hint kept from an older entry): a compare of its own beside any guard
+ * of the key a read recorded.
+ */
+int etcd_buf_guard_live(struct etcd_buf *b, const void *key, size_t key_len);
 int etcd_buf_guard_range(struct etcd_buf *b, const void *key, size_t key_len,
 			 const void *end, size_t end_len, int64_t rev);
 

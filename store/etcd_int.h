@@ -39,6 +39,8 @@
 #define ETCD_SPACE_STAGE 'b'	/* b<id><chunk> = the staged operations of commit id */
 #define ETCD_SPACE_PENDING 'q'	/* q<id> = "", on the writer's lease while it works */
 #define ETCD_SPACE_KIDS 'k'	/* k<depth><container key> = hint key: the children space (etcd_kids.c) */
+/* f = "" once a key was put with a lease; f<depth><container key> = "" once a leaf was put in it */
+#define ETCD_SPACE_FLAGS 'f'
 #define ETCD_LEASES 64	/* leases by deadline second kept in the handle (etcd_lease.c) */
 #define ETCD_SPACE_VALUE 'v'	/* v<space><tuple key>0xfe<n> = chunk n of a big value (etcd_val.c) */
 #define ETCD_VAL_CHUNK (1u << 20)	/* bytes per chunk; a bigger data value is chunked */
@@ -81,6 +83,13 @@ struct store_etcd {
 	 * entries below a child are its containers (etcd_kids_child_subdirs)
 	 */
 	bool kids_records;
+	/*
+	 * ... and since its creation kept the facts that let a listing trust an
+	 * entry without reading its child (marker "3", docs/ETCD.md section 7):
+	 * every kept hint guarded live, a leaf flag per container that got a
+	 * leaf child, the lease flag.
+	 */
+	bool kids_trust;
 	struct etcd_feed *feed;	/* the watch (store/etcd_feed.c), started by the first feed call */
 	pthread_mutex_t feed_lock;	/* guards starting it */
 	/*
@@ -188,6 +197,7 @@ struct store_etcd_txn {
 	} ahead[ETCD_AHEAD_MAX];
 	int n_ahead;
 	bool kids_upgrade;	/* a repair that makes the store keep records' entries (marker "2") */
+	unsigned attempt;	/* write: attempts of this write before this one */
 };
 
 /* One range of a listing's skeleton (etcd_kids.c): every key of [from, end) is in r. */
@@ -224,6 +234,7 @@ struct etcd_window {
 	uint8_t prefix[STORE_KEY_MAX];	/* the listed container (tuple key) */
 	size_t prefix_len;
 	bool keys_only;	/* its pages hold no values */
+	bool any_key;	/* a trusted child's page holds one key of it, not its first, and no value */
 	bool more;	/* the listing goes on past it, from until */
 	uint8_t until[ETCD_KEY_MAX + 1];
 	size_t until_len;
@@ -254,6 +265,15 @@ struct store_etcd_scan {
 	uint64_t fetches;	/* range requests made */
 	/* a walk over children (seeks past a child's subtree): etcd_kids.c's skeleton */
 	bool walk, skel_tried;
+	/* a listing (store_scan_expect_children): a child may be handed out by any key of it */
+	bool listing;
+	/*
+	 * Entries of the listed container written at or after this revision are
+	 * trusted (etcd_kids.c's trust_from); 0 none; trust_read: it was read.
+	 * skel_any: the skeleton holds a trusted child's made-up page.
+	 */
+	int64_t trust_from;
+	bool trust_read, skel_any;
 	bool skel_deferred;	/* its start was in a page read before: read the space after it */
 	/* a skeleton that ends before the scan does: the next window from skel_until */
 	bool skel_more;
@@ -400,6 +420,11 @@ void etcd_client_give(struct store_etcd *st, struct etcd_client *c);
  */
 int etcd_kids_note(struct store_etcd_txn *t);
 int etcd_kids_forget(struct store_etcd_txn *t, const void *prefix, size_t len);
+/*
+ * The lease flag's key (etcd key, into out): put, without a lease, by every
+ * commit that puts keys with one (store/etcd_lease.c).
+ */
+size_t etcd_kids_lease_flag(const struct store_etcd *st, uint8_t *out);
 size_t etcd_kids_marker(const struct store_etcd *st, uint8_t *out);
 bool etcd_kids_is_child_end(const struct store_etcd_scan *s, const uint8_t *key, size_t len);
 int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t from_len);
@@ -550,7 +575,7 @@ void etcd_snap_point_keep(struct store_etcd_txn *t, const uint8_t *k, size_t len
  */
 bool etcd_snap_window_keep(struct store_etcd_txn *t, struct etcd_window *w);
 struct etcd_window *etcd_snap_window(struct store_etcd_txn *t, const uint8_t *prefix,
-				     size_t len, bool keys_only, const uint8_t *from,
+				     size_t len, bool keys_only, bool any_key, const uint8_t *from,
 				     size_t from_len);
 const struct etcd_below *etcd_snap_below(struct store_etcd_txn *t, const struct etcd_window *w);
 bool etcd_snap_below_keep(struct store_etcd_txn *t, struct etcd_window *w, struct etcd_below *b);

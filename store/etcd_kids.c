@@ -44,6 +44,24 @@ size_t etcd_kids_marker(const struct store_etcd *st, uint8_t *out)
 	return st->prefix_len + 1;
 }
 
+size_t etcd_kids_lease_flag(const struct store_etcd *st, uint8_t *out)
+{
+	memcpy(out, st->prefix, st->prefix_len);
+	out[st->prefix_len] = ETCD_SPACE_FLAGS;
+	return st->prefix_len + 1;
+}
+
+/* Leaf flag key of the container key[0..len) of `depth` elements: it has (had) a leaf child. */
+static size_t leaf_flag_key(const struct store_etcd *st, unsigned depth, const uint8_t *key,
+			    size_t len, uint8_t *out)
+{
+	size_t n = etcd_kids_lease_flag(st, out);
+
+	out[n++] = (uint8_t)depth;
+	memcpy(out + n, key, len);
+	return n + len;
+}
+
 /* Entry key of the container key[0..len) with `depth` elements before its last one. */
 static size_t kids_key(const struct store_etcd *st, unsigned depth, const uint8_t *key,
 		       size_t len, uint8_t *out)
@@ -163,48 +181,112 @@ static const uint8_t *hint_of(const struct store_etcd *st, const uint8_t *ek, si
 }
 
 /*
+ * Whether the older hint old (data key dk[0..dl)) of entry ek[0..el) is to
+ * be kept: smaller than this commit's and not deleted by it.
+ */
+static bool keeps(struct store_etcd_txn *t, const uint8_t *ek, size_t el, const uint8_t *old,
+		  size_t ol, const uint8_t *dk, size_t dl)
+{
+	const void *mine, *end;
+	size_t ml, endl;
+
+	if (etcd_buf_get(t->buf, ek, el, &mine, &ml) != 1 || store_key_cmp(old, ol, mine, ml) >= 0)
+		return false;
+	/* not one this commit deletes */
+	return etcd_buf_get(t->buf, dk, dl, &mine, &ml) != 0 &&
+	       !etcd_buf_covering(t->buf, dk, dl, &end, &endl);
+}
+
+/*
+ * In a write run again, which of the n hints (data keys) in ops[] are still
+ * there, into live[]: the commit before may have failed on a kept hint's
+ * guard (keep_older), and keeping it again would fail every time.
+ */
+static int hints_live(struct store_etcd_txn *t, struct etcd_op *ops, size_t n, bool *live)
+{
+	struct etcd_txn_result res;
+	int rc;
+
+	for (size_t i = 0; i < n; i++)
+		live[i] = true;
+	if (!t->attempt || !n)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		ops[i].keys_only = true;
+	rc = etcd_client_txn(t->c, NULL, 0, ops, n, NULL, 0, &res);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < n && i < res.len; i++)
+		live[i] = res.ranges[i].len == 1;
+	etcd_txn_result_release(&res);
+	return 0;
+}
+
+/*
  * Keeps an older hint where it is smaller than this commit's and this
- * commit does not delete it. Read without a guard: a hint is only where a
- * listing starts looking (it checks the range before it), so a race costs
- * at worst a longer range there, never a wrong listing.
+ * commit does not delete it. Read without a guard, so writers of one
+ * directory never conflict on entries; in a store whose listings trust
+ * entries (kids_trust) the kept hint is guarded live instead, the one
+ * thing a trusting listing relies on (section 7).
  */
 static int keep_older(struct store_etcd_txn *t, struct key_list *h)
 {
-	struct etcd_op *ops = calloc(h->n ? h->n : 1, sizeof(*ops));
-	int rc = ops ? 0 : -ENOMEM;
+	size_t n_max = h->n < KIDS_TXN_OPS ? h->n : KIDS_TXN_OPS;
+	struct etcd_op *ops = calloc(n_max ? n_max : 1, sizeof(*ops));
+	struct etcd_op *hops = calloc(n_max ? n_max : 1, sizeof(*hops));
+	uint8_t (*dks)[ETCD_KEY_MAX] = calloc(n_max ? n_max : 1, sizeof(*dks));
+	size_t *which = calloc(n_max ? n_max : 1, sizeof(*which));
+	bool *live = calloc(n_max ? n_max : 1, sizeof(*live));
+	int rc = ops && hops && dks && which && live ? 0 : -ENOMEM;
 
-	for (size_t i = 0; rc == 0 && i < h->n; i++)
-		ops[i] = (struct etcd_op){ .type = ETCD_OP_RANGE, .key = h->keys[i],
-					   .key_len = h->lens[i] };
 	for (size_t from = 0; rc == 0 && from < h->n; from += KIDS_TXN_OPS) {
-		size_t n = h->n - from < KIDS_TXN_OPS ? h->n - from : KIDS_TXN_OPS;
+		size_t n = h->n - from < KIDS_TXN_OPS ? h->n - from : KIDS_TXN_OPS, n_keep = 0;
 		struct etcd_txn_result res;
 
-		rc = etcd_client_txn(t->c, NULL, 0, ops + from, n, NULL, 0, &res);
+		for (size_t i = 0; i < n; i++)
+			ops[i] = (struct etcd_op){ .type = ETCD_OP_RANGE, .key = h->keys[from + i],
+						   .key_len = h->lens[from + i] };
+		rc = etcd_client_txn(t->c, NULL, 0, ops, n, NULL, 0, &res);
 		if (rc)
 			break;
-		for (size_t i = 0; rc == 0 && i < n && i < res.len; i++) {
+		for (size_t i = 0; i < n && i < res.len; i++) {
 			const struct etcd_range_result *r = &res.ranges[i];
 			const uint8_t *ek = h->keys[from + i], *old;
-			size_t el = h->lens[from + i];
-			uint8_t dk[ETCD_KEY_MAX];
-			const void *mine, *end;
-			size_t ml, dl, endl;
+			size_t el = h->lens[from + i], dl;
 
 			if (r->len != 1 || !(old = hint_of(t->st, ek, el, r->kvs[0].val, r->kvs[0].val_len)))
 				continue;
-			if (etcd_buf_get(t->buf, ek, el, &mine, &ml) != 1 ||
-			    store_key_cmp(old, r->kvs[0].val_len, mine, ml) >= 0)
+			dl = etcd_key(t->st, STORE_SPACE_DATA, old, r->kvs[0].val_len, dks[n_keep]);
+			if (!keeps(t, ek, el, old, r->kvs[0].val_len, dks[n_keep], dl))
 				continue;
-			dl = etcd_key(t->st, STORE_SPACE_DATA, old, r->kvs[0].val_len, dk);
-			if (etcd_buf_get(t->buf, dk, dl, &mine, &ml) == 0 ||
-			    etcd_buf_covering(t->buf, dk, dl, &end, &endl))
-				continue;	/* this commit deletes it */
-			rc = etcd_buf_put(t->buf, ek, el, old, r->kvs[0].val_len);
+			hops[n_keep] = (struct etcd_op){ .type = ETCD_OP_RANGE, .key = dks[n_keep],
+							 .key_len = dl };
+			which[n_keep++] = i;
+		}
+		if (t->st->kids_trust)
+			rc = hints_live(t, hops, n_keep, live);
+		for (size_t j = 0; rc == 0 && j < n_keep; j++) {
+			const struct etcd_kv *kv = &res.ranges[which[j]].kvs[0];
+
+			if (!t->st->kids_trust) {
+				rc = etcd_buf_put(t->buf, h->keys[from + which[j]], h->lens[from + which[j]],
+						  kv->val, kv->val_len);
+				continue;
+			}
+			if (!live[j])
+				continue;	/* gone: this commit's own hint stands */
+			rc = etcd_buf_put(t->buf, h->keys[from + which[j]], h->lens[from + which[j]],
+					  kv->val, kv->val_len);
+			if (rc == 0)
+				rc = etcd_buf_guard_live(t->buf, hops[j].key, hops[j].key_len);
 		}
 		etcd_txn_result_release(&res);
 	}
 	free(ops);
+	free(hops);
+	free(dks);
+	free(which);
+	free(live);
 	return rc;
 }
 
@@ -226,6 +308,37 @@ static int note_record(struct store_etcd_txn *t, const uint8_t *tk, size_t len)
 	if (etcd_buf_get(t->buf, k, kl, &v, &vl) == 1)
 		return 0;	/* a key under it gave it one already */
 	return etcd_buf_put(t->buf, k, kl, tk, len);
+}
+
+/*
+ * The leaf flag of the container that holds the leaf tk[0..len): a listing
+ * of a container without one has no leaf children to look for between its
+ * containers. Put again by every commit that puts a leaf there (etcd keeps
+ * one value whatever the order), deleted with the container whole.
+ */
+static int note_leaf(struct store_etcd_txn *t, const uint8_t *tk, size_t len)
+{
+	struct tuple_reader r;
+	struct tuple_elem e;
+	uint8_t k[ETCD_KEY_MAX];
+	size_t parent = 0, kl;
+	unsigned depth = 0;
+	const void *v;
+	size_t vl;
+
+	tuple_reader_init(&r, tk, len);
+	while (r.pos < len && tuple_next(&r, &e) == 1) {
+		if (r.pos < len) {
+			parent = r.pos;
+			depth++;
+		}
+	}
+	if (r.pos != len || depth >= KIDS_DEPTH_MAX)
+		return 0;
+	kl = leaf_flag_key(t->st, depth, tk, parent, k);
+	if (etcd_buf_get(t->buf, k, kl, &v, &vl) == 1)
+		return 0;	/* put by this commit already */
+	return etcd_buf_put(t->buf, k, kl, "", 0);
 }
 
 int etcd_kids_note(struct store_etcd_txn *t)
@@ -256,6 +369,8 @@ int etcd_kids_note(struct store_etcd_txn *t)
 		rc = note_key(t, cur, lo_len, cur + lo_len, cur_len - lo_len, &h);
 		if (rc == 0 && record)
 			rc = note_record(t, cur + lo_len, cur_len - lo_len);
+		else if (rc == 0 && t->st->kids_trust)
+			rc = note_leaf(t, cur + lo_len, cur_len - lo_len);
 		if (rc)
 			break;
 	}
@@ -280,7 +395,10 @@ int etcd_kids_forget(struct store_etcd_txn *t, const void *prefix, size_t len)
 		depth++;
 	if (rc != 1 || r.pos != len || depth > 256)
 		return 0;	/* not a whole container key: no entry names it */
-	return etcd_buf_del(t->buf, k, kids_key(t->st, depth - 1, prefix, len, k));
+	rc = etcd_buf_del(t->buf, k, kids_key(t->st, depth - 1, prefix, len, k));
+	if (rc == 0 && t->st->kids_trust && depth < KIDS_DEPTH_MAX)
+		rc = etcd_buf_del(t->buf, k, leaf_flag_key(t->st, depth, prefix, len, k));
+	return rc;
 }
 
 /* ---- listings ---- */
@@ -422,6 +540,7 @@ static void window_offer(struct store_etcd_scan *s, size_t skel0)
 	memcpy(w->prefix, s->base.prefix, s->base.prefix_len);
 	w->prefix_len = s->base.prefix_len;
 	w->keys_only = s->keys_only;
+	w->any_key = s->skel_any;
 	w->more = s->skel_more;
 	memcpy(w->until, s->skel_until, s->skel_until_len);
 	w->until_len = s->skel_until_len;
@@ -544,25 +663,125 @@ static int send_ops(struct store_etcd_scan *s, const struct etcd_op *ops, size_t
 	return rc;
 }
 
-/* Sends ops[0..n) in read-only Txns and keeps every answer, in order. */
-static int send_all(struct store_etcd_scan *s, const struct etcd_op *ops, size_t n)
+/*
+ * The page a trusted range op stands for, made up: op's range holds no key
+ * but op's last one, the child's hint (op's end without its 0x00), whose
+ * value a listing does not read (the empty string). With no limit, an
+ * empty page: no leaf after the last container.
+ */
+static int made_up(const struct store_etcd_scan *s, const struct etcd_op *op,
+		   struct etcd_range_result *r)
 {
-	size_t n_batches = (n + KIDS_TXN_OPS - 1) / KIDS_TXN_OPS;
-	struct etcd_txn_result *res;
-	int rc = send_ops(s, ops, n, &res);
+	memset(r, 0, sizeof(*r));
+	r->revision = s->txn->rev;
+	if (op->limit != 1)
+		return 0;
+	r->kvs = calloc(1, sizeof(*r->kvs));
+	if (!r->kvs)
+		return -ENOMEM;
+	r->len = r->count = 1;
+	r->kvs[0].key = malloc(op->range_end_len - 1);
+	r->kvs[0].val = calloc(1, 1);
+	if (!r->kvs[0].key || !r->kvs[0].val) {
+		etcd_range_result_release(r);
+		return -ENOMEM;
+	}
+	memcpy(r->kvs[0].key, op->range_end, op->range_end_len - 1);
+	r->kvs[0].key_len = op->range_end_len - 1;
+	r->kvs[0].create_rev = r->kvs[0].mod_rev = op->revision;
+	r->kvs[0].version = 1;
+	return 0;
+}
 
+/*
+ * Sends ops[0..n) in read-only Txns and keeps every answer, in order; an
+ * op that trust[] marks is not sent: its page is made up (made_up).
+ */
+static int send_all(struct store_etcd_scan *s, const struct etcd_op *ops, const bool *trust,
+		    size_t n)
+{
+	struct etcd_op *sent = calloc(n ? n : 1, sizeof(*sent));
+	struct etcd_txn_result *res = NULL;
+	size_t n_sent = 0, at = 0;
+	int rc = sent ? 0 : -ENOMEM;
+
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		if (!trust || !trust[i])
+			sent[n_sent++] = ops[i];
+	if (rc == 0)
+		rc = send_ops(s, sent, n_sent, &res);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		struct etcd_range_result made, *r = &made;
+
+		if (!trust || !trust[i])
+			r = &res[at / KIDS_TXN_OPS].ranges[at % KIDS_TXN_OPS], at++;
+		else
+			rc = made_up(s, &ops[i], &made);
+		if (rc == 0)
+			rc = keep(s, r, ops[i].key, ops[i].key_len, ops[i].range_end,
+				  ops[i].range_end_len);
+		if (r == &made)
+			etcd_range_result_release(&made);
+	}
+	for (size_t b = 0; res && b < (n_sent + KIDS_TXN_OPS - 1) / KIDS_TXN_OPS; b++)
+		etcd_txn_result_release(&res[b]);
+	free(res);
+	free(sent);
+	return rc;
+}
+
+/*
+ * From which revision on the listed container's entries can be trusted
+ * without reading their child (0: none may be), read once per scan at its
+ * revision. An entry written at E or later names a live key under its
+ * container when no commit deleted a key after E (the delete stamp's
+ * revision S is at most E): a commit puts an entry with a hint it puts
+ * too, or one it keeps from an older entry and guards live. Nothing is
+ * trusted where keys may have gone without a stamp (the lease flag: etcd
+ * expired them) or where leaf children may lie between the containers
+ * (the container's leaf flag), nor before the marker said "3".
+ */
+static int trust_from(struct store_etcd_scan *s, int depth)
+{
+	uint8_t keys[4][ETCD_KEY_MAX];
+	struct etcd_op ops[4];
+	size_t lens[4];
+	struct etcd_txn_result res;
+	int rc;
+
+	if (s->trust_read)
+		return 0;
+	s->trust_read = true;
+	if (!s->listing || !s->txn->st->kids_trust || depth + 1 >= KIDS_DEPTH_MAX)
+		return 0;
+	lens[0] = etcd_key(s->txn->st, ETCD_SPACE_STAMP, NULL, 0, keys[0]);
+	lens[1] = etcd_kids_lease_flag(s->txn->st, keys[1]);
+	lens[2] = leaf_flag_key(s->txn->st, (unsigned)depth, s->base.prefix, s->base.prefix_len,
+				keys[2]);
+	lens[3] = etcd_kids_marker(s->txn->st, keys[3]);
+	for (int i = 0; i < 4; i++)
+		ops[i] = (struct etcd_op){ .type = ETCD_OP_RANGE, .key = keys[i], .key_len = lens[i],
+					   .revision = s->txn->rev };
+	rc = etcd_client_txn(s->txn->c, NULL, 0, ops, 4, NULL, 0, &res);
 	if (rc)
 		return rc;
-	for (size_t i = 0; i < n_batches; i++) {
-		size_t from = i * KIDS_TXN_OPS;
+	if (res.len == 4 && !res.ranges[1].len && !res.ranges[2].len && res.ranges[3].len == 1 &&
+	    res.ranges[3].kvs[0].val_len == 1 && res.ranges[3].kvs[0].val[0] == '3') {
+		int64_t stamp = res.ranges[0].len ? res.ranges[0].kvs[0].mod_rev : 0;
+		int64_t marker = res.ranges[3].kvs[0].mod_rev;
 
-		for (size_t j = 0; rc == 0 && j < res[i].len; j++)
-			rc = keep(s, &res[i].ranges[j], ops[from + j].key, ops[from + j].key_len,
-				  ops[from + j].range_end, ops[from + j].range_end_len);
-		etcd_txn_result_release(&res[i]);
+		s->trust_from = stamp > marker ? stamp : marker;
 	}
-	free(res);
-	return rc;
+	etcd_txn_result_release(&res);
+	return 0;
+}
+
+/* Whether the entry kv (of the listed container, hint h) may stand for its child unread. */
+static bool trusted(const struct store_etcd_scan *s, const struct etcd_kv *kv, const uint8_t *h)
+{
+	size_t child = kv->key_len - (s->txn->st->prefix_len + 2);
+
+	return s->trust_from > 0 && h && kv->mod_rev >= s->trust_from && kv->val_len > child;
 }
 
 static int skel_cmp(const void *a, const void *b)
@@ -598,6 +817,7 @@ int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t fl
 	size_t n_names = 0, n_ops = 0, base = s->base_len, total = 1, used = 0, skel0 = s->n_skel;
 	int depth = elements(s->base.prefix, s->base.prefix_len);
 	struct etcd_op *ops = NULL;
+	bool *trust = NULL;	/* per op: its page is made up, not read (trusted) */
 	size_t *hinted = NULL, n_hinted = 0;	/* ops that read a hint, for the second round */
 	const uint8_t **c_end = NULL, **c_key = NULL;	/* each hinted op's container and its end */
 	size_t *c_end_len = NULL, *c_key_len = NULL;
@@ -613,23 +833,27 @@ int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t fl
 		return 0;	/* not a container listing: the ordinary pages serve */
 	if (!s->txn->rev && !store_etcd_txn_id(&s->txn->base))
 		return 0;	/* every range is read at the pinned revision: pin it first */
-	w = etcd_snap_window(s->txn, s->base.prefix, s->base.prefix_len, s->keys_only, from, fl);
+	w = etcd_snap_window(s->txn, s->base.prefix, s->base.prefix_len, s->keys_only, s->listing,
+			     from, fl);
 	if (w)
 		return note_first_window(s, window_take(s, w, from, fl));
-	rc = read_names(s, (unsigned)depth, from + base, fl - base,
+	rc = trust_from(s, depth);
+	if (rc == 0)
+		rc = read_names(s, (unsigned)depth, from + base, fl - base,
 			s->n_skel ? KIDS_WINDOW : KIDS_FIRST_WINDOW, &names, &n_names,
 			&more);
 	for (size_t p = 0; p < n_names; p++)
 		total += names[p].len;
 	if (rc == 0) {
 		ops = calloc(3 * total, sizeof(*ops));
+		trust = calloc(3 * total, sizeof(*trust));
 		hinted = calloc(total, sizeof(*hinted));
 		c_end = calloc(total, sizeof(*c_end));
 		c_end_len = calloc(total, sizeof(*c_end_len));
 		c_key = calloc(total, sizeof(*c_key));
 		c_key_len = calloc(total, sizeof(*c_key_len));
 		keys = malloc(total * 4 * (ETCD_KEY_MAX + 1));
-		if (!ops || !hinted || !c_end || !c_end_len || !c_key || !c_key_len || !keys)
+		if (!ops || !trust || !hinted || !c_end || !c_end_len || !c_key || !c_key_len || !keys)
 			rc = -ENOMEM;
 	}
 	/* past a window, the skeleton ends with its last child's subtree, not the scan */
@@ -647,7 +871,14 @@ int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t fl
 			end[cl] = 0xff;
 			el = cl + 1;
 			used += cl + el;
-			if (hint) {
+			if (hint && trusted(s, kv, hint)) {
+				h = keys + used;
+				hl = etcd_key(s->txn->st, STORE_SPACE_DATA, hint, kv->val_len, h);
+				h[hl++] = 0;
+				used += hl;
+				trust[n_ops] = s->skel_any = true;
+				add_range(s, ops, &n_ops, gap, gap_len, h, hl, 1);
+			} else if (hint) {
 				h = keys + used;
 				hl = etcd_key(s->txn->st, STORE_SPACE_DATA, hint, kv->val_len, h);
 				h[hl++] = 0;	/* up to h 0x00: h included */
@@ -666,15 +897,17 @@ int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t fl
 			gap_len = el;
 		}
 	}
-	if (rc == 0 && !more)	/* the last gap, to the scan's end */
+	if (rc == 0 && !more) {	/* the last gap, to the scan's end: no leaf there where trusted */
+		trust[n_ops] = s->trust_from > 0;
 		add_range(s, ops, &n_ops, gap, gap_len, s->hi, s->hi_len, ETCD_PAGE);
+	}
 	if (rc == 0 && more && n_ops) {
 		memcpy(s->skel_until, gap, gap_len);	/* where the next window starts */
 		s->skel_until_len = gap_len;
 		s->skel_more = true;
 	}
 	if (rc == 0)
-		rc = send_all(s, ops, n_ops);
+		rc = send_all(s, ops, trust, n_ops);
 	if (rc == 0 && n_hinted) {
 		/* hints that are gone: the rest of their container, from after them */
 		size_t n2 = 0;
@@ -690,7 +923,7 @@ int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t fl
 				  c_end_len[j], 1);
 		}
 		if (n2)
-			rc = send_all(s, ops + n_ops, n2);
+			rc = send_all(s, ops + n_ops, NULL, n2);
 		if (rc == 0 && n2)
 			qsort(s->skel + skel0, s->n_skel - skel0, sizeof(*s->skel), skel_cmp);
 	}
@@ -698,6 +931,7 @@ int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t fl
 		etcd_range_result_release(&names[p]);
 	free(names);
 	free(ops);
+	free(trust);
 	free(hinted);
 	free(c_end);
 	free(c_end_len);

@@ -131,5 +131,13 @@ int store_etcd_expire_puts(struct store_txn *txn, store_expiry_fn fn, void *arg)
 	if (rc == 0)
 		rc = etcd_kids_note(w.t);	/* the entries too, so that they take leases (the
 						 * commit's own call then finds them made) */
-	return rc ? rc : etcd_buf_lease_puts(w.t->buf, lease_of_put, &w);
+	if (rc == 0)
+		rc = etcd_buf_lease_puts(w.t->buf, lease_of_put, &w);
+	if (rc == 0 && w.t->st->kids_trust && etcd_buf_has_leases(w.t->buf)) {
+		/* etcd's expiry deletes keys with no delete stamp: listings stop trusting entries */
+		uint8_t k[ETCD_KEY_MAX];
+
+		rc = etcd_buf_put(w.t->buf, k, etcd_kids_lease_flag(w.t->st, k), "", 0);
+	}
+	return rc;
 }

@@ -64,7 +64,7 @@ static int create_meta(struct store_etcd *st, struct etcd_client *c)
 		{ .type = ETCD_OP_PUT, .key = fk, .key_len = fl, .val = fv, .val_len = 4 },
 		{ .type = ETCD_OP_PUT, .key = ck, .key_len = cl, .val = cv, .val_len = 8 },
 		/* the children space is kept from the first commit on, container records' too */
-		{ .type = ETCD_OP_PUT, .key = kk, .key_len = kl, .val = "2", .val_len = 1 },
+		{ .type = ETCD_OP_PUT, .key = kk, .key_len = kl, .val = "3", .val_len = 1 },
 	};
 	struct etcd_txn_result r;
 	int rc;
@@ -128,7 +128,9 @@ static int open_meta(struct store_etcd *st, struct etcd_client *c, const char *u
 			if (rc)
 				goto fail;
 			st->kids = r.len == 1;
-			st->kids_records = r.len == 1 && r.kvs[0].val_len == 1 && r.kvs[0].val[0] == '2';
+			st->kids_records = r.len == 1 && r.kvs[0].val_len == 1 &&
+					   (r.kvs[0].val[0] == '2' || r.kvs[0].val[0] == '3');
+			st->kids_trust = st->kids_records && r.kvs[0].val[0] == '3';
 			etcd_range_result_release(&r);
 			return 0;
 		}
@@ -155,7 +157,7 @@ static int open_meta(struct store_etcd *st, struct etcd_client *c, const char *u
 			goto fail;
 		if (rc == 0) {
 			st->created = true;
-			st->kids = st->kids_records = true;
+			st->kids = st->kids_records = st->kids_trust = true;
 			atomic_store(&st->base.format, STORE_FORMAT_VERSION);
 			return 0;
 		}

@@ -35,6 +35,7 @@ void store_etcd_scan_close(struct store_scan *scan)
 void store_etcd_scan_expect_children(struct store_scan *scan)
 {
 	ESCAN(scan)->walk = true;
+	ESCAN(scan)->listing = true;
 }
 
 int store_etcd_scan_child_subdirs(struct store_scan *scan, const void *child, size_t len,

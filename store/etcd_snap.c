@@ -403,7 +403,7 @@ static bool window_holds(const struct etcd_window *w, const uint8_t *key, size_t
 }
 
 struct etcd_window *etcd_snap_window(struct store_etcd_txn *t, const uint8_t *prefix,
-				     size_t len, bool keys_only, const uint8_t *from,
+				     size_t len, bool keys_only, bool any_key, const uint8_t *from,
 				     size_t from_len)
 {
 	struct etcd_snap *s = t->snap;
@@ -414,7 +414,8 @@ struct etcd_window *etcd_snap_window(struct store_etcd_txn *t, const uint8_t *pr
 	pthread_mutex_lock(&s->lock);
 	for (struct etcd_window *w = s->windows; w && !found; w = w->next)
 		if (w->prefix_len == len && memcmp(w->prefix, prefix, len) == 0 &&
-		    (keys_only || !w->keys_only) && window_holds(w, from, from_len))
+		    (keys_only || !w->keys_only) && (any_key || !w->any_key) &&
+		    window_holds(w, from, from_len))
 			found = w;
 	pthread_mutex_unlock(&s->lock);
 	return found;

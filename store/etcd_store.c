@@ -634,6 +634,7 @@ int store_etcd_write(struct store *sb, store_write_fn fn, void *arg)
 			free(t);
 			break;
 		}
+		t->attempt = (unsigned)attempt;
 		etcd_snap_attach(t);	/* reads at its revision; the commit's guards say if it still holds */
 		rc = fn(&t->base, arg);
 		if (t->snap && rc != -ESTALE && (rc != 0 || (etcd_buf_empty(t->buf) && !t->resv)) &&
