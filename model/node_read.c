@@ -30,6 +30,7 @@ static int count_subdirs(struct store_txn *txn, const uint8_t *key, size_t len, 
 	ret = store_scan_open(txn, STORE_SPACE_DATA, key, len, &scan);
 	if (ret < 0)
 		return ret;
+	store_scan_expect_children(scan);	/* each child's kind is all it reads */
 	for (ret = tree_child_first(scan, key, len, NULL, 0, &c); ret == 1;
 	     ret = tree_child_next(scan, len, &c)) {
 		if (budget && (*budget)-- == 0) {
@@ -564,7 +565,7 @@ static int list_fill_in(struct model_list *l, struct store_txn *txn, model_list_
 
 	if (ret < 0)
 		return ret;
-	store_scan_expect_children(scan);	/* `ls`: no subtree is read */
+	store_scan_expect_children(scan);	/* `ls`: no subtree is read; a child's kind is all it reads */
 	/* each child's attributes and TTL, in key order: read ahead, not one by one */
 	store_txn_expect_reads(txn, STORE_SPACE_ATTR, l->key, l->len);
 	store_txn_expect_reads(txn, STORE_SPACE_TTL, NULL, 0);

@@ -273,7 +273,7 @@ struct store_etcd_scan {
 	 * skel_any: the skeleton holds a trusted child's made-up page.
 	 */
 	int64_t trust_from;
-	bool trust_read, skel_any;
+	bool trust_read, skel_any, leafless;
 	bool skel_deferred;	/* its start was in a page read before: read the space after it */
 	/* a skeleton that ends before the scan does: the next window from skel_until */
 	bool skel_more;

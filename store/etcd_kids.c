@@ -731,15 +731,16 @@ static int send_all(struct store_etcd_scan *s, const struct etcd_op *ops, const 
 }
 
 /*
- * From which revision on the listed container's entries can be trusted
- * without reading their child (0: none may be), read once per scan at its
- * revision. An entry written at E or later names a live key under its
- * container when no commit deleted a key after E (the delete stamp's
+ * From which revision on entries can be trusted without reading their
+ * container (0: none may be), read once per scan at its revision. An entry
+ * written at E or later whose hint lies under its container names a live
+ * key there when no commit deleted a key after E (the delete stamp's
  * revision S is at most E): a commit puts an entry with a hint it puts
  * too, or one it keeps from an older entry and guards live. Nothing is
  * trusted where keys may have gone without a stamp (the lease flag: etcd
- * expired them) or where leaf children may lie between the containers
- * (the container's leaf flag), nor before the marker said "3".
+ * expired them), nor before the marker said "3". s->leafless: the listed
+ * container never had a leaf child (no leaf flag), so no leaf lies between
+ * its containers and a listing may skip the gaps.
  */
 static int trust_from(struct store_etcd_scan *s, int depth)
 {
@@ -752,7 +753,7 @@ static int trust_from(struct store_etcd_scan *s, int depth)
 	if (s->trust_read)
 		return 0;
 	s->trust_read = true;
-	if (!s->listing || !s->txn->st->kids_trust || depth + 1 >= KIDS_DEPTH_MAX)
+	if (!s->listing || !s->txn->st->kids_trust || depth < 0 || depth + 1 >= KIDS_DEPTH_MAX)
 		return 0;
 	lens[0] = etcd_key(s->txn->st, ETCD_SPACE_STAMP, NULL, 0, keys[0]);
 	lens[1] = etcd_kids_lease_flag(s->txn->st, keys[1]);
@@ -765,12 +766,13 @@ static int trust_from(struct store_etcd_scan *s, int depth)
 	rc = etcd_client_txn(s->txn->c, NULL, 0, ops, 4, NULL, 0, &res);
 	if (rc)
 		return rc;
-	if (res.len == 4 && !res.ranges[1].len && !res.ranges[2].len && res.ranges[3].len == 1 &&
+	if (res.len == 4 && !res.ranges[1].len && res.ranges[3].len == 1 &&
 	    res.ranges[3].kvs[0].val_len == 1 && res.ranges[3].kvs[0].val[0] == '3') {
 		int64_t stamp = res.ranges[0].len ? res.ranges[0].kvs[0].mod_rev : 0;
 		int64_t marker = res.ranges[3].kvs[0].mod_rev;
 
 		s->trust_from = stamp > marker ? stamp : marker;
+		s->leafless = !res.ranges[2].len;
 	}
 	etcd_txn_result_release(&res);
 	return 0;
@@ -781,7 +783,8 @@ static bool trusted(const struct store_etcd_scan *s, const struct etcd_kv *kv, c
 {
 	size_t child = kv->key_len - (s->txn->st->prefix_len + 2);
 
-	return s->trust_from > 0 && h && kv->mod_rev >= s->trust_from && kv->val_len > child;
+	return s->trust_from > 0 && s->leafless && h && kv->mod_rev >= s->trust_from &&
+	       kv->val_len > child;
 }
 
 static int skel_cmp(const void *a, const void *b)
@@ -898,7 +901,7 @@ int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t fl
 		}
 	}
 	if (rc == 0 && !more) {	/* the last gap, to the scan's end: no leaf there where trusted */
-		trust[n_ops] = s->trust_from > 0;
+		trust[n_ops] = s->trust_from > 0 && s->leafless;
 		add_range(s, ops, &n_ops, gap, gap_len, s->hi, s->hi_len, ETCD_PAGE);
 	}
 	if (rc == 0 && more && n_ops) {
@@ -1019,6 +1022,12 @@ static int below_verify(struct store_etcd_scan *s, struct etcd_below *b)
 	uint8_t *keys = malloc((n ? n : 1) * 2 * (ETCD_KEY_MAX + 1));
 	size_t *which = calloc(n ? n : 1, sizeof(*which));	/* op of entry i, from 1; 0: none */
 	int rc = ops && keys && which ? 0 : -ENOMEM;
+
+	if (rc == 0)
+		rc = trust_from(s, elements(s->base.prefix, s->base.prefix_len));
+	for (size_t i = 0; rc == 0 && i < n; i++)	/* trusted: its hint is there */
+		b->live[i] = s->trust_from > 0 && b->r.kvs[i].mod_rev >= s->trust_from &&
+			     below_hinted(s, &b->r.kvs[i]);
 
 	for (int round = 0; rc == 0 && round < 2; round++) {
 		struct etcd_txn_result *res = NULL;

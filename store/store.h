@@ -356,10 +356,14 @@ int store_scan_next_distinct(struct store_scan *scan, int depth,
 			     struct store_val *key, struct store_val *val, size_t *child_end);
 /*
  * Says that the scan, before its first step, will walk the prefix's
- * children (seek past each child's subtree after its first key), as a
- * listing does: a backend whose seeks are round trips reads the children's
- * first keys ahead (docs/ETCD.md section 7). Only a hint: every call still
- * answers as without it.
+ * children with store_scan_next_distinct (seek past each child's subtree
+ * after its first key), as a listing does, and read of a child that holds
+ * keys only which child it is and the element after it (its kind): a
+ * backend whose seeks are round trips reads the children's first keys
+ * ahead (docs/ETCD.md section 7), and where it can trust its children
+ * space, hands such a child out by another key under it than its first,
+ * with an empty value. Leaf children and a child's own key (a record)
+ * come as without it.
  */
 void store_scan_expect_children(struct store_scan *scan);
 /*

@@ -2290,6 +2290,52 @@ static bool trust_hint_is(struct store *st, int child, int j)
 	return is;
 }
 
+/* Puts (or deletes) ("t", 60, i, 0) for i in [from, to): child 60 holds containers. */
+static int nest_fn(struct store_txn *t, void *arg)
+{
+	const struct trust_arg *a = arg;
+	int rc = 0;
+
+	for (int i = a->from; rc == 0 && i < a->to; i++) {
+		uint8_t k[64];
+		struct tuple_writer w;
+
+		tuple_writer_init(&w, k, sizeof(k));
+		tuple_put_string(&w, "t", 1);
+		tuple_put_int(&w, 60);
+		tuple_put_int(&w, i);
+		tuple_put_int(&w, 0);
+		rc = a->del ? store_etcd_del(t, STORE_SPACE_DATA, k, w.len) :
+		     store_etcd_put(t, STORE_SPACE_DATA, k, w.len, "x", 1);
+	}
+	return rc;
+}
+
+/* What store_scan_child_subdirs says of ("t", 60) in a listing of ("t"): the count, or <0. */
+static int nest_count(struct store *st, bool *trusting)
+{
+	struct store_txn *t;
+	struct store_scan *s = NULL;
+	struct store_val k, v;
+	uint8_t pfx[16], c60[16];
+	size_t pl = trust_key(pfx, sizeof(pfx), -1, -1), cl = trust_key(c60, sizeof(c60), 60, -1), end;
+	uint32_t n = 0;
+	int got = -ENOENT, rc = t_read(st, &t);
+
+	if (rc)
+		return rc;
+	if ((rc = t_scan(t, STORE_SPACE_DATA, pfx, pl, &s)) == 0) {
+		store_scan_expect_children(s);
+		while ((rc = store_scan_next_distinct(s, 1, &k, &v, &end)) == 1)
+			if (end == cl && memcmp(k.data, c60, cl) == 0)
+				got = store_scan_child_subdirs(s, k.data, end, &n) == 1 ? (int)n : -EIO;
+		*trusting = ESCAN(s)->trust_from > 0;
+		t_scan_close(s);
+	}
+	t_end(t);
+	return rc < 0 ? rc : got;
+}
+
 static void test_kids_trust(void)
 {
 	struct store *st = open_new("trust");
@@ -2319,10 +2365,18 @@ static void test_kids_trust(void)
 	a = (struct trust_arg){ .child = 9, .from = 5, .to = 6 };
 	CHECK_EQ_INT(store_etcd_write(st, trust_fn, &a), 0);
 	CHECK(trust_hint_is(st, 9, 0));
+	/* the containers a child holds, for its nlink: trusted entries are not read */
+	a = (struct trust_arg){ .from = 0, .to = 3 };
+	CHECK_EQ_INT(store_etcd_write(st, nest_fn, &a), 0);
+	CHECK_EQ_INT(nest_count(st, &trusting), 3);
+	CHECK(trusting);
+	a = (struct trust_arg){ .from = 1, .to = 2, .del = true };	/* (60, 1) emptied */
+	CHECK_EQ_INT(store_etcd_write(st, nest_fn, &a), 0);
+	CHECK_EQ_INT(nest_count(st, &trusting), 2);
 	n = trust_list(st, keys, 64, &leaves, &trusting);
-	CHECK_EQ_INT(n, 39);
+	CHECK_EQ_INT(n, 40);	/* 39, and 60 */
 	CHECK_EQ_INT(leaves, 0);
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n && i < 39; i++) {
 		int want = i < 7 ? i : i + 1;
 
 		CHECK_EQ_INT(keys[i][0], want);
@@ -2350,7 +2404,7 @@ static void test_kids_trust(void)
 	CHECK_EQ_INT(store_etcd_write(st, trust_fn, &a), 0);
 	CHECK(trust_hint_is(st, 9, 7));
 	n = trust_list(st, keys, 64, &leaves, &trusting);
-	CHECK_EQ_INT(n, 39);
+	CHECK_EQ_INT(n, 40);
 	/* trusted (written after the last delete): the hint, which is not its first key (9, 1) */
 	CHECK(n > 8 && keys[8][0] == 9 && keys[8][1] == 7);
 
@@ -2358,7 +2412,7 @@ static void test_kids_trust(void)
 	a = (struct trust_arg){ .child = 50, .from = 0, .to = 1, .leaf = true };
 	CHECK_EQ_INT(store_etcd_write(st, trust_fn, &a), 0);
 	n = trust_list(st, keys, 64, &leaves, &trusting);
-	CHECK_EQ_INT(n, 40);
+	CHECK_EQ_INT(n, 41);
 	CHECK_EQ_INT(leaves, 1);
 	CHECK(!trusting);
 	t_close(st, true);
