@@ -311,6 +311,26 @@ static int note_record(struct store_etcd_txn *t, const uint8_t *tk, size_t len)
 }
 
 /*
+ * The length of the container key that holds tk[0..len) (its elements but
+ * the last), its elements into *depth; SIZE_MAX when tk is no whole key.
+ */
+static size_t parent_of(const uint8_t *tk, size_t len, unsigned *depth)
+{
+	struct tuple_reader r;
+	struct tuple_elem e;
+	size_t parent = 0;
+
+	*depth = 0;
+	tuple_reader_init(&r, tk, len);
+	while (r.pos < len && tuple_next(&r, &e) == 1)
+		if (r.pos < len) {
+			parent = r.pos;
+			(*depth)++;
+		}
+	return r.pos == len && len ? parent : SIZE_MAX;
+}
+
+/*
  * The leaf flag of the container that holds the leaf tk[0..len): a listing
  * of a container without one has no leaf children to look for between its
  * containers. Put again by every commit that puts a leaf there (etcd keeps
@@ -318,22 +338,13 @@ static int note_record(struct store_etcd_txn *t, const uint8_t *tk, size_t len)
  */
 static int note_leaf(struct store_etcd_txn *t, const uint8_t *tk, size_t len)
 {
-	struct tuple_reader r;
-	struct tuple_elem e;
 	uint8_t k[ETCD_KEY_MAX];
-	size_t parent = 0, kl;
-	unsigned depth = 0;
+	unsigned depth;
+	size_t parent = parent_of(tk, len, &depth), kl;
 	const void *v;
 	size_t vl;
 
-	tuple_reader_init(&r, tk, len);
-	while (r.pos < len && tuple_next(&r, &e) == 1) {
-		if (r.pos < len) {
-			parent = r.pos;
-			depth++;
-		}
-	}
-	if (r.pos != len || depth >= KIDS_DEPTH_MAX)
+	if (parent == SIZE_MAX || depth >= KIDS_DEPTH_MAX)
 		return 0;
 	kl = leaf_flag_key(t->st, depth, tk, parent, k);
 	if (etcd_buf_get(t->buf, k, kl, &v, &vl) == 1)
@@ -1401,6 +1412,8 @@ struct kids_walk {
 	struct store_etcd_txn *repair;	/* puts the entries missing instead of reporting them */
 	int rc;	/* the first put that failed */
 	struct key_list set;	/* containers with an entry, sorted */
+	struct key_list flags;	/* containers with a leaf flag, sorted (a store that keeps them) */
+	bool leaf_flags;	/* the store keeps them (marker "3") */
 	size_t skip;	/* bytes before the container key (entries) or tuple key (data) */
 	store_check_fn fn;
 	void *arg;
@@ -1417,6 +1430,16 @@ static int add_entry(void *arg, const struct etcd_kv *kv)
 		return 0;	/* the marker */
 	return key_list_add(&w->set, kv->key + w->skip, kv->key_len - w->skip);
 }
+
+static int add_flag(void *arg, const struct etcd_kv *kv)
+{
+	struct kids_walk *w = arg;
+
+	if (kv->key_len < w->skip)
+		return 0;	/* the lease flag */
+	return key_list_add(&w->flags, kv->key + w->skip, kv->key_len - w->skip);
+}
+
 
 static bool key_list_has(const struct key_list *ks, const uint8_t *key, size_t len)
 {
@@ -1456,6 +1479,30 @@ static void kids_missing(struct kids_walk *w, const uint8_t *key, size_t len, co
 }
 
 /*
+ * A leaf tk[0..len) (not a record) needs its container's leaf flag, or a
+ * listing that trusts entries skips it: reported, or (repair) put.
+ */
+static void check_leaf_flag(struct kids_walk *w, const uint8_t *tk, size_t len)
+{
+	uint8_t k[ETCD_KEY_MAX];
+	unsigned depth;
+	size_t parent = parent_of(tk, len, &depth), kl;
+	const void *v;
+	size_t vl;
+
+	if (parent == SIZE_MAX || depth >= KIDS_DEPTH_MAX || key_list_has(&w->flags, tk, parent))
+		return;
+	if (!w->repair) {
+		w->fn(w->arg, tk, len, "leaf without its directory's leaf flag in the etcd children "
+		      "space: ls of its directory may leave it out (docs/ETCD.md section 7)");
+		return;
+	}
+	kl = leaf_flag_key(w->repair->st, depth, tk, parent, k);
+	if (w->rc == 0 && etcd_buf_get(w->repair->buf, k, kl, &v, &vl) != 1)
+		w->rc = etcd_buf_put(w->repair->buf, k, kl, "", 0);
+}
+
+/*
  * Every container above a data key needs its entry, or a listing of its
  * parent passes it over. Keys come in order, so the containers this key
  * shares with the last one were checked with it.
@@ -1492,6 +1539,8 @@ static int check_key(void *arg, const struct etcd_kv *kv)
 		kids_missing(w, tk, len, tk, len, "empty container without its entry in the etcd "
 			     "children space: ls -l gives its parent a wrong nlink (docs/ETCD.md "
 			     "section 7)");
+	else if (w->leaf_flags && !(w->record && w->record(kv->val, kv->val_len)))
+		check_leaf_flag(w, tk, len);
 	memcpy(w->prev, tk, len);
 	w->prev_len = len;
 	return w->rc;
@@ -1561,6 +1610,15 @@ static int kids_walk_all(struct store_etcd_txn *t, store_check_fn fn, void *arg,
 	rc = walk_range(t, lo, ll, hi, hl, false, add_entry, w);
 	if (rc == 0)
 		rc = key_list_sort(&w->set);
+	w->leaf_flags = t->st->kids_trust;
+	if (rc == 0 && w->leaf_flags) {
+		ll = etcd_kids_lease_flag(t->st, lo);
+		hl = etcd_prefix_end(lo, ll, hi);
+		w->skip = ll + 1;	/* the flag's space and the depth byte */
+		rc = walk_range(t, lo, ll, hi, hl, false, add_flag, w);
+		if (rc == 0)
+			rc = key_list_sort(&w->flags);
+	}
 	if (rc == 0) {
 		ll = etcd_key(t->st, STORE_SPACE_DATA, NULL, 0, lo);
 		hl = etcd_prefix_end(lo, ll, hi);
@@ -1569,6 +1627,7 @@ static int kids_walk_all(struct store_etcd_txn *t, store_check_fn fn, void *arg,
 	}
 	rc = rc ? rc : w->rc;
 	key_list_release(&w->set);
+	key_list_release(&w->flags);
 	free(w);
 	return rc;
 }

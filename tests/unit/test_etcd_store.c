@@ -2050,6 +2050,12 @@ static void check_note(void *arg, const uint8_t *key, size_t len, const char *me
 	}
 }
 
+static int repair_fn(struct store_txn *t, void *arg)
+{
+	(void)arg;
+	return store_etcd_repair(t);
+}
+
 /* A leaf 300 containers deep: ("h", 0, 0, ..., "x"). */
 static int deep_fn(struct store_txn *t, void *arg)
 {
@@ -2104,6 +2110,28 @@ static void test_kids_check(void)
 	CHECK_EQ_INT(seen.n, 1);	/* two keys under it, one report */
 	wl = hint_key(want, sizeof(want), 1, NULL);
 	CHECK_MEM(seen.key, seen.len, want, wl);
+	t_end(t);
+	CHECK_EQ_INT(store_etcd_write(st, repair_fn, NULL), 0);
+
+	/* the leaf flag of ("h", 2) removed: its leaf ("h", 2, "b") is named; a repair puts it back */
+	kl = etcd_kids_lease_flag(ETCD(st), k);
+	k[kl++] = 2;
+	kl += hint_key(k + kl, sizeof(k) - kl, 2, NULL);
+	CHECK_EQ_INT(etcd_client_take(ETCD(st), &c), 0);
+	CHECK_EQ_INT(etcd_client_delete_range(c, k, kl, NULL, 0, NULL, NULL), 0);
+	etcd_client_give(ETCD(st), c);
+	seen = (struct check_seen){ 0 };
+	CHECK_EQ_INT(t_read(st, &t), 0);
+	CHECK_EQ_INT(store_etcd_check(t, check_note, &seen), 0);
+	CHECK_EQ_INT(seen.n, 1);
+	wl = hint_key(want, sizeof(want), 2, "b");
+	CHECK_MEM(seen.key, seen.len, want, wl);
+	t_end(t);
+	CHECK_EQ_INT(store_etcd_write(st, repair_fn, NULL), 0);
+	seen = (struct check_seen){ 0 };
+	CHECK_EQ_INT(t_read(st, &t), 0);
+	CHECK_EQ_INT(store_etcd_check(t, check_note, &seen), 0);
+	CHECK_EQ_INT(seen.n, 0);
 	t_end(t);
 	t_close(st, true);
 }
