@@ -51,26 +51,26 @@ size_t etcd_kids_lease_flag(const struct store_etcd *st, uint8_t *out)
 	return st->prefix_len + 1;
 }
 
+/* out[0..n) (a space's key), then the byte depth and key[0..len): the whole length. */
+static size_t depth_key(uint8_t *out, size_t n, unsigned depth, const uint8_t *key, size_t len)
+{
+	out[n++] = (uint8_t)depth;
+	memcpy(out + n, key, len);
+	return n + len;
+}
+
 /* Leaf flag key of the container key[0..len) of `depth` elements: it has (had) a leaf child. */
 static size_t leaf_flag_key(const struct store_etcd *st, unsigned depth, const uint8_t *key,
 			    size_t len, uint8_t *out)
 {
-	size_t n = etcd_kids_lease_flag(st, out);
-
-	out[n++] = (uint8_t)depth;
-	memcpy(out + n, key, len);
-	return n + len;
+	return depth_key(out, etcd_kids_lease_flag(st, out), depth, key, len);
 }
 
 /* Entry key of the container key[0..len) with `depth` elements before its last one. */
 static size_t kids_key(const struct store_etcd *st, unsigned depth, const uint8_t *key,
 		       size_t len, uint8_t *out)
 {
-	size_t n = etcd_kids_marker(st, out);
-
-	out[n++] = (uint8_t)depth;
-	memcpy(out + n, key, len);
-	return n + len;
+	return depth_key(out, etcd_kids_marker(st, out), depth, key, len);
 }
 
 /* Elements in key[0..len); -1 when it does not end on an element's end. */
@@ -1484,22 +1484,16 @@ static void kids_missing(struct kids_walk *w, const uint8_t *key, size_t len, co
  */
 static void check_leaf_flag(struct kids_walk *w, const uint8_t *tk, size_t len)
 {
-	uint8_t k[ETCD_KEY_MAX];
 	unsigned depth;
-	size_t parent = parent_of(tk, len, &depth), kl;
-	const void *v;
-	size_t vl;
+	size_t parent = parent_of(tk, len, &depth);
 
 	if (parent == SIZE_MAX || depth >= KIDS_DEPTH_MAX || key_list_has(&w->flags, tk, parent))
 		return;
-	if (!w->repair) {
+	if (!w->repair)
 		w->fn(w->arg, tk, len, "leaf without its directory's leaf flag in the etcd children "
 		      "space: ls of its directory may leave it out (docs/ETCD.md section 7)");
-		return;
-	}
-	kl = leaf_flag_key(w->repair->st, depth, tk, parent, k);
-	if (w->rc == 0 && etcd_buf_get(w->repair->buf, k, kl, &v, &vl) != 1)
-		w->rc = etcd_buf_put(w->repair->buf, k, kl, "", 0);
+	else if (w->rc == 0)
+		w->rc = note_leaf(w->repair, tk, len);	/* once per directory: the buffer has it after */
 }
 
 /*

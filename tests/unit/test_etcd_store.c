@@ -2050,6 +2050,26 @@ static void check_note(void *arg, const uint8_t *key, size_t len, const char *me
 	}
 }
 
+/*
+ * Deletes, behind kvfs's back, the key k[0..kl) (the children space's
+ * marker, or the flags' space) followed by `depth` and ("h", child): an
+ * entry (depth 1) or a leaf flag (depth 2).
+ */
+static int check_unkeep(struct store *st, size_t kl, uint8_t *k, int child)
+{
+	struct etcd_client *c = NULL;
+	int rc;
+
+	k[kl] = (uint8_t)(k[kl - 1] == ETCD_SPACE_KIDS ? 1 : 2);
+	kl++;
+	kl += hint_key(k + kl, ETCD_KEY_MAX - kl, child, NULL);
+	if ((rc = etcd_client_take(ETCD(st), &c)))
+		return rc;
+	rc = etcd_client_delete_range(c, k, kl, NULL, 0, NULL, NULL);
+	etcd_client_give(ETCD(st), c);
+	return rc;
+}
+
 static int repair_fn(struct store_txn *t, void *arg)
 {
 	(void)arg;
@@ -2084,8 +2104,7 @@ static void test_kids_check(void)
 	struct check_seen seen = { 0 };
 	struct store_txn *t;
 	uint8_t k[ETCD_KEY_MAX], want[64];
-	size_t kl, wl;
-	struct etcd_client *c = NULL;
+	size_t wl;
 
 	CHECK_EQ_INT(store_etcd_write(st, hint_fn, &a), 0);
 	a.leaf = "n";
@@ -2099,12 +2118,7 @@ static void test_kids_check(void)
 	t_end(t);
 
 	/* the entry of ("h", 1) removed behind kvfs's back */
-	kl = etcd_kids_marker(ETCD(st), k);
-	k[kl++] = 1;
-	kl += hint_key(k + kl, sizeof(k) - kl, 1, NULL);
-	CHECK_EQ_INT(etcd_client_take(ETCD(st), &c), 0);
-	CHECK_EQ_INT(etcd_client_delete_range(c, k, kl, NULL, 0, NULL, NULL), 0);
-	etcd_client_give(ETCD(st), c);
+	CHECK_EQ_INT(check_unkeep(st, etcd_kids_marker(ETCD(st), k), k, 1), 0);
 	CHECK_EQ_INT(t_read(st, &t), 0);
 	CHECK_EQ_INT(store_etcd_check(t, check_note, &seen), 0);
 	CHECK_EQ_INT(seen.n, 1);	/* two keys under it, one report */
@@ -2114,12 +2128,7 @@ static void test_kids_check(void)
 	CHECK_EQ_INT(store_etcd_write(st, repair_fn, NULL), 0);
 
 	/* the leaf flag of ("h", 2) removed: its leaf ("h", 2, "b") is named; a repair puts it back */
-	kl = etcd_kids_lease_flag(ETCD(st), k);
-	k[kl++] = 2;
-	kl += hint_key(k + kl, sizeof(k) - kl, 2, NULL);
-	CHECK_EQ_INT(etcd_client_take(ETCD(st), &c), 0);
-	CHECK_EQ_INT(etcd_client_delete_range(c, k, kl, NULL, 0, NULL, NULL), 0);
-	etcd_client_give(ETCD(st), c);
+	CHECK_EQ_INT(check_unkeep(st, etcd_kids_lease_flag(ETCD(st), k), k, 2), 0);
 	seen = (struct check_seen){ 0 };
 	CHECK_EQ_INT(t_read(st, &t), 0);
 	CHECK_EQ_INT(store_etcd_check(t, check_note, &seen), 0);
