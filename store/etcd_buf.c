@@ -719,6 +719,18 @@ int etcd_buf_walk(const struct etcd_buf *b, etcd_buf_walk_fn fn, void *arg)
 	return rc;
 }
 
+int etcd_buf_walk_deletes(const struct etcd_buf *b, etcd_buf_delete_fn fn, void *arg)
+{
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < b->n_keys; i++)
+		if (!b->keys[i].val)
+			rc = fn(b->keys[i].key, b->keys[i].key_len, false, arg);
+	for (size_t i = 0; rc == 0 && i < b->n_ranges; i++)
+		rc = fn(b->ranges[i].key, b->ranges[i].key_len, true, arg);
+	return rc;
+}
+
 int etcd_buf_lease_puts(struct etcd_buf *b, etcd_buf_lease_fn fn, void *arg)
 {
 	int rc = 0;

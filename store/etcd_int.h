@@ -274,6 +274,8 @@ struct store_etcd_scan {
 	 */
 	int64_t trust_from;
 	bool trust_read, skel_any, leafless;
+	/* the delete stamps of the listed container's children (their keys), read with trust_from */
+	struct etcd_range_result stamps;
 	bool skel_deferred;	/* its start was in a page read before: read the space after it */
 	/* a skeleton that ends before the scan does: the next window from skel_until */
 	bool skel_more;
@@ -419,6 +421,12 @@ void etcd_client_give(struct store_etcd *st, struct etcd_client *c);
  * key (borrowed) or NULL.
  */
 int etcd_kids_note(struct store_etcd_txn *t);
+/*
+ * In a commit that deletes data keys (store "3"): puts the delete stamp of
+ * every container above a deleted key or range, `x depth container`, whose
+ * revision a trusting listing compares its entries with (section 7).
+ */
+int etcd_kids_stamp(struct store_etcd_txn *t);
 int etcd_kids_forget(struct store_etcd_txn *t, const void *prefix, size_t len);
 /*
  * The lease flag's key (etcd key, into out): put, without a lease, by every

@@ -59,6 +59,13 @@ static size_t depth_key(uint8_t *out, size_t n, unsigned depth, const uint8_t *k
 	return n + len;
 }
 
+/* Delete stamp key of the container key[0..len) with `depth` elements before its last one. */
+static size_t stamp_key(const struct store_etcd *st, unsigned depth, const uint8_t *key,
+			size_t len, uint8_t *out)
+{
+	return depth_key(out, etcd_key(st, ETCD_SPACE_STAMP, NULL, 0, out), depth, key, len);
+}
+
 /* Leaf flag key of the container key[0..len) of `depth` elements: it has (had) a leaf child. */
 static size_t leaf_flag_key(const struct store_etcd *st, unsigned depth, const uint8_t *key,
 			    size_t len, uint8_t *out)
@@ -389,6 +396,46 @@ int etcd_kids_note(struct store_etcd_txn *t)
 		rc = keep_older(t, &h);
 	key_list_release(&h);
 	return rc;
+}
+
+/*
+ * Stamps the containers above one deleted data key (etcd key key[0..len)),
+ * or, for a deleted range from it, the containers it starts with: the
+ * whole elements of its start, itself included. A range over several of
+ * the root's children (no whole element) moves the marker instead.
+ */
+static int stamp_one(const uint8_t *key, size_t len, bool range, void *arg)
+{
+	struct store_etcd_txn *t = arg;
+	uint8_t k[ETCD_KEY_MAX];
+	size_t base = etcd_key(t->st, STORE_SPACE_DATA, NULL, 0, k), kl;
+	struct tuple_reader r;
+	struct tuple_elem e;
+	unsigned depth = 0;
+	int rc = 0;
+
+	if (len < base || memcmp(key, k, base) != 0)
+		return 0;	/* not the data space */
+	tuple_reader_init(&r, key + base, len - base);
+	while (rc == 0 && depth < KIDS_DEPTH_MAX && tuple_next(&r, &e) == 1) {
+		if (r.pos == len - base && !range)
+			break;	/* the deleted key itself, not a container above it */
+		kl = stamp_key(t->st, depth++, key + base, r.pos, k);
+		rc = etcd_buf_put(t->buf, k, kl, "", 0);
+	}
+	if (rc == 0 && range && depth == 0) {
+		/* a range over several of the root's children: every entry is older than the marker */
+		kl = etcd_kids_marker(t->st, k);
+		rc = etcd_buf_put(t->buf, k, kl, "3", 1);
+	}
+	return rc;
+}
+
+int etcd_kids_stamp(struct store_etcd_txn *t)
+{
+	if (!t->st->kids_trust)
+		return 0;
+	return etcd_buf_walk_deletes(t->buf, stamp_one, t);
 }
 
 int etcd_kids_forget(struct store_etcd_txn *t, const void *prefix, size_t len)
@@ -743,15 +790,17 @@ static int send_all(struct store_etcd_scan *s, const struct etcd_op *ops, const 
 
 /*
  * From which revision on entries can be trusted without reading their
- * container (0: none may be), read once per scan at its revision. An entry
- * written at E or later whose hint lies under its container names a live
- * key there when no commit deleted a key after E (the delete stamp's
- * revision S is at most E): a commit puts an entry with a hint it puts
- * too, or one it keeps from an older entry and guards live. Nothing is
- * trusted where keys may have gone without a stamp (the lease flag: etcd
- * expired them), nor before the marker said "3". s->leafless: the listed
- * container never had a leaf child (no leaf flag), so no leaf lies between
- * its containers and a listing may skip the gaps.
+ * container (0: none may be), read once per scan at its revision, with
+ * the delete stamps of the listed container's children (s->stamps). An
+ * entry of child C written at E whose hint lies under C names a live key
+ * there when no commit deleted a key under C after E (C's stamp, put by
+ * every such commit, is at most E): a commit puts an entry with a hint it
+ * puts too, or one it keeps from an older entry and guards live. Nothing
+ * is trusted where keys may have gone without a stamp (the lease flag:
+ * etcd expired them), nor before the marker said "3" (or moved, section
+ * 7). s->leafless: the listed container never had a leaf child (no leaf
+ * flag), so no leaf lies between its containers and a listing may skip
+ * the gaps.
  */
 static int trust_from(struct store_etcd_scan *s, int depth)
 {
@@ -766,7 +815,8 @@ static int trust_from(struct store_etcd_scan *s, int depth)
 	s->trust_read = true;
 	if (!s->listing || !s->txn->st->kids_trust || depth < 0 || depth + 1 >= KIDS_DEPTH_MAX)
 		return 0;
-	lens[0] = etcd_key(s->txn->st, ETCD_SPACE_STAMP, NULL, 0, keys[0]);
+	lens[0] = stamp_key(s->txn->st, (unsigned)depth, s->base.prefix, s->base.prefix_len, keys[0]);
+	keys[0][lens[0]] = 0xff;	/* no element starts with 0xff: the children's stamps */
 	lens[1] = etcd_kids_lease_flag(s->txn->st, keys[1]);
 	lens[2] = leaf_flag_key(s->txn->st, (unsigned)depth, s->base.prefix, s->base.prefix_len,
 				keys[2]);
@@ -774,28 +824,67 @@ static int trust_from(struct store_etcd_scan *s, int depth)
 	for (int i = 0; i < 4; i++)
 		ops[i] = (struct etcd_op){ .type = ETCD_OP_RANGE, .key = keys[i], .key_len = lens[i],
 					   .revision = s->txn->rev };
+	ops[0].range_end = keys[0];
+	ops[0].range_end_len = lens[0] + 1;
+	ops[0].keys_only = true;	/* a stamp's revision is all it says */
 	rc = etcd_client_txn(s->txn->c, NULL, 0, ops, 4, NULL, 0, &res);
 	if (rc)
 		return rc;
-	if (res.len == 4 && !res.ranges[1].len && res.ranges[3].len == 1 &&
+	if (res.len == 4 && !res.ranges[0].more && !res.ranges[1].len && res.ranges[3].len == 1 &&
 	    res.ranges[3].kvs[0].val_len == 1 && res.ranges[3].kvs[0].val[0] == '3') {
-		int64_t stamp = res.ranges[0].len ? res.ranges[0].kvs[0].mod_rev : 0;
-		int64_t marker = res.ranges[3].kvs[0].mod_rev;
-
-		s->trust_from = stamp > marker ? stamp : marker;
+		s->trust_from = res.ranges[3].kvs[0].mod_rev;
 		s->leafless = !res.ranges[2].len;
+		s->stamps = res.ranges[0];	/* the scan's now, in key order */
+		memset(&res.ranges[0], 0, sizeof(res.ranges[0]));
 	}
 	etcd_txn_result_release(&res);
 	return 0;
 }
 
-/* Whether the entry kv (of the listed container, hint h) may stand for its child unread. */
-static bool trusted(const struct store_etcd_scan *s, const struct etcd_kv *kv, const uint8_t *h)
+/*
+ * From which revision the entries of the listed container's child that
+ * the tuple key t[0..len) lies in (or under) are trusted: the later of the
+ * marker's and that child's delete stamp's; 0 when none are.
+ */
+static int64_t trusted_since(const struct store_etcd_scan *s, const uint8_t *t, size_t len)
 {
-	size_t child = kv->key_len - (s->txn->st->prefix_len + 2);
+	size_t skip = s->txn->st->prefix_len + 2, pl = s->base.prefix_len, lo = 0,
+	       hi = s->stamps.len;
+	struct tuple_reader r;
+	struct tuple_elem e;
 
-	return s->trust_from > 0 && s->leafless && h && kv->mod_rev >= s->trust_from &&
-	       kv->val_len > child;
+	if (s->trust_from <= 0 || len <= pl)
+		return 0;
+	tuple_reader_init(&r, t + pl, len - pl);
+	if (tuple_next(&r, &e) != 1)
+		return 0;
+	len = pl + r.pos;	/* the child */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct etcd_kv *kv = &s->stamps.kvs[mid];
+		int c = store_key_cmp(kv->key + skip, kv->key_len - skip, t, len);
+
+		if (c == 0)
+			return kv->mod_rev > s->trust_from ? kv->mod_rev : s->trust_from;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return s->trust_from;
+}
+
+/*
+ * Whether the entry kv (the listed container's child's, or one below a
+ * child's: its hint lies under it) names a key that is there unread.
+ */
+static bool trusted(const struct store_etcd_scan *s, const struct etcd_kv *kv)
+{
+	size_t skip = s->txn->st->prefix_len + 2, child = kv->key_len - skip;
+	int64_t since = trusted_since(s, kv->key + skip, child);
+
+	return since > 0 && hint_of(s->txn->st, kv->key, kv->key_len, kv->val, kv->val_len) &&
+	       kv->val_len > child && kv->mod_rev >= since;
 }
 
 static int skel_cmp(const void *a, const void *b)
@@ -885,7 +974,7 @@ int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t fl
 			end[cl] = 0xff;
 			el = cl + 1;
 			used += cl + el;
-			if (hint && trusted(s, kv, hint)) {
+			if (hint && s->leafless && trusted(s, kv)) {
 				h = keys + used;
 				hl = etcd_key(s->txn->st, STORE_SPACE_DATA, hint, kv->val_len, h);
 				h[hl++] = 0;
@@ -1037,8 +1126,7 @@ static int below_verify(struct store_etcd_scan *s, struct etcd_below *b)
 	if (rc == 0)
 		rc = trust_from(s, elements(s->base.prefix, s->base.prefix_len));
 	for (size_t i = 0; rc == 0 && i < n; i++)	/* trusted: its hint is there */
-		b->live[i] = s->trust_from > 0 && b->r.kvs[i].mod_rev >= s->trust_from &&
-			     below_hinted(s, &b->r.kvs[i]);
+		b->live[i] = trusted(s, &b->r.kvs[i]);
 
 	for (int round = 0; rc == 0 && round < 2; round++) {
 		struct etcd_txn_result *res = NULL;
@@ -1310,6 +1398,7 @@ void etcd_kids_scan_release(struct store_etcd_scan *s)
 	s->own_below = NULL;
 	s->below = NULL;
 	s->win = NULL;
+	etcd_range_result_release(&s->stamps);
 	for (size_t i = 0; i < s->n_skel; i++)
 		free(s->skel[i].keys);
 	free(s->skel);

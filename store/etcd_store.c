@@ -536,6 +536,8 @@ static int commit_attempt(struct store_etcd_txn *t, uint64_t first, uint64_t seq
 		put_be(v, seq, 8);
 		if ((rc = etcd_buf_put(t->buf, k, kl, v, 8)))
 			return rc;
+		if ((rc = etcd_kids_stamp(t)))	/* and the containers' own, for listings */
+			return rc;
 	}
 	if (t->feed.dirty) {
 		uint8_t *entry;

@@ -2398,6 +2398,26 @@ static void test_kids_trust(void)
 	/* a container emptied key by key: its entry stays, the listing must not show it */
 	a = (struct trust_arg){ .child = 7, .from = 0, .to = 3, .del = true };
 	CHECK_EQ_INT(store_etcd_write(st, trust_fn, &a), 0);
+	/*
+	 * A key put behind kvfs's back before child 12's hint, which its entry
+	 * does not know: a listing that trusts the entry hands out the hint, as
+	 * the deletes were in other children (each child has its own stamp).
+	 */
+	{
+		struct etcd_client *c = NULL;
+		uint8_t tk[64], dk[ETCD_KEY_MAX];
+		struct tuple_writer w;
+		size_t dl;
+
+		tuple_writer_init(&w, tk, sizeof(tk));
+		tuple_put_string(&w, "t", 1);
+		tuple_put_int(&w, 12);
+		tuple_put_int(&w, -1);	/* before (12, 0) */
+		dl = etcd_key(ETCD(st), STORE_SPACE_DATA, tk, w.len, dk);
+		CHECK_EQ_INT(etcd_client_take(ETCD(st), &c), 0);
+		CHECK_EQ_INT(etcd_client_put(c, dk, dl, "0123", 4, 0, NULL), 0);
+		etcd_client_give(ETCD(st), c);
+	}
 	/* written after the deletes: a key after its hint, which it keeps (guarded live) */
 	a = (struct trust_arg){ .child = 9, .from = 5, .to = 6 };
 	CHECK_EQ_INT(store_etcd_write(st, trust_fn, &a), 0);
