@@ -27,6 +27,10 @@
 #define KIDS_PAGE 4096	/* entries per range of the children space */
 #define KIDS_THREADS 4	/* batches in flight at once */
 #define KIDS_DEPTH_MAX 255	/* an entry's depth is one byte: deeper containers have none */
+/* The depth byte of a range stamp `x 0xfe container`: a deleted range began with it. */
+#define KIDS_RANGE_STAMP 0xfe
+/* Listings of containers deeper than this trust nothing (one read per ancestor's range stamp). */
+#define KIDS_TRUST_DEPTH 32
 /*
  * Children one prefetch covers at most. A readdir asks for a hundred or so
  * and each starts a new scan, so reading every later name each time would
@@ -401,8 +405,10 @@ int etcd_kids_note(struct store_etcd_txn *t)
 /*
  * Stamps the containers above one deleted data key (etcd key key[0..len)),
  * or, for a deleted range from it, the containers it starts with: the
- * whole elements of its start, itself included. A range over several of
- * the root's children (no whole element) moves the marker instead.
+ * whole elements of its start, itself included. A range also puts the
+ * range stamp of the longest of them (the root's when none), since it
+ * deletes under every child of that container at once: a listing reads
+ * the range stamps of the listed container and its ancestors.
  */
 static int stamp_one(const uint8_t *key, size_t len, bool range, void *arg)
 {
@@ -416,17 +422,20 @@ static int stamp_one(const uint8_t *key, size_t len, bool range, void *arg)
 
 	if (len < base || memcmp(key, k, base) != 0)
 		return 0;	/* not the data space */
+	size_t whole = 0;	/* the longest container the start is made of */
+
 	tuple_reader_init(&r, key + base, len - base);
-	while (rc == 0 && depth < KIDS_DEPTH_MAX && tuple_next(&r, &e) == 1) {
+	/* listings deeper than KIDS_TRUST_DEPTH trust nothing: their children's stamps are not read */
+	while (rc == 0 && depth <= KIDS_TRUST_DEPTH && tuple_next(&r, &e) == 1) {
 		if (r.pos == len - base && !range)
 			break;	/* the deleted key itself, not a container above it */
 		kl = stamp_key(t->st, depth++, key + base, r.pos, k);
 		rc = etcd_buf_put(t->buf, k, kl, "", 0);
+		whole = r.pos;
 	}
-	if (rc == 0 && range && depth == 0) {
-		/* a range over several of the root's children: every entry is older than the marker */
-		kl = etcd_kids_marker(t->st, k);
-		rc = etcd_buf_put(t->buf, k, kl, "3", 1);
+	if (rc == 0 && range) {
+		kl = stamp_key(t->st, KIDS_RANGE_STAMP, key + base, whole, k);
+		rc = etcd_buf_put(t->buf, k, kl, "", 0);
 	}
 	return rc;
 }
@@ -804,35 +813,47 @@ static int send_all(struct store_etcd_scan *s, const struct etcd_op *ops, const 
  */
 static int trust_from(struct store_etcd_scan *s, int depth)
 {
-	uint8_t keys[4][ETCD_KEY_MAX];
-	struct etcd_op ops[4];
-	size_t lens[4];
+	uint8_t keys[4 + KIDS_TRUST_DEPTH + 1][ETCD_KEY_MAX];
+	struct etcd_op ops[4 + KIDS_TRUST_DEPTH + 1];
+	size_t lens[4 + KIDS_TRUST_DEPTH + 1], n = 4;
 	struct etcd_txn_result res;
+	struct tuple_reader r;
+	struct tuple_elem e;
 	int rc;
 
 	if (s->trust_read)
 		return 0;
 	s->trust_read = true;
-	if (!s->listing || !s->txn->st->kids_trust || depth < 0 || depth + 1 >= KIDS_DEPTH_MAX)
+	if (!s->listing || !s->txn->st->kids_trust || depth < 0 || depth > KIDS_TRUST_DEPTH)
 		return 0;
+	/* the range stamps of the root, every container above the listed one, and its own */
+	lens[n] = stamp_key(s->txn->st, KIDS_RANGE_STAMP, s->base.prefix, 0, keys[n]);
+	n++;
+	tuple_reader_init(&r, s->base.prefix, s->base.prefix_len);
+	while (tuple_next(&r, &e) == 1) {	/* depth of them at most */
+		lens[n] = stamp_key(s->txn->st, KIDS_RANGE_STAMP, s->base.prefix, r.pos, keys[n]);
+		n++;
+	}
 	lens[0] = stamp_key(s->txn->st, (unsigned)depth, s->base.prefix, s->base.prefix_len, keys[0]);
 	keys[0][lens[0]] = 0xff;	/* no element starts with 0xff: the children's stamps */
 	lens[1] = etcd_kids_lease_flag(s->txn->st, keys[1]);
 	lens[2] = leaf_flag_key(s->txn->st, (unsigned)depth, s->base.prefix, s->base.prefix_len,
 				keys[2]);
 	lens[3] = etcd_kids_marker(s->txn->st, keys[3]);
-	for (int i = 0; i < 4; i++)
+	for (size_t i = 0; i < n; i++)
 		ops[i] = (struct etcd_op){ .type = ETCD_OP_RANGE, .key = keys[i], .key_len = lens[i],
-					   .revision = s->txn->rev };
+					   .keys_only = i != 3, .revision = s->txn->rev };
 	ops[0].range_end = keys[0];
 	ops[0].range_end_len = lens[0] + 1;
-	ops[0].keys_only = true;	/* a stamp's revision is all it says */
-	rc = etcd_client_txn(s->txn->c, NULL, 0, ops, 4, NULL, 0, &res);
+	rc = etcd_client_txn(s->txn->c, NULL, 0, ops, n, NULL, 0, &res);
 	if (rc)
 		return rc;
-	if (res.len == 4 && !res.ranges[0].more && !res.ranges[1].len && res.ranges[3].len == 1 &&
+	if (res.len == n && !res.ranges[0].more && !res.ranges[1].len && res.ranges[3].len == 1 &&
 	    res.ranges[3].kvs[0].val_len == 1 && res.ranges[3].kvs[0].val[0] == '3') {
 		s->trust_from = res.ranges[3].kvs[0].mod_rev;
+		for (size_t i = 4; i < n; i++)	/* a range deleted over the listed container */
+			if (res.ranges[i].len && res.ranges[i].kvs[0].mod_rev > s->trust_from)
+				s->trust_from = res.ranges[i].kvs[0].mod_rev;
 		s->leafless = !res.ranges[2].len;
 		s->stamps = res.ranges[0];	/* the scan's now, in key order */
 		memset(&res.ranges[0], 0, sizeof(res.ranges[0]));

@@ -2373,6 +2373,54 @@ static int nest_count(struct store *st, bool *trusting)
 	return rc < 0 ? rc : got;
 }
 
+/* ("t", 70) filled with 3 containers of 1,400 leaves, or (del) deleted whole as one range and (70, 0, 0) put */
+static int range_fn(struct store_txn *t, void *arg)
+{
+	bool del = *(bool *)arg;
+	uint8_t k[64];
+	size_t kl;
+	int rc = 0;
+
+	if (del) {
+		kl = trust_key(k, sizeof(k), 70, -1);
+		rc = store_etcd_del_prefix(t, STORE_SPACE_DATA, k, kl, NULL);
+	}
+	for (int i = 0; rc == 0 && i < (del ? 1 : 3); i++)
+		for (int j = 0; rc == 0 && j < (del ? 1 : 1400); j++) {
+			struct tuple_writer w;
+
+			tuple_writer_init(&w, k, sizeof(k));
+			tuple_put_string(&w, "t", 1);
+			tuple_put_int(&w, 70);
+			tuple_put_int(&w, i);
+			tuple_put_int(&w, j);
+			rc = store_etcd_put(t, STORE_SPACE_DATA, k, w.len, "x", 1);
+		}
+	return rc;
+}
+
+/* The children of ("t", 70), listed as `ls` does: n, or <0. */
+static int range_list(struct store *st)
+{
+	struct store_txn *t;
+	struct store_scan *s = NULL;
+	struct store_val k, v;
+	uint8_t pfx[16];
+	size_t pl = trust_key(pfx, sizeof(pfx), 70, -1), end;
+	int n = 0, rc = t_read(st, &t);
+
+	if (rc)
+		return rc;
+	if ((rc = t_scan(t, STORE_SPACE_DATA, pfx, pl, &s)) == 0) {
+		store_scan_expect_children(s);
+		while ((rc = store_scan_next_distinct(s, 1, &k, &v, &end)) == 1)
+			n++;
+		t_scan_close(s);
+	}
+	t_end(t);
+	return rc < 0 ? rc : n;
+}
+
 static void test_kids_trust(void)
 {
 	struct store *st = open_new("trust");
@@ -2465,11 +2513,26 @@ static void test_kids_trust(void)
 	/* trusted (written after the last delete): the hint, which is not its first key (9, 1) */
 	CHECK(n > 8 && keys[8][0] == 9 && keys[8][1] == 7);
 
+	/*
+	 * A container deleted whole as one range (over ETCD_DEL_KEYS keys) and
+	 * written again: the entries of its old children stay behind, and its
+	 * listing must not trust them (the range stamp).
+	 */
+	{
+		bool del = false;
+
+		CHECK_EQ_INT(store_etcd_write(st, range_fn, &del), 0);
+		CHECK_EQ_INT(range_list(st), 3);
+		del = true;
+		CHECK_EQ_INT(store_etcd_write(st, range_fn, &del), 0);
+		CHECK_EQ_INT(range_list(st), 1);
+	}
+
 	/* a leaf child: the listing reads every gap between containers */
 	a = (struct trust_arg){ .child = 50, .from = 0, .to = 1, .leaf = true };
 	CHECK_EQ_INT(store_etcd_write(st, trust_fn, &a), 0);
 	n = trust_list(st, keys, 64, &leaves, &trusting);
-	CHECK_EQ_INT(n, 41);
+	CHECK_EQ_INT(n, 42);	/* and 70 */
 	CHECK_EQ_INT(leaves, 1);
 	CHECK(!trusting);
 	t_close(st, true);
