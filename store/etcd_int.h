@@ -461,6 +461,12 @@ bool etcd_kids_is_big(struct store_etcd *st, const uint8_t *key, size_t len);
 void etcd_kids_note_big(struct store_etcd *st, const uint8_t *key, size_t len);
 int etcd_kids_first_bound(struct store_etcd_scan *s, uint8_t *out, size_t *out_len);
 /*
+ * The same end, when a listing of the container's parent in the scan's
+ * snapshot holds the range it read up to the container's hint: true and
+ * out set (ETCD_KEY_MAX bytes), without a round trip; false otherwise.
+ */
+bool etcd_kids_window_bound(struct store_etcd_scan *s, uint8_t *out, size_t *out_len);
+/*
  * store_txn_check: every container above a data key has its entry, and
  * (a store that says so) every key holding a container record its own.
  */

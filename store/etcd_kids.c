@@ -1483,6 +1483,42 @@ int etcd_kids_first_bound(struct store_etcd_scan *s, uint8_t *out, size_t *out_l
 	return rc;
 }
 
+/*
+ * A listing of the container's parent in this snapshot read (or trusted)
+ * the container as the range [gap, H 0x00), H its hint: the end of a first
+ * page that holds its first key, known without a round trip.
+ */
+bool etcd_kids_window_bound(struct store_etcd_scan *s, uint8_t *out, size_t *out_len)
+{
+	struct etcd_window *w;
+	const struct etcd_skel *sk = NULL;
+	unsigned depth;
+	size_t parent = parent_of(s->base.prefix, s->base.prefix_len, &depth), lo = 0, hi;
+
+	if (parent == SIZE_MAX || s->txn->base.write)
+		return false;
+	w = etcd_snap_window(s->txn, s->base.prefix, parent, true, true, s->lo, s->lo_len);
+	if (!w)
+		return false;
+	for (hi = w->n_skel; lo < hi;) {	/* the last range that starts at or before it */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (store_key_cmp(w->skel[mid].from, w->skel[mid].from_len, s->lo, s->lo_len) <= 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo > 0)
+		sk = &w->skel[lo - 1];
+	/* under the container: its hint's range, not a gap's or the last leaves' */
+	if (!sk || sk->end_len <= s->lo_len + 1 || sk->end_len > ETCD_KEY_MAX ||
+	    memcmp(sk->end, s->lo, s->lo_len) != 0)
+		return false;
+	memcpy(out, sk->end, sk->end_len);
+	*out_len = sk->end_len;
+	return true;
+}
+
 /* ---- kvfs check of the space ---- */
 
 /*

@@ -307,7 +307,8 @@ static int fetch(struct store_etcd_scan *s)
 		/*
 		 * A lookup's first page of a container: bounded once it is
 		 * known to be big, and always for the root, which holds
-		 * every key of the store (a mount's first stat of it).
+		 * every key of the store (a mount's first stat of it);
+		 * otherwise where a listing of its parent says for free.
 		 */
 		bool start = s->base.space == STORE_SPACE_DATA && !s->txn->base.write &&
 			     s->txn->st->kids && fl == s->lo_len && memcmp(from, s->lo, fl) == 0;
@@ -320,6 +321,9 @@ static int fetch(struct store_etcd_scan *s)
 				hi = bound;
 				hl = bl;
 			}
+		} else if (start && etcd_kids_window_bound(s, bound, &bl)) {
+			hi = bound;	/* its parent's listing knows where its first container starts */
+			hl = bl;
 		}
 		s->fetches++;
 		rc = read_page(s->txn, from, fl, hi, hl, s->keys_only, ETCD_PAGE, &kept);

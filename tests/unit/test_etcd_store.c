@@ -1567,6 +1567,85 @@ static void test_kids_big(void)
 	t_close(st, true);
 }
 
+/* Deletes the key ("kids", 7, 0): child 7's entry keeps naming it (a stale hint). */
+static int del_hint_fn(struct store_txn *t, void *arg)
+{
+	uint8_t k[32];
+	struct tuple_writer w;
+
+	(void)arg;
+	tuple_writer_init(&w, k, sizeof(k));
+	tuple_put_string(&w, "kids", 4);
+	tuple_put_int(&w, 7);
+	tuple_put_int(&w, 0);
+	return store_del(t, STORE_SPACE_DATA, k, w.len);
+}
+
+/* Scans ("kids", i) in t: its first page's key count into *first, the keys handed out. */
+static int scan_child(struct store_txn *t, int i, size_t *first)
+{
+	struct store_scan *s;
+	struct store_val k, v;
+	uint8_t pfx[16];
+	struct tuple_writer w;
+	int n = 0, rc;
+
+	tuple_writer_init(&w, pfx, sizeof(pfx));
+	tuple_put_string(&w, "kids", 4);
+	tuple_put_int(&w, i);
+	if (t_scan(t, STORE_SPACE_DATA, pfx, w.len, &s))
+		return -1;
+	rc = store_scan_next(s, &k, &v);
+	*first = rc == 1 && ESCAN(s)->page ? ESCAN(s)->page->len : 0;
+	for (n = rc == 1; rc == 1 && (rc = store_scan_next(s, &k, &v)) == 1;)
+		n++;
+	t_scan_close(s);
+	return rc < 0 ? rc : n;
+}
+
+/*
+ * A lookup of a container that a listing of its parent in the same
+ * snapshot read (or trusted) as the range up to the container's hint
+ * reads its first page up to that hint, not its whole subtree (etcd 3.4
+ * visits every key of a range whatever its limit); a stale hint still
+ * gives every key.
+ */
+static void test_kids_window_bound(void)
+{
+	struct store *st = open_new("window-bound");
+	struct fill_arg f = { 0, 60, 100 };
+	struct store_txn *t1, *t2;
+	const void *a[60];
+	uint64_t fetches;
+	size_t first;
+
+	CHECK_EQ_INT(store_etcd_write(st, fill_fn, &f), 0);
+	CHECK_EQ_INT(store_etcd_write(st, del_hint_fn, NULL), 0);
+	(void)store_etcd_position(st);	/* a mount's watch: snapshots are shared */
+	CHECK(watch_caught_up(st));
+	/* no listing of ("kids") yet: the whole child is one page */
+	CHECK_EQ_INT(t_read(st, &t1), 0);
+	CHECK_EQ_INT(scan_child(t1, 5, &first), 100);
+	CHECK_EQ_INT(first, 100);
+	t_end(t1);
+	for (int tries = 0;; tries++) {
+		CHECK_EQ_INT(t_read(st, &t1), 0);
+		CHECK_EQ_INT(list_kids(t1, -1, a, 60, &fetches), 60);
+		CHECK_EQ_INT(t_read(st, &t2), 0);
+		if (ETXN(t2)->snap == ETXN(t1)->snap || tries == 4)
+			break;
+		t_end(t2);	/* the snapshot's second ran out meanwhile: again */
+		t_end(t1);
+	}
+	CHECK(ETXN(t2)->snap && ETXN(t2)->snap == ETXN(t1)->snap);
+	CHECK_EQ_INT(scan_child(t2, 6, &first), 100);
+	CHECK_EQ_INT(first, 1);	/* up to its hint, its first key */
+	CHECK_EQ_INT(scan_child(t2, 7, &first), 99);	/* the hint is gone: read on past it */
+	t_end(t2);
+	t_end(t1);
+	t_close(st, true);
+}
+
 /* ---- how many containers each listed child holds (nlink from a listing) ---- */
 
 /* The test's container record: the value "E" (model/ passes its empty object and array). */
@@ -2580,6 +2659,7 @@ int main(int argc, char **argv)
 	TEST(test_kids_hints);
 	TEST(test_kids_windows);
 	TEST(test_kids_big);
+	TEST(test_kids_window_bound);
 	TEST(test_kids_subdirs);
 	TEST(test_kids_subdirs_edges);
 	TEST(test_kids_check);
