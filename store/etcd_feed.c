@@ -270,6 +270,16 @@ bool etcd_feed_current(struct store_etcd *st, int64_t rev)
 	return current;
 }
 
+bool etcd_feed_running(struct store_etcd *st)
+{
+	bool running;
+
+	pthread_mutex_lock(&st->feed_lock);
+	running = st->feed != NULL;
+	pthread_mutex_unlock(&st->feed_lock);
+	return running;
+}
+
 uint64_t store_etcd_position(struct store *sb)
 {
 	struct store_etcd *st = ETCD(sb);

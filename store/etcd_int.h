@@ -599,6 +599,11 @@ void etcd_below_free(struct etcd_below *b);
 void etcd_window_free(struct etcd_window *w);
 /* Whether the watch runs, is connected and has seen no commit after rev (etcd_feed.c). */
 bool etcd_feed_current(struct store_etcd *st, int64_t rev);
+/*
+ * Whether a watch was started on the handle (a mount's): its snapshots
+ * and what it learns of big containers serve the reads after this one.
+ */
+bool etcd_feed_running(struct store_etcd *st);
 
 /* ---- commits over one request (store/etcd_big.c) ---- */
 

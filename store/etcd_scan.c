@@ -307,13 +307,16 @@ static int fetch(struct store_etcd_scan *s)
 		/*
 		 * A lookup's first page of a container: bounded once it is
 		 * known to be big, and always for the root, which holds
-		 * every key of the store (a mount's first stat of it);
-		 * otherwise where a listing of its parent says for free.
+		 * every key of the store (a mount's first stat of it), and
+		 * in a process without a watch (`kvfs ls`), whose handle
+		 * learns nothing for later; otherwise where a listing of its
+		 * parent says for free.
 		 */
 		bool start = s->base.space == STORE_SPACE_DATA && !s->txn->base.write &&
 			     s->txn->st->kids && fl == s->lo_len && memcmp(from, s->lo, fl) == 0;
 
-		if (start && (s->lo_len == s->base_len || etcd_kids_is_big(s->txn->st, s->lo, s->lo_len))) {
+		if (start && (s->lo_len == s->base_len || etcd_kids_is_big(s->txn->st, s->lo, s->lo_len) ||
+			      !etcd_feed_running(s->txn->st))) {
 			rc = etcd_kids_first_bound(s, bound, &bl);
 			if (rc < 0)
 				return rc;
