@@ -25,6 +25,12 @@
 
 #define KIDS_TXN_OPS 128	/* ranges per request: etcd's default --max-txn-ops */
 #define KIDS_PAGE 4096	/* entries per range of the children space */
+/*
+ * Entries one level below a listing's children read for the free answer
+ * (no entry: no subdirectory) at once: the rest of a first readdir's
+ * buffer (a few hundred names), not the entries of the whole window.
+ */
+#define KIDS_FREE_PAGE 512
 #define KIDS_THREADS 4	/* batches in flight at once */
 #define KIDS_DEPTH_MAX 255	/* an entry's depth is one byte: deeper containers have none */
 /* The depth byte of a range stamp `x 0xfe container`: a deleted range began with it. */
@@ -1222,7 +1228,8 @@ static int below_read(struct store_etcd_scan *s, unsigned depth, const uint8_t *
 	size_t end_len = last->end_len - s->base_len, skip = s->txn->st->prefix_len + 2;
 	size_t pl = s->base.prefix_len;
 	uint8_t from[ETCD_KEY_MAX], hi[ETCD_KEY_MAX + 1], end[STORE_KEY_MAX + 2];
-	struct etcd_range_opts o = { .limit = KIDS_PAGE, .revision = s->txn->rev };
+	struct etcd_range_opts o = { .limit = verify ? KIDS_PAGE : KIDS_FREE_PAGE,
+				     .revision = s->txn->rev };
 	struct etcd_below *b;
 	size_t from_len;
 	int rc;

@@ -226,6 +226,49 @@ getattrs() {
 	[ "$(stat -c %h "$MNT/n/flat3")" = 2 ]
 }
 
+# wide_shapes FILE: an object of 700 documents of four shapes: three
+# containers, leaves only, an empty object, an array of objects.
+wide_shapes() {
+	local i
+	{
+		printf '{'
+		for ((i = 0; i < 700; i++)); do
+			((i > 0)) && printf ','
+			case $((i % 4)) in
+			0) printf '"d%03d":{"o":{"x":1},"a":[1,2],"e":{},"v":%d}' "$i" "$i" ;;
+			1) printf '"d%03d":{"v":%d,"w":"x"}' "$i" "$i" ;;
+			2) printf '"d%03d":{"e":{},"v":%d}' "$i" "$i" ;;
+			3) printf '"d%03d":{"a":[{"k":1},{"k":2}],"v":%d}' "$i" "$i" ;;
+			esac
+		done
+		printf '}\n'
+	} >"$1"
+}
+
+@test "a fresh mount lists 700 directories past every window as LMDB does: ls, then ls -l" {
+	wide_shapes "$BATS_TEST_TMPDIR/w.json"
+	kvfs import --create "$STORE" w "$BATS_TEST_TMPDIR/w.json" >/dev/null
+	kvfs import --create "$LSTORE" w "$BATS_TEST_TMPDIR/w.json" >/dev/null
+	mount_extra "$LMNT" "$LSTORE"
+	run -0 ls -lAn --time-style=+X "$LMNT/w"
+	local want=$output
+	[ "${#lines[@]}" -eq 701 ]
+	grep -q '^d[^ ]* 5 .* d000$' <<<"$want"
+	grep -q '^d[^ ]* 2 .* d001$' <<<"$want"
+	grep -q '^d[^ ]* 3 .* d698$' <<<"$want"
+	grep -q '^d[^ ]* 3 .* d699$' <<<"$want"
+	# the kernel keeps what the first readdir (with attributes) said
+	mount_store
+	run -0 ls "$MNT/w"
+	[ "${#lines[@]}" -eq 700 ]
+	run -0 ls -lAn --time-style=+X "$MNT/w"
+	assert_output "$want"
+	unmount_store
+	mount_store
+	run -0 ls -lAn --time-style=+X "$MNT/w"
+	assert_output "$want"
+}
+
 # forget_records PREFIX: makes store PREFIX one from before container
 # records' entries: every entry gone, the marker "1".
 forget_records() {
