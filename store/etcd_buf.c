@@ -725,9 +725,10 @@ int etcd_buf_walk_deletes(const struct etcd_buf *b, etcd_buf_delete_fn fn, void 
 
 	for (size_t i = 0; rc == 0 && i < b->n_keys; i++)
 		if (!b->keys[i].val)
-			rc = fn(b->keys[i].key, b->keys[i].key_len, false, arg);
+			rc = fn(b->keys[i].key, b->keys[i].key_len, NULL, 0, arg);
 	for (size_t i = 0; rc == 0 && i < b->n_ranges; i++)
-		rc = fn(b->ranges[i].key, b->ranges[i].key_len, true, arg);
+		rc = fn(b->ranges[i].key, b->ranges[i].key_len, b->ranges[i].end, b->ranges[i].end_len,
+			arg);
 	return rc;
 }
 

@@ -130,8 +130,13 @@ struct etcd_buf_plan {
 int etcd_buf_plan(struct etcd_buf *b, struct etcd_buf_plan *p);
 void etcd_buf_plan_release(struct etcd_buf_plan *p);
 
-/* Calls fn with every key deleted and every deleted range's start (range true); stops at non-zero. */
-typedef int (*etcd_buf_delete_fn)(const uint8_t *key, size_t key_len, bool range, void *arg);
+/*
+ * Calls fn with every key deleted (end NULL) and every deleted range, its
+ * end as etcd's (a lone 0x00: no end); stops at non-zero. Ranges that
+ * touched are one by then: a range may span several containers.
+ */
+typedef int (*etcd_buf_delete_fn)(const uint8_t *key, size_t key_len, const uint8_t *end,
+				  size_t end_len, void *arg);
 int etcd_buf_walk_deletes(const struct etcd_buf *b, etcd_buf_delete_fn fn, void *arg);
 /* Calls fn with every key written or deleted and every deleted range's start; stops at non-zero. */
 typedef int (*etcd_buf_walk_fn)(const uint8_t *key, size_t key_len, void *arg);

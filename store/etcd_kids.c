@@ -409,14 +409,39 @@ int etcd_kids_note(struct store_etcd_txn *t)
 }
 
 /*
- * Stamps the containers above one deleted data key (etcd key key[0..len)),
- * or, for a deleted range from it, the containers it starts with: the
- * whole elements of its start, itself included. A range also puts the
- * range stamp of the longest of them (the root's when none), since it
- * deletes under every child of that container at once: a listing reads
- * the range stamps of the listed container and its ancestors.
+ * Whether every key of [key[0..len)..., end) lies under key[0..len) (its
+ * subtree ends no sooner than the range): end runs on under it, or is the
+ * first key after it. end[0..1) == 0x00 is etcd's "no end".
  */
-static int stamp_one(const uint8_t *key, size_t len, bool range, void *arg)
+static bool holds_range(const uint8_t *key, size_t len, const uint8_t *end, size_t end_len)
+{
+	uint8_t after[ETCD_KEY_MAX];
+	size_t al = len;
+
+	if (end_len >= len && memcmp(end, key, len) == 0)
+		return true;
+	memcpy(after, key, len);
+	while (al && after[al - 1] == 0xff)
+		al--;
+	if (!al)
+		return false;	/* nothing sorts after it */
+	after[al - 1]++;
+	return store_key_cmp(after, al, end, end_len) == 0;
+}
+
+/*
+ * Stamps the containers above one deleted data key (etcd key key[0..len),
+ * end NULL), or, for a deleted range [key, end), the containers that hold
+ * the whole range: the whole elements of its start, itself included, as
+ * far as the range stays under them. A range also puts the range stamp of
+ * the longest of them (the root's when none), since it deletes under every
+ * child of that container at once: a listing reads the range stamps of the
+ * listed container and its ancestors. (Touching ranges merge in the
+ * buffer: the prefix deletes of N/0 and of N/1..N/255 are one range that
+ * starts with N/0 but is N's.)
+ */
+static int stamp_one(const uint8_t *key, size_t len, const uint8_t *end, size_t end_len,
+		     void *arg)
 {
 	struct store_etcd_txn *t = arg;
 	uint8_t k[ETCD_KEY_MAX];
@@ -428,18 +453,20 @@ static int stamp_one(const uint8_t *key, size_t len, bool range, void *arg)
 
 	if (len < base || memcmp(key, k, base) != 0)
 		return 0;	/* not the data space */
-	size_t whole = 0;	/* the longest container the start is made of */
+	size_t whole = 0;	/* the longest container that holds the range */
 
 	tuple_reader_init(&r, key + base, len - base);
 	/* listings deeper than KIDS_TRUST_DEPTH trust nothing: their children's stamps are not read */
 	while (rc == 0 && depth <= KIDS_TRUST_DEPTH && tuple_next(&r, &e) == 1) {
-		if (r.pos == len - base && !range)
+		if (!end && r.pos == len - base)
 			break;	/* the deleted key itself, not a container above it */
+		if (end && !holds_range(key, base + r.pos, end, end_len))
+			break;	/* the range runs on past this container's subtree */
 		kl = stamp_key(t->st, depth++, key + base, r.pos, k);
 		rc = etcd_buf_put(t->buf, k, kl, "", 0);
 		whole = r.pos;
 	}
-	if (rc == 0 && range) {
+	if (rc == 0 && end) {
 		kl = stamp_key(t->st, KIDS_RANGE_STAMP, key + base, whole, k);
 		rc = etcd_buf_put(t->buf, k, kl, "", 0);
 	}
@@ -931,6 +958,27 @@ static void add_range(struct store_etcd_scan *s, struct etcd_op *ops, size_t *n_
 }
 
 /*
+ * How much of the tuple key t[0..len) (a scan's position) the names of
+ * the listed container's children start from: all of it, or, when it lies
+ * inside a child's subtree past its first keys (a page read before ended
+ * at a hint that is gone), that child's key, whose entry sorts before the
+ * position and must still be read.
+ */
+static size_t names_from(const struct store_etcd_scan *s, const uint8_t *t, size_t len)
+{
+	size_t pl = s->base.prefix_len;
+	struct tuple_reader r;
+	struct tuple_elem e;
+
+	if (len <= pl)
+		return len;
+	tuple_reader_init(&r, t + pl, len - pl);
+	if (tuple_next(&r, &e) != 1 || pl + r.pos == len)
+		return len;
+	return pl + r.pos;
+}
+
+/*
  * For each container child C named in the window, with hint H (a key under
  * C, the entry's value): [the end of the previous child, H) with the leaf
  * children before C and any key of C before H (none while H is the first),
@@ -939,7 +987,9 @@ static void add_range(struct store_etcd_scan *s, struct etcd_op *ops, size_t *n_
  * collects every revision of a range before applying the limit). Without
  * a hint (an entry written before hints) H is C and the second range is
  * C's subtree with limit 1. When H is gone, a second round reads
- * [H 0x00, end of C) with limit 1.
+ * [H 0x00, end of C) with limit 1. When the scan starts inside C (at
+ * H 0x00, where a page bounded by a stale hint ended), C's range is
+ * [start, end of C) with limit 1, read whatever the trust.
  */
 int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t fl)
 {
@@ -969,7 +1019,7 @@ int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t fl
 		return note_first_window(s, window_take(s, w, from, fl));
 	rc = trust_from(s, depth);
 	if (rc == 0)
-		rc = read_names(s, (unsigned)depth, from + base, fl - base,
+		rc = read_names(s, (unsigned)depth, from + base, names_from(s, from + base, fl - base),
 			s->n_skel ? KIDS_WINDOW : KIDS_FIRST_WINDOW, &names, &n_names,
 			&more);
 	for (size_t p = 0; p < n_names; p++)
@@ -1001,7 +1051,10 @@ int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t fl
 			end[cl] = 0xff;
 			el = cl + 1;
 			used += cl + el;
-			if (hint && s->leafless && trusted(s, kv)) {
+			if (cl < gap_len && memcmp(gap, c, cl) == 0) {
+				/* the scan starts inside C: C's next key, wherever its hint is */
+				add_range(s, ops, &n_ops, gap, gap_len, end, el, 1);
+			} else if (hint && s->leafless && trusted(s, kv)) {
 				h = keys + used;
 				hl = etcd_key(s->txn->st, STORE_SPACE_DATA, hint, kv->val_len, h);
 				h[hl++] = 0;

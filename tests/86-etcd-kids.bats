@@ -306,3 +306,91 @@ PY
 	assert_output "$want"
 	[ $((after - before)) -le 1 ]	# records' entries too: the nlinks come with the listing
 }
+
+# stale_first MNT OUT: what the directories whose first subdirectory lost
+# its first key (its entry's hint) show, each listed first through a fresh
+# mount when MNT is $MNT, appended to OUT.
+stale_first() {
+	local d
+	for d in . t t/P a; do
+		if [ "$1" = "$MNT" ]; then
+			unmount_store
+			mount_store
+		fi
+		ls -lAn --time-style=+X "$1/$d" | sed 's/^total .*/total/' >>"$2"
+	done
+	if [ "$1" = "$MNT" ]; then
+		unmount_store
+		mount_store
+	fi
+	(cd "$1" && ls -AR) >>"$2"
+}
+
+@test "a directory whose first subdirectory lost its first key lists it through a fresh mount and kvfs ls, as LMDB does" {
+	local s
+	for s in "$STORE" "$LSTORE"; do
+		echo '{"C1":{"a":1,"b":2},"C2":{"c":3}}' | kvfs import --create "$s" a - >/dev/null
+		echo '{"P":{"C1":{"a":1,"b":2}},"Q":{"D":{"x":1}}}' | kvfs import "$s" t - >/dev/null
+		kvfs rm "$s" a/C1/a	# the root's first child's first key
+		kvfs rm "$s" t/P/C1/a	# t's first child's first key
+	done
+	mount_extra "$LMNT" "$LSTORE"
+	stale_first "$LMNT" "$BATS_TEST_TMPDIR/want"
+	grep -q ' P$' "$BATS_TEST_TMPDIR/want"
+	grep -q '^b$' "$BATS_TEST_TMPDIR/want"
+	mount_store
+	stale_first "$MNT" "$BATS_TEST_TMPDIR/got"
+	run -0 cat "$BATS_TEST_TMPDIR/got"
+	assert_output "$(cat "$BATS_TEST_TMPDIR/want")"
+	for s in "" t t/P a; do
+		run -0 kvfs ls "$LSTORE" $s
+		local want=$output
+		run -0 kvfs ls "$STORE" $s
+		assert_output "$want"
+	done
+}
+
+# two_big_elements FILE: an array whose element 0 holds 4,100 keys and
+# elements 1 and 2 2,100 each: deleting it whole deletes two ranges that
+# touch (element 0's, and those of 1 to 255), one range in the commit.
+two_big_elements() {
+	python3 - "$1" <<'PY'
+import json, sys
+el = lambda name, n: {name: {"k%d" % i: i for i in range(n)}}
+json.dump([el("a", 4100), el("b", 2100), el("c", 2100)], open(sys.argv[1], "w"))
+PY
+}
+
+@test "an array deleted whole in ranges over several elements and written again lists only its new elements" {
+	two_big_elements "$BATS_TEST_TMPDIR/old.json"
+	echo '[{"z":{"q":1}}]' >"$BATS_TEST_TMPDIR/new.json"
+	local s
+	for s in "$STORE" "$LSTORE"; do
+		kvfs import --create "$s" doc "$BATS_TEST_TMPDIR/old.json" >/dev/null
+		kvfs rm -r "$s" doc
+		kvfs import "$s" doc "$BATS_TEST_TMPDIR/new.json" >/dev/null
+	done
+	run -0 kvfs ls "$STORE" doc
+	assert_output "0"
+	mount_store
+	mount_extra "$LMNT" "$LSTORE"
+	run -0 ls -lAn --time-style=+X "$LMNT/doc"
+	local want=$output
+	[ "${#lines[@]}" -eq 2 ]	# total, 0
+	run -0 ls -lAn --time-style=+X "$MNT/doc"
+	assert_output "$want"
+	run -0 stat -c %h "$MNT/doc"
+	assert_output 3
+	run ! ls "$MNT/doc/1"
+	# the same through a mount that saw the old array: mv deletes it with ranges too
+	kvfs import "$STORE" old "$BATS_TEST_TMPDIR/old.json" >/dev/null
+	ls "$MNT" >/dev/null
+	mv "$MNT/old" "$MNT/gone"
+	echo '[{"z":{"q":1}}]' >"$MNT/old.json"
+	unmount_store
+	mount_store
+	run -0 ls "$MNT/old"
+	assert_output "0"
+	run -0 kvfs ls "$STORE" old
+	assert_output "0"
+}
