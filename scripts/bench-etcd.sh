@@ -12,7 +12,10 @@
 #     (best of 3 for the reads) and etcd / LMDB. Then, through a fresh
 #     mount (nothing cached; one run each), ls -l of those 1,000 documents
 #     and of 1,000 documents holding an object, an array and an empty
-#     object each (imported with kvfs import), and ls of the latter.
+#     object each (imported with kvfs import), and ls of the latter; and
+#     ls of 1,000 documents of 200 keys each, through a fresh mount and with
+#     the CLI's kvfs ls (one process, no mount), whose 200,000 keys a
+#     listing must not read.
 # Starts its own cluster (scripts/etcd-cluster.sh, KVFS_ETCD_PORT default
 # 24890) and stops it again; unmounts what it mounted. Only the ratios mean
 # much: the cluster's three members share this machine's CPUs.
@@ -83,6 +86,15 @@ for ((i = 0; i < 300; i++)); do echo "line $i of a small text file" >"$src/text/
 	done
 	printf '}\n'
 } >"$tmp/nested.json"
+# deep.json: 1,000 documents of 200 keys
+{
+	printf '{'
+	for ((i = 0; i < 1000; i++)); do
+		printf '%s"d%04d":' "$([ $i -gt 0 ] && echo ,)" "$i"
+		doc "$i" 200 | tr -d '\n'
+	done
+	printf '}\n'
+} >"$tmp/deep.json"
 
 mount_one() { # mount_one NAME STORE: mounts STORE at $tmp/mnt-NAME
 	local m=$tmp/mnt-$1 i
@@ -114,6 +126,7 @@ for side in lmdb etcd; do
 	res[$side,cp_out]=$(secs sh -c "cp -a '$m/text' $(printf "'$m/docs/dir0/d%d.json' " $(seq 0 19)) '$tmp/out-$side/'")
 	diff -r "$tmp/want/text" "$tmp/out-$side/text" >/dev/null || echo "# $side: the text files copied out differ from the source" >&2
 	"$kvfs" import "$store" /nested "$tmp/nested.json" >/dev/null
+	"$kvfs" import "$store" /deep "$tmp/deep.json" >/dev/null
 	fusermount3 -u "$m"
 	mount_one "$side" "$store"	# nothing cached: each listing reads the store
 	res[$side,ls_cold]=$(secs ls -l "$m/wide")
@@ -122,6 +135,10 @@ for side in lmdb etcd; do
 	mount_one "$side" "$store"
 	res[$side,ls_plain]=$(secs ls "$m/nested")
 	fusermount3 -u "$m"
+	mount_one "$side" "$store"
+	res[$side,ls_deep]=$(secs ls "$m/deep")
+	fusermount3 -u "$m"
+	res[$side,cli_deep]=$(best3 "$kvfs" ls "$store" /deep)
 done
 echo
 echo "# mount level (seconds; etcd / LMDB)"
@@ -138,3 +155,5 @@ row "cp -a out: 300 text files and 20 documents" cp_out
 row "fresh mount: ls -l of the 1,000 documents of 40 keys" ls_cold
 row "fresh mount: ls -l of 1,000 documents with containers" ls_nested
 row "fresh mount: ls of 1,000 documents with containers" ls_plain
+row "fresh mount: ls of 1,000 documents of 200 keys" ls_deep
+row "kvfs ls of 1,000 documents of 200 keys (best of 3)" cli_deep
