@@ -411,7 +411,11 @@ int etcd_kids_note(struct store_etcd_txn *t)
 /*
  * Whether every key of [key[0..len)..., end) lies under key[0..len) (its
  * subtree ends no sooner than the range): end runs on under it, or is the
- * first key after it. end[0..1) == 0x00 is etcd's "no end".
+ * first key after it. end[0..1) == 0x00 is etcd's "no end". The model
+ * deletes a container K's children by their type byte (K 0x02, K 0x14 to
+ * K 0x1c, merged when they touch), so a range ends under K or at K's end.
+ * A range ending just after a string child "a" would be misread (the
+ * sibling "a\0x" sorts inside it); no delete makes one.
  */
 static bool holds_range(const uint8_t *key, size_t len, const uint8_t *end, size_t end_len)
 {
@@ -975,6 +979,8 @@ static size_t names_from(const struct store_etcd_scan *s, const uint8_t *t, size
 	tuple_reader_init(&r, t + pl, len - pl);
 	if (tuple_next(&r, &e) != 1 || pl + r.pos == len)
 		return len;
+	if (pl + r.pos + 1 == len && t[len - 1] == 0xff)
+		return len;	/* at the child's end: past its subtree, nothing of it is left */
 	return pl + r.pos;
 }
 
