@@ -178,7 +178,8 @@ static int node_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 		cached = node->nlink_gen == gen + 1;
 		nlink = node->nlink;
 		pthread_mutex_unlock(&ctx->lock);
-		ret = model_stat(ctx->model, path, cached ? 0 : MODEL_STAT_SUBDIRS, &n, &err);
+		ret = fs_ahead_stat(ctx, node, path, gen, &n) ? 0 :
+		      model_stat(ctx->model, path, cached ? 0 : MODEL_STAT_SUBDIRS, &n, &err);
 		if (ret == 0)
 			fs_stat_fill(ctx, &n, st);
 		if (ret == 0 && cached && fs_kind_is_dir(n.kind))

@@ -40,6 +40,8 @@
  *                       call them holding it.)
  *   5. ctx->err_lock    the kept refusals (fs_log_model): taken last and
  *                       alone, nothing else is locked or called under it.
+ *      ctx->ahead_lock  the attributes read ahead (ahead.c): taken alone,
+ *                       no model call and no other lock under it.
  *
  * The store's own locks (LMDB's writer lock, reader slots, and with
  * -o commit the batch lock that the store's committer thread and this
@@ -281,7 +283,30 @@ enum fs_stat {
 	FS_STAT_STORE,		/* fuse_lowlevel_notify_store calls that succeeded */
 	FS_STAT_STORE_BYTES,	/* and the bytes they pushed */
 	FS_STAT_STORE_DIRS,	/* directories whose leaves the worker went through */
+	FS_STAT_AHEAD_READS,	/* listings read ahead for stats (ahead.c) */
+	FS_STAT_AHEAD_HITS,	/* stats they served */
 	FS_STAT_MAX
+};
+
+/* A run of one directory's children, listed for the stats that follow (ahead.c). */
+struct fs_ahead_batch {
+	char **names;		/* heap, each heap: escaped, as listed */
+	struct model_node *nodes;	/* heap, one per name */
+	size_t n, cap;
+	size_t next;		/* where the next stat's name is looked for first */
+	size_t hits;		/* stats it served */
+};
+
+/* ahead.c's state: every field guarded by ctx->ahead_lock. */
+struct fs_ahead {
+	struct fs_node *dir;	/* the batch's directory: holds one ref; NULL none */
+	uint64_t gen;		/* model_version the batch was read at (+1; 0 none) */
+	struct fs_ahead_batch batch;
+	size_t cap, next_cap;	/* the batch's size; the one being read */
+	bool reading;		/* a batch is being read: the others ask the model */
+	/* the last stat that missed, and a directory read ahead in vain: compared, never dereferenced */
+	const struct fs_node *miss_dir, *miss_node, *dead_dir;
+	uint64_t miss_gen, dead_gen;
 };
 
 /*
@@ -305,6 +330,7 @@ struct fs_ctx {
 				 * "The commit model"); 0: committed before close returns */
 	bool later;		/* the default mode's queue of finishing touches runs
 				 * (fs_node_fresh; fixed once serving) */
+	bool reads_locally;	/* model_reads_locally: fixed once serving */
 	int log_fd;		/* lines go here when >= 0 (-o log=, or no syslog): else syslog */
 
 	pthread_mutex_t err_lock;	/* errors, err_next (mount.c) */
@@ -371,6 +397,9 @@ struct fs_ctx {
 	pthread_t watch_thread;
 
 	_Atomic uint64_t stats[FS_STAT_MAX];	/* stats.c: requests by opcode; no lock */
+
+	pthread_mutex_t ahead_lock;	/* ahead */
+	struct fs_ahead ahead;
 };
 
 #define FS_WATCH_MS 150
@@ -605,6 +634,19 @@ static inline bool fs_kind_is_dir(enum model_kind kind)
 #define FS_PUSH_SIZE_MAX 4096
 #define FS_PUSH_ENTRIES_MAX 4096
 #define FS_PUSH_QUEUE_MAX 64
+
+/* ---- attributes read ahead (ahead.c) ---- */
+/*
+ * Where reads are round trips: node's attributes (path its path) as
+ * model_stat with MODEL_STAT_SUBDIRS gives them at model_version gen, from
+ * a listing of its directory read for a run of such stats: 1 with *out
+ * filled, 0 when the caller asks the model. Takes ctx->lock and
+ * ctx->ahead_lock itself: call it holding neither.
+ */
+int fs_ahead_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path, uint64_t gen,
+		  struct model_node *out);
+/* Frees the batch (at unmount, once no request runs). */
+void fs_ahead_release(struct fs_ctx *ctx);
 
 /* ---- attributes (attr.c) ---- */
 

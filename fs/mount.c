@@ -442,6 +442,7 @@ static struct fs_ctx *ctx_new(const struct fs_options *opts)
 	pthread_cond_init(&ctx->inval_cond, NULL);
 	pthread_cond_init(&ctx->inval_sent_cond, NULL);
 	pthread_mutex_init(&ctx->push_lock, NULL);
+	pthread_mutex_init(&ctx->ahead_lock, NULL);
 	{
 		pthread_rwlockattr_t ra;
 
@@ -457,7 +458,9 @@ static struct fs_ctx *ctx_new(const struct fs_options *opts)
 
 static void ctx_free(struct fs_ctx *ctx)
 {
+	fs_ahead_release(ctx);
 	fs_nodes_release(ctx);
+	pthread_mutex_destroy(&ctx->ahead_lock);
 	pthread_mutex_destroy(&ctx->lock);
 	pthread_mutex_destroy(&ctx->inval_lock);
 	pthread_cond_destroy(&ctx->inval_cond);
@@ -625,6 +628,7 @@ static int open_model(struct fs_ctx *ctx, const struct fs_options *opts)
 		fprintf(stderr, "kvfs: mount: %s\n", err.msg[0] ? err.msg : strerror(-ret));
 		return -1;
 	}
+	ctx->reads_locally = model_reads_locally(ctx->model);
 	/* -o commit=MS: writes are checked and queued, committed together (README) */
 	if (ctx->commit_ms && !opts->read_only &&
 	    (ret = model_queue_start(ctx->model, ctx->commit_ms, MODEL_QUEUE_ALL)) < 0) {

@@ -4,6 +4,7 @@
  * -errno; the handlers live with the state they use:
  *
  *   attr.c        attributes, entry replies, getattr/setattr
+ *   ahead.c       attributes read ahead for runs of stats, where reads are round trips
  *   file.c        open files (struct fs_file): open/read/write/flush/release, commit
  *   defer.c       chmod/chown/utimens/type kept on an open writer; settling created leaves
  *   cache.c       the page-cache and reader rules (versions, keep_cache, fstat of unlinked)

@@ -27,6 +27,7 @@ static const char *const stat_names[FS_STAT_MAX] = {
 	[FS_STAT_REMOVEXATTR] = "removexattr", [FS_STAT_CREATE] = "create",
 	[FS_STAT_STORE] = "notify_store", [FS_STAT_STORE_BYTES] = "notify_store_bytes",
 	[FS_STAT_STORE_DIRS] = "notify_store_dirs",
+	[FS_STAT_AHEAD_READS] = "ahead_reads", [FS_STAT_AHEAD_HITS] = "ahead_hits",
 };
 
 void fs_stat_add(struct fs_ctx *ctx, enum fs_stat which, uint64_t n)

@@ -280,6 +280,14 @@ int model_list_fill(struct model_list *list, model_list_fn fn, void *arg);
  * listing.
  */
 void model_list_want_subdirs(struct model_list *list, bool want);
+/*
+ * The next fill starts at the child named name (escaped, as listings hand
+ * it out), or at the first one after where it would be. -ENOENT: no child
+ * can have that name; -ENOTSUP: a table's @ directory.
+ */
+int model_list_start_at(struct model_list *list, const char *name);
+/* Whether the store's reads are memory accesses (LMDB), not round trips (etcd). */
+bool model_reads_locally(struct model *m);
 void model_list_rewind(struct model_list *list);
 void model_list_close(struct model_list *list);
 

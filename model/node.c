@@ -128,6 +128,11 @@ uint64_t model_generation(struct model *m)
 	return store_position(m->st);
 }
 
+bool model_reads_locally(struct model *m)
+{
+	return store_can(m->st, STORE_CAN_READ_LOCALLY);
+}
+
 bool model_changed_elsewhere(struct model *m)
 {
 	return store_changed_elsewhere(m->st);

@@ -386,6 +386,9 @@ struct model_list {
 	size_t len;
 	uint8_t last[STORE_KEY_MAX];	/* the last child handed out */
 	size_t last_len;
+	uint8_t from[STORE_KEY_MAX];	/* model_list_start_at: the first child's key, until one is handed out */
+	size_t from_len;
+	enum model_kind kind;	/* OBJECT or ARRAY */
 	struct tview *tv;	/* a table's @ directory: listed by table_view.c */
 	bool subdirs;	/* model_list_want_subdirs */
 	uint32_t count_budget;	/* children list_child_subdirs may still visit in this fill */
@@ -404,6 +407,7 @@ static int list_open_in(struct store_txn *txn, const char *path, struct model_li
 		return tree_fail(err, -ENOTDIR, "%s: not a directory", path);
 	memcpy(l->key, p.key, p.len);
 	l->len = p.len;
+	l->kind = n.kind;
 	return 0;
 }
 
@@ -569,8 +573,11 @@ static int list_fill_in(struct model_list *l, struct store_txn *txn, model_list_
 	/* each child's attributes and TTL, in key order: read ahead, not one by one */
 	store_txn_expect_reads(txn, STORE_SPACE_ATTR, l->key, l->len);
 	store_txn_expect_reads(txn, STORE_SPACE_TTL, NULL, 0);
-	ret = tree_child_first(scan, l->key, l->len, l->last_len ? l->last : NULL,
-			       l->last_len, &c);
+	if (!l->last_len && l->from_len)
+		ret = tree_child_at(scan, l->len, l->from, l->from_len, &c);
+	else
+		ret = tree_child_first(scan, l->key, l->len, l->last_len ? l->last : NULL,
+				       l->last_len, &c);
 	while (ret == 1) {
 		ret = list_hand_out(l, scan, &c, fn, arg);
 		if (ret != 0)
@@ -600,9 +607,39 @@ void model_list_want_subdirs(struct model_list *list, bool want)
 	list->subdirs = want;
 }
 
+int model_list_start_at(struct model_list *list, const char *name)
+{
+	size_t len = strlen(name);
+	char raw[STORE_KEY_MAX + 1];
+	struct tuple_writer w;
+	int64_t index;
+	ssize_t n;
+
+	if (list->tv)
+		return -ENOTSUP;	/* a table's @ directory: listed from its rows */
+	tuple_writer_init(&w, list->from + list->len, sizeof(list->from) - list->len);
+	if (list->kind == MODEL_KIND_ARRAY) {
+		if (!tree_name_index(name, len, &index))
+			return -ENOENT;	/* an array's children are its indices */
+		tuple_put_int(&w, index);
+	} else {
+		n = tree_name_unescape(name, len, raw, sizeof(raw));
+		if (n < 0)
+			return -ENOENT;
+		tuple_put_string(&w, raw, (size_t)n);
+	}
+	if (w.overflow)
+		return -ENAMETOOLONG;
+	memcpy(list->from, list->key, list->len);
+	list->from_len = list->len + w.len;
+	list->last_len = 0;
+	return 0;
+}
+
 void model_list_rewind(struct model_list *list)
 {
 	list->last_len = 0;
+	list->from_len = 0;
 	if (list->tv)
 		tview_rewind(list->tv);
 }

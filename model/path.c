@@ -734,6 +734,17 @@ int tree_child_first(struct store_scan *scan, const uint8_t *prefix, size_t len,
 	return child_fill(scan, len, prefix, len, c);
 }
 
+int tree_child_at(struct store_scan *scan, size_t len, const uint8_t *from, size_t from_len,
+		  struct tree_child *c)
+{
+	int ret = store_scan_seek(scan, from, from_len);
+
+	if (ret < 0)
+		return ret;
+	c->format = store_txn_format(store_scan_txn(scan));
+	return child_fill(scan, len, from, from_len, c);
+}
+
 int tree_child_next(struct store_scan *scan, size_t len, struct tree_child *c)
 {
 	uint8_t lo[STORE_KEY_MAX + 1];

@@ -194,6 +194,9 @@ struct tree_child {
 int tree_child_first(struct store_scan *scan, const uint8_t *prefix, size_t len,
 		     const uint8_t *after, size_t after_len, struct tree_child *c);
 int tree_child_next(struct store_scan *scan, size_t len, struct tree_child *c);
+/* As tree_child_first, from the first child whose keys reach from[0..from_len) (a key under prefix). */
+int tree_child_at(struct store_scan *scan, size_t len, const uint8_t *from, size_t from_len,
+		  struct tree_child *c);
 /* The node a child stands for (from its first key). */
 int tree_child_node(const struct tree_child *c, struct tree_node *out);
 /*

@@ -1,0 +1,204 @@
+/*
+ * fs/ahead.c - attributes read ahead for stats, where each read of the
+ * store is a round trip (etcd): a run of stats of one directory's children
+ * that the kernel holds no attributes for (`ls` then `ls -l` over the
+ * kernel's cached listing, `stat *`, `ls -l *`) is served from listings
+ * from the name asked on, a batch each, while the store is unchanged.
+ *
+ * Only a directory listed at the store's present version qualifies (the
+ * names stat'ed came from that listing), from the second child's stat that
+ * missed; a batch that served half its names or more is followed by one
+ * twice its size. A batch that did not hold the name it was read for (no
+ * such child) ends the read-ahead in that directory until the store changes.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs/fs_int.h"
+
+/* Children per listing: the first after two stats that missed, doubling while the run goes on. */
+#define AHEAD_FIRST 64
+#define AHEAD_MAX 1024
+
+static void batch_free(struct fs_ahead_batch *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		free(b->names[i]);
+	free(b->names);
+	free(b->nodes);
+	memset(b, 0, sizeof(*b));
+}
+
+void fs_ahead_release(struct fs_ctx *ctx)
+{
+	batch_free(&ctx->ahead.batch);
+}
+
+/* model_list_fill callback: keeps children until the batch is full. */
+static int collect_fn(void *arg, const char *name, const struct model_node *node)
+{
+	struct fs_ahead_batch *b = arg;
+
+	if (b->n == b->cap)
+		return 1;
+	b->names[b->n] = strdup(name);
+	if (!b->names[b->n])
+		return 1;
+	b->nodes[b->n++] = *node;
+	return 0;
+}
+
+/* Lists up to cap children of the directory at dir_path from name on into *b. */
+static int batch_read(struct fs_ctx *ctx, const char *dir_path, const char *name, size_t cap,
+		      struct fs_ahead_batch *b)
+{
+	struct model_list *list;
+	int ret;
+
+	b->names = calloc(cap, sizeof(*b->names));
+	b->nodes = calloc(cap, sizeof(*b->nodes));
+	b->cap = cap;
+	if (!b->names || !b->nodes)
+		return -ENOMEM;
+	ret = model_list_open(ctx->model, dir_path, &list, NULL);
+	if (ret < 0)
+		return ret;
+	ret = model_list_start_at(list, name);
+	if (ret == 0) {
+		model_list_want_subdirs(list, true);	/* nlink, as a readdirplus gives it */
+		ret = model_list_fill(list, collect_fn, b);
+	}
+	model_list_close(list);
+	return ret < 0 ? ret : 0;
+}
+
+/*
+ * name's node in b, as model_stat with subdirs gives it: false when b has
+ * none, or one a stat must ask for (a directory whose subdirectories the
+ * listing did not count, a table's computed view).
+ */
+static bool batch_find(struct fs_ahead_batch *b, const char *name, struct model_node *out)
+{
+	for (size_t k = 0; k < b->n; k++) {
+		size_t i = (b->next + k) % b->n;	/* stats come in listing order, mostly */
+		const struct model_node *n = &b->nodes[i];
+
+		if (strcmp(b->names[i], name) != 0)
+			continue;
+		if (n->derived || (fs_kind_is_dir(n->kind) && !n->empty && !n->subdirs_known))
+			return false;
+		*out = *n;
+		b->next = i + 1 < b->n ? i + 1 : 0;
+		b->hits++;
+		return true;
+	}
+	return false;
+}
+
+/* The directory part of path (a child's path): heap, or NULL. */
+static char *parent_path(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		return NULL;
+	if (slash == path)
+		return strdup("/");
+	return strndup(path, (size_t)(slash - path));
+}
+
+/*
+ * Whether a stat of node in dir (listed: at gen1, version + 1) that the
+ * batch does not serve reads one. ahead_lock held.
+ */
+static bool want_batch_locked(struct fs_ahead *a, struct fs_node *dir, const struct fs_node *node,
+			      uint64_t gen1, bool listed)
+{
+	/* the batch of dir was used and has run out: the run goes on */
+	bool run = a->dir == dir && a->gen == gen1 && a->batch.hits * 2 >= a->batch.n;
+	bool second = a->miss_dir == dir && a->miss_gen == gen1 && a->miss_node != node;
+	bool dead = a->dead_dir == dir && a->dead_gen == gen1;
+
+	if (a->reading || !listed || dead || (!run && !second)) {
+		a->miss_dir = dir;
+		a->miss_node = node;
+		a->miss_gen = gen1;
+		return false;
+	}
+	a->next_cap = run && a->cap < AHEAD_MAX ? a->cap * 2 : run ? AHEAD_MAX : AHEAD_FIRST;
+	a->reading = true;
+	return true;
+}
+
+int fs_ahead_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path, uint64_t gen,
+		  struct model_node *out)
+{
+	struct fs_ahead *a = &ctx->ahead;
+	struct fs_ahead_batch b = { 0 };
+	struct fs_node *dir = NULL, *old = NULL;
+	char *name = NULL, *dir_path = NULL;
+	bool found = false, listed = false, read;
+	size_t cap;
+	int ret;
+
+	if (ctx->reads_locally)
+		return 0;
+	pthread_mutex_lock(&ctx->lock);
+	if (node->hashed && node->parent && node->name[0] != '@' &&
+	    !model_name_is_view(node->name, strlen(node->name))) {
+		dir = node->parent;
+		fs_node_ref_locked(dir);	/* ours until the batch takes it */
+		listed = dir->dir_gen == gen + 1;
+		name = strdup(node->name);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	if (!dir || !name)
+		goto out_unref;
+
+	pthread_mutex_lock(&ctx->ahead_lock);
+	if (a->dir == dir && a->gen == gen + 1)
+		found = batch_find(&a->batch, name, out);
+	read = !found && want_batch_locked(a, dir, node, gen + 1, listed);
+	cap = a->next_cap;
+	pthread_mutex_unlock(&ctx->ahead_lock);
+	if (!read)
+		goto out_unref;
+
+	dir_path = parent_path(path);
+	ret = dir_path ? batch_read(ctx, dir_path, name, cap, &b) : -ENOMEM;
+	fs_trace(ctx, "read ahead %s from %s: %zu children (%d)", dir_path ? dir_path : "?", name,
+		 b.n, ret);
+	pthread_mutex_lock(&ctx->ahead_lock);
+	a->reading = false;
+	/* only what the store held at gen: a commit meanwhile makes it another listing's */
+	if (ret == 0 && model_version(ctx->model) == gen) {
+		old = a->dir;
+		batch_free(&a->batch);
+		a->batch = b;
+		memset(&b, 0, sizeof(b));
+		a->dir = dir;
+		dir = NULL;	/* the batch holds the ref now */
+		a->gen = gen + 1;
+		a->cap = cap;
+		found = batch_find(&a->batch, name, out);
+		if (!found) {
+			a->dead_dir = a->dir;
+			a->dead_gen = a->gen;
+		}
+		fs_stat_add(ctx, FS_STAT_AHEAD_READS, 1);
+	}
+	pthread_mutex_unlock(&ctx->ahead_lock);
+	batch_free(&b);
+out_unref:
+	if (found)
+		fs_stat_add(ctx, FS_STAT_AHEAD_HITS, 1);
+	pthread_mutex_lock(&ctx->lock);
+	if (dir)
+		fs_node_unref_locked(ctx, dir);
+	if (old)
+		fs_node_unref_locked(ctx, old);
+	pthread_mutex_unlock(&ctx->lock);
+	free(name);
+	free(dir_path);
+	return found;
+}

@@ -1,0 +1,164 @@
+#!/usr/bin/env bats
+# tests/89-etcd-ahead.bats - attributes read ahead on etcd (fs/ahead.c):
+# the stats that follow a listing the kernel keeps (`ls` then `ls -l`,
+# `stat *`, `ls -ld NAMES`) are served from listings read a batch at a
+# time. What they show equals LMDB's, for objects, arrays and escaped
+# names; a change made by another process or through the mount is shown,
+# not the batch's older attributes; names that do not exist stay ENOENT.
+# A cluster of its own, or the one make test-etcd runs (KVFS_ETCD_URL).
+
+load 'test_helper/common'
+load 'test_helper/etcd'
+
+setup_file() {
+	etcd_start
+}
+
+teardown_file() {
+	etcd_stop
+}
+
+setup() {
+	etcd_test_store 89
+	LSTORE=$BATS_TEST_TMPDIR/lmdb
+	LMNT=$BATS_TEST_TMPDIR/lmnt
+}
+
+teardown() {
+	[ -z "${MNT:-}" ] || mount_teardown
+}
+
+# shapes_doc FILE: 400 members of four shapes, an array of 300 and odd names.
+shapes_doc() {
+	local i
+	{
+		printf '{"w":{'
+		for ((i = 0; i < 400; i++)); do
+			((i > 0)) && printf ','
+			case $((i % 4)) in
+			0) printf '"d%03d":{"o":{"x":1},"a":[1,2],"e":{},"v":%d}' "$i" "$i" ;;
+			1) printf '"d%03d":"leaf %d"' "$i" "$i" ;;
+			2) printf '"d%03d":{"e":{},"v":%d}' "$i" "$i" ;;
+			3) printf '"d%03d":[{"k":1},{"k":2},%d]' "$i" "$i" ;;
+			esac
+		done
+		printf '},"arr":['
+		for ((i = 0; i < 300; i++)); do
+			((i > 0)) && printf ','
+			case $((i % 3)) in
+			0) printf '{"n":%d,"s":{}}' "$i" ;;
+			1) printf '"text %d"' "$i" ;;
+			2) printf '[%d,[%d]]' "$i" "$i" ;;
+			esac
+		done
+		printf '],"odd":{"with space":1,"caf\\u00e9":{"x":[]},"a/b":{"y":2},"17":"s",'
+		printf '"x.json":3,"@at":{"z":1},"":{"empty name":1},"dot.":[1]'
+		for ((i = 0; i < 100; i++)); do printf ',"n%03d":{"i":%d}' "$i" "$i"; done
+		printf '}}\n'
+	} >"$1"
+}
+
+# both_stores: the same document in the etcd store and an LMDB one, mounted at $LMNT.
+both_stores() {
+	shapes_doc "$BATS_TEST_TMPDIR/s.json"
+	kvfs import --create "$STORE" / "$BATS_TEST_TMPDIR/s.json" >/dev/null
+	kvfs import --create "$LSTORE" / "$BATS_TEST_TMPDIR/s.json" >/dev/null
+	mount_extra "$LMNT" "$LSTORE"
+}
+
+# stats NAME: the counter NAME of $MNT's user.kvfs.stats.
+stats() {
+	getfattr --absolute-names --only-values -n user.kvfs.stats "$MNT" | awk -v k="$1" '$1 == k { print $2 }'
+}
+
+# stat_is FORMAT PATH VALUE: stat -c FORMAT of PATH is VALUE (asked anew at each call).
+stat_is() {
+	[ "$(stat -c "$1" "$2")" = "$3" ]
+}
+
+# mostly_ahead MAX: at least 200 lookups, 9 in 10 of them served by batches read ahead, at most MAX batches.
+mostly_ahead() {
+	local lookups hits reads
+	lookups=$(stats lookup) hits=$(stats ahead_hits) reads=$(stats ahead_reads)
+	echo "lookups $lookups, served ahead $hits, batches $reads"
+	[ "$lookups" -ge 200 ]
+	[ $((hits * 10)) -ge $((lookups * 9)) ]
+	[ "$reads" -le "$1" ]
+}
+
+@test "ls then ls -l on etcd shows LMDB's attributes, served by batches read ahead" {
+	both_stores
+	local d want
+	mount_store
+	for d in w arr odd; do
+		want=$(ls -lAni --time-style=+X "$LMNT/$d")
+		run -0 ls "$MNT/$d"
+		run -0 ls -lAni --time-style=+X "$MNT/$d"
+		assert_output "$want"
+	done
+	# the first readdir of each hands out attributes; most of the lookups
+	# after it (about 300) are served by a few batches
+	mostly_ahead 12
+}
+
+@test "stat of every name a glob found, through a fresh mount: LMDB's answers, in a few batches" {
+	both_stores
+	local want
+	want=$(cd "$LMNT/w" && stat -c '%n %F %s %h %i %Y' d*)
+	mount_store
+	run -0 sh -c 'cd "$1/w" && stat -c "%n %F %s %h %i %Y" d*' sh "$MNT"
+	assert_output "$want"
+	want=$(cd "$LMNT/arr" && ls -ldn --time-style=+X [0-9]*)
+	run -0 sh -c 'cd "$1/arr" && ls -ldn --time-style=+X [0-9]*' sh "$MNT"
+	assert_output "$want"
+	mostly_ahead 12
+}
+
+@test "a change after the batches were read shows at the next stat: by another process, through the mount" {
+	both_stores
+	mount_store
+	ls "$MNT/w" >/dev/null
+	ls -l "$MNT/w" >/dev/null
+	[ "$(stat -c %h "$MNT/w/d002")" -eq 3 ]
+	[ "$(stat -c %s "$MNT/w/d001")" -eq 7 ]
+	# another process adds two containers to d002 and grows the leaf d001
+	echo '{"q":1}' >"$BATS_TEST_TMPDIR/o.json"
+	echo '[1]' >"$BATS_TEST_TMPDIR/a.json"
+	kvfs import "$STORE" /w/d002/new1 "$BATS_TEST_TMPDIR/o.json" >/dev/null
+	kvfs import "$STORE" /w/d002/new2 "$BATS_TEST_TMPDIR/a.json" >/dev/null
+	kvfs put "$STORE" /w/d001 'a longer leaf now'
+	eventually 5 stat_is %h "$MNT/w/d002" 5
+	eventually 5 stat_is %s "$MNT/w/d001" 18
+	# through the mount: the next ls -l after a listing shows it too
+	ls "$MNT/w" >/dev/null
+	mkdir "$MNT/w/d006/sub"
+	printf 'x' >"$MNT/w/d005"
+	run -0 stat -c '%n %h %s' "$MNT/w/d006" "$MNT/w/d005" "$MNT/w/d010"
+	assert_output "$MNT/w/d006 4 0
+$MNT/w/d005 1 1
+$MNT/w/d010 3 0"
+	run -0 ls -ln "$MNT/w"
+	[ "${#lines[@]}" -eq 401 ]
+}
+
+@test "names that do not exist stay ENOENT after a listing, and the names that do are still found" {
+	both_stores
+	mount_store
+	ls "$MNT/odd" >/dev/null
+	local n
+	for n in nope1 nope2 nope3 'with spac' 'n100' 'x' '18'; do
+		run ! stat "$MNT/odd/$n"
+		assert_output --partial 'No such file or directory'
+	done
+	run -0 stat -c '%n %h' "$MNT/odd/with space" "$MNT/odd/17" "$MNT/odd/n050" "$MNT/odd/n099"
+	assert_output "$MNT/odd/with space 1
+$MNT/odd/17 1
+$MNT/odd/n050 2
+$MNT/odd/n099 2"
+	run ! stat "$MNT/arr/300"
+	run ! stat "$MNT/arr/x"
+	run -0 stat -c %h "$MNT/arr/299"
+	assert_output 3
+	# a batch read in vain ends the read-ahead of that directory until a change
+	[ "$(stats ahead_reads)" -le 3 ]
+}
