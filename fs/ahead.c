@@ -13,12 +13,26 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fs/fs_int.h"
 
 /* Children per listing: the first after two stats that missed, doubling while the run goes on. */
 #define AHEAD_FIRST 64
 #define AHEAD_MAX 1024
+/*
+ * A batch serves for a second at most, as the store's shared answers do
+ * (docs/ETCD.md section 8a): what a watch silently stuck could hide.
+ */
+#define AHEAD_AGE_NS 1000000000LL
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
 
 static void batch_free(struct fs_ahead_batch *b)
 {
@@ -156,7 +170,7 @@ int fs_ahead_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path, ui
 		goto out_unref;
 
 	pthread_mutex_lock(&ctx->ahead_lock);
-	if (a->dir == dir && a->gen == gen + 1)
+	if (a->dir == dir && a->gen == gen + 1 && now_ns() - a->read_ns < AHEAD_AGE_NS)
 		found = batch_find(&a->batch, name, out);
 	read = !found && want_batch_locked(a, dir, node, gen + 1, listed);
 	cap = a->next_cap;
@@ -179,6 +193,7 @@ int fs_ahead_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path, ui
 		a->dir = dir;
 		dir = NULL;	/* the batch holds the ref now */
 		a->gen = gen + 1;
+		a->read_ns = now_ns();
 		a->cap = cap;
 		found = batch_find(&a->batch, name, out);
 		if (!found) {

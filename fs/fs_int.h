@@ -301,6 +301,7 @@ struct fs_ahead_batch {
 struct fs_ahead {
 	struct fs_node *dir;	/* the batch's directory: holds one ref; NULL none */
 	uint64_t gen;		/* model_version the batch was read at (+1; 0 none) */
+	int64_t read_ns;	/* when it was read (CLOCK_MONOTONIC) */
 	struct fs_ahead_batch batch;
 	size_t cap, next_cap;	/* the batch's size; the one being read */
 	bool reading;		/* a batch is being read: the others ask the model */

@@ -15,7 +15,10 @@
 #     object each (imported with kvfs import), and ls of the latter; and
 #     ls of 1,000 documents of 200 keys each, through a fresh mount and with
 #     the CLI's kvfs ls (one process, no mount), whose 200,000 keys a
-#     listing must not read.
+#     listing must not read; and, through fresh mounts, ls -l after ls of
+#     the documents with containers (the kernel keeps the listing, so each
+#     name it gave no attributes is stat'ed) and stat of the names a glob
+#     found.
 # Starts its own cluster (scripts/etcd-cluster.sh, KVFS_ETCD_PORT default
 # 24890) and stops it again; unmounts what it mounted. Only the ratios mean
 # much: the cluster's three members share this machine's CPUs.
@@ -138,6 +141,14 @@ for side in lmdb etcd; do
 	mount_one "$side" "$store"
 	res[$side,ls_deep]=$(secs ls "$m/deep")
 	fusermount3 -u "$m"
+	# the kernel keeps the listing: ls -l then stats each name it did not give attributes
+	mount_one "$side" "$store"
+	ls "$m/nested" >/dev/null
+	res[$side,ls_then]=$(secs ls -l "$m/nested")
+	fusermount3 -u "$m"
+	mount_one "$side" "$store"
+	res[$side,stat_glob]=$(secs sh -c "cd '$m/nested' && stat -c '%n %s %h' *")
+	fusermount3 -u "$m"
 	res[$side,cli_deep]=$(best3 "$kvfs" ls "$store" /deep)
 done
 echo
@@ -156,4 +167,6 @@ row "fresh mount: ls -l of the 1,000 documents of 40 keys" ls_cold
 row "fresh mount: ls -l of 1,000 documents with containers" ls_nested
 row "fresh mount: ls of 1,000 documents with containers" ls_plain
 row "fresh mount: ls of 1,000 documents of 200 keys" ls_deep
+row "fresh mount: ls, then ls -l of the 1,000 with containers" ls_then
+row "fresh mount: stat of the 1,000 names a glob found" stat_glob
 row "kvfs ls of 1,000 documents of 200 keys (best of 3)" cli_deep
