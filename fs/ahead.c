@@ -21,6 +21,12 @@
 #define AHEAD_FIRST 64
 #define AHEAD_MAX 1024
 /*
+ * Children kept at once: a batch read for the same directory and version
+ * joins the ones before (a shell's glob sorts names as text, so `ls -l *`
+ * of an array asks 1, 10, 100, 101, ..., 11, 110: runs that alternate).
+ */
+#define AHEAD_KEEP 4096
+/*
  * A batch serves for a second at most, as the store's shared answers do
  * (docs/ETCD.md section 8a): what a watch silently stuck could hide.
  */
@@ -62,6 +68,31 @@ static int collect_fn(void *arg, const char *name, const struct model_node *node
 	return 0;
 }
 
+/* Moves b's children to the end of into's; false (b untouched) when into has no room. */
+static bool batch_join(struct fs_ahead_batch *into, struct fs_ahead_batch *b)
+{
+	size_t n = into->n + b->n;
+	char **names;
+	struct model_node *nodes;
+
+	if (n > AHEAD_KEEP)
+		return false;
+	names = realloc(into->names, (n ? n : 1) * sizeof(*names));
+	if (!names)
+		return false;
+	into->names = names;
+	nodes = realloc(into->nodes, (n ? n : 1) * sizeof(*nodes));
+	if (!nodes)
+		return false;
+	into->nodes = nodes;
+	memcpy(into->names + into->n, b->names, b->n * sizeof(*names));
+	memcpy(into->nodes + into->n, b->nodes, b->n * sizeof(*nodes));
+	into->next = into->n;	/* the stats to come are this batch's, mostly */
+	into->n = into->cap = n;
+	b->n = 0;	/* the names are into's now */
+	return true;
+}
+
 /* Lists up to cap children of the directory at dir_path from name on into *b. */
 static int batch_read(struct fs_ctx *ctx, const char *dir_path, const char *name, size_t cap,
 		      struct fs_ahead_batch *b)
@@ -86,12 +117,16 @@ static int batch_read(struct fs_ctx *ctx, const char *dir_path, const char *name
 	return ret < 0 ? ret : 0;
 }
 
-/*
- * name's node in b, as model_stat with subdirs gives it: false when b has
- * none, or one a stat must ask for (a directory whose subdirectories the
- * listing did not count, a table's computed view).
- */
-static bool batch_find(struct fs_ahead_batch *b, const char *name, struct model_node *out)
+enum batch_answer {
+	BATCH_ABSENT,	/* no child of that name in the batch */
+	BATCH_ASK,	/* there, but a stat must ask the model: a directory whose
+			 * subdirectories the listing did not count, a table's view */
+	BATCH_FOUND,
+};
+
+/* name's node in b, as model_stat with subdirs gives it, into *out when found. */
+static enum batch_answer batch_find(struct fs_ahead_batch *b, const char *name,
+				    struct model_node *out)
 {
 	for (size_t k = 0; k < b->n; k++) {
 		size_t i = (b->next + k) % b->n;	/* stats come in listing order, mostly */
@@ -99,14 +134,20 @@ static bool batch_find(struct fs_ahead_batch *b, const char *name, struct model_
 
 		if (strcmp(b->names[i], name) != 0)
 			continue;
-		if (n->derived || (fs_kind_is_dir(n->kind) && !n->empty && !n->subdirs_known))
-			return false;
-		*out = *n;
 		b->next = i + 1 < b->n ? i + 1 : 0;
+		if (n->derived || (fs_kind_is_dir(n->kind) && !n->empty && !n->subdirs_known))
+			return BATCH_ASK;
+		*out = *n;
 		b->hits++;
-		return true;
+		return BATCH_FOUND;
 	}
-	return false;
+	return BATCH_ABSENT;
+}
+
+/* Whether the batch is dir's at gen1 (version + 1), young enough to serve. ahead_lock held. */
+static bool batch_fresh_locked(const struct fs_ahead *a, const struct fs_node *dir, uint64_t gen1)
+{
+	return a->dir == dir && a->gen == gen1 && now_ns() - a->read_ns < AHEAD_AGE_NS;
 }
 
 /* The directory part of path (a child's path): heap, or NULL. */
@@ -151,7 +192,8 @@ int fs_ahead_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path, ui
 	struct fs_ahead_batch b = { 0 };
 	struct fs_node *dir = NULL, *old = NULL;
 	char *name = NULL, *dir_path = NULL;
-	bool found = false, listed = false, read;
+	enum batch_answer answer = BATCH_ABSENT;
+	bool listed = false, read;
 	size_t cap;
 	int ret;
 
@@ -170,9 +212,9 @@ int fs_ahead_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path, ui
 		goto out_unref;
 
 	pthread_mutex_lock(&ctx->ahead_lock);
-	if (a->dir == dir && a->gen == gen + 1 && now_ns() - a->read_ns < AHEAD_AGE_NS)
-		found = batch_find(&a->batch, name, out);
-	read = !found && want_batch_locked(a, dir, node, gen + 1, listed);
+	if (batch_fresh_locked(a, dir, gen + 1))
+		answer = batch_find(&a->batch, name, out);
+	read = answer == BATCH_ABSENT && want_batch_locked(a, dir, node, gen + 1, listed);
 	cap = a->next_cap;
 	pthread_mutex_unlock(&ctx->ahead_lock);
 	if (!read)
@@ -186,17 +228,19 @@ int fs_ahead_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path, ui
 	a->reading = false;
 	/* only what the store held at gen: a commit meanwhile makes it another listing's */
 	if (ret == 0 && model_version(ctx->model) == gen) {
-		old = a->dir;
-		batch_free(&a->batch);
-		a->batch = b;
-		memset(&b, 0, sizeof(b));
-		a->dir = dir;
-		dir = NULL;	/* the batch holds the ref now */
-		a->gen = gen + 1;
-		a->read_ns = now_ns();
 		a->cap = cap;
-		found = batch_find(&a->batch, name, out);
-		if (!found) {
+		if (!batch_fresh_locked(a, dir, gen + 1) || !batch_join(&a->batch, &b)) {
+			old = a->dir;
+			batch_free(&a->batch);
+			a->batch = b;
+			memset(&b, 0, sizeof(b));
+			a->dir = dir;
+			dir = NULL;	/* the batch holds the ref now */
+			a->gen = gen + 1;
+			a->read_ns = now_ns();
+		}	/* else joined: the batch holds its own ref of dir */
+		answer = batch_find(&a->batch, name, out);
+		if (answer == BATCH_ABSENT) {	/* no such child: stop reading ahead here */
 			a->dead_dir = a->dir;
 			a->dead_gen = a->gen;
 		}
@@ -205,7 +249,7 @@ int fs_ahead_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path, ui
 	pthread_mutex_unlock(&ctx->ahead_lock);
 	batch_free(&b);
 out_unref:
-	if (found)
+	if (answer == BATCH_FOUND)
 		fs_stat_add(ctx, FS_STAT_AHEAD_HITS, 1);
 	pthread_mutex_lock(&ctx->lock);
 	if (dir)
@@ -215,5 +259,5 @@ out_unref:
 	pthread_mutex_unlock(&ctx->lock);
 	free(name);
 	free(dir_path);
-	return found;
+	return answer == BATCH_FOUND;
 }
