@@ -7,9 +7,10 @@
  *
  * Only a directory listed at the store's present version qualifies (the
  * names stat'ed came from that listing), from the second child's stat that
- * missed; a batch that served half its names or more is followed by one
- * twice its size. A batch that did not hold the name it was read for (no
- * such child) ends the read-ahead in that directory until the store changes.
+ * missed within 0.2 s of another; a batch that served half its names or
+ * more is followed by one twice its size. A batch that did not hold the
+ * name it was read for (no such child), or a listing that could not start
+ * there, ends the read-ahead in that directory until the store changes.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +19,10 @@
 #include "fs/fs_int.h"
 
 /* Children per listing: the first after two stats that missed, doubling while the run goes on. */
-#define AHEAD_FIRST 64
+#define AHEAD_FIRST 32
 #define AHEAD_MAX 1024
+/* Two stats that missed make a run when this close (a tool's, not a user's typing). */
+#define AHEAD_PAIR_NS 200000000LL
 /*
  * Children kept at once: a batch read for the same directory and version
  * joins the ones before (a shell's glob sorts names as text, so `ls -l *`
@@ -29,6 +32,8 @@
 /*
  * A batch serves for a second at most, as the store's shared answers do
  * (docs/ETCD.md section 8a): what a watch silently stuck could hide.
+ * KVFS_TEST_AHEAD_AGE_MS sets it for a test (tests/89: a deadline that
+ * passes while a batch serves).
  */
 #define AHEAD_AGE_NS 1000000000LL
 
@@ -38,6 +43,14 @@ static int64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+void fs_ahead_start(struct fs_ctx *ctx)
+{
+	const char *s = getenv("KVFS_TEST_AHEAD_AGE_MS");
+
+	ctx->reads_locally = model_reads_locally(ctx->model);
+	ctx->ahead.age_ns = s ? (int64_t)atoi(s) * 1000000LL : AHEAD_AGE_NS;
 }
 
 static void batch_free(struct fs_ahead_batch *b)
@@ -120,7 +133,9 @@ static int batch_read(struct fs_ctx *ctx, const char *dir_path, const char *name
 enum batch_answer {
 	BATCH_ABSENT,	/* no child of that name in the batch */
 	BATCH_ASK,	/* there, but a stat must ask the model: a directory whose
-			 * subdirectories the listing did not count, a table's view */
+			 * subdirectories the listing did not count, a table's view,
+			 * a node with a deadline (hidden by the clock, not by a
+			 * new version, once it passes) */
 	BATCH_FOUND,
 };
 
@@ -135,7 +150,8 @@ static enum batch_answer batch_find(struct fs_ahead_batch *b, const char *name,
 		if (strcmp(b->names[i], name) != 0)
 			continue;
 		b->next = i + 1 < b->n ? i + 1 : 0;
-		if (n->derived || (fs_kind_is_dir(n->kind) && !n->empty && !n->subdirs_known))
+		if (n->derived || n->expires_ns ||
+		    (fs_kind_is_dir(n->kind) && !n->empty && !n->subdirs_known))
 			return BATCH_ASK;
 		*out = *n;
 		b->hits++;
@@ -147,7 +163,7 @@ static enum batch_answer batch_find(struct fs_ahead_batch *b, const char *name,
 /* Whether the batch is dir's at gen1 (version + 1), young enough to serve. ahead_lock held. */
 static bool batch_fresh_locked(const struct fs_ahead *a, const struct fs_node *dir, uint64_t gen1)
 {
-	return a->dir == dir && a->gen == gen1 && now_ns() - a->read_ns < AHEAD_AGE_NS;
+	return a->dir == dir && a->gen == gen1 && now_ns() - a->read_ns < a->age_ns;
 }
 
 /* The directory part of path (a child's path): heap, or NULL. */
@@ -171,15 +187,18 @@ static bool want_batch_locked(struct fs_ahead *a, struct fs_node *dir, const str
 {
 	/* the batch of dir was used and has run out: the run goes on */
 	bool run = a->dir == dir && a->gen == gen1 && a->batch.hits * 2 >= a->batch.n;
-	bool second = a->miss_dir == dir && a->miss_gen == gen1 && a->miss_node != node;
+	bool second = a->miss_dir == dir && a->miss_gen == gen1 && a->miss_node != node &&
+		      now_ns() - a->miss_ns < AHEAD_PAIR_NS;
 	bool dead = a->dead_dir == dir && a->dead_gen == gen1;
 
 	if (a->reading || !listed || dead || (!run && !second)) {
 		a->miss_dir = dir;
 		a->miss_node = node;
 		a->miss_gen = gen1;
+		a->miss_ns = now_ns();
 		return false;
 	}
+	a->miss_dir = NULL;	/* the next batch needs this one used up, or a new pair */
 	a->next_cap = run && a->cap < AHEAD_MAX ? a->cap * 2 : run ? AHEAD_MAX : AHEAD_FIRST;
 	a->reading = true;
 	return true;
@@ -193,7 +212,7 @@ int fs_ahead_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path, ui
 	struct fs_node *dir = NULL, *old = NULL;
 	char *name = NULL, *dir_path = NULL;
 	enum batch_answer answer = BATCH_ABSENT;
-	bool listed = false, read;
+	bool listed = false, unchanged, read;
 	size_t cap;
 	int ret;
 
@@ -208,7 +227,12 @@ int fs_ahead_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path, ui
 		name = strdup(node->name);
 	}
 	pthread_mutex_unlock(&ctx->lock);
-	if (!dir || !name)
+	/*
+	 * The caller's path and version were taken before: a rename that
+	 * committed since (moving the version first, then relinking the node)
+	 * could have given node another directory and name, another file's.
+	 */
+	if (!dir || !name || model_version(ctx->model) != gen)
 		goto out_unref;
 
 	pthread_mutex_lock(&ctx->ahead_lock);
@@ -224,10 +248,15 @@ int fs_ahead_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path, ui
 	ret = dir_path ? batch_read(ctx, dir_path, name, cap, &b) : -ENOMEM;
 	fs_trace(ctx, "read ahead %s from %s: %zu children (%d)", dir_path ? dir_path : "?", name,
 		 b.n, ret);
+	/* only what the store held at gen: a commit meanwhile makes it another listing's */
+	unchanged = ret == 0 && model_version(ctx->model) == gen;
 	pthread_mutex_lock(&ctx->ahead_lock);
 	a->reading = false;
-	/* only what the store held at gen: a commit meanwhile makes it another listing's */
-	if (ret == 0 && model_version(ctx->model) == gen) {
+	if (ret < 0 && ret != -ENOMEM) {	/* no listing from that name: none at the next stat either */
+		a->dead_dir = dir;
+		a->dead_gen = gen + 1;
+	}
+	if (unchanged) {
 		a->cap = cap;
 		if (!batch_fresh_locked(a, dir, gen + 1) || !batch_join(&a->batch, &b)) {
 			old = a->dir;

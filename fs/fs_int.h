@@ -302,12 +302,14 @@ struct fs_ahead {
 	struct fs_node *dir;	/* the batch's directory: holds one ref; NULL none */
 	uint64_t gen;		/* model_version the batch was read at (+1; 0 none) */
 	int64_t read_ns;	/* when it was read (CLOCK_MONOTONIC) */
+	int64_t age_ns;		/* how long a batch serves: fixed once serving */
 	struct fs_ahead_batch batch;
 	size_t cap, next_cap;	/* the batch's size; the one being read */
 	bool reading;		/* a batch is being read: the others ask the model */
 	/* the last stat that missed, and a directory read ahead in vain: compared, never dereferenced */
 	const struct fs_node *miss_dir, *miss_node, *dead_dir;
 	uint64_t miss_gen, dead_gen;
+	int64_t miss_ns;	/* when the last stat missed (CLOCK_MONOTONIC) */
 };
 
 /*
@@ -646,6 +648,8 @@ static inline bool fs_kind_is_dir(enum model_kind kind)
  */
 int fs_ahead_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path, uint64_t gen,
 		  struct model_node *out);
+/* Before the session serves: whether reads are local, the batches' age. */
+void fs_ahead_start(struct fs_ctx *ctx);
 /* Frees the batch (at unmount, once no request runs). */
 void fs_ahead_release(struct fs_ctx *ctx);
 

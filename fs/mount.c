@@ -628,7 +628,7 @@ static int open_model(struct fs_ctx *ctx, const struct fs_options *opts)
 		fprintf(stderr, "kvfs: mount: %s\n", err.msg[0] ? err.msg : strerror(-ret));
 		return -1;
 	}
-	ctx->reads_locally = model_reads_locally(ctx->model);
+	fs_ahead_start(ctx);
 	/* -o commit=MS: writes are checked and queued, committed together (README) */
 	if (ctx->commit_ms && !opts->read_only &&
 	    (ret = model_queue_start(ctx->model, ctx->commit_ms, MODEL_QUEUE_ALL)) < 0) {
