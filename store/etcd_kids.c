@@ -974,13 +974,12 @@ static size_t names_from(const struct store_etcd_scan *s, const uint8_t *t, size
 	struct tuple_reader r;
 	struct tuple_elem e;
 
-	if (len <= pl)
+	/* at a child's end: past its subtree, nothing of it is left */
+	if (len <= pl || etcd_kids_is_child_end(s, t, len))
 		return len;
 	tuple_reader_init(&r, t + pl, len - pl);
 	if (tuple_next(&r, &e) != 1 || pl + r.pos == len)
 		return len;
-	if (pl + r.pos + 1 == len && t[len - 1] == 0xff)
-		return len;	/* at the child's end: past its subtree, nothing of it is left */
 	return pl + r.pos;
 }
 
