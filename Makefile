@@ -1,10 +1,9 @@
 # kvfs build. `make` builds ./kvfs; `make test` installs missing Debian
-# packages, builds, and runs the unit tests and the bats suites; `make asan`
-# runs the same suite against an ASan+UBSan build.
+# packages, builds, and runs every pass of the unit tests and the bats suites
+# (on the optimized, ASan+UBSan and ThreadSanitizer builds, LMDB and etcd).
 # `make stress` kills the daemon STRESS_KILLS times (default 200) under writes
 # and checks the store after each kill; `make fuzz` runs each libFuzzer target
-# for FUZZ_SECONDS (default 60). CI (.ci/run) runs test, asan, tsan and a
-# short fuzz.
+# for FUZZ_SECONDS (default 60). CI (.ci/run) runs test and a short fuzz.
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
@@ -84,49 +83,42 @@ $(BUILD)/fuse-floor: scripts/fuse-floor.c
 deps:
 	@bash scripts/deps.sh
 
-# The whole suite: unit programs and bats files, then (when etcd is
-# installed) the CLI and mount suites again on a 3-member etcd cluster
-# (scripts/test-etcd.sh --after), one summary line at the end.
+# The whole suite, every pass of scripts/test-all.sh (tests/README.md: what
+# each pass runs, on which build and why): the optimized build, the
+# ASan+UBSan build and the ThreadSanitizer build, on LMDB and on a 3-member
+# etcd cluster, each pass with its wall time, one summary line at the end.
+SAN_ASAN := BUILD=build-asan BIN=build-asan/kvfs SANITIZE=address,undefined
+SAN_TSAN := BUILD=build-tsan BIN=build-tsan/kvfs SANITIZE=thread
 test: deps
 	@$(MAKE) --no-print-directory all unit floor etcd-store-test etcd-client-test
-	@KVFS_BIN=$(CURDIR)/$(BIN) bash scripts/test-etcd.sh --after $(BUILD)
+	@$(MAKE) --no-print-directory $(SAN_ASAN) all unit
+	@$(MAKE) --no-print-directory $(SAN_TSAN) all
+	@bash scripts/test-all.sh
 
-# The mount suites again with the kernel's name and attribute caches off
-# (-o entry_timeout=0,attr_timeout=0): every lookup and getattr reaches the
-# daemon, so answers the caches would hide are checked too. CI runs it.
-# 34-mount-ext4 (fsx, SQLite) runs in make test only.
-MOUNT_SUITES := $(wildcard tests/3[0-35-9]-*.bats tests/40-*.bats tests/41-*.bats tests/53-*.bats tests/74-*.bats)
+# One pass at a time. test-nocache: the mount suites with the kernel's name
+# and attribute caches off (-o entry_timeout=0,attr_timeout=0) on the
+# optimized build (make test runs them so under TSan).
 test-nocache: deps
 	@$(MAKE) --no-print-directory all
-	@KVFS_BIN=$(CURDIR)/$(BIN) KVFS_MOUNT_OPTS=entry_timeout=0,attr_timeout=0 \
-		KVFS_SUITES='$(MOUNT_SUITES)' bash scripts/run-tests.sh none
+	@bash scripts/test-all.sh nocache
 
 # The CLI and mount suites with every store on a 3-member etcd cluster
 # (scripts/test-etcd.sh starts and stops it; LMDB-only tests skip, saying why).
 test-etcd: deps
 	@$(MAKE) --no-print-directory all etcd-store-test etcd-client-test
-	@KVFS_BIN=$(CURDIR)/$(BIN) bash scripts/test-etcd.sh
+	@bash scripts/test-all.sh etcd
 
-# The sanitizer build lives entirely in build-asan/ (binary build-asan/kvfs).
-# Every suite but three etcd ones that wait on a cluster's timing (ls
-# batching, leases, children hints: 340 s together, spent mostly in sleeps
-# and round trips, not in kvfs's own memory work), which make test runs;
-# CI's 90 minutes had come within 6 of running out.
-ASAN_SUITES := $(filter-out tests/84-% tests/85-% tests/86-%,$(wildcard tests/*.bats))
+# The sanitizer builds live entirely in build-asan/ and build-tsan/. A
+# "WARNING: ThreadSanitizer" line in a daemon's log fails the test
+# (tests/test_helper/common.bash); tests/tsan.supp names the reports judged
+# false, each with the reason (TSAN_OPTIONS: scripts/run-tests.sh).
 asan: deps
-	@$(MAKE) --no-print-directory BUILD=build-asan BIN=build-asan/kvfs SANITIZE=address,undefined all unit
-	@KVFS_BIN=$(CURDIR)/build-asan/kvfs KVFS_ASAN=1 KVFS_SUITES='$(ASAN_SUITES)' \
-		bash scripts/run-tests.sh build-asan
+	@$(MAKE) --no-print-directory $(SAN_ASAN) all unit
+	@bash scripts/test-all.sh asan
 
-# The ThreadSanitizer build lives in build-tsan/ (binary build-tsan/kvfs) and
-# runs the mount suites; a "WARNING: ThreadSanitizer" line in a daemon's log
-# fails the test (tests/test_helper/common.bash). tests/tsan.supp names the
-# reports judged false, each with the reason.
-# (TSAN_OPTIONS: scripts/run-tests.sh.) About 2.5 min.
 tsan: deps
-	@$(MAKE) --no-print-directory BUILD=build-tsan BIN=build-tsan/kvfs SANITIZE=thread all
-	@KVFS_BIN=$(CURDIR)/build-tsan/kvfs KVFS_TSAN=1 KVFS_SUITES='$(MOUNT_SUITES)' \
-		bash scripts/run-tests.sh build-tsan
+	@$(MAKE) --no-print-directory $(SAN_TSAN) all
+	@bash scripts/test-all.sh tsan
 
 # As root it also runs `make install` (so the README's `kvfs` commands work);
 # KEEP=1 keeps the demo store mounted.

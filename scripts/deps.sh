@@ -9,6 +9,7 @@ pkgs=(build-essential pkg-config libfuse3-dev fuse3 liblmdb-dev lmdb-utils
 # etcd backend (docs/ETCD.md): the cluster for tests/80-etcd-client.bats, libcurl and cJSON
 pkgs+=(etcd-server etcd-client libcurl4-openssl-dev libcjson-dev)
 pkgs+=(openssl bc)   # tests/84-etcd-list.bats: a CA of its own for TLS; bench-etcd.sh: bc
+pkgs+=(parallel)     # scripts/run-tests.sh: bats runs two suites at once
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")

@@ -1,8 +1,18 @@
 #!/usr/bin/env bash
-# Runs every unit-test program and every bats suite, counts results, and ends
-# with the single line "N passed, N failed" that CI reads.
-# Usage: scripts/run-tests.sh BUILD_DIR   (binary: $KVFS_BIN, default ./kvfs;
-# BUILD_DIR "none" runs no unit programs, only the bats suites)
+# Runs the unit-test programs of one build and a set of bats suites, counts
+# the results, and ends with the single line "N passed, N failed" that CI
+# reads. One pass of scripts/test-all.sh (tests/README.md says which).
+# Usage: scripts/run-tests.sh BUILD_DIR   (BUILD_DIR "none": no unit programs)
+# Environment:
+#   KVFS_BIN     the binary under test (default ./kvfs)
+#   KVFS_SUITES  the bats files (default tests/*.bats)
+#   KVFS_TAGS    which tests of them run, as bats tag filters: one filter,
+#                or several separated by ";" (a test runs when any matches);
+#                a filter is tags joined by "," that must all be present,
+#                "!tag" for one that must not be (e.g. "mount,!plain")
+#   KVFS_JOBS    bats files run at once (default 2; tests of one file always
+#                run one after the other, in order)
+#   KVFS_ASAN, KVFS_TSAN  set for the sanitizer builds (their options below)
 set -u
 build=${1:-build}
 cd "$(dirname "$0")/.."
@@ -12,13 +22,19 @@ if [ -n "${KVFS_ASAN:-}" ]; then
 	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 fi
-# make tsan: a report goes to the daemon's log (the mount log, which the
-# test helper checks) and the run goes on; the daemon then exits 66.
+# TSan: a report goes to the daemon's log (the mount log, which the test
+# helper checks) and the run goes on; the daemon then exits 66.
 if [ -n "${KVFS_TSAN:-}" ]; then
 	export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=0:exitcode=66:log_path=stderr:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp}
 fi
-# KVFS_SUITES (make tsan: the mount suites) replaces the list of bats files.
+# The tests call Debian's python3 (scripts/deps.sh): a version manager's
+# shim in front of it (pyenv) runs a chain of bash scripts per call, 0.1 s
+# idle and 4 s measured under load, and the suites call python3 hundreds
+# of times.
+PATH=$(tr ':' '\n' <<<"$PATH" | grep -v '/\.pyenv/' | paste -sd:)
+export PATH
 suites=${KVFS_SUITES:-$(echo tests/*.bats)}
+jobs=${KVFS_JOBS:-2}
 
 # Unit programs print TAP lines: "ok N - name" / "not ok N - name".
 for t in "$build"/tests/test_*; do
@@ -32,10 +48,22 @@ for t in "$build"/tests/test_*; do
 	passed=$((passed + p)); failed=$((failed + f))
 done
 
-# bats suites, in TAP form so they can be counted the same way.
+# bats suites, in TAP form so they can be counted the same way. Files run
+# $jobs at a time (GNU parallel, from scripts/deps.sh): most of a mount
+# test's time is spent waiting on a daemon, a disk or a cluster.
+args=(--tap --timing)
+if [ -n "${KVFS_TAGS:-}" ]; then
+	IFS=';' read -ra filters <<<"$KVFS_TAGS"
+	for f in "${filters[@]}"; do
+		args+=(--filter-tags "$f")
+	done
+fi
+if [ "$jobs" -gt 1 ] && command -v parallel >/dev/null; then
+	args+=(--jobs "$jobs" --no-parallelize-within-files)
+fi
 if ls $suites >/dev/null 2>&1; then
 	# shellcheck disable=SC2086
-	out=$(bats --tap $suites 2>&1); rc=$?
+	out=$(bats "${args[@]}" $suites 2>&1); rc=$?
 	printf '%s\n' "$out"
 	# A skipped test ("ok N name # skip why") is neither passed nor failed.
 	skipped=$(grep -c '^ok .* # skip' <<<"$out")

@@ -2,6 +2,8 @@
 # The offline CLI: help and usage errors, put/get of every type, ls, rm,
 # mkdir, info, and the mount/umount wrappers' argument handling.
 
+# bats file_tags=cli,backends
+
 load 'test_helper/common'
 
 VERBS="mount umount get put ls rm mkdir import export dump load check backup info"

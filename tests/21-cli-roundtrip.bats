@@ -4,6 +4,8 @@
 # the data alone, dump/load, check on good and corrupted stores, backup,
 # and stores written by a newer kvfs.
 
+# bats file_tags=cli,backends
+
 load 'test_helper/common'
 
 # The document export --compact prints for it: keys in key order, numbers
@@ -164,6 +166,7 @@ PY
 	assert_output '0'
 }
 
+# bats test_tags=plain
 @test "import refuses clearly when it cannot get the memory for its input" {
 	[ -z "${KVFS_ASAN:-}" ] || skip "ASan reserves more address space than the limit"
 	truncate -s 300M "$T/huge.json"

@@ -2,6 +2,8 @@
 # The mount and umount verbs and the mount.kvfs helper against a real FUSE
 # mount, and the offline verbs working on a store while it is mounted.
 
+# bats file_tags=cli,backends
+
 load 'test_helper/common'
 
 setup() {

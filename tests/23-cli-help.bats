@@ -6,6 +6,8 @@
 # table in cli/ (which also makes its --help line), a .TP item under the
 # verb in docs/kvfs.1, and a mention in both usage lines; nothing here.
 
+# bats file_tags=cli,docs
+
 load 'test_helper/common'
 
 SRC=$BATS_TEST_DIRNAME/..

@@ -4,6 +4,8 @@
 # and names where, the progress bar appears only on a terminal, and the
 # input is given back as it is parsed (memory checked loosely, no timing).
 
+# bats file_tags=cli,backends
+
 load 'test_helper/common'
 
 setup() {
@@ -93,6 +95,7 @@ EOF
 	cmp <(kvfs export "$STORE" /) <(kvfs export "$T/tty" /)
 }
 
+# bats test_tags=plain
 @test "a big string in a document: the input is given back as it is parsed" {
 	skip_on_etcd "a big value on etcd is chunked and staged: the daemon peaks at a few times it, not 1.5x (docs/ETCD.md section 3)"
 	[ -z "${KVFS_ASAN:-}${KVFS_TSAN:-}" ] || skip "a sanitizer's shadow memory and quarantine make the peak meaningless"

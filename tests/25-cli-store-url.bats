@@ -5,6 +5,8 @@
 # listens on port 1, so with or without the etcd backend built in, a verb
 # on etcd://127.0.0.1:1/p fails, saying which store, and leaves no trace.
 
+# bats file_tags=cli,backends
+
 load 'test_helper/common'
 
 URL=etcd://127.0.0.1:1/team/docs

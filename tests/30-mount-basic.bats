@@ -2,6 +2,8 @@
 # The mount, reading side: ls, cat, stat, find, du, names and escapes, and
 # the daemon's life (errors before detaching, SIGTERM, kvfs umount).
 
+# bats file_tags=mount,backends
+
 load 'test_helper/common'
 
 setup() {

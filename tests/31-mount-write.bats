@@ -2,6 +2,8 @@
 # The mount, writing side: echo, printf, cp, dd, truncate, mkdir/rmdir/rm/mv,
 # mtimes, xattrs, and changes made by the CLI while mounted.
 
+# bats file_tags=mount,backends
+
 load 'test_helper/common'
 
 setup() {

@@ -3,6 +3,8 @@
 # transaction, invalid JSON refused, appends, editors (sed -i, vim), and
 # concurrent readers that never see half a document.
 
+# bats file_tags=mount,backends
+
 load 'test_helper/common'
 
 setup() {

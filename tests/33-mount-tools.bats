@@ -2,6 +2,8 @@
 # Backups with the tools people trust: cp -a, tar, rsync -a out of the mount
 # and back into another mount restore the same tree, types included.
 
+# bats file_tags=mount,backends
+
 load 'test_helper/common'
 
 setup() {

@@ -3,6 +3,8 @@
 # readers see later writes, and leaves can be mapped shared and writable
 # (mmap, SQLite).
 
+# bats file_tags=mount,backends
+
 load 'test_helper/common'
 
 setup() {

@@ -4,6 +4,8 @@
 # pushed into the page cache when their directory is listed, which must
 # match the store after changes through the mount and by other processes.
 
+# bats file_tags=mount,backends
+
 load 'test_helper/common'
 
 setup() {

@@ -5,6 +5,8 @@
 # only once it is closed; refusals at close; group commit of parallel writers;
 # -o commit=MS: changes queued at close, committed together later.
 
+# bats file_tags=mount,backends
+
 load 'test_helper/common'
 
 setup() {

@@ -6,6 +6,8 @@
 # --listed-incremental and find -newer see exactly the changed leaves.
 # 33-mount-tools.bats has the first round trips; this file is the contract.
 
+# bats file_tags=mount,backends
+
 load 'test_helper/common'
 
 setup() {

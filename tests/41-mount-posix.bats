@@ -5,6 +5,8 @@
 # UTIME_OMIT, new directories' times, inode numbers across rename, and the
 # data model's refusals failing cleanly. Many switch to user 65534.
 
+# bats file_tags=mount
+
 load 'test_helper/common'
 
 setup() {

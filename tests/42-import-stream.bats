@@ -6,6 +6,8 @@
 # document whole; a map reserved up front stores the same keys as one grown
 # by retries. Memory is checked loosely, never timing.
 
+# bats file_tags=cli
+
 load 'test_helper/common'
 
 setup() {
@@ -67,6 +69,7 @@ EOF
 	run -0 kvfs check "$STORE"
 }
 
+# bats test_tags=plain
 @test "a piped document is not held in memory: the peak is a file import's" {
 	[ -z "${KVFS_ASAN:-}${KVFS_TSAN:-}" ] || skip "a sanitizer's shadow memory and quarantine make the peak meaningless"
 	make_doc 20 "$T/doc.json"

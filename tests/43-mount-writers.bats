@@ -5,6 +5,8 @@
 # attributes of a file being written, which the kernel now caches while it is
 # open: exact after close for every process, times kept by cp -a and touch -d.
 
+# bats file_tags=mount
+
 load 'test_helper/common'
 
 setup() {

@@ -6,6 +6,8 @@
 # opens it (after FS_HOLD_MS, at fsync, at unmount); a daemon killed right
 # after tar or rsync returns leaves every file whole.
 
+# bats file_tags=mount
+
 load 'test_helper/common'
 
 setup() {

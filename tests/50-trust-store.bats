@@ -4,6 +4,8 @@
 # and failed commands are left alone, damaged stores never crash kvfs, and a
 # full disk says ENOSPC. Mounts are made per test, as each test needs.
 
+# bats file_tags=trust,lmdb
+
 load 'test_helper/common'
 
 setup() {

@@ -7,6 +7,8 @@
 # with a kvfs of format 1) reads as it is and is upgraded when opened
 # writable.
 
+# bats file_tags=trust,lmdb
+
 load 'test_helper/common'
 
 FIXTURES=$BATS_TEST_DIRNAME/fixtures

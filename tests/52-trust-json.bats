@@ -6,6 +6,8 @@
 # kept digit for digit; numbers that cannot be kept exactly are refused;
 # nesting is limited by the key length, not by a fixed depth.
 
+# bats file_tags=trust,lmdb
+
 load 'test_helper/common'
 
 setup() {

@@ -4,6 +4,8 @@
 # (rsync -X, setfattr -x, parallel >>, mount and umount) succeed or are
 # refused with a message.
 
+# bats file_tags=trust,mount
+
 load 'test_helper/common'
 
 setup() {

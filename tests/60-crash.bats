@@ -4,6 +4,8 @@
 # moved and leaves rewritten (scripts/stress-crash.sh; `make stress` runs
 # many more kills). After each kill every document is whole, old or new.
 
+# bats file_tags=crash,lmdb
+
 load 'test_helper/common'
 
 setup() {

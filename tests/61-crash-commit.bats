@@ -3,6 +3,8 @@
 # without -o commit=MS: what was fsynced is there, and every document closed
 # before the kill is whole or absent, never part of one.
 
+# bats file_tags=crash,lmdb
+
 load 'test_helper/common'
 
 setup() {

@@ -7,6 +7,8 @@
 # ignores close()'s error, so its refusals are checked by what is stored
 # and by user.kvfs.error, not by echo's status.
 
+# bats file_tags=tables,backends
+
 load 'test_helper/common'
 load 'test_helper/tables'
 

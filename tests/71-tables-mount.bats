@@ -4,6 +4,8 @@
 # index order, then the rows' keys as symlinks), PATH/@NAME/@range/FROM/TO/,
 # all read-only and never cached past a change.
 
+# bats file_tags=tables,mount,backends
+
 load 'test_helper/common'
 load 'test_helper/tables'
 

@@ -5,6 +5,8 @@
 # stops the import and the message says exactly what was committed. The
 # store is mounted while importing: the rows are read back through it.
 
+# bats file_tags=tables,cli,backends
+
 load 'test_helper/common'
 
 setup() {

@@ -3,6 +3,8 @@
 # table (its views); anywhere else they are ordinary keys, shown verbatim
 # and writable (node_modules/@types, a JSON-LD "@context", "@timestamp").
 
+# bats file_tags=tables,mount,backends
+
 load 'test_helper/common'
 
 setup() {

@@ -5,6 +5,8 @@
 # reaper with indexes kept exact, cleared by an overwrite, carried by
 # dump/load and backup, verified and rebuilt by check; format 4.
 
+# bats file_tags=ttl,mount,backends
+
 load 'test_helper/common'
 load 'test_helper/tables'
 
@@ -385,7 +387,8 @@ reaped() {
 	kvfs import "$STORE" /d - <<<'{"E":{"g":{"x":1}},"F":{"h":{"y":1},"z":2}}'
 	kvfs put --ttl 1 "$STORE" /d/E/g/x 1
 	kvfs put --ttl 1 "$STORE" /d/F/h/y 1
-	sleep 2
+	# both deadlines passed: the store hides them (a bounded wait, not a sleep)
+	eventually 5 eval '! kvfs get "$STORE" /d/E/g/x 2>/dev/null && ! kvfs get "$STORE" /d/F/h/y 2>/dev/null'
 	mount_store -o ro
 	run -0 stat -c '%n %h' "$MNT/d/E" "$MNT/d/F"	# a lookup each, no listing
 	local want=$output

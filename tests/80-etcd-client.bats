@@ -5,6 +5,8 @@
 # a guarded Txn conflict, a watch seeing another client's put, losing one
 # member while writes go on, and a value over etcd's default request limit.
 
+# bats file_tags=etcd
+
 load 'test_helper/common'
 
 REPO=$BATS_TEST_DIRNAME/..

@@ -4,14 +4,17 @@
 # a mount's read transactions share what they read while nothing commits;
 # two writers conflicting on one document lose nothing and tear nothing;
 # one member stopped while writes go on; one member hung (frozen, its port
-# still open) while reads, writes and listings go on. A cluster of its own, or the one
-# make test-etcd runs (KVFS_ETCD_URL).
+# still open) while reads, writes and listings go on. Always a cluster of its
+# own: it stops and freezes members, and counts the requests the cluster
+# answers, which other suites sharing a cluster would disturb.
+
+# bats file_tags=etcd
 
 load 'test_helper/common'
 load 'test_helper/etcd'
 
 setup_file() {
-	etcd_start
+	etcd_start own
 }
 
 teardown_file() {

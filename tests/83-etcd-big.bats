@@ -7,6 +7,8 @@
 # writers on one document: one wins whole. A cluster of its own, or the
 # one make test-etcd runs (KVFS_ETCD_URL).
 
+# bats file_tags=etcd
+
 load 'test_helper/common'
 load 'test_helper/etcd'
 

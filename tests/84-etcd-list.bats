@@ -6,6 +6,8 @@
 # the URL's credentials (user/password with auth enabled, TLS). A cluster of
 # its own, or the one make test-etcd runs (KVFS_ETCD_URL).
 
+# bats file_tags=etcd
+
 load 'test_helper/common'
 load 'test_helper/etcd'
 

@@ -6,6 +6,8 @@
 # one moves them to another; another mount sees the expiry through the
 # watch. A cluster of its own, or the one make test-etcd runs.
 
+# bats file_tags=etcd
+
 load 'test_helper/common'
 load 'test_helper/etcd'
 load 'test_helper/tables'

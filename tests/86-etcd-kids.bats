@@ -6,6 +6,8 @@
 # mv, from a second mount, and in a store whose entries carry no hints
 # (written before them). A cluster of its own, or KVFS_ETCD_URL's.
 
+# bats file_tags=etcd
+
 load 'test_helper/common'
 load 'test_helper/etcd'
 

@@ -5,6 +5,8 @@
 # (section 4: coalesced guards). A cluster of its own, or the one make
 # test-etcd runs (KVFS_ETCD_URL).
 
+# bats file_tags=etcd
+
 load 'test_helper/common'
 load 'test_helper/etcd'
 

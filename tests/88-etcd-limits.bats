@@ -5,6 +5,8 @@
 # plans within them (docs/ETCD.md section 5); a commit staged in chunks too
 # big for the cluster is applied in pieces. Always a cluster of its own.
 
+# bats file_tags=etcd
+
 load 'test_helper/common'
 load 'test_helper/etcd'
 

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# make test: every pass of the test suite, one after the other, each with
+# its wall time and its "N passed, N failed", then one line summing them
+# (the line CI reads). Which pass runs what, and why, is in tests/README.md.
+# Usage: scripts/test-all.sh [PASS...]   (default: every pass, in the order
+# below; make asan, make tsan, make test-etcd and make test-nocache run one)
+# The builds must exist: make test builds build/, build-asan/, build-tsan/.
+set -u
+cd "$(dirname "$0")/.." || exit 2
+log=$(mktemp "${TMPDIR:-/tmp}/kvfs-test.XXXXXX")
+trap 'rm -f "$log"' EXIT
+
+# plain: the optimized build that is installed, on LMDB, for the tests
+# tagged "plain" (memory peaks a sanitizer's shadow memory would hide, and
+# hundreds of megabytes that sanitizers only make slower), and its unit
+# programs.
+pass_plain() {
+	KVFS_BIN=$PWD/kvfs KVFS_TAGS=plain bash scripts/run-tests.sh build
+}
+
+# asan: the ASan+UBSan build on LMDB, every other test of every suite
+# (the etcd suites start clusters of their own), and its unit programs.
+pass_asan() {
+	KVFS_BIN=$PWD/build-asan/kvfs KVFS_ASAN=1 KVFS_TAGS='!plain' \
+		bash scripts/run-tests.sh build-asan
+}
+
+# etcd: the optimized build with every store on a 3-member etcd cluster:
+# the suites tagged "backends" and the etcd suites.
+pass_etcd() {
+	if ! command -v etcd >/dev/null || ! command -v etcdctl >/dev/null; then
+		echo "not ok - etcd is not installed (scripts/deps.sh installs it)"
+		echo "0 passed, 1 failed"
+		return 1
+	fi
+	KVFS_BIN=$PWD/kvfs bash scripts/test-etcd.sh
+}
+
+# tsan: the ThreadSanitizer build, the mount suites, with the kernel's
+# name and attribute caches off, so that every lookup and getattr reaches
+# the daemon's threads (a report in a daemon's log fails the test).
+pass_tsan() {
+	KVFS_BIN=$PWD/build-tsan/kvfs KVFS_TSAN=1 KVFS_TAGS='mount,!plain' \
+		KVFS_MOUNT_OPTS=entry_timeout=0,attr_timeout=0 bash scripts/run-tests.sh none
+}
+
+# nocache: the mount suites with the caches off on the optimized build
+# (make test-nocache; make test runs them so under TSan instead).
+pass_nocache() {
+	KVFS_BIN=$PWD/kvfs KVFS_TAGS=mount KVFS_MOUNT_OPTS=entry_timeout=0,attr_timeout=0 \
+		bash scripts/run-tests.sh none
+}
+
+passes=("$@")
+[ ${#passes[@]} -gt 0 ] || passes=(plain asan etcd tsan)
+passed=0 failed=0 all=$SECONDS
+for pass in "${passes[@]}"; do
+	echo "# ---- pass $pass ----"
+	start=$SECONDS
+	"pass_$pass" 2>&1 | tee "$log"
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -1)
+	p=0 f=1
+	[ -z "$line" ] || read -r p _ f _ <<<"$line"
+	echo "# pass $pass: $p passed, $f failed in $((SECONDS - start)) s"
+	passed=$((passed + p)) failed=$((failed + f))
+done
+echo "# every pass: $((SECONDS - all)) s"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
