@@ -67,6 +67,7 @@ struct flat_frame {
 	bool marker;		/* a marker of this kind is still at the key */
 	bool fresh;		/* nothing was under this key before: no compare, no sweep */
 	bool guard;		/* the container was there: creates and removes in it are checked */
+	bool reach;		/* guard: who may search it and every container above it */
 	struct perm_node dir;	/* guard: its mode and owner */
 	int64_t next;		/* arrays: the next index */
 	size_t names;		/* objects: where this frame's names start */
@@ -125,26 +126,51 @@ static int flat_fail(struct flat *f, int ret)
 	return tree_fail(f->err, ret, "%s: %s", f->p->text, strerror(-ret));
 }
 
-/* The directory whose rules the value at the current key meets: NULL when unchecked. */
-static const struct perm_node *flat_dir(const struct flat *f)
+/*
+ * The directory whose rules the value at the current key meets: NULL when
+ * unchecked. *reach: who may search it and every directory above it (the
+ * kernel checked those above the view itself).
+ */
+static const struct perm_node *flat_dir(const struct flat *f, bool *reach)
 {
 	const struct flat_frame *top;
 
+	*reach = true;
 	if (!f->who)
 		return NULL;
 	if (f->depth == 0)
 		return f->top_guard ? &f->top_dir : NULL;
 	top = &f->stack[f->depth - 1];
+	*reach = top->reach;
 	return top->guard ? &top->dir : NULL;
+}
+
+/* A change the path to the current key does not let who reach: -EACCES. */
+static int flat_unreachable(struct flat *f)
+{
+	struct strbuf sb;
+
+	f->failed = true;
+	strbuf_init(&sb);
+	tree_key_to_path(f->key, f->w.len, &sb);
+	tree_fail(f->err, -EACCES, "%s: permission denied to reach %s (no search permission "
+		  "on a directory above it)", f->p->text, sb.buf ? sb.buf : "?");
+	strbuf_release(&sb);
+	return -EACCES;
 }
 
 /* The node at the current key is about to be created. */
 static int flat_may_create(struct flat *f)
 {
-	const struct perm_node *d = flat_dir(f);
+	bool reach;
+	const struct perm_node *d = flat_dir(f, &reach);
+	int ret;
 
-	int ret = d ? perm_may_create(f->who, d, f->key, f->w.len, f->p->text, f->err) : 0;
-
+	if (!d)
+		return 0;
+	if (!reach)
+		return flat_unreachable(f);
+	ret = perm_may_create(f->who, d, f->key, f->w.len, f->p->text, f->err);
 	f->failed |= ret < 0;	/* with perm.c's message */
 	return ret;
 }
@@ -152,11 +178,15 @@ static int flat_may_create(struct flat *f)
 /* The node at the current key (a container when dir) is about to go or be replaced. */
 static int flat_may_remove(struct flat *f, bool dir)
 {
-	const struct perm_node *d = flat_dir(f);
+	bool reach;
+	const struct perm_node *d = flat_dir(f, &reach);
+	int ret;
 
-	int ret = d ? perm_may_remove(f->txn, f->who, d, f->key, f->w.len, dir, f->p->text,
-				      f->err) : 0;
-
+	if (!d)
+		return 0;
+	if (!reach)
+		return flat_unreachable(f);
+	ret = perm_may_remove(f->txn, f->who, d, f->key, f->w.len, dir, f->p->text, f->err);
 	f->failed |= ret < 0;
 	return ret;
 }
@@ -164,9 +194,15 @@ static int flat_may_remove(struct flat *f, bool dir)
 /* The leaf at the current key is about to change. */
 static int flat_may_change(struct flat *f)
 {
-	int ret = f->who ? perm_may_change(f->txn, f->who, f->key, f->w.len, f->p->text,
-					   f->err) : 0;
+	bool reach;
+	int ret;
 
+	if (!f->who)
+		return 0;
+	flat_dir(f, &reach);
+	if (!reach)
+		return flat_unreachable(f);
+	ret = perm_may_change(f->txn, f->who, f->key, f->w.len, f->p->text, f->err);
 	f->failed |= ret < 0;
 	return ret;
 }
@@ -341,6 +377,8 @@ static int flat_begin(struct flat *f, bool array)
 			f->depth--;
 			return flat_fail(f, ret);
 		}
+		fr->reach = (f->depth == 1 || fr[-1].reach) &&
+			    perm_allows(f->who, &fr->dir, PERM_X);
 	}
 	fr->next = 0;
 	fr->names = f->names.len;

@@ -118,6 +118,7 @@ static int perm_may_empty(struct store_txn *txn, const struct model_cred *who,
 	     ret = tree_child_next(scan, len, &c)) {
 		below = c.key_len > c.end;	/* a container with children has keys past its own */
 		memcpy(child, c.key, c.end);
+		c.key = child;	/* the scan resumes after it; the reads below may move its pages */
 		ret = perm_get(txn, who, child, c.end, below || tree_child_is_container(&c), &n);
 		if (ret < 0)
 			break;

@@ -93,6 +93,17 @@ make_shared() {
 	run -0 getfattr --only-values -n user.kvfs.error "$MNT/top"
 	assert_output --partial '/top/open/f'
 	refute_output --partial 'pwned'
+	# a writable leaf in a directory the user may not search is out of reach too
+	mkdir "$MNT/top/open/locked"
+	echo orig >"$MNT/top/open/locked/g"
+	chmod 666 "$MNT/top/open/locked/g"
+	chmod 700 "$MNT/top/open/locked"
+	run ! as_nobody cat "$MNT/top/open/locked/g"
+	doc reach '{"f": "orig", "locked": {"g": "pwned"}}'
+	run ! as_nobody cp "$DOCS/reach.json" "$MNT/top/open.json"
+	assert_output --partial 'Permission denied'
+	run -0 cat "$MNT/top/open/locked/g"
+	assert_output orig
 }
 
 @test "a view write by the owner still works: changes, removals, new nodes are theirs" {
