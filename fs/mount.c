@@ -128,7 +128,7 @@ static bool error_matches(const char *entry, const char *path, bool below)
 /*
  * The kept refusals for path, newest first, copied out (paths heap): which
  * of them who may see is asked of the model, never under err_lock.
- * Returns how many; *out is heap (error_copies_free).
+ * Returns how many; *out is heap, each path too (the caller frees them).
  */
 static size_t error_copies(struct fs_ctx *ctx, const char *path, bool below,
 			   struct fs_error **out)
