@@ -62,6 +62,32 @@ make_shared() {
 	assert_output f
 }
 
+@test "a view write that removes a directory needs what rm -r needs, all the way down" {
+	mkdir -p "$MNT/tree/sub/s"
+	chmod 777 "$MNT/tree" "$MNT/tree/sub"
+	chmod 1777 "$MNT/tree/sub/s"
+	echo r >"$MNT/tree/sub/s/f"
+	run ! as_nobody rm -r "$MNT/tree/sub"
+	doc empty '{}'
+	run ! as_nobody cp "$DOCS/empty.json" "$MNT/tree.json"
+	assert_output --partial 'Operation not permitted'
+	run -0 cat "$MNT/tree/sub/s/f"
+	assert_output r
+	# below a directory the user may not write, the same
+	chmod 777 "$MNT/tree/sub/s"
+	mkdir "$MNT/tree/sub/s/ro"
+	echo r >"$MNT/tree/sub/s/ro/g"
+	run ! as_nobody cp "$DOCS/empty.json" "$MNT/tree.json"
+	assert_output --partial 'Permission denied'
+	run -0 cat "$MNT/tree/sub/s/ro/g"
+	assert_output r
+	# where rm -r may, so may the view
+	chmod 777 "$MNT/tree/sub/s/ro"
+	run -0 as_nobody cp "$DOCS/empty.json" "$MNT/tree.json"
+	run -0 ls -A "$MNT/tree"
+	assert_output ''
+}
+
 @test "a view write cannot rewrite root's 0644 file in a 0777 directory: content and owner stay" {
 	# top is 0777 too: the kernel lets the other user rename onto top/open.json
 	mkdir "$MNT/top" "$MNT/top/open"
