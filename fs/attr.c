@@ -66,6 +66,45 @@ void fs_attr_for_new(fuse_req_t req, struct fs_ctx *ctx, mode_t mode, bool dir,
 	}
 }
 
+/* Supplementary groups past this many are not read (the kernel allows 65536). */
+#define FS_CRED_GROUPS_MAX 4096
+
+void fs_cred_from_req(fuse_req_t req, const struct fs_ctx *ctx, struct model_cred *out,
+		      gid_t **groups)
+{
+	const struct fuse_ctx *who = fuse_req_ctx(req);
+	int n = 32, got;
+
+	memset(out, 0, sizeof(*out));
+	out->uid = who->uid;
+	out->gid = who->gid;
+	out->owner_uid = ctx->uid;
+	out->owner_gid = ctx->gid;
+	*groups = NULL;
+	if (who->uid == 0)
+		return;	/* may anything: its groups do not matter */
+	for (;;) {
+		gid_t *list = realloc(*groups, (size_t)n * sizeof(*list));
+
+		if (!list)
+			break;
+		*groups = list;
+		got = fuse_req_getgroups(req, n, list);
+		if (got < 0)
+			break;	/* the process is gone: its primary group only */
+		if (got <= n) {
+			out->groups = list;
+			out->ngroups = (size_t)got;
+			return;
+		}
+		if (got > FS_CRED_GROUPS_MAX)
+			break;
+		n = got;
+	}
+	free(*groups);
+	*groups = NULL;
+}
+
 void fs_tmp_stat_locked(const struct fs_ctx *ctx, const struct fs_node *node,
 			struct stat *st)
 {

@@ -70,6 +70,7 @@ static void file_free(struct fs_file *f)
 {
 	pthread_mutex_destroy(&f->lock);
 	fs_spill_release(f);
+	free(f->who_groups);
 	free(f->buf);
 	free(f);
 }
@@ -215,6 +216,20 @@ static int file_commit_leaf(struct fs_ctx *ctx, struct fs_file *f, const char *p
 }
 
 /*
+ * f->lock held. On whose behalf a view writer commits: its opener. A view
+ * writer opened without one (none is: fs_file_set_opener) is checked as
+ * nobody's, so that a missed open fails closed.
+ */
+static const struct model_cred *file_who(const struct fs_file *f)
+{
+	static const struct model_cred nobody = { .uid = (uid_t)-1, .gid = (gid_t)-1,
+						  .owner_uid = (uid_t)-2,
+						  .owner_gid = (gid_t)-2 };
+
+	return f->who_set ? &f->who : &nobody;
+}
+
+/*
  * f->lock held. Commits a dirty buffer in one model_write. A file whose name
  * was removed meanwhile is dropped, as on a local filesystem. 0 or -errno
  * (logged: an invalid document's parser message names the path).
@@ -261,14 +276,17 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 		fs_shape_mark(ctx, &mark);
 		ret = file_commit_leaf(ctx, f, path, type, &err);
 	} else {
-		ret = model_write(ctx->model, path, f->len ? f->buf : "", f->len, type, flags, &err);
+		/* a document: each node it changes, on behalf of the view's opener */
+		ret = model_write_as(ctx->model, path, f->len ? f->buf : "", f->len, type, flags,
+				     file_who(f), &err);
 	}
 	if (ret < 0 && type && err.reason == MODEL_REASON_TYPE_MISMATCH) {
 		/* the type set on the empty leaf does not fit the text: inferred instead */
 		fs_log_model(ctx, ret, &err, path);
 		err.msg[0] = '\0';
 		ret = leaf ? file_commit_leaf(ctx, f, path, 0, &err) :
-		      model_write(ctx->model, path, f->len ? f->buf : "", f->len, 0, flags, &err);
+		      model_write_as(ctx->model, path, f->len ? f->buf : "", f->len, 0, flags,
+				     file_who(f), &err);
 	}
 	if (leaf && ret == 0)
 		fs_shape_carry(ctx, f->node, &mark);
@@ -287,7 +305,10 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 	}
 	if (ret < 0) {
 		/* still dirty: the next flush or close tries again and reports it */
-		fs_log_model(ctx, ret, &err, path);
+		if (f->who_set)
+			fs_log_model_as(ctx, f->who.uid, ret, &err, path);	/* the opener's */
+		else
+			fs_log_model(ctx, ret, &err, path);
 		/* the text itself is refused: the same text is not parsed again */
 		f->refused = view && err.reason == MODEL_REASON_BAD_JSON;
 		free(path);
@@ -629,6 +650,16 @@ out_opened:
 	return 0;
 }
 
+void fs_file_set_opener(fuse_req_t req, struct fs_ctx *ctx, struct fs_file *f)
+{
+	pthread_mutex_lock(&f->lock);
+	if (f->writable && fs_file_is_view(f) && !f->who_set) {
+		fs_cred_from_req(req, ctx, &f->who, &f->who_groups);
+		f->who_set = true;
+	}
+	pthread_mutex_unlock(&f->lock);
+}
+
 /*
  * Whether node is a view that an open writer created and has not committed
  * yet: a hint, rechecked by the model. Reads pend_view, not f->pending or
@@ -682,6 +713,8 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			ret = fs_file_open(ctx, node, path, fi, &f);
 	}
 	free(path);
+	if (ret == 0)
+		fs_file_set_opener(req, ctx, f);
 	if (ret < 0)
 		fs_reply_err(req, ret);
 	else if (fuse_reply_open(req, fi) < 0)

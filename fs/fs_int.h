@@ -218,6 +218,14 @@ struct fs_file {
 				 * written; else (touch) at the first flush */
 	bool refused;		/* the model refused buf as it is: not parsed again */
 	/*
+	 * A view writer's opener (fs_file_set_opener, before the kernel has
+	 * the handle): its commits are checked on their behalf (model_write_as)
+	 * and its refusals are theirs. who.groups is who_groups (heap).
+	 */
+	bool who_set;
+	struct model_cred who;
+	gid_t *who_groups;
+	/*
 	 * A leaf made by mknod (tar -x makes each file so, then opens it): held
 	 * as a pending writer with no handle, one ref being the hold, so that
 	 * the open that follows joins it and its close makes the one commit
@@ -259,6 +267,7 @@ enum fs_inval_kind {
 #define FS_ERRORS_MAX 64
 struct fs_error {
 	char *path;		/* heap; NULL for an unused slot */
+	uid_t uid;		/* whose request was refused; (uid_t)-1: nobody's */
 	char msg[512];
 };
 
@@ -424,12 +433,23 @@ void fs_log(struct fs_ctx *ctx, int prio, const char *fmt, ...)
  * all the time) is also kept for user.kvfs.error.
  */
 void fs_log_model(struct fs_ctx *ctx, int ret, const struct model_error *err, const char *what);
+/* fs_log_model of a refusal that is uid's (a view's commit: its opener's). */
+void fs_log_model_as(struct fs_ctx *ctx, uid_t uid, int ret, const struct model_error *err,
+		     const char *what);
 /*
- * The newest kept refusal for path: of path itself (or path.json) when
- * !below, of path or anything below it when below. Copies the message to
- * buf; false when none is kept.
+ * Every request handler calls it first (stats.c): the refusals this thread
+ * keeps until the next request are its caller's. Other threads' are
+ * nobody's ((uid_t)-1).
  */
-bool fs_error_find(struct fs_ctx *ctx, const char *path, bool below, char *buf, size_t cap);
+void fs_caller_set(fuse_req_t req);
+/*
+ * The newest kept refusal for path that who may see: of path itself (or
+ * path.json) when !below, of path or anything below it when below; who
+ * sees the refusals of their own requests and of paths they may read
+ * (model_may_read). Copies the message to buf; false when none is kept.
+ */
+bool fs_error_find(struct fs_ctx *ctx, const struct model_cred *who, const char *path,
+		   bool below, char *buf, size_t cap);
 
 /* ---- invalidation worker (invalidate.c) ---- */
 void fs_inval_entry(struct fs_ctx *ctx, fuse_ino_t parent, const char *name, size_t len);
@@ -662,6 +682,14 @@ void fs_stat_fill(const struct fs_ctx *ctx, const struct model_node *n, struct s
  */
 void fs_attr_for_new(fuse_req_t req, struct fs_ctx *ctx, mode_t mode, bool dir,
 		     struct model_attr *out);
+/*
+ * Who made req, for the checks the model makes of a view's write on their
+ * behalf, with the mount's default owner. *groups gets out->groups, heap
+ * (the caller frees it; NULL for uid 0 or when the process's groups cannot
+ * be read: then its primary group only).
+ */
+void fs_cred_from_req(fuse_req_t req, const struct fs_ctx *ctx, struct model_cred *out,
+		      gid_t **groups);
 
 /* ctx->lock held. The attributes of a pending file as last flushed. */
 void fs_tmp_stat_locked(const struct fs_ctx *ctx, const struct fs_node *node,
@@ -764,6 +792,8 @@ int fs_view_pending_open(struct fs_ctx *ctx, struct fs_node *node, struct fuse_f
 /* Opens node (at path) for fi->flags; the reply is sent by the caller. */
 int fs_file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 		 struct fuse_file_info *fi, struct fs_file **out);
+/* A view writer f just opened by req: its commits are made on req's caller's behalf. */
+void fs_file_set_opener(fuse_req_t req, struct fs_ctx *ctx, struct fs_file *f);
 
 /* ---- changes kept on an open writer (defer.c) ---- */
 
@@ -928,10 +958,11 @@ bool fs_tmp_unlink(struct fs_ctx *ctx, struct fs_node *dir, const char *name);
  * rename of a pending file: onto an index (or any name outside an array, or
  * a view) it is committed there; onto another name that is no index in an
  * array it stays pending under the new name. 1 when name in dir is no
- * pending file (the caller renames in the store), else 0 or -errno.
+ * pending file (the caller renames in the store), else 0 or -errno. Onto
+ * a view, the document is written on behalf of who.
  */
-int fs_tmp_rename(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
-		  struct fs_node *newdir, const char *newname, unsigned flags);
+int fs_tmp_rename(struct fs_ctx *ctx, const struct model_cred *who, struct fs_node *dir,
+		  const char *name, struct fs_node *newdir, const char *newname, unsigned flags);
 
 /* truncate(2) of a pending file without an open file. */
 int fs_tmp_truncate(struct fs_ctx *ctx, struct fs_node *node, off_t size);

@@ -72,8 +72,20 @@ void fs_log(struct fs_ctx *ctx, int prio, const char *fmt, ...)
 		syslog(prio, "%s", line);
 }
 
-/* Keeps a refusal for user.kvfs.error, overwriting the oldest. */
-static void error_keep(struct fs_ctx *ctx, const char *path, const char *msg)
+/*
+ * The caller of the request this thread serves (fs_caller_set): whose the
+ * refusals it keeps are. Per thread, so no lock; (uid_t)-1 on threads that
+ * serve no requests (the worker, the watcher).
+ */
+static _Thread_local uid_t caller_uid = (uid_t)-1;
+
+void fs_caller_set(fuse_req_t req)
+{
+	caller_uid = fuse_req_ctx(req)->uid;
+}
+
+/* Keeps uid's refusal for user.kvfs.error, overwriting the oldest. */
+static void error_keep(struct fs_ctx *ctx, uid_t uid, const char *path, const char *msg)
 {
 	char *copy = strdup(path);
 	struct fs_error *e;
@@ -85,6 +97,7 @@ static void error_keep(struct fs_ctx *ctx, const char *path, const char *msg)
 	ctx->err_next = (ctx->err_next + 1) % FS_ERRORS_MAX;
 	free(e->path);
 	e->path = copy;
+	e->uid = uid;
 	snprintf(e->msg, sizeof(e->msg), "%s", msg);
 	pthread_mutex_unlock(&ctx->err_lock);
 }
@@ -112,25 +125,64 @@ static bool error_matches(const char *entry, const char *path, bool below)
 	return below && (len == 0 || *rest == '/');
 }
 
-bool fs_error_find(struct fs_ctx *ctx, const char *path, bool below, char *buf, size_t cap)
+/*
+ * The kept refusals for path, newest first, copied out (paths heap): which
+ * of them who may see is asked of the model, never under err_lock.
+ * Returns how many; *out is heap, each path too (the caller frees them).
+ */
+static size_t error_copies(struct fs_ctx *ctx, const char *path, bool below,
+			   struct fs_error **out)
 {
-	bool found = false;
+	struct fs_error *v = calloc(FS_ERRORS_MAX, sizeof(*v));
+	size_t n = 0;
 
+	*out = v;
+	if (!v)
+		return 0;
 	pthread_mutex_lock(&ctx->err_lock);
-	for (unsigned k = 1; k <= FS_ERRORS_MAX && !found; k++) {
+	for (unsigned k = 1; k <= FS_ERRORS_MAX; k++) {
 		const struct fs_error *e =
 			&ctx->errors[(ctx->err_next + FS_ERRORS_MAX - k) % FS_ERRORS_MAX];
 
-		if (e->path && error_matches(e->path, path, below)) {
-			snprintf(buf, cap, "%s", e->msg);
+		if (!e->path || !error_matches(e->path, path, below))
+			continue;
+		v[n] = *e;
+		v[n].path = strdup(e->path);
+		if (v[n].path)
+			n++;
+	}
+	pthread_mutex_unlock(&ctx->err_lock);
+	return n;
+}
+
+bool fs_error_find(struct fs_ctx *ctx, const struct model_cred *who, const char *path,
+		   bool below, char *buf, size_t cap)
+{
+	struct fs_error *v;
+	size_t n = error_copies(ctx, path, below, &v), i;
+	bool found = false;
+
+	for (i = 0; i < n && !found; i++) {
+		/* the caller's own, or about what the caller may read anyway */
+		if (who->uid == 0 || v[i].uid == who->uid ||
+		    model_may_read(ctx->model, v[i].path, who) == 0) {
+			snprintf(buf, cap, "%s", v[i].msg);
 			found = true;
 		}
 	}
-	pthread_mutex_unlock(&ctx->err_lock);
+	for (i = 0; i < n; i++)
+		free(v[i].path);
+	free(v);
 	return found;
 }
 
 void fs_log_model(struct fs_ctx *ctx, int ret, const struct model_error *err, const char *what)
+{
+	fs_log_model_as(ctx, caller_uid, ret, err, what);
+}
+
+void fs_log_model_as(struct fs_ctx *ctx, uid_t uid, int ret, const struct model_error *err,
+		     const char *what)
 {
 	char msg[sizeof(((struct fs_error *)0)->msg)];
 	int prio = LOG_ERR;
@@ -141,7 +193,7 @@ void fs_log_model(struct fs_ctx *ctx, int ret, const struct model_error *err, co
 		snprintf(msg, sizeof(msg), "%s: %s", what, strerror(-ret));
 	/* A unique index's EEXIST is a refusal too, unlike mkdir -p's. */
 	if ((ret != -ENOENT && ret != -EEXIST) || model_error_is_unique_clash(err))
-		error_keep(ctx, what, msg);
+		error_keep(ctx, uid, what, msg);
 	/* Refusals a user asked for are not the daemon's errors. */
 	if (ret == -ENOENT || ret == -EEXIST || ret == -ENOTEMPTY || ret == -EISDIR ||
 	    ret == -ENOTDIR || ret == -EXDEV || ret == -EROFS) {

@@ -213,6 +213,7 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 			goto out_free;
 		}
 	}
+	fs_file_set_opener(req, ctx, f);
 out_reply_create:
 	free(path);
 	if (fuse_reply_create(req, &e, fi) < 0) {
@@ -299,6 +300,9 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct fs_ctx *ctx = fs_req_ctx(req);
 	struct model_error err = { 0 };
 	struct fs_node *dir, *newdir = fs_node_from_ino(ctx, newparent);
+	struct model_cred who;
+	const struct model_cred *whop = NULL;
+	gid_t *groups = NULL;
 	unsigned mflags = 0;
 	char *from, *to = NULL;
 	int ret;
@@ -320,14 +324,22 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	fs_name_settle(ctx, fs_node_from_ino(ctx, parent), name);
 	fs_name_settle(ctx, newdir, newname);
 	fs_held_commit(ctx, true);	/* a directory replaced must not hide a leaf made by mknod */
+	/* onto a view, a document is written: on behalf of the caller */
+	if (model_name_is_view(newname, strlen(newname))) {
+		fs_cred_from_req(req, ctx, &who, &groups);
+		whop = &who;
+	}
 	ret = ctx->read_only ? -EROFS :
-	      fs_tmp_rename(ctx, fs_node_from_ino(ctx, parent), name, newdir, newname, flags);
+	      fs_tmp_rename(ctx, whop, fs_node_from_ino(ctx, parent), name, newdir, newname,
+			    flags);
 	if (ret != 1) {
+		free(groups);
 		fs_reply_err(req, ret);	/* a pending file: committed or moved */
 		return;
 	}
 	ret = name_begin(req, parent, name, "rename", &dir, &from);
 	if (ret < 0) {
+		free(groups);
 		fs_reply_err(req, ret);
 		return;
 	}
@@ -337,7 +349,7 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		mflags |= MODEL_RENAME_LATER;
 	ret = fs_node_path(ctx, newdir, newname, &to);
 	if (ret == 0)
-		ret = model_rename(ctx->model, from, to, mflags, &err);
+		ret = model_rename_as(ctx->model, from, to, mflags, whop, &err);
 	/* The table moves before the section ends: committers then take the new path. */
 	if (ret == 0)
 		fs_node_move(ctx, dir, name, newdir, newname, flags & RENAME_EXCHANGE);
@@ -353,6 +365,7 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 out_free:
 	free(from);
 	free(to);
+	free(groups);
 	fs_reply_err(req, ret);
 }
 

@@ -174,11 +174,11 @@ static int tmp_replace_locked(struct fs_ctx *ctx, struct fs_node *newdir, const 
 /*
  * Commits the pending file node (name in dir) as newname in newdir, with its
  * type and mtime, in one transaction, and moves it there in the table
- * before the write section ends.
+ * before the write section ends. Onto a view, on behalf of who.
  */
-static int tmp_commit(struct fs_ctx *ctx, struct fs_node *node, struct fs_node *dir,
-		      const char *name, struct fs_node *newdir, const char *newname,
-		      unsigned flags)
+static int tmp_commit(struct fs_ctx *ctx, const struct model_cred *who, struct fs_node *node,
+		      struct fs_node *dir, const char *name, struct fs_node *newdir,
+		      const char *newname, unsigned flags)
 {
 	bool view = model_name_is_view(newname, strlen(newname));
 	struct model_error err = { 0 };
@@ -206,6 +206,8 @@ static int tmp_commit(struct fs_ctx *ctx, struct fs_node *node, struct fs_node *
 		goto out_free;
 	if ((flags & RENAME_NOREPLACE) && model_stat(ctx->model, to, 0, &n, NULL) == 0)
 		ret = -EEXIST;
+	else if (view)	/* a document: its nodes keep their times */
+		ret = model_write_as(ctx->model, to, copy, len, 0, MODEL_WRITE_TEXT, who, &err);
 	else
 		ret = model_write_at(ctx->model, to, copy, len, type, MODEL_WRITE_TEXT, mtime,
 				     &err);
@@ -224,8 +226,8 @@ out_free:
 	return ret;
 }
 
-int fs_tmp_rename(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
-		  struct fs_node *newdir, const char *newname, unsigned flags)
+int fs_tmp_rename(struct fs_ctx *ctx, const struct model_cred *who, struct fs_node *dir,
+		  const char *name, struct fs_node *newdir, const char *newname, unsigned flags)
 {
 	bool view = model_name_is_view(newname, strlen(newname));
 	struct fs_node *node;
@@ -250,7 +252,7 @@ int fs_tmp_rename(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
 			fs_node_move(ctx, dir, name, newdir, newname, false);
 		goto out_unref;
 	}
-	ret = tmp_commit(ctx, node, dir, name, newdir, newname, flags);
+	ret = tmp_commit(ctx, who, node, dir, name, newdir, newname, flags);
 	if (ret < 0)
 		goto out_unref;
 	fs_inval_node(ctx, fs_node_ino(ctx, node), FS_INVAL_ATTR);	/* the store's attributes now */

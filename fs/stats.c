@@ -51,7 +51,8 @@ size_t fs_stats_format(struct fs_ctx *ctx, char *buf, size_t cap)
 	return used;
 }
 
-#define COUNT(req, which) fs_stat_add(fs_req_ctx(req), which, 1)
+/* Counts the request; its caller owns the refusals this thread keeps now (mount.c). */
+#define COUNT(req, which) (fs_caller_set(req), fs_stat_add(fs_req_ctx(req), which, 1))
 
 static void st_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {

@@ -102,6 +102,8 @@ static void reply_error_xattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	struct fs_ctx *ctx = fs_req_ctx(req);
 	struct fs_node *node = fs_node_from_ino(ctx, ino);
 	char msg[sizeof(ctx->errors[0].msg)], *path;
+	struct model_cred who;
+	gid_t *groups;
 	bool dir, found;
 	int ret = fs_node_path(ctx, node, NULL, &path);
 
@@ -112,7 +114,9 @@ static void reply_error_xattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	pthread_mutex_lock(&ctx->lock);
 	dir = node == &ctx->root || (node->kind_known && node->is_dir);
 	pthread_mutex_unlock(&ctx->lock);
-	found = fs_error_find(ctx, path, dir, msg, sizeof(msg));
+	fs_cred_from_req(req, ctx, &who, &groups);	/* sees what is theirs or readable */
+	found = fs_error_find(ctx, &who, path, dir, msg, sizeof(msg));
+	free(groups);
 	free(path);
 	if (!found)
 		fs_reply_err(req, -ENODATA);

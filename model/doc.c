@@ -41,6 +41,14 @@
  * append: a "fresh" frame) there is nothing to compare or sweep. There only
  * each object member's key is looked up, to drop an earlier member of the
  * same name, as a plain import always did.
+ *
+ * Written on behalf of a user (doc_write's who), each change is also one
+ * the user could make by itself (model/perm.c): a changed leaf needs write
+ * permission on it; a node created, removed (swept) or replaced by one of
+ * another kind, what its directory allows. A frame whose container was
+ * there before keeps its mode and owner for its children's checks
+ * ("guard"); below a container this write made, everything is the user's
+ * own and nothing is checked. The nodes made get the user as owner.
  */
 
 /*
@@ -58,6 +66,9 @@ struct flat_frame {
 	bool has_child;
 	bool marker;		/* a marker of this kind is still at the key */
 	bool fresh;		/* nothing was under this key before: no compare, no sweep */
+	bool guard;		/* the container was there: creates and removes in it are checked */
+	bool reach;		/* guard: who may search it and every container above it */
+	struct perm_node dir;	/* guard: its mode and owner */
 	int64_t next;		/* arrays: the next index */
 	size_t names;		/* objects: where this frame's names start */
 };
@@ -90,6 +101,10 @@ struct flat {
 	enum flat_pending pend;
 	struct strbuf pend_str;
 	struct strbuf bytes;	/* a decoded $base64 value */
+	const struct model_cred *who;	/* checked on behalf of; NULL: not checked (uid 0) */
+	struct model_attr owner;	/* what a node this write makes gets (have 0: defaults) */
+	bool top_guard;		/* values at depth 0 go in a directory that was there: */
+	struct perm_node top_dir;	/* its mode and owner (the parent, or the array appended to) */
 };
 
 _Static_assert(MODEL_DEPTH_MAX > STORE_KEY_MAX,
@@ -109,6 +124,98 @@ static int flat_fail(struct flat *f, int ret)
 		return ret;
 	}
 	return tree_fail(f->err, ret, "%s: %s", f->p->text, strerror(-ret));
+}
+
+/*
+ * The directory whose rules the value at the current key meets: NULL when
+ * unchecked. *reach: who may search it and every directory above it (the
+ * kernel checked those above the view itself).
+ */
+static const struct perm_node *flat_dir(const struct flat *f, bool *reach)
+{
+	const struct flat_frame *top;
+
+	*reach = true;
+	if (!f->who)
+		return NULL;
+	if (f->depth == 0)
+		return f->top_guard ? &f->top_dir : NULL;
+	top = &f->stack[f->depth - 1];
+	*reach = top->reach;
+	return top->guard ? &top->dir : NULL;
+}
+
+/* A change the path to the current key does not let who reach: -EACCES. */
+static int flat_unreachable(struct flat *f)
+{
+	struct strbuf sb;
+
+	f->failed = true;
+	strbuf_init(&sb);
+	tree_key_to_path(f->key, f->w.len, &sb);
+	tree_fail(f->err, -EACCES, "%s: permission denied to reach %s (no search permission "
+		  "on a directory above it)", f->p->text, sb.buf ? sb.buf : "?");
+	strbuf_release(&sb);
+	return -EACCES;
+}
+
+/* The node at the current key is about to be created. */
+static int flat_may_create(struct flat *f)
+{
+	bool reach;
+	const struct perm_node *d = flat_dir(f, &reach);
+	int ret;
+
+	if (!d)
+		return 0;
+	if (!reach)
+		return flat_unreachable(f);
+	ret = perm_may_create(f->who, d, f->key, f->w.len, f->p->text, f->err);
+	f->failed |= ret < 0;	/* with perm.c's message */
+	return ret;
+}
+
+/* The node at the current key (a container when dir) is about to go or be replaced. */
+static int flat_may_remove(struct flat *f, bool dir)
+{
+	bool reach;
+	const struct perm_node *d = flat_dir(f, &reach);
+	int ret;
+
+	if (!d)
+		return 0;
+	if (!reach)
+		return flat_unreachable(f);
+	ret = perm_may_remove(f->txn, f->who, d, f->key, f->w.len, dir, f->p->text, f->err);
+	f->failed |= ret < 0;
+	return ret;
+}
+
+/* The leaf at the current key is about to change. */
+static int flat_may_change(struct flat *f)
+{
+	bool reach;
+	int ret;
+
+	if (!f->who)
+		return 0;
+	flat_dir(f, &reach);
+	if (!reach)
+		return flat_unreachable(f);
+	ret = perm_may_change(f->txn, f->who, f->key, f->w.len, f->p->text, f->err);
+	f->failed |= ret < 0;
+	return ret;
+}
+
+/* A node this write made (or replaced) at the current key: its owner is the writer. */
+static int flat_owned(struct flat *f)
+{
+	int ret;
+
+	if (!f->owner.have || f->w.len == 0)
+		return 0;
+	ret = attr_merge(f->txn, f->key, f->w.len, &f->owner);
+	return ret < 0 ? flat_fail(f, ret) : 0;
 }
 
 /* A member name that could not be a file name (docs/FORMAT.md, "Names"). */
@@ -217,7 +324,7 @@ static int flat_begin(struct flat *f, bool array)
 	struct flat_frame *fr;
 	struct tree_node n;
 	enum leaf_tag same = array ? LEAF_EMPTY_ARRAY : LEAF_EMPTY_OBJECT;
-	bool fresh;
+	bool fresh, stays;
 	int ret = flat_value_key(f, true);
 
 	if (ret < 0)
@@ -236,6 +343,17 @@ static int flat_begin(struct flat *f, bool array)
 		return ret;
 	/* Nothing is under a missing node, a leaf or a marker: no sweep there. */
 	fresh = !n.exists || n.kind == MODEL_KIND_LEAF || n.marker;
+	/* The container stays (its children are checked against it), or is made. */
+	stays = f->w.len == 0 || (n.exists && n.kind != MODEL_KIND_LEAF &&
+				  !(n.marker && n.leaf.tag != same));
+	if (!n.exists)
+		ret = flat_may_create(f);
+	else if (!stays)
+		ret = flat_may_remove(f, n.kind != MODEL_KIND_LEAF);
+	if (ret == 0 && !stays)
+		ret = flat_owned(f);
+	if (ret < 0)
+		return ret;
 	/* A leaf or a marker of the other kind cannot stay under children. */
 	if (f->w.len > 0 && n.exists && (n.kind == MODEL_KIND_LEAF ||
 					 (n.marker && n.leaf.tag != same))) {
@@ -252,16 +370,41 @@ static int flat_begin(struct flat *f, bool array)
 	fr->has_child = false;
 	fr->marker = n.exists && n.marker;
 	fr->fresh = fresh;
+	fr->guard = f->who && stays;
+	if (fr->guard) {
+		ret = perm_get(f->txn, f->who, f->key, fr->len, true, &fr->dir);
+		if (ret < 0) {
+			f->depth--;
+			return flat_fail(f, ret);
+		}
+		fr->reach = (f->depth == 1 || fr[-1].reach) &&
+			    perm_allows(f->who, &fr->dir, PERM_X);
+	}
 	fr->next = 0;
 	fr->names = f->names.len;
 	return 0;
 }
 
-/* Deletes the child whose key is c->key[0..c->end]; c->key then points at buf. */
-static int sweep_child(struct flat *f, struct tree_child *c, uint8_t *buf)
+/*
+ * Deletes the child of the frame fr whose key is c->key[0..c->end]; c->key
+ * then points at buf. Checked first when fr guards its children.
+ */
+static int sweep_child(struct flat *f, const struct flat_frame *fr, struct tree_child *c,
+		       uint8_t *buf)
 {
+	bool dir = c->key_len > c->end || tree_child_is_container(c);
+	int ret;
+
 	memcpy(buf, c->key, c->end);
 	c->key = buf;		/* the scan resumes after it (tree_child_next) */
+	if (fr->guard) {
+		ret = perm_may_remove(f->txn, f->who, &fr->dir, buf, c->end, dir, f->p->text,
+				      f->err);
+		if (ret < 0) {
+			f->failed = true;	/* with perm.c's message */
+			return ret;
+		}
+	}
 	return tree_delete(f->txn, buf, c->end);
 }
 
@@ -332,7 +475,7 @@ static int sweep_object(struct flat *f, const struct flat_frame *fr, struct stor
 		if (c.elem.type == TUPLE_TYPE_STRING && i < count &&
 		    flat_name_cmp(&names[i], &child) == 0)
 			continue;
-		ret = sweep_child(f, &c, buf);
+		ret = sweep_child(f, fr, &c, buf);
 		if (ret < 0)
 			break;
 	}
@@ -352,7 +495,7 @@ static int sweep_array(struct flat *f, const struct flat_frame *fr, struct store
 	for (ret = tree_child_first(scan, f->key, fr->len, NULL, 0, &c);
 	     ret == 1 && c.elem.type != TUPLE_TYPE_INT;
 	     ret = tree_child_next(scan, fr->len, &c)) {
-		ret = sweep_child(f, &c, buf);
+		ret = sweep_child(f, fr, &c, buf);
 		if (ret < 0)
 			return ret;
 	}
@@ -367,7 +510,7 @@ static int sweep_array(struct flat *f, const struct flat_frame *fr, struct store
 	ret = store_scan_seek(scan, buf, w.len);
 	for (ret = ret < 0 ? ret : tree_child_first(scan, f->key, fr->len, NULL, 0, &c);
 	     ret == 1; ret = tree_child_next(scan, fr->len, &c)) {
-		ret = sweep_child(f, &c, buf);
+		ret = sweep_child(f, fr, &c, buf);
 		if (ret < 0)
 			return ret;
 	}
@@ -396,6 +539,8 @@ static int flat_end(struct flat *f)
 	struct flat_frame *fr = &f->stack[--f->depth];
 	int ret = fr->fresh ? 0 : flat_sweep(f, fr);
 
+	if (ret < 0 && f->failed)
+		return ret;	/* a removal refused, with its message */
 	f->names.len = fr->names;	/* pop this object's names */
 	if (ret == 0 && !fr->has_child && !fr->marker && fr->len > 0)
 		ret = tree_put_marker(f->txn, f->key, fr->len,
@@ -473,6 +618,14 @@ static int flat_put(struct flat *f, struct leaf *leaf)
 	ret = flat_old(f, &n);
 	if (ret < 0)
 		return ret;
+	if (!n.exists)
+		ret = flat_may_create(f);
+	else if (n.kind != MODEL_KIND_LEAF)
+		ret = flat_may_remove(f, true);	/* a directory, empty or not, becomes a leaf */
+	else if (!flat_same_value(&n.leaf, leaf))
+		ret = flat_may_change(f);
+	if (ret < 0)
+		return ret;
 	if (n.exists && n.kind == MODEL_KIND_LEAF) {
 		if (flat_same_value(&n.leaf, leaf))
 			return 0;
@@ -487,6 +640,11 @@ static int flat_put(struct flat *f, struct leaf *leaf)
 	ret = tree_put_leaf(f->txn, f->key, f->w.len, leaf);
 	if (ret < 0)
 		return flat_fail(f, ret);
+	if (!n.exists || n.kind != MODEL_KIND_LEAF) {
+		ret = flat_owned(f);
+		if (ret < 0)
+			return ret;
+	}
 	if (++f->puts >= DOC_TRIM_PUTS) {
 		store_txn_trim(f->txn);
 		f->puts = 0;
@@ -691,13 +849,49 @@ static int array_next_index(struct store_txn *txn, const uint8_t *key, size_t le
 
 /* ---- write ---- */
 
+/*
+ * Where the values at depth 0 go, for the checks: appended, in the array
+ * (made by this write when missing: created in its parent, and the
+ * writer's); a document, in the node's parent (the root has none).
+ */
+static int prepare_guard(struct flat *f, const struct tree_node *n)
+{
+	const struct tree_path *p = f->p;
+	int ret;
+
+	if (!f->who)
+		return 0;
+	if (f->append && n->exists) {
+		f->top_guard = true;
+		ret = perm_get(f->txn, f->who, p->key, p->len, true, &f->top_dir);
+	} else if (p->len > 0) {
+		f->top_guard = true;
+		ret = perm_get(f->txn, f->who, p->key, p->parent_len, true, &f->top_dir);
+	} else {
+		return 0;
+	}
+	if (ret < 0)
+		return tree_fail(f->err, ret, "%s: corrupt attribute record (run kvfs check)",
+				 p->text);
+	if (!f->append || n->exists)
+		return 0;
+	/* the array itself is made now: checked in its parent, then the writer's */
+	f->w.len = p->len;
+	ret = flat_may_create(f);
+	f->top_guard = false;
+	return ret;
+}
+
 static int prepare_append(struct flat *f, const struct tree_node *n)
 {
 	const struct tree_path *p = f->p;
 	int ret;
 
-	if (!n->exists)
-		return tree_attach(f->txn, p, f->err);
+	if (!n->exists) {
+		ret = tree_attach(f->txn, p, f->err);
+		f->w.len = p->len;
+		return ret < 0 ? ret : flat_owned(f);
+	}
 	if (n->kind == MODEL_KIND_LEAF)
 		return tree_fail(f->err, -ENOTDIR, "%s: cannot append to a leaf", p->text);
 	if (n->kind == MODEL_KIND_OBJECT)
@@ -739,7 +933,8 @@ static int flat_parse(struct flat *f, const char *json, size_t len, bool mapped,
 }
 
 int doc_write(struct store_txn *txn, const struct tree_path *p, const char *json, size_t len,
-	      unsigned flags, model_progress_fn progress, void *arg, struct model_error *err)
+	      unsigned flags, const struct model_cred *who, model_progress_fn progress,
+	      void *arg, struct model_error *err)
 {
 	struct tree_node n;
 	struct flat *f;
@@ -753,6 +948,9 @@ int doc_write(struct store_txn *txn, const struct tree_path *p, const char *json
 	f->err = err;
 	f->append = flags & DOC_APPEND;
 	f->now = tree_now_ns();
+	f->who = who && who->uid != 0 ? who : NULL;	/* uid 0 may anything */
+	if (who)
+		perm_new_owner(who, &f->owner);
 	strbuf_init(&f->names);
 	strbuf_init(&f->pend_str);
 	strbuf_init(&f->bytes);
@@ -764,6 +962,8 @@ int doc_write(struct store_txn *txn, const struct tree_path *p, const char *json
 		tree_fail(err, ret, "%s: %s", p->text,
 			  ret == -EIO ? "corrupt record in the store" : strerror(-ret));
 	f->top_fresh = f->append || !n.exists;
+	if (ret == 0)
+		ret = prepare_guard(f, &n);
 	if (ret == 0)
 		ret = f->append ? prepare_append(f, &n) : prepare_replace(f, &n);
 	if (ret == 0)
@@ -806,7 +1006,8 @@ static int import_txn(struct store_txn *txn, void *arg)
 	/* the document replaces the node: TTLs in it are cleared, unless given again */
 	ret = p.len ? ttl_delete_subtree(txn, p.key, p.len) : 0;
 	if (ret == 0)
-		ret = doc_write(txn, &p, op->json, op->len, op->flags, op->progress, op->arg, op->err);
+		ret = doc_write(txn, &p, op->json, op->len, op->flags, NULL, op->progress, op->arg,
+				op->err);
 	if (ret == 0 && op->ttl_deadline_ns && p.len)
 		ret = ttl_set(txn, p.key, p.len, op->ttl_deadline_ns);
 	/* nodes the document keeps keep their attributes; removed ones lose them */

@@ -237,7 +237,7 @@ static int line_write(struct store_txn *txn, struct lines_op *op, const struct l
 	int ret;
 
 	if (!t->s)
-		return doc_write(txn, &t->p, line, len, DOC_APPEND, NULL, NULL, op->err);
+		return doc_write(txn, &t->p, line, len, DOC_APPEND, NULL, NULL, NULL, op->err);
 	strbuf_init(&sb);
 	if (t->enumerable) {
 		strbuf_addf(&sb, "%s/%lld", op->path, (long long)op->next_key);
@@ -258,7 +258,7 @@ static int line_write(struct store_txn *txn, struct lines_op *op, const struct l
 	if (ret == 0 && t->s->key_depth > 1)
 		ret = row_parents(txn, &row, t->s->key_len, op->err);
 	if (ret == 0)
-		ret = doc_write(txn, &row, line, len, 0, NULL, NULL, op->err);
+		ret = doc_write(txn, &row, line, len, 0, NULL, NULL, NULL, op->err);
 	if (ret == 0 && t->enumerable)
 		op->next_key++;
 	strbuf_release(&sb);

@@ -291,6 +291,31 @@ bool model_reads_locally(struct model *m);
 void model_list_rewind(struct model_list *list);
 void model_list_close(struct model_list *list);
 
+/*
+ * Who a write acts for (model/perm.c): a view's document creates, changes
+ * and removes nodes only where `uid` could by the single operations (write
+ * permission on a changed leaf; write and search permission on the
+ * directory of a node created or removed; a sticky directory's rule), and
+ * the nodes it creates are theirs. uid 0 may anything. Nodes with no mode
+ * or owner stored show the mount's defaults: files 0644, directories 0755,
+ * owned by owner_uid:owner_gid (the mounting user).
+ */
+struct model_cred {
+	uid_t uid;
+	gid_t gid;
+	const gid_t *groups;	/* supplementary groups; borrowed */
+	size_t ngroups;
+	uid_t owner_uid;
+	gid_t owner_gid;
+};
+/*
+ * Whether who may read what path names: search permission on each
+ * directory above it and read permission on the node (for a path that
+ * names nothing, on the last directory that exists). 0 or -EACCES;
+ * -errno when the store cannot tell.
+ */
+int model_may_read(struct model *m, const char *path, const struct model_cred *who);
+
 /* ---- writing leaves and views ---- */
 enum model_write_flags {
 	/*
@@ -324,6 +349,14 @@ int model_write(struct model *m, const char *path, const void *data, size_t len,
  */
 int model_write_at(struct model *m, const char *path, const void *data, size_t len,
 		   enum model_type type, unsigned flags, int64_t mtime_ns,
+		   struct model_error *err);
+/*
+ * model_write on behalf of who (NULL: unchecked, as model_write): a view's
+ * document is refused whole (-EACCES or -EPERM, nothing changed, the
+ * message naming the node) where who may not make one of its changes.
+ */
+int model_write_as(struct model *m, const char *path, const void *data, size_t len,
+		   enum model_type type, unsigned flags, const struct model_cred *who,
 		   struct model_error *err);
 /* Creates an empty string leaf (views: checks the name only). -EEXIST if present. */
 int model_create(struct model *m, const char *path, struct model_error *err);
@@ -400,6 +433,9 @@ enum model_rename_flags {
 /* Moves a leaf or subtree atomically; onto NAME.json: parses the source as JSON. */
 int model_rename(struct model *m, const char *from, const char *to, unsigned flags,
 		 struct model_error *err);
+/* model_rename; onto NAME.json, the document is written on behalf of who (model_write_as). */
+int model_rename_as(struct model *m, const char *from, const char *to, unsigned flags,
+		    const struct model_cred *who, struct model_error *err);
 /* Leaves: the stored mtime; containers: the attr mtime. Sets ctime to now. */
 int model_set_mtime(struct model *m, const char *path, int64_t mtime_ns, struct model_error *err);
 /*

@@ -234,6 +234,7 @@ struct node_op {
 	const struct model_file_commit *fc;	/* model_write_file */
 	uint64_t ino;		/* model_create_check's answer */
 	bool mtime_set;		/* model_set_times: mtime_ns applies */
+	const struct model_cred *who;	/* a view's write: on whose behalf (NULL: unchecked) */
 	struct model_error *err;
 };
 
@@ -313,7 +314,7 @@ static int write_txn(struct store_txn *txn, void *arg)
 			ret = doc_write(txn, &p, op->data, op->len,
 					((op->flags & MODEL_WRITE_APPEND_JSON) ? DOC_APPEND : 0) |
 					((op->flags & MODEL_WRITE_MAPPED) ? DOC_MAPPED : 0),
-					NULL, NULL, op->err);
+					op->who, NULL, NULL, op->err);
 		if (ret == 0 && op->ttl_deadline_ns && p.len > 0)
 			ret = ttl_set(txn, p.key, p.len, op->ttl_deadline_ns);
 		/* nodes the new document keeps keep their attributes */
@@ -329,6 +330,16 @@ int model_write(struct model *m, const char *path, const void *data, size_t len,
 {
 	struct node_op op = { .m = m, .path = path, .data = data, .len = len,
 			      .type = type, .flags = flags, .err = err };
+
+	return tree_write(m, path, write_txn, &op, err);
+}
+
+int model_write_as(struct model *m, const char *path, const void *data, size_t len,
+		   enum model_type type, unsigned flags, const struct model_cred *who,
+		   struct model_error *err)
+{
+	struct node_op op = { .m = m, .path = path, .data = data, .len = len,
+			      .type = type, .flags = flags, .who = who, .err = err };
 
 	return tree_write(m, path, write_txn, &op, err);
 }

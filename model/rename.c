@@ -16,6 +16,7 @@ struct rename_op {
 	const char *to;
 	unsigned flags;
 	const char *type;	/* NULL: back to the type a new node would get */
+	const struct model_cred *who;	/* onto a view: the document's writer (NULL: unchecked) */
 	struct model_error *err;
 };
 
@@ -146,7 +147,7 @@ static int rename_onto_view(struct store_txn *txn, const struct rename_op *op,
 	if (ret == 0)
 		ret = attr_touch_dir(txn, src->key, src->parent_len, tree_now_ns());
 	if (ret == 0)
-		ret = doc_write(txn, dst, text, size, 0, NULL, NULL, op->err);
+		ret = doc_write(txn, dst, text, size, 0, op->who, NULL, NULL, op->err);
 	if (ret == 0)
 		ret = attr_prune(txn, dst->key, dst->len);
 	free(text);
@@ -264,7 +265,13 @@ out_free:
 int model_rename(struct model *m, const char *from, const char *to, unsigned flags,
 		 struct model_error *err)
 {
-	struct rename_op op = { .from = from, .to = to, .flags = flags, .err = err };
+	return model_rename_as(m, from, to, flags, NULL, err);
+}
+
+int model_rename_as(struct model *m, const char *from, const char *to, unsigned flags,
+		    const struct model_cred *who, struct model_error *err)
+{
+	struct rename_op op = { .from = from, .to = to, .flags = flags, .who = who, .err = err };
 
 	if (flags & MODEL_RENAME_EXCHANGE)
 		return tree_fail(err, -EINVAL, "%s: exchanging names is not supported", from);

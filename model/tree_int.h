@@ -227,14 +227,55 @@ int attr_prune(struct store_txn *txn, const uint8_t *key, size_t len);
 /* Puts a into out: container mtime, ctime = max(mtime, attr ctime). */
 void attr_apply(const struct model_attr *a, struct model_node *out);
 
+/* ---- permissions (perm.c): the checks a view's document makes per node ---- */
+enum perm_want {
+	PERM_X = 1,
+	PERM_W = 2,
+	PERM_R = 4,
+};
+/* A node's mode and owner as the mount shows them: stored, or the defaults. */
+struct perm_node {
+	uint32_t mode;		/* 07777 */
+	uid_t uid;
+	gid_t gid;
+};
+/* The node at key[0..len] as shown (dir: a container's defaults). -EIO: corrupt record. */
+int perm_get(struct store_txn *txn, const struct model_cred *who, const uint8_t *key,
+	     size_t len, bool dir, struct perm_node *out);
+/* Whether who has every permission of want (PERM_*) on n; uid 0 has all. */
+bool perm_allows(const struct model_cred *who, const struct perm_node *n, unsigned want);
+/*
+ * Whether who may remove (or replace) the node at key[0..len] from the
+ * directory d: write and search permission on d, its sticky rule (who owns
+ * d or the node), and for a container with children the same for each
+ * node below it, as rm -r would need. 0, or -EACCES/-EPERM with a message
+ * naming the node refused, in the operation on `what`.
+ */
+int perm_may_remove(struct store_txn *txn, const struct model_cred *who,
+		    const struct perm_node *d, const uint8_t *key, size_t len, bool dir,
+		    const char *what, struct model_error *err);
+/* 0, or -EACCES with a message: who may not create the node at key[0..len] in d. */
+int perm_may_create(const struct model_cred *who, const struct perm_node *d,
+		    const uint8_t *key, size_t len, const char *what, struct model_error *err);
+/* 0, or -EACCES with a message: who may not change the leaf at key[0..len]. */
+int perm_may_change(struct store_txn *txn, const struct model_cred *who, const uint8_t *key,
+		    size_t len, const char *what, struct model_error *err);
+/* The owner fields a node who creates gets (have 0 when they are the defaults). */
+void perm_new_owner(const struct model_cred *who, struct model_attr *out);
+
 /* ---- documents (doc.c) ---- */
 enum doc_flags {
 	DOC_APPEND = 1 << 0,	/* append each value as the next array element */
 	DOC_MAPPED = 1 << 1,	/* json is a file mapping: give its pages back as parsed */
 };
-/* Replaces (or appends to) the node at p with parsed JSON, inside txn. */
+/*
+ * Replaces (or appends to) the node at p with parsed JSON, inside txn.
+ * who (may be NULL: unchecked) is whom the changes are made for: each node
+ * created, changed or removed passes perm.c's checks, or nothing is written.
+ */
 int doc_write(struct store_txn *txn, const struct tree_path *p, const char *json, size_t len,
-	      unsigned flags, model_progress_fn progress, void *arg, struct model_error *err);
+	      unsigned flags, const struct model_cred *who, model_progress_fn progress,
+	      void *arg, struct model_error *err);
 /* Renders the node at key[0..len] into w. -ENOENT when nothing is there. */
 int doc_render(struct store_txn *txn, const uint8_t *key, size_t len, struct json_writer *w);
 /*
