@@ -300,6 +300,15 @@ int cli_finish_stdout(int code)
 
 /* ---- stores ---- */
 
+/* "no store at DIR"; a verb that adds data also names the verbs that make one. */
+static int no_store(const char *dir, enum cli_open_mode mode)
+{
+	if (mode == CLI_OPEN_MAKE)
+		return cli_fail("no store at %s (make one with kvfs mkdir --create, "
+				"put --create, import or mount --create)", dir);
+	return cli_fail("no store at %s", dir);
+}
+
 int cli_open(const char *dir, enum cli_open_mode mode, struct model **out)
 {
 	struct model_error err = { .msg = "" };
@@ -316,12 +325,12 @@ int cli_open(const char *dir, enum cli_open_mode mode, struct model **out)
 	 * (a URL names no local path: the backend says what is wrong). */
 	if (!model_name_is_url(dir) && mode != CLI_OPEN_CREATE && stat(dir, &st) != 0 &&
 	    errno == ENOENT)
-		return cli_fail("no store at %s", dir);
+		return no_store(dir, mode);
 	if (!model_name_is_url(dir) && stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
 		return cli_fail("no store at %s: not a directory", dir);
 	ret = model_open(dir, flags, out, &err);
 	if (ret == -ENOENT && mode != CLI_OPEN_CREATE)
-		return cli_fail("no store at %s", dir);
+		return no_store(dir, mode);
 	if (ret < 0)
 		return cli_model_fail(ret, &err, dir);
 	return CLI_EXIT_OK;

@@ -138,11 +138,14 @@ int cli_finish_stdout(int code);
 enum cli_open_mode {
 	CLI_OPEN_READ,		/* read-only; the store must exist */
 	CLI_OPEN_WRITE,		/* read-write; the store must exist */
+	CLI_OPEN_MAKE,		/* as WRITE, for a verb that adds data: a missing
+				 * store's message says how to make one */
 	CLI_OPEN_CREATE,	/* read-write; created when missing */
 };
 /*
  * Opens the store in dir; on failure prints why ("kvfs: no store at DIR"
- * when it does not exist) and returns 1. *out is heap; close it with
+ * when it does not exist, with the verbs that make one for CLI_OPEN_MAKE)
+ * and returns 1. *out is heap; close it with
  * model_close.
  */
 int cli_open(const char *dir, enum cli_open_mode mode, struct model **out);

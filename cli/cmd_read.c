@@ -441,6 +441,56 @@ static void backup_cleanup(const char *dir, bool created)
 		rmdir(dir);
 }
 
+/*
+ * Creates the missing directories above dir, as mkdir -p does (mode 0777
+ * less the umask). *made is the topmost one it created (heap; the caller
+ * frees it), or NULL when all were there. 0, or -errno (then *made still
+ * names what was created, for backup_remove_parents).
+ */
+static int backup_make_parents(const char *dir, char **made)
+{
+	char *path, *slash;
+	int ret = 0;
+
+	*made = NULL;
+	path = strdup(dir);
+	if (!path)
+		return -ENOMEM;
+	for (slash = strchr(path + 1, '/'); slash && slash[1]; slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		if (mkdir(path, 0777) == 0) {
+			if (!*made && !(*made = strdup(path)))
+				ret = -ENOMEM;
+		} else if (errno != EEXIST) {
+			ret = -errno;
+		}
+		*slash = '/';
+		if (ret)
+			break;
+	}
+	free(path);
+	return ret;
+}
+
+/* Removes the directories above dir up to made, which a failed backup created. */
+static void backup_remove_parents(const char *dir, const char *made)
+{
+	char *path, *slash;
+
+	if (!made)
+		return;
+	path = strdup(dir);
+	if (!path)
+		return;
+	while ((slash = strrchr(path, '/')) && slash != path) {
+		*slash = '\0';
+		if (strlen(path) < strlen(made))
+			break;
+		rmdir(path);
+	}
+	free(path);
+}
+
 /* Opens the copy to prove it is a usable store, and tells how to use it. */
 static int backup_report(const char *store, const char *dir)
 {
@@ -463,6 +513,7 @@ int cli_cmd_backup(const struct cli_verb *verb, int argc, char **argv)
 {
 	struct model_error err = { .msg = "" };
 	const char *store, *dir, *arg;
+	char *made = NULL;
 	struct cli_parse p;
 	struct model *m;
 	bool created;
@@ -480,18 +531,27 @@ int cli_cmd_backup(const struct cli_verb *verb, int argc, char **argv)
 	if (cli_open(store, CLI_OPEN_READ, &m))
 		return CLI_EXIT_FAIL;
 	created = state == 0;
-	if (created && mkdir(dir, 0700) != 0) {
-		ret = cli_fail("%s: cannot create: %s", dir, strerror(errno));
-		goto out_close;
+	if (created) {
+		ret = backup_make_parents(dir, &made);
+		if (ret == 0 && mkdir(dir, 0700) != 0)
+			ret = -errno;
+		if (ret) {
+			ret = cli_fail("%s: cannot create: %s", dir, strerror(-ret));
+			goto out_remove_parents;
+		}
 	}
 	ret = model_backup(m, dir, &err);
 	if (ret < 0) {
 		ret = cli_model_fail(ret, &err, dir);
 		backup_cleanup(dir, created);
-		goto out_close;
+		goto out_remove_parents;
 	}
 	ret = CLI_EXIT_OK;
+	goto out_close;
+out_remove_parents:
+	backup_remove_parents(dir, made);
 out_close:
+	free(made);
 	model_close(m);
 	return ret ? ret : backup_report(store, dir);
 }
