@@ -31,7 +31,10 @@ const struct cli_opt cli_opts_get[] = {
 };
 
 const struct cli_opt cli_opts_ls[] = {
-	{ OPT_LONG, 'l', "long", NULL, "also show the kind or leaf type, and the size in bytes" },
+	{ OPT_LONG, 'l', "long", NULL, "prefix each name with its mode, its owner\n"
+	  "(uid:gid; - when none is stored: the mounting\n"
+	  "user), the leaf's type or the directory's kind,\n"
+	  "and the size in bytes (- for a directory)" },
 	{ 0, 0, NULL, NULL, NULL },
 };
 
