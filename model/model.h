@@ -46,6 +46,7 @@ enum model_reason {
 	MODEL_REASON_TYPE_MISMATCH,	/* the text does not parse as the type asked or kept */
 	MODEL_REASON_BAD_NAME,	/* a name no key is written as (escapes, UTF-8, length) */
 	MODEL_REASON_BAD_JSON,	/* a view's text is no JSON document (or sequence) */
+	MODEL_REASON_TABLE_RULE,	/* a table's rule refused a row (type, length, unique...) */
 };
 
 struct model_error {
