@@ -345,6 +345,9 @@ struct model_file_commit {
 };
 int model_write_file(struct model *m, const char *path, const void *data, size_t len,
 		     const struct model_file_commit *c, struct model_error *err);
+/* Whether model_write_file would succeed now, writing nothing: 0 or its -errno and message. */
+int model_write_file_check(struct model *m, const char *path, const void *data, size_t len,
+			   const struct model_file_commit *c, struct model_error *err);
 /*
  * Whether model_create_as(path, attr) would succeed now, without writing
  * anything: 0, or its -errno and message. *ino (may be NULL) gets the

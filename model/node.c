@@ -508,7 +508,7 @@ int model_create_check(struct model *m, const char *path, const struct model_att
 		       uint64_t *ino, struct model_error *err)
 {
 	struct node_op op = { .m = m, .path = path, .attr = attr, .err = err };
-	int ret = tree_write_dry(m, path, create_check_txn, &op, err);
+	int ret = tree_write_dry(m, path, create_check_txn, &op, true, err);
 
 	if (ret == 0 && ino)
 		*ino = op.ino;
@@ -582,17 +582,34 @@ static int write_file_txn(struct store_txn *txn, void *arg)
 	return 0;
 }
 
+/* The operation model_write_file and its check run. */
+static void write_file_op(struct node_op *op, struct model *m, const char *path, const void *data,
+			  size_t len, const struct model_file_commit *c, struct model_error *err)
+{
+	*op = (struct node_op){ .m = m, .path = path, .data = data, .len = len, .type = c->type,
+				.flags = MODEL_WRITE_TEXT | (c->flags & MODEL_WRITE_MAPPED) |
+					 (c->create ? 0 : MODEL_WRITE_NO_CREATE) |
+					 (c->mtime_set ? NODE_WRITE_AT : 0),
+				.mtime_ns = c->mtime_ns, .attr = &c->new_attr, .fc = c,
+				.err = err };
+}
+
 int model_write_file(struct model *m, const char *path, const void *data, size_t len,
 		     const struct model_file_commit *c, struct model_error *err)
 {
-	struct node_op op = { .m = m, .path = path, .data = data, .len = len, .type = c->type,
-			      .flags = MODEL_WRITE_TEXT | (c->flags & MODEL_WRITE_MAPPED) |
-				       (c->create ? 0 : MODEL_WRITE_NO_CREATE) |
-				       (c->mtime_set ? NODE_WRITE_AT : 0),
-			      .mtime_ns = c->mtime_ns, .attr = &c->new_attr, .fc = c,
-			      .err = err };
+	struct node_op op;
 
+	write_file_op(&op, m, path, data, len, c, err);
 	return tree_write(m, path, write_file_txn, &op, err);
+}
+
+int model_write_file_check(struct model *m, const char *path, const void *data, size_t len,
+			   const struct model_file_commit *c, struct model_error *err)
+{
+	struct node_op op;
+
+	write_file_op(&op, m, path, data, len, c, err);
+	return tree_write_dry(m, path, write_file_txn, &op, false, err);
 }
 
 int model_mkdir(struct model *m, const char *path, enum model_kind kind, struct model_error *err)

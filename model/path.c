@@ -54,7 +54,7 @@ struct tree_write_op {
 	store_write_fn fn;
 	void *arg;
 	struct model_error *err;
-	bool dry;		/* tree_write_dry: tables judge rows' shape only */
+	bool shape_only;	/* tree_write_dry: tables judge rows' shape only */
 };
 
 /* Every model write: the operation, then its tables kept exact (table.c). */
@@ -66,7 +66,7 @@ static int tree_write_txn(struct store_txn *txn, void *arg)
 
 	if (ret < 0)
 		return ret;
-	tt->shape_only = op->dry;
+	tt->shape_only = op->shape_only;
 	store_txn_set_owner(txn, tt);
 	ret = op->fn(txn, op->arg);
 	if (ret == 0)
@@ -121,11 +121,7 @@ int tree_write_later(struct model *m, const char *what, store_write_fn fn, void 
 	return write_reaped(m, what, fn, arg, true, err);
 }
 
-/*
- * A dry run: everything a commit would check, then an abort (TREE_DRY_OK);
- * of tables only the rows' shape (table_txn.shape_only), since a created
- * leaf is checked with no content yet.
- */
+/* A dry run: everything a commit would check, then an abort (TREE_DRY_OK). */
 #define TREE_DRY_OK 1
 static int tree_dry_txn(struct store_txn *txn, void *arg)
 {
@@ -135,9 +131,9 @@ static int tree_dry_txn(struct store_txn *txn, void *arg)
 }
 
 int tree_write_dry(struct model *m, const char *what, store_write_fn fn, void *arg,
-		   struct model_error *err)
+		   bool shape_only, struct model_error *err)
 {
-	struct tree_write_op op = { fn, arg, err, true };
+	struct tree_write_op op = { fn, arg, err, shape_only };
 	int ret;
 
 	tree_clear(err);
