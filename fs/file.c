@@ -805,8 +805,11 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		if (f->kind == FS_FILE_WRITER && f->pending && !f->new_trunc)
 			f->dirty = true;	/* touch: the empty leaf is there when close returns */
 		ret = file_commit_locked(ctx, f);
-		if (ret == 0 && f->kind == FS_FILE_WRITER && f->pending && f->trunc && !f->dirty)
+		if (ret == 0 && f->kind == FS_FILE_WRITER && f->pending && f->trunc && !f->dirty) {
 			ret = file_check_empty_locked(ctx, f);
+			if (ret < 0)	/* for a >> that follows */
+				fs_file_hold_empty(ctx, f);
+		}
 		/* A view emptied and not written: close reports the refusal release makes. */
 		if (ret == 0 && fs_file_is_view(f) && f->trunc && !f->dirty)
 			ret = -EINVAL;
@@ -847,7 +850,7 @@ void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct fs_ctx *ctx = fs_req_ctx(req);
 	struct fs_file *f = fs_fi_file(fi);
 
-	bool dropped = false;
+	bool dropped = false, waits;
 
 	if (f) {
 		pthread_mutex_lock(&f->lock);
@@ -855,9 +858,15 @@ void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			f->dirty = true;
 		/* a failure is logged: nobody can see it now */
 		dropped = file_commit_locked(ctx, f) < 0 || f->pending;
-		if (dropped && f->pending)
+		pthread_mutex_lock(&ctx->lock);
+		waits = dropped && f->held_empty && f->len == 0;	/* its hold ends it */
+		pthread_mutex_unlock(&ctx->lock);
+		if (waits)
+			dropped = false;
+		else if (dropped && f->pending)
 			fs_file_hold_forget(ctx, f);
-		f->pending = false;
+		if (!waits)
+			f->pending = false;
 		fs_file_publish(ctx, f);
 		fs_file_hold_done(ctx, f);
 		pthread_mutex_unlock(&f->lock);

@@ -97,14 +97,20 @@ static int put_typed_leaf(struct store_txn *txn, const struct tree_path *dst,
 	return ret;
 }
 
-/* A string leaf onto a typed leaf, or into a table's typed column: retyped by put_typed_leaf. */
-static bool retypes(const struct tree_node *s, const struct tree_node *d, int count)
+/*
+ * A string leaf onto a typed leaf, or into a table's column of another
+ * type (types, count: table_field_types): retyped by put_typed_leaf.
+ */
+static bool retypes(const struct tree_node *s, const struct tree_node *d,
+		    const enum model_type *types, int count)
 {
 	if (s->kind != MODEL_KIND_LEAF || s->leaf.tag != LEAF_STRING)
 		return false;
 	if (d->exists && d->kind != MODEL_KIND_LEAF)
 		return false;	/* refused by replace_check */
-	return count > 0 || (d->exists && d->leaf.tag != LEAF_STRING && d->leaf.tag != LEAF_BYTES);
+	if (count > 0)
+		return types[0] != MODEL_TYPE_STRING;
+	return d->exists && d->leaf.tag != LEAF_STRING && d->leaf.tag != LEAF_BYTES;
 }
 
 static int replace_check(const struct rename_op *op, const struct tree_node *s,
@@ -211,7 +217,7 @@ static int rename_move(struct store_txn *txn, const struct rename_op *op,
 	count = s->kind == MODEL_KIND_LEAF ? table_field_types(txn, dst->key, dst->len, types) : 0;
 	if (count < 0)
 		return count;
-	retype = retypes(s, &d, count);
+	retype = retypes(s, &d, types, count);
 	if (d.exists && !(retype && d.kind == MODEL_KIND_LEAF))
 		ret = tree_delete(txn, dst->key, dst->len);
 	else if (!d.exists)
