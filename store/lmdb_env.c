@@ -336,6 +336,9 @@ static int lmdb_open(struct store *st, const char *dir, unsigned flags, char *wh
 	rc = env_open(ls, dir, flags, why, why_len);
 	if (rc)
 		goto out_undo_create;
+	rc = lmdb_dir_verify(ls, dir, why, why_len);
+	if (rc)
+		goto out_close_env;
 	if (ls->created_data && (rc = lmdb_dir_fix_modes(dir)) < 0) {
 		store_say(why, why_len, "%s: cannot set file modes: %s", dir, strerror(-rc));
 		goto out_close_env;
