@@ -41,6 +41,34 @@ static bool dir_is_trusted(const char *dir)
 }
 
 /*
+ * A directory others can change is refused, as git refuses a repository
+ * owned by someone else: its owner, or anyone who may write to it, could
+ * put a link in place of data.mdb or lock.mdb between our look at them and
+ * LMDB's open (lmdb_dir_verify), or a lock file of their own making. The
+ * sticky bit does not help: others still create the files that are
+ * missing, and lock.mdb is made afresh whenever it is. Group write is
+ * left alone (a user's private group, a team's shared store).
+ * KVFS_SAFE_DIRECTORY is the one override, for both.
+ */
+static int dir_check_safe(const char *dir, const struct stat *sb, char *why, size_t why_len)
+{
+	if (sb->st_uid != geteuid() && !dir_is_trusted(dir)) {
+		store_say(why, why_len, "%s: owned by uid %u, not by you (uid %u); refusing to open "
+		    "it (set KVFS_SAFE_DIRECTORY=%s if you trust it)", dir,
+		    (unsigned)sb->st_uid, (unsigned)geteuid(), dir);
+		return -EPERM;
+	}
+	if ((sb->st_mode & S_IWOTH) && !dir_is_trusted(dir)) {
+		store_say(why, why_len, "%s: writable by other users (mode %04o), who could put "
+		    "their own files or links in place of data.mdb or lock.mdb; refusing to open "
+		    "it (chmod o-w it, or set KVFS_SAFE_DIRECTORY=%s if you trust them)", dir,
+		    (unsigned)(sb->st_mode & 07777), dir);
+		return -EPERM;
+	}
+	return 0;
+}
+
+/*
  * Why a store file must not be opened, or NULL: anything but a regular
  * file with one name. A symbolic link or a second hard link would make
  * LMDB write (lock.mdb at every open, data.mdb at every commit) into
@@ -172,11 +200,8 @@ int lmdb_dir_prepare(struct lmdb_store *ls, const char *dir, unsigned flags, cha
 	} else if (!S_ISDIR(sb.st_mode)) {
 		store_say(why, why_len, "%s: not a directory", dir);
 		return -ENOTDIR;
-	} else if (sb.st_uid != geteuid() && !dir_is_trusted(dir)) {
-		store_say(why, why_len, "%s: owned by uid %u, not by you (uid %u); refusing to open "
-		    "it (set KVFS_SAFE_DIRECTORY=%s if you trust it)", dir,
-		    (unsigned)sb.st_uid, (unsigned)geteuid(), dir);
-		return -EPERM;
+	} else if ((err = dir_check_safe(dir, &sb, why, why_len)) < 0) {
+		return err;
 	}
 	data = store_file_state(dir, "data.mdb", &size, &ls->data_id, why, why_len);
 	if (data < 0)

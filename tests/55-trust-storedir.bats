@@ -90,3 +90,61 @@ refused_by_every_verb() {
 	[ ! -s "$T/empty" ]
 	[ ! -e "$T/new/lock.mdb" ]
 }
+
+# ---- a directory others may write to ----
+
+@test "a store directory writable by other users is refused by every verb unless KVFS_SAFE_DIRECTORY trusts it" {
+	kvfs put --create "$STORE" /a 1
+	sha256sum "$STORE/data.mdb" >"$T/sum"
+	chmod 0777 "$STORE"
+	refused_by_every_verb "$STORE: writable by other users (mode 0777), who could put"
+	run -1 kvfs get "$STORE" /a
+	assert_output --partial "refusing to open it (chmod o-w it, or set KVFS_SAFE_DIRECTORY=$STORE if you trust them)"
+	sha256sum -c "$T/sum"
+	# the sticky bit does not make it safe: others still create missing files
+	chmod 1777 "$STORE"
+	run -1 kvfs get "$STORE" /a
+	assert_output --partial 'writable by other users (mode 1777)'
+	chmod 0703 "$STORE"
+	run -1 kvfs ls "$STORE"
+	assert_output --partial 'writable by other users (mode 0703)'
+	# trusted by name, by a list, or all
+	chmod 0777 "$STORE"
+	KVFS_SAFE_DIRECTORY=$STORE run -0 kvfs put "$STORE" /b 2
+	KVFS_SAFE_DIRECTORY="/elsewhere:$STORE" run -0 kvfs get "$STORE" /b
+	assert_output 2
+	KVFS_SAFE_DIRECTORY='*' run -0 kvfs check "$STORE"
+	KVFS_SAFE_DIRECTORY=/elsewhere run -1 kvfs get "$STORE" /b
+	# group write is left alone, and so is o-w again
+	chmod 0770 "$STORE"
+	run -0 kvfs get "$STORE" /b
+	chmod 0755 "$STORE"
+	run -0 kvfs check "$STORE"
+}
+
+@test "--create refuses an empty directory writable by others and leaves it empty; a new one under it is made 0700" {
+	mkdir -m 0777 "$T/pub"
+	chmod 0777 "$T/pub"
+	run -1 kvfs put --create "$T/pub" /a 1
+	assert_output --partial 'writable by other users (mode 0777)'
+	mkdir -p "$T/m"
+	run -1 timeout 10 "$KVFS_BIN" mount -f --create "$T/pub" "$T/m"
+	assert_output --partial 'writable by other users'
+	run -0 ls -A "$T/pub"
+	assert_output ''
+	run -0 kvfs put --create "$T/pub/s" /a 1
+	[ "$(stat -c %a "$T/pub/s")" = 700 ]
+	run -0 kvfs get "$T/pub/s" /a
+	assert_output 1
+}
+
+@test "a trusted directory writable by others still refuses a hard-linked lock.mdb" {
+	kvfs put --create "$STORE" /a 1
+	chmod 0777 "$STORE"
+	printf 'precious\n' >"$T/victim"
+	rm "$STORE/lock.mdb"
+	ln "$T/victim" "$STORE/lock.mdb"
+	KVFS_SAFE_DIRECTORY=$STORE run -1 kvfs check "$STORE"
+	assert_output --partial 'lock.mdb: has more than one hard link'
+	assert_file_bytes "$T/victim" 'precious\n'
+}
