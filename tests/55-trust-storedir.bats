@@ -148,3 +148,99 @@ refused_by_every_verb() {
 	assert_output --partial 'lock.mdb: has more than one hard link'
 	assert_file_bytes "$T/victim" 'precious\n'
 }
+
+# ---- check on a damaged store ----
+
+# A store of 300 leaves under /d, over several LMDB leaf pages.
+make_store_of_300() {
+	python3 -c 'import json; print(json.dumps({"d": {"k%04d" % i: "v" * 40 for i in range(300)}}))' \
+		>"$T/300.json"
+	kvfs import --create "$STORE" / "$T/300.json"
+}
+
+# lmdb_poke KEY WHAT: damages data.mdb at the leaf node whose key is KEY (a
+# printf format): WHAT is "size" (its value claims 2 GB), "offset" (the
+# page's pointer to it points far past the page, past the end of the file)
+# or "rename" (the last byte of every such key changes: a named database
+# loses its name). Page layout: LMDB 0.9's page and node headers.
+lmdb_poke() {
+	printf "$1" >"$T/poke.key"
+	python3 - "$STORE/data.mdb" "$T/poke.key" "$2" <<'PY'
+import struct, sys
+path, target, what = sys.argv[1], open(sys.argv[2], 'rb').read(), sys.argv[3]
+data = bytearray(open(path, 'rb').read())
+PAGE, P_LEAF, found = 4096, 0x02, 0
+for base in range(2 * PAGE, len(data), PAGE):
+    flags, lower = struct.unpack_from('<HH', data, base + 10)
+    if not flags & P_LEAF:
+        continue
+    for i in range((lower - 16) // 2):
+        ptr = base + 16 + 2 * i
+        node = base + struct.unpack_from('<H', data, ptr)[0]
+        ksize = struct.unpack_from('<H', data, node + 6)[0]
+        if bytes(data[node + 8:node + 8 + ksize]) != target:
+            continue
+        found += 1
+        if what == 'size':
+            struct.pack_into('<H', data, node + 2, 0x7fff)
+        elif what == 'offset':
+            struct.pack_into('<H', data, ptr, 0xfff0)
+        elif what == 'rename':
+            data[node + 8 + ksize - 1] ^= 1
+if not found:
+    sys.exit('no leaf node with that key')
+open(path, 'r+b').write(data)
+PY
+}
+
+# check's report on a damaged store: what to do, and never "run kvfs check".
+assert_check_advice() {
+	assert_output --partial "kvfs: check: what to do: restore $STORE from a backup"
+	assert_output --partial "kvfs dump $STORE > FILE"
+	refute_output --partial 'run kvfs check'
+	refute_output --partial 'check: Input/output error'
+}
+
+@test "check on a store whose walk stops at a record that does not read says where, and what to do" {
+	make_store_of_300
+	lmdb_poke '\002d\000\002k0150\000' size
+	run -1 kvfs check "$STORE"
+	assert_line 'kvfs: check: the store is damaged: the data space does not read past /d/k0149 (Input/output error); the rest was not checked'
+	assert_check_advice
+	# the advice holds: what comes before reads
+	run -0 kvfs get "$STORE" /d/k0100
+}
+
+@test "check on a store that makes LMDB fault reports the damage and what to do" {
+	make_store_of_300
+	lmdb_poke '\002d\000\002k0150\000' offset
+	run -1 kvfs check "$STORE"
+	assert_line 'kvfs: check: the store is damaged: a page lies past the end of its file; the rest was not checked'
+	assert_check_advice
+	# the other verbs still send the user to check
+	run -1 kvfs export "$STORE" /d
+	assert_output --partial 'the store is damaged'
+	assert_output --partial 'run kvfs check'
+}
+
+@test "a store whose data space lost its name is damaged: check says so, a write does not put an empty one in its place" {
+	make_store_of_300
+	lmdb_poke 'data' rename
+	sha256sum "$STORE/data.mdb" >"$T/sum"
+	run -1 kvfs check "$STORE"
+	assert_output --partial "$STORE: store is damaged: its data space is missing"
+	refute_output --partial 'no store at'
+	assert_check_advice
+	run -1 kvfs put "$STORE" /x 1
+	assert_output --partial 'store is damaged: its data space is missing'
+	run -1 kvfs ls "$STORE" /
+	sha256sum -c "$T/sum"
+}
+
+@test "check on a truncated store says what to do" {
+	make_store_of_300
+	truncate -s $(($(stat -c %s "$STORE/data.mdb") / 2)) "$STORE/data.mdb"
+	run -1 kvfs check "$STORE"
+	assert_output --partial 'store is damaged: data.mdb is truncated'
+	assert_check_advice
+}
