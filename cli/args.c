@@ -306,7 +306,7 @@ int cli_open(const char *dir, enum cli_open_mode mode, struct model **out)
 	return cli_open_ret(dir, mode, out, NULL);
 }
 
-int cli_open_ret(const char *dir, enum cli_open_mode mode, struct model **out, int *why)
+int cli_open_ret(const char *dir, enum cli_open_mode mode, struct model **out, int *open_err)
 {
 	struct model_error err = { .msg = "" };
 	unsigned flags = 0;
@@ -314,8 +314,8 @@ int cli_open_ret(const char *dir, enum cli_open_mode mode, struct model **out, i
 	int ret;
 
 	*out = NULL;
-	if (why)
-		*why = 0;
+	if (open_err)
+		*open_err = 0;
 	if (mode == CLI_OPEN_READ)
 		flags |= MODEL_OPEN_READONLY;
 	if (mode == CLI_OPEN_CREATE)
@@ -328,8 +328,8 @@ int cli_open_ret(const char *dir, enum cli_open_mode mode, struct model **out, i
 	if (!model_name_is_url(dir) && stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
 		return cli_fail("no store at %s: not a directory", dir);
 	ret = model_open(dir, flags, out, &err);
-	if (why)
-		*why = ret < 0 ? ret : 0;
+	if (open_err)
+		*open_err = ret < 0 ? ret : 0;
 	if (ret == -ENOENT && mode != CLI_OPEN_CREATE)
 		return cli_fail("no store at %s", dir);
 	if (ret < 0)

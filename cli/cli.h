@@ -146,8 +146,8 @@ enum cli_open_mode {
  * model_close.
  */
 int cli_open(const char *dir, enum cli_open_mode mode, struct model **out);
-/* cli_open, also giving the open's -errno in *why (0 when it opened). */
-int cli_open_ret(const char *dir, enum cli_open_mode mode, struct model **out, int *why);
+/* cli_open, also giving the open's -errno in *open_err (0 when it opened). */
+int cli_open_ret(const char *dir, enum cli_open_mode mode, struct model **out, int *open_err);
 /*
  * Closes a store a writing verb opened; when the verb failed (code is not
  * 0) and the store was created by this run, it is removed again: a failed

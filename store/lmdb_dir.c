@@ -1,7 +1,8 @@
 /*
  * store/lmdb_dir.c - the LMDB store's directory: what may be opened (owner,
- * trusted directories, no symbolic or hard links, no foreign files), creating it with the
- * right modes, and removing what a failed or discarded create made.
+ * nobody else writing to it, trusted directories, no symbolic or hard
+ * links, no foreign files), creating it with the right modes, and removing
+ * what a failed or discarded create made.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -106,6 +107,7 @@ static int store_file_state(const char *dir, const char *name, off_t *size,
 	struct stat sb;
 	int err;
 
+	*id = (struct lmdb_file_id){ 0, 0 };
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	if (lstat(path, &sb) < 0) {
 		err = errno;
@@ -232,7 +234,9 @@ int lmdb_dir_prepare(struct lmdb_store *ls, const char *dir, unsigned flags, cha
 /*
  * One file again, after LMDB opened it by name: the name (and LMDB's
  * descriptor fd, when we have it, else -1) must lead to one regular file
- * with one link, and to the file store_file_state saw, if it saw one.
+ * with one link, and to the file store_file_state saw, if it saw one. A
+ * lock.mdb that was not there and still is not is fine: a read-only open
+ * on a read-only file system runs without one.
  */
 static int store_file_recheck(const char *dir, const char *name, int fd,
 			      const struct lmdb_file_id *before, char *why, size_t why_len)
@@ -243,6 +247,8 @@ static int store_file_recheck(const char *dir, const char *name, int fd,
 	int err;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (fd < 0 && !before->ino && lstat(path, &by_name) < 0 && errno == ENOENT)
+		return 0;
 	if (lstat(path, &by_name) < 0 || (fd >= 0 && fstat(fd, &by_fd) < 0)) {
 		err = errno;
 		store_say(why, why_len, "%s: %s", path, strerror(err));

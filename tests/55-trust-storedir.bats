@@ -244,3 +244,15 @@ assert_check_advice() {
 	assert_output --partial 'store is damaged: data.mdb is truncated'
 	assert_check_advice
 }
+
+@test "a store on a read-only file system without lock.mdb still opens for reading" {
+	kvfs put --create "$STORE" /a 1
+	rm "$STORE/lock.mdb"
+	mkdir "$T/ro"
+	mount --bind "$STORE" "$T/ro"
+	mount -o remount,ro,bind "$T/ro"
+	run kvfs get "$T/ro" /a
+	umount "$T/ro"
+	[ "$status" -eq 0 ]
+	[ "$output" = 1 ]
+}
