@@ -17,7 +17,7 @@
 int model_open(const char *dir, unsigned flags, struct model **out, struct model_error *err)
 {
 	struct model *m;
-	char why[256] = "";
+	char why[sizeof(err->msg)] = "";	/* a reason may name the directory twice */
 	unsigned sflags = 0;
 	int ret;
 
