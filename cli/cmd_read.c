@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -269,6 +270,16 @@ const struct cli_opt cli_opts_check[] = {
 	{ 0, 0, NULL, NULL, NULL },
 };
 
+/* After a report that the store is damaged (on stderr): what to do about it. */
+static int check_advise(const char *dir)
+{
+	char line[3 * PATH_MAX];
+
+	if (cli_damage_advice(line, sizeof(line), "kvfs: check: ", dir) > 0)
+		fputs(line, stderr);
+	return CLI_EXIT_FAIL;
+}
+
 static int check_run(const char *dir, bool repair)
 {
 	struct model_error err = { .msg = "" };
@@ -277,8 +288,8 @@ static int check_run(const char *dir, bool repair)
 	struct model *m;
 	int ret;
 
-	if (cli_open(dir, repair ? CLI_OPEN_WRITE : CLI_OPEN_READ, &m))
-		return CLI_EXIT_FAIL;
+	if (cli_open_ret(dir, repair ? CLI_OPEN_WRITE : CLI_OPEN_READ, &m, &ret))
+		return ret == -EIO ? check_advise(dir) : CLI_EXIT_FAIL;	/* damaged: said why */
 	ret = repair ? model_check_repair(m, &err) : 0;
 	if (ret < 0) {
 		model_close(m);
@@ -289,7 +300,8 @@ static int check_run(const char *dir, bool repair)
 	ret = model_check(m, stdout, &problems, &err);
 	if (ret < 0) {
 		model_close(m);
-		return cli_model_fail(ret, &err, dir);
+		cli_model_fail(ret, &err, dir);
+		return ret == -EIO ? check_advise(dir) : CLI_EXIT_FAIL;
 	}
 	model_info(m, &info);
 	model_close(m);
@@ -321,6 +333,7 @@ static const char *signal_name(int sig)
  */
 int cli_cmd_check(const struct cli_verb *verb, int argc, char **argv)
 {
+	char advice[3 * PATH_MAX];
 	struct cli_parse p;
 	const char *arg;
 	int id, status, sig;
@@ -334,6 +347,7 @@ int cli_cmd_check(const struct cli_verb *verb, int argc, char **argv)
 	if (id < 0)
 		return cli_parse_exit(id);
 	cli_signals_catch();
+	cli_damage_checking(p.operands[0]);
 	fflush(stdout);
 	pid = fork();
 	if (pid < 0)
@@ -350,6 +364,8 @@ int cli_cmd_check(const struct cli_verb *verb, int argc, char **argv)
 	    cli_signal_caught())
 		return cli_signals_finish(128 + sig);
 	printf("check: store is damaged: the walk crashed with %s (%d)\n", signal_name(sig), sig);
+	if (cli_damage_advice(advice, sizeof(advice), "check: ", p.operands[0]) > 0)
+		fputs(advice, stdout);
 	return CLI_EXIT_FAIL;
 }
 
