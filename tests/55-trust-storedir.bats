@@ -1,11 +1,12 @@
 #!/usr/bin/env bats
-# bats file_tags=cli,trust,lmdb
 # tests/55-trust-storedir.bats - the store directory is not a weapon, and a
 # damaged store is reported usefully (issue 31, section 2 and the second
 # point of section 6): a data.mdb or lock.mdb with a second hard link is
 # refused by every verb and the file it is linked to keeps its bytes; a
 # directory that other users may write to is refused unless
 # KVFS_SAFE_DIRECTORY trusts it; check says what is damaged and what to do.
+
+# bats file_tags=cli,trust,lmdb
 
 load 'test_helper/common'
 

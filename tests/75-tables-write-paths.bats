@@ -1,11 +1,12 @@
 #!/usr/bin/env bats
-# bats file_tags=mount,tables
 # Issue 32, section 1: a table's rules (type, max length, unique, reference,
 # key fields) are judged on what a new field holds when its write completes
 # (a file at its close), on every way a leaf is born: create + write +
 # close (echo, printf, cp, tee), `: >` then `>>`, mv into a row, truncate,
 # mknod, kvfs put. Text written to a column is read as the column's type.
 # A refusal stores nothing, fails close, and says why in user.kvfs.error.
+
+# bats file_tags=mount,tables,backends
 
 load 'test_helper/common'
 load 'test_helper/tables'
