@@ -51,19 +51,28 @@ pass_nocache() {
 		bash scripts/run-tests.sh none
 }
 
+# The CPU time (user + system, in seconds) of this script's finished
+# children: a pass's share of the two CPUs, which load elsewhere on the
+# machine does not change as it changes the wall time.
+children_cpu() {
+	local stat
+	read -ra stat </proc/$$/stat
+	echo $(((stat[15] + stat[16]) / $(getconf CLK_TCK)))
+}
+
 passes=("$@")
 [ ${#passes[@]} -gt 0 ] || passes=(plain asan etcd tsan)
 passed=0 failed=0 all=$SECONDS
 for pass in "${passes[@]}"; do
 	echo "# ---- pass $pass ----"
-	start=$SECONDS
+	start=$SECONDS cpu=$(children_cpu)
 	"pass_$pass" 2>&1 | tee "$log"
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -1)
 	p=0 f=1
 	[ -z "$line" ] || read -r p _ f _ <<<"$line"
-	echo "# pass $pass: $p passed, $f failed in $((SECONDS - start)) s"
+	echo "# pass $pass: $p passed, $f failed in $((SECONDS - start)) s ($(($(children_cpu) - cpu)) s of CPU)"
 	passed=$((passed + p)) failed=$((failed + f))
 done
-echo "# every pass: $((SECONDS - all)) s"
+echo "# every pass: $((SECONDS - all)) s ($(children_cpu) s of CPU)"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
