@@ -88,6 +88,8 @@ bool fs_writer_defer(struct fs_ctx *ctx, struct fs_node *node, const struct fs_d
 			f->want_mtime = true;
 			f->wmtime_ns = d->mtime_ns;
 		}
+		if (d->deadline_ns)
+			f->want_deadline_ns = d->deadline_ns;
 		defer_owner_mode(f, d);
 		f->dirty = true;	/* the next flush commits it, content and all */
 		fs_file_publish(ctx, f);

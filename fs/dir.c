@@ -429,5 +429,6 @@ void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_fi
 	(void)fi;
 	if (!ctx->read_only)
 		fs_held_commit(ctx, true);	/* leaves made by mknod: in the store, then synced */
+	fs_table_settle(ctx, FS_SETTLE_NOW);	/* `sync MNT`: schemas waiting for rows */
 	fs_reply_err(req, ctx->read_only ? 0 : model_sync(ctx->model));
 }

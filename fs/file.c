@@ -210,6 +210,7 @@ static int file_commit_leaf(struct fs_ctx *ctx, struct fs_file *f, const char *p
 				       .new_attr = f->new_attr, .mtime_set = f->want_mtime,
 				       .mtime_ns = f->wmtime_ns, .set = f->want_set,
 				       .unset = f->want_unset,
+				       .deadline_ns = f->want_deadline_ns,
 				       .flags = f->spilled ? MODEL_WRITE_MAPPED : 0 };
 
 	return model_write_file(ctx->model, path, f->len ? f->buf : "", f->len, &c, err);
@@ -347,6 +348,7 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 	fs_trace(ctx, "commit %s (%zu bytes)", path, f->len);
 	f->dirty = f->trunc = false;
 	f->want_mtime = false;
+	f->want_deadline_ns = 0;
 	memset(&f->want_set, 0, sizeof(f->want_set));
 	f->want_unset = 0;
 	if (f->kind == FS_FILE_VIEW_APPEND)

@@ -18,7 +18,10 @@
  * Lock order. A thread holding a lock may take only locks further down this
  * list, never one further up, and no two locks of the same rank at once:
  *
- *   0. ctx->push_lock   one push of a leaf's text into the kernel's pages
+ *   0. ctx->schema_try_lock  one attempt to declare the schemas that wait
+ *                       (table.c): taken with no other lock held; model
+ *                       calls and the write section under it.
+ *      ctx->push_lock   one push of a leaf's text into the kernel's pages
  *                       (cache.c, in the worker) against a leaf's first
  *                       writer being published (file.c): taken with no
  *                       other lock held.
@@ -40,6 +43,8 @@
  *                       call them holding it.)
  *   5. ctx->err_lock    the kept refusals (fs_log_model): taken last and
  *                       alone, nothing else is locked or called under it.
+ *      ctx->schema_lock the schemas that wait (table.c): taken alone, no
+ *                       model call under it.
  *      ctx->ahead_lock  the attributes read ahead (ahead.c): taken alone,
  *                       no model call and no other lock under it.
  *
@@ -210,6 +215,7 @@ struct fs_file {
 	 * created leaf (pending) is not in the store until that commit either.
 	 */
 	bool want_mtime;	/* wmtime_ns was set by utimens: stored as is */
+	int64_t want_deadline_ns;	/* user.kvfs.expires: with the content; 0 none */
 	struct model_attr want_set;	/* chmod/chown: fields stored */
 	unsigned want_unset;	/* chmod/chown: fields back to the default */
 	struct model_attr new_attr;	/* pending leaf: what create gives it */
@@ -418,6 +424,13 @@ struct fs_ctx {
 
 	pthread_mutex_t ahead_lock;	/* ahead */
 	struct fs_ahead ahead;
+
+	/* table.c: schemas set by user.kvfs.schema that wait for their rows */
+	pthread_mutex_t schema_try_lock;	/* one attempt at a time (lock order, 0) */
+	pthread_mutex_t schema_lock;	/* the fields below (lock order, 5) */
+	struct fs_schema_wait *schema_waits;
+	uint64_t schema_gen;	/* model_generation at the last attempt */
+	uint64_t schema_idle_gen;	/* at the watcher's previous tick */
 };
 
 #define FS_WATCH_MS 150
@@ -810,6 +823,7 @@ struct fs_defer {
 	struct model_attr set;	/* chmod/chown */
 	unsigned unset;
 	const char *type;	/* user.kvfs.type, or NULL */
+	int64_t deadline_ns;	/* user.kvfs.expires, or 0 */
 };
 /*
  * Keeps d on the node's open writer for its commit at close (cp -a sets
@@ -1041,6 +1055,40 @@ void fs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 		    size_t size, int flags);
 void fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+/*
+ * user.kvfs.schema (table.c): a table's schema as `kvfs table show` prints
+ * it, listed on tables; set, it declares the directory a table, at once or
+ * once its rows obey it (a restore's order: see table.c); removed, drops it.
+ */
+#define FS_XATTR_SCHEMA "user.kvfs.schema"
+bool fs_table_is_name(const char *name);
+/* true when path is a table, or one waits for it: the name is listed */
+bool fs_table_listed(struct fs_ctx *ctx, const char *path);
+void fs_table_getxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+void fs_table_setxattr(fuse_req_t req, fuse_ino_t ino, const char *value, size_t size,
+		       int flags);
+void fs_table_removexattr(fuse_req_t req, fuse_ino_t ino);
+enum fs_settle {
+	FS_SETTLE_NOW,		/* fsync, fsyncdir: try the waiting schemas */
+	FS_SETTLE_IDLE,		/* the watcher: only when no write came for a tick */
+	FS_SETTLE_LAST,		/* unmount: try, then log and forget what still waits */
+};
+void fs_table_settle(struct fs_ctx *ctx, enum fs_settle why);
+/* Frees the waiting schemas (ctx_free). */
+void fs_table_release(struct fs_ctx *ctx);
+/*
+ * user.kvfs.expires (ttl.c): the node's own deadline as an absolute time,
+ * RFC 3339 UTC with nanoseconds; listed where there is one, so the file
+ * tools carry it; set, it is the deadline (on a leaf being written: with
+ * its content, at its commit).
+ */
+#define FS_XATTR_EXPIRES "user.kvfs.expires"
+bool fs_expires_is_name(const char *name);
+/* true when path has a deadline of its own: the name is listed */
+bool fs_expires_listed(struct fs_ctx *ctx, const char *path);
+void fs_expires_getxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+void fs_expires_setxattr(fuse_req_t req, fuse_ino_t ino, const char *value, size_t size,
+			 int flags);
 /* time to live (ttl.c): user.kvfs.ttl, seconds left; not listed (like user.kvfs.error) */
 #define FS_XATTR_TTL "user.kvfs.ttl"
 bool fs_ttl_is_name(const char *name);

@@ -616,6 +616,7 @@ static void *watch_main(void *arg)
 		fs_ttl_reap(ctx);
 		if (!ctx->read_only)
 			fs_held_commit(ctx, false);	/* leaves made by mknod and never opened */
+		fs_table_settle(ctx, FS_SETTLE_IDLE);	/* schemas waiting for their rows */
 		feed_poll(ctx);
 		pthread_mutex_lock(&ctx->watch_lock);
 	}

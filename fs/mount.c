@@ -495,6 +495,8 @@ static struct fs_ctx *ctx_new(const struct fs_options *opts)
 	pthread_cond_init(&ctx->inval_sent_cond, NULL);
 	pthread_mutex_init(&ctx->push_lock, NULL);
 	pthread_mutex_init(&ctx->ahead_lock, NULL);
+	pthread_mutex_init(&ctx->schema_try_lock, NULL);
+	pthread_mutex_init(&ctx->schema_lock, NULL);
 	{
 		pthread_rwlockattr_t ra;
 
@@ -513,6 +515,9 @@ static void ctx_free(struct fs_ctx *ctx)
 	fs_ahead_release(ctx);
 	fs_nodes_release(ctx);
 	pthread_mutex_destroy(&ctx->ahead_lock);
+	fs_table_release(ctx);
+	pthread_mutex_destroy(&ctx->schema_try_lock);
+	pthread_mutex_destroy(&ctx->schema_lock);
 	pthread_mutex_destroy(&ctx->lock);
 	pthread_mutex_destroy(&ctx->inval_lock);
 	pthread_cond_destroy(&ctx->inval_cond);

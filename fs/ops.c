@@ -98,6 +98,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 static void op_destroy(void *userdata)
 {
 	fs_files_commit_all(userdata);
+	fs_table_settle(userdata, FS_SETTLE_LAST);
 }
 
 const struct fuse_lowlevel_ops fs_ops = {

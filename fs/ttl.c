@@ -207,3 +207,144 @@ void fs_ttl_reap(struct fs_ctx *ctx)
 	if (reaped)
 		fs_trace(ctx, "ttl reaper removed %llu nodes", (unsigned long long)reaped);
 }
+
+/* ---- user.kvfs.expires: the deadline as an absolute time ---- */
+
+bool fs_expires_is_name(const char *name)
+{
+	return strcmp(name, FS_XATTR_EXPIRES) == 0;
+}
+
+/* "2026-11-30T03:01:32.568588152Z": UTC, always nine digits (exact, and one text a deadline). */
+static size_t format_deadline(int64_t ns, char *buf, size_t cap)
+{
+	time_t secs = (time_t)(ns / 1000000000);
+	struct tm tm;
+	size_t n;
+
+	gmtime_r(&secs, &tm);
+	n = strftime(buf, cap, "%Y-%m-%dT%H:%M:%S", &tm);
+	n += (size_t)snprintf(buf + n, cap - n, ".%09lldZ", (long long)(ns % 1000000000));
+	return n;
+}
+
+/*
+ * RFC 3339: YYYY-MM-DDTHH:MM:SS, an optional fraction of up to nine
+ * digits, then Z or +HH:MM / -HH:MM; an optional final newline (echo).
+ * false when it is not one, or not after the epoch.
+ */
+static bool parse_deadline(const char *value, size_t size, int64_t *out)
+{
+	char buf[64], *p;
+	struct tm tm = { 0 };
+	int64_t frac = 0, scale = 100000000, secs;
+	int oh, om;
+
+	if (size > 0 && value[size - 1] == '\n')
+		size--;
+	if (size == 0 || size >= sizeof(buf))
+		return false;
+	memcpy(buf, value, size);
+	buf[size] = '\0';
+	p = strptime(buf, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (!p)
+		return false;
+	if (*p == '.') {
+		if (p[1] < '0' || p[1] > '9')
+			return false;
+		for (p++; *p >= '0' && *p <= '9'; p++, scale /= 10) {
+			if (scale == 0)
+				return false;	/* finer than a nanosecond */
+			frac += (*p - '0') * scale;
+		}
+	}
+	secs = (int64_t)timegm(&tm);
+	if (strcmp(p, "Z") == 0 || strcmp(p, "z") == 0) {
+		oh = om = 0;
+	} else if ((p[0] == '+' || p[0] == '-') && strlen(p) == 6 && p[3] == ':' &&
+		   sscanf(p + 1, "%2d:%2d", &oh, &om) == 2) {
+		if (p[0] == '-') {
+			oh = -oh;
+			om = -om;
+		}
+	} else {
+		return false;
+	}
+	secs -= (int64_t)oh * 3600 + (int64_t)om * 60;
+	if (secs < 0 || secs > INT64_MAX / 1000000000 - 1)
+		return false;
+	*out = secs * 1000000000 + frac;
+	return *out > 0;
+}
+
+bool fs_expires_listed(struct fs_ctx *ctx, const char *path)
+{
+	struct model_error err = { 0 };
+	int64_t d;
+
+	return model_ttl_get_at(ctx->model, path, &d, &err) == 0;
+}
+
+void fs_expires_getxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct fs_ctx *ctx = fs_req_ctx(req);
+	struct fs_node *node = fs_node_from_ino(ctx, ino);
+	struct model_error err = { 0 };
+	char text[64], *path;
+	int64_t d = 0;
+	int ret = fs_node_path(ctx, node, NULL, &path);
+
+	if (ret == 0) {
+		ret = model_ttl_get_at(ctx->model, path, &d, &err);
+		free(path);
+	}
+	if (ret == -EINVAL)
+		ret = -ENODATA;	/* a pending file: nothing stored yet */
+	if (ret < 0) {
+		fs_reply_err(req, ret);
+		return;
+	}
+	reply_value(req, size, text, format_deadline(d, text, sizeof(text)));
+}
+
+void fs_expires_setxattr(fuse_req_t req, fuse_ino_t ino, const char *value, size_t size,
+			 int flags)
+{
+	struct fs_ctx *ctx = fs_req_ctx(req);
+	struct fs_node *node = fs_node_from_ino(ctx, ino);
+	struct fs_defer d = { 0 };
+	struct model_error err = { 0 };
+	char *path;
+	int ret;
+
+	if (!parse_deadline(value, size, &d.deadline_ns)) {
+		fs_reply_err(req, -EINVAL);
+		return;
+	}
+	if (ctx->read_only) {
+		fs_reply_err(req, -EROFS);
+		return;
+	}
+	(void)flags;
+	fs_trace(ctx, "expires (ino %llu) %lld", (unsigned long long)ino, (long long)d.deadline_ns);
+	/* a leaf being written (cp -a; tar: mknod, the attributes, then the text) takes
+	 * it with its content, which would otherwise drop it */
+	if (fs_writer_defer(ctx, node, &d, &ret)) {
+		fs_reply_err(req, ret);
+		return;
+	}
+	ret = fs_write_path(ctx, node, NULL, &path);
+	if (ret < 0) {
+		fs_reply_err(req, ret);
+		return;
+	}
+	fs_trace(ctx, "expires %s %lld", path, (long long)d.deadline_ns);
+	ret = model_ttl_set_at(ctx->model, path, d.deadline_ns, &err);
+	fs_write_end(ctx, ret);
+	if (ret < 0)
+		fs_log_model(ctx, ret, &err, path);
+	else
+		ttl_changed(ctx, ino, node);
+	free(path);
+	fs_reply_err(req, ret);
+}

@@ -1,7 +1,8 @@
 /*
  * fs/xattr.c - extended attributes (user.kvfs.type, user.kvfs.error,
- * user.kvfs.pid, user.kvfs.ttl handed to ttl.c, and the refusal of every
- * other name), a type kept for the
+ * user.kvfs.pid; user.kvfs.ttl and user.kvfs.expires handed to ttl.c,
+ * user.kvfs.schema to table.c; the refusal of every other name), a type
+ * kept for the
  * next commit of an empty leaf, and statfs.
  */
 #include <errno.h>
@@ -139,6 +140,14 @@ void fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t siz
 		fs_ttl_getxattr(req, ino, size);
 		return;
 	}
+	if (fs_expires_is_name(name)) {
+		fs_expires_getxattr(req, ino, size);
+		return;
+	}
+	if (fs_table_is_name(name)) {
+		fs_table_getxattr(req, ino, size);
+		return;
+	}
 	if (strcmp(name, FS_XATTR_PID) == 0 && ino == FUSE_ROOT_ID) {
 		snprintf(type, sizeof(type), "%ld", (long)getpid());
 		reply_xattr_value(req, size, type, strlen(type));
@@ -175,20 +184,42 @@ void fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t siz
  * node its type (an integer, an array, bytes that read as text): a tree
  * copied in without xattrs then has none to differ in (rsync -aX finds
  * nothing to do on its next run), and a copy out carries exactly the types
- * a copy back needs. getxattr answers for every node.
+ * a copy back needs. getxattr answers for every node. user.kvfs.schema
+ * (a table) and user.kvfs.expires (a deadline of its own) are listed where
+ * they exist, after the type: tar and cp -a set them in list order, so a
+ * leaf has its type before its deadline.
  */
 void fs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-	static const char list[] = FS_XATTR_TYPE;	/* one name and its NUL */
 	struct fs_ctx *ctx = fs_req_ctx(req);
-	bool inferred = true;
-	char type[64];
+	struct fs_node *node = fs_node_from_ino(ctx, ino);
+	char type[64], list[sizeof(FS_XATTR_TYPE) + sizeof(FS_XATTR_SCHEMA) +
+			   sizeof(FS_XATTR_EXPIRES)];
+	bool inferred = true, dir, view;
+	size_t len = 0;
+	char *path = NULL;
 	int ret = node_type(ctx, ino, type, sizeof(type), &inferred);
 
-	if (ret < 0 || inferred)
-		reply_xattr_value(req, size, "", 0);
-	else
-		reply_xattr_value(req, size, list, sizeof(list));
+	if (ret == 0 && !inferred) {
+		memcpy(list, FS_XATTR_TYPE, sizeof(FS_XATTR_TYPE));
+		len += sizeof(FS_XATTR_TYPE);
+	}
+	pthread_mutex_lock(&ctx->lock);
+	dir = node == &ctx->root || (node->kind_known && node->is_dir);
+	view = node != &ctx->root && model_name_is_view(node->name, strlen(node->name));
+	pthread_mutex_unlock(&ctx->lock);
+	if (ret == 0 && !view && fs_node_path(ctx, node, NULL, &path) == 0) {
+		if (dir && fs_table_listed(ctx, path)) {
+			memcpy(list + len, FS_XATTR_SCHEMA, sizeof(FS_XATTR_SCHEMA));
+			len += sizeof(FS_XATTR_SCHEMA);
+		}
+		if (node != &ctx->root && fs_expires_listed(ctx, path)) {
+			memcpy(list + len, FS_XATTR_EXPIRES, sizeof(FS_XATTR_EXPIRES));
+			len += sizeof(FS_XATTR_EXPIRES);
+		}
+		free(path);
+	}
+	reply_xattr_value(req, size, list, len);
 }
 
 void fs_want_type_clear(struct fs_ctx *ctx, struct fs_node *node)
@@ -254,6 +285,14 @@ void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 
 	if (fs_ttl_is_name(name)) {
 		fs_ttl_setxattr(req, ino, value, size, flags);
+		return;
+	}
+	if (fs_expires_is_name(name)) {
+		fs_expires_setxattr(req, ino, value, size, flags);
+		return;
+	}
+	if (fs_table_is_name(name)) {
+		fs_table_setxattr(req, ino, value, size, flags);
 		return;
 	}
 	if (strcmp(name, "system.posix_acl_access") == 0) {
@@ -336,8 +375,12 @@ void fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	char *path;
 	int ret;
 
-	if (fs_ttl_is_name(name)) {
-		fs_ttl_removexattr(req, ino);
+	if (fs_ttl_is_name(name) || fs_expires_is_name(name)) {
+		fs_ttl_removexattr(req, ino);	/* the node's deadline is dropped */
+		return;
+	}
+	if (fs_table_is_name(name)) {
+		fs_table_removexattr(req, ino);
 		return;
 	}
 	if (strcmp(name, FS_XATTR_TYPE) != 0) {

@@ -375,6 +375,8 @@ struct model_file_commit {
 	struct model_attr set;	/* as model_set_attr (chmod, chown): set.have, */
 	unsigned unset;		/* and the fields dropped back to the default */
 	unsigned flags;		/* more model_write flags: MODEL_WRITE_MAPPED */
+	int64_t deadline_ns;	/* > 0: the leaf's deadline (user.kvfs.expires set
+				 * before the content came); 0: a write drops it */
 };
 int model_write_file(struct model *m, const char *path, const void *data, size_t len,
 		     const struct model_file_commit *c, struct model_error *err);
@@ -487,6 +489,8 @@ int model_get_type(struct model *m, const char *path, char *buf, size_t cap, str
  */
 int model_get_type_inferred(struct model *m, const char *path, char *buf, size_t cap,
 			    bool *inferred, struct model_error *err);
+/* *out: a leaf (not an empty container) lies at or under path. */
+int model_has_leaf(struct model *m, const char *path, bool *out, struct model_error *err);
 /* Converts a leaf's type (the text must parse) or a container's kind (array <-> object). */
 int model_set_type(struct model *m, const char *path, const char *name, struct model_error *err);
 /*
@@ -529,6 +533,16 @@ int model_ttl_set(struct model *m, const char *path, int64_t seconds, struct mod
 int model_ttl_clear(struct model *m, const char *path, struct model_error *err);
 /* Seconds left, rounded up; -ENODATA when the node has no TTL of its own. */
 int model_ttl_get(struct model *m, const char *path, int64_t *seconds, struct model_error *err);
+/*
+ * The node's own deadline as an absolute time (CLOCK_REALTIME nanoseconds),
+ * as user.kvfs.expires carries it through file tools: set (any time after
+ * the epoch; one already past expires the node at once) and read
+ * (-ENODATA when it has none).
+ */
+int model_ttl_set_at(struct model *m, const char *path, int64_t deadline_ns,
+		     struct model_error *err);
+int model_ttl_get_at(struct model *m, const char *path, int64_t *deadline_ns,
+		     struct model_error *err);
 /* now_ns + seconds, or -EINVAL when seconds is out of range. */
 int model_ttl_deadline(int64_t seconds, int64_t now_ns, int64_t *deadline_ns);
 /*
@@ -566,6 +580,17 @@ int model_table_create_ttl(struct model *m, const char *path, int key_depth,
 /* The schema as pretty JSON; *out is heap (free()). */
 int model_table_show(struct model *m, const char *path, char **out, size_t *len,
 		     struct model_error *err);
+/*
+ * Declares or alters the tables at paths[0..n-1] from the JSON of their
+ * schemas (jsons[i], lens[i] bytes: what table show prints, as a write of
+ * PATH/@schema.json), all in one transaction, so that tables referencing
+ * each other are declared together; every row is checked at its commit.
+ * A text that is no schema: MODEL_REASON_BAD_JSON; a row that breaks a
+ * rule, or a reference to a directory that is not (yet) a table:
+ * MODEL_REASON_TABLE_RULE (a restore may bring what is missing later).
+ */
+int model_table_declare(struct model *m, size_t n, const char *const *paths,
+			const char *const *jsons, const size_t *lens, struct model_error *err);
 /* Forgets the schema and its indexes; the rows stay as plain documents. */
 int model_table_drop(struct model *m, const char *path, struct model_error *err);
 int model_index_create(struct model *m, const char *path, const char *name, const char *fields,

@@ -581,6 +581,9 @@ static int write_file_txn(struct store_txn *txn, void *arg)
 	/* a new leaf: the attributes it was created with (as create_txn) */
 	if (!before.exists)
 		ret = new_node_attrs(txn, op, &p, tree_now_ns());
+	/* set after them: a new node's leftover attributes and deadlines go first */
+	if (ret == 0 && op->ttl_deadline_ns)
+		ret = ttl_set(txn, p.key, p.len, op->ttl_deadline_ns);
 	if (ret == 0 && (c->set.have || c->unset))
 		ret = attr_chmod_chown(txn, &p, &c->set, c->unset);
 	else if (ret == 0 && c->mtime_set) {
@@ -601,8 +604,8 @@ static void write_file_op(struct node_op *op, struct model *m, const char *path,
 				.flags = MODEL_WRITE_TEXT | (c->flags & MODEL_WRITE_MAPPED) |
 					 (c->create ? 0 : MODEL_WRITE_NO_CREATE) |
 					 (c->mtime_set ? NODE_WRITE_AT : 0),
-				.mtime_ns = c->mtime_ns, .attr = &c->new_attr, .fc = c,
-				.err = err };
+				.mtime_ns = c->mtime_ns, .ttl_deadline_ns = c->deadline_ns,
+				.attr = &c->new_attr, .fc = c, .err = err };
 }
 
 int model_write_file(struct model *m, const char *path, const void *data, size_t len,

@@ -696,3 +696,46 @@ int model_get_type(struct model *m, const char *path, char *buf, size_t cap, str
 
 	return model_get_type_inferred(m, path, buf, cap, &inferred, err);
 }
+
+/* Scans p's subtree for the first record that is not an empty container's marker. */
+static int has_leaf_in(struct store_txn *txn, const struct tree_path *p, bool *out)
+{
+	struct store_scan *scan;
+	struct store_val k, v;
+	int ret = store_scan_open(txn, STORE_SPACE_DATA, p->key, p->len, &scan);
+
+	if (ret < 0)
+		return ret;
+	*out = false;
+	while ((ret = store_scan_next(scan, &k, &v)) == 1) {
+		uint8_t tag = v.len ? ((const uint8_t *)v.data)[0] : 0;
+
+		/* a sibling whose name continues with a NUL is not under p */
+		if (k.len > p->len && ((const uint8_t *)k.data)[p->len] == 0xFF)
+			break;
+		if (tag != LEAF_EMPTY_OBJECT && tag != LEAF_EMPTY_ARRAY) {
+			*out = true;
+			break;
+		}
+	}
+	store_scan_close(scan);
+	return ret < 0 ? ret : 0;
+}
+
+int model_has_leaf(struct model *m, const char *path, bool *out, struct model_error *err)
+{
+	struct store_txn *txn;
+	struct tree_path p;
+	struct tree_node n;
+	int ret = tree_read_begin(m, &txn);
+
+	if (ret < 0)
+		return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
+	ret = tree_find(txn, path, &p, &n, err);
+	if (ret == 0 && p.is_view)
+		ret = tree_fail(err, -EINVAL, "%s: a view", path);
+	if (ret == 0)
+		ret = has_leaf_in(txn, &p, out);
+	store_txn_end(txn);
+	return ret;
+}

@@ -359,6 +359,36 @@ static int rows_touch_under(struct store_txn *txn, struct table_txn *tt, int t,
 	return rows_under(txn, key, len, levels, touch_row_fn, &ta);
 }
 
+/*
+ * A table declared after the schemas were loaded (the second of several
+ * declared in one transaction: model_table_declare) is appended, so that
+ * the indices rows already touched hold stay valid.
+ */
+static int schema_append(struct store_txn *txn, struct table_txn *tt, const uint8_t *key,
+			 size_t len, const struct store_val *v)
+{
+	struct table_schema *s = malloc(sizeof(*s));
+	void *grown = realloc(tt->tables, (size_t)(tt->ntables + 1) * sizeof(*tt->tables));
+	bool *gw = grown ? realloc(tt->wiped, (size_t)(tt->ntables + 1) * sizeof(bool)) : NULL;
+
+	(void)txn;
+	if (grown)
+		tt->tables = grown;
+	if (gw)
+		tt->wiped = gw;
+	if (!s || !grown || !gw) {
+		free(s);
+		return -ENOMEM;
+	}
+	if (table_schema_decode(key, len, v->data, v->len, s) < 0) {
+		free(s);
+		return -EIO;
+	}
+	tt->wiped[tt->ntables] = false;
+	tt->tables[tt->ntables++] = s;
+	return 0;
+}
+
 int table_schema_reload(struct store_txn *txn, const uint8_t *key, size_t len)
 {
 	struct table_txn *tt = store_txn_owner(txn);
@@ -367,17 +397,17 @@ int table_schema_reload(struct store_txn *txn, const uint8_t *key, size_t len)
 
 	if (!tt || !tt->loaded)
 		return 0;
+	ret = store_get(txn, STORE_SPACE_SCHEMA, key, len, &v);
+	if (ret < 0)
+		return ret;
 	for (int t = 0; t < tt->ntables; t++) {
 		struct table_schema *s = tt->tables[t];
 
 		if (s->key_len != len || memcmp(s->key, key, len) != 0)
 			continue;
-		ret = store_get(txn, STORE_SPACE_SCHEMA, key, len, &v);
-		if (ret < 0)
-			return ret;
 		return table_schema_decode(key, len, v.data, v.len, s) < 0 ? -EIO : 0;
 	}
-	return 0;
+	return schema_append(txn, tt, key, len, &v);
 }
 
 int table_is_at(struct store_txn *txn, const uint8_t *key, size_t len)

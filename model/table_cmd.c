@@ -278,6 +278,10 @@ static int column_txn(struct store_txn *txn, void *arg)
 		if (!rs)
 			return -ENOMEM;
 		ret = table_schema_get(txn, op->references, &rp, rs, op->err);
+		if (ret == -ENOENT) {	/* may be declared later: a restore's order (fs/table.c) */
+			op->err->reason = MODEL_REASON_TABLE_RULE;
+			ret = -EINVAL;
+		}
 		if (ret == 0 && rs->key_depth != 1)
 			ret = tree_fail(op->err, -EINVAL, "%s: a reference names a row of a table of "
 					"key depth 1", op->references);
@@ -613,7 +617,8 @@ static bool same_index(const struct table_index *x, const struct want_idx *wi)
 	return x->unique == wi->unique && strcmp(fields, wi->fields) == 0;
 }
 
-static int apply_want(struct store_txn *txn, struct table_op *op, struct want *w)
+/* no_refs: every column without its reference (the first pass of model_table_declare). */
+static int apply_want(struct store_txn *txn, struct table_op *op, struct want *w, bool no_refs)
 {
 	struct table_schema *s = op->s;
 	struct tree_path p;
@@ -649,7 +654,7 @@ static int apply_want(struct store_txn *txn, struct table_op *op, struct want *w
 		op->type = w->cols[j].type;
 		op->required = w->cols[j].required;
 		op->max_length = w->cols[j].max_length;
-		op->references = w->cols[j].references[0] ? w->cols[j].references : NULL;
+		op->references = w->cols[j].references[0] && !no_refs ? w->cols[j].references : NULL;
 		ret = column_txn(txn, op);
 	}
 	/* indexes: drop the ones gone or changed, then create the new ones */
@@ -686,35 +691,88 @@ static int apply_want(struct store_txn *txn, struct table_op *op, struct want *w
 	return ret;
 }
 
-int table_schema_write(struct store_txn *txn, const char *path, const char *json, size_t len,
-		       struct model_error *err)
+/*
+ * Declares or alters the table at path (what: how messages name it) from
+ * the JSON of its schema; a text that is no schema is refused with
+ * MODEL_REASON_BAD_JSON, what the rows or other tables refuse keeps the
+ * reason the check gave.
+ */
+static int schema_write_at(struct store_txn *txn, const char *path, const char *what,
+			   const char *json, size_t len, bool no_refs, struct model_error *err)
 {
-	struct table_op op = { .err = err };
+	struct table_op op = { .err = err, .path = path };
 	struct want *w = calloc(1, sizeof(*w));
-	char *table = NULL;
-	const char *at = strstr(path, "@schema.json");
 	int ret;
 
 	op.s = malloc(sizeof(*op.s));
-	table = at ? strndup(path, (size_t)(at - path)) : NULL;
-	if (!w || !op.s || !table) {
-		ret = tree_fail(err, -ENOMEM, "%s: out of memory", path);
+	if (!w || !op.s) {
+		ret = tree_fail(err, -ENOMEM, "%s: out of memory", what);
 		goto out_free;
 	}
-	op.path = table;
 	w->key_depth = 1;
 	ret = json_parse(json, len, 0, 8, want_token, w, NULL, NULL, err);
 	if (ret < 0) {
 		if (w->bad)
-			tree_fail(err, ret, "%s: %s", path, w->bad);
+			tree_fail_reason(err, ret, MODEL_REASON_BAD_JSON, "%s: %s", what, w->bad);
 		else
-			tree_fail(err, ret, "%s: invalid JSON: %s", path, err->msg);
+			tree_fail_reason(err, ret, MODEL_REASON_BAD_JSON, "%s: invalid JSON: %s",
+					 what, err->msg);
 		goto out_free;
 	}
-	ret = apply_want(txn, &op, w);
+	ret = apply_want(txn, &op, w, no_refs);
 out_free:
-	free(table);
 	free(op.s);
 	free(w);
 	return ret;
+}
+
+int table_schema_write(struct store_txn *txn, const char *path, const char *json, size_t len,
+		       struct model_error *err)
+{
+	const char *at = strstr(path, "@schema.json");
+	char *table = at ? strndup(path, (size_t)(at - path)) : NULL;
+	int ret;
+
+	if (!table)
+		return tree_fail(err, -ENOMEM, "%s: out of memory", path);
+	ret = schema_write_at(txn, table, path, json, len, false, err);
+	free(table);
+	return ret;
+}
+
+struct declare_op {
+	size_t n;
+	const char *const *paths;
+	const char *const *jsons;
+	const size_t *lens;
+	struct model_error *err;
+};
+
+/*
+ * Every table without its references first, then each whole: tables that
+ * reference each other (or themselves) are all declared when the second
+ * pass names them, and the commit checks every row against them at once.
+ */
+static int declare_txn(struct store_txn *txn, void *arg)
+{
+	struct declare_op *op = arg;
+	int ret = 0;
+
+	tree_clear(op->err);
+	for (int pass = 0; pass < 2 && ret == 0; pass++)
+		for (size_t i = 0; i < op->n && ret == 0; i++)
+			ret = schema_write_at(txn, op->paths[i], op->paths[i], op->jsons[i],
+					      op->lens[i], pass == 0, op->err);
+	return ret;
+}
+
+int model_table_declare(struct model *m, size_t n, const char *const *paths,
+			const char *const *jsons, const size_t *lens, struct model_error *err)
+{
+	struct declare_op op = { .n = n, .paths = paths, .jsons = jsons, .lens = lens,
+				 .err = err };
+
+	if (n == 0)
+		return 0;
+	return tree_write(m, paths[0], declare_txn, &op, err);
 }

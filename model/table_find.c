@@ -51,8 +51,21 @@ void table_show_json(const struct table_schema *s, struct json_writer *w)
 	json_write_object_end(w);
 	json_write_key(w, "indexes", 7);
 	json_write_object_begin(w);
-	for (int i = 0; i < s->nidx; i++) {
-		const struct table_index *x = &s->idx[i];
+	/*
+	 * In name order, not creation order: a table declared again from this
+	 * text (a restore through user.kvfs.schema) creates its reference
+	 * indexes after the others, and must show the same text.
+	 */
+	for (int i = 0, last = -1; i < s->nidx; i++) {
+		const struct table_index *x = NULL;
+		int next = -1;
+
+		for (int j = 0; j < s->nidx; j++)
+			if ((last < 0 || strcmp(s->idx[j].name, s->idx[last].name) > 0) &&
+			    (next < 0 || strcmp(s->idx[j].name, s->idx[next].name) < 0))
+				next = j;
+		x = &s->idx[next];
+		last = next;
 
 		json_write_key(w, x->name, strlen(x->name));
 		json_write_object_begin(w);

@@ -621,19 +621,30 @@ int model_ttl_clear(struct model *m, const char *path, struct model_error *err)
 	return tree_write(m, path, ttl_set_txn, &op, err);
 }
 
-int model_ttl_get(struct model *m, const char *path, int64_t *seconds, struct model_error *err)
+int model_ttl_set_at(struct model *m, const char *path, int64_t deadline_ns,
+		     struct model_error *err)
+{
+	struct ttl_op op = { .path = path, .deadline_ns = deadline_ns, .err = err };
+
+	if (deadline_ns < 1)
+		return tree_fail(err, -EINVAL, "%s: a deadline is after 1970-01-01T00:00:00Z",
+				 path);
+	return tree_write(m, path, ttl_set_txn, &op, err);
+}
+
+int model_ttl_get_at(struct model *m, const char *path, int64_t *deadline_ns,
+		     struct model_error *err)
 {
 	struct store_txn *txn;
 	struct tree_path p;
 	struct tree_node n;
-	int64_t d = 0, now = tree_now_ns();
 	int ret = tree_read_begin(m, &txn);
 
 	if (ret < 0)
 		return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
 	ret = tree_find(txn, path, &p, &n, err);
 	if (ret == 0 && !p.is_view) {
-		ret = ttl_get(txn, p.key, p.len, &d);
+		ret = ttl_get(txn, p.key, p.len, deadline_ns);
 		if (ret == -ENOENT)
 			ret = tree_fail(err, -ENODATA, "%s: no time to live", path);
 		else if (ret < 0)
@@ -642,6 +653,14 @@ int model_ttl_get(struct model *m, const char *path, int64_t *seconds, struct mo
 		ret = tree_fail(err, -ENODATA, "%s: a view has no time to live", path);
 	}
 	store_txn_end(txn);
+	return ret;
+}
+
+int model_ttl_get(struct model *m, const char *path, int64_t *seconds, struct model_error *err)
+{
+	int64_t d = 0, now = tree_now_ns();
+	int ret = model_ttl_get_at(m, path, &d, err);
+
 	if (ret < 0)
 		return ret;
 	/* rounded up: a node that is still there has at least 1 second left */

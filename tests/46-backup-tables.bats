@@ -1,0 +1,237 @@
+#!/usr/bin/env bats
+# Backups with file tools bring everything back (issue 32, section 6):
+# a sparse array, and tables (schemas: columns, key fields, references,
+# unique indexes, a default TTL) with their indexes and absolute
+# deadlines, out of a mount and back into an empty one with cp -a,
+# tar --xattrs and rsync -aX. 40-backup.bats has the documents.
+
+# bats file_tags=mount,backends
+
+load 'test_helper/common'
+
+setup() {
+	mount_setup
+	T=$BATS_TEST_TMPDIR
+}
+
+teardown() {
+	mount_teardown
+}
+
+# ---- a sparse array ----
+
+# sparse: /a holds the indices 0 3 4 5 (rm a/1 a/2), beside an object.
+sparse() {
+	printf '{"a": [10, "x", 12, [1], {"k": 1}, 15], "o": {"0": 1, "2": 2}}' >"$T/in.json"
+	cp "$T/in.json" "$MNT/.json"
+	rm -r "$MNT/a/1" "$MNT/a/2"
+	run -0 ls "$MNT/a"
+	assert_output $'0\n3\n4\n5'
+	kvfs export --compact "$STORE" >"$T/orig.export"
+}
+
+# assert_sparse_back DIR STORE: the same indices, kinds and export.
+assert_sparse_back() {
+	run -0 ls "$1/a"
+	assert_output $'0\n3\n4\n5'
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$1/a"
+	assert_output array
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$1/o"
+	assert_output object
+	diff "$T/orig.export" <(kvfs export --compact "$2")
+	run -0 kvfs check "$2"
+	assert_output --partial ', 0 problems'
+}
+
+@test "a sparse array comes back a sparse array through cp -a (the kind set after the children)" {
+	sparse
+	cp -a "$MNT/." "$T/dir/"
+	mount_extra "$T/r" "$T/r.store"
+	run --separate-stderr cp -a "$T/dir/." "$T/r/"
+	assert_equal "$stderr" ''
+	assert_success
+	assert_sparse_back "$T/r" "$T/r.store"
+}
+
+@test "a sparse array comes back a sparse array through tar --xattrs, with no warning" {
+	sparse
+	tar --xattrs -cf "$T/b.tar" -C "$MNT" .
+	mount_extra "$T/r" "$T/r.store"
+	run --separate-stderr tar --xattrs -xf "$T/b.tar" -C "$T/r"
+	assert_equal "$stderr" ''
+	assert_success
+	assert_sparse_back "$T/r" "$T/r.store"
+}
+
+@test "a sparse array comes back a sparse array through rsync -aX (the kind set before the children)" {
+	sparse
+	rsync -aX "$MNT/" "$T/dir/"
+	mount_extra "$T/r" "$T/r.store"
+	run --separate-stderr rsync -aX "$T/dir/" "$T/r/"
+	assert_equal "$stderr" ''
+	assert_success
+	assert_sparse_back "$T/r" "$T/r.store"
+}
+
+@test "setting the kind array on a directory of index names keeps their gaps; other names are refused" {
+	mkdir "$MNT/d" "$MNT/e"
+	echo a >"$MNT/d/0"
+	echo b >"$MNT/d/7"
+	setfattr -n user.kvfs.type -v array "$MNT/d"
+	run -0 kvfs export --compact "$STORE" /d
+	assert_output '["a","b"]'
+	run -0 ls "$MNT/d"
+	assert_output $'0\n7'
+	echo c >"$MNT/e/0"
+	echo d >"$MNT/e/07"
+	run ! setfattr -n user.kvfs.type -v array "$MNT/e"
+	assert_output --partial 'Invalid argument'
+}
+
+# ---- tables ----
+
+# tables: /geo and /poi referencing each other (geo.capital -> poi,
+# poi.geo -> geo), /poi with a required column of at most 64 characters,
+# a unique index and a default TTL of a day (so its rows have deadlines;
+# p2/poiName has one of its own, p3 none), /visit keyed by (poi, day)
+# with key fields, and an array with a gap in a row.
+tables() {
+	mkdir "$MNT/geo" "$MNT/poi" "$MNT/visit"
+	kvfs table create "$STORE" /geo --key-depth 1
+	kvfs table column "$STORE" /geo name string --required
+	kvfs table create "$STORE" /poi --key-depth 1 --ttl 86400
+	kvfs table column "$STORE" /poi poiName string --required --max-length 64
+	kvfs table column "$STORE" /poi geo string --references /geo
+	kvfs index create "$STORE" /poi by_name poiName --unique
+	kvfs table column "$STORE" /geo capital string --references /poi
+	kvfs table create "$STORE" /visit --key-depth 2 --key-fields poi,day
+	kvfs table column "$STORE" /visit poi string --references /poi
+	kvfs table column "$STORE" /visit n integer --required
+	kvfs index create "$STORE" /visit by_n n
+	printf '{"name": "Paris"}' >"$T/r.json"
+	cp "$T/r.json" "$MNT/geo/fr.json"
+	printf '{"name": "Rome"}' >"$T/r.json"
+	cp "$T/r.json" "$MNT/geo/it.json"
+	printf '{"poiName": "Louvre", "geo": "fr", "tags": ["a", "b", "c"]}' >"$T/r.json"
+	cp "$T/r.json" "$MNT/poi/p1.json"
+	rm "$MNT/poi/p1/tags/1"
+	printf '{"poiName": "Colosseum", "geo": "it"}' >"$T/r.json"
+	cp "$T/r.json" "$MNT/poi/p2.json"
+	printf '{"poiName": "Pantheon"}' >"$T/r.json"
+	cp "$T/r.json" "$MNT/poi/p3.json"
+	echo p1 >"$MNT/geo/fr/capital"
+	mkdir "$MNT/visit/p1" "$MNT/visit/p2"
+	printf '{"n": 3}' >"$T/r.json"
+	cp "$T/r.json" "$MNT/visit/p1/20260101.json"
+	printf '{"n": 5}' >"$T/r.json"
+	cp "$T/r.json" "$MNT/visit/p2/20260102.json"
+	setfattr -n user.kvfs.ttl -v 3600 "$MNT/poi/p2/poiName"
+	setfattr -x user.kvfs.ttl "$MNT/poi/p3"
+	state "$STORE" "$MNT" >"$T/orig.state"
+	run -0 grep -c expires "$T/orig.state"
+	assert_output 3
+}
+
+# state STORE DIR: what must come back: the schemas, find's answers, the
+# absolute deadlines (not the time left), the export and check's verdict.
+state() {
+	local t
+	for t in /geo /poi /visit; do
+		kvfs table show "$1" "$t"
+	done
+	kvfs find "$1" /poi by_name --from A
+	kvfs find "$1" /poi by_name Louvre
+	kvfs find "$1" /poi @geo --from a
+	kvfs find "$1" /visit by_n --from 0
+	kvfs find "$1" /geo @capital p1
+	(cd "$2" && getfattr -R -m user.kvfs.expires -d . | grep -v '^$')
+	ls "$2/poi/p1/tags"
+	kvfs export --compact "$1"
+	kvfs check "$1" 2>&1
+}
+
+# assert_tables_back DIR STORE: the restored mount gives the same state.
+assert_tables_back() {
+	diff "$T/orig.state" <(state "$2" "$1")
+	# the rules hold again: a second row with the same name is refused
+	printf '{"poiName": "Louvre"}' >"$T/r.json"
+	run ! cp "$T/r.json" "$1/poi/p9.json"
+	run ! kvfs put "$2" /visit/p9/20260103/n 1
+}
+
+@test "tables, indexes and deadlines come back through cp -a into an empty mount" {
+	tables
+	cp -a "$MNT/." "$T/dir/"
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.schema "$T/dir/poi"
+	assert_output --partial '"references": "/geo"'
+	mount_extra "$T/r" "$T/r.store"
+	run --separate-stderr cp -a "$T/dir/." "$T/r/"
+	assert_equal "$stderr" ''
+	assert_success
+	assert_tables_back "$T/r" "$T/r.store"
+}
+
+@test "tables, indexes and deadlines come back through tar --xattrs into an empty mount" {
+	tables
+	run --separate-stderr tar --xattrs -cf "$T/b.tar" -C "$MNT" .
+	assert_equal "$stderr" ''
+	mount_extra "$T/r" "$T/r.store"
+	run --separate-stderr tar --xattrs -xf "$T/b.tar" -C "$T/r"
+	assert_equal "$stderr" ''
+	assert_success
+	assert_tables_back "$T/r" "$T/r.store"
+}
+
+# rsync sets a directory's attributes before its files: the schemas wait
+# until the rows are in, and are declared once the mount is idle (or at
+# once by `sync` of the mount, an fsyncdir).
+@test "tables, indexes and deadlines come back through rsync -aX into an empty mount; a second run sends nothing" {
+	tables
+	rsync -aX "$MNT/" "$T/dir/"
+	mount_extra "$T/r" "$T/r.store"
+	run --separate-stderr rsync -aX "$T/dir/" "$T/r/"
+	assert_equal "$stderr" ''
+	assert_success
+	sync "$T/r"
+	assert_tables_back "$T/r" "$T/r.store"
+	run -0 rsync -aXi "$T/dir/" "$T/r/"
+	assert_output ''
+}
+
+@test "a deadline is an absolute time: the copy does not live longer, and one already past expires at once" {
+	mkdir "$MNT/s"
+	echo v >"$MNT/s/a"
+	echo w >"$MNT/s/b"
+	setfattr -n user.kvfs.expires -v 2099-01-02T03:04:05.5+01:00 "$MNT/s/a"
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.expires "$MNT/s/a"
+	assert_output '2099-01-02T02:04:05.500000000Z'
+	# a copy restored later keeps the same instant, whatever is left
+	cp -a "$MNT/s" "$T/s"
+	mount_extra "$T/r" "$T/r.store"
+	cp -a "$T/s" "$T/r/"
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.expires "$T/r/s/a"
+	assert_output '2099-01-02T02:04:05.500000000Z'
+	setfattr -n user.kvfs.expires -v 2001-01-01T00:00:00Z "$T/r/s/b"
+	eventually 5 test ! -e "$T/r/s/b"
+	run ! setfattr -n user.kvfs.expires -v tomorrow "$MNT/s/a"
+	setfattr -x user.kvfs.expires "$MNT/s/a"
+	run ! getfattr -n user.kvfs.expires "$MNT/s/a"
+}
+
+@test "a schema that is wrong in itself is refused; one its rows break waits, then is declared when they obey it" {
+	mkdir -p "$MNT/t/r1"
+	echo x >"$MNT/t/r1/name"
+	run ! setfattr -n user.kvfs.schema -v '{"key_depth": 1, "columns": {"a": {"type": "nosuch"}}}' "$MNT/t"
+	run ! kvfs table show "$STORE" /t
+	setfattr -n user.kvfs.schema -v '{"key_depth": 1, "columns": {"n": {"type": "integer", "required": true}}}' "$MNT/t"
+	run ! kvfs table show "$STORE" /t
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.schema "$MNT/t"
+	assert_output --partial '"required": true'
+	echo 4 >"$MNT/t/r1/n"
+	setfattr -n user.kvfs.type -v integer "$MNT/t/r1/n"
+	sync "$MNT"
+	run -0 kvfs table show "$STORE" /t
+	assert_output --partial '"required": true'
+	run -0 kvfs check "$STORE"
+	assert_output --partial ', 0 problems'
+}
