@@ -538,11 +538,33 @@ struct fs_shape_mark {
 	uint64_t seq;		/* ctx->shape_seq then */
 	uint64_t reaps;		/* TTL reaps begun then (model_reaps) */
 	bool quiet;		/* no other section that may change shapes, nor a reap, was running */
+	/* fs_shape_mark_dirs: the directories an exclusive section changes */
+	struct fs_node *dir[2];	/* the source's and the target's (NULL: none; may be one) */
+	uint32_t nlink[2];	/* each one's count, taken at version */
+	bool counted[2];	/* dir[i]'s count was taken at version */
 };
 int fs_write_path_leaf(struct fs_ctx *ctx, struct fs_node *node, char **out);
 void fs_write_end_leaf(struct fs_ctx *ctx);
 void fs_shape_mark(struct fs_ctx *ctx, struct fs_shape_mark *mark);
 void fs_shape_carry(struct fs_ctx *ctx, struct fs_node *node, const struct fs_shape_mark *mark);
+/*
+ * An unlink, rmdir or rename keeps the nlink of the directories it
+ * changes in the same way. Inside its exclusive section (so no other
+ * section runs), before the model call: fs_shape_mark_dirs notes the
+ * store's version and the counts of from and to (to may be NULL or from)
+ * taken at that version. After a commit that succeeded, fs_shape_adjust
+ * adds to each what the commit did to its child containers (an unlink of
+ * a leaf: 0; an rmdir: -1; a rename: model_moved), when no TTL reap ran,
+ * the store moved by exactly that commit, and no getattr replaced the
+ * count meanwhile (one that raced the commit may have counted the new
+ * state under the old version). Otherwise the next getattr counts.
+ * The caller keeps from and to alive until then (the kernel's lookups
+ * on them during the operation do).
+ */
+void fs_shape_mark_dirs(struct fs_ctx *ctx, struct fs_shape_mark *mark, struct fs_node *from,
+			struct fs_node *to);
+void fs_shape_adjust(struct fs_ctx *ctx, const struct fs_shape_mark *mark, int from_dirs,
+		     int to_dirs);
 int fs_watch_start(struct fs_ctx *ctx);
 void fs_watch_stop(struct fs_ctx *ctx);
 

@@ -5,6 +5,7 @@
  * notices commits by other processes and reads the store's change feed to
  * re-check only the nodes they touched.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -427,14 +428,20 @@ int fs_write_path_leaf(struct fs_ctx *ctx, struct fs_node *node, char **out)
 	return write_path(ctx, node, NULL, out, SECTION_LEAF);
 }
 
-/* Whether a section that may change shapes, or a TTL reap, ran since (or at) the mark. */
-static bool shape_moved(struct fs_ctx *ctx, const struct fs_shape_mark *mark)
+/* Whether a TTL reap runs now or began since the mark. */
+static bool reaped_since(struct fs_ctx *ctx, const struct fs_shape_mark *mark)
 {
 	uint64_t reaps;
 	bool reaping;
 
 	model_reaps(ctx->model, &reaps, &reaping);
-	return reaping || reaps != mark->reaps || atomic_load(&ctx->shape_writers) != 0 ||
+	return reaping || reaps != mark->reaps;
+}
+
+/* Whether a section that may change shapes, or a TTL reap, ran since (or at) the mark. */
+static bool shape_moved(struct fs_ctx *ctx, const struct fs_shape_mark *mark)
+{
+	return reaped_since(ctx, mark) || atomic_load(&ctx->shape_writers) != 0 ||
 	       atomic_load(&ctx->shape_seq) != mark->seq;
 }
 
@@ -468,6 +475,58 @@ void fs_shape_carry(struct fs_ctx *ctx, struct fs_node *node, const struct fs_sh
 	parent = node->parent;
 	if (parent && parent->nlink_gen == mark->version + 1)
 		parent->nlink_gen = now + 1;
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+void fs_shape_mark_dirs(struct fs_ctx *ctx, struct fs_shape_mark *mark, struct fs_node *from,
+			struct fs_node *to)
+{
+	bool reaping;
+
+	/* the caller's exclusive section keeps every other section out: no seq to note */
+	model_reaps(ctx->model, &mark->reaps, &reaping);
+	mark->quiet = !reaping;
+	mark->version = model_version(ctx->model);
+	mark->dir[0] = from;
+	mark->dir[1] = to == from ? NULL : to;
+	pthread_mutex_lock(&ctx->lock);
+	for (int i = 0; i < 2; i++) {
+		const struct fs_node *d = mark->dir[i];
+
+		mark->counted[i] = d && d->nlink_gen == mark->version + 1;
+		mark->nlink[i] = mark->counted[i] ? d->nlink : 0;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+/*
+ * The store moved by exactly the caller's commit: each directory's child
+ * containers are the ones counted at the mark, changed by what the commit
+ * did. A count that is not the one noted at the mark (a getattr that raced
+ * the commit wrote its own) is left alone: it may be of the new state.
+ */
+void fs_shape_adjust(struct fs_ctx *ctx, const struct fs_shape_mark *mark, int from_dirs,
+		     int to_dirs)
+{
+	uint64_t now = model_version(ctx->model);
+	int delta[2] = { from_dirs, to_dirs };
+
+	if (!mark->quiet || reaped_since(ctx, mark) || now != mark->version + 1)
+		return;
+	if (!mark->dir[1])
+		delta[0] += to_dirs;	/* within one directory */
+	pthread_mutex_lock(&ctx->lock);
+	for (int i = 0; i < 2; i++) {
+		struct fs_node *d = mark->dir[i];
+
+		if (!d || !mark->counted[i] || d->nlink_gen != mark->version + 1 ||
+		    d->nlink != mark->nlink[i])
+			continue;
+		/* exact at the mark, and the commit removed a container that was there */
+		assert((int64_t)d->nlink + delta[i] >= 2);
+		d->nlink = (uint32_t)((int64_t)d->nlink + delta[i]);
+		d->nlink_gen = now + 1;
+	}
 	pthread_mutex_unlock(&ctx->lock);
 }
 

@@ -240,6 +240,7 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, uns
 {
 	struct fs_ctx *ctx = fs_req_ctx(req);
 	struct model_error err = { 0 };
+	struct fs_shape_mark mark;
 	struct fs_node *dir, *node;
 	char *path;
 	int ret;
@@ -257,7 +258,15 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, uns
 		fs_reply_err(req, ret);
 		return;
 	}
+	fs_shape_mark_dirs(ctx, &mark, dir, NULL);
 	ret = model_remove(ctx->model, path, flags, &err);
+	/*
+	 * The kernel's getattr of dir after each removal need not count its
+	 * children: an unlink removes a leaf (the model refuses a container),
+	 * an rmdir one directory; NAME.json removes its node, whatever it is.
+	 */
+	if (ret == 0 && !model_name_is_view(name, strlen(name)))
+		fs_shape_adjust(ctx, &mark, flags == MODEL_REMOVE_DIR ? -1 : 0, 0);
 	pthread_mutex_lock(&ctx->lock);
 	node = ret == 0 ? fs_node_child_locked(ctx, dir, name, false) : NULL;
 	if (node)
@@ -304,6 +313,8 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct fs_ctx *ctx = fs_req_ctx(req);
 	struct model_error err = { 0 };
 	struct fs_node *dir, *newdir = fs_node_from_ino(ctx, newparent);
+	struct model_moved moved = { 0 };
+	struct fs_shape_mark mark;
 	struct model_cred who;
 	const struct model_cred *whop = NULL;
 	gid_t *groups = NULL;
@@ -352,8 +363,11 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	    fs_node_fresh_child(ctx, dir, name, fuse_req_ctx(req)->pid))
 		mflags |= MODEL_RENAME_LATER;
 	ret = fs_node_path(ctx, newdir, newname, &to);
+	fs_shape_mark_dirs(ctx, &mark, dir, newdir);
 	if (ret == 0)
-		ret = model_rename_as(ctx->model, from, to, mflags, whop, &err);
+		ret = model_rename_as(ctx->model, from, to, mflags, whop, &moved, &err);
+	if (ret == 0 && moved.known)	/* both directories' nlink, without counting */
+		fs_shape_adjust(ctx, &mark, moved.from_dirs, moved.to_dirs);
 	/* The table moves before the section ends: committers then take the new path. */
 	if (ret == 0)
 		fs_node_move(ctx, dir, name, newdir, newname, flags & RENAME_EXCHANGE);

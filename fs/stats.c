@@ -3,7 +3,9 @@
  * session runs wraps ops.c's, adding one relaxed atomic increment per
  * request by opcode, and the counts read back as the mount root's xattr
  * user.kvfs.stats ("opcode count" lines), so that a benchmark can tell
- * where a workload's round trips go.
+ * where a workload's round trips go; the last line, store_keys_read, is
+ * what the store's reads handed out (model_keys_read), so that a test can
+ * tell what an operation costs the store.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -38,16 +40,22 @@ void fs_stat_add(struct fs_ctx *ctx, enum fs_stat which, uint64_t n)
 size_t fs_stats_format(struct fs_ctx *ctx, char *buf, size_t cap)
 {
 	size_t used = 0;
+	int n;
 
 	for (int i = 0; i < FS_STAT_MAX; i++) {
 		uint64_t v = atomic_load_explicit(&ctx->stats[i], memory_order_relaxed);
-		int n = snprintf(buf + used, cap - used, "%s %llu\n", stat_names[i],
+
+		n = snprintf(buf + used, cap - used, "%s %llu\n", stat_names[i],
 				 (unsigned long long)v);
 
 		if (n < 0 || (size_t)n >= cap - used)
-			break;
+			return used;
 		used += (size_t)n;
 	}
+	n = snprintf(buf + used, cap - used, "store_keys_read %llu\n",
+		     (unsigned long long)model_keys_read(ctx->model));
+	if (n > 0 && (size_t)n < cap - used)
+		used += (size_t)n;
 	return used;
 }
 

@@ -173,6 +173,11 @@ uint64_t model_generation(struct model *m);
  */
 uint64_t model_version(struct model *m);
 /*
+ * Cheap: the keys this handle's reads have handed out so far (point reads
+ * and keys scans returned: store_keys_read), for user.kvfs.stats.
+ */
+uint64_t model_keys_read(struct model *m);
+/*
  * The TTL reaps of this handle (which remove nodes, directories among
  * them, in commits of their own that a group commit may share with
  * others): *running whether one runs now, *begun how many ever began. A
@@ -439,9 +444,23 @@ enum model_rename_flags {
 /* Moves a leaf or subtree atomically; onto NAME.json: parses the source as JSON. */
 int model_rename(struct model *m, const char *from, const char *to, unsigned flags,
 		 struct model_error *err);
-/* model_rename; onto NAME.json, the document is written on behalf of who (model_write_as). */
+/*
+ * What a rename that succeeded did to the containers among the children
+ * of its two directories (each one's nlink is 2 more than that), for a
+ * caller that keeps those counts instead of counting them again.
+ */
+struct model_moved {
+	bool known;	/* false: a document was written onto a view (any shape): count again */
+	int from_dirs;	/* change of the source directory's child containers: 0 or -1 */
+	int to_dirs;	/* of the target directory's: 0 or +1 (a directory replaced: 0) */
+};
+/*
+ * model_rename; onto NAME.json, the document is written on behalf of who
+ * (model_write_as). *moved (may be NULL) is filled when it succeeds.
+ */
 int model_rename_as(struct model *m, const char *from, const char *to, unsigned flags,
-		    const struct model_cred *who, struct model_error *err);
+		    const struct model_cred *who, struct model_moved *moved,
+		    struct model_error *err);
 /* Leaves: the stored mtime; containers: the attr mtime. Sets ctime to now. */
 int model_set_mtime(struct model *m, const char *path, int64_t mtime_ns, struct model_error *err);
 /*

@@ -156,6 +156,11 @@ uint64_t model_version(struct model *m)
 	return store_version(m->st);
 }
 
+uint64_t model_keys_read(struct model *m)
+{
+	return store_keys_read(m->st);
+}
+
 int model_backup(struct model *m, const char *dir, struct model_error *err)
 {
 	int ret;

@@ -17,6 +17,7 @@ struct rename_op {
 	unsigned flags;
 	const char *type;	/* NULL: back to the type a new node would get */
 	const struct model_cred *who;	/* onto a view: the document's writer (NULL: unchecked) */
+	struct model_moved moved;	/* what the last run of rename_txn did */
 	struct model_error *err;
 };
 
@@ -201,7 +202,7 @@ static int rename_attrs(struct store_txn *txn, const struct tree_path *src,
 	return ret;
 }
 
-static int rename_move(struct store_txn *txn, const struct rename_op *op,
+static int rename_move(struct store_txn *txn, struct rename_op *op,
 		       const struct tree_path *src, const struct tree_node *s,
 		       const struct tree_path *dst)
 {
@@ -233,6 +234,11 @@ static int rename_move(struct store_txn *txn, const struct rename_op *op,
 		ret = tree_keep_parent(txn, src->key, src->parent_len);
 	if (ret == 0)
 		ret = rename_attrs(txn, src, dst);
+	/* a container leaves its directory; it joins the other unless it replaced one */
+	if (ret == 0 && s->kind != MODEL_KIND_LEAF) {
+		op->moved.from_dirs = -1;
+		op->moved.to_dirs = d.exists ? 0 : 1;
+	}
 	return ret;
 }
 
@@ -244,6 +250,7 @@ static int rename_txn(struct store_txn *txn, void *arg)
 	int ret = -ENOMEM;
 
 	tree_clear(op->err);
+	op->moved = (struct model_moved){ .known = true };	/* a run may be retried */
 	src = malloc(sizeof(*src));
 	dst = malloc(sizeof(*dst));
 	if (!src || !dst)
@@ -275,8 +282,10 @@ static int rename_txn(struct store_txn *txn, void *arg)
 	ret = table_check_move(txn, src->key, src->len, op->from, op->err);
 	if (ret < 0)
 		goto out_free;
-	if (dst->is_view)
+	if (dst->is_view) {
+		op->moved.known = false;
 		ret = rename_onto_view(txn, op, src, &s, dst);
+	}
 	else if (dst->len != src->len || memcmp(dst->key, src->key, src->len) != 0)
 		ret = rename_move(txn, op, src, &s, dst);
 out_free:
@@ -288,19 +297,25 @@ out_free:
 int model_rename(struct model *m, const char *from, const char *to, unsigned flags,
 		 struct model_error *err)
 {
-	return model_rename_as(m, from, to, flags, NULL, err);
+	return model_rename_as(m, from, to, flags, NULL, NULL, err);
 }
 
 int model_rename_as(struct model *m, const char *from, const char *to, unsigned flags,
-		    const struct model_cred *who, struct model_error *err)
+		    const struct model_cred *who, struct model_moved *moved,
+		    struct model_error *err)
 {
 	struct rename_op op = { .from = from, .to = to, .flags = flags, .who = who, .err = err };
+	int ret;
 
 	if (flags & MODEL_RENAME_EXCHANGE)
 		return tree_fail(err, -EINVAL, "%s: exchanging names is not supported", from);
 	if (flags & MODEL_RENAME_LATER)
-		return tree_write_later(m, from, rename_txn, &op, err);
-	return tree_write(m, from, rename_txn, &op, err);
+		ret = tree_write_later(m, from, rename_txn, &op, err);
+	else
+		ret = tree_write(m, from, rename_txn, &op, err);
+	if (ret == 0 && moved)
+		*moved = op.moved;
+	return ret;
 }
 
 /* ---- types ---- */

@@ -266,6 +266,11 @@ uint64_t store_version(struct store *st)
 	return st->ops->read_version ? st->ops->read_version(st) : st->ops->position(st);
 }
 
+uint64_t store_keys_read(struct store *st)
+{
+	return atomic_load_explicit(&st->keys_read, memory_order_relaxed);
+}
+
 int store_queue_start(struct store *st, unsigned ms, enum store_queue_mode mode)
 {
 	if (st->readonly)
@@ -435,6 +440,7 @@ int store_get(struct store_txn *txn, enum store_space space,
 		return rc;
 	if (store_hidden_covering(txn, space, key, key_len))
 		return -ENOENT;
+	atomic_fetch_add_explicit(&txn->st->keys_read, 1, memory_order_relaxed);
 	return txn->st->ops->get(txn, space, key, key_len, out);
 }
 
@@ -583,6 +589,7 @@ void store_scan_close(struct store_scan *scan)
 {
 	if (!scan)
 		return;
+	atomic_fetch_add_explicit(&scan->txn->st->keys_read, scan->keys, memory_order_relaxed);
 	scan->txn->st->ops->scan_close(scan);
 	free(scan);
 }
@@ -686,6 +693,7 @@ int store_scan_next(struct store_scan *scan, struct store_val *key, struct store
 
 	for (;;) {
 		rc = scan->txn->st->ops->scan_next(scan, key, val);
+		scan->keys += rc == 1;
 		if (rc != 1 || !(h = store_hidden_covering(scan->txn, scan->space, key->data,
 							     key->len)))
 			return rc;
@@ -738,6 +746,7 @@ static int next_distinct_backend(struct store_scan *scan, int depth, struct stor
 
 	for (;;) {
 		rc = scan->txn->st->ops->scan_next_distinct(scan, depth, key, val, child_end);
+		scan->keys += rc == 1;
 		if (rc != 1 || !(h = store_hidden_covering(scan->txn, scan->space, key->data,
 							     key->len)))
 			return rc;

@@ -462,6 +462,12 @@ uint64_t store_position(struct store *st);
  * position. For caches of this process; not a position of the feed.
  */
 uint64_t store_version(struct store *st);
+/*
+ * Keys this handle's reads have handed out so far, by every backend alike:
+ * one per point read, one per key a scan returned (counted when the scan
+ * closes). Cheap; for counting what an operation reads (user.kvfs.stats).
+ */
+uint64_t store_keys_read(struct store *st);
 
 /*
  * Calls fn for every change committed after position `after`, up to the

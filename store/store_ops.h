@@ -58,6 +58,7 @@ struct store {
 	_Atomic unsigned format;
 	int64_t created_ns;	/* meta "created": set by the backend's open */
 	store_container_test_fn container_test;	/* store_set_container_test (NULL: none) */
+	_Atomic uint64_t keys_read;	/* store_keys_read: point reads, and closed scans' keys */
 };
 
 /* The shared part of a transaction (a backend's transaction begins with it). */
@@ -76,6 +77,7 @@ struct store_scan {
 	enum store_space space;
 	uint64_t steps;		/* the backend counts each positioning (a cursor move,
 				 * a round trip): store_scan_steps */
+	uint64_t keys;		/* keys handed out (store.c): added to keys_read at close */
 	size_t prefix_len;
 	uint8_t prefix[STORE_KEY_MAX];
 };
