@@ -239,7 +239,7 @@ static void take_text_drop(struct fs_file *f)
 	f->len = f->cap = 0;
 }
 
-/* f->lock held. One rendering of path into f's empty buffer. */
+/* f->lock held. One rendering of path into f's empty buffer, for its opener. */
 static int take_text_once(struct fs_ctx *ctx, struct fs_file *f, const char *path,
 			  struct model_error *err)
 {
@@ -249,7 +249,7 @@ static int take_text_once(struct fs_ctx *ctx, struct fs_file *f, const char *pat
 
 	if (!out)
 		return -ENOMEM;
-	ret = model_read_to(ctx->model, path, out, err);
+	ret = model_read_to_as(ctx->model, path, out, f->who_set ? &f->who : NULL, err);
 	if (fclose(out) != 0 && ret == 0)
 		ret = -EIO;
 	if (ret < 0 && tt.err)

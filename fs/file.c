@@ -566,7 +566,24 @@ static int view_append_check(struct fs_ctx *ctx, const char *path)
 	return ret;
 }
 
-int fs_file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
+/*
+ * A view's opener, before its text is rendered for them (fs_file_take_text)
+ * and before a writer commits on their behalf: f's who, kept to its close.
+ */
+static void view_set_opener(fuse_req_t req, struct fs_ctx *ctx, struct fs_file *f)
+{
+	struct model_cred who;
+	gid_t *groups;
+
+	fs_cred_from_req(req, ctx, &who, &groups);
+	pthread_mutex_lock(&f->lock);
+	f->who = who;
+	f->who_groups = groups;
+	f->who_set = true;
+	pthread_mutex_unlock(&f->lock);
+}
+
+int fs_file_open(fuse_req_t req, struct fs_ctx *ctx, struct fs_node *node, const char *path,
 		 struct fuse_file_info *fi, struct fs_file **out)
 {
 	struct model_error err = { 0 };
@@ -608,6 +625,8 @@ int fs_file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 	f->open_mtime = n.mtime_ns;
 	f->open_size = n.size;
 	pthread_mutex_unlock(&f->lock);
+	if (n.kind == MODEL_KIND_VIEW)
+		view_set_opener(req, ctx, f);
 	if (acc != O_RDONLY) {
 		ret = file_load(ctx, f, path, fi->flags, n.kind == MODEL_KIND_VIEW);
 	} else if (n.kind == MODEL_KIND_VIEW) {
@@ -700,7 +719,7 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	pthread_mutex_lock(&ctx->lock);
 	tmp = node->tmp != NULL;
 	pthread_mutex_unlock(&ctx->lock);
-	ret = tmp ? fs_tmp_open(ctx, node, fi, &f) : fs_file_open(ctx, node, path, fi, &f);
+	ret = tmp ? fs_tmp_open(ctx, node, fi, &f) : fs_file_open(req, ctx, node, path, fi, &f);
 	if (ret == -ENOENT && !tmp && (fi->flags & O_ACCMODE) != O_RDONLY) {
 		/*
 		 * Another writer created it and has not closed yet (parallel
@@ -710,7 +729,7 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		if (view_is_pending(ctx, node))
 			ret = fs_view_pending_open(ctx, node, fi, &f);
 		else
-			ret = fs_file_open(ctx, node, path, fi, &f);
+			ret = fs_file_open(req, ctx, node, path, fi, &f);
 	}
 	free(path);
 	if (ret == 0)

@@ -218,9 +218,10 @@ struct fs_file {
 				 * written; else (touch) at the first flush */
 	bool refused;		/* the model refused buf as it is: not parsed again */
 	/*
-	 * A view writer's opener (fs_file_set_opener, before the kernel has
-	 * the handle): its commits are checked on their behalf (model_write_as)
-	 * and its refusals are theirs. who.groups is who_groups (heap).
+	 * A view's opener (set at open, before the kernel has the handle): its
+	 * text is rendered only if they may read it (model_read_to_as), a
+	 * writer's commits are checked on their behalf (model_write_as), and
+	 * its refusals are theirs. who.groups is who_groups (heap).
 	 */
 	bool who_set;
 	struct model_cred who;
@@ -690,6 +691,14 @@ void fs_attr_for_new(fuse_req_t req, struct fs_ctx *ctx, mode_t mode, bool dir,
  */
 void fs_cred_from_req(fuse_req_t req, const struct fs_ctx *ctx, struct model_cred *out,
 		      gid_t **groups);
+/*
+ * fs_cred_from_req into out when path names a view (NAME.json: its text is
+ * rendered for req's caller) and req is not NULL; then returns out, else
+ * NULL with *groups NULL. The caller frees *groups.
+ */
+const struct model_cred *fs_cred_for_view(fuse_req_t req, const struct fs_ctx *ctx,
+					 const char *path, struct model_cred *out,
+					 gid_t **groups);
 
 /* ctx->lock held. The attributes of a pending file as last flushed. */
 void fs_tmp_stat_locked(const struct fs_ctx *ctx, const struct fs_node *node,
@@ -707,9 +716,9 @@ double fs_attr_timeout_for(const struct fs_ctx *ctx, bool volatile_);
 
 /*
  * Fills e for the child name of dir (at path) and counts one kernel lookup
- * on its node. 0 or -errno.
+ * on its node; a view's size is the one req's caller may read. 0 or -errno.
  */
-int fs_entry_make(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
+int fs_entry_make(fuse_req_t req, struct fs_ctx *ctx, struct fs_node *dir, const char *name,
 		  const char *path, struct fuse_entry_param *e);
 
 /* Replies with a fresh entry for name in dir (mkdir, mknod). */
@@ -789,8 +798,12 @@ int fs_leaf_pending_open(struct fs_ctx *ctx, struct fs_node *node, struct fuse_f
 int fs_view_pending_open(struct fs_ctx *ctx, struct fs_node *node, struct fuse_file_info *fi,
 			 struct fs_file **out);
 
-/* Opens node (at path) for fi->flags; the reply is sent by the caller. */
-int fs_file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
+/*
+ * Opens node (at path) for fi->flags; the reply is sent by the caller. A
+ * view is opened on behalf of req's caller: its text only when they may
+ * read its whole subtree (-EACCES, kept for user.kvfs.error, else).
+ */
+int fs_file_open(fuse_req_t req, struct fs_ctx *ctx, struct fs_node *node, const char *path,
 		 struct fuse_file_info *fi, struct fs_file **out);
 /* A view writer f just opened by req: its commits are made on req's caller's behalf. */
 void fs_file_set_opener(fuse_req_t req, struct fs_ctx *ctx, struct fs_file *f);
@@ -889,6 +902,8 @@ int fs_file_snapshot(struct fs_ctx *ctx, struct fs_file *f, const char *path);
  * empty buffer, past FS_SPILL_MIN on disk (spill.c), so a view of a big
  * subtree or a big leaf opened to be changed is never held in the
  * daemon's memory: a view reader's snapshot, a writer's starting content.
+ * A view's is rendered for its opener (f->who): -EACCES where they may
+ * not read all of it.
  */
 int fs_file_take_text(struct fs_ctx *ctx, struct fs_file *f, const char *path);
 
