@@ -69,53 +69,102 @@ void fs_attr_for_new(fuse_req_t req, struct fs_ctx *ctx, mode_t mode, bool dir,
 /* Supplementary groups past this many are not read (the kernel allows 65536). */
 #define FS_CRED_GROUPS_MAX 4096
 
-void fs_cred_from_req(fuse_req_t req, const struct fs_ctx *ctx, struct model_cred *out,
-		      gid_t **groups)
+/*
+ * The supplementary groups of req's process (heap, *n of them), or NULL
+ * when they cannot be read (the process is gone: its primary group only).
+ * A read of /proc: tens of microseconds.
+ */
+static gid_t *req_groups(fuse_req_t req, size_t *n)
+{
+	gid_t *groups = NULL, *list;
+	int cap = 32, got;
+
+	*n = 0;
+	for (;;) {
+		list = realloc(groups, (size_t)cap * sizeof(*list));
+		if (!list)
+			break;
+		groups = list;
+		got = fuse_req_getgroups(req, cap, list);
+		if (got < 0)
+			break;
+		if (got <= cap) {
+			*n = (size_t)got;
+			return groups;
+		}
+		if (got > FS_CRED_GROUPS_MAX)
+			break;
+		cap = got;
+	}
+	free(groups);
+	return NULL;
+}
+
+/* Who made req, groups aside. */
+static void cred_base(fuse_req_t req, const struct fs_ctx *ctx, struct model_cred *out)
 {
 	const struct fuse_ctx *who = fuse_req_ctx(req);
-	int n = 32, got;
 
 	memset(out, 0, sizeof(*out));
 	out->uid = who->uid;
 	out->gid = who->gid;
 	out->owner_uid = ctx->uid;
 	out->owner_gid = ctx->gid;
-	*groups = NULL;
-	if (who->uid == 0)
-		return;	/* may anything: its groups do not matter */
-	for (;;) {
-		gid_t *list = realloc(*groups, (size_t)n * sizeof(*list));
+}
 
-		if (!list)
-			break;
-		*groups = list;
-		got = fuse_req_getgroups(req, n, list);
-		if (got < 0)
-			break;	/* the process is gone: its primary group only */
-		if (got <= n) {
-			out->groups = list;
-			out->ngroups = (size_t)got;
-			return;
-		}
-		if (got > FS_CRED_GROUPS_MAX)
-			break;
-		n = got;
-	}
-	free(*groups);
+void fs_cred_from_req(fuse_req_t req, const struct fs_ctx *ctx, struct model_cred *out,
+		      gid_t **groups)
+{
+	cred_base(req, ctx, out);
 	*groups = NULL;
+	if (out->uid == 0)
+		return;	/* may anything: its groups do not matter */
+	*groups = req_groups(req, &out->ngroups);
+	out->groups = *groups;
+}
+
+/* model_cred's groups_fn for fs_cred_lazy: read once, at the first ask. */
+static const gid_t *lazy_groups(void *arg, size_t *n)
+{
+	struct fs_groups *g = arg;
+
+	if (!g->read) {
+		g->list = req_groups(g->req, &g->n);
+		g->read = true;
+	}
+	*n = g->n;
+	return g->list;
+}
+
+void fs_cred_lazy(fuse_req_t req, const struct fs_ctx *ctx, struct model_cred *out,
+		  struct fs_groups *g)
+{
+	memset(g, 0, sizeof(*g));
+	g->req = req;
+	cred_base(req, ctx, out);
+	if (out->uid != 0) {
+		out->groups_fn = lazy_groups;
+		out->groups_arg = g;
+	}
+}
+
+void fs_groups_release(struct fs_groups *g)
+{
+	free(g->list);
+	g->list = NULL;
 }
 
 const struct model_cred *fs_cred_for_view(fuse_req_t req, const struct fs_ctx *ctx,
 					 const char *path, struct model_cred *out,
-					 gid_t **groups)
+					 struct fs_groups *g)
 {
 	const char *name = strrchr(path, '/');
 
 	name = name ? name + 1 : path;
-	*groups = NULL;
+	memset(g, 0, sizeof(*g));
 	if (!req || !model_name_is_view(name, strlen(name)))
 		return NULL;
-	fs_cred_from_req(req, ctx, out, groups);
+	fs_cred_lazy(req, ctx, out, g);
 	return out;
 }
 
@@ -198,8 +247,8 @@ static int node_stat(fuse_req_t req, struct fs_ctx *ctx, struct fs_node *node, c
 	struct model_error err = { 0 };
 	const struct model_cred *who;
 	struct model_cred cred;
+	struct fs_groups groups;
 	struct model_node n;
-	gid_t *groups;
 	enum model_kind pend_kind = MODEL_KIND_VIEW;
 	bool pending, cached;
 	uint32_t nlink;
@@ -270,7 +319,7 @@ static int node_stat(fuse_req_t req, struct fs_ctx *ctx, struct fs_node *node, c
 			break;
 		gen = now;
 	}
-	free(groups);
+	fs_groups_release(&groups);
 	if (pending) {
 		n.kind = ret == 0 ? n.kind : pend_kind;
 		ret = 0;
@@ -378,7 +427,7 @@ static int truncate_path(fuse_req_t req, struct fs_ctx *ctx, struct fs_node *nod
 	struct model_cred cred;
 	size_t len = 0;
 	char *text = NULL, *grown, *path;
-	gid_t *groups;
+	struct fs_groups groups;
 	int ret;
 
 	if ((uint64_t)size > FS_FILE_MAX)
@@ -404,7 +453,7 @@ out_end:
 	fs_write_end(ctx, ret);
 	if (ret < 0)
 		fs_log_model(ctx, ret, &err, path);
-	free(groups);
+	fs_groups_release(&groups);
 	free(text);
 	free(path);
 	return ret;

@@ -433,7 +433,8 @@ static int file_load(struct fs_ctx *ctx, struct fs_file *f, const char *path, in
 		fs_file_publish(ctx, f);
 		return 0;
 	}
-	return fs_file_take_text(ctx, f, path);
+	/* a view's starting content is rendered for its opener (view_set_opener) */
+	return fs_file_take_text(ctx, f, path, view ? &f->who : NULL);
 }
 
 /* f->lock held. O_TRUNC on the shared buffer: empty now, committed at the latest at release. */
@@ -567,8 +568,9 @@ static int view_append_check(struct fs_ctx *ctx, const char *path)
 }
 
 /*
- * A view's opener, before its text is rendered for them (fs_file_take_text)
- * and before a writer commits on their behalf: f's who, kept to its close.
+ * A view writer's opener, before its text is rendered for them (file_load)
+ * and its commits are checked on their behalf: f's who, kept to its close,
+ * so its groups are read now, while the request is served.
  */
 static void view_set_opener(fuse_req_t req, struct fs_ctx *ctx, struct fs_file *f)
 {
@@ -581,6 +583,24 @@ static void view_set_opener(fuse_req_t req, struct fs_ctx *ctx, struct fs_file *
 	f->who_groups = groups;
 	f->who_set = true;
 	pthread_mutex_unlock(&f->lock);
+}
+
+/*
+ * A view reader's text, rendered for req's caller: their groups are read
+ * only if a node's mode makes them matter (fs_cred_lazy), as nothing is
+ * checked for them once the open is answered.
+ */
+static int view_reader_load(fuse_req_t req, struct fs_ctx *ctx, struct fs_file *f,
+			    const char *path)
+{
+	struct model_cred who;
+	struct fs_groups groups;
+	int ret;
+
+	fs_cred_lazy(req, ctx, &who, &groups);
+	ret = fs_file_take_text(ctx, f, path, &who);
+	fs_groups_release(&groups);
+	return ret;
 }
 
 int fs_file_open(fuse_req_t req, struct fs_ctx *ctx, struct fs_node *node, const char *path,
@@ -625,13 +645,13 @@ int fs_file_open(fuse_req_t req, struct fs_ctx *ctx, struct fs_node *node, const
 	f->open_mtime = n.mtime_ns;
 	f->open_size = n.size;
 	pthread_mutex_unlock(&f->lock);
-	if (n.kind == MODEL_KIND_VIEW)
+	if (acc != O_RDONLY && n.kind == MODEL_KIND_VIEW)
 		view_set_opener(req, ctx, f);
 	if (acc != O_RDONLY) {
 		ret = file_load(ctx, f, path, fi->flags, n.kind == MODEL_KIND_VIEW);
 	} else if (n.kind == MODEL_KIND_VIEW) {
 		f->kind = FS_FILE_VIEW_READER;
-		ret = fs_file_take_text(ctx, f, path);
+		ret = view_reader_load(req, ctx, f, path);
 	}
 	else if (n.size > FS_SNAPSHOT_MAX)
 		fs_cache_reader_deferred(f, &n, false);

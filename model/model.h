@@ -326,6 +326,14 @@ struct model_cred {
 	gid_t gid;
 	const gid_t *groups;	/* supplementary groups; borrowed */
 	size_t ngroups;
+	/*
+	 * May be set with groups NULL: reads the supplementary groups the
+	 * first time a check needs them (a stored mode whose group is not
+	 * gid), so that most checks never read them; returns them (borrowed
+	 * from arg; NULL when none) and *n their count.
+	 */
+	const gid_t *(*groups_fn)(void *arg, size_t *n);
+	void *groups_arg;
 	uid_t owner_uid;
 	gid_t owner_gid;
 };

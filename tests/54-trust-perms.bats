@@ -314,6 +314,18 @@ sys.stdout.write(os.read(fd, 1 << 20).decode())' "$2" "$3"
 	assert_output EACCES
 	run -0 as_other cat "$MNT/pub.json"
 	assert_output --partial '"hello"'
+	# a group's 0750 directory: its members read it (a supplementary group)
+	mkdir "$MNT/team"
+	echo plan >"$MNT/team/f"
+	chgrp 4242 "$MNT/team"
+	chmod 750 "$MNT/team"
+	run -0 setpriv --reuid=65533 --regid=65533 --groups=4242 -- cat "$MNT/team.json"
+	assert_output $'{\n  "f": "plan"\n}'
+	# the whole mount, to the owner of home when in the group too
+	run -0 setpriv --reuid=65534 --regid=65534 --groups=4242 -- cat "$MNT/.json"
+	assert_output --partial '"plan"'
+	run ! open_as as_nobody "$MNT/.json" O_RDONLY
+	assert_output EACCES
 	# root reads everything
 	run -0 cat "$MNT/.json"
 	assert_output --partial '"mine"'
