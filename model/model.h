@@ -340,8 +340,9 @@ struct model_cred {
 /*
  * Whether who may read what path names: search permission on each
  * directory above it and read permission on the node (for a path that
- * names nothing, on the last directory that exists). 0 or -EACCES;
- * -errno when the store cannot tell.
+ * names nothing, on the last directory that exists); for a view, on every
+ * node below too, as model_read_to_as. 0 or -EACCES; -errno when the
+ * store cannot tell.
  */
 int model_may_read(struct model *m, const char *path, const struct model_cred *who);
 

@@ -333,10 +333,12 @@ int model_may_read(struct model *m, const char *path, const struct model_cred *w
 	ret = tree_read_begin(m, &txn);
 	if (ret == 0) {
 		ret = tree_resolve(txn, path, 0, p, NULL);
-		if (ret == 0)
-			ret = may_read_key(txn, who, p->key, p->len);
-		else
+		if (ret < 0)
 			ret = -EACCES;	/* no node's name: nobody's to read */
+		else
+			ret = may_read_key(txn, who, p->key, p->len);
+		if (ret == 0 && p->is_view)	/* a view is read node by node */
+			ret = perm_may_read_tree(txn, who, p->key, p->len, path, NULL);
 		store_txn_end(txn);
 	}
 	free(p);

@@ -326,6 +326,20 @@ sys.stdout.write(os.read(fd, 1 << 20).decode())' "$2" "$3"
 	assert_output --partial '"plan"'
 	run ! open_as as_nobody "$MNT/.json" O_RDONLY
 	assert_output EACCES
+	# a member refused a view for a node in a group's directory: their
+	# refusal names it; others who may not list that directory never see
+	# it, though they may read the view's own directory
+	mkdir "$MNT/pub/grp"
+	echo x >"$MNT/pub/grp/private"
+	chmod 600 "$MNT/pub/grp/private"
+	chgrp 4242 "$MNT/pub/grp"
+	chmod 750 "$MNT/pub/grp"
+	run ! setpriv --reuid=65533 --regid=65533 --groups=4242 -- cat "$MNT/pub.json"
+	run -0 setpriv --reuid=65533 --regid=65533 --groups=4242 -- \
+		getfattr --only-values -n user.kvfs.error "$MNT/pub"
+	assert_output --partial '/pub/grp/private'
+	run ! as_nobody getfattr --only-values -n user.kvfs.error "$MNT/pub"
+	refute_output --partial '/pub/grp/private'
 	# root reads everything
 	run -0 cat "$MNT/.json"
 	assert_output --partial '"mine"'
