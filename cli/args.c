@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -300,7 +301,21 @@ int cli_finish_stdout(int code)
 
 /* ---- stores ---- */
 
+/* "no store at DIR"; a verb that adds data also names the verbs that make one. */
+static int no_store(const char *dir, enum cli_open_mode mode)
+{
+	if (mode == CLI_OPEN_MAKE)
+		return cli_fail("no store at %s (make one with kvfs mkdir --create, "
+				"put --create, import or mount --create)", dir);
+	return cli_fail("no store at %s", dir);
+}
+
 int cli_open(const char *dir, enum cli_open_mode mode, struct model **out)
+{
+	return cli_open_ret(dir, mode, out, NULL);
+}
+
+int cli_open_ret(const char *dir, enum cli_open_mode mode, struct model **out, int *open_err)
 {
 	struct model_error err = { .msg = "" };
 	unsigned flags = 0;
@@ -308,6 +323,8 @@ int cli_open(const char *dir, enum cli_open_mode mode, struct model **out)
 	int ret;
 
 	*out = NULL;
+	if (open_err)
+		*open_err = 0;
 	if (mode == CLI_OPEN_READ)
 		flags |= MODEL_OPEN_READONLY;
 	if (mode == CLI_OPEN_CREATE)
@@ -316,12 +333,14 @@ int cli_open(const char *dir, enum cli_open_mode mode, struct model **out)
 	 * (a URL names no local path: the backend says what is wrong). */
 	if (!model_name_is_url(dir) && mode != CLI_OPEN_CREATE && stat(dir, &st) != 0 &&
 	    errno == ENOENT)
-		return cli_fail("no store at %s", dir);
+		return no_store(dir, mode);
 	if (!model_name_is_url(dir) && stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
 		return cli_fail("no store at %s: not a directory", dir);
 	ret = model_open(dir, flags, out, &err);
+	if (open_err)
+		*open_err = ret < 0 ? ret : 0;
 	if (ret == -ENOENT && mode != CLI_OPEN_CREATE)
-		return cli_fail("no store at %s", dir);
+		return no_store(dir, mode);
 	if (ret < 0)
 		return cli_model_fail(ret, &err, dir);
 	return CLI_EXIT_OK;
@@ -379,16 +398,63 @@ void cli_signals_catch(void)
 }
 
 /*
+ * What a fault inside LMDB says: by default, that the store is damaged
+ * and check tells more; once cli_damage_checking has run, check's own
+ * report (what it could not read, what to do). Written before any signal
+ * can come, read by the handlers.
+ */
+static const char bus_msg[] = "kvfs: the store is damaged (a page lies past the end of its "
+			      "file); run kvfs check\n";
+static const char segv_msg[] = "kvfs: the store is damaged (LMDB faulted reading one of its "
+			       "pages); run kvfs check\n";
+static char check_bus_msg[3 * PATH_MAX], check_segv_msg[3 * PATH_MAX];
+static size_t check_bus_len, check_segv_len;
+
+static void damage_say(const char *msg, size_t len, const char *check_msg, size_t check_len)
+{
+	ssize_t n;
+
+	if (check_len)
+		n = write(STDERR_FILENO, check_msg, check_len);
+	else
+		n = write(STDERR_FILENO, msg, len);
+	(void)n;
+}
+
+/* One report of check's, with what to do after it; the length written (0: none fits). */
+static size_t damage_report(char *buf, size_t size, const char *what, const char *store)
+{
+	int n = snprintf(buf, size, "kvfs: check: the store is damaged: %s; the rest was not "
+			 "checked\n", what);
+	size_t len = n > 0 && (size_t)n < size ? (size_t)n : 0;
+
+	n = cli_damage_advice(buf + len, size - len, "kvfs: check: ", store);
+	return n > 0 && (size_t)n < size - len ? len + (size_t)n : 0;
+}
+
+int cli_damage_advice(char *buf, size_t size, const char *prefix, const char *store)
+{
+	return snprintf(buf, size, "%swhat to do: restore %s from a backup (kvfs backup makes one), "
+			"or save what is still readable with `kvfs dump %s > FILE` (it stops at the "
+			"first damaged record) and `kvfs export %s PATH` for the parts it did not "
+			"reach\n", prefix, store, store, store);
+}
+
+void cli_damage_checking(const char *store)
+{
+	check_bus_len = damage_report(check_bus_msg, sizeof(check_bus_msg),
+				      "a page lies past the end of its file", store);
+	check_segv_len = damage_report(check_segv_msg, sizeof(check_segv_msg),
+				       "LMDB faulted reading one of its pages", store);
+}
+
+/*
  * No cleanup is safe once the map has faulted, and none is needed: the
  * reader slot this process leaves is cleared by the next open (store/).
  */
 static void on_bus_error(int sig)
 {
-	static const char msg[] = "kvfs: the store is damaged (a page lies past the end "
-				  "of its file); run kvfs check\n";
-	ssize_t n = write(STDERR_FILENO, msg, sizeof(msg) - 1);
-
-	(void)n;
+	damage_say(bus_msg, sizeof(bus_msg) - 1, check_bus_msg, check_bus_len);
 	(void)sig;
 	_exit(CLI_EXIT_FAIL);
 }
@@ -405,10 +471,6 @@ static struct sigaction segv_before;
  */
 static void on_segv(int sig, siginfo_t *info, void *context)
 {
-	static const char msg[] = "kvfs: the store is damaged (LMDB faulted reading one of "
-				  "its pages); run kvfs check\n";
-	ssize_t n;
-
 	(void)context;
 	if (info->si_code <= 0 || !model_in_store_engine()) {
 		sigaction(sig, &segv_before, NULL);
@@ -416,8 +478,7 @@ static void on_segv(int sig, siginfo_t *info, void *context)
 			raise(sig);
 		return;
 	}
-	n = write(STDERR_FILENO, msg, sizeof(msg) - 1);
-	(void)n;
+	damage_say(segv_msg, sizeof(segv_msg) - 1, check_segv_msg, check_segv_len);
 	_exit(CLI_EXIT_FAIL);
 }
 

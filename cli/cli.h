@@ -138,14 +138,19 @@ int cli_finish_stdout(int code);
 enum cli_open_mode {
 	CLI_OPEN_READ,		/* read-only; the store must exist */
 	CLI_OPEN_WRITE,		/* read-write; the store must exist */
+	CLI_OPEN_MAKE,		/* as WRITE, for a verb that adds data: a missing
+				 * store's message says how to make one */
 	CLI_OPEN_CREATE,	/* read-write; created when missing */
 };
 /*
  * Opens the store in dir; on failure prints why ("kvfs: no store at DIR"
- * when it does not exist) and returns 1. *out is heap; close it with
+ * when it does not exist, with the verbs that make one for CLI_OPEN_MAKE)
+ * and returns 1. *out is heap; close it with
  * model_close.
  */
 int cli_open(const char *dir, enum cli_open_mode mode, struct model **out);
+/* cli_open, also giving the open's -errno in *open_err (0 when it opened). */
+int cli_open_ret(const char *dir, enum cli_open_mode mode, struct model **out, int *open_err);
 /*
  * Closes a store a writing verb opened; when the verb failed (code is not
  * 0) and the store was created by this run, it is removed again: a failed
@@ -180,6 +185,18 @@ void cli_signals_catch(void);
  * to what handled it before (the default, or a sanitizer).
  */
 void cli_damage_catch(void);
+/*
+ * For check, which is the command the message above sends users to:
+ * from now on such a fault is reported as check's finding about store,
+ * followed by cli_damage_advice, instead.
+ */
+void cli_damage_checking(const char *store);
+/*
+ * Writes into buf (like snprintf, whose result it returns) the line that
+ * tells what to do about a damaged store: restore a backup, or save what
+ * still reads. prefix starts the line ("check: ").
+ */
+int cli_damage_advice(char *buf, size_t size, const char *prefix, const char *store);
 /* The signal recorded by the handler, 0 if none. */
 int cli_signal_caught(void);
 /*

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +32,10 @@ const struct cli_opt cli_opts_get[] = {
 };
 
 const struct cli_opt cli_opts_ls[] = {
-	{ OPT_LONG, 'l', "long", NULL, "also show the kind or leaf type, and the size in bytes" },
+	{ OPT_LONG, 'l', "long", NULL, "prefix each name with its mode, its owner\n"
+	  "(uid:gid; - when none is stored: the mounting\n"
+	  "user), the leaf's type or the directory's kind,\n"
+	  "and the size in bytes (- for a directory)" },
 	{ 0, 0, NULL, NULL, NULL },
 };
 
@@ -266,6 +270,16 @@ const struct cli_opt cli_opts_check[] = {
 	{ 0, 0, NULL, NULL, NULL },
 };
 
+/* After a report that the store is damaged (on stderr): what to do about it. */
+static int check_advise(const char *dir)
+{
+	char line[3 * PATH_MAX];
+
+	if (cli_damage_advice(line, sizeof(line), "kvfs: check: ", dir) > 0)
+		fputs(line, stderr);
+	return CLI_EXIT_FAIL;
+}
+
 static int check_run(const char *dir, bool repair)
 {
 	struct model_error err = { .msg = "" };
@@ -274,8 +288,8 @@ static int check_run(const char *dir, bool repair)
 	struct model *m;
 	int ret;
 
-	if (cli_open(dir, repair ? CLI_OPEN_WRITE : CLI_OPEN_READ, &m))
-		return CLI_EXIT_FAIL;
+	if (cli_open_ret(dir, repair ? CLI_OPEN_WRITE : CLI_OPEN_READ, &m, &ret))
+		return ret == -EIO ? check_advise(dir) : CLI_EXIT_FAIL;	/* damaged: said why */
 	ret = repair ? model_check_repair(m, &err) : 0;
 	if (ret < 0) {
 		model_close(m);
@@ -286,7 +300,8 @@ static int check_run(const char *dir, bool repair)
 	ret = model_check(m, stdout, &problems, &err);
 	if (ret < 0) {
 		model_close(m);
-		return cli_model_fail(ret, &err, dir);
+		cli_model_fail(ret, &err, dir);
+		return ret == -EIO ? check_advise(dir) : CLI_EXIT_FAIL;
 	}
 	model_info(m, &info);
 	model_close(m);
@@ -318,6 +333,7 @@ static const char *signal_name(int sig)
  */
 int cli_cmd_check(const struct cli_verb *verb, int argc, char **argv)
 {
+	char advice[3 * PATH_MAX];
 	struct cli_parse p;
 	const char *arg;
 	int id, status, sig;
@@ -331,6 +347,7 @@ int cli_cmd_check(const struct cli_verb *verb, int argc, char **argv)
 	if (id < 0)
 		return cli_parse_exit(id);
 	cli_signals_catch();
+	cli_damage_checking(p.operands[0]);
 	fflush(stdout);
 	pid = fork();
 	if (pid < 0)
@@ -347,6 +364,8 @@ int cli_cmd_check(const struct cli_verb *verb, int argc, char **argv)
 	    cli_signal_caught())
 		return cli_signals_finish(128 + sig);
 	printf("check: store is damaged: the walk crashed with %s (%d)\n", signal_name(sig), sig);
+	if (cli_damage_advice(advice, sizeof(advice), "check: ", p.operands[0]) > 0)
+		fputs(advice, stdout);
 	return CLI_EXIT_FAIL;
 }
 
@@ -441,6 +460,56 @@ static void backup_cleanup(const char *dir, bool created)
 		rmdir(dir);
 }
 
+/*
+ * Creates the missing directories above dir, as mkdir -p does (mode 0777
+ * less the umask). *made is the topmost one it created (heap; the caller
+ * frees it), or NULL when all were there. 0, or -errno (then *made still
+ * names what was created, for backup_remove_parents).
+ */
+static int backup_make_parents(const char *dir, char **made)
+{
+	char *path, *slash;
+	int ret = 0;
+
+	*made = NULL;
+	path = strdup(dir);
+	if (!path)
+		return -ENOMEM;
+	for (slash = strchr(path + 1, '/'); slash && slash[1]; slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		if (mkdir(path, 0777) == 0) {
+			if (!*made && !(*made = strdup(path)))
+				ret = -ENOMEM;
+		} else if (errno != EEXIST) {
+			ret = -errno;
+		}
+		*slash = '/';
+		if (ret)
+			break;
+	}
+	free(path);
+	return ret;
+}
+
+/* Removes the directories above dir up to made, which a failed backup created. */
+static void backup_remove_parents(const char *dir, const char *made)
+{
+	char *path, *slash;
+
+	if (!made)
+		return;
+	path = strdup(dir);
+	if (!path)
+		return;
+	while ((slash = strrchr(path, '/')) && slash != path) {
+		*slash = '\0';
+		if (strlen(path) < strlen(made))
+			break;
+		rmdir(path);
+	}
+	free(path);
+}
+
 /* Opens the copy to prove it is a usable store, and tells how to use it. */
 static int backup_report(const char *store, const char *dir)
 {
@@ -463,6 +532,7 @@ int cli_cmd_backup(const struct cli_verb *verb, int argc, char **argv)
 {
 	struct model_error err = { .msg = "" };
 	const char *store, *dir, *arg;
+	char *made = NULL;
 	struct cli_parse p;
 	struct model *m;
 	bool created;
@@ -480,18 +550,27 @@ int cli_cmd_backup(const struct cli_verb *verb, int argc, char **argv)
 	if (cli_open(store, CLI_OPEN_READ, &m))
 		return CLI_EXIT_FAIL;
 	created = state == 0;
-	if (created && mkdir(dir, 0700) != 0) {
-		ret = cli_fail("%s: cannot create: %s", dir, strerror(errno));
-		goto out_close;
+	if (created) {
+		ret = backup_make_parents(dir, &made);
+		if (ret == 0 && mkdir(dir, 0700) != 0)
+			ret = -errno;
+		if (ret) {
+			ret = cli_fail("%s: cannot create: %s", dir, strerror(-ret));
+			goto out_remove_parents;
+		}
 	}
 	ret = model_backup(m, dir, &err);
 	if (ret < 0) {
 		ret = cli_model_fail(ret, &err, dir);
 		backup_cleanup(dir, created);
-		goto out_close;
+		goto out_remove_parents;
 	}
 	ret = CLI_EXIT_OK;
+	goto out_close;
+out_remove_parents:
+	backup_remove_parents(dir, made);
 out_close:
+	free(made);
 	model_close(m);
 	return ret ? ret : backup_report(store, dir);
 }

@@ -179,7 +179,7 @@ int cli_cmd_table(const struct cli_verb *verb, int argc, char **argv)
 		return cli_usage_error(verb, "unknown action '%s' (create, column, show, drop)",
 				       action);
 	}
-	if (cli_open(p.operands[1], CLI_OPEN_WRITE, &m))
+	if (cli_open(p.operands[1], action[0] == 'c' ? CLI_OPEN_MAKE : CLI_OPEN_WRITE, &m))
 		return CLI_EXIT_FAIL;
 	if (action[0] == 'c' && action[1] == 'r')
 		ret = model_table_create_ttl(m, p.operands[2], a.key_depth, a.key_fields, a.ttl,
@@ -224,7 +224,7 @@ int cli_cmd_index(const struct cli_verb *verb, int argc, char **argv)
 	} else {
 		return cli_usage_error(verb, "unknown action '%s' (create, drop, list)", action);
 	}
-	if (cli_open(p.operands[1], CLI_OPEN_WRITE, &m))
+	if (cli_open(p.operands[1], action[0] == 'c' ? CLI_OPEN_MAKE : CLI_OPEN_WRITE, &m))
 		return CLI_EXIT_FAIL;
 	if (action[0] == 'c')
 		ret = model_index_create(m, p.operands[2], p.operands[3], p.operands[4], a.unique,

@@ -106,7 +106,7 @@ static int put_run(const char *store, const char *path, const char *value,
 		data = in.data ? in.data : "";
 		len = in.len;
 	}
-	ret = cli_open(store, create ? CLI_OPEN_CREATE : CLI_OPEN_WRITE, &m);
+	ret = cli_open(store, create ? CLI_OPEN_CREATE : CLI_OPEN_MAKE, &m);
 	if (ret)
 		goto out_release;
 	ret = model_write_ttl(m, path, data, len, type, 0, ttl, &err);
@@ -212,7 +212,7 @@ int cli_cmd_mkdir(const struct cli_verb *verb, int argc, char **argv)
 			create = true;
 	if (id < 0)
 		return cli_parse_exit(id);
-	if (cli_open(p.operands[0], create ? CLI_OPEN_CREATE : CLI_OPEN_WRITE, &m))
+	if (cli_open(p.operands[0], create ? CLI_OPEN_CREATE : CLI_OPEN_MAKE, &m))
 		return CLI_EXIT_FAIL;
 	ret = model_mkdir(m, p.operands[1], kind, &err);
 	ret = ret < 0 ? cli_model_fail(ret, &err, p.operands[1]) : CLI_EXIT_OK;

@@ -11,9 +11,10 @@ static const struct cli_verb verbs[] = {
 	{
 		.name = "mount", .run = cli_cmd_mount,
 		.synopsis = "[-f] [-d] [-o OPTIONS] [--create] STORE MNT",
-		.summary = "Serve the store in directory STORE as a filesystem at MNT.",
+		.summary = "Serve STORE as a filesystem at MNT.",
 		.help =
-		"Runs as a daemon until `kvfs umount MNT`; with -f it stays in the foreground.\n",
+		"Runs as a daemon until `kvfs umount MNT`; with -f it stays in the foreground.\n"
+		"STORE is a directory (an LMDB store) or etcd://HOST:PORT[,...]/PREFIX.\n",
 		.opts = cli_opts_mount,
 		.min_operands = 2, .max_operands = 2, .operand_names = { "STORE", "MNT" },
 	},
@@ -51,7 +52,9 @@ static const struct cli_verb verbs[] = {
 		.summary = "List the children of PATH (default: the root), one per line.",
 		.help =
 		"Names are shown as the mount shows them (escaped as in docs/FORMAT.md);\n"
-		"array elements come in index order.\n",
+		"array elements come in index order. A line of -l reads\n"
+		"  -rw-r--r-- -           integer            3  age\n"
+		"  MODE       OWNER       TYPE or KIND    SIZE  NAME\n",
 		.opts = cli_opts_ls,
 		.min_operands = 1, .max_operands = 2, .operand_names = { "STORE", "PATH" },
 	},
@@ -195,8 +198,13 @@ static void print_help(FILE *f)
 	fputs("usage: kvfs VERB [OPTIONS] ARGS...\n"
 	      "       kvfs --help | --version | VERB --help\n"
 	      "\n"
-	      "kvfs shows documents kept in an LMDB store (a directory) as files and\n"
-	      "directories. The offline verbs work on a store whether it is mounted or not.\n"
+	      "kvfs shows documents kept in an ordered key-value store as files and\n"
+	      "directories. STORE names one of two kinds:\n"
+	      "  DIR                                a directory holding an LMDB store\n"
+	      "  etcd://HOST:PORT[,HOST:PORT...]/PREFIX[?OPTIONS]\n"
+	      "                                     a prefix in an etcd v3 cluster (OPTIONS:\n"
+	      "                                     user=, password=, cacert=, cert=, key=)\n"
+	      "The offline verbs work on a store whether it is mounted or not.\n"
 	      "\n"
 	      "verbs:\n", f);
 	for (size_t i = 0; i < NVERBS; i++)

@@ -184,6 +184,17 @@ bool fs_held_join(struct fs_ctx *ctx, struct fs_node *node, struct fuse_file_inf
 	return true;
 }
 
+void fs_file_hold_empty(struct fs_ctx *ctx, struct fs_file *f)
+{
+	pthread_mutex_lock(&ctx->lock);
+	if (!f->held) {
+		f->held = f->held_empty = true;
+		f->held_ns = fs_now_ns();
+		f->refs++;	/* the hold's, as fs_leaf_hold's */
+	}
+	pthread_mutex_unlock(&ctx->lock);
+}
+
 void fs_file_hold_done(struct fs_ctx *ctx, struct fs_file *f)
 {
 	if (f->pending)
@@ -191,7 +202,7 @@ void fs_file_hold_done(struct fs_ctx *ctx, struct fs_file *f)
 	pthread_mutex_lock(&ctx->lock);
 	if (f->held) {
 		assert(f->refs > 1);	/* the caller's own ref keeps f */
-		f->held = false;
+		f->held = f->held_empty = false;
 		f->refs--;
 	}
 	pthread_mutex_unlock(&ctx->lock);
@@ -203,7 +214,7 @@ void fs_file_hold_forget(struct fs_ctx *ctx, struct fs_file *f)
 	char *name = NULL;
 
 	pthread_mutex_lock(&ctx->lock);
-	if (f->held && f->node->parent) {
+	if ((f->held || (f->kind == FS_FILE_WRITER && f->pending)) && f->node->parent) {
 		parent = fs_node_ino(ctx, f->node->parent);
 		name = strdup(f->node->name);
 	}

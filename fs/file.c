@@ -230,6 +230,36 @@ static const struct model_cred *file_who(const struct fs_file *f)
 }
 
 /*
+ * f->lock held. A leaf created with O_TRUNC and not written (`: > f`) is
+ * committed empty at release, when nobody hears a refusal: its flush asks
+ * whether the model would take the empty value, so that close reports
+ * what release will refuse (an integer column: nothing is stored).
+ */
+static int file_check_empty_locked(struct fs_ctx *ctx, struct fs_file *f)
+{
+	struct model_file_commit c = { .create = true, .new_attr = f->new_attr };
+	struct model_error err = { 0 };
+	char *path;
+	int ret = fs_write_path_leaf(ctx, f->node, &path);
+
+	if (ret < 0)
+		return ret == -ENOENT ? 0 : ret;
+	pthread_mutex_lock(&ctx->lock);
+	c.type = f->node->want_type;
+	pthread_mutex_unlock(&ctx->lock);
+	ret = model_write_file_check(ctx->model, path, "", 0, &c, &err);
+	if (ret < 0 && c.type && err.reason == MODEL_REASON_TYPE_MISMATCH) {
+		c.type = 0;	/* as the commit: the type set does not fit, inferred instead */
+		ret = model_write_file_check(ctx->model, path, "", 0, &c, &err);
+	}
+	fs_write_end_leaf(ctx);
+	if (ret < 0 && ret != -ENOENT)
+		fs_log_model(ctx, ret, &err, path);
+	free(path);
+	return ret == -ENOENT ? 0 : ret;
+}
+
+/*
  * f->lock held. Commits a dirty buffer in one model_write. A file whose name
  * was removed meanwhile is dropped, as on a local filesystem. 0 or -errno
  * (logged: an invalid document's parser message names the path).
@@ -847,6 +877,11 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		if (f->kind == FS_FILE_WRITER && f->pending && !f->new_trunc)
 			f->dirty = true;	/* touch: the empty leaf is there when close returns */
 		ret = file_commit_locked(ctx, f);
+		if (ret == 0 && f->kind == FS_FILE_WRITER && f->pending && f->trunc && !f->dirty) {
+			ret = file_check_empty_locked(ctx, f);
+			if (ret < 0)	/* for a >> that follows */
+				fs_file_hold_empty(ctx, f);
+		}
 		/* A view emptied and not written: close reports the refusal release makes. */
 		if (ret == 0 && fs_file_is_view(f) && f->trunc && !f->dirty)
 			ret = -EINVAL;
@@ -887,7 +922,7 @@ void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct fs_ctx *ctx = fs_req_ctx(req);
 	struct fs_file *f = fs_fi_file(fi);
 
-	bool dropped = false;
+	bool dropped = false, waits;
 
 	if (f) {
 		pthread_mutex_lock(&f->lock);
@@ -895,9 +930,15 @@ void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			f->dirty = true;
 		/* a failure is logged: nobody can see it now */
 		dropped = file_commit_locked(ctx, f) < 0 || f->pending;
-		if (dropped && f->pending)
+		pthread_mutex_lock(&ctx->lock);
+		waits = dropped && f->held_empty && f->len == 0;	/* its hold ends it */
+		pthread_mutex_unlock(&ctx->lock);
+		if (waits)
+			dropped = false;
+		else if (dropped && f->pending)
 			fs_file_hold_forget(ctx, f);
-		f->pending = false;
+		if (!waits)
+			f->pending = false;
 		fs_file_publish(ctx, f);
 		fs_file_hold_done(ctx, f);
 		pthread_mutex_unlock(&f->lock);

@@ -235,6 +235,12 @@ struct fs_file {
 	 */
 	bool held;
 	int64_t held_ns;	/* when mknod made it: committed FS_HOLD_MS later at the latest */
+	/*
+	 * held by fs_file_hold_empty, not mknod: a created leaf whose empty
+	 * value was refused, kept for the open that follows (`: > f; echo 41
+	 * >> f`). Guarded by ctx->lock.
+	 */
+	bool held_empty;
 	/* spill.c: buf is a shared mapping of an unlinked file once big */
 	const char *spill_dir;	/* fixed: where that file goes (the store's directory) */
 	bool spilled;
@@ -862,11 +868,20 @@ int fs_leaf_hold(struct fs_ctx *ctx, struct fs_node *node, const struct model_at
  */
 bool fs_held_join(struct fs_ctx *ctx, struct fs_node *node, struct fuse_file_info *fi,
 		  struct fs_file **out);
+/*
+ * f->lock held, f a created leaf not written whose empty value the model
+ * refuses (`: > f` in an integer column): held as a leaf made by mknod is,
+ * so that an open within FS_HOLD_MS joins it and its close commits the
+ * content (`echo 41 >> f`); else the watcher's attempt drops it.
+ */
+void fs_file_hold_empty(struct fs_ctx *ctx, struct fs_file *f);
 /* f->lock held, and a ref on f besides the hold. Ends f's hold once f is committed. */
 void fs_file_hold_done(struct fs_ctx *ctx, struct fs_file *f);
 /*
- * f->lock held. f's held leaf is dropped uncommitted (refused): the kernel,
- * which keeps its name like any other (fs_entry_make), forgets it.
+ * f->lock held. f's held or created leaf is dropped uncommitted (refused):
+ * the kernel, which keeps its name like any other (fs_entry_make), forgets
+ * it, so that the next open of the name creates it again (`>>` after a
+ * refused `: >`).
  */
 void fs_file_hold_forget(struct fs_ctx *ctx, struct fs_file *f);
 /*

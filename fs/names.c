@@ -106,13 +106,17 @@ void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 	fs_attr_for_new(req, ctx, mode, false, &a);
 	if (ctx->commit_ms) {
 		ret = model_create_as(ctx->model, path, &a, &err);	/* queued: costs no commit */
-		name_end_entry(req, dir, name, path, ret, &err);
-		return;
+		if (ret == 0 || err.reason != MODEL_REASON_TABLE_RULE) {
+			name_end_entry(req, dir, name, path, ret, &err);
+			return;
+		}
+		/* an empty leaf a table's column refuses: held for its content */
 	}
 	/*
 	 * Only checked, then held until the close of the open that follows
 	 * (tar -x: mknod, setxattr, open, write, futimens, close): one commit
-	 * per file (fs_leaf_hold).
+	 * per file (fs_leaf_hold). A table row's rules are judged then, on
+	 * the content (model_create_check judges its shape only).
 	 */
 	ret = model_create_check(ctx->model, path, &a, &ino, &err);
 	fs_write_end(ctx, ret);

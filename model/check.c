@@ -22,6 +22,7 @@ struct check {
 	uint8_t prev[STORE_KEY_MAX];
 	size_t prev_len;
 	bool prev_is_record;
+	const char *part;	/* what the walk reads now, for check_fail */
 };
 
 static void check_report(struct check *c, const void *key, size_t len, const char *what)
@@ -235,6 +236,56 @@ static void check_table_report(void *arg, const uint8_t *key, size_t len, const 
 	strbuf_release(&line);
 }
 
+static int check_backend(struct store_txn *txn, struct check *c)
+{
+	return store_txn_check(txn, check_table_report, c);	/* etcd: the children space */
+}
+
+static int check_tables(struct store_txn *txn, struct check *c)
+{
+	return table_check(txn, check_table_report, c, NULL);
+}
+
+static int check_ttl(struct store_txn *txn, struct check *c)
+{
+	return ttl_check(txn, check_ttl_report, c, NULL);
+}
+
+/* The walk, in order; part names what a step reads when it cannot go on. */
+static const struct {
+	const char *part;
+	int (*run)(struct store_txn *txn, struct check *c);
+} check_steps[] = {
+	{ "the format record", check_meta },
+	{ "the data space", check_data },
+	{ "the backend's own records", check_backend },
+	{ "the table schemas and indexes", check_tables },
+	{ "the attribute space", check_attrs },
+	{ "the ttl and expiry spaces", check_ttl },
+};
+
+/*
+ * The walk could not go on: says what it was reading and, in the data
+ * space, the last path it read, so that the user knows what is damaged
+ * and that nothing after it was checked. EIO and EBADMSG are damage (a
+ * record or page that does not read); anything else is said as it is.
+ */
+static int check_fail(struct check *c, int ret, struct model_error *err)
+{
+	struct strbuf at;
+
+	if (ret != -EIO && ret != -EBADMSG)
+		return tree_fail(err, ret, "check: reading %s: %s", c->part, strerror(-ret));
+	strbuf_init(&at);
+	if (c->prev_len)
+		tree_key_to_path(c->prev, c->prev_len, &at);
+	tree_fail(err, -EIO, "check: the store is damaged: %s does not read%s%s (%s); "
+		  "the rest was not checked", c->part, at.buf ? " past " : "",
+		  at.buf ? at.buf : "", strerror(-ret));
+	strbuf_release(&at);
+	return -EIO;
+}
+
 int model_check(struct model *m, FILE *report, uint64_t *problems, struct model_error *err)
 {
 	struct store_txn *txn;
@@ -245,23 +296,19 @@ int model_check(struct model *m, FILE *report, uint64_t *problems, struct model_
 	if (!c)
 		return tree_fail(err, -ENOMEM, "check: out of memory");
 	c->report = report;
+	c->part = "the store";
 	ret = store_read_begin(m->st, &txn);
 	if (ret == 0) {
-		ret = check_meta(txn, c);
-		if (ret == 0)
-			ret = check_data(txn, c);
-		if (ret == 0)	/* the backend's own (etcd: the children space) */
-			ret = store_txn_check(txn, check_table_report, c);
-		if (ret == 0)
-			ret = table_check(txn, check_table_report, c, NULL);
-		if (ret == 0)
-			ret = check_attrs(txn, c);
-		if (ret == 0)
-			ret = ttl_check(txn, check_ttl_report, c, NULL);
+		for (size_t i = 0; ret == 0 && i < sizeof(check_steps) / sizeof(check_steps[0]); i++) {
+			c->part = check_steps[i].part;
+			ret = check_steps[i].run(txn, c);
+			if (ret == 0)
+				c->prev_len = 0;	/* a place in the data space is named there only */
+		}
 		store_txn_end(txn);
 	}
 	if (ret < 0)
-		tree_fail(err, ret, "check: %s", strerror(-ret));
+		check_fail(c, ret, err);
 	if (problems)
 		*problems = c->problems;
 	free(c);

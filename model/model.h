@@ -46,6 +46,7 @@ enum model_reason {
 	MODEL_REASON_TYPE_MISMATCH,	/* the text does not parse as the type asked or kept */
 	MODEL_REASON_BAD_NAME,	/* a name no key is written as (escapes, UTF-8, length) */
 	MODEL_REASON_BAD_JSON,	/* a view's text is no JSON document (or sequence) */
+	MODEL_REASON_TABLE_RULE,	/* a table's rule refused a row (type, length, unique...) */
 };
 
 struct model_error {
@@ -407,6 +408,9 @@ struct model_file_commit {
 };
 int model_write_file(struct model *m, const char *path, const void *data, size_t len,
 		     const struct model_file_commit *c, struct model_error *err);
+/* Whether model_write_file would succeed now, writing nothing: 0 or its -errno and message. */
+int model_write_file_check(struct model *m, const char *path, const void *data, size_t len,
+			   const struct model_file_commit *c, struct model_error *err);
 /*
  * Whether model_create_as(path, attr) would succeed now, without writing
  * anything: 0, or its -errno and message. *ino (may be NULL) gets the

@@ -17,7 +17,7 @@
 int model_open(const char *dir, unsigned flags, struct model **out, struct model_error *err)
 {
 	struct model *m;
-	char why[256] = "";
+	char why[sizeof(err->msg)] = "";	/* a reason may name the directory twice */
 	unsigned sflags = 0;
 	int ret;
 
@@ -241,6 +241,28 @@ struct node_op {
 /* op->flags: model_write_at's mtime_ns applies (beyond enum model_write_flags). */
 #define NODE_WRITE_AT (1u << 31)
 
+/*
+ * The leaf op's text makes at p: of the type asked; else, in a table's
+ * column, of the column's type when the text parses as it (`echo 41 >`
+ * into an integer column stores 41); else as text is typed anywhere.
+ */
+static int leaf_for_write(struct store_txn *txn, const struct node_op *op,
+			  const struct tree_path *p, const struct tree_node *n, struct leaf *out)
+{
+	int64_t mtime_ns = (op->flags & NODE_WRITE_AT) ? op->mtime_ns : tree_now_ns();
+	bool text = op->flags & MODEL_WRITE_TEXT;
+	const struct leaf *old = n->exists ? &n->leaf : NULL;
+	enum model_type types[2];
+	int count = op->type ? 0 : table_field_types(txn, p->key, p->len, types);
+
+	if (count < 0)
+		return count;
+	for (int i = 0; i < count; i++)
+		if (leaf_from_text(op->data, op->len, text, old, types[i], mtime_ns, out) == 0)
+			return 0;
+	return leaf_from_text(op->data, op->len, text, old, op->type, mtime_ns, out);
+}
+
 static int write_leaf(struct store_txn *txn, struct node_op *op, struct tree_path *p)
 {
 	struct stream_drop src;
@@ -255,9 +277,7 @@ static int write_leaf(struct store_txn *txn, struct node_op *op, struct tree_pat
 	if (!n.exists && (op->flags & MODEL_WRITE_NO_CREATE))
 		return tree_missing(txn, p, op->err);
 	stream_drop_init(&src, op->data, op->flags & MODEL_WRITE_MAPPED);
-	ret = leaf_from_text(op->data, op->len, op->flags & MODEL_WRITE_TEXT,
-			     n.exists ? &n.leaf : NULL, op->type,
-			     (op->flags & NODE_WRITE_AT) ? op->mtime_ns : tree_now_ns(), &leaf);
+	ret = leaf_for_write(txn, op, p, &n, &leaf);
 	stream_drop_upto(&src, op->len);	/* read through once: the copy reads it again */
 	stream_drop_init(&src, op->data, op->flags & MODEL_WRITE_MAPPED);
 	if (ret < 0)
@@ -499,7 +519,7 @@ int model_create_check(struct model *m, const char *path, const struct model_att
 		       uint64_t *ino, struct model_error *err)
 {
 	struct node_op op = { .m = m, .path = path, .attr = attr, .err = err };
-	int ret = tree_write_dry(m, path, create_check_txn, &op, err);
+	int ret = tree_write_dry(m, path, create_check_txn, &op, true, err);
 
 	if (ret == 0 && ino)
 		*ino = op.ino;
@@ -573,17 +593,34 @@ static int write_file_txn(struct store_txn *txn, void *arg)
 	return 0;
 }
 
+/* The operation model_write_file and its check run. */
+static void write_file_op(struct node_op *op, struct model *m, const char *path, const void *data,
+			  size_t len, const struct model_file_commit *c, struct model_error *err)
+{
+	*op = (struct node_op){ .m = m, .path = path, .data = data, .len = len, .type = c->type,
+				.flags = MODEL_WRITE_TEXT | (c->flags & MODEL_WRITE_MAPPED) |
+					 (c->create ? 0 : MODEL_WRITE_NO_CREATE) |
+					 (c->mtime_set ? NODE_WRITE_AT : 0),
+				.mtime_ns = c->mtime_ns, .attr = &c->new_attr, .fc = c,
+				.err = err };
+}
+
 int model_write_file(struct model *m, const char *path, const void *data, size_t len,
 		     const struct model_file_commit *c, struct model_error *err)
 {
-	struct node_op op = { .m = m, .path = path, .data = data, .len = len, .type = c->type,
-			      .flags = MODEL_WRITE_TEXT | (c->flags & MODEL_WRITE_MAPPED) |
-				       (c->create ? 0 : MODEL_WRITE_NO_CREATE) |
-				       (c->mtime_set ? NODE_WRITE_AT : 0),
-			      .mtime_ns = c->mtime_ns, .attr = &c->new_attr, .fc = c,
-			      .err = err };
+	struct node_op op;
 
+	write_file_op(&op, m, path, data, len, c, err);
 	return tree_write(m, path, write_file_txn, &op, err);
+}
+
+int model_write_file_check(struct model *m, const char *path, const void *data, size_t len,
+			   const struct model_file_commit *c, struct model_error *err)
+{
+	struct node_op op;
+
+	write_file_op(&op, m, path, data, len, c, err);
+	return tree_write_dry(m, path, write_file_txn, &op, false, err);
 }
 
 int model_mkdir(struct model *m, const char *path, enum model_kind kind, struct model_error *err)

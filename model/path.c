@@ -54,6 +54,7 @@ struct tree_write_op {
 	store_write_fn fn;
 	void *arg;
 	struct model_error *err;
+	bool shape_only;	/* tree_write_dry: tables judge rows' shape only */
 };
 
 /* Every model write: the operation, then its tables kept exact (table.c). */
@@ -65,6 +66,7 @@ static int tree_write_txn(struct store_txn *txn, void *arg)
 
 	if (ret < 0)
 		return ret;
+	tt->shape_only = op->shape_only;
 	store_txn_set_owner(txn, tt);
 	ret = op->fn(txn, op->arg);
 	if (ret == 0)
@@ -79,7 +81,7 @@ static int tree_write_txn(struct store_txn *txn, void *arg)
 static int write_when(struct model *m, const char *what, store_write_fn fn, void *arg,
 		      bool later, struct model_error *err)
 {
-	struct tree_write_op op = { fn, arg, err };
+	struct tree_write_op op = { fn, arg, err, false };
 	int ret;
 
 	tree_clear(err);
@@ -129,9 +131,9 @@ static int tree_dry_txn(struct store_txn *txn, void *arg)
 }
 
 int tree_write_dry(struct model *m, const char *what, store_write_fn fn, void *arg,
-		   struct model_error *err)
+		   bool shape_only, struct model_error *err)
 {
-	struct tree_write_op op = { fn, arg, err };
+	struct tree_write_op op = { fn, arg, err, shape_only };
 	int ret;
 
 	tree_clear(err);

@@ -70,31 +70,48 @@ static int copy_subtree(struct store_txn *txn, const struct tree_path *src,
 	return ret;
 }
 
-/* Source string leaf onto a typed leaf: keep the target's type when it parses. */
+/*
+ * A string leaf moved to dst takes the type its text parses as: first the
+ * column's at dst (types, count: table_field_types), then the replaced
+ * leaf's (old, may be NULL), else it stays text.
+ */
 static int put_typed_leaf(struct store_txn *txn, const struct tree_path *dst,
-			  const struct leaf *src, const struct leaf *old)
+			  const struct leaf *src, const struct leaf *old,
+			  const enum model_type *types, int count)
 {
 	uint64_t size = leaf_text_size(src);
 	struct leaf leaf;
 	char *text;
-	int ret;
+	int ret = -EINVAL;
 
 	text = malloc(size + 1);
 	if (!text)
 		return -ENOMEM;
 	leaf_text_read(src, text, size, 0);
-	ret = leaf_from_text(text, size, true, old, 0, src->mtime_ns, &leaf);
+	for (int i = 0; i < count && ret < 0; i++)
+		ret = leaf_from_text(text, size, true, old, types[i], src->mtime_ns, &leaf);
+	if (ret < 0)
+		ret = leaf_from_text(text, size, true, old, 0, src->mtime_ns, &leaf);
 	if (ret == 0)
 		ret = tree_put_leaf(txn, dst->key, dst->len, &leaf);
 	free(text);
 	return ret;
 }
 
-static bool keeps_target_type(const struct tree_node *s, const struct tree_node *d)
+/*
+ * A string leaf onto a typed leaf, or into a table's column of another
+ * type (types, count: table_field_types): retyped by put_typed_leaf.
+ */
+static bool retypes(const struct tree_node *s, const struct tree_node *d,
+		    const enum model_type *types, int count)
 {
-	return s->kind == MODEL_KIND_LEAF && d->exists && d->kind == MODEL_KIND_LEAF &&
-	       s->leaf.tag == LEAF_STRING && d->leaf.tag != LEAF_STRING &&
-	       d->leaf.tag != LEAF_BYTES;
+	if (s->kind != MODEL_KIND_LEAF || s->leaf.tag != LEAF_STRING)
+		return false;
+	if (d->exists && d->kind != MODEL_KIND_LEAF)
+		return false;	/* refused by replace_check */
+	if (count > 0)
+		return types[0] != MODEL_TYPE_STRING;
+	return d->exists && d->leaf.tag != LEAF_STRING && d->leaf.tag != LEAF_BYTES;
 }
 
 static int replace_check(const struct rename_op *op, const struct tree_node *s,
@@ -188,21 +205,27 @@ static int rename_move(struct store_txn *txn, const struct rename_op *op,
 		       const struct tree_path *src, const struct tree_node *s,
 		       const struct tree_path *dst)
 {
+	enum model_type types[2];
 	struct tree_node d;
-	int ret = tree_lookup(txn, dst->key, dst->len, &d);
+	bool retype;
+	int count, ret = tree_lookup(txn, dst->key, dst->len, &d);
 
 	if (ret < 0)
 		return ret;
 	ret = replace_check(op, s, &d);
 	if (ret < 0)
 		return ret;
-	if (keeps_target_type(s, &d))
-		ret = put_typed_leaf(txn, dst, &s->leaf, &d.leaf);
-	else if (d.exists)
+	count = s->kind == MODEL_KIND_LEAF ? table_field_types(txn, dst->key, dst->len, types) : 0;
+	if (count < 0)
+		return count;
+	retype = retypes(s, &d, types, count);
+	if (d.exists && !(retype && d.kind == MODEL_KIND_LEAF))
 		ret = tree_delete(txn, dst->key, dst->len);
-	else
+	else if (!d.exists)
 		ret = tree_attach(txn, dst, op->err);
-	if (ret == 0 && !keeps_target_type(s, &d))
+	if (ret == 0 && retype)
+		ret = put_typed_leaf(txn, dst, &s->leaf, d.exists ? &d.leaf : NULL, types, count);
+	else if (ret == 0)
 		ret = copy_subtree(txn, src, dst, op->err);
 	if (ret == 0)
 		ret = tree_delete(txn, src->key, src->len);

@@ -669,6 +669,8 @@ int table_txn_commit(struct store_txn *txn, struct table_txn *tt)
 		if (n.kind != MODEL_KIND_OBJECT)
 			return table_fail_row(tt, -EINVAL, r->key, r->len, "a row of a table must be an "
 					"object");
+		if (tt->shape_only)
+			continue;
 		ret = table_check_columns(txn, tt, s, r->key, r->len);
 		if (ret == 0)
 			ret = entries_insert(txn, tt, s, r->key, r->len);
@@ -678,7 +680,7 @@ int table_txn_commit(struct store_txn *txn, struct table_txn *tt)
 			return ret;
 	}
 	/* References last: rows added or removed together in one write agree. */
-	if (!any_references(tt))
+	if (tt->shape_only || !any_references(tt))
 		return 0;
 	for (size_t i = 0; i < tt->nrows; i++) {
 		const struct touched *r = tt->rows[i];

@@ -120,6 +120,12 @@ struct touched {
 struct table_txn {
 	struct model_error *err;
 	bool loaded;
+	/*
+	 * A dry run of a create (tree_write_dry): only a row's shape is
+	 * judged (an object, no '@' key); its fields are judged by the
+	 * commit that brings the new leaf's content (a file at its close).
+	 */
+	bool shape_only;
 	int ntables;
 	struct table_schema **tables;
 	bool *wiped;		/* per table: a subtree delete took the table itself */
@@ -257,6 +263,14 @@ int table_entry_row(struct table_txn *tt, const uint8_t *key, size_t len, uint8_
 		    size_t *row_len, const struct table_index **idx);
 /* key lies inside table s (not its empty-table marker). */
 bool table_is_under(const struct table_schema *s, const uint8_t *key, size_t len);
+/*
+ * The leaf types, in the order to try, that text written to key[0..len]
+ * is read as when it is a top-level field of a row with a column of a
+ * scalar type (a number column: integer, then double): their count
+ * (0: none, the leaf is typed as anywhere else), or <0 on a store error.
+ */
+int table_field_types(struct store_txn *txn, const uint8_t *key, size_t len,
+		      enum model_type types[2]);
 /* "string", "integer", ...: the name a column type has in schemas and messages ("?" if none). */
 const char *table_col_type_name(enum table_col_type t);
 /* Sets tt->err to "PATH-of-row: message" and returns ret. */

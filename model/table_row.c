@@ -157,7 +157,8 @@ int table_fail_row(struct table_txn *tt, int ret, const uint8_t *row, size_t len
 	va_end(ap);
 	strbuf_init(&path);
 	tree_key_to_path(row, len, &path);
-	tree_fail(tt->err, ret, "%s: %s", path.buf ? path.buf : "?", what);
+	tree_fail_reason(tt->err, ret, MODEL_REASON_TABLE_RULE, "%s: %s",
+			 path.buf ? path.buf : "?", what);
 	strbuf_release(&path);
 	return ret;
 }
@@ -212,6 +213,68 @@ static size_t utf8_chars(const uint8_t *p, size_t len)
 	for (size_t i = 0; i < len; i++)
 		n += (p[i] & 0xc0) != 0x80;
 	return n;
+}
+
+/* The leaf types text is read as in a column of type t, in order: their count. */
+static int col_leaf_types(enum table_col_type t, enum model_type types[2])
+{
+	switch (t) {
+	case TABLE_COL_STRING:
+		types[0] = MODEL_TYPE_STRING;
+		return 1;
+	case TABLE_COL_INTEGER:
+		types[0] = MODEL_TYPE_INTEGER;
+		return 1;
+	case TABLE_COL_DOUBLE:
+		types[0] = MODEL_TYPE_DOUBLE;
+		return 1;
+	case TABLE_COL_NUMBER:
+		types[0] = MODEL_TYPE_INTEGER;
+		types[1] = MODEL_TYPE_DOUBLE;
+		return 2;
+	case TABLE_COL_BOOLEAN:
+		types[0] = MODEL_TYPE_BOOLEAN;
+		return 1;
+	case TABLE_COL_BYTES:
+		types[0] = MODEL_TYPE_BYTES;
+		return 1;
+	default:
+		return 0;	/* objects and arrays are no leaves */
+	}
+}
+
+int table_field_types(struct store_txn *txn, const uint8_t *key, size_t len,
+		      enum model_type types[2])
+{
+	struct table_txn *tt = store_txn_owner(txn);
+	int ret;
+
+	if (!tt)
+		return 0;
+	ret = table_txn_load(txn, tt);
+	if (ret < 0)
+		return ret;
+	for (int t = 0; t < tt->ntables; t++) {
+		const struct table_schema *s = tt->tables[t];
+		const struct table_col *c;
+		char name[TABLE_NAME_MAX];
+		struct tuple_reader r;
+		struct tuple_elem e;
+		size_t row_end = 0;
+
+		if (!table_is_under(s, key, len) ||
+		    table_key_count(key, s->key_len, len, s->key_depth, &row_end) != s->key_depth)
+			continue;
+		tuple_reader_init(&r, key + row_end, len - row_end);
+		if (tuple_next(&r, &e) != 1 || r.pos != len - row_end ||
+		    e.type != TUPLE_TYPE_STRING || e.len >= sizeof(name))
+			continue;	/* not a field of the row itself */
+		tuple_elem_copy(&e, name);
+		name[e.len] = '\0';
+		c = col_find(s, name);
+		return c ? col_leaf_types(c->type, types) : 0;
+	}
+	return 0;
 }
 
 /* The row key of the referenced table for a reference value; false: none. */

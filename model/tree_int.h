@@ -60,9 +60,13 @@ void tree_clear(struct model_error *err);
  */
 int tree_write(struct model *m, const char *what, store_write_fn fn, void *arg,
 	       struct model_error *err);
-/* tree_write, then an abort: checks what the commit would refuse, writes nothing. */
+/*
+ * tree_write, then an abort: checks what the commit would refuse, writes
+ * nothing. shape_only: table rows are judged by their shape only (an
+ * object, no '@' key), not their fields (a create whose content comes later).
+ */
 int tree_write_dry(struct model *m, const char *what, store_write_fn fn, void *arg,
-		   struct model_error *err);
+		   bool shape_only, struct model_error *err);
 /* tree_write by store_write_later: may join the queued batch (model_*_later). */
 int tree_write_later(struct model *m, const char *what, store_write_fn fn, void *arg,
 		     struct model_error *err);

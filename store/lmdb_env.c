@@ -195,9 +195,19 @@ static int open_spaces(struct lmdb_store *ls, const char *dir, char *why, size_t
 	rc = fresh ? lmdb_err(init_meta(ls, txn)) : check_meta(ls, txn, dir, why, why_len);
 	if (rc)
 		goto out_abort_txn;
-	rc = LMDB_ENGINE(mdb_dbi_open(txn, space_names[STORE_SPACE_DATA], create, &ls->dbi[STORE_SPACE_DATA]));
+	/* Made with the format version, in one transaction: a store that has
+	 * the version but not the data space lost its name to a damaged page,
+	 * and a new empty one would hide every key. */
+	rc = LMDB_ENGINE(mdb_dbi_open(txn, space_names[STORE_SPACE_DATA], fresh ? MDB_CREATE : 0,
+				      &ls->dbi[STORE_SPACE_DATA]));
+	if (rc == MDB_NOTFOUND) {
+		store_say(why, why_len, "%s: store is damaged: its data space is missing from "
+		    "LMDB's list of databases", dir);
+		rc = -EIO;
+		goto out_abort_txn;
+	}
 	if (rc) {
-		store_say(why, why_len, "%s: not a kvfs store (no data space)", dir);
+		store_say(why, why_len, "%s: cannot open the data space: %s", dir, mdb_strerror(rc));
 		rc = lmdb_err(rc);
 		goto out_abort_txn;
 	}
@@ -336,6 +346,9 @@ static int lmdb_open(struct store *st, const char *dir, unsigned flags, char *wh
 	rc = env_open(ls, dir, flags, why, why_len);
 	if (rc)
 		goto out_undo_create;
+	rc = lmdb_dir_verify(ls, dir, why, why_len);
+	if (rc)
+		goto out_close_env;
 	if (ls->created_data && (rc = lmdb_dir_fix_modes(dir)) < 0) {
 		store_say(why, why_len, "%s: cannot set file modes: %s", dir, strerror(-rc));
 		goto out_close_env;

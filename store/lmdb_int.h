@@ -60,6 +60,12 @@ static inline int lmdb_engine_leave(int rc)
 }
 #define LMDB_ENGINE(call) (lmdb_engine_enter(), lmdb_engine_leave(call))
 
+/* Which file a name led to when looked at (ino 0: there was none). */
+struct lmdb_file_id {
+	dev_t dev;
+	ino_t ino;
+};
+
 struct lmdb_store {
 	struct store base;	/* first: store.c's shared part (name = the directory) */
 	MDB_env *env;
@@ -83,6 +89,7 @@ struct lmdb_store {
 	bool created_dir;	/* store_open made these: store_close_discard */
 	bool created_data;	/* removes them again */
 	bool created_lock;
+	struct lmdb_file_id data_id, lock_id;	/* lmdb_dir.c: seen before LMDB opened them */
 };
 
 struct lmdb_txn {
@@ -155,6 +162,8 @@ int lmdb_txn_err(struct lmdb_txn *t, int rc);
 /* lmdb_dir.c: the store directory. */
 int lmdb_dir_prepare(struct lmdb_store *ls, const char *dir, unsigned flags, char *why,
 		     size_t why_len);
+/* After mdb_env_open: the files LMDB opened are the ones looked at, one link each. */
+int lmdb_dir_verify(struct lmdb_store *ls, const char *dir, char *why, size_t why_len);
 void lmdb_dir_undo_create(struct lmdb_store *ls);
 int lmdb_dir_fix_modes(const char *dir);
 

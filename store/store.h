@@ -135,10 +135,12 @@ struct store_usage {
  * reason). On failure returns -errno and writes a one-line
  * reason to `why` (e.g. "store format 3 is newer than this kvfs (1)"), and
  * removes whatever this call created. Refuses (-EPERM) a directory owned by
- * another user unless KVFS_SAFE_DIRECTORY names it (or is "*"), store files
- * that are symbolic links or not regular files (-ELOOP, -EINVAL), an LMDB
+ * another user or writable by others unless KVFS_SAFE_DIRECTORY names it
+ * (or is "*"), store files that are symbolic links, not regular files or
+ * have more than one hard link (-ELOOP, -EINVAL, -EMLINK), an LMDB
  * database that is not a kvfs store (-EINVAL, untouched), and a data file
- * shorter than the pages it claims (-EIO). Clears the reader slots of dead
+ * shorter than the pages it claims or a store whose data space is gone
+ * (-EIO). Clears the reader slots of dead
  * processes. *out is heap; the caller closes it with store_close.
  */
 int store_open(const char *name, unsigned flags, struct store **out, char *why, size_t why_len);

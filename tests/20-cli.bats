@@ -73,11 +73,19 @@ VERBS="mount umount get put ls rm mkdir import export dump load check backup inf
 		esac
 		assert_output "kvfs: no store at $STORE"
 	done
+	# A verb that adds data says how to make a store; one that removes does not.
+	local make="(make one with kvfs mkdir --create, put --create, import or mount --create)"
 	run -1 kvfs put "$STORE" /a 1
-	assert_output "kvfs: no store at $STORE"
+	assert_output "kvfs: no store at $STORE $make"
 	run -1 kvfs rm "$STORE" /a
 	assert_output "kvfs: no store at $STORE"
 	run -1 kvfs mkdir "$STORE" /a
+	assert_output "kvfs: no store at $STORE $make"
+	run -1 kvfs table create "$STORE" /people --key-depth 1
+	assert_output "kvfs: no store at $STORE $make"
+	run -1 kvfs index create "$STORE" /people by_age age
+	assert_output "kvfs: no store at $STORE $make"
+	run -1 kvfs table drop "$STORE" /people
 	assert_output "kvfs: no store at $STORE"
 	run -1 kvfs backup "$STORE" "$BATS_TEST_TMPDIR/copy"
 	assert_output "kvfs: no store at $STORE"

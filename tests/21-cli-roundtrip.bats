@@ -296,6 +296,25 @@ PY
 	assert_output "kvfs: $T/file: exists and is not a directory"
 }
 
+@test "backup makes the missing parents of DIR, and a failed one removes them again" {
+	kvfs put --create "$STORE" /a 1
+	run kvfs backup "$STORE" "$T/backups/2026/copy"
+	if is_etcd; then
+		# No hot copy on etcd: the failure leaves no directory it made.
+		assert_failure 1
+		assert_output --partial 'has no hot copy'
+		[ ! -e "$T/backups" ]
+	else
+		assert_success
+		run -0 kvfs get "$T/backups/2026/copy" /a
+		assert_output '1'
+	fi
+	mkdir "$T/kept"
+	run kvfs backup "$STORE" "$T/kept/new/copy"
+	is_etcd && [ -d "$T/kept" ] && [ ! -e "$T/kept/new" ]
+	is_etcd || [ -f "$T/kept/new/copy/data.mdb" ]
+}
+
 @test "backup is a consistent copy while another process keeps writing" {
 	skip_on_etcd "backup is a hot copy of the LMDB file"
 	kvfs import "$STORE" / "$T/canonical.json"

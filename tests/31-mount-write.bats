@@ -2,7 +2,7 @@
 # The mount, writing side: echo, printf, cp, dd, truncate, mkdir/rmdir/rm/mv,
 # mtimes, xattrs, and changes made by the CLI while mounted.
 
-# bats file_tags=mount,backends
+# bats file_tags=mount,backends,smoke
 
 load 'test_helper/common'
 

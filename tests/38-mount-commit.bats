@@ -199,7 +199,7 @@ PY
 	[ "$((g1 - g0))" -le $((2 * 10 + 6)) ]
 	rsync -aX "$src/d/" "$MNT/r/"
 	g2=$(gen)
-	# the close, then by path: type, utimens, chmod, rename (see README)
+	# the close, then by path: type, utimens, chmod, rename (docs/COMMITS.md)
 	[ "$((g2 - g1))" -le $((5 * 10 + 4)) ]
 	run -0 kvfs export --compact "$STORE" /t/d
 	assert_output --partial '"k3":3'

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# POSIX behaviour the conformance suite pjdfstest checks (README "POSIX
+# POSIX behaviour the conformance suite pjdfstest checks (docs/FILES.md, "POSIX
 # conformance"), as our own tests: set-user-ID clearing, who may chown,
 # chmod, unlink and rename (sticky directories), utimensat's atime and
 # UTIME_OMIT, new directories' times, inode numbers across rename, and the

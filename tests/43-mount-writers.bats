@@ -41,7 +41,7 @@ typed_leaves() {
 	g2=$(gen)
 	assert_equal "$((g2 - g1))" 30
 	for i in $(seq 25); do echo "$i" >"$MNT/e/k$i"; done
-	# the shell's > is committed at close, or at the release right after (README)
+	# the shell's > is committed at close, or at the release right after (docs/COMMITS.md)
 	eventually 5 kvfs get "$STORE" /e/k25
 	g3=$(gen)
 	assert_equal "$((g3 - g2))" 25

@@ -127,7 +127,7 @@ teardown() {
 	cmp "$src/sub/deep/bin" "$MNT/sub/deep/bin"
 	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/sub/m"
 	assert_output 'string'
-	# written over an integer through a temporary file: keeps its type (README)
+	# written over an integer through a temporary file: keeps its type (docs/FILES.md)
 	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/sub/n"
 	assert_output 'integer'
 	run -0 cat "$MNT/sub/n"

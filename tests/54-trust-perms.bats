@@ -1,5 +1,4 @@
 #!/usr/bin/env bats
-# bats file_tags=mount,trust
 # Issue 31, section 1: writing a view (NAME.json) is a set of creates,
 # writes and unlinks, and each passes the checks its single operation
 # would (write permission on a changed leaf, the directory's write
@@ -9,6 +8,8 @@
 # node below it: read permission on each, search permission on each
 # directory with children, or EACCES at open and nothing rendered.
 # Mounted with allow_other; the other user is 65534 (as_nobody).
+
+# bats file_tags=mount,trust,backends
 
 load 'test_helper/common'
 

@@ -1,0 +1,270 @@
+#!/usr/bin/env bats
+# Issue 32, section 1: a table's rules (type, max length, unique, reference,
+# key fields) are judged on what a new field holds when its write completes
+# (a file at its close), on every way a leaf is born: create + write +
+# close (echo, printf, cp, tee), `: >` then `>>`, mv into a row, truncate,
+# mknod, kvfs put. Text written to a column is read as the column's type.
+# A refusal stores nothing, fails close, and says why in user.kvfs.error.
+
+# bats file_tags=mount,tables,backends
+
+load 'test_helper/common'
+load 'test_helper/tables'
+
+setup() {
+	mount_setup
+}
+
+teardown() {
+	mount_teardown
+}
+
+# cities: the table /cities with the row Paris; people: /people keyed by
+# id, with an integer age, a city referencing /cities, a name of at most 5
+# characters, a unique email. Both empty of other rows.
+towns() {
+	mkdir "$MNT/cities" "$MNT/people"
+	kvfs table create "$STORE" /cities --key-depth 1
+	row cities/Paris '{"country":"fr"}'
+	kvfs table create "$STORE" /people --key-depth 1 --key-fields id
+	kvfs table column "$STORE" /people id string
+	kvfs table column "$STORE" /people age integer
+	kvfs table column "$STORE" /people city string --references /cities
+	kvfs table column "$STORE" /people name string --max-length 5
+	kvfs table column "$STORE" /people email string
+	kvfs index create "$STORE" /people by_email email --unique
+	mkdir "$MNT/people/p1" "$MNT/people/p2"
+}
+
+# write_close PATH TEXT [FLAGS]: opens PATH (O_CREAT|O_WRONLY, plus FLAGS:
+# trunc, append, excl), writes TEXT, closes; prints "closed" or
+# "close failed ERRNO" (an open or write refusal fails the command).
+write_close() {
+	python3 - "$@" <<'PY'
+import errno, os, sys
+path, text = sys.argv[1], sys.argv[2].encode()
+flags = os.O_CREAT | os.O_WRONLY
+for f in sys.argv[3:]:
+    flags |= {"trunc": os.O_TRUNC, "append": os.O_APPEND, "excl": os.O_EXCL}[f]
+fd = os.open(path, flags, 0o644)
+os.write(fd, text)
+try:
+    os.close(fd)
+    print("closed")
+except OSError as e:
+    print("close failed", errno.errorcode[e.errno])
+PY
+}
+
+# p1_is JSON: the row p1 as kvfs export --compact prints it.
+p1_is() {
+	run -0 kvfs export --compact "$STORE" /people/p1
+	assert_output "$1"
+}
+
+@test "issue 32 repro: echo into a new integer field and a new reference field of a row" {
+	towns
+	echo Ann >"$MNT/people/p1/name"
+	echo 41 >"$MNT/people/p1/age"
+	echo Paris >"$MNT/people/p1/city"
+	p1_is '{"age":41,"city":"Paris","name":"Ann"}'
+	run -0 cat "$MNT/people/p1/age"
+	assert_output 41
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/people/p1/age"
+	assert_output integer
+	run -0 kvfs check "$STORE"
+}
+
+@test "create + write + close: each rule refuses a new field at close, nothing stored, the reason on the row" {
+	towns
+	echo 7 >"$MNT/people/p2/age"
+	echo b@x >"$MNT/people/p2/email"
+	run -0 write_close "$MNT/people/p1/age" $'abc\n' trunc
+	assert_output 'close failed EINVAL'
+	run -0 err "$MNT/people/p1"
+	assert_output --partial 'field age must be integer, not string'
+	run -0 write_close "$MNT/people/p1/city" $'Lyon\n' trunc
+	assert_output 'close failed EINVAL'
+	run -0 err "$MNT/people/p1"
+	assert_output --partial 'field city references /cities/Lyon, which does not exist'
+	run -0 write_close "$MNT/people/p1/name" $'Annabel\n' trunc
+	assert_output 'close failed EINVAL'
+	run -0 err "$MNT/people/p1"
+	assert_output --partial 'field name is longer than 5'
+	run -0 write_close "$MNT/people/p1/email" $'b@x\n' trunc
+	assert_output 'close failed EEXIST'
+	run -0 err "$MNT/people/p1"
+	assert_output --partial 'unique index by_email'
+	run -0 write_close "$MNT/people/p1/id" $'p9\n' trunc
+	assert_output 'close failed EINVAL'
+	run -0 err "$MNT/people/p1"
+	assert_output --partial 'key field id does not equal'
+	p1_is '{}'
+	[ ! -e "$MNT/people/p1/age" ]
+	[ ! -e "$MNT/people/p1/city" ]
+	run -0 ls -A "$MNT/people/p1"
+	assert_output ''
+	# the same fields with values the rules accept
+	for f in age:41 city:Paris name:Ann email:a@x id:p1; do
+		run -0 write_close "$MNT/people/p1/${f%%:*}" "${f#*:}"$'\n' trunc
+		assert_output closed
+	done
+	p1_is '{"age":41,"city":"Paris","email":"a@x","id":"p1","name":"Ann"}'
+	run -0 ls -f "$MNT/people/@by_email/a@x"
+	assert_line p1
+	run -0 kvfs check "$STORE"
+}
+
+@test "printf, tee, cp and coreutils echo add fields; a refused one makes the tool fail" {
+	towns
+	printf '%s' 40 >"$MNT/people/p1/age"
+	p1_is '{"age":40}'
+	run -0 tee "$MNT/people/p1/name" <<<'Ann'
+	printf 'Paris\n' >"$BATS_TEST_TMPDIR/city"
+	cp "$BATS_TEST_TMPDIR/city" "$MNT/people/p1/city"
+	p1_is '{"age":40,"city":"Paris","name":"Ann"}'
+	printf 'x@y\n' >"$BATS_TEST_TMPDIR/email"
+	run -0 cp "$BATS_TEST_TMPDIR/email" "$MNT/people/p2/email"
+	run -1 cp "$BATS_TEST_TMPDIR/email" "$MNT/people/p1/email"
+	run -1 bash -c "/bin/echo Annabel >'$MNT/people/p2/name'"
+	run -1 bash -c "echo Rome | tee '$MNT/people/p2/city'"
+	run -0 kvfs export --compact "$STORE" /people
+	assert_output '{"p1":{"age":40,"city":"Paris","name":"Ann"},"p2":{"email":"x@y"}}'
+	run -0 kvfs check "$STORE"
+}
+
+@test ": > then >>: an empty value is judged as such, held a moment for the append that creates the field" {
+	towns
+	# an empty string is a name; an empty integer is no integer
+	: >"$MNT/people/p1/name"
+	p1_is '{"name":""}'
+	run -0 write_close "$MNT/people/p1/age" '' trunc
+	assert_output 'close failed EINVAL'
+	p1_is '{"name":""}'
+	run -0 err "$MNT/people/p1"
+	assert_output --partial 'field age must be integer, not string'
+	# the name waits a moment for an append, then goes
+	eventually 5 test ! -e "$MNT/people/p1/age"
+	p1_is '{"name":""}'
+	: >"$MNT/people/p1/age"
+	echo 41 >>"$MNT/people/p1/age"
+	p1_is '{"age":41,"name":""}'
+	echo Ann >>"$MNT/people/p1/name"
+	p1_is '{"age":41,"name":"Ann"}'
+	run -0 kvfs check "$STORE"
+}
+
+@test "mv into a row: a moved text file takes the column's type; a refused one stays where it was" {
+	towns
+	mkdir "$MNT/tmp"
+	echo 41 >"$MNT/tmp/age"
+	mv "$MNT/tmp/age" "$MNT/people/p1/age"
+	p1_is '{"age":41}'
+	[ ! -e "$MNT/tmp/age" ]
+	echo 42 >"$BATS_TEST_TMPDIR/age"
+	mv "$BATS_TEST_TMPDIR/age" "$MNT/people/p2/age"
+	run -0 kvfs export --compact "$STORE" /people/p2
+	assert_output '{"age":42}'
+	echo Lyon >"$MNT/tmp/city"
+	run -1 mv "$MNT/tmp/city" "$MNT/people/p1/city"
+	echo abc >"$MNT/tmp/age"
+	run -1 mv "$MNT/tmp/age" "$MNT/people/p1/age"
+	run -0 err "$MNT/people/p1"
+	assert_output --partial 'field age must be integer'
+	run -0 cat "$MNT/tmp/age"
+	assert_output abc
+	p1_is '{"age":41}'
+	# an editor's temporary file renamed over the field
+	sed -i 's/41/43/' "$MNT/people/p1/age"
+	p1_is '{"age":43}'
+	run -0 kvfs check "$STORE"
+}
+
+@test "truncate: a new field is judged empty, an existing one keeps its value when refused" {
+	towns
+	run -1 truncate -s 0 "$MNT/people/p1/age"
+	[ ! -e "$MNT/people/p1/age" ]
+	run -0 truncate -s 0 "$MNT/people/p1/name"
+	p1_is '{"name":""}'
+	echo 41 >"$MNT/people/p1/age"
+	run -1 truncate -s 0 "$MNT/people/p1/age"
+	p1_is '{"age":41,"name":""}'
+	run -0 truncate -s 1 "$MNT/people/p1/age"
+	p1_is '{"age":4,"name":""}'
+	run -0 kvfs check "$STORE"
+}
+
+@test "mknod then write (tar -x), also under -o commit=MS" {
+	towns
+	cat >"$BATS_TEST_TMPDIR/mknod.py" <<'PY'
+import errno, os, stat, sys
+path, text = sys.argv[1], sys.argv[2].encode()
+os.mknod(path, stat.S_IFREG | 0o644)
+fd = os.open(path, os.O_WRONLY)
+os.write(fd, text)
+try:
+    os.close(fd)
+    print("closed")
+except OSError as e:
+    print("close failed", errno.errorcode[e.errno])
+PY
+	run -0 python3 "$BATS_TEST_TMPDIR/mknod.py" "$MNT/people/p1/age" $'41\n'
+	assert_output closed
+	run -0 python3 "$BATS_TEST_TMPDIR/mknod.py" "$MNT/people/p1/city" $'Lyon\n'
+	assert_output 'close failed EINVAL'
+	p1_is '{"age":41}'
+	is_etcd && return 0	# -o commit=MS is LMDB's (store/lmdb_queue.c)
+	remount -o commit=50
+	run -0 python3 "$BATS_TEST_TMPDIR/mknod.py" "$MNT/people/p2/age" $'42\n'
+	assert_output closed
+	run -0 python3 "$BATS_TEST_TMPDIR/mknod.py" "$MNT/people/p2/city" $'Lyon\n'
+	assert_output 'close failed EINVAL'
+	run -0 kvfs export --compact "$STORE" /people/p2
+	assert_output '{"age":42}'
+	run -0 kvfs check "$STORE"
+}
+
+@test "tar -x of rows into the table" {
+	towns
+	echo 41 >"$MNT/people/p1/age"
+	echo Paris >"$MNT/people/p1/city"
+	tar -C "$MNT" -cf "$BATS_TEST_TMPDIR/rows.tar" people/p1
+	rm "$MNT/people/p1/age" "$MNT/people/p1/city"
+	rmdir "$MNT/people/p1"
+	tar -C "$MNT" -xf "$BATS_TEST_TMPDIR/rows.tar"
+	p1_is '{"age":41,"city":"Paris"}'
+	run -0 kvfs check "$STORE"
+}
+
+@test "kvfs put: a new field's value is read as its column's type, and refused when it breaks a rule" {
+	towns
+	run -0 kvfs put "$STORE" /people/p1/age 41
+	run -0 kvfs put "$STORE" /people/p1/city Paris
+	run -1 kvfs put "$STORE" /people/p2/age abc
+	assert_output --partial 'field age must be integer'
+	run -1 kvfs put "$STORE" /people/p2/city Lyon
+	run -1 kvfs put "$STORE" /people/p2/name Annabel
+	run -0 kvfs export --compact "$STORE" /people
+	assert_output '{"p1":{"age":41,"city":"Paris"},"p2":{}}'
+	run -0 cat "$MNT/people/p1/age"
+	assert_output 41
+}
+
+@test "text written to number, double and boolean columns is read as their types; other fields stay text" {
+	towns
+	kvfs table column "$STORE" /people score number
+	kvfs table column "$STORE" /people height double
+	kvfs table column "$STORE" /people admin boolean
+	echo 4.5 >"$MNT/people/p1/score"
+	echo 7 >"$MNT/people/p2/score"
+	echo 1.75 >"$MNT/people/p1/height"
+	echo true >"$MNT/people/p1/admin"
+	echo 12 >"$MNT/people/p1/note"
+	run -0 kvfs export --compact "$STORE" /people
+	assert_output '{"p1":{"admin":true,"height":1.75,"note":"12","score":4.5},"p2":{"score":7}}'
+	run -0 write_close "$MNT/people/p2/admin" $'yes\n' trunc
+	assert_output 'close failed EINVAL'
+	run -0 cat "$MNT/people/p1/height"
+	assert_output 1.75
+	run -0 kvfs check "$STORE"
+}
