@@ -69,40 +69,103 @@ void fs_attr_for_new(fuse_req_t req, struct fs_ctx *ctx, mode_t mode, bool dir,
 /* Supplementary groups past this many are not read (the kernel allows 65536). */
 #define FS_CRED_GROUPS_MAX 4096
 
-void fs_cred_from_req(fuse_req_t req, const struct fs_ctx *ctx, struct model_cred *out,
-		      gid_t **groups)
+/*
+ * The supplementary groups of req's process (heap, *n of them), or NULL
+ * when they cannot be read (the process is gone: its primary group only).
+ * A read of /proc: tens of microseconds.
+ */
+static gid_t *req_groups(fuse_req_t req, size_t *n)
+{
+	gid_t *groups = NULL, *list;
+	int cap = 32, got;
+
+	*n = 0;
+	for (;;) {
+		list = realloc(groups, (size_t)cap * sizeof(*list));
+		if (!list)
+			break;
+		groups = list;
+		got = fuse_req_getgroups(req, cap, list);
+		if (got < 0)
+			break;
+		if (got <= cap) {
+			*n = (size_t)got;
+			return groups;
+		}
+		if (got > FS_CRED_GROUPS_MAX)
+			break;
+		cap = got;
+	}
+	free(groups);
+	return NULL;
+}
+
+/* Who made req, groups aside. */
+static void cred_base(fuse_req_t req, const struct fs_ctx *ctx, struct model_cred *out)
 {
 	const struct fuse_ctx *who = fuse_req_ctx(req);
-	int n = 32, got;
 
 	memset(out, 0, sizeof(*out));
 	out->uid = who->uid;
 	out->gid = who->gid;
 	out->owner_uid = ctx->uid;
 	out->owner_gid = ctx->gid;
-	*groups = NULL;
-	if (who->uid == 0)
-		return;	/* may anything: its groups do not matter */
-	for (;;) {
-		gid_t *list = realloc(*groups, (size_t)n * sizeof(*list));
+}
 
-		if (!list)
-			break;
-		*groups = list;
-		got = fuse_req_getgroups(req, n, list);
-		if (got < 0)
-			break;	/* the process is gone: its primary group only */
-		if (got <= n) {
-			out->groups = list;
-			out->ngroups = (size_t)got;
-			return;
-		}
-		if (got > FS_CRED_GROUPS_MAX)
-			break;
-		n = got;
-	}
-	free(*groups);
+void fs_cred_from_req(fuse_req_t req, const struct fs_ctx *ctx, struct model_cred *out,
+		      gid_t **groups)
+{
+	cred_base(req, ctx, out);
 	*groups = NULL;
+	if (out->uid == 0)
+		return;	/* may anything: its groups do not matter */
+	*groups = req_groups(req, &out->ngroups);
+	out->groups = *groups;
+}
+
+/* model_cred's groups_fn for fs_cred_lazy: read once, at the first ask. */
+static const gid_t *lazy_groups(void *arg, size_t *n)
+{
+	struct fs_groups *g = arg;
+
+	if (!g->read) {
+		g->list = req_groups(g->req, &g->n);
+		g->read = true;
+	}
+	*n = g->n;
+	return g->list;
+}
+
+void fs_cred_lazy(fuse_req_t req, const struct fs_ctx *ctx, struct model_cred *out,
+		  struct fs_groups *g)
+{
+	memset(g, 0, sizeof(*g));
+	g->req = req;
+	cred_base(req, ctx, out);
+	if (out->uid != 0) {
+		out->groups_fn = lazy_groups;
+		out->groups_arg = g;
+	}
+}
+
+void fs_groups_release(struct fs_groups *g)
+{
+	free(g->list);
+	g->list = NULL;
+}
+
+const struct model_cred *fs_cred_for_view(fuse_req_t req, const struct fs_ctx *ctx,
+					 const char *path, struct model_cred *out,
+					 struct fs_groups *g)
+{
+	const char *name = strrchr(path, '/');
+
+	name = name ? name + 1 : path;
+	memset(g, 0, sizeof(*g));
+	if (!req || !model_name_is_view(name, strlen(name)))
+		return NULL;
+	fs_cred_lazy(req, ctx, out, g);
+	return out;
 }
 
 void fs_tmp_stat_locked(const struct fs_ctx *ctx, const struct fs_node *node,
@@ -174,13 +237,17 @@ bool fs_stat_pending_locked(struct fs_ctx *ctx, const struct fs_node *node, bool
  * attributes (writes through the mount refresh them, and the commit
  * invalidates them before close returns: fs_inval_attr_now), which spares
  * a getattr round trip at each stat, permission check and fsetxattr of a
- * file being written.
+ * file being written. A view's size is the one req's caller may read
+ * (model_stat_as; req NULL where the size is not replied: unchecked).
  */
-static int node_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path,
+static int node_stat(fuse_req_t req, struct fs_ctx *ctx, struct fs_node *node, const char *path,
 		     struct stat *st, enum model_kind *kind, bool *volatile_, bool *pend_leaf)
 {
 	uint64_t gen = model_version(ctx->model), now;
 	struct model_error err = { 0 };
+	const struct model_cred *who;
+	struct model_cred cred;
+	struct fs_groups groups;
 	struct model_node n;
 	enum model_kind pend_kind = MODEL_KIND_VIEW;
 	bool pending, cached;
@@ -211,6 +278,7 @@ static int node_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 		return 0;
 	}
 	pthread_mutex_unlock(&ctx->lock);
+	who = fs_cred_for_view(req, ctx, path, &cred, &groups);
 	for (int tries = 1;; tries++) {
 		pthread_mutex_lock(&ctx->lock);
 		/* nlink costs a seek per child: counted once per store generation */
@@ -218,7 +286,8 @@ static int node_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 		nlink = node->nlink;
 		pthread_mutex_unlock(&ctx->lock);
 		ret = fs_ahead_stat(ctx, node, path, gen, &n) ? 0 :
-		      model_stat(ctx->model, path, cached ? 0 : MODEL_STAT_SUBDIRS, &n, &err);
+		      model_stat_as(ctx->model, path, cached ? 0 : MODEL_STAT_SUBDIRS, &n, who,
+				    &err);
 		if (ret == 0)
 			fs_stat_fill(ctx, &n, st);
 		if (ret == 0 && cached && fs_kind_is_dir(n.kind))
@@ -250,6 +319,7 @@ static int node_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 			break;
 		gen = now;
 	}
+	fs_groups_release(&groups);
 	if (pending) {
 		n.kind = ret == 0 ? n.kind : pend_kind;
 		ret = 0;
@@ -274,7 +344,7 @@ double fs_attr_timeout_for(const struct fs_ctx *ctx, bool volatile_)
 	return volatile_ ? 0.0 : ctx->attr_timeout;
 }
 
-int fs_entry_make(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
+int fs_entry_make(fuse_req_t req, struct fs_ctx *ctx, struct fs_node *dir, const char *name,
 		  const char *path, struct fuse_entry_param *e)
 {
 	struct fs_node *child;
@@ -289,7 +359,7 @@ int fs_entry_make(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
 	pthread_mutex_unlock(&ctx->lock);
 	if (!child)
 		return -ENOMEM;
-	ret = node_stat(ctx, child, path, &e->attr, NULL, &vol, &pend);
+	ret = node_stat(req, ctx, child, path, &e->attr, NULL, &vol, &pend);
 	pthread_mutex_lock(&ctx->lock);
 	if (ret == 0)
 		child->nlookup++;
@@ -313,7 +383,7 @@ void fs_reply_entry_for(fuse_req_t req, struct fs_ctx *ctx, struct fs_node *dir,
 			const char *name, const char *path)
 {
 	struct fuse_entry_param e;
-	int ret = fs_entry_make(ctx, dir, name, path, &e);
+	int ret = fs_entry_make(req, ctx, dir, name, path, &e);
 
 	if (ret < 0)
 		fs_reply_err(req, ret);
@@ -332,7 +402,7 @@ void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	if (ret == 0) {
 		fs_trace(ctx, "getattr %s", path);
-		ret = node_stat(ctx, node, path, &st, NULL, &vol, &pend);
+		ret = node_stat(req, ctx, node, path, &st, NULL, &vol, &pend);
 		free(path);
 	}
 	if (ret == -ENOENT) {	/* unlinked or renamed over: an open descriptor answers */
@@ -346,12 +416,18 @@ void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_attr(req, &st, fs_attr_timeout_for(ctx, vol && !pend));
 }
 
-/* truncate(2) of node without an open file: read, resize, commit at once. */
-static int truncate_path(struct fs_ctx *ctx, struct fs_node *node, off_t size)
+/*
+ * truncate(2) of node without an open file: read, resize, commit at once.
+ * A view is read and written on behalf of req's caller, as an open would.
+ */
+static int truncate_path(fuse_req_t req, struct fs_ctx *ctx, struct fs_node *node, off_t size)
 {
 	struct model_error err = { 0 };
+	const struct model_cred *who;
+	struct model_cred cred;
 	size_t len = 0;
 	char *text = NULL, *grown, *path;
+	struct fs_groups groups;
 	int ret;
 
 	if ((uint64_t)size > FS_FILE_MAX)
@@ -359,7 +435,8 @@ static int truncate_path(struct fs_ctx *ctx, struct fs_node *node, off_t size)
 	ret = fs_write_path(ctx, node, NULL, &path);
 	if (ret < 0)
 		return ret;
-	ret = model_read_all(ctx->model, path, &text, &len, &err);
+	who = fs_cred_for_view(req, ctx, path, &cred, &groups);
+	ret = model_read_all_as(ctx->model, path, &text, &len, who, &err);
 	if (ret < 0)
 		goto out_end;
 	grown = realloc(text, (size_t)size + 1);
@@ -370,19 +447,20 @@ static int truncate_path(struct fs_ctx *ctx, struct fs_node *node, off_t size)
 	text = grown;
 	if ((size_t)size > len)
 		memset(text + len, 0, (size_t)size - len);
-	ret = model_write(ctx->model, path, text, (size_t)size, 0,
-			  MODEL_WRITE_TEXT | MODEL_WRITE_NO_CREATE, &err);
+	ret = model_write_as(ctx->model, path, text, (size_t)size, 0,
+			     MODEL_WRITE_TEXT | MODEL_WRITE_NO_CREATE, who, &err);
 out_end:
 	fs_write_end(ctx, ret);
 	if (ret < 0)
 		fs_log_model(ctx, ret, &err, path);
+	fs_groups_release(&groups);
 	free(text);
 	free(path);
 	return ret;
 }
 
-static int setattr_size(struct fs_ctx *ctx, struct fs_node *node, struct fs_file *f,
-			off_t size)
+static int setattr_size(fuse_req_t req, struct fs_ctx *ctx, struct fs_node *node,
+			struct fs_file *f, off_t size)
 {
 	int ret;
 
@@ -394,9 +472,9 @@ static int setattr_size(struct fs_ctx *ctx, struct fs_node *node, struct fs_file
 		pthread_mutex_unlock(&ctx->lock);
 		if (!f) {
 			ret = fs_tmp_truncate(ctx, node, size);
-			return ret == 1 ? truncate_path(ctx, node, size) : ret;
+			return ret == 1 ? truncate_path(req, ctx, node, size) : ret;
 		}
-		ret = setattr_size(ctx, node, f, size);
+		ret = setattr_size(req, ctx, node, f, size);
 		if (ret == 0)
 			ret = fs_node_commit_files(ctx, node);	/* truncate(2) takes effect at once */
 		fs_file_put(ctx, f);
@@ -441,7 +519,7 @@ static int setattr_times(struct fs_ctx *ctx, struct fs_node *node, const char *p
 	struct stat cur;
 	char *wpath;
 	bool tmp;
-	int ret = node_stat(ctx, node, path, &cur, NULL, NULL, NULL);
+	int ret = node_stat(NULL, ctx, node, path, &cur, NULL, NULL, NULL);
 
 	if (ret < 0)
 		return ret;
@@ -615,7 +693,7 @@ void fs_op_setxattr_acl(fuse_req_t req, fuse_ino_t ino, const char *value, size_
 	}
 	ret = fs_node_path(ctx, node, NULL, &path);
 	if (ret == 0) {
-		ret = node_stat(ctx, node, path, &cur, NULL, NULL, NULL);
+		ret = node_stat(NULL, ctx, node, path, &cur, NULL, NULL, NULL);
 		free(path);
 	}
 	/* set-id and sticky bits follow chmod's own rules: left to chmod */
@@ -648,7 +726,7 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 	if (ret == -ENOENT && fs_fi_file(fi)) {
 		/* the name is gone: ftruncate works on the descriptor, times are not kept */
 		if (to_set & FUSE_SET_ATTR_SIZE)
-			ret = setattr_size(ctx, node, fs_fi_file(fi), attr->st_size);
+			ret = setattr_size(req, ctx, node, fs_fi_file(fi), attr->st_size);
 		else
 			ret = 0;
 		if (ret == 0)
@@ -672,14 +750,14 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 		goto out_reply;
 	}
 	if (to_set & FUSE_SET_ATTR_SIZE)
-		ret = setattr_size(ctx, node, fs_fi_file(fi), attr->st_size);
+		ret = setattr_size(req, ctx, node, fs_fi_file(fi), attr->st_size);
 	if (ret == 0 && (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)))
 		ret = setattr_owner_mode(ctx, node, attr, to_set, later);
 	if (ret == 0 && (to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW |
 				   FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW)))
 		ret = setattr_times(ctx, node, path, attr, to_set, later);
 	if (ret == 0)
-		ret = node_stat(ctx, node, path, &st, NULL, &vol, &pend);
+		ret = node_stat(req, ctx, node, path, &st, NULL, &vol, &pend);
 out_reply:
 	free(path);
 	if (ret < 0)

@@ -239,9 +239,9 @@ static void take_text_drop(struct fs_file *f)
 	f->len = f->cap = 0;
 }
 
-/* f->lock held. One rendering of path into f's empty buffer. */
+/* f->lock held. One rendering of path into f's empty buffer, for who. */
 static int take_text_once(struct fs_ctx *ctx, struct fs_file *f, const char *path,
-			  struct model_error *err)
+			  const struct model_cred *who, struct model_error *err)
 {
 	struct take_text tt = { .f = f };
 	FILE *out = fopencookie(&tt, "w", (cookie_io_functions_t){ .write = take_text_write });
@@ -249,7 +249,7 @@ static int take_text_once(struct fs_ctx *ctx, struct fs_file *f, const char *pat
 
 	if (!out)
 		return -ENOMEM;
-	ret = model_read_to(ctx->model, path, out, err);
+	ret = model_read_to_as(ctx->model, path, out, who, err);
 	if (fclose(out) != 0 && ret == 0)
 		ret = -EIO;
 	if (ret < 0 && tt.err)
@@ -259,19 +259,20 @@ static int take_text_once(struct fs_ctx *ctx, struct fs_file *f, const char *pat
 	return ret;
 }
 
-int fs_file_take_text(struct fs_ctx *ctx, struct fs_file *f, const char *path)
+int fs_file_take_text(struct fs_ctx *ctx, struct fs_file *f, const char *path,
+		      const struct model_cred *who)
 {
 	struct model_error err = { 0 };
 	int ret;
 
 	pthread_mutex_lock(&f->lock);
-	ret = take_text_once(ctx, f, path, &err);
+	ret = take_text_once(ctx, f, path, who, &err);
 	if (ret == -ENOSPC || ret == -EDQUOT) {
 		/* no room for a spill file: held in memory, as a read needs no disk */
 		fs_log(ctx, LOG_WARNING, "%s: no room on the store's disk for a spill file; "
 		       "the text is held in memory", path);
 		f->heap_only = true;
-		ret = take_text_once(ctx, f, path, &err);
+		ret = take_text_once(ctx, f, path, who, &err);
 	}
 	if (ret < 0)
 		fs_log_model(ctx, ret, &err, path);

@@ -465,7 +465,8 @@ static int file_load(struct fs_ctx *ctx, struct fs_file *f, const char *path, in
 		fs_file_publish(ctx, f);
 		return 0;
 	}
-	return fs_file_take_text(ctx, f, path);
+	/* a view's starting content is rendered for its opener (view_set_opener) */
+	return fs_file_take_text(ctx, f, path, view ? &f->who : NULL);
 }
 
 /* f->lock held. O_TRUNC on the shared buffer: empty now, committed at the latest at release. */
@@ -598,7 +599,43 @@ static int view_append_check(struct fs_ctx *ctx, const char *path)
 	return ret;
 }
 
-int fs_file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
+/*
+ * A view writer's opener, before its text is rendered for them (file_load)
+ * and its commits are checked on their behalf: f's who, kept to its close,
+ * so its groups are read now, while the request is served.
+ */
+static void view_set_opener(fuse_req_t req, struct fs_ctx *ctx, struct fs_file *f)
+{
+	struct model_cred who;
+	gid_t *groups;
+
+	fs_cred_from_req(req, ctx, &who, &groups);
+	pthread_mutex_lock(&f->lock);
+	f->who = who;
+	f->who_groups = groups;
+	f->who_set = true;
+	pthread_mutex_unlock(&f->lock);
+}
+
+/*
+ * A view reader's text, rendered for req's caller: their groups are read
+ * only if a node's mode makes them matter (fs_cred_lazy), as nothing is
+ * checked for them once the open is answered.
+ */
+static int view_reader_load(fuse_req_t req, struct fs_ctx *ctx, struct fs_file *f,
+			    const char *path)
+{
+	struct model_cred who;
+	struct fs_groups groups;
+	int ret;
+
+	fs_cred_lazy(req, ctx, &who, &groups);
+	ret = fs_file_take_text(ctx, f, path, &who);
+	fs_groups_release(&groups);
+	return ret;
+}
+
+int fs_file_open(fuse_req_t req, struct fs_ctx *ctx, struct fs_node *node, const char *path,
 		 struct fuse_file_info *fi, struct fs_file **out)
 {
 	struct model_error err = { 0 };
@@ -640,11 +677,13 @@ int fs_file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
 	f->open_mtime = n.mtime_ns;
 	f->open_size = n.size;
 	pthread_mutex_unlock(&f->lock);
+	if (acc != O_RDONLY && n.kind == MODEL_KIND_VIEW)
+		view_set_opener(req, ctx, f);
 	if (acc != O_RDONLY) {
 		ret = file_load(ctx, f, path, fi->flags, n.kind == MODEL_KIND_VIEW);
 	} else if (n.kind == MODEL_KIND_VIEW) {
 		f->kind = FS_FILE_VIEW_READER;
-		ret = fs_file_take_text(ctx, f, path);
+		ret = view_reader_load(req, ctx, f, path);
 	}
 	else if (n.size > FS_SNAPSHOT_MAX)
 		fs_cache_reader_deferred(f, &n, false);
@@ -732,7 +771,7 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	pthread_mutex_lock(&ctx->lock);
 	tmp = node->tmp != NULL;
 	pthread_mutex_unlock(&ctx->lock);
-	ret = tmp ? fs_tmp_open(ctx, node, fi, &f) : fs_file_open(ctx, node, path, fi, &f);
+	ret = tmp ? fs_tmp_open(ctx, node, fi, &f) : fs_file_open(req, ctx, node, path, fi, &f);
 	if (ret == -ENOENT && !tmp && (fi->flags & O_ACCMODE) != O_RDONLY) {
 		/*
 		 * Another writer created it and has not closed yet (parallel
@@ -742,7 +781,7 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		if (view_is_pending(ctx, node))
 			ret = fs_view_pending_open(ctx, node, fi, &f);
 		else
-			ret = fs_file_open(ctx, node, path, fi, &f);
+			ret = fs_file_open(req, ctx, node, path, fi, &f);
 	}
 	free(path);
 	if (ret == 0)

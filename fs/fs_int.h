@@ -224,9 +224,11 @@ struct fs_file {
 				 * written; else (touch) at the first flush */
 	bool refused;		/* the model refused buf as it is: not parsed again */
 	/*
-	 * A view writer's opener (fs_file_set_opener, before the kernel has
-	 * the handle): its commits are checked on their behalf (model_write_as)
-	 * and its refusals are theirs. who.groups is who_groups (heap).
+	 * A view writer's opener (set at open, before the kernel has the
+	 * handle): its starting text is rendered only if they may read it
+	 * (model_read_to_as), its commits are checked on their behalf
+	 * (model_write_as), and its refusals are theirs. who.groups is
+	 * who_groups (heap).
 	 */
 	bool who_set;
 	struct model_cred who;
@@ -731,6 +733,28 @@ void fs_attr_for_new(fuse_req_t req, struct fs_ctx *ctx, mode_t mode, bool dir,
  */
 void fs_cred_from_req(fuse_req_t req, const struct fs_ctx *ctx, struct model_cred *out,
 		      gid_t **groups);
+/*
+ * A request's supplementary groups, read from its process (/proc) only
+ * when a check needs them: for checks made before req is replied to.
+ */
+struct fs_groups {
+	fuse_req_t req;
+	bool read;
+	gid_t *list;	/* heap: fs_groups_release */
+	size_t n;
+};
+/* As fs_cred_from_req, with out's groups read only if a check asks (into g). */
+void fs_cred_lazy(fuse_req_t req, const struct fs_ctx *ctx, struct model_cred *out,
+		  struct fs_groups *g);
+void fs_groups_release(struct fs_groups *g);
+/*
+ * fs_cred_lazy into out when path names a view (NAME.json: its text is
+ * rendered for req's caller) and req is not NULL; then returns out, else
+ * NULL. Either way the caller releases g.
+ */
+const struct model_cred *fs_cred_for_view(fuse_req_t req, const struct fs_ctx *ctx,
+					 const char *path, struct model_cred *out,
+					 struct fs_groups *g);
 
 /* ctx->lock held. The attributes of a pending file as last flushed. */
 void fs_tmp_stat_locked(const struct fs_ctx *ctx, const struct fs_node *node,
@@ -748,9 +772,9 @@ double fs_attr_timeout_for(const struct fs_ctx *ctx, bool volatile_);
 
 /*
  * Fills e for the child name of dir (at path) and counts one kernel lookup
- * on its node. 0 or -errno.
+ * on its node; a view's size is the one req's caller may read. 0 or -errno.
  */
-int fs_entry_make(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
+int fs_entry_make(fuse_req_t req, struct fs_ctx *ctx, struct fs_node *dir, const char *name,
 		  const char *path, struct fuse_entry_param *e);
 
 /* Replies with a fresh entry for name in dir (mkdir, mknod). */
@@ -830,8 +854,12 @@ int fs_leaf_pending_open(struct fs_ctx *ctx, struct fs_node *node, struct fuse_f
 int fs_view_pending_open(struct fs_ctx *ctx, struct fs_node *node, struct fuse_file_info *fi,
 			 struct fs_file **out);
 
-/* Opens node (at path) for fi->flags; the reply is sent by the caller. */
-int fs_file_open(struct fs_ctx *ctx, struct fs_node *node, const char *path,
+/*
+ * Opens node (at path) for fi->flags; the reply is sent by the caller. A
+ * view is opened on behalf of req's caller: its text only when they may
+ * read its whole subtree (-EACCES, kept for user.kvfs.error, else).
+ */
+int fs_file_open(fuse_req_t req, struct fs_ctx *ctx, struct fs_node *node, const char *path,
 		 struct fuse_file_info *fi, struct fs_file **out);
 /* A view writer f just opened by req: its commits are made on req's caller's behalf. */
 void fs_file_set_opener(fuse_req_t req, struct fs_ctx *ctx, struct fs_file *f);
@@ -940,8 +968,11 @@ int fs_file_snapshot(struct fs_ctx *ctx, struct fs_file *f, const char *path);
  * empty buffer, past FS_SPILL_MIN on disk (spill.c), so a view of a big
  * subtree or a big leaf opened to be changed is never held in the
  * daemon's memory: a view reader's snapshot, a writer's starting content.
+ * A view's is rendered for who (NULL: unchecked): -EACCES where they may
+ * not read all of it.
  */
-int fs_file_take_text(struct fs_ctx *ctx, struct fs_file *f, const char *path);
+int fs_file_take_text(struct fs_ctx *ctx, struct fs_file *f, const char *path,
+		      const struct model_cred *who);
 
 /*
  * A reader of a leaf takes the text now (kind FS_FILE_READER): it keeps it

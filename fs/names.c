@@ -207,11 +207,11 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 			goto out_free;
 		}
 	}
-	ret = fs_entry_make(ctx, dir, name, path, &e);
+	ret = fs_entry_make(req, ctx, dir, name, path, &e);
 	if (ret < 0)
 		goto out_file;
 	if (!f) {
-		ret = fs_file_open(ctx, fs_node_from_ino(ctx, e.ino), path, fi, &f);
+		ret = fs_file_open(req, ctx, fs_node_from_ino(ctx, e.ino), path, fi, &f);
 		if (ret < 0) {
 			fs_node_forget(ctx, e.ino, 1);
 			goto out_free;

@@ -204,6 +204,37 @@ int attr_delete_subtree(struct store_txn *txn, const uint8_t *key, size_t len)
 	return ttl_delete_subtree(txn, key, len);	/* deadlines follow the nodes as attributes do */
 }
 
+int attr_each(struct store_txn *txn, const uint8_t *key, size_t len, attr_each_fn fn,
+	      void *arg)
+{
+	struct store_scan *scan;
+	struct store_val k, v;
+	struct model_attr a;
+	const uint8_t *node;
+	size_t node_len;
+	int ret = store_scan_open(txn, STORE_SPACE_ATTR, key, len, &scan);
+
+	if (ret < 0)
+		return ret;
+	while ((ret = store_scan_next(scan, &k, &v)) == 1) {
+		if (len > 0 && !in_subtree(k.data, k.len, len))
+			continue;	/* a sibling whose name continues this one's */
+		if (attr_decode(k.data, k.len, v.data, v.len, &a) < 0) {
+			ret = -EIO;
+			break;
+		}
+		node = k.data;
+		node_len = k.len;
+		if (node_len == sizeof(attr_root_key) && node[0] == attr_root_key[0])
+			node_len = 0;	/* the root's record (len 0 scans every record) */
+		ret = fn(arg, node, node_len, &a);
+		if (ret != 0)
+			break;
+	}
+	store_scan_close(scan);
+	return ret;
+}
+
 struct attr_moved {
 	uint8_t key[STORE_KEY_MAX];
 	size_t len;

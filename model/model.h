@@ -245,11 +245,19 @@ int model_type_parse(const char *name, enum model_type *out);
 const char *model_kind_name(enum model_kind kind);	/* "leaf", "object", "array", "view" */
 
 /* ---- reading ---- */
+struct model_cred;	/* who a read or write is for: below, with model_may_read */
 enum model_stat_flags {
 	MODEL_STAT_SUBDIRS = 1 << 0,	/* also count child containers (one seek each) */
 };
 int model_stat(struct model *m, const char *path, unsigned flags,
 	       struct model_node *out, struct model_error *err);
+/*
+ * model_stat for who (NULL: as model_stat): a view whose subtree who may
+ * not read wholly (model_read_to_as) is not rendered to count its size,
+ * which shows 0, the length of what a read gives them.
+ */
+int model_stat_as(struct model *m, const char *path, unsigned flags, struct model_node *out,
+		  const struct model_cred *who, struct model_error *err);
 /*
  * Copies up to `size` bytes of the text form of a leaf or view, starting at
  * `offset`, into dst. Returns the number of bytes copied (0 at the end).
@@ -263,9 +271,22 @@ int model_readlink(struct model *m, const char *path, char **out, struct model_e
  * straight into it, never held whole in memory. -EIO when out fails.
  */
 int model_read_to(struct model *m, const char *path, FILE *out, struct model_error *err);
+/*
+ * model_read_to on behalf of who (NULL: unchecked, as model_read_to): a
+ * view is rendered only when who may read every node of its subtree as a
+ * read through the tree would need (read permission on each node, search
+ * on each directory with children; uid 0 may anything), checked in the
+ * rendering's own transaction. Else -EACCES, nothing written to out, and
+ * err names the first node refused, never a value.
+ */
+int model_read_to_as(struct model *m, const char *path, FILE *out, const struct model_cred *who,
+		     struct model_error *err);
 /* The whole text form; *out is heap (free()), NUL-terminated for convenience. */
 int model_read_all(struct model *m, const char *path, char **out, size_t *len,
 		   struct model_error *err);
+/* model_read_all on behalf of who, as model_read_to_as. */
+int model_read_all_as(struct model *m, const char *path, char **out, size_t *len,
+		      const struct model_cred *who, struct model_error *err);
 
 /*
  * Directory listing, streamed: each model_list_fill call runs one read
@@ -311,14 +332,23 @@ struct model_cred {
 	gid_t gid;
 	const gid_t *groups;	/* supplementary groups; borrowed */
 	size_t ngroups;
+	/*
+	 * May be set with groups NULL: reads the supplementary groups the
+	 * first time a check needs them (a stored mode whose group is not
+	 * gid), so that most checks never read them; returns them (borrowed
+	 * from arg; NULL when none) and *n their count.
+	 */
+	const gid_t *(*groups_fn)(void *arg, size_t *n);
+	void *groups_arg;
 	uid_t owner_uid;
 	gid_t owner_gid;
 };
 /*
  * Whether who may read what path names: search permission on each
  * directory above it and read permission on the node (for a path that
- * names nothing, on the last directory that exists). 0 or -EACCES;
- * -errno when the store cannot tell.
+ * names nothing, on the last directory that exists); for a view, on every
+ * node below too, as model_read_to_as. 0 or -EACCES; -errno when the
+ * store cannot tell.
  */
 int model_may_read(struct model *m, const char *path, const struct model_cred *who);
 

@@ -75,21 +75,32 @@ static int view_size(struct store_txn *txn, const uint8_t *key, size_t len, uint
 	return ret;
 }
 
+/*
+ * A view's stat. Its size is that of the text who may read: a subtree they
+ * may not read wholly is not rendered for them, and shows size 0, as the
+ * text a read would give them (none).
+ */
 static int view_stat(struct model *m, struct store_txn *txn, const struct tree_path *p,
-		     struct model_node *out, struct model_error *err)
+		     const struct model_cred *who, struct model_node *out,
+		     struct model_error *err)
 {
 	struct tree_node n;
-	uint64_t size;
+	uint64_t size = 0;
 	int ret = tree_get(txn, p, &n, err);
 
 	if (ret < 0)
 		return ret;
-	ret = view_size(txn, p->key, p->len, &size);
-	if (ret < 0) {
-		if (ret == -EIO)
-			return tree_fail_corrupt(txn, p->key, p->len, p->text, err);
+	ret = perm_may_read_tree(txn, who, p->key, p->len, p->text, err);
+	if (ret == -EACCES)
+		tree_clear(err);	/* not theirs to read: a stat is no refusal */
+	else if (ret < 0)
+		return ret;
+	else
+		ret = view_size(txn, p->key, p->len, &size);
+	if (ret == -EIO)
+		return tree_fail_corrupt(txn, p->key, p->len, p->text, err);
+	if (ret < 0 && ret != -EACCES)
 		return tree_fail(err, ret, "%s: cannot render: %s", p->text, strerror(-ret));
-	}
 	memset(out, 0, sizeof(*out));
 	out->kind = MODEL_KIND_VIEW;
 	out->ino = tree_ino(p->key, p->len, true);
@@ -108,7 +119,7 @@ static int view_stat(struct model *m, struct store_txn *txn, const struct tree_p
 }
 
 static int stat_in(struct model *m, struct store_txn *txn, const char *path, unsigned flags,
-		   struct model_node *out, struct model_error *err)
+		   const struct model_cred *who, struct model_node *out, struct model_error *err)
 {
 	struct tree_path p;
 	struct tree_node n;
@@ -118,7 +129,7 @@ static int stat_in(struct model *m, struct store_txn *txn, const char *path, uns
 	if (ret < 0)
 		return ret;
 	if (p.is_view)
-		return view_stat(m, txn, &p, out, err);
+		return view_stat(m, txn, &p, who, out, err);
 	ret = tree_get(txn, &p, &n, err);
 	if (ret < 0)
 		return ret;
@@ -198,6 +209,12 @@ int model_readlink(struct model *m, const char *path, char **out, struct model_e
 int model_stat(struct model *m, const char *path, unsigned flags,
 	       struct model_node *out, struct model_error *err)
 {
+	return model_stat_as(m, path, flags, out, NULL, err);
+}
+
+int model_stat_as(struct model *m, const char *path, unsigned flags, struct model_node *out,
+		  const struct model_cred *who, struct model_error *err)
+{
 	struct store_txn *txn;
 	size_t at;
 	int ret = tree_read_begin(m, &txn);
@@ -209,7 +226,7 @@ int model_stat(struct model *m, const char *path, unsigned flags,
 		tree_fail(err, ret, "%s: %s", path, strerror(-ret));
 	else
 		ret = ret ? tview_stat_path(m, txn, path, at, out, err) :
-		      stat_in(m, txn, path, flags, out, err);
+		      stat_in(m, txn, path, flags, who, out, err);
 	store_txn_end(txn);
 	return ret;
 }
@@ -222,10 +239,12 @@ typedef int (*text_fn)(void *arg, const struct leaf *leaf, const struct strbuf *
 
 /*
  * The text at path handed to fn. With stream set, a view (not a table's)
- * is rendered straight into it instead, and fn is not called for it.
+ * is rendered straight into it instead, and fn is not called for it. A
+ * view is rendered only when who may read its whole subtree (checked in
+ * the same transaction: a chmod commits before both or after both).
  */
 static int text_in(struct store_txn *txn, const char *path, text_fn fn, void *arg,
-		   FILE *stream, struct model_error *err)
+		   FILE *stream, const struct model_cred *who, struct model_error *err)
 {
 	struct tree_path p;
 	struct tree_node n;
@@ -254,6 +273,9 @@ static int text_in(struct store_txn *txn, const char *path, text_fn fn, void *ar
 			return tree_fail(err, -EISDIR, "%s: is a directory", path);
 		return fn(arg, &n.leaf, NULL);
 	}
+	ret = perm_may_read_tree(txn, who, p.key, p.len, path, err);
+	if (ret < 0)
+		return ret;
 	strbuf_init(&sb);
 	ret = doc_render_buf(txn, p.key, p.len, 0, &sb, stream);
 	if (ret == -EIO && !(stream && ferror(stream)))
@@ -267,14 +289,14 @@ static int text_in(struct store_txn *txn, const char *path, text_fn fn, void *ar
 }
 
 static int text_run(struct model *m, const char *path, text_fn fn, void *arg, FILE *stream,
-		    struct model_error *err)
+		    const struct model_cred *who, struct model_error *err)
 {
 	struct store_txn *txn;
 	int ret = tree_read_begin(m, &txn);
 
 	if (ret < 0)
 		return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
-	ret = text_in(txn, path, fn, arg, stream, err);
+	ret = text_in(txn, path, fn, arg, stream, who, err);
 	store_txn_end(txn);
 	return ret;
 }
@@ -305,7 +327,7 @@ ssize_t model_read(struct model *m, const char *path, void *dst, size_t size,
 		   uint64_t offset, struct model_error *err)
 {
 	struct read_window rw = { dst, size, offset, 0 };
-	int ret = text_run(m, path, read_window_fn, &rw, NULL, err);
+	int ret = text_run(m, path, read_window_fn, &rw, NULL, NULL, err);
 
 	return ret < 0 ? ret : (ssize_t)rw.done;
 }
@@ -334,8 +356,14 @@ static int read_whole_fn(void *arg, const struct leaf *leaf, const struct strbuf
 int model_read_all(struct model *m, const char *path, char **out, size_t *len,
 		   struct model_error *err)
 {
+	return model_read_all_as(m, path, out, len, NULL, err);
+}
+
+int model_read_all_as(struct model *m, const char *path, char **out, size_t *len,
+		      const struct model_cred *who, struct model_error *err)
+{
 	struct read_whole rw = { NULL, 0 };
-	int ret = text_run(m, path, read_whole_fn, &rw, NULL, err);
+	int ret = text_run(m, path, read_whole_fn, &rw, NULL, who, err);
 
 	if (ret == -ENOMEM)
 		tree_fail(err, ret, "%s: out of memory", path);
@@ -369,7 +397,13 @@ static int write_text_fn(void *arg, const struct leaf *leaf, const struct strbuf
 
 int model_read_to(struct model *m, const char *path, FILE *out, struct model_error *err)
 {
-	int ret = text_run(m, path, write_text_fn, out, out, err);
+	return model_read_to_as(m, path, out, NULL, err);
+}
+
+int model_read_to_as(struct model *m, const char *path, FILE *out, const struct model_cred *who,
+		     struct model_error *err)
+{
+	int ret = text_run(m, path, write_text_fn, out, out, who, err);
 
 	if (ret == 0 && fflush(out) != 0)
 		ret = -EIO;

@@ -13,7 +13,10 @@
  *
  * A kind change (a leaf becoming a directory) is a removal and a create.
  * uid 0 may anything. A refusal fails the transaction: nothing is written.
- * Also model_may_read, for whose refusals a user may see (fs/mount.c).
+ * Also a view's rendering on behalf of a reader (perm_may_read_tree): read
+ * permission on every node of its subtree and search permission on every
+ * container with children, as reading each node through the tree needs;
+ * and model_may_read, for whose refusals a user may see (fs/mount.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -44,10 +47,15 @@ int perm_get(struct store_txn *txn, const struct model_cred *who, const uint8_t 
 
 static bool perm_in_group(const struct model_cred *who, gid_t gid)
 {
+	const gid_t *groups = who->groups;
+	size_t n = who->ngroups;
+
 	if (who->gid == gid)
 		return true;
-	for (size_t i = 0; i < who->ngroups; i++)
-		if (who->groups[i] == gid)
+	if (!groups && who->groups_fn)
+		groups = who->groups_fn(who->groups_arg, &n);
+	for (size_t i = 0; i < n; i++)
+		if (groups[i] == gid)
 			return true;
 	return false;
 }
@@ -60,6 +68,8 @@ bool perm_allows(const struct model_cred *who, const struct perm_node *n, unsign
 		return true;
 	if (who->uid == n->uid)
 		bits = n->mode >> 6;
+	else if (((n->mode >> 3) & want & 7) == (n->mode & want & 7))
+		bits = n->mode;	/* the group's answer is the others': no need to ask (0664) */
 	else if (perm_in_group(who, n->gid))
 		bits = n->mode >> 3;
 	else
@@ -206,6 +216,76 @@ void perm_new_owner(const struct model_cred *who, struct model_attr *out)
 	}
 }
 
+/* ---- may read a subtree (a view's rendering) ---- */
+
+/* Nodes without a stored mode: anyone may read a file, read and search a directory. */
+_Static_assert((PERM_FILE_DEFAULT & 0444) == 0444 && (PERM_DIR_DEFAULT & 0555) == 0555,
+	       "perm_may_read_tree skips the nodes that have the default mode");
+
+struct read_walk {
+	struct store_txn *txn;
+	const struct model_cred *who;
+	const uint8_t *key;	/* the subtree's */
+	size_t len;
+	const char *what;
+	struct model_error *err;
+	bool looked;		/* a node was looked up: the next come in key order */
+};
+
+/*
+ * attr_each's fn: the node at key[0..len] with stored fields a. Only a
+ * node the mode refuses is looked up: what it needs depends on whether
+ * it is a container with children (search too) or even still there.
+ */
+static int may_read_node(void *arg, const uint8_t *key, size_t len, const struct model_attr *a)
+{
+	struct read_walk *w = arg;
+	uint8_t node[STORE_KEY_MAX];	/* the scan's key is borrowed: the lookup reads on */
+	struct perm_node n;
+	struct tree_node t;
+	unsigned want = PERM_R;
+	int ret;
+
+	if (!(a->have & MODEL_ATTR_MODE))
+		return 0;
+	n.mode = a->mode & 07777;
+	n.uid = (a->have & MODEL_ATTR_UID) ? (uid_t)a->uid : w->who->owner_uid;
+	n.gid = (a->have & MODEL_ATTR_GID) ? (gid_t)a->gid : w->who->owner_gid;
+	if (perm_allows(w->who, &n, PERM_R | PERM_X))
+		return 0;
+	memcpy(node, key, len);
+	if (!w->looked)	/* etcd: one page of the subtree, not a round trip per node */
+		store_txn_expect_reads(w->txn, STORE_SPACE_DATA, w->key, w->len);
+	w->looked = true;
+	ret = tree_lookup(w->txn, node, len, &t);
+	if (ret < 0)
+		return tree_fail(w->err, ret, "%s: %s", w->what, strerror(-ret));
+	if (!t.exists)
+		return 0;	/* a record left behind, or an expired node: not rendered */
+	if (t.kind != MODEL_KIND_LEAF && !t.empty)
+		want |= PERM_X;	/* its children are read through it */
+	if (perm_allows(w->who, &n, want))
+		return 0;
+	return perm_refuse(w->err, -EACCES, w->what, "read", node, len,
+			   perm_allows(w->who, &n, PERM_R) ? "no search permission on it" :
+			   "no read permission on it");
+}
+
+int perm_may_read_tree(struct store_txn *txn, const struct model_cred *who, const uint8_t *key,
+		       size_t len, const char *what, struct model_error *err)
+{
+	struct read_walk w = { .txn = txn, .who = who, .key = key, .len = len, .what = what,
+			       .err = err };
+	int ret;
+
+	if (!who || who->uid == 0)
+		return 0;
+	ret = attr_each(txn, key, len, may_read_node, &w);
+	if (ret == -EIO)
+		return tree_fail(err, ret, "%s: corrupt attribute record (run kvfs check)", what);
+	return ret;
+}
+
 /* ---- may read ---- */
 
 /*
@@ -253,10 +333,12 @@ int model_may_read(struct model *m, const char *path, const struct model_cred *w
 	ret = tree_read_begin(m, &txn);
 	if (ret == 0) {
 		ret = tree_resolve(txn, path, 0, p, NULL);
-		if (ret == 0)
-			ret = may_read_key(txn, who, p->key, p->len);
-		else
+		if (ret < 0)
 			ret = -EACCES;	/* no node's name: nobody's to read */
+		else
+			ret = may_read_key(txn, who, p->key, p->len);
+		if (ret == 0 && p->is_view)	/* a view is read node by node */
+			ret = perm_may_read_tree(txn, who, p->key, p->len, path, NULL);
 		store_txn_end(txn);
 	}
 	free(p);

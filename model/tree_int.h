@@ -228,6 +228,17 @@ int attr_move_subtree(struct store_txn *txn, const uint8_t *src, size_t src_len,
 		      const uint8_t *dst, size_t dst_len);
 /* Deletes the records under key[0..len] whose node no longer exists. */
 int attr_prune(struct store_txn *txn, const uint8_t *key, size_t len);
+/*
+ * Calls fn with each record of the subtree at key[0..len] (the node's own
+ * included), in key order: the node's key (the root's is empty; borrowed
+ * from the scan, valid until fn returns) and its decoded fields. Stops at
+ * fn's first nonzero return and returns it; 0 at the end, -EIO on a record
+ * that does not verify.
+ */
+typedef int (*attr_each_fn)(void *arg, const uint8_t *key, size_t len,
+			    const struct model_attr *a);
+int attr_each(struct store_txn *txn, const uint8_t *key, size_t len, attr_each_fn fn,
+	      void *arg);
 /* Puts a into out: container mtime, ctime = max(mtime, attr ctime). */
 void attr_apply(const struct model_attr *a, struct model_node *out);
 
@@ -264,6 +275,17 @@ int perm_may_create(const struct model_cred *who, const struct perm_node *d,
 /* 0, or -EACCES with a message: who may not change the leaf at key[0..len]. */
 int perm_may_change(struct store_txn *txn, const struct model_cred *who, const uint8_t *key,
 		    size_t len, const char *what, struct model_error *err);
+/*
+ * Whether who (NULL: anyone) may read the whole subtree at key[0..len], as
+ * reading each node through the tree would need: read permission on every
+ * leaf and container, search permission on every container with children
+ * (the directories above it are the kernel's to check). Only a stored mode
+ * can refuse, so the attr space is scanned, not the data: one seek where
+ * no mode was set, nothing for uid 0. 0, or -EACCES with a message naming
+ * the first node refused (never a value), in the operation on `what`.
+ */
+int perm_may_read_tree(struct store_txn *txn, const struct model_cred *who, const uint8_t *key,
+		       size_t len, const char *what, struct model_error *err);
 /* The owner fields a node who creates gets (have 0 when they are the defaults). */
 void perm_new_owner(const struct model_cred *who, struct model_attr *out);
 

@@ -4,8 +4,10 @@
 # would (write permission on a changed leaf, the directory's write
 # permission and sticky rule, ownership), or the whole write is refused and
 # nothing changes; user.kvfs.error shows a user only the refusals of their
-# own writes and of paths they may read. Mounted with allow_other; the
-# other user is 65534 (as_nobody).
+# own writes and of paths they may read. Reading a view is reading every
+# node below it: read permission on each, search permission on each
+# directory with children, or EACCES at open and nothing rendered.
+# Mounted with allow_other; the other user is 65534 (as_nobody).
 
 # bats file_tags=mount,trust,backends
 
@@ -207,4 +209,179 @@ make_shared() {
 	refute_output --partial '/home/x.json'
 	refute_output --partial '/secret/x.json'
 	assert_output --partial '/pub.json'
+}
+
+# as_other CMD...: runs CMD as a third user, 65533 (no groups).
+as_other() {
+	setpriv --reuid=65533 --regid=65533 --clear-groups -- "$@"
+}
+
+# open_as AS PATH FLAGS: as the user AS runs commands as (as_nobody,
+# as_other), opens PATH with os.O_FLAGS and prints what reading it gives,
+# or the errno name the open fails with (exit 1).
+open_as() {
+	"$1" python3 -c 'import errno, os, sys
+try:
+    fd = os.open(sys.argv[1], getattr(os, sys.argv[2]))
+except OSError as e:
+    print(errno.errorcode[e.errno])
+    sys.exit(1)
+sys.stdout.write(os.read(fd, 1 << 20).decode())' "$2" "$3"
+}
+
+@test "a view read needs read permission on every node below it, as cat does: EACCES" {
+	mkdir "$MNT/secret"
+	echo topsecret >"$MNT/secret/k"
+	chmod 700 "$MNT/secret"
+	run ! as_nobody cat "$MNT/secret/k"
+	assert_output --partial 'Permission denied'
+	# the root's view is readable (0644) but holds the secret: refused at open
+	run ! open_as as_nobody "$MNT/.json" O_RDONLY
+	assert_output EACCES
+	run ! as_nobody cat "$MNT/.json"
+	refute_output --partial 'topsecret'
+	# its size is the length of what they may read of it: nothing
+	run -0 as_nobody stat -c %s "$MNT/.json"
+	assert_output 0
+	# the refusal names the node, never its value; it is theirs to see
+	run -0 as_nobody getfattr --only-values -n user.kvfs.error "$MNT"
+	assert_output --partial 'permission denied to read /secret'
+	refute_output --partial 'topsecret'
+	# a readable directory holding a leaf they may not read: its view too
+	chmod 755 "$MNT/secret"
+	chmod 600 "$MNT/secret/k"
+	run ! as_nobody cat "$MNT/secret/k"
+	run ! open_as as_nobody "$MNT/secret.json" O_RDONLY
+	assert_output EACCES
+	run ! open_as as_nobody "$MNT/.json" O_RDONLY
+	assert_output EACCES
+	run -0 as_nobody getfattr --only-values -n user.kvfs.error "$MNT"
+	assert_output --partial '/secret/k'
+	refute_output --partial 'topsecret'
+	# a directory they may list but not search: its view (0644) is refused
+	chmod 644 "$MNT/secret/k"
+	chmod 744 "$MNT/secret"
+	run -0 as_nobody ls "$MNT/secret"
+	run ! as_nobody cat "$MNT/secret/k"
+	run ! open_as as_nobody "$MNT/secret.json" O_RDONLY
+	assert_output EACCES
+	run ! open_as as_nobody "$MNT/.json" O_RDONLY
+	assert_output EACCES
+	# one they may search but not list: a name they know reads, the view does not
+	chmod 711 "$MNT/secret"
+	run -0 as_nobody cat "$MNT/secret/k"
+	run ! as_nobody ls "$MNT/secret"
+	run ! open_as as_nobody "$MNT/.json" O_RDONLY
+	assert_output EACCES
+	# root reads everything, at its full size
+	run -0 cat "$MNT/.json"
+	assert_output --partial 'topsecret'
+	run -0 stat -c %s "$MNT/.json"
+	[ "$output" -gt 0 ]
+	run -0 cat "$MNT/secret.json"
+	assert_output --partial 'topsecret'
+	# the store keeps everything
+	run -0 kvfs export "$STORE" / --compact
+	assert_output '{"secret":{"k":"topsecret"}}'
+}
+
+@test "a view whose nodes are all readable reads as before; an owner reads their 0700 directory" {
+	mkdir -p "$MNT/pub/sub"
+	echo hello >"$MNT/pub/sub/x"
+	# modes that differ from the defaults but let others read
+	chmod 775 "$MNT/pub" "$MNT/pub/sub"
+	chmod 664 "$MNT/pub/sub/x"
+	run -0 as_nobody cat "$MNT/pub.json"
+	assert_output $'{\n  "sub": {\n    "x": "hello"\n  }\n}'
+	run -0 as_nobody stat -c %s "$MNT/pub.json"
+	[ "$output" -eq "$(cat "$MNT/pub.json" | wc -c)" ]
+	run -0 open_as as_nobody "$MNT/pub/sub/x.json" O_RDONLY
+	assert_output '"hello"'
+	# the other user's own 0700 directory, with a 0600 leaf of theirs
+	mkdir "$MNT/home"
+	echo mine >"$MNT/home/k"
+	chown -R 65534:65534 "$MNT/home"
+	chmod 600 "$MNT/home/k"
+	chmod 700 "$MNT/home"
+	run -0 as_nobody cat "$MNT/home.json"
+	assert_output $'{\n  "k": "mine"\n}'
+	# and so the whole mount, which they may read all of
+	run -0 as_nobody cat "$MNT/.json"
+	assert_output --partial '"mine"'
+	assert_output --partial '"hello"'
+	# which a third user may not
+	run ! as_other cat "$MNT/home/k"
+	run ! open_as as_other "$MNT/.json" O_RDONLY
+	assert_output EACCES
+	run -0 as_other cat "$MNT/pub.json"
+	assert_output --partial '"hello"'
+	# a group's 0750 directory: its members read it (a supplementary group)
+	mkdir "$MNT/team"
+	echo plan >"$MNT/team/f"
+	chgrp 4242 "$MNT/team"
+	chmod 750 "$MNT/team"
+	run -0 setpriv --reuid=65533 --regid=65533 --groups=4242 -- cat "$MNT/team.json"
+	assert_output $'{\n  "f": "plan"\n}'
+	# the whole mount, to the owner of home when in the group too
+	run -0 setpriv --reuid=65534 --regid=65534 --groups=4242 -- cat "$MNT/.json"
+	assert_output --partial '"plan"'
+	run ! open_as as_nobody "$MNT/.json" O_RDONLY
+	assert_output EACCES
+	# a member refused a view for a node in a group's directory: their
+	# refusal names it; others who may not list that directory never see
+	# it, though they may read the view's own directory
+	mkdir "$MNT/pub/grp"
+	echo x >"$MNT/pub/grp/private"
+	chmod 600 "$MNT/pub/grp/private"
+	chgrp 4242 "$MNT/pub/grp"
+	chmod 750 "$MNT/pub/grp"
+	run ! setpriv --reuid=65533 --regid=65533 --groups=4242 -- cat "$MNT/pub.json"
+	run -0 setpriv --reuid=65533 --regid=65533 --groups=4242 -- \
+		getfattr --only-values -n user.kvfs.error "$MNT/pub"
+	assert_output --partial '/pub/grp/private'
+	run ! as_nobody getfattr --only-values -n user.kvfs.error "$MNT/pub"
+	refute_output --partial '/pub/grp/private'
+	# root reads everything
+	run -0 cat "$MNT/.json"
+	assert_output --partial '"mine"'
+	run -0 cat "$MNT/home.json"
+	assert_output $'{\n  "k": "mine"\n}'
+}
+
+@test "a view opened to be changed in place, or truncated, is read for its opener too" {
+	mkdir -p "$MNT/open/locked"
+	chmod 777 "$MNT/open"
+	echo topsecret >"$MNT/open/locked/k"
+	chmod 700 "$MNT/open/locked"
+	# open.json is 0666: the kernel lets the other user open it to read and write
+	run ! open_as as_nobody "$MNT/open.json" O_RDWR
+	assert_output EACCES
+	run ! open_as as_nobody "$MNT/open.json" O_WRONLY
+	assert_output EACCES
+	# truncate(1) opens it; truncate(2) by its path reads it in the daemon
+	run ! as_nobody truncate -s 3 "$MNT/open.json"
+	assert_output --partial 'Permission denied'
+	run ! as_nobody python3 -c 'import os, sys; os.truncate(sys.argv[1], 3)' "$MNT/open.json"
+	assert_output --partial 'Permission denied'
+	run -0 cat "$MNT/open/locked/k"
+	assert_output topsecret
+	# once they may read it all, a truncate writes as them: a leaf's view they may write
+	chmod 755 "$MNT/open/locked"
+	echo 12345 >"$MNT/open/n"
+	setfattr -n user.kvfs.type -v integer "$MNT/open/n"
+	chmod 666 "$MNT/open/n"
+	run -0 as_nobody python3 -c 'import os, sys; os.truncate(sys.argv[1], 3)' "$MNT/open/n.json"
+	run -0 cat "$MNT/open/n"
+	assert_output 123
+	run -0 kvfs export "$STORE" /open --compact
+	assert_output '{"locked":{"k":"topsecret"},"n":123}'
+	# not a leaf they may not write (the kernel's check on the view's 0644)
+	chmod 644 "$MNT/open/n"
+	run ! as_nobody python3 -c 'import os, sys; os.truncate(sys.argv[1], 2)' "$MNT/open/n.json"
+	run -0 cat "$MNT/open/n"
+	assert_output 123
+	# root truncates any view
+	truncate -s 1 "$MNT/open/n.json"
+	run -0 cat "$MNT/open/n"
+	assert_output 1
 }
