@@ -8,6 +8,12 @@ bats_require_minimum_version 1.5.0
 load '/usr/lib/bats/bats-support/load'
 load '/usr/lib/bats/bats-assert/load'
 
+# Debian's python3 (scripts/deps.sh), not a version manager's shim under
+# /root that other users cannot run (as_nobody) and that costs a chain of
+# bash scripts per call (scripts/run-tests.sh does the same).
+PATH=$(tr ':' '\n' <<<"$PATH" | grep -v '/\.pyenv/' | paste -sd:)
+export PATH
+
 # The binary under test: scripts/run-tests.sh exports KVFS_BIN.
 KVFS_BIN=${KVFS_BIN:-$BATS_TEST_DIRNAME/../kvfs}
 
