@@ -15,6 +15,7 @@
 #ifndef KVFS_MODEL_H
 #define KVFS_MODEL_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -150,6 +151,13 @@ bool model_name_is_url(const char *name);
  * Async-signal-safe.
  */
 bool model_in_store_engine(void);
+/*
+ * A flag this handle's loops watch (a CLI's signal flag): once *flag is
+ * nonzero, every scan gives -EINTR at its next step and a write aborts
+ * instead of committing (store_set_interrupt). NULL: none. The flag must
+ * outlive m.
+ */
+void model_set_interrupt(struct model *m, const volatile sig_atomic_t *flag);
 /* store_name_shown: a URL without its options (a password); heap, caller frees. */
 char *model_name_shown(const char *name);
 void model_close(struct model *m);

@@ -117,6 +117,7 @@ struct lmdb_scan {
 	struct store_scan base;	/* first */
 	MDB_cursor *cursor;
 	enum lmdb_scan_state state;
+	bool at_last;		/* the cursor is at base.last (the step before handed it out) */
 	size_t target_len;
 	uint8_t target[STORE_KEY_MAX + 1];	/* where SCAN_SEEK positions next */
 };
