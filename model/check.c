@@ -159,16 +159,27 @@ static int check_meta(struct store_txn *txn, struct check *c)
 	return 0;
 }
 
+/*
+ * A walk that finds keys out of order stops there (store_scan_next): the
+ * place is reported (the backend's check says more) and the check goes on.
+ */
 static int check_data(struct store_txn *txn, struct check *c)
 {
 	struct store_scan *scan;
 	struct store_val k, v;
+	char msg[256];
 	int ret = store_scan_open(txn, STORE_SPACE_DATA, NULL, 0, &scan);
 
 	if (ret < 0)
 		return ret;
 	while ((ret = store_scan_next(scan, &k, &v)) == 1)
 		check_key(c, &k, &v);
+	if (ret == -EIO && store_scan_damage(scan)) {
+		snprintf(msg, sizeof(msg), "the walk of the data stops after this key: %s; keys "
+			 "after it are not checked", store_scan_damage(scan));
+		check_report(c, c->prev, c->prev_len, msg);
+		ret = 0;
+	}
 	store_scan_close(scan);
 	return ret;
 }
@@ -248,10 +259,11 @@ int model_check(struct model *m, FILE *report, uint64_t *problems, struct model_
 	ret = store_read_begin(m->st, &txn);
 	if (ret == 0) {
 		ret = check_meta(txn, c);
+		/* the backend's own (etcd: the children space; LMDB: its B-trees' order) */
+		if (ret == 0)
+			ret = store_txn_check(txn, check_table_report, c);
 		if (ret == 0)
 			ret = check_data(txn, c);
-		if (ret == 0)	/* the backend's own (etcd: the children space) */
-			ret = store_txn_check(txn, check_table_report, c);
 		if (ret == 0)
 			ret = table_check(txn, check_table_report, c, NULL);
 		if (ret == 0)

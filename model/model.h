@@ -281,6 +281,12 @@ int model_list_open(struct model *m, const char *path, struct model_list **out,
 		    struct model_error *err);
 int model_list_fill(struct model_list *list, model_list_fn fn, void *arg);
 /*
+ * After a fill gave -EIO: what it found damaged (static: keys out of order
+ * as the store's scan saw them, or a corrupt record), for a message that
+ * names the directory. NULL before any such failure.
+ */
+const char *model_list_damage(const struct model_list *list);
+/*
  * Whether the fills after it count each directory's subdirectories
  * (node.subdirs_known) where the store can without reading the directory,
  * or where reads are local, within a budget per fill: for a listing that

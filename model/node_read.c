@@ -392,6 +392,7 @@ struct model_list {
 	struct tview *tv;	/* a table's @ directory: listed by table_view.c */
 	bool subdirs;	/* model_list_want_subdirs */
 	uint32_t count_budget;	/* children list_child_subdirs may still visit in this fill */
+	const char *damage;	/* static: why the last fill gave -EIO (model_list_damage) */
 };
 
 static int list_open_in(struct store_txn *txn, const char *path, struct model_list *l,
@@ -584,8 +585,16 @@ static int list_fill_in(struct model_list *l, struct store_txn *txn, model_list_
 			break;
 		ret = tree_child_next(scan, l->len, &c);
 	}
+	if (ret == -EIO)
+		l->damage = store_scan_damage(scan) ? store_scan_damage(scan) :
+			    "a corrupt record (bad checksum or layout)";
 	store_scan_close(scan);
 	return ret;
+}
+
+const char *model_list_damage(const struct model_list *list)
+{
+	return list->damage;
 }
 
 int model_list_fill(struct model_list *list, model_list_fn fn, void *arg)

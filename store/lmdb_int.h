@@ -146,6 +146,10 @@ static inline size_t lmdb_mapsize(struct lmdb_store *ls)
 	return info.me_mapsize;
 }
 
+/* lmdb_env.c: the LMDB database a space is kept in ("data", "changes", ...; static). */
+const char *lmdb_space_name(enum store_space space);
+/* lmdb_check.c: store_txn_check, the B-trees' order as walks and seeks see it. */
+int lmdb_check(struct store_txn *txn, store_check_fn fn, void *arg);
 /* lmdb_env.c: the one place LMDB codes become -errno. */
 int lmdb_err(int rc);
 /* A commit's failure: a short write on a full disk is -ENOSPC. */
