@@ -118,6 +118,7 @@ struct lmdb_scan {
 	MDB_cursor *cursor;
 	enum lmdb_scan_state state;
 	bool at_last;		/* the cursor is at base.last (the step before handed it out) */
+	bool stepped;		/* the last move's answer came by a step, which no seek checked */
 	size_t target_len;
 	uint8_t target[STORE_KEY_MAX + 1];	/* where SCAN_SEEK positions next */
 };

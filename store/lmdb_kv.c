@@ -298,8 +298,9 @@ static int seek_checked(struct lmdb_scan *s, const void *target, size_t target_l
 /*
  * A seek from where the cursor stands (base.last, below the target): the
  * next key is the answer when it reaches the target, which one step
- * finds for the next leaf of a listing and needs no check; else a seek,
- * whose answer must lie past that next key.
+ * finds for the next leaf of a listing and needs no check but the step's
+ * (it must go forward); else a seek, whose answer must lie past that
+ * next key.
  */
 static int seek_from_last(struct lmdb_scan *s, MDB_val *k, MDB_val *v)
 {
@@ -308,9 +309,12 @@ static int seek_from_last(struct lmdb_scan *s, MDB_val *k, MDB_val *v)
 
 	if (rc)
 		return rc;
+	if (val_cmp(&nk, s->base.last, s->base.last_len) <= 0)
+		return scan_damaged(s, "a step went back (keys out of order)");
 	if (val_cmp(&nk, s->target, s->target_len) >= 0) {
 		*k = nk;
 		*v = nv;
+		s->stepped = true;
 		return 0;
 	}
 	return seek_checked(s, s->target, s->target_len, &nk, k, v);
@@ -342,6 +346,7 @@ static int scan_move(struct lmdb_scan *s, MDB_val *k, MDB_val *v)
 
 	s->base.steps++;
 	s->at_last = false;
+	s->stepped = s->state == SCAN_NEXT;
 	switch (s->state) {
 	case SCAN_START:
 		return seek_checked(s, s->base.prefix, s->base.prefix_len, NULL, k, v);
@@ -358,7 +363,6 @@ static int scan_move(struct lmdb_scan *s, MDB_val *k, MDB_val *v)
 int lmdb_scan_next(struct store_scan *scan, struct store_val *key, struct store_val *val)
 {
 	struct lmdb_scan *s = lmdb_scan_of(scan);
-	bool stepped = s->state == SCAN_NEXT;
 	MDB_val k, v;
 	int rc;
 
@@ -368,7 +372,7 @@ int lmdb_scan_next(struct store_scan *scan, struct store_val *key, struct store_
 	if (rc == 0 && !within_span(lmdb_txn_of(scan->txn), &k, &v))
 		rc = MDB_CORRUPTED;
 	if (rc == 0 && !has_prefix(&k, scan->prefix, scan->prefix_len))
-		rc = stepped ? end_verify(s, &k) : MDB_NOTFOUND;
+		rc = s->stepped ? end_verify(s, &k) : MDB_NOTFOUND;
 	if (rc) {
 		s->state = SCAN_END;
 		return rc == MDB_NOTFOUND ? 0 : lmdb_txn_err(lmdb_txn_of(scan->txn), rc);
