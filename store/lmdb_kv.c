@@ -239,10 +239,12 @@ static int seek_verify(struct lmdb_scan *s, const void *target, size_t target_le
 		       const MDB_val *floor, MDB_val *k, MDB_val *v)
 {
 	MDB_val pk, pv, nk, nv;
-	int rc;
+	int rc, c = val_cmp(k, target, target_len);
 
-	if (val_cmp(k, target, target_len) == 0)
+	if (c == 0)
 		return 0;
+	if (c < 0)	/* store.c would see it too, unless it lies outside the prefix */
+		return scan_damaged(s, "a seek landed before its target (keys out of order)");
 	rc = LMDB_ENGINE(mdb_cursor_get(s->cursor, &pk, &pv, MDB_PREV));
 	if (rc == MDB_NOTFOUND) {
 		/* k is the first key of all, as the step says: the first key must be k */
@@ -321,16 +323,18 @@ static int seek_from_last(struct lmdb_scan *s, MDB_val *k, MDB_val *v)
 }
 
 /*
- * A step that left the prefix: the key it found must lie past the last
- * one handed out (else it is one of ours, misplaced by a flipped bit),
- * and so must the key after it.
+ * A move that left the prefix: the key it found may be one of ours,
+ * misplaced by a flipped bit (a step or a seek takes it for the end, and
+ * hides what follows). So the key after it must lie past it, and a key a
+ * step found past the last one handed out.
  */
 static int end_verify(struct lmdb_scan *s, const MDB_val *k)
 {
 	MDB_val nk, nv;
 	int rc;
 
-	if (s->base.have_last && val_cmp(k, s->base.last, s->base.last_len) <= 0)
+	if (s->stepped && s->base.have_last &&
+	    val_cmp(k, s->base.last, s->base.last_len) <= 0)
 		return scan_damaged(s, "a step went back (keys out of order)");
 	rc = LMDB_ENGINE(mdb_cursor_get(s->cursor, &nk, &nv, MDB_NEXT));
 	if (rc == 0 && val_cmp(&nk, k->mv_data, k->mv_size) <= 0)
@@ -372,7 +376,7 @@ int lmdb_scan_next(struct store_scan *scan, struct store_val *key, struct store_
 	if (rc == 0 && !within_span(lmdb_txn_of(scan->txn), &k, &v))
 		rc = MDB_CORRUPTED;
 	if (rc == 0 && !has_prefix(&k, scan->prefix, scan->prefix_len))
-		rc = s->stepped ? end_verify(s, &k) : MDB_NOTFOUND;
+		rc = end_verify(s, &k);
 	if (rc) {
 		s->state = SCAN_END;
 		return rc == MDB_NOTFOUND ? 0 : lmdb_txn_err(lmdb_txn_of(scan->txn), rc);
