@@ -132,6 +132,9 @@ static int stat_in(struct model *m, struct store_txn *txn, const char *path, uns
 		return tree_fail(err, ret, "%s: corrupt ttl record (run kvfs check)", path);
 	if ((flags & MODEL_STAT_SUBDIRS) && n.kind != MODEL_KIND_LEAF && !n.empty) {
 		ret = count_subdirs(txn, p.key, p.len, NULL, &out->subdirs);
+		if (ret == -EIO)	/* its scan found keys out of order, or a corrupt record */
+			return tree_fail(err, ret, "%s: cannot list: the store is damaged here; run "
+					 "kvfs check", path);
 		if (ret < 0)
 			return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
 	}

@@ -21,6 +21,8 @@ set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 KVFS_BIN=${KVFS_BIN:-$here/kvfs}
 FLIP=$here/tests/fixtures/lmdb-flip.py
+# python3 itself, not a version manager's shim (seconds a start on a busy machine)
+PY=${PY:-$(command -v /usr/bin/python3 || command -v python3)}
 flips=200
 seed=
 mount=1
@@ -56,7 +58,7 @@ mkdir -p "$mnt"
 # The store: a directory of leaves (one leaf page or a few), one of
 # directories (seeks past each child), an array, and enough keys for a
 # branch level.
-python3 - "$work/doc.json" "$small" <<'EOF'
+"$PY" - "$work/doc.json" "$small" <<'EOF'
 import json, sys
 dirs = 200 if sys.argv[2] == "1" else 600
 doc = {
@@ -175,7 +177,7 @@ while read -r off bit kind; do
 	silent*) silent=$((silent + 1)); echo "flip $n: offset $off bit $bit ($kind page): $result" ;;
 	hang*) hang=$((hang + 1)); echo "flip $n: offset $off bit $bit ($kind page): $result" ;;
 	esac
-done < <(python3 "$FLIP" pick "$work/good/data.mdb" data "$seed" "$flips")
+done < <("$PY" "$FLIP" pick "$work/good/data.mdb" data "$seed" "$flips")
 
 echo "damage-probe: $n flips (seed $seed): $same same, $error errors, $silent silent, $hang hangs"
 [ "$silent" = 0 ] && [ "$hang" = 0 ]
