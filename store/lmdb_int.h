@@ -119,6 +119,7 @@ struct lmdb_scan {
 	enum lmdb_scan_state state;
 	bool at_last;		/* the cursor is at base.last (the step before handed it out) */
 	bool stepped;		/* the last move's answer came by a step, which no seek checked */
+	bool seeks_needed;	/* a seek from the cursor needed more than its steps */
 	size_t target_len;
 	uint8_t target[STORE_KEY_MAX + 1];	/* where SCAN_SEEK positions next */
 };

@@ -297,28 +297,36 @@ static int seek_checked(struct lmdb_scan *s, const void *target, size_t target_l
 	return rc ? rc : seek_verify(s, target, target_len, floor, k, v);
 }
 
+#define SEEK_STEPS 4	/* steps a seek from the cursor tries before it seeks */
+
 /*
- * A seek from where the cursor stands (base.last, below the target): the
- * next key is the answer when it reaches the target, which one step
- * finds for the next leaf of a listing and needs no check but the step's
- * (it must go forward); else a seek, whose answer must lie past that
- * next key.
+ * A seek from where the cursor stands (base.last, below the target): a
+ * few steps find the answer when the keys skipped are few (the next leaf
+ * of a listing, a small child's subtree), checked by the steps alone:
+ * each must go forward. Else a seek, whose answer must lie past the key
+ * the last step reached; the next such seek of the scan then tries one
+ * step only (a listing's children tend to be alike: big ones stay big).
  */
 static int seek_from_last(struct lmdb_scan *s, MDB_val *k, MDB_val *v)
 {
-	MDB_val nk, nv;
-	int rc = LMDB_ENGINE(mdb_cursor_get(s->cursor, &nk, &nv, MDB_NEXT));
+	MDB_val pk = { s->base.last_len, s->base.last }, nk, nv;
+	int rc, steps = s->seeks_needed ? 1 : SEEK_STEPS;
 
-	if (rc)
-		return rc;
-	if (val_cmp(&nk, s->base.last, s->base.last_len) <= 0)
-		return scan_damaged(s, "a step went back (keys out of order)");
-	if (val_cmp(&nk, s->target, s->target_len) >= 0) {
-		*k = nk;
-		*v = nv;
-		s->stepped = true;
-		return 0;
+	for (int i = 0; i < steps; i++) {
+		rc = LMDB_ENGINE(mdb_cursor_get(s->cursor, &nk, &nv, MDB_NEXT));
+		if (rc)
+			return rc;
+		if (val_cmp(&nk, pk.mv_data, pk.mv_size) <= 0)
+			return scan_damaged(s, "a step went back (keys out of order)");
+		if (val_cmp(&nk, s->target, s->target_len) >= 0) {
+			*k = nk;
+			*v = nv;
+			s->stepped = true;
+			return 0;
+		}
+		pk = nk;
 	}
+	s->seeks_needed = true;
 	return seek_checked(s, s->target, s->target_len, &nk, k, v);
 }
 
