@@ -36,14 +36,15 @@ in_time() {
 	timeout -k 2 "$s" "$@"
 }
 
-# doc FILE N DIGITS [dirs]: {"d": {"k0..": leaf or {"a", "b"}}} of N children.
+# doc FILE N DIGITS [dirs]: {"d": {"k0..": leaf or {"a".."h"}}} of N children
+# (eight keys a child: more than a listing passes by steps, so it seeks).
 doc() {
 	"$PY" - "$@" <<'EOF'
 import json, sys
 path, n, digits = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 dirs = len(sys.argv) > 4
 name = "k%0" + str(digits) + "d"
-kids = {name % i: ({"a": "v%d" % i, "b": i} if dirs else "value %d" % i) for i in range(n)}
+kids = {name % i: ({c: i for c in "abcdefgh"} if dirs else "value %d" % i) for i in range(n)}
 json.dump({"d": kids}, open(path, "w"))
 EOF
 }
@@ -100,7 +101,7 @@ mount_damaged() {
 }
 
 @test "a flipped separator key in a store of directories: ls gives EIO naming the path, or the right names" {
-	doc "$T/doc.json" 2000 4 dirs
+	doc "$T/doc.json" 1000 4 dirs
 	kvfs import --create "$STORE" / "$T/doc.json"
 	kvfs ls "$STORE" /d >"$T/good.ls"
 	local n errors=0
