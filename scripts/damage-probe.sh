@@ -5,7 +5,8 @@
 # cat of every file) show of the damaged copy is compared with the
 # undamaged store. Each answer must be the same or an error (a nonzero
 # exit, EIO); a different answer with exit 0 is a silent difference, and a
-# command still running after its time limit is a hang. Both are failures.
+# command still running after its time limit is a hang (so is a sanitizer
+# report, counted with them: KVFS_BIN an ASan build). All are failures.
 #
 #   scripts/damage-probe.sh [-n FLIPS] [-s SEED] [--small] [--no-mount] [-k]
 #
@@ -45,8 +46,12 @@ echo "damage-probe: $flips flips, seed $seed, kvfs $KVFS_BIN"
 work=$(mktemp -d "${TMPDIR:-/tmp}/kvfs-damage.XXXXXX")
 mnt=$work/mnt
 daemon=
+# mounted, by the mount table (mountpoint stats the root, which damage may fail)
+mounted() {
+	grep -qs " $mnt fuse" /proc/mounts
+}
 cleanup() {
-	if mountpoint -q "$mnt" 2>/dev/null; then
+	if mounted; then
 		fusermount3 -u "$mnt" 2>/dev/null || fusermount3 -uz "$mnt"
 	fi
 	[ -z "$daemon" ] || kill -KILL "$daemon" 2>/dev/null
@@ -87,13 +92,13 @@ cli_views() {
 	local s=$1 out=$2 v rc
 	mkdir -p "$out"
 	for v in / /d /e /arr; do
-		timeout -k 2 $T "$KVFS_BIN" ls "$s" "$v" >"$out/ls${v//\//_}" 2>/dev/null
+		timeout -k 2 $T "$KVFS_BIN" ls "$s" "$v" >"$out/ls${v//\//_}" 2>>"$out/stderr"
 		rc=$?
 		echo "$rc" >"$out/ls${v//\//_}.rc"
 	done
-	timeout -k 2 $T "$KVFS_BIN" export "$s" / >"$out/export" 2>/dev/null
+	timeout -k 2 $T "$KVFS_BIN" export "$s" / >"$out/export" 2>>"$out/stderr"
 	echo "$?" >"$out/export.rc"
-	timeout -k 2 $T "$KVFS_BIN" export "$s" /e >"$out/export_e" 2>/dev/null
+	timeout -k 2 $T "$KVFS_BIN" export "$s" /e >"$out/export_e" 2>>"$out/stderr"
 	echo "$?" >"$out/export_e.rc"
 }
 
@@ -104,11 +109,11 @@ mount_views() {
 	"$KVFS_BIN" mount -f -o ro "$s" "$mnt" >"$out/mount.log" 2>&1 &
 	daemon=$!
 	for ((i = 0; i < 100; i++)); do
-		mountpoint -q "$mnt" && break
+		mounted && break
 		kill -0 "$daemon" 2>/dev/null || break
 		sleep 0.05
 	done
-	if ! mountpoint -q "$mnt"; then
+	if ! mounted; then
 		echo 1 >"$out/find.rc"
 		echo 1 >"$out/cat.rc"
 	else
@@ -127,6 +132,8 @@ mount_views() {
 	if kill -0 "$daemon" 2>/dev/null; then
 		echo 124 >"$out/daemon.rc"	# would not end: a hang
 		kill -KILL "$daemon" 2>/dev/null
+		sleep 0.2
+		! mounted || fusermount3 -uz "$mnt"
 	fi
 	wait "$daemon" 2>/dev/null
 	daemon=
@@ -144,7 +151,10 @@ compare() {
 			silent="$silent $name"
 		fi
 	done
-	if [ -n "$hang" ]; then
+	if cat "$got"/stderr "$got"/mount.log 2>/dev/null |
+		grep -Eq 'ERROR: (Address|Leak)Sanitizer|runtime error:'; then
+		echo "hang (a sanitizer report: see $got)"
+	elif [ -n "$hang" ]; then
 		echo "hang$hang"
 	elif [ -n "$silent" ]; then
 		echo "silent$silent"
