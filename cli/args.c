@@ -299,6 +299,14 @@ int cli_finish_stdout(int code)
 	return code;
 }
 
+/*
+ * The CLI's only global state: a signal handler can reach nothing else.
+ * broken_fd is the write end of a pipe whose read end is closed; the
+ * store watches caught_signal (cli_open).
+ */
+static volatile sig_atomic_t caught_signal;
+static int broken_fd = -1;
+
 /* ---- stores ---- */
 
 /* "no store at DIR"; a verb that adds data also names the verbs that make one. */
@@ -343,6 +351,8 @@ int cli_open_ret(const char *dir, enum cli_open_mode mode, struct model **out, i
 		return no_store(dir, mode);
 	if (ret < 0)
 		return cli_model_fail(ret, &err, dir);
+	/* a caught signal stops every scan and keeps any write from committing */
+	model_set_interrupt(*out, &caught_signal);
 	return CLI_EXIT_OK;
 }
 
@@ -356,17 +366,20 @@ void cli_close(struct model *m, int code)
 
 /* ---- signals ---- */
 
-/*
- * The CLI's only global state: a signal handler can reach nothing else.
- * broken_fd is the write end of a pipe whose read end is closed.
- */
-static volatile sig_atomic_t caught_signal;
-static int broken_fd = -1;
 
 static void on_signal(int sig)
 {
 	int saved = errno;
 
+	/*
+	 * A second SIGINT or SIGTERM kills at once, whatever the verb is
+	 * doing: the first asked for a clean end, and every scan and write
+	 * stops at its next step for it, so this is only a backstop.
+	 */
+	if (caught_signal && sig != SIGPIPE) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+	}
 	if (!caught_signal)
 		caught_signal = sig;
 	if (broken_fd >= 0)

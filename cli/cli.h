@@ -173,8 +173,10 @@ bool cli_parse_open(struct cli_parse *p, enum cli_open_mode mode, bool *flag,
  * For the verbs that read: SIGPIPE, SIGINT and SIGTERM (unless ignored
  * when the process started: they stay ignored) no longer kill at
  * once. The first one is recorded and standard output is pointed at a
- * broken pipe, so the verb's next write fails, it ends its transaction and
- * closes the store like after any error (no message is printed then).
+ * broken pipe, so the verb's next write fails, its scans stop at their
+ * next step and its writes abort (cli_open has the store watch the flag),
+ * it ends its transaction and closes the store like after any error (no
+ * message is printed then). A second SIGINT or SIGTERM kills at once.
  */
 void cli_signals_catch(void);
 /*

@@ -201,9 +201,15 @@ static int ls_run(struct model *m, const char *path, bool long_form)
 	do
 		ret = model_list_fill(list, ls_one, &long_form);
 	while (ret == 1);
+	if (ret == -EIO && model_list_damage(list))
+		ret = cli_fail("%s: cannot list: the store is damaged here: %s; run kvfs check "
+			       "(then restore from a backup, or kvfs dump what is readable)", path,
+			       model_list_damage(list));
+	else if (ret < 0)
+		ret = cli_fail("%s: cannot list: %s", path, strerror(-ret));
 	model_list_close(list);
-	if (ret < 0)
-		return cli_fail("%s: cannot list: %s", path, strerror(-ret));
+	if (ret != 0)
+		return ret;
 	return CLI_EXIT_OK;
 }
 

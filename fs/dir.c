@@ -337,6 +337,21 @@ static bool dir_add_dot(struct dir_fill *s, const char *name)
 	return dir_add(s, name, &e);
 }
 
+/* A listing the store's damage stopped: said in the log and user.kvfs.error, with the path. */
+static void dir_log_damage(struct fs_ctx *ctx, struct fs_dir *d)
+{
+	struct model_error err = { .msg = "" };
+	char *path;
+
+	if (fs_node_path(ctx, d->node, NULL, &path) < 0)
+		return;
+	snprintf(err.msg, sizeof(err.msg), "%s: cannot list: the store is damaged here: %s; run "
+		 "kvfs check", path, model_list_damage(d->list) ? model_list_damage(d->list) :
+		 strerror(EIO));
+	fs_log_model(ctx, -EIO, &err, path);
+	free(path);
+}
+
 static void dir_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi,
 		     bool plus)
 {
@@ -368,6 +383,8 @@ static void dir_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_in
 		dir_fill_pending(&s);
 	if (ret >= 0 && s.err < 0)
 		ret = s.err;
+	if (ret == -EIO)
+		dir_log_damage(s.ctx, d);
 out_reply:
 	if (plus && s.ncounted) {
 		/*

@@ -189,6 +189,9 @@ void fs_log_model_as(struct fs_ctx *ctx, uid_t uid, int ret, const struct model_
 
 	if (err && err->msg[0])
 		memcpy(msg, err->msg, sizeof(msg));	/* the same size */
+	else if (ret == -EIO)	/* a scan that found keys out of order says no more */
+		snprintf(msg, sizeof(msg), "%s: %s (the store may be damaged here; run kvfs "
+			 "check)", what, strerror(EIO));
 	else
 		snprintf(msg, sizeof(msg), "%s: %s", what, strerror(-ret));
 	/* A unique index's EEXIST is a refusal too, unlike mkdir -p's. */

@@ -15,6 +15,7 @@
 #ifndef KVFS_MODEL_H
 #define KVFS_MODEL_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -151,6 +152,13 @@ bool model_name_is_url(const char *name);
  * Async-signal-safe.
  */
 bool model_in_store_engine(void);
+/*
+ * A flag this handle's loops watch (a CLI's signal flag): once *flag is
+ * nonzero, every scan gives -EINTR at its next step and a write aborts
+ * instead of committing (store_set_interrupt). NULL: none. The flag must
+ * outlive m.
+ */
+void model_set_interrupt(struct model *m, const volatile sig_atomic_t *flag);
 /* store_name_shown: a URL without its options (a password); heap, caller frees. */
 char *model_name_shown(const char *name);
 void model_close(struct model *m);
@@ -299,6 +307,12 @@ typedef int (*model_list_fn)(void *arg, const char *name, const struct model_nod
 int model_list_open(struct model *m, const char *path, struct model_list **out,
 		    struct model_error *err);
 int model_list_fill(struct model_list *list, model_list_fn fn, void *arg);
+/*
+ * After a fill gave -EIO: what it found damaged (static: keys out of order
+ * as the store's scan saw them, or a corrupt record), for a message that
+ * names the directory. NULL before any such failure.
+ */
+const char *model_list_damage(const struct model_list *list);
 /*
  * Whether the fills after it count each directory's subdirectories
  * (node.subdirs_known) where the store can without reading the directory,

@@ -90,6 +90,11 @@ bool model_in_store_engine(void)
 	return store_in_engine();
 }
 
+void model_set_interrupt(struct model *m, const volatile sig_atomic_t *flag)
+{
+	store_set_interrupt(m->st, flag);
+}
+
 char *model_name_shown(const char *name)
 {
 	return store_name_shown(name);

@@ -143,6 +143,9 @@ static int stat_in(struct model *m, struct store_txn *txn, const char *path, uns
 		return tree_fail(err, ret, "%s: corrupt ttl record (run kvfs check)", path);
 	if ((flags & MODEL_STAT_SUBDIRS) && n.kind != MODEL_KIND_LEAF && !n.empty) {
 		ret = count_subdirs(txn, p.key, p.len, NULL, &out->subdirs);
+		if (ret == -EIO)	/* its scan found keys out of order, or a corrupt record */
+			return tree_fail(err, ret, "%s: cannot list: the store is damaged here; run "
+					 "kvfs check", path);
 		if (ret < 0)
 			return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
 	}
@@ -426,6 +429,7 @@ struct model_list {
 	struct tview *tv;	/* a table's @ directory: listed by table_view.c */
 	bool subdirs;	/* model_list_want_subdirs */
 	uint32_t count_budget;	/* children list_child_subdirs may still visit in this fill */
+	const char *damage;	/* static: why the last fill gave -EIO (model_list_damage) */
 };
 
 static int list_open_in(struct store_txn *txn, const char *path, struct model_list *l,
@@ -618,8 +622,16 @@ static int list_fill_in(struct model_list *l, struct store_txn *txn, model_list_
 			break;
 		ret = tree_child_next(scan, l->len, &c);
 	}
+	if (ret == -EIO)
+		l->damage = store_scan_damage(scan) ? store_scan_damage(scan) :
+			    "a corrupt record (bad checksum or layout)";
 	store_scan_close(scan);
 	return ret;
+}
+
+const char *model_list_damage(const struct model_list *list)
+{
+	return list->damage;
 }
 
 int model_list_fill(struct model_list *list, model_list_fn fn, void *arg)

@@ -22,6 +22,11 @@ static const char *const space_names[STORE_SPACES_ALL] = { "meta", "data", "sche
 								  "attr", "expiry", "ttl",
 								  [STORE_SPACE_FEED] = "changes" };
 
+const char *lmdb_space_name(enum store_space space)
+{
+	return space_names[space];
+}
+
 /* ---- errors: the one place LMDB codes become -errno ---- */
 
 int lmdb_err(int rc)
@@ -438,4 +443,5 @@ const struct store_ops store_lmdb_ops = {
 	.read_version = lmdb_version,
 	.trim = lmdb_trim,
 	.reserve = lmdb_reserve,
+	.check = lmdb_check,
 };

@@ -124,6 +124,9 @@ struct lmdb_scan {
 	struct store_scan base;	/* first */
 	MDB_cursor *cursor;
 	enum lmdb_scan_state state;
+	bool at_last;		/* the cursor is at base.last (the step before handed it out) */
+	bool stepped;		/* the last move's answer came by a step, which no seek checked */
+	bool seeks_needed;	/* a seek from the cursor needed more than its steps */
 	size_t target_len;
 	uint8_t target[STORE_KEY_MAX + 1];	/* where SCAN_SEEK positions next */
 };
@@ -152,6 +155,10 @@ static inline size_t lmdb_mapsize(struct lmdb_store *ls)
 	return info.me_mapsize;
 }
 
+/* lmdb_env.c: the LMDB database a space is kept in ("data", "changes", ...; static). */
+const char *lmdb_space_name(enum store_space space);
+/* lmdb_check.c: store_txn_check, the B-trees' order as walks and seeks see it. */
+int lmdb_check(struct store_txn *txn, store_check_fn fn, void *arg);
 /* lmdb_env.c: the one place LMDB codes become -errno. */
 int lmdb_err(int rc);
 /* A commit's failure: a short write on a full disk is -ENOSPC. */

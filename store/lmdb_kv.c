@@ -210,15 +210,163 @@ void lmdb_scan_close(struct store_scan *scan)
 	mdb_cursor_close(lmdb_scan_of(scan)->cursor);
 }
 
+static int val_cmp(const MDB_val *a, const void *b, size_t b_len)
+{
+	return store_key_cmp(a->mv_data, a->mv_size, b, b_len);
+}
+
+/* Marks the scan damaged (the first reason stays); the step gives -EIO. */
+static int scan_damaged(struct lmdb_scan *s, const char *why)
+{
+	if (!s->base.damage)
+		s->base.damage = why;
+	return MDB_CORRUPTED;
+}
+
+/*
+ * Checking what a seek found. LMDB finds the leaf a key belongs in by the
+ * keys of its branch pages; a flipped bit in one of them sends a seek to
+ * the wrong leaf, and the answer alone cannot show it: it may lie before
+ * the target (a listing that seeks past a child would come back to it
+ * for ever) or past keys it should have found (a listing would hide
+ * them). Steps follow the pages' pointers, not their keys, so the key a
+ * step back from the answer k tells: it must lie below the target, and
+ * not below `floor` (a key the cursor stood at before, when known). Then
+ * the cursor steps forward to k again. k equal to the target needs no
+ * look: nothing can lie between them. Costs two steps, mostly in one page.
+ */
+static int seek_verify(struct lmdb_scan *s, const void *target, size_t target_len,
+		       const MDB_val *floor, MDB_val *k, MDB_val *v)
+{
+	MDB_val pk, pv, nk, nv;
+	int rc, c = val_cmp(k, target, target_len);
+
+	if (c == 0)
+		return 0;
+	if (c < 0)	/* store.c would see it too, unless it lies outside the prefix */
+		return scan_damaged(s, "a seek landed before its target (keys out of order)");
+	rc = LMDB_ENGINE(mdb_cursor_get(s->cursor, &pk, &pv, MDB_PREV));
+	if (rc == MDB_NOTFOUND) {
+		/* k is the first key of all, as the step says: the first key must be k */
+		rc = LMDB_ENGINE(mdb_cursor_get(s->cursor, &pk, &pv, MDB_FIRST));
+		if (rc == 0 && (floor || val_cmp(&pk, k->mv_data, k->mv_size) != 0))
+			return scan_damaged(s, "a seek skipped keys (a branch page is damaged)");
+		return rc;
+	}
+	if (rc)
+		return rc;
+	if (val_cmp(&pk, target, target_len) >= 0 ||
+	    (floor && val_cmp(&pk, floor->mv_data, floor->mv_size) < 0))
+		return scan_damaged(s, "a seek skipped keys or landed out of order (a page is "
+				    "damaged)");
+	rc = LMDB_ENGINE(mdb_cursor_get(s->cursor, &nk, &nv, MDB_NEXT));
+	if (rc == MDB_NOTFOUND || (rc == 0 && val_cmp(&nk, k->mv_data, k->mv_size) != 0))
+		return scan_damaged(s, "steps back and forth disagree (a page is damaged)");
+	if (rc == 0) {
+		*k = nk;
+		*v = nv;
+	}
+	return rc;
+}
+
+/*
+ * A seek found nothing at or after target: then the last key of all lies
+ * below it (MDB_LAST follows pointers only).
+ */
+static int seek_verify_end(struct lmdb_scan *s, const void *target, size_t target_len)
+{
+	MDB_val k, v;
+	int rc = LMDB_ENGINE(mdb_cursor_get(s->cursor, &k, &v, MDB_LAST));
+
+	if (rc == 0 && val_cmp(&k, target, target_len) >= 0)
+		return scan_damaged(s, "a seek found nothing where keys are (a branch page is "
+				    "damaged)");
+	return rc == 0 ? MDB_NOTFOUND : rc;
+}
+
+/* A checked seek to the first key >= target, none known to lie before it but floor. */
+static int seek_checked(struct lmdb_scan *s, const void *target, size_t target_len,
+			const MDB_val *floor, MDB_val *k, MDB_val *v)
+{
+	int rc = cursor_seek(s->cursor, target, target_len, k, v);
+
+	if (target_len == 0)
+		return rc;	/* MDB_FIRST: pointers only */
+	if (rc == MDB_NOTFOUND)
+		return seek_verify_end(s, target, target_len);
+	return rc ? rc : seek_verify(s, target, target_len, floor, k, v);
+}
+
+#define SEEK_STEPS 4	/* steps a seek from the cursor tries before it seeks */
+
+/*
+ * A seek from where the cursor stands (base.last, below the target): a
+ * few steps find the answer when the keys skipped are few (the next leaf
+ * of a listing, a small child's subtree), checked by the steps alone:
+ * each must go forward. Else a seek, whose answer must lie past the key
+ * the last step reached; the next such seek of the scan then tries one
+ * step only (a listing's children tend to be alike: big ones stay big).
+ */
+static int seek_from_last(struct lmdb_scan *s, MDB_val *k, MDB_val *v)
+{
+	MDB_val pk = { s->base.last_len, s->base.last }, nk, nv;
+	int rc, steps = s->seeks_needed ? 1 : SEEK_STEPS;
+
+	for (int i = 0; i < steps; i++) {
+		rc = LMDB_ENGINE(mdb_cursor_get(s->cursor, &nk, &nv, MDB_NEXT));
+		if (rc)
+			return rc;
+		if (val_cmp(&nk, pk.mv_data, pk.mv_size) <= 0)
+			return scan_damaged(s, "a step went back (keys out of order)");
+		if (val_cmp(&nk, s->target, s->target_len) >= 0) {
+			*k = nk;
+			*v = nv;
+			s->stepped = true;
+			return 0;
+		}
+		pk = nk;
+	}
+	s->seeks_needed = true;
+	return seek_checked(s, s->target, s->target_len, &nk, k, v);
+}
+
+/*
+ * A move that left the prefix: the key it found may be one of ours,
+ * misplaced by a flipped bit (a step or a seek takes it for the end, and
+ * hides what follows). So the key after it must lie past it, and a key a
+ * step found past the last one handed out.
+ */
+static int end_verify(struct lmdb_scan *s, const MDB_val *k)
+{
+	MDB_val nk, nv;
+	int rc;
+
+	if (s->stepped && s->base.have_last &&
+	    val_cmp(k, s->base.last, s->base.last_len) <= 0)
+		return scan_damaged(s, "a step went back (keys out of order)");
+	rc = LMDB_ENGINE(mdb_cursor_get(s->cursor, &nk, &nv, MDB_NEXT));
+	if (rc == 0 && val_cmp(&nk, k->mv_data, k->mv_size) <= 0)
+		return scan_damaged(s, "a key out of order ends the prefix (a leaf page is "
+				    "damaged)");
+	return rc == 0 || rc == MDB_NOTFOUND ? MDB_NOTFOUND : rc;
+}
+
 /* One cursor move, as the state says; counts it. */
 static int scan_move(struct lmdb_scan *s, MDB_val *k, MDB_val *v)
 {
+	bool at_last = s->at_last;
+
 	s->base.steps++;
+	s->at_last = false;
+	s->stepped = s->state == SCAN_NEXT;
 	switch (s->state) {
 	case SCAN_START:
-		return cursor_seek(s->cursor, s->base.prefix, s->base.prefix_len, k, v);
+		return seek_checked(s, s->base.prefix, s->base.prefix_len, NULL, k, v);
 	case SCAN_SEEK:
-		return cursor_seek(s->cursor, s->target, s->target_len, k, v);
+		if (at_last && val_cmp(&(MDB_val){ s->base.last_len, s->base.last },
+				       s->target, s->target_len) < 0)
+			return seek_from_last(s, k, v);
+		return seek_checked(s, s->target, s->target_len, NULL, k, v);
 	default:
 		return LMDB_ENGINE(mdb_cursor_get(s->cursor, k, v, MDB_NEXT));
 	}
@@ -236,12 +384,13 @@ int lmdb_scan_next(struct store_scan *scan, struct store_val *key, struct store_
 	if (rc == 0 && !within_span(lmdb_txn_of(scan->txn), &k, &v))
 		rc = MDB_CORRUPTED;
 	if (rc == 0 && !has_prefix(&k, scan->prefix, scan->prefix_len))
-		rc = MDB_NOTFOUND;
+		rc = end_verify(s, &k);
 	if (rc) {
 		s->state = SCAN_END;
 		return rc == MDB_NOTFOUND ? 0 : lmdb_txn_err(lmdb_txn_of(scan->txn), rc);
 	}
 	s->state = SCAN_NEXT;
+	s->at_last = true;
 	key->data = k.mv_data;
 	key->len = k.mv_size;
 	val->data = v.mv_data;

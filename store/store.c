@@ -223,6 +223,16 @@ void store_set_container_test(struct store *st, store_container_test_fn fn)
 	st->container_test = fn;
 }
 
+void store_set_interrupt(struct store *st, const volatile sig_atomic_t *flag)
+{
+	st->interrupt = flag;
+}
+
+static bool interrupted(const struct store *st)
+{
+	return st->interrupt && *st->interrupt;
+}
+
 int store_usage(struct store *st, struct store_usage *out)
 {
 	if (!store_can(st, STORE_CAN_USAGE) || !st->ops->usage) {
@@ -367,18 +377,42 @@ void *store_txn_owner(const struct store_txn *txn)
 	return txn->owner;
 }
 
+/* A write whose store watches an interrupt flag: raised by the time fn is done, it aborts. */
+struct write_watch {
+	store_write_fn fn;
+	void *arg;
+};
+
+static int write_watched(struct store_txn *txn, void *arg)
+{
+	struct write_watch *w = arg;
+	int ret = interrupted(txn->st) ? -EINTR : w->fn(txn, w->arg);
+
+	return ret == 0 && interrupted(txn->st) ? -EINTR : ret;
+}
+
 int store_write(struct store *st, store_write_fn fn, void *arg)
 {
+	struct write_watch w = { fn, arg };
+
 	if (st->readonly)
 		return -EROFS;
+	if (st->interrupt)
+		return st->ops->write(st, write_watched, &w);
 	return st->ops->write(st, fn, arg);
 }
 
 int store_write_later(struct store *st, store_write_fn fn, void *arg)
 {
+	struct write_watch w = { fn, arg };
+
 	if (st->readonly)
 		return -EROFS;
-	return st->ops->write_later ? st->ops->write_later(st, fn, arg) : st->ops->write(st, fn, arg);
+	if (!st->ops->write_later)
+		return store_write(st, fn, arg);
+	if (st->interrupt)
+		return st->ops->write_later(st, write_watched, &w);
+	return st->ops->write_later(st, fn, arg);
 }
 
 /* ---- the format ---- */
@@ -657,6 +691,62 @@ uint64_t store_scan_steps(const struct store_scan *scan)
 	return scan->steps;
 }
 
+const char *store_scan_damage(const struct store_scan *scan)
+{
+	return scan->damage;
+}
+
+/*
+ * Forward progress. A backend's step hands out key: it must sort after the
+ * key handed out before it, or, when a seek came in between, at or after
+ * the seek's target. On a sound store both hold by definition; a damaged
+ * page (a flipped bit in a key LMDB compares against) breaks them, and a
+ * caller that trusted the answer would hide keys or, seeking past what it
+ * was given and landing before it again, loop. So the scan stops for good.
+ * Costs a compare and a copy of the key per step.
+ */
+static int scan_progress(struct store_scan *scan, const struct store_val *key)
+{
+	if (scan->seeking) {
+		if (store_key_cmp(key->data, key->len, scan->target, scan->target_len) < 0)
+			scan->damage = "a seek landed before its target (keys out of order)";
+	} else if (scan->have_last &&
+		   store_key_cmp(key->data, key->len, scan->last, scan->last_len) <= 0) {
+		scan->damage = "a step did not move past the key before it (keys out of order)";
+	}
+	if (scan->damage)
+		return -EIO;
+	memcpy(scan->last, key->data, key->len);
+	scan->last_len = key->len;
+	scan->have_last = true;
+	scan->seeking = false;
+	return 1;
+}
+
+/* Every backend seek goes through here: the next key is checked against key. */
+static int scan_seek_to(struct store_scan *scan, const void *key, size_t key_len)
+{
+	memcpy(scan->target, key, key_len);
+	scan->target_len = key_len;
+	scan->seeking = true;
+	return scan->txn->st->ops->scan_seek(scan, key, key_len);
+}
+
+/* One backend step, checked; -EINTR once the store's interrupt flag is up. */
+static int scan_step(struct store_scan *scan, struct store_val *key, struct store_val *val)
+{
+	int rc;
+
+	if (scan->damage)
+		return -EIO;
+	if (interrupted(scan->txn->st))
+		return -EINTR;
+	rc = scan->txn->st->ops->scan_next(scan, key, val);
+	if (rc == -EIO && !scan->damage)
+		scan->damage = "the store's pages are damaged";
+	return rc == 1 ? scan_progress(scan, key) : rc;
+}
+
 struct store_txn *store_scan_txn(struct store_scan *scan)
 {
 	return scan->txn;
@@ -683,7 +773,7 @@ static int skip_hidden(struct store_scan *scan, const struct store_val *h)
 	size_t end_len;
 
 	subtree_end(h->data, h->len, end, &end_len);
-	return scan->txn->st->ops->scan_seek(scan, end, end_len);
+	return scan_seek_to(scan, end, end_len);
 }
 
 int store_scan_next(struct store_scan *scan, struct store_val *key, struct store_val *val)
@@ -692,7 +782,7 @@ int store_scan_next(struct store_scan *scan, struct store_val *key, struct store
 	int rc;
 
 	for (;;) {
-		rc = scan->txn->st->ops->scan_next(scan, key, val);
+		rc = scan_step(scan, key, val);
 		scan->keys += rc == 1;
 		if (rc != 1 || !(h = store_hidden_covering(scan->txn, scan->space, key->data,
 							     key->len)))
@@ -712,8 +802,8 @@ int store_scan_seek(struct store_scan *scan, const void *key, size_t key_len)
 	if (key_len > STORE_KEY_MAX)
 		return -ENAMETOOLONG;
 	if (c < 0 || (c == 0 && key_len <= scan->prefix_len))
-		return scan->txn->st->ops->scan_seek(scan, scan->prefix, scan->prefix_len);
-	return scan->txn->st->ops->scan_seek(scan, key, key_len);
+		return scan_seek_to(scan, scan->prefix, scan->prefix_len);
+	return scan_seek_to(scan, key, key_len);
 }
 
 /*
@@ -745,8 +835,14 @@ static int next_distinct_backend(struct store_scan *scan, int depth, struct stor
 	int rc;
 
 	for (;;) {
+		if (scan->damage)
+			return -EIO;
+		if (interrupted(scan->txn->st))
+			return -EINTR;
 		rc = scan->txn->st->ops->scan_next_distinct(scan, depth, key, val, child_end);
 		scan->keys += rc == 1;
+		if (rc == 1)
+			rc = scan_progress(scan, key);
 		if (rc != 1 || !(h = store_hidden_covering(scan->txn, scan->space, key->data,
 							     key->len)))
 			return rc;
@@ -783,6 +879,6 @@ int store_scan_next_distinct(struct store_scan *scan, int depth,
 	}
 	*child_end = end;
 	subtree_end(key->data, end, end_key, &end_len);
-	rc = scan->txn->st->ops->scan_seek(scan, end_key, end_len);
+	rc = scan_seek_to(scan, end_key, end_len);
 	return rc < 0 ? rc : 1;
 }

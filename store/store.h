@@ -8,6 +8,7 @@
 #ifndef KVFS_STORE_H
 #define KVFS_STORE_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -344,10 +345,28 @@ int store_del_prefix(struct store_txn *txn, enum store_space space,
  */
 int store_scan_open(struct store_txn *txn, enum store_space space,
 		    const void *prefix, size_t prefix_len, struct store_scan **out);
-/* Next key: 1 with key/val filled (borrowed), 0 past the last key, <0 error. */
+/*
+ * Next key: 1 with key/val filled (borrowed), 0 past the last key, <0 error.
+ * Every scan moves forward or fails: a key that does not sort after the
+ * one before it, or lands before where a seek sent the scan, or any other
+ * sign the backend sees of keys out of place (a damaged page), gives
+ * -EIO, and so does every later step (store_scan_damage says why). It
+ * never hands out a key twice, so no caller loops on a damaged store.
+ */
 int store_scan_next(struct store_scan *scan, struct store_val *key, struct store_val *val);
-/* Moves so that the next key returned is the first one >= key. */
+/*
+ * Moves so that the next key returned is the first one >= key. A seek may
+ * go back; the next key is then checked against key only.
+ */
 int store_scan_seek(struct store_scan *scan, const void *key, size_t key_len);
+/* What a scan that gave -EIO found out of place (static), or NULL when it found nothing. */
+const char *store_scan_damage(const struct store_scan *scan);
+/*
+ * A flag the store's loops watch (a CLI's signal flag): once *flag is
+ * nonzero, scans give -EINTR at their next step and store_write aborts
+ * instead of committing (-EINTR). NULL: none. The flag must outlive st.
+ */
+void store_set_interrupt(struct store *st, const volatile sig_atomic_t *flag);
 /*
  * Distinct children: returns the first key of the next distinct tuple element
  * at `depth` elements after the scan prefix (depth 1 = the children), with
@@ -404,9 +423,10 @@ void store_txn_expect_reads(struct store_txn *txn, enum store_space space, const
 /*
  * Checks what the backend keeps for itself beside the spaces (etcd: the
  * children space its listings read, docs/ETCD.md section 7) against them,
- * in the read transaction txn: fn(arg, key, len, message) once for each
- * problem, key a data-space key (len 0: none). 0, or -errno when a read
- * failed. A backend with nothing of its own (LMDB): 0 at once.
+ * and how it keeps them (LMDB: every space's B-tree in order as a walk and
+ * as a seek sees it, store/lmdb_check.c), in the read transaction txn:
+ * fn(arg, key, len, message) once for each problem, key a data-space key
+ * (len 0: none). 0, or -errno when a read failed.
  */
 typedef void (*store_check_fn)(void *arg, const uint8_t *key, size_t len, const char *message);
 int store_txn_check(struct store_txn *txn, store_check_fn fn, void *arg);

@@ -59,6 +59,7 @@ struct store {
 	int64_t created_ns;	/* meta "created": set by the backend's open */
 	store_container_test_fn container_test;	/* store_set_container_test (NULL: none) */
 	_Atomic uint64_t keys_read;	/* store_keys_read: point reads, and closed scans' keys */
+	const volatile sig_atomic_t *interrupt;	/* store_set_interrupt (NULL: none) */
 };
 
 /* The shared part of a transaction (a backend's transaction begins with it). */
@@ -80,6 +81,20 @@ struct store_scan {
 	uint64_t keys;		/* keys handed out (store.c): added to keys_read at close */
 	size_t prefix_len;
 	uint8_t prefix[STORE_KEY_MAX];
+	/*
+	 * store.c's forward-progress checks (store_scan_next): every key a
+	 * backend hands out sorts after the one before it, or, after a seek
+	 * (which may go back), at or after the seek's target. A backend may
+	 * read them: after a step that handed out a key, its cursor is at
+	 * `last`. damage: a static description once a check failed (the
+	 * backend's own too); from then on every step gives -EIO.
+	 */
+	bool have_last;		/* last[0..last_len) is the key handed out last */
+	bool seeking;		/* a seek since: the next key is >= target */
+	const char *damage;
+	size_t last_len, target_len;
+	uint8_t last[STORE_KEY_MAX];
+	uint8_t target[STORE_KEY_MAX + 1];
 };
 
 /*
