@@ -1,5 +1,4 @@
 #!/usr/bin/env bats
-# bats file_tags=cli,mount,trust,lmdb
 # tests/56-trust-damage.bats - damaged LMDB pages (issue 31, sections 3 and
 # 4): a flipped bit in a key of a branch or leaf page never makes a listing
 # loop, hang or hide entries silently; what the CLI and the mount show is
@@ -8,6 +7,8 @@
 # are damaged by tests/fixtures/lmdb-flip.py; the random-flip probe is
 # scripts/damage-probe.sh (bounded here; in full: make stress). Every
 # command runs under `timeout` so that a loop fails the test, not the run.
+
+# bats file_tags=trust,cli,lmdb
 
 load 'test_helper/common'
 
