@@ -396,7 +396,8 @@ static void test_set_type(void)
 	char type[16];
 
 	CHECK_EQ_INT(import(m, "/d", "{\"s\":\"12\",\"w\":\"x\",\"a\":[1,{\"k\":2}],"
-			       "\"o\":{\"1\":\"b\",\"0\":\"a\"},\"bad\":{\"0\":1,\"2\":2}}"), 0);
+			       "\"o\":{\"1\":\"b\",\"0\":\"a\"},\"gap\":{\"0\":1,\"2\":2},"
+			       "\"bad\":{\"0\":1,\"x\":2}}"), 0);
 	CHECK_EQ_INT(model_set_type(m, "/d/s", "integer", &err), 0);
 	CHECK_EQ_INT(model_set_type(m, "/d/w", "integer", &err), -EINVAL);
 	CHECK_EQ_INT(model_set_type(m, "/d/w", "bytes", &err), 0);
@@ -404,9 +405,11 @@ static void test_set_type(void)
 	CHECK(strcmp(type, "bytes") == 0);
 	CHECK_EQ_INT(model_set_type(m, "/d/a", "object", &err), 0);
 	CHECK_EQ_INT(model_set_type(m, "/d/o", "array", &err), 0);
+	/* names that are all indices make an array, gaps kept (a sparse one restored) */
+	CHECK_EQ_INT(model_set_type(m, "/d/gap", "array", &err), 0);
 	CHECK_EQ_INT(model_set_type(m, "/d/bad", "array", &err), -EINVAL);
-	check_export(m, "/d", "{\"a\":{\"0\":1,\"1\":{\"k\":2}},\"bad\":{\"0\":1,\"2\":2},"
-		     "\"o\":[\"a\",\"b\"],\"s\":12,\"w\":{\"$base64\":\"eAo=\"}}");
+	check_export(m, "/d", "{\"a\":{\"0\":1,\"1\":{\"k\":2}},\"bad\":{\"0\":1,\"x\":2},"
+		     "\"gap\":[1,2],\"o\":[\"a\",\"b\"],\"s\":12,\"w\":{\"$base64\":\"eAo=\"}}");
 	CHECK_EQ_INT(model_set_type(m, "/d/a", "array", &err), 0);
 	check_export(m, "/d/a", "[1,{\"k\":2}]");
 	close_fresh(m);
