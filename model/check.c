@@ -23,6 +23,11 @@ struct check {
 	size_t prev_len;
 	bool prev_is_record;
 	const char *part;	/* what the walk reads now, for check_fail */
+	/* the data walk stopped at damage after this key (check_data): the
+	 * other steps still run, then check fails naming the place */
+	bool data_damaged;
+	uint8_t damage_at[STORE_KEY_MAX];
+	size_t damage_len;
 };
 
 static void check_report(struct check *c, const void *key, size_t len, const char *what)
@@ -179,6 +184,9 @@ static int check_data(struct store_txn *txn, struct check *c)
 		snprintf(msg, sizeof(msg), "the walk of the data stops after this key: %s; keys "
 			 "after it are not checked", store_scan_damage(scan));
 		check_report(c, c->prev, c->prev_len, msg);
+		c->data_damaged = true;
+		memcpy(c->damage_at, c->prev, c->prev_len);
+		c->damage_len = c->prev_len;
 		ret = 0;
 	}
 	store_scan_close(scan);
@@ -269,9 +277,8 @@ static const struct {
 	int (*run)(struct store_txn *txn, struct check *c);
 } check_steps[] = {
 	{ "the format record", check_meta },
-	/* first: a B-tree whose order the seeks do not see is damage the walks below would trip on */
-	{ "the backend's own records", check_backend },
-	{ "the data space", check_data },
+	{ "the data space", check_data },	/* names the path where a record does not read */
+	{ "the backend's own records", check_backend },	/* LMDB: order as seeks see it */
 	{ "the table schemas and indexes", check_tables },
 	{ "the attribute space", check_attrs },
 	{ "the ttl and expiry spaces", check_ttl },
@@ -319,6 +326,12 @@ int model_check(struct model *m, FILE *report, uint64_t *problems, struct model_
 				c->prev_len = 0;	/* a place in the data space is named there only */
 		}
 		store_txn_end(txn);
+	}
+	if (ret == 0 && c->data_damaged) {	/* named as a walk that could not go on */
+		c->part = "the data space";
+		memcpy(c->prev, c->damage_at, c->damage_len);
+		c->prev_len = c->damage_len;
+		ret = -EIO;
 	}
 	if (ret < 0)
 		check_fail(c, ret, err);
