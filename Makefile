@@ -2,8 +2,9 @@
 # packages, builds, and runs every pass of the unit tests and the bats suites
 # (on the optimized, ASan+UBSan and ThreadSanitizer builds, LMDB and etcd).
 # `make stress` kills the daemon STRESS_KILLS times (default 200) under writes
-# and checks the store after each kill; `make fuzz` runs each libFuzzer target
-# for FUZZ_SECONDS (default 60). CI (.ci/run) runs test and a short fuzz.
+# and checks the store after each kill, then flips DAMAGE_FLIPS (200) bits of
+# a store's keys; `make fuzz` runs each libFuzzer target for FUZZ_SECONDS
+# (default 60). CI (.ci/run) runs test and a short fuzz.
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
@@ -157,10 +158,13 @@ clean:
 	rm -rf build build-asan build-tsan kvfs
 
 # ---- crash probe and fuzzing (tests/60-crash.bats runs a few kills) ----
-# `make stress` kills the daemon STRESS_KILLS times (scripts/stress-crash.sh);
+# `make stress` kills the daemon STRESS_KILLS times (scripts/stress-crash.sh),
+# then flips DAMAGE_FLIPS random bits in a store's keys (scripts/damage-probe.sh:
+# the mount, ls and export must equal the undamaged store's or fail, never hang);
 # `make fuzz` builds the libFuzzer targets tests/fuzz/fuzz_*.c with clang in
 # build-fuzz/ and runs each for FUZZ_SECONDS on its corpus (scripts/run-fuzz.sh).
 STRESS_KILLS ?= 200
+DAMAGE_FLIPS ?= 200
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 .PHONY: stress fuzz fuzz-build fuzz-clean
@@ -168,6 +172,7 @@ FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c)
 stress: deps
 	@$(MAKE) --no-print-directory all
 	@KVFS_BIN=$(CURDIR)/$(BIN) bash scripts/stress-crash.sh $(STRESS_KILLS)
+	@KVFS_BIN=$(CURDIR)/$(BIN) bash scripts/damage-probe.sh -n $(DAMAGE_FLIPS)
 
 fuzz: deps
 	@$(MAKE) --no-print-directory CC=clang BUILD=build-fuzz \
