@@ -352,7 +352,7 @@ struct fs_ctx {
 	double attr_timeout;	/* seconds the kernel may trust attributes */
 	char *log_path;		/* -o log=FILE (absolute), or NULL */
 	unsigned commit_ms;	/* -o commit=MS: writes are checked and queued in the
-				 * store's batch, committed at most MS later (README
+				 * store's batch, committed at most MS later (docs/COMMITS.md,
 				 * "The commit model"); 0: committed before close returns */
 	bool later;		/* the default mode's queue of finishing touches runs
 				 * (fs_node_fresh; fixed once serving) */
@@ -586,7 +586,7 @@ int fs_nodes_init(struct fs_ctx *ctx);
 void fs_nodes_release(struct fs_ctx *ctx);
 struct fs_node *fs_node_from_ino(struct fs_ctx *ctx, fuse_ino_t ino);
 /*
- * Finishing touches (README "The commit model"): a leaf whose content
+ * Finishing touches (docs/COMMITS.md, "The commit model"): a leaf whose content
  * thread pid wrote has just been committed at its close is fresh for
  * FS_FRESH_MS; that thread's later changes to it (times, mode, owner,
  * type, its rename into place: rsync's order) may then join the default

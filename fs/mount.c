@@ -698,7 +698,7 @@ static int open_model(struct fs_ctx *ctx, const struct fs_options *opts)
 		return -1;
 	}
 	fs_ahead_start(ctx);
-	/* -o commit=MS: writes are checked and queued, committed together (README) */
+	/* -o commit=MS: writes are checked and queued, committed together (docs/COMMITS.md) */
 	if (ctx->commit_ms && !opts->read_only &&
 	    (ret = model_queue_start(ctx->model, ctx->commit_ms, MODEL_QUEUE_ALL)) < 0) {
 		fprintf(stderr, "kvfs: mount: commit=%u: %s\n", ctx->commit_ms, strerror(-ret));

@@ -9,6 +9,7 @@
  *   defer.c       chmod/chown/utimens/type kept on an open writer; settling created leaves
  *   cache.c       the page-cache and reader rules (versions, keep_cache, fstat of unlinked)
  *   pending.c     pending files in arrays (struct fs_tmpfile)
+ *   spill.c       a big file's buffer moved to an unlinked file in the store's directory
  *   dir.c         directory reading (struct fs_dir)
  *   names.c       create, mkdir, mknod, unlink, rmdir, rename
  *   xattr.c       xattrs, the refusal of other names, statfs

@@ -103,7 +103,7 @@ int tview_is_schema(struct store_txn *txn, const char *path)
 
 	if (ret != 0)
 		return ret < 0 ? ret : strcmp(path + at, "@schema.json") == 0;
-	/* DIR/@schema.json declares DIR a table (README), unless it is the
+	/* DIR/@schema.json declares DIR a table (docs/TABLES.md), unless it is the
 	 * JSON view of an existing key "@schema" of a plain tree */
 	if (strcmp(slash ? slash + 1 : path, "@schema.json") != 0)
 		return 0;

@@ -56,7 +56,10 @@ void tree_clear(struct model_error *err);
  * Runs fn(txn, arg) as one store write transaction of the operation on
  * `what` (its path, or a verb such as "load", for messages): empties err,
  * refuses a read-only store with -EROFS, and when fn failed without a
- * message writes "what: strerror". fn must call tree_clear first.
+ * message writes "what: strerror". fn must call tree_clear first. Nodes
+ * whose TTL deadline has passed are reaped first, in a commit of their
+ * own (ttl_reap_due), so that the write sees the tree reads show;
+ * tree_write_plain skips that.
  */
 int tree_write(struct model *m, const char *what, store_write_fn fn, void *arg,
 	       struct model_error *err);

@@ -1,8 +1,9 @@
 /*
  * store/etcd_int.h - PRIVATE to store/etcd_*.c: the etcd backend's handle,
- * transaction and key layout (docs/ETCD.md section 3), shared by
- * store/etcd_store.c (open, transactions, point operations) and
- * store/etcd_scan.c (paged scans).
+ * transaction and key layout (docs/ETCD.md section 3), shared by every
+ * file of the backend (etcd_store.c: open, transactions, point operations;
+ * etcd_scan.c: paged scans; and the others that grep lists) and its store
+ * unit test.
  */
 #ifndef KVFS_ETCD_INT_H
 #define KVFS_ETCD_INT_H

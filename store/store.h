@@ -16,7 +16,7 @@
 #include "store/tuple.h"
 
 #define STORE_KEY_MAX 511	/* longest key the backend accepts, in bytes */
-#define STORE_FORMAT_VERSION 4	/* written on creation, checked on open; model/ upgrades 1 to 3 */
+#define STORE_FORMAT_VERSION 4	/* written on creation, checked on open; model/upgrade.c brings 1 to 3 up to it */
 
 /* Key spaces (LMDB named databases). */
 enum store_space {
@@ -263,13 +263,15 @@ int store_write(struct store *st, store_write_fn fn, void *arg);
  * next store_write, at most the queue's ms later, at store_sync or at
  * store_close. Without a queue (or on etcd) it is store_write.
  */
+/*
+ * Group commit (store_write and store_write_later): writes from several
+ * threads that arrive together may share one transaction (each fn in a
+ * nested transaction of its own, so a refusal undoes only its own changes)
+ * and so one sync; each caller gets its own fn's result. The store's
+ * generation then moves once for all of them.
+ */
 int store_write_later(struct store *st, store_write_fn fn, void *arg);
 /*
- * Group commit: writes from several threads that arrive together share one
- * LMDB transaction (each fn in a nested transaction of its own, so a refusal
- * undoes only its own changes) and so one sync; each caller gets its own
- * fn's result. The store's generation then moves once for all of them.
- *
  * Whether another process committed since the last call (or the open): our
  * own commits are accounted for as they happen. Takes the write lock
  * briefly: not for hot paths.
@@ -291,11 +293,6 @@ int store_put(struct store_txn *txn, enum store_space space,
 /* True when the space holds no key in this snapshot (one O(1) look; an absent space is empty). */
 bool store_space_is_empty(struct store_txn *txn, enum store_space space);
 /*
- * put of a value of val_len bytes that the caller fills in: *out points at
- * its place in the transaction's own page (so a big value is never copied
- * whole). Valid until the next write in txn; errors as put.
- */
-/*
  * A hint during a long write (an import): gives back the process's resident
  * copies of store pages that can be read again from the store's file (the
  * LMDB map's pages, which a big transaction reads while it spills), so the
@@ -312,6 +309,11 @@ void store_txn_trim(struct store_txn *txn);
  * when room could not be made (the write may still find it later).
  */
 int store_reserve(struct store *st, uint64_t bytes);
+/*
+ * put of a value of val_len bytes that the caller fills in: *out points at
+ * its place in the transaction's own page (so a big value is never copied
+ * whole). Valid until the next write in txn; errors as put.
+ */
 int store_put_reserve(struct store_txn *txn, enum store_space space, const void *key,
 		      size_t key_len, size_t val_len, void **out);
 /*

@@ -13,9 +13,10 @@
  *     struct lmdb_store { struct store base; MDB_env *env; ... };
  *     static struct lmdb_store *L(struct store *st) { return (struct lmdb_store *)st; }
  *
- * Write transactions are the exception: ops->write creates them itself (on
- * its stack, as many attempts as it needs) and fills their shared part with
- * store_txn_init_write().
+ * Write transactions are the exception: ops->write creates them itself (as
+ * many attempts as it needs: LMDB's on its stack, etcd's on the heap, for
+ * a write's buffered operations outlive a frame) and fills their shared
+ * part with store_txn_init_write().
  *
  * What store.c does for every backend, so that a backend need not:
  *   - key length checks (STORE_KEY_MAX, the empty key), -EROFS for writes
