@@ -297,6 +297,7 @@ static int node_stat(fuse_req_t req, struct fs_ctx *ctx, struct fs_node *node, c
 			st->st_ino = fs_node_st_ino_locked(ctx, node, st->st_ino);
 			node->kind_known = true;
 			node->is_dir = fs_kind_is_dir(n.kind);
+			node->seen_type = n.kind == MODEL_KIND_LEAF ? n.type : 0;
 		}
 		if (ret == 0 && fs_kind_is_dir(n.kind)) {
 			node->nlink = (uint32_t)st->st_nlink;	/* for readdirplus, while gen holds */

@@ -252,6 +252,7 @@ static int dir_fill_fn(void *arg, const char *name, const struct model_node *nod
 	vol = fs_stat_pending_locked(ctx, child, true, &e.attr, NULL);
 	child->kind_known = true;
 	child->is_dir = fs_kind_is_dir(node->kind);
+	child->seen_type = node->kind == MODEL_KIND_LEAF ? node->type : 0;
 	vol = vol || node->derived || node->expires_ns;	/* @ views, expiring nodes */
 	e.ino = fs_node_ino(ctx, child);
 	e.entry_timeout = vol ? 0.0 : ctx->entry_timeout;

@@ -118,6 +118,13 @@ struct fs_node {
 	struct fs_node *sib_prev, *sib_next;	/* in parent->children */
 	bool kind_known;	/* is_dir recorded by a stat or a listing */
 	bool is_dir;
+	/*
+	 * A leaf's type as last read (a stat, a listing, its user.kvfs.type),
+	 * 0 when unknown: what getxattr answers once its name is gone (a
+	 * rename over it, as sed -i and rsync make) for a path resolved before
+	 * that, as ext4 answers from the replaced inode.
+	 */
+	enum model_type seen_type;
 	uint64_t nlookup;	/* lookups the kernel holds; a forget of more is a bug */
 	uint64_t refs;		/* child nodes, open files and directories, pins */
 	bool hashed;		/* reachable by (parent, name); false once removed */

@@ -64,6 +64,18 @@ static void reply_xattr_value(fuse_req_t req, size_t size, const char *value, si
 		fuse_reply_buf(req, value, len);
 }
 
+/* Remembers a leaf's type name as read (directories' kinds are not kept). */
+static void seen_type_set(struct fs_ctx *ctx, struct fs_node *node, const char *name)
+{
+	enum model_type type;
+
+	if (model_type_parse(name, &type) < 0)
+		return;
+	pthread_mutex_lock(&ctx->lock);
+	node->seen_type = type;
+	pthread_mutex_unlock(&ctx->lock);
+}
+
 /*
  * The node's type name, and whether it is the one its content would get
  * anyway (*inferred: model_get_type_inferred), which is then not listed.
@@ -94,7 +106,27 @@ static int node_type(struct fs_ctx *ctx, fuse_ino_t ino, char *buf, size_t cap, 
 		return ret;
 	ret = model_get_type_inferred(ctx->model, path, buf, cap, inferred, &err);
 	free(path);
+	if (ret == 0)
+		seen_type_set(ctx, node, buf);
 	return ret;
+}
+
+/*
+ * The type a leaf had when last read, for a node whose name is gone since
+ * the path was resolved (fs_node.seen_type); -ENOENT when none was read.
+ */
+static int seen_type(struct fs_ctx *ctx, fuse_ino_t ino, char *buf, size_t cap)
+{
+	struct fs_node *node = fs_node_from_ino(ctx, ino);
+	enum model_type type;
+
+	pthread_mutex_lock(&ctx->lock);
+	type = node->seen_type;
+	pthread_mutex_unlock(&ctx->lock);
+	if (!type)
+		return -ENOENT;
+	snprintf(buf, cap, "%s", model_type_name(type));
+	return 0;
 }
 
 /* user.kvfs.error: a leaf's own last refusal; a directory's, of anything below it. */
@@ -171,6 +203,8 @@ void fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t siz
 		return;
 	}
 	ret = node_type(ctx, ino, type, sizeof(type), &inferred);
+	if (ret == -ENOENT)	/* renamed over or unlinked since the path was resolved */
+		ret = seen_type(ctx, ino, type, sizeof(type));
 	if (ret == -ENOENT || ret == -EINVAL)
 		ret = -ENODATA;	/* views and unsaved files have no type yet */
 	if (ret < 0)
