@@ -64,6 +64,7 @@ same_doc() {
 	python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1])) != json.load(open(sys.argv[2])))' "$1" "$2"
 }
 
+# bats test_tags=plain
 @test "a document bigger than the spill threshold round-trips exactly through cp" {
 	skip_on_etcd "80,000 records (about 640,000 keys) take over 10 minutes through an etcd mount (the view reads node by node); the 20 MB document below and tests/83-etcd-big.bats write documents over one request"
 	make_doc 80000 "$T/doc.json"

@@ -49,6 +49,7 @@ only_store_files() {
 	assert_output "$(printf 'data.mdb\nlock.mdb')"
 }
 
+# bats test_tags=plain
 @test "a big document through a pipe is whole, the same as from a file, and leaves no file" {
 	make_doc 20 "$T/doc.json"
 	cat "$T/doc.json" | kvfs import "$STORE" / -
@@ -98,6 +99,7 @@ EOF
 	run -0 kvfs check "$STORE"
 }
 
+# bats test_tags=plain
 @test "an import killed midway (kill -9) leaves the old document whole" {
 	make_doc 2 "$T/old.json"
 	kvfs import "$STORE" /d "$T/old.json"
@@ -129,6 +131,7 @@ assert a == b, "documents differ"
 EOF
 }
 
+# bats test_tags=plain
 @test "a map reserved before a big import stores the same keys as one grown by retries" {
 	make_doc 20 "$T/doc.json"
 	kvfs import "$STORE" / "$T/doc.json"

@@ -20,6 +20,7 @@ teardown() {
 	fi
 }
 
+# bats test_tags=plain
 @test "crash: 12 SIGKILLs of the daemon (4 during imports) leave every document whole, old or new" {
 	run -0 env STRESS_DIR="$WORK" STRESS_IMPORT_EVERY=3 \
 		bash "$BATS_TEST_DIRNAME/../scripts/stress-crash.sh" 12
