@@ -345,6 +345,7 @@ all_dirs() {
 
 # ---- the whole mount, a larger tree, in one go ----
 
+# bats test_tags=plain
 @test "the mount root with 3000 leaves backs up and restores in one go with cp -a, tar and rsync -a" {
 	large_doc 3000 >"$T/large.json"
 	cp "$T/large.json" "$MNT/.json"
