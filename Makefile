@@ -103,12 +103,10 @@ test-nocache: deps
 	@$(MAKE) --no-print-directory all
 	@bash scripts/test-all.sh nocache
 
-# The CLI and mount suites and the etcd suites with every store on a
-# 3-member etcd cluster, on the ASan+UBSan build (scripts/test-etcd.sh
-# starts and stops it; LMDB-only tests skip, saying why).
+# The suites tagged backends with every store on a 3-member etcd cluster
+# (scripts/test-etcd.sh starts and stops it; LMDB-only tests skip, saying why).
 test-etcd: deps
 	@$(MAKE) --no-print-directory all etcd-store-test etcd-client-test
-	@$(MAKE) --no-print-directory $(SAN_ASAN) all
 	@bash scripts/test-all.sh etcd
 
 # The sanitizer builds live entirely in build-asan/ and build-tsan/. A
