@@ -51,4 +51,8 @@ export KVFS_ETCD_URL=$url KVFS_TEST_BACKEND=etcd
 # backups, tables, TTL; then the etcd suites themselves. The trust (5x) and
 # crash (6x) suites corrupt or kill LMDB files: nothing of theirs applies.
 export KVFS_TAGS=${KVFS_TAGS:-backends;etcd}
+# One file at a time: every store here shares the cluster, whose revision
+# is each store's generation, so a second file's writes would show in the
+# commits and keys tests 38 and 45 count (seen: 5 of 239 failed with two).
+export KVFS_JOBS=${KVFS_JOBS:-1}
 bash scripts/run-tests.sh none
