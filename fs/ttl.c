@@ -40,20 +40,32 @@ static void reply_value(fuse_req_t req, size_t size, const char *value, size_t l
 		fuse_reply_buf(req, value, len);
 }
 
-void fs_ttl_getxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+/*
+ * Reads one of ino's deadline figures (model_ttl_get: seconds left;
+ * model_ttl_get_at: the instant) into *out; 0, or -errno (-ENODATA for a
+ * pending file, which has nothing stored yet).
+ */
+static int node_deadline(struct fs_ctx *ctx, fuse_ino_t ino,
+			 int (*get)(struct model *, const char *, int64_t *, struct model_error *),
+			 int64_t *out)
 {
-	struct fs_ctx *ctx = fs_req_ctx(req);
 	struct model_error err = { 0 };
-	char text[32], *path;
-	int64_t left;
+	char *path;
 	int ret = fs_node_path(ctx, fs_node_from_ino(ctx, ino), NULL, &path);
 
 	if (ret == 0) {
-		ret = model_ttl_get(ctx->model, path, &left, &err);
+		ret = get(ctx->model, path, out, &err);
 		free(path);
 	}
-	if (ret == -EINVAL)
-		ret = -ENODATA;	/* a pending file: nothing stored yet */
+	return ret == -EINVAL ? -ENODATA : ret;
+}
+
+void fs_ttl_getxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	char text[32];
+	int64_t left;
+	int ret = node_deadline(fs_req_ctx(req), ino, model_ttl_get, &left);
+
 	if (ret < 0) {
 		fs_reply_err(req, ret);
 		return;
@@ -287,19 +299,10 @@ bool fs_expires_listed(struct fs_ctx *ctx, const char *path)
 
 void fs_expires_getxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-	struct fs_ctx *ctx = fs_req_ctx(req);
-	struct fs_node *node = fs_node_from_ino(ctx, ino);
-	struct model_error err = { 0 };
-	char text[64], *path;
+	char text[64];
 	int64_t d = 0;
-	int ret = fs_node_path(ctx, node, NULL, &path);
+	int ret = node_deadline(fs_req_ctx(req), ino, model_ttl_get_at, &d);
 
-	if (ret == 0) {
-		ret = model_ttl_get_at(ctx->model, path, &d, &err);
-		free(path);
-	}
-	if (ret == -EINVAL)
-		ret = -ENODATA;	/* a pending file: nothing stored yet */
 	if (ret < 0) {
 		fs_reply_err(req, ret);
 		return;
