@@ -19,9 +19,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 /* A growing byte buffer for answers (and the watch stream's partial line). */
+#define ETCD_CLIENT_SOCKETS 4	/* a connection, and a few being tried beside it */
+
 struct buf {
 	char *data;
 	size_t len, cap;
@@ -40,6 +44,13 @@ struct etcd_client {
 	char *token;	/* from /v3/auth/authenticate, sent as Authorization */
 	long timeout_ms;
 	atomic_bool cancel;	/* set by etcd_client_cancel from any thread */
+	/*
+	 * The sockets c->curl holds open, so that a cancel wakes a watch at
+	 * once (libcurl looks at the cancel flag only about once a second
+	 * while a stream is silent: every daemon's exit waited on it).
+	 */
+	pthread_mutex_t sock_lock;
+	int socks[ETCD_CLIENT_SOCKETS];	/* -1: free */
 	struct buf resp;
 	char err[256];
 	/* the watch stream, while etcd_client_watch runs */
@@ -153,6 +164,39 @@ static void connection_setup(struct etcd_client *c, CURL *h)
 		curl_easy_setopt(h, CURLOPT_SSLKEY, c->key);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 1000L);
+}
+
+/* libcurl's socket maker: the socket is noted for etcd_client_cancel. */
+static curl_socket_t on_open_socket(void *arg, curlsocktype purpose, struct curl_sockaddr *addr)
+{
+	struct etcd_client *c = arg;
+	int fd;
+
+	(void)purpose;
+	fd = socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
+	if (fd < 0)
+		return CURL_SOCKET_BAD;
+	pthread_mutex_lock(&c->sock_lock);
+	for (size_t i = 0; i < ETCD_CLIENT_SOCKETS; i++)
+		if (c->socks[i] < 0) {
+			c->socks[i] = fd;
+			break;
+		}
+	pthread_mutex_unlock(&c->sock_lock);
+	return fd;
+}
+
+/* Forgets the socket before closing it, so a cancel never shuts down a reused number. */
+static int on_close_socket(void *arg, curl_socket_t fd)
+{
+	struct etcd_client *c = arg;
+
+	pthread_mutex_lock(&c->sock_lock);
+	for (size_t i = 0; i < ETCD_CLIENT_SOCKETS; i++)
+		if (c->socks[i] == fd)
+			c->socks[i] = -1;
+	pthread_mutex_unlock(&c->sock_lock);
+	return close(fd);
 }
 
 /* Notes that member c->cur stopped answering: every client sharing c's table passes it over. */
@@ -341,6 +385,8 @@ static int post(struct etcd_client *c, const char *path, const char *body, bool 
 		if (!not_sent(cc))
 			break;
 	}
+	if (cc != CURLE_OK && atomic_load(&c->cancel))
+		cc = CURLE_ABORTED_BY_CALLBACK;	/* its socket was shut down under it */
 	atomic_store(&c->cancel, false);	/* a cancel ends one call only */
 	if (cc != CURLE_OK) {
 		if (stream && c->watch_rc != 0)
@@ -608,6 +654,9 @@ int etcd_client_open(const char *endpoints, struct etcd_client **out, char *why,
 	c->timeout_ms = 10000;
 	c->health = &c->own_health;
 	atomic_init(&c->cancel, false);
+	pthread_mutex_init(&c->sock_lock, NULL);
+	for (size_t i = 0; i < ETCD_CLIENT_SOCKETS; i++)
+		c->socks[i] = -1;
 	if ((rc = parse_options(c, query ? query + 1 : "", why, why_len)) < 0) {
 		etcd_client_close(c);
 		return rc;
@@ -633,6 +682,10 @@ int etcd_client_open(const char *endpoints, struct etcd_client **out, char *why,
 	curl_easy_setopt(c->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
 	curl_easy_setopt(c->curl, CURLOPT_XFERINFODATA, c);
 	curl_easy_setopt(c->curl, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(c->curl, CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
+	curl_easy_setopt(c->curl, CURLOPT_OPENSOCKETDATA, c);
+	curl_easy_setopt(c->curl, CURLOPT_CLOSESOCKETFUNCTION, on_close_socket);
+	curl_easy_setopt(c->curl, CURLOPT_CLOSESOCKETDATA, c);
 	*out = c;
 	return 0;
 
@@ -665,6 +718,7 @@ void etcd_client_close(struct etcd_client *c)
 	free(c->cert);
 	free(c->key);
 	free(c->resp.data);
+	pthread_mutex_destroy(&c->sock_lock);
 	free(c);
 }
 
@@ -696,6 +750,12 @@ void etcd_client_set_timeout(struct etcd_client *c, long ms)
 void etcd_client_cancel(struct etcd_client *c)
 {
 	atomic_store(&c->cancel, true);
+	/* wakes a transfer waiting on the socket; the call then ends with -ECANCELED */
+	pthread_mutex_lock(&c->sock_lock);
+	for (size_t i = 0; i < ETCD_CLIENT_SOCKETS; i++)
+		if (c->socks[i] >= 0)
+			shutdown(c->socks[i], SHUT_RDWR);
+	pthread_mutex_unlock(&c->sock_lock);
 }
 
 /* ---- watch ---- */

@@ -103,10 +103,11 @@ void etcd_client_share_health(struct etcd_client *c, struct etcd_health *h);
 /* Per-call time limit for unary calls, in ms (default 10000; 0 = none). */
 void etcd_client_set_timeout(struct etcd_client *c, long ms);
 /*
- * Makes the call running on c (a watch, typically) return -ECANCELED soon
- * (within a second: libcurl calls the progress callback that polls the flag
- * at least once a second). The one call that may come from another thread;
- * the next call on c runs normally again.
+ * Makes the call running on c (a watch, typically) return -ECANCELED at
+ * once: the flag is set and c's sockets are shut down, which wakes a
+ * transfer waiting on them (libcurl alone would look at the flag only
+ * about once a second). The one call that may come from another thread;
+ * the next call on c runs normally again, on a new connection.
  */
 void etcd_client_cancel(struct etcd_client *c);
 

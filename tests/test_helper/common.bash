@@ -83,7 +83,7 @@ mount_store() {
 	MOUNT_PID=$!
 	export MNT MOUNT_PID MOUNT_LOG
 	local i
-	for ((i = 0; i < 200; i++)); do
+	for ((i = 0; i < 500; i++)); do
 		mountpoint -q "$MNT" && return 0
 		if ! kill -0 "$MOUNT_PID" 2>/dev/null; then
 			echo "mount_store: kvfs mount exited before mounting; log:" >&2
@@ -91,7 +91,7 @@ mount_store() {
 			MOUNT_PID=
 			return 1
 		fi
-		sleep 0.05
+		sleep 0.02
 	done
 	echo "mount_store: $MNT not mounted after 10 s; log:" >&2
 	cat "$MOUNT_LOG" >&2
@@ -101,9 +101,9 @@ mount_store() {
 # Waits up to $2 tenths of a second for process $1 to end; fails if it does not.
 wait_gone() {
 	local i
-	for ((i = 0; i < $2; i++)); do
+	for ((i = 0; i < $2 * 5; i++)); do
 		kill -0 "$1" 2>/dev/null || return 0
-		sleep 0.1
+		sleep 0.02
 	done
 	return 1
 }
