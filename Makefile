@@ -23,9 +23,10 @@ endif
 
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-# The etcd backend (store/etcd_*.c, docs/ETCD.md) speaks etcd's JSON gateway
-# with libcurl and cJSON (Debian: libcurl4-openssl-dev, libcjson-dev for the
-# headers). kvfs itself does not link them: store/etcd_dl.c loads them with
+# The etcd backend (store/etcd/, docs/ETCD.md) speaks etcd's JSON gateway
+# through its client library (lib/etcd/) with libcurl and cJSON (Debian:
+# libcurl4-openssl-dev, libcjson-dev for the headers). kvfs itself does
+# not link them: lib/etcd/etcd_dl.c loads them with
 # dlopen when an etcd store is opened, so an LMDB user's every `kvfs` start
 # does not load libcurl's thirty libraries. The etcd test programs link them.
 ETCD_LIBS = $(shell pkg-config --libs libcurl libcjson 2>/dev/null || echo -lcurl -lcjson)
@@ -34,7 +35,10 @@ CFLAGS   += -std=c11 $(WARN) $(OPT) $(PKG_CFLAGS)
 LDFLAGS  += $(OPT)
 LDLIBS   += $(PKG_LIBS) -ldl -lpthread
 
-STORE_SRC := $(wildcard store/*.c)
+# store/ is the seam, each backend in a folder of its own; lib/etcd/ is
+# the etcd client library the etcd backend is built on (it includes no
+# store/ header), linked wherever store/ is.
+STORE_SRC := $(wildcard store/*.c store/lmdb/*.c store/etcd/*.c lib/etcd/*.c)
 MODEL_SRC := $(wildcard model/*.c)
 FS_SRC    := $(wildcard fs/*.c)
 CLI_SRC   := $(wildcard cli/*.c)
@@ -59,7 +63,7 @@ $(BIN): $(CLI_OBJ) $(FS_OBJ) $(MODEL_OBJ) $(STORE_OBJ)
 store: $(STORE_OBJ)
 model: $(MODEL_OBJ) $(STORE_OBJ)
 
-$(BUILD)/%.o: %.c $(wildcard */*.h)
+$(BUILD)/%.o: %.c $(wildcard */*.h */*/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
@@ -198,9 +202,12 @@ ETCD_TEST := $(BUILD)/etcd/test_etcd_client
 .PHONY: etcd-client-test
 etcd-client-test: $(ETCD_TEST)
 
-$(ETCD_TEST): tests/unit/test_etcd_client.c $(wildcard tests/unit/etcd_*) tests/unit/unit.h $(wildcard store/etcd_*)
+ETCD_CLIENT_SRC := $(wildcard lib/etcd/*.c)
+$(ETCD_TEST): tests/unit/test_etcd_client.c $(wildcard tests/unit/etcd_*) tests/unit/unit.h \
+		$(ETCD_CLIENT_SRC) $(wildcard lib/etcd/*.h) store/etcd/etcd_buf.c store/etcd/etcd_buf.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_etcd_client.c tests/unit/etcd_tool.c store/etcd_buf.c store/etcd_client.c store/etcd_requests.c store/etcd_dl.c store/etcd_wire.c $(ETCD_LIBS) -ldl -lpthread
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_etcd_client.c tests/unit/etcd_tool.c \
+		store/etcd/etcd_buf.c $(ETCD_CLIENT_SRC) $(ETCD_LIBS) -ldl -lpthread
 
 ETCD_STORE_TEST := $(BUILD)/etcd/test_etcd_store
 .PHONY: etcd-store-test

@@ -599,7 +599,7 @@ struct fs_node *fs_node_from_ino(struct fs_ctx *ctx, fuse_ino_t ino);
  * type, its rename into place: rsync's order) may then join the default
  * mode's queued batch and be committed with its next file, not each alone,
  * or at most FS_LATER_MS later (another process that opens the store
- * meanwhile waits for that commit: store/lmdb_queue.c).
+ * meanwhile waits for that commit: store/lmdb/lmdb_queue.c).
  * fs_node_fresh takes ctx->lock; false without the queue (ctx->later).
  */
 #define FS_FRESH_MS 1000

@@ -426,7 +426,7 @@ void store_txn_expect_reads(struct store_txn *txn, enum store_space space, const
  * Checks what the backend keeps for itself beside the spaces (etcd: the
  * children space its listings read, docs/ETCD.md section 7) against them,
  * and how it keeps them (LMDB: every space's B-tree in order as a walk and
- * as a seek sees it, store/lmdb_check.c), in the read transaction txn:
+ * as a seek sees it, store/lmdb/lmdb_check.c), in the read transaction txn:
  * fn(arg, key, len, message) once for each problem, key a data-space key
  * (len 0: none). 0, or -errno when a read failed.
  */

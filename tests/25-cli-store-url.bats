@@ -80,7 +80,7 @@ fails_cleanly() {
 	local lib
 	lib=$(ldconfig -p | awk '$1 == "libcurl.so.4" { print $NF; exit }')
 	[ -n "$lib" ] || skip "libcurl.so.4 is not installed"
-	# kvfs itself does not link it (store/etcd_dl.c loads it with dlopen)
+	# kvfs itself does not link it (lib/etcd/etcd_dl.c loads it with dlopen)
 	run -0 ldd "$KVFS_BIN"
 	refute_output --partial 'libcurl'
 	# a private mount namespace hides the library from this one command

@@ -222,7 +222,7 @@ PY
 }
 
 @test "-o commit=MS: close returns queued; the mount sees it at once, others after an fsync, in one commit" {
-	skip_on_etcd "-o commit=MS queues commits in LMDB (store/lmdb_queue.c); an etcd store refuses the option at mount"
+	skip_on_etcd "-o commit=MS queues commits in LMDB (store/lmdb/lmdb_queue.c); an etcd store refuses the option at mount"
 	unmount_store
 	mount_store -o commit=600000
 	docs=$BATS_TEST_TMPDIR/docs
@@ -258,7 +258,7 @@ PY
 }
 
 @test "-o commit=MS: other processes see queued changes within MS; unmount commits the rest" {
-	skip_on_etcd "-o commit=MS queues commits in LMDB (store/lmdb_queue.c); an etcd store refuses the option at mount"
+	skip_on_etcd "-o commit=MS queues commits in LMDB (store/lmdb/lmdb_queue.c); an etcd store refuses the option at mount"
 	unmount_store
 	mount_store -o commit=200
 	g0=$(gen)
@@ -282,7 +282,7 @@ PY
 }
 
 @test "-o commit=MS: refusals (bad JSON, unique index) still fail at close, with nothing queued" {
-	skip_on_etcd "-o commit=MS queues commits in LMDB (store/lmdb_queue.c); an etcd store refuses the option at mount"
+	skip_on_etcd "-o commit=MS queues commits in LMDB (store/lmdb/lmdb_queue.c); an etcd store refuses the option at mount"
 	unmount_store
 	mount_store -o commit=600000
 	mkdir "$MNT/people"
@@ -312,7 +312,7 @@ PY
 }
 
 @test "-o commit=MS: another process's write waits for the queued batch; both are kept" {
-	skip_on_etcd "-o commit=MS queues commits in LMDB (store/lmdb_queue.c); an etcd store refuses the option at mount"
+	skip_on_etcd "-o commit=MS queues commits in LMDB (store/lmdb/lmdb_queue.c); an etcd store refuses the option at mount"
 	unmount_store
 	rm -rf "$STORE"
 	# a store the mount creates: its lock file must stay locked by the daemon
@@ -330,7 +330,7 @@ PY
 }
 
 @test "-o commit=MS: batches that fill a small map: it grows, nothing acknowledged is lost" {
-	skip_on_etcd "-o commit=MS queues commits in LMDB (store/lmdb_queue.c); an etcd store refuses the option at mount"
+	skip_on_etcd "-o commit=MS queues commits in LMDB (store/lmdb/lmdb_queue.c); an etcd store refuses the option at mount"
 	unmount_store
 	rm -rf "$STORE"
 	KVFS_MAPSIZE=256k mount_store -o commit=400

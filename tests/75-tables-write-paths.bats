@@ -213,7 +213,7 @@ PY
 	run -0 python3 "$BATS_TEST_TMPDIR/mknod.py" "$MNT/people/p1/city" $'Lyon\n'
 	assert_output 'close failed EINVAL'
 	p1_is '{"age":41}'
-	is_etcd && return 0	# -o commit=MS is LMDB's (store/lmdb_queue.c)
+	is_etcd && return 0	# -o commit=MS is LMDB's (store/lmdb/lmdb_queue.c)
 	remount -o commit=50
 	run -0 python3 "$BATS_TEST_TMPDIR/mknod.py" "$MNT/people/p2/age" $'42\n'
 	assert_output closed

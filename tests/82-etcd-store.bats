@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
-# tests/82-etcd-store.bats - the etcd backend's operations (store/etcd_store.c,
-# store/etcd_scan.c) against a live 3-member cluster: open/create/refuse,
+# tests/82-etcd-store.bats - the etcd backend's operations (store/etcd/etcd_store.c,
+# store/etcd/etcd_scan.c) against a live 3-member cluster: open/create/refuse,
 # reads at one revision, paged scans, buffered guarded writes and conflicts
 # (tests/unit/test_etcd_store.c, `make etcd-store-test`).
 

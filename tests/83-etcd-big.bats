@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # tests/83-etcd-big.bats - write transactions larger than one etcd request
-# (docs/ETCD.md section 6, store/etcd_big.c): a document over one Txn
+# (docs/ETCD.md section 6, store/etcd/etcd_big.c): a document over one Txn
 # written through cp is seen whole by another mount reading it in a loop;
 # a writer killed with SIGKILL at each step of its commit leaves the old
 # document or the new one, whole, and the next writer carries on; two big

@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "store/etcd_client.h"
+#include "lib/etcd/etcd_client.h"
 #include "tests/unit/etcd_test.h"
 
 /* ---- verbs for tests/80-etcd-client.bats ---- */

@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_etcd_client.c - store/etcd_client.c against a LIVE etcd
+ * tests/unit/test_etcd_client.c - lib/etcd/etcd_client.c against a LIVE etcd
  * cluster (endpoints in KVFS_ETCD_ENDPOINTS, "HOST:PORT,..."; started by
  * tests/80-etcd-client.bats with scripts/etcd-cluster.sh). Without
  * arguments: every client call as TAP tests. With a verb, one step for the
@@ -18,8 +18,8 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include "store/etcd_buf.h"
-#include "store/etcd_client.h"
+#include "store/etcd/etcd_buf.h"
+#include "lib/etcd/etcd_client.h"
 #include "tests/unit/etcd_test.h"
 #include "tests/unit/unit.h"
 
@@ -668,7 +668,7 @@ static void test_compacted(void)
 	etcd_client_close(c);
 }
 
-/* ---- the write buffer (store/etcd_buf.c) ---- */
+/* ---- the write buffer (store/etcd/etcd_buf.c) ---- */
 
 /* Reads through the buffer: written, deleted (by key or range), untouched. */
 static void test_buf_reads(void)

@@ -1,6 +1,6 @@
 /*
- * tests/unit/test_etcd_store.c - the etcd backend (store/etcd_store.c,
- * store/etcd_scan.c) against a LIVE cluster (KVFS_ETCD_ENDPOINTS,
+ * tests/unit/test_etcd_store.c - the etcd backend (store/etcd/etcd_store.c,
+ * store/etcd/etcd_scan.c) against a LIVE cluster (KVFS_ETCD_ENDPOINTS,
  * "HOST:PORT,..."; tests/82-etcd-store.bats starts one). Every run uses
  * stores under its own prefix "kvfs-unit/<pid>/...". TAP output.
  */
@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "store/etcd_int.h"
+#include "store/etcd/etcd_int.h"
 #include "store/tuple.h"
 #include "tests/unit/unit.h"
 
@@ -753,7 +753,7 @@ static void check_big_landed(struct store *reader, struct store *st)
 	CHECK_EQ_INT(private_count(st, ETCD_SPACE_PENDING), 0);
 }
 
-/* A write transaction over one request (store/etcd_big.c): whole, guarded, nothing left behind. */
+/* A write transaction over one request (store/etcd/etcd_big.c): whole, guarded, nothing left behind. */
 static void test_big(void)
 {
 	struct store *st = open_new("big"), *other;
@@ -2049,7 +2049,7 @@ fail:
 	return 1;
 }
 
-/* ---- TTL leases (store/etcd_lease.c, docs/ETCD.md section 9) ---- */
+/* ---- TTL leases (store/etcd/etcd_lease.c, docs/ETCD.md section 9) ---- */
 
 struct lease_arg {
 	int64_t deadline_ns;	/* given to "e1" and "e2"; "plain" gets none */

@@ -1,5 +1,5 @@
 /*
- * store/etcd_buf.h - PRIVATE to store/: one write attempt of the etcd backend
+ * store/etcd/etcd_buf.h - PRIVATE to store/: one write attempt of the etcd backend
  * (docs/ETCD.md section 4), buffered locally: puts, deletes and deleted
  * ranges coalesced per key, the guards of everything the attempt read, and
  * the one guarded Txn that commits it all. Keys here are full etcd keys
@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store/etcd_client.h"
+#include "lib/etcd/etcd_client.h"
 
 struct etcd_buf;
 
@@ -102,7 +102,7 @@ size_t etcd_buf_largest(const struct etcd_buf *b);
  * Sends the whole attempt as one Txn. *committed false: a guard failed
  * (someone changed what the attempt read; run it again from the start).
  * *revision (may be NULL): the store revision after the commit. <0: the
- * client's error (see store/etcd_client.h; c keeps the message).
+ * client's error (see lib/etcd/etcd_client.h; c keeps the message).
  */
 int etcd_buf_commit(struct etcd_buf *b, struct etcd_client *c, bool *committed, int64_t *revision);
 /* The same Txn with the guards' compares alone, no operation: *holds, whether they all pass. */
@@ -110,7 +110,7 @@ int etcd_buf_check(struct etcd_buf *b, struct etcd_client *c, bool *holds);
 
 /*
  * The Txn etcd_buf_commit would send, for a commit split over several
- * requests (store/etcd_big.c): the compares of the guards and the
+ * requests (store/etcd/etcd_big.c): the compares of the guards and the
  * operations, pairwise distinct keys, none inside another's deleted range,
  * so that any subset of them may go in one Txn and applying them twice or
  * in any order gives the same keys. Keys and values are borrowed from b

@@ -1,5 +1,5 @@
 /*
- * store/lmdb_check.c - store_txn_check for LMDB: the order of the B-trees
+ * store/lmdb/lmdb_check.c - store_txn_check for LMDB: the order of the B-trees
  * as a seek sees it, not only as a walk does.
  *
  * A walk (MDB_NEXT) follows the pages' pointers; a seek (MDB_SET_RANGE,
@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "store/lmdb_int.h"
+#include "store/lmdb/lmdb_int.h"
 
 #define CHECK_REPORTS_MAX 20	/* problems told per space; the rest are counted */
 

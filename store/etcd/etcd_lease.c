@@ -1,10 +1,10 @@
 /*
- * store/etcd_lease.c - keys that expire by themselves on etcd (docs/ETCD.md
+ * store/etcd/etcd_lease.c - keys that expire by themselves on etcd (docs/ETCD.md
  * section 9): store_txn_expire_puts asks the caller for each put's deadline
  * and attaches the put to the lease of that deadline's second, one lease
  * per second shared by every key expiring then, granted once per handle.
  */
-#include "store/etcd_int.h"
+#include "store/etcd/etcd_int.h"
 
 #include <errno.h>
 #include <string.h>

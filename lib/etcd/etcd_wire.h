@@ -1,6 +1,6 @@
 /*
- * store/etcd_wire.h - PRIVATE to store/etcd_*.c: the JSON gateway's wire
- * forms (store/etcd_wire.c). Keys and values are base64 strings; int64
+ * lib/etcd/etcd_wire.h - PRIVATE to lib/etcd/: the JSON gateway's wire
+ * forms (lib/etcd/etcd_wire.c). Keys and values are base64 strings; int64
  * fields are decimal strings, and proto3 leaves zero/false fields out, so a
  * missing field reads as 0/false.
  */
@@ -9,8 +9,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "store/etcd_client.h"
-#include "store/etcd_dl.h"
+#include "lib/etcd/etcd_client.h"
+#include "lib/etcd/etcd_dl.h"
 
 /* The gRPC status code the gateway reports, as -errno (table: etcd_client.h). */
 int etcd_wire_errno(int code);

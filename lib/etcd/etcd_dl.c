@@ -1,6 +1,6 @@
 /*
- * store/etcd_dl.c - loads libcurl and cJSON for the etcd backend the first
- * time an etcd store is opened (store/etcd_dl.h says why), and keeps their
+ * lib/etcd/etcd_dl.c - loads libcurl and cJSON for the etcd backend the first
+ * time an etcd store is opened (lib/etcd/etcd_dl.h says why), and keeps their
  * entry points in one table for the life of the process.
  */
 #include <dlfcn.h>
@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "store/etcd_dl.h"
+#include "lib/etcd/etcd_dl.h"
 
 #define LIBCURL "libcurl.so.4"
 #define LIBCJSON "libcjson.so.1"

@@ -1,13 +1,13 @@
 /*
- * store/etcd_requests.c - the etcd client's KV, Txn and lease requests: each
+ * lib/etcd/etcd_requests.c - the etcd client's KV, Txn and lease requests: each
  * builds its JSON body (base64 keys and values, int64 fields as strings),
  * sends it through etcd_client_call and reads the answer into the caller's
- * result structs (store/etcd_client.h).
+ * result structs (lib/etcd/etcd_client.h).
  */
-#include "store/etcd_dl.h"
-#include "store/etcd_client.h"
-#include "store/etcd_client_int.h"
-#include "store/etcd_wire.h"
+#include "lib/etcd/etcd_dl.h"
+#include "lib/etcd/etcd_client.h"
+#include "lib/etcd/etcd_client_int.h"
+#include "lib/etcd/etcd_wire.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

@@ -1,9 +1,9 @@
 /*
- * store/etcd_buf.c - a write attempt buffered for one guarded etcd Txn
- * (store/etcd_buf.h): a sorted array of written keys (value or tombstone),
+ * store/etcd/etcd_buf.c - a write attempt buffered for one guarded etcd Txn
+ * (store/etcd/etcd_buf.h): a sorted array of written keys (value or tombstone),
  * a sorted list of disjoint deleted ranges, and the guards read so far.
  */
-#include "store/etcd_buf.h"
+#include "store/etcd/etcd_buf.h"
 #include "store/store_int.h"
 
 #include <errno.h>

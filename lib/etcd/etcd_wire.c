@@ -1,9 +1,9 @@
 /*
- * store/etcd_wire.c - the etcd JSON gateway's wire forms for
- * store/etcd_client.c: base64, int64-as-string fields, key-values and range
+ * lib/etcd/etcd_wire.c - the etcd JSON gateway's wire forms for
+ * lib/etcd/etcd_client.c: base64, int64-as-string fields, key-values and range
  * answers parsed out of cJSON trees, and the gRPC-status-to-errno map.
  */
-#include "store/etcd_wire.h"
+#include "lib/etcd/etcd_wire.h"
 
 #include <errno.h>
 #include <inttypes.h>

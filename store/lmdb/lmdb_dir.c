@@ -1,5 +1,5 @@
 /*
- * store/lmdb_dir.c - the LMDB store's directory: what may be opened (owner,
+ * store/lmdb/lmdb_dir.c - the LMDB store's directory: what may be opened (owner,
  * nobody else writing to it, trusted directories, no symbolic or hard
  * links, no foreign files), creating it with the right modes, and removing
  * what a failed or discarded create made.
@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "store/lmdb_int.h"
+#include "store/lmdb/lmdb_int.h"
 
 
 /*

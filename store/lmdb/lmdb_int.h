@@ -1,5 +1,5 @@
 /*
- * store/lmdb_int.h - private to the LMDB backend (store/lmdb_*.c): its
+ * store/lmdb/lmdb_int.h - private to the LMDB backend (store/lmdb/): its
  * handle, transaction and scan (each beginning with store_ops.h's shared
  * part), and what its files share. The only header that includes lmdb.h.
  *

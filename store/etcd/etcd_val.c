@@ -1,11 +1,11 @@
 /*
- * store/etcd_val.c - data values larger than one etcd request (docs/ETCD.md
+ * store/etcd/etcd_val.c - data values larger than one etcd request (docs/ETCD.md
  * section 3): stored as chunks of 1 MiB under the private space 'v' beside a
  * small stub at the value's own key, written in the same transaction (so a
  * big commit keeps them all or nothing), and assembled on read at the
  * transaction's revision; the last assembled value is kept per handle.
  */
-#include "store/etcd_int.h"
+#include "store/etcd/etcd_int.h"
 
 #include <errno.h>
 #include <stdlib.h>

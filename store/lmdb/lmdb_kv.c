@@ -1,5 +1,5 @@
 /*
- * store/lmdb_kv.c - LMDB point operations (get, put, reserve, delete, a
+ * store/lmdb/lmdb_kv.c - LMDB point operations (get, put, reserve, delete, a
  * prefix deleted) and cursors over a prefix. store.c has checked the
  * arguments and handles hidden subtrees and distinct children.
  */
@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
-#include "store/lmdb_int.h"
+#include "store/lmdb/lmdb_int.h"
 
 static MDB_dbi dbi_of(struct store_txn *txn, enum store_space space)
 {

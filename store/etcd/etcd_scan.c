@@ -1,11 +1,11 @@
 /*
- * store/etcd_scan.c - scans of the etcd backend: a space's key range read in
+ * store/etcd/etcd_scan.c - scans of the etcd backend: a space's key range read in
  * pages of ETCD_PAGE keys, every page at the transaction's revision (so a
  * listing is one snapshot), the next page starting after the last key. In
  * a write transaction the pages are merged with the attempt's buffer (its
  * puts shown, its deletes hidden) and every stretch read is guarded.
  */
-#include "store/etcd_int.h"
+#include "store/etcd/etcd_int.h"
 
 #include <errno.h>
 #include <stdlib.h>

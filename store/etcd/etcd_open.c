@@ -1,11 +1,11 @@
 /*
- * store/etcd_open.c - opening and closing a store named
+ * store/etcd/etcd_open.c - opening and closing a store named
  * etcd://HOST:PORT[,HOST:PORT...]/PREFIX (docs/ETCD.md section 3): the URL,
  * the meta keys written at creation or checked at open (a prefix holding
  * anything else is refused), removal of a store this handle created, and
  * the store-wide reads (info, the newest revision).
  */
-#include "store/etcd_int.h"
+#include "store/etcd/etcd_int.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,11 +1,11 @@
 /*
- * store/etcd_big.c - write transactions larger than one etcd request
+ * store/etcd/etcd_big.c - write transactions larger than one etcd request
  * (docs/ETCD.md section 6): the attempt's operations are staged in chunks,
  * made visible by one small guarded Txn that writes the store's commit
  * record, then applied to the real keys in further requests (by the writer,
  * or by whoever finds the record first); readers pin below the record.
  */
-#include "store/etcd_int.h"
+#include "store/etcd/etcd_int.h"
 
 #include <errno.h>
 #include <stdlib.h>

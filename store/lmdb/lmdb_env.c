@@ -1,5 +1,5 @@
 /*
- * store/lmdb_env.c - the LMDB backend's table of operations and its
+ * store/lmdb/lmdb_env.c - the LMDB backend's table of operations and its
  * environment: opening (format check, a blank LMDB made a kvfs store, a
  * truncated file refused), closing, and the one place LMDB codes become -errno.
  */
@@ -13,7 +13,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "store/lmdb_int.h"
+#include "store/lmdb/lmdb_int.h"
 
 #define MAPSIZE_DEFAULT ((size_t)64 << 20)
 #define MAX_READERS 254

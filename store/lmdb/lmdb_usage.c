@@ -1,5 +1,5 @@
 /*
- * store/lmdb_usage.c - what the LMDB backend says about itself and the
+ * store/lmdb/lmdb_usage.c - what the LMDB backend says about itself and the
  * abilities only it has: info, where the file's space goes and who reads
  * it (STORE_CAN_USAGE), sync (STORE_CAN_SYNC) and hot copies (STORE_CAN_HOT_COPY).
  */
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "store/lmdb_int.h"
+#include "store/lmdb/lmdb_int.h"
 
 int lmdb_readers_check(struct store *st, unsigned *cleared)
 {
@@ -127,7 +127,7 @@ int lmdb_sync(struct store *st)
 /*
  * The copy runs its own read transaction, so it stays inside the gate for
  * its whole length: a write that needs to grow the map waits for it (see
- * store/lmdb_int.h).
+ * store/lmdb/lmdb_int.h).
  */
 int lmdb_copy(struct store *base, const char *dir)
 {

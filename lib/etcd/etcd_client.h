@@ -1,9 +1,11 @@
 /*
- * store/etcd_client.h - PRIVATE to store/: a small client of etcd v3's JSON
- * gateway (POST /v3/kv/range, /v3/kv/put, /v3/kv/deleterange, /v3/kv/txn,
- * /v3/lease/..., /v3/watch) over libcurl, the JSON read and written with cJSON,
- * keys and values base64-coded on the wire. The etcd backend (docs/ETCD.md)
- * is built on it; nothing above store/ may include it.
+ * lib/etcd/etcd_client.h - the etcd client library's public face: a small
+ * client of etcd v3's JSON gateway (POST /v3/kv/range, /v3/kv/put,
+ * /v3/kv/deleterange, /v3/kv/txn, /v3/lease/..., /v3/watch) over libcurl,
+ * the JSON read and written with cJSON, keys and values base64-coded on
+ * the wire. It knows nothing of kvfs (no store/ header); the etcd backend
+ * (store/etcd/, docs/ETCD.md) is built on it, and nothing above store/
+ * may include it.
  *
  * Threads: a handle is one libcurl easy handle with its kept-alive
  * connection and is NOT thread-safe. Give every thread its own handle (the

@@ -1,12 +1,12 @@
 /*
- * store/etcd_ops.c - the etcd backend's table of operations (store/store_ops.h):
+ * store/etcd/etcd_ops.c - the etcd backend's table of operations (store/store_ops.h):
  * what store.c calls for a store named etcd://HOST:PORT[,...]/PREFIX. The
- * operations live in store/etcd_store.c, etcd_scan.c and etcd_feed.c.
+ * operations live in store/etcd/etcd_store.c, etcd_scan.c and etcd_feed.c.
  * Abilities: the change feed, and keys that expire by themselves (leases);
  * every commit is durable when it returns (no sync), there is no local file
  * to copy or measure.
  */
-#include "store/etcd_int.h"
+#include "store/etcd/etcd_int.h"
 
 const struct store_ops store_etcd_ops = {
 	.version = STORE_OPS_VERSION,

@@ -1,6 +1,6 @@
 /*
- * store/etcd_client_int.h - PRIVATE to the etcd client's two files
- * (store/etcd_client.c, store/etcd_requests.c): the one call path every
+ * lib/etcd/etcd_client_int.h - PRIVATE to the etcd client's two files
+ * (lib/etcd/etcd_client.c, lib/etcd/etcd_requests.c): the one call path every
  * request goes through, and the handle's error message.
  */
 #ifndef KVFS_ETCD_CLIENT_INT_H
@@ -8,7 +8,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "store/etcd_client.h"
+#include "lib/etcd/etcd_client.h"
 
 /*
  * Serializes and sends req (consumed, also on failure) to the gateway's

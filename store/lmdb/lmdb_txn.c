@@ -1,6 +1,6 @@
 /*
- * store/lmdb_txn.c - LMDB transactions: the gate that lets the map grow
- * (store/lmdb_int.h explains it), read transactions, and write transactions
+ * store/lmdb/lmdb_txn.c - LMDB transactions: the gate that lets the map grow
+ * (store/lmdb/lmdb_int.h explains it), read transactions, and write transactions
  * with group commit and the change log entry of each commit.
  */
 #include <errno.h>
@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/lmdb_int.h"
+#include "store/lmdb/lmdb_int.h"
 
-/* ---- the gate (see store/lmdb_int.h) ---- */
+/* ---- the gate (see store/lmdb/lmdb_int.h) ---- */
 
 /* Counts a transaction (or a copy) in; waits while a closer is pending. */
 void lmdb_gate_enter(struct lmdb_store *st, bool copy)

@@ -1,10 +1,10 @@
 /*
- * store/etcd_snap.c - answers shared by a mount's read transactions
+ * store/etcd/etcd_snap.c - answers shared by a mount's read transactions
  * (docs/ETCD.md section 8a): while the watch shows no commit after
  * revision R, every read transaction that begins reads at R and finds
  * there what the others read, instead of asking etcd again.
  */
-#include "store/etcd_int.h"
+#include "store/etcd/etcd_int.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,13 +1,13 @@
 /*
- * store/etcd_client.c - the etcd v3 JSON-gateway client (store/etcd_client.h):
+ * lib/etcd/etcd_client.c - the etcd v3 JSON-gateway client (lib/etcd/etcd_client.h):
  * the handle, its URL options and auth token, HTTP/1.1 POSTs through one
  * libcurl easy handle per client, and the watch stream; the KV, Txn and lease
- * requests are built in store/etcd_requests.c.
+ * requests are built in lib/etcd/etcd_requests.c.
  */
-#include "store/etcd_dl.h"
-#include "store/etcd_client.h"
-#include "store/etcd_client_int.h"
-#include "store/etcd_wire.h"
+#include "lib/etcd/etcd_dl.h"
+#include "lib/etcd/etcd_client.h"
+#include "lib/etcd/etcd_client_int.h"
+#include "lib/etcd/etcd_wire.h"
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>

@@ -1,5 +1,5 @@
 /*
- * store/lmdb_queue.c - queued commits of the LMDB backend (store_queue_start,
+ * store/lmdb/lmdb_queue.c - queued commits of the LMDB backend (store_queue_start,
  * kvfs mount -o commit=MS): one batch transaction held open by a committer
  * thread, each write checked in a nested transaction of it.
  *
@@ -46,7 +46,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "store/lmdb_int.h"
+#include "store/lmdb/lmdb_int.h"
 
 #define QUEUE_BATCH_MAX 20000	/* writes in one batch before it is committed early */
 #define QUEUE_LOCK_BYTE ((off_t)1 << 46)	/* beyond any map LMDB allows here */

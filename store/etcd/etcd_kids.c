@@ -1,5 +1,5 @@
 /*
- * store/etcd_kids.c - the children space of the etcd backend (docs/ETCD.md
+ * store/etcd/etcd_kids.c - the children space of the etcd backend (docs/ETCD.md
  * section 7): an entry k<depth><container key> for every container that
  * holds keys, written in the same Txn as the keys under it, its value a
  * hint (the tuple key of one key under it, meant to be its first), so that
@@ -13,7 +13,7 @@
  * store whose marker says "2": the live entries below a child are then
  * exactly its containers, which gives a listing its children's nlink.
  */
-#include "store/etcd_int.h"
+#include "store/etcd/etcd_int.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -1,6 +1,6 @@
 /*
- * store/etcd_dl.h - PRIVATE to store/etcd_*.c: libcurl and cJSON, loaded
- * with dlopen when the first etcd store is opened (store/etcd_dl.c), so
+ * lib/etcd/etcd_dl.h - PRIVATE to lib/etcd/: libcurl and cJSON, loaded
+ * with dlopen when the first etcd store is opened (lib/etcd/etcd_dl.c), so
  * that LMDB users of kvfs do not load them and the thirty libraries they
  * pull in (TLS, Kerberos, LDAP) at every start. Include it after the
  * library headers: it turns each call into a call through the table.

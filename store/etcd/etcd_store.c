@@ -1,11 +1,11 @@
 /*
- * store/etcd_store.c - the etcd backend (docs/ETCD.md): read transactions
- * pinned at one revision, write transactions buffered (store/etcd_buf.c)
+ * store/etcd/etcd_store.c - the etcd backend (docs/ETCD.md): read transactions
+ * pinned at one revision, write transactions buffered (store/etcd/etcd_buf.c)
  * and committed as one guarded Txn, run again on conflict, and the point
- * operations. Opening is in store/etcd_open.c, scans in store/etcd_scan.c,
- * the change feed in store/etcd_feed.c.
+ * operations. Opening is in store/etcd/etcd_open.c, scans in store/etcd/etcd_scan.c,
+ * the change feed in store/etcd/etcd_feed.c.
  */
-#include "store/etcd_int.h"
+#include "store/etcd/etcd_int.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -209,7 +209,7 @@ int etcd_txn_range(struct store_etcd_txn *t, const void *key, size_t key_len,
 
 /*
  * The first read of a transaction: one read-only Txn of the commit record
- * (store/etcd_big.c), the range asked for and, in a read transaction, the
+ * (store/etcd/etcd_big.c), the range asked for and, in a read transaction, the
  * probes (etcd_probes_add), all at one revision. With no record that
  * revision is pinned and the answer is *out's (*done); a record being
  * applied pins the revision below it (or is rolled forward first).
@@ -570,7 +570,7 @@ static int commit_attempt(struct store_etcd_txn *t, uint64_t first, uint64_t seq
 	if ((rc = writer_guard(t)))	/* after the coalescing: exact, within ETCD_TXN_ROOM */
 		return rc;
 	if (etcd_buf_ops(t->buf) > max_ops || etcd_buf_bytes(t->buf) > max_bytes) {
-		/* over one request: staged, flipped, applied (store/etcd_big.c) */
+		/* over one request: staged, flipped, applied (store/etcd/etcd_big.c) */
 		rc = etcd_big_commit(t, seq, committed, &rev);
 		if (rc == 0 && *committed && rev)
 			note_commit(t->st, (uint64_t)rev);

@@ -1,5 +1,5 @@
 /*
- * store/etcd_feed.c - the etcd backend's change feed (docs/ETCD.md section
+ * store/etcd/etcd_feed.c - the etcd backend's change feed (docs/ETCD.md section
  * 8): one watch thread per handle, with a client of its own, on the
  * store's whole prefix; the events it receives are kept in a bounded ring
  * that store_feed_read and store_changed_elsewhere read. Started by the
@@ -8,7 +8,7 @@
  * one that fell behind compaction, or a ring that overflowed, makes the
  * next read answer -ESTALE (re-check everything).
  */
-#include "store/etcd_int.h"
+#include "store/etcd/etcd_int.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /*
- * store/etcd_int.h - PRIVATE to store/etcd_*.c: the etcd backend's handle,
+ * store/etcd/etcd_int.h - PRIVATE to store/etcd/: the etcd backend's handle,
  * transaction and key layout (docs/ETCD.md section 3), shared by every
  * file of the backend (etcd_store.c: open, transactions, point operations;
  * etcd_scan.c: paged scans; and the others that grep lists) and its store
@@ -12,8 +12,8 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "store/etcd_buf.h"
-#include "store/etcd_client.h"
+#include "store/etcd/etcd_buf.h"
+#include "lib/etcd/etcd_client.h"
 #include "store/store_int.h"
 #include "store/store_ops.h"
 
@@ -35,7 +35,7 @@
 /* Private key spaces (docs/ETCD.md section 3), after the store's own bytes. */
 #define ETCD_SPACE_STAMP 'x'	/* the delete stamp: put by every commit that deletes */
 #define ETCD_SPACE_WRITER 'w'	/* w<writer id> = attempt number: did a lost commit land? */
-/* A commit over one request (store/etcd_big.c, docs/ETCD.md section 6): */
+/* A commit over one request (store/etcd/etcd_big.c, docs/ETCD.md section 6): */
 #define ETCD_SPACE_RECORD 'c'	/* c = the store's one commit record being applied */
 #define ETCD_SPACE_STAGE 'b'	/* b<id><chunk> = the staged operations of commit id */
 #define ETCD_SPACE_PENDING 'q'	/* q<id> = "", on the writer's lease while it works */
@@ -91,11 +91,11 @@ struct store_etcd {
 	 * leaf child, the lease flag.
 	 */
 	bool kids_trust;
-	struct etcd_feed *feed;	/* the watch (store/etcd_feed.c), started by the first feed call */
+	struct etcd_feed *feed;	/* the watch (store/etcd/etcd_feed.c), started by the first feed call */
 	pthread_mutex_t feed_lock;	/* guards starting it */
 	/*
 	 * The answers read transactions share while the watch shows no commit
-	 * after theirs (store/etcd_snap.c); NULL when none. Lock order:
+	 * after theirs (store/etcd/etcd_snap.c); NULL when none. Lock order:
 	 * snap_lock, then feed_lock, then the feed's own.
 	 */
 	pthread_mutex_t snap_lock;
@@ -104,7 +104,7 @@ struct store_etcd {
 	uint64_t snap_epoch;
 	/* the newest revision a transaction of the handle pinned (snap_lock): none starts below it */
 	int64_t snap_floor;
-	/* TTL leases, one per deadline second (store/etcd_lease.c); guarded by write_lock */
+	/* TTL leases, one per deadline second (store/etcd/etcd_lease.c); guarded by write_lock */
 	struct etcd_lease_slot {
 		int64_t second;	/* the lease runs out at the earliest then (unix seconds) */
 		int64_t id;
@@ -320,7 +320,7 @@ static inline size_t etcd_key_after(const struct etcd_kv *kv, uint8_t *out)
 	return kv->key_len + 1;
 }
 
-/* The operations (store/etcd_ops.c puts them in the table). */
+/* The operations (store/etcd/etcd_ops.c puts them in the table). */
 int store_etcd_open(struct store *st, const char *name, unsigned flags, char *why, size_t why_len);
 void store_etcd_close(struct store *st, bool discard);
 int store_etcd_info(struct store *st, struct store_info *out);
@@ -409,7 +409,7 @@ int etcd_client_take(struct store_etcd *st, struct etcd_client **out);
 void etcd_client_give(struct store_etcd *st, struct etcd_client *c);
 
 /*
- * The children space (store/etcd_kids.c). etcd_kids_note: adds to a write
+ * The children space (store/etcd/etcd_kids.c). etcd_kids_note: adds to a write
  * attempt's buffer the entry of every container above each data key it
  * puts (before the commit). etcd_kids_forget: drops the entry of the
  * container prefix[0..len) whose subtree the attempt deletes.
@@ -431,7 +431,7 @@ int etcd_kids_stamp(struct store_etcd_txn *t);
 int etcd_kids_forget(struct store_etcd_txn *t, const void *prefix, size_t len);
 /*
  * The lease flag's key (etcd key, into out): put, without a lease, by every
- * commit that puts keys with one (store/etcd_lease.c).
+ * commit that puts keys with one (store/etcd/etcd_lease.c).
  */
 size_t etcd_kids_lease_flag(const struct store_etcd *st, uint8_t *out);
 size_t etcd_kids_marker(const struct store_etcd *st, uint8_t *out);
@@ -476,7 +476,7 @@ int store_etcd_check(struct store_txn *txn, store_check_fn fn, void *arg);
 int store_etcd_repair(struct store_txn *txn);
 
 /*
- * Big data values (store/etcd_val.c, docs/ETCD.md section 3). Keys k are
+ * Big data values (store/etcd/etcd_val.c, docs/ETCD.md section 3). Keys k are
  * full etcd keys. etcd_val_put: a buffered put, chunked when over one
  * chunk, clearing the chunks of a big value written before. etcd_val_reserve:
  * put_reserve; a big one is chunked by etcd_val_flush, which every operation
@@ -532,7 +532,7 @@ int etcd_txn_guard_range(struct store_etcd_txn *t, const void *key, size_t key_l
 
 
 /*
- * TTL leases (store/etcd_lease.c, docs/ETCD.md section 9): the
+ * TTL leases (store/etcd/etcd_lease.c, docs/ETCD.md section 9): the
  * expire_puts operation, and forgetting the cached leases after a commit
  * that etcd refused for a lease it no longer has (caller holds write_lock).
  */
@@ -540,7 +540,7 @@ int store_etcd_expire_puts(struct store_txn *txn, store_expiry_fn fn, void *arg)
 void etcd_lease_forget(struct store_etcd *st);
 
 /*
- * Answers shared across transactions (store/etcd_snap.c, docs/ETCD.md
+ * Answers shared across transactions (store/etcd/etcd_snap.c, docs/ETCD.md
  * section 8a). A handle's transactions read at one revision while its
  * watch shows no commit after it, for 1 s at most, and find there the
  * pages and point answers the others read. etcd_snap_attach: at a
@@ -606,7 +606,7 @@ bool etcd_feed_current(struct store_etcd *st, int64_t rev);
  */
 bool etcd_feed_running(struct store_etcd *st);
 
-/* ---- commits over one request (store/etcd_big.c) ---- */
+/* ---- commits over one request (store/etcd/etcd_big.c) ---- */
 
 /*
  * Commits t's buffer, too big for one Txn, in several requests: staged,
