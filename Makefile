@@ -39,7 +39,7 @@ LDLIBS   += $(PKG_LIBS) -ldl -lpthread
 # the etcd client library the etcd backend is built on (it includes no
 # store/ header), linked wherever store/ is.
 STORE_SRC := $(wildcard store/*.c store/lmdb/*.c store/etcd/*.c lib/etcd/*.c)
-MODEL_SRC := $(wildcard model/*.c)
+MODEL_SRC := $(wildcard model/*/*.c)
 FS_SRC    := $(wildcard fs/*.c)
 CLI_SRC   := $(wildcard cli/*.c)
 

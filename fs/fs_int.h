@@ -106,7 +106,7 @@ enum fs_push_state {
 };
 
 /*
- * A node the kernel knows (node.c owns the table). Every field is guarded by
+ * A node the kernel knows (inode.c owns the table). Every field is guarded by
  * ctx->lock; the root's parent and name are fixed.
  */
 struct fs_node {
@@ -128,7 +128,7 @@ struct fs_node {
 	uint64_t nlookup;	/* lookups the kernel holds; a forget of more is a bug */
 	uint64_t refs;		/* child nodes, open files and directories, pins */
 	bool hashed;		/* reachable by (parent, name); false once removed */
-	/* node.c: the st_ino shown (fs_node_st_ino_locked) */
+	/* inode.c: the st_ino shown (fs_node_st_ino_locked) */
 	uint64_t st_ino;	/* 0 until first shown */
 	uint64_t model_ino;	/* the model's number st_ino was taken from */
 	bool ino_fixed;		/* st_ino no longer follows the model's (a rename kept it) */
@@ -151,7 +151,7 @@ struct fs_node {
 					 * (tar --xattrs types a file before writing it):
 					 * applied at the next commit; holds one ref (xattr.c,
 					 * defer.c) */
-	/* node.c: a leaf thread fresh_pid wrote and closed (fs_node_fresh) */
+	/* inode.c: a leaf thread fresh_pid wrote and closed (fs_node_fresh) */
 	pid_t fresh_pid;
 	int64_t fresh_until;	/* CLOCK_MONOTONIC ns */
 };
@@ -292,7 +292,7 @@ struct fs_error {
 	char msg[512];
 };
 
-/* A renamed name whose node was freed: its next node keeps the number (node.c). */
+/* A renamed name whose node was freed: its next node keeps the number (inode.c). */
 #define FS_MOVED_MAX 64
 struct fs_moved {
 	const struct fs_node *parent;	/* compared, never followed: may be stale */
@@ -372,11 +372,11 @@ struct fs_ctx {
 
 	pthread_mutex_t lock;	/* the fields below, every struct fs_node, fs_file links */
 	struct fs_node root;
-	struct fs_node **buckets;	/* node.c's table */
+	struct fs_node **buckets;	/* inode.c's table */
 	size_t nbuckets, nnodes;
 	struct fs_node *nodes;
 	struct fs_file *files;	/* every open file (file.c) */
-	struct fs_moved moved[FS_MOVED_MAX];	/* a ring, oldest overwritten (node.c) */
+	struct fs_moved moved[FS_MOVED_MAX];	/* a ring, oldest overwritten (inode.c) */
 	unsigned moved_next;	/* the slot the next freed renamed node takes */
 	uint64_t move_seq;	/* the last number mixed into a number of its own */
 	struct fs_node **fixed;	/* FS_FIXED_BUCKETS chains (node->ino_next); NULL until needed */
@@ -577,7 +577,7 @@ void fs_shape_adjust(struct fs_ctx *ctx, const struct fs_shape_mark *mark, int f
 int fs_watch_start(struct fs_ctx *ctx);
 void fs_watch_stop(struct fs_ctx *ctx);
 
-/* ---- the node table (node.c) ---- */
+/* ---- the node table (inode.c) ---- */
 /*
  * ctx->lock held. The st_ino shown for node, whose model ino (a hash of the
  * path) is ino. A node keeps the number it showed across renames (its own

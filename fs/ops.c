@@ -14,7 +14,7 @@
  *   names.c       create, mkdir, mknod, unlink, rmdir, rename
  *   xattr.c       xattrs, the refusal of other names, statfs
  *   invalidate.c  the invalidation worker, the write section, the watcher
- *   node.c        the node table (struct fs_node), revalidation
+ *   inode.c       the node table (struct fs_node), revalidation
  *   mount.c       options, logging, the daemon's lifetime
  *   table.c       a table index's row links (readlink)
  *   stats.c       the request counters: the table the session runs wraps this one

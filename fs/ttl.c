@@ -1,7 +1,7 @@
 /*
  * fs/ttl.c - time to live through the mount: the user.kvfs.ttl attribute
  * (seconds left; set, cleared) and the background reaper the watcher runs.
- * What expiry means lives in model/ttl.c; here only the kernel's caches.
+ * What expiry means lives in model/ttl/ttl_space.c; here only the kernel's caches.
  */
 #include <errno.h>
 #include <stdio.h>

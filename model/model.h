@@ -80,7 +80,7 @@ enum model_type {
 };
 
 /*
- * A node's attributes where they differ from the defaults (model/attr.c):
+ * A node's attributes where they differ from the defaults (model/tree/attr_space.c):
  * only the fields flagged in `have` are stored; the mount supplies the
  * defaults (files 0644, directories 0755, owner the mounting user, times
  * from the data).
@@ -196,7 +196,7 @@ void model_reaps(struct model *m, uint64_t *begun, bool *running);
 /* Whether another process committed since the last call or the open (store_changed_elsewhere). */
 bool model_changed_elsewhere(struct model *m);
 
-/* One node a commit touched (model/changes.c). */
+/* One node a commit touched (model/tree/changes.c). */
 enum model_change_flags {
 	MODEL_CHANGE_SUBTREE = 1 << 0,	/* the node and everything below it */
 };
@@ -333,7 +333,7 @@ void model_list_rewind(struct model_list *list);
 void model_list_close(struct model_list *list);
 
 /*
- * Who a write acts for (model/perm.c): a view's document creates, changes
+ * Who a write acts for (model/tree/perm.c): a view's document creates, changes
  * and removes nodes only where `uid` could by the single operations (write
  * permission on a changed leaf; write and search permission on the
  * directory of a node created or removed; a sticky directory's rule), and
@@ -586,7 +586,7 @@ bool model_error_is_unique_clash(const struct model_error *err);
 /* Rebuilds every index from the rows (refused like a write when a row breaks a rule). */
 int model_check_repair(struct model *m, struct model_error *err);
 
-/* ---- time to live (model/ttl.c; docs/FORMAT.md, "TTL") ---- */
+/* ---- time to live (model/ttl/ttl_space.c; docs/FORMAT.md, "TTL") ---- */
 /*
  * A node (leaf or subtree) with a time to live disappears from every read
  * once it passes and is removed by the reaper (model_ttl_reap, and before

@@ -187,7 +187,7 @@ bool utf8_is_valid(const void *data, size_t len);
 bool leaf_type_is_inferred(const struct leaf *leaf);
 
 /*
- * ---- sealed records (model/record.c; docs/FORMAT.md, format 2) ----
+ * ---- sealed records (model/tree/record.c; docs/FORMAT.md, format 2) ----
  * A data record is the leaf body above followed by LEAF_CHECKSUM_SIZE
  * bytes: CRC-32C of key || body, big-endian. Format-1 stores (read-only
  * opens of a store not yet upgraded) have bare bodies. Every reader of a

@@ -1,6 +1,6 @@
 /*
  * store/hidden.c - subtrees of the data and index spaces hidden from one
- * read transaction (store_txn_hide: model/ttl.c hides expired nodes so),
+ * read transaction (store_txn_hide: model/ttl/ttl_space.c hides expired nodes so),
  * kept sorted per transaction for any backend; store.c consults them.
  */
 #include <errno.h>

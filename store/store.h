@@ -16,7 +16,7 @@
 #include "store/tuple.h"
 
 #define STORE_KEY_MAX 511	/* longest key the backend accepts, in bytes */
-#define STORE_FORMAT_VERSION 4	/* written on creation, checked on open; model/upgrade.c brings 1 to 3 up to it */
+#define STORE_FORMAT_VERSION 4	/* written on creation, checked on open; model/admin/upgrade.c brings 1 to 3 up to it */
 
 /* Key spaces (LMDB named databases). */
 enum store_space {
@@ -24,8 +24,8 @@ enum store_space {
 	STORE_SPACE_DATA,	/* document keys -> leaf values */
 	STORE_SPACE_SCHEMA,	/* table path -> sealed table schema (format 3) */
 	STORE_SPACE_INDEX,	/* (index id, values..., primary key...) -> "" (format 3) */
-	STORE_SPACE_ATTR,	/* node keys -> mode/owner/time records (model/attr.c; format 3) */
-	STORE_SPACE_EXPIRY,	/* (deadline 8 bytes big-endian, node key) -> "" (model/ttl.c; format 4) */
+	STORE_SPACE_ATTR,	/* node keys -> mode/owner/time records (model/tree/attr_space.c; format 3) */
+	STORE_SPACE_EXPIRY,	/* (deadline 8 bytes big-endian, node key) -> "" (model/ttl/ttl_space.c; format 4) */
 	STORE_SPACE_TTL,	/* node key -> deadline 8 bytes big-endian (format 4) */
 	STORE_SPACE_COUNT,
 };
@@ -222,7 +222,7 @@ void *store_txn_owner(const struct store_txn *txn);
  * Hides key[0..len] of the data or index space and everything under it
  * (its tuple subtree, not siblings that merely continue its bytes) from
  * this read transaction: store_get gives -ENOENT and scans step over it
- * with one seek, as if it were deleted (model/ttl.c hides expired nodes
+ * with one seek, as if it were deleted (model/ttl/ttl_space.c hides expired nodes
  * and their index entries so). The key is copied. 0, -ENOMEM, or -EINVAL
  * (a write transaction, another space, an empty key).
  */

@@ -1,6 +1,6 @@
 /*
  * tests/fuzz/fuzz_names.c - libFuzzer target for the escaping of object keys
- * as file names (model/path.c, docs/FORMAT.md "Names"). The input is used
+ * as file names (model/tree/tree.c, docs/FORMAT.md "Names"). The input is used
  * both ways: as a key, its name must be a usable file name that decodes
  * back to the key; as a name, when it decodes at all, the key it gives must
  * encode back to that very name (one spelling per key). Array indices: a
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/types.h>
 
-#include "model/tree_int.h"
+#include "model/tree/tree_int.h"
 
 static void fuzz_fail(const char *what)
 {

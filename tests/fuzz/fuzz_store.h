@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "model/tree_int.h"
+#include "model/tree/tree_int.h"
 
 struct fuzz_store {
 	char dir[64];

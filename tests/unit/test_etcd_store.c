@@ -2027,7 +2027,7 @@ static int bench(const char *name, int per_child, bool reuse)
 		rc = store_scan_open(t, STORE_SPACE_DATA, pfx, w.len, &s);
 		n = 0;
 		if (rc == 0)
-			store_scan_expect_children(s);	/* as `ls` does (model/node_read.c) */
+			store_scan_expect_children(s);	/* as `ls` does (model/tree/node_read.c) */
 		if (rc == 0)
 			while ((rc = store_scan_next_distinct(s, 1, &k, &v, &end)) == 1)
 				n++;

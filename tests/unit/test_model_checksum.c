@@ -12,7 +12,7 @@
 
 #include "model/model.h"
 #include "model/model_int.h"
-#include "model/tree_int.h"
+#include "model/tree/tree_int.h"
 #include "store/store.h"
 #include "unit.h"
 

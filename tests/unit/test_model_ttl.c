@@ -11,8 +11,8 @@
 
 #include "model/model.h"
 #include "model/model_int.h"
-#include "model/tree_int.h"
-#include "model/ttl_int.h"
+#include "model/tree/tree_int.h"
+#include "model/ttl/ttl_int.h"
 #include "store/store.h"
 #include "unit.h"
 

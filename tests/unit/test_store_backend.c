@@ -129,7 +129,7 @@ static void test_lmdb_declares_abilities(void)
 	CHECK(store_can(st, STORE_CAN_SYNC));
 	CHECK(store_can(st, STORE_CAN_HOT_COPY | STORE_CAN_USAGE | STORE_CAN_FEED));
 	CHECK(store_can(st, 0));
-	CHECK(!store_can(st, STORE_CAN_EXPIRE));	/* TTLs are the reaper's (model/ttl.c) */
+	CHECK(!store_can(st, STORE_CAN_EXPIRE));	/* TTLs are the reaper's (model/ttl/ttl_space.c) */
 	store_close(st);
 }
 

@@ -1,0 +1,778 @@
+/*
+ * model/table/table_cmd.c - the table verbs of model.h: declaring tables,
+ * columns and indexes (each one transaction that rebuilds the table's
+ * entries, so a schema that its rows break is refused), rebuilding every
+ * index (check --repair), and a written PATH/@schema.json. Reading them
+ * (show, list, find) is model/table/table_find.c.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/table/table_int.h"
+#include "model/tree/tree_int.h"
+#include "model/ttl/ttl_int.h"
+
+struct table_op {
+	struct model_error *err;
+	const char *path;
+	int key_depth;
+	const char *key_fields;	/* "a,b" or NULL */
+	const char *field;	/* column or index name */
+	const char *type;
+	bool required, unique;
+	int64_t max_length;
+	const char *references;
+	const char *fields;	/* index fields "a,b" */
+	int64_t ttl_seconds;	/* create: new rows' time to live; 0 none */
+	struct table_schema *s;	/* heap, one per op */
+};
+
+/* The table at path: key in p, schema in s; -ENOENT with a message when none. */
+int table_schema_get(struct store_txn *txn, const char *path, struct tree_path *p,
+		      struct table_schema *s, struct model_error *err)
+{
+	struct store_val v;
+	int ret = tree_resolve(txn, path, 0, p, err);
+
+	if (ret < 0)
+		return ret;
+	if (p->is_view)
+		return tree_fail(err, -EINVAL, "%s: a table is a directory, not a .json view", path);
+	ret = p->len ? store_get(txn, STORE_SPACE_SCHEMA, p->key, p->len, &v) : -ENOENT;
+	if (ret == -ENOENT)
+		return tree_fail(err, -ENOENT, "%s: not a table (kvfs table create)", path);
+	if (ret < 0)
+		return ret;
+	ret = table_schema_decode(p->key, p->len, v.data, v.len, s);
+	if (ret < 0)
+		return tree_fail(err, -EIO, "%s: the table's schema record is corrupt (run kvfs "
+				 "check)", path);
+	return 0;
+}
+
+/* Writes the schema, then has the commit rebuild and check the whole table. */
+static int schema_put(struct store_txn *txn, const struct table_schema *s)
+{
+	struct strbuf sb;
+	int ret;
+
+	strbuf_init(&sb);
+	ret = table_schema_encode(s, &sb);
+	if (ret == 0)
+		ret = store_put(txn, STORE_SPACE_SCHEMA, s->key, s->key_len, sb.buf, sb.len);
+	strbuf_release(&sb);
+	if (ret == 0)
+		ret = table_schema_reload(txn, s->key, s->key_len);
+	if (ret == 0)
+		ret = table_touch(txn, s->key, s->key_len, true);
+	return ret;
+}
+
+/* Splits "a,b,c" into names; -EINVAL on an empty or too long one. */
+static int split_names(const char *list, char names[][TABLE_NAME_MAX], int max, int *n,
+		       const char *what, struct model_error *err)
+{
+	const char *p = list;
+
+	for (*n = 0; *p; (*n)++) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+
+		if (*n >= max)
+			return tree_fail(err, -EINVAL, "%s: at most %d names", what, max);
+		if (len == 0 || len >= TABLE_NAME_MAX)
+			return tree_fail(err, -EINVAL, "%s: empty or too long name in \"%s\"", what,
+					 list);
+		memcpy(names[*n], p, len);
+		names[*n][len] = '\0';
+		p += len + (comma ? 1 : 0);
+		if (comma && !*p)
+			return tree_fail(err, -EINVAL, "%s: empty name in \"%s\"", what, list);
+	}
+	return *n ? 0 : tree_fail(err, -EINVAL, "%s: no names given", what);
+}
+
+/* Tables do not nest: another table at, above or below key is refused. */
+static int check_nesting(struct store_txn *txn, const struct tree_path *p,
+			 struct model_error *err)
+{
+	struct store_scan *scan;
+	struct store_val k, v;
+	int ret = store_scan_open(txn, STORE_SPACE_SCHEMA, NULL, 0, &scan);
+
+	if (ret < 0)
+		return ret == -ENOENT ? 0 : ret;
+	while ((ret = store_scan_next(scan, &k, &v)) == 1) {
+		size_t n = k.len < p->len ? k.len : p->len;
+
+		if (memcmp(k.data, p->key, n) != 0)
+			continue;
+		if (k.len == p->len)
+			ret = tree_fail(err, -EEXIST, "%s: already a table", p->text);
+		else
+			ret = tree_fail(err, -EINVAL, "%s: tables cannot nest (another table is %s "
+					"it)", p->text, k.len < p->len ? "above" : "inside");
+		break;
+	}
+	store_scan_close(scan);
+	return ret;
+}
+
+static int create_txn(struct store_txn *txn, void *arg)
+{
+	struct table_op *op = arg;
+	struct table_schema *s = op->s;
+	struct tree_path p;
+	struct tree_node n;
+	int ret;
+
+	tree_clear(op->err);
+	memset(s, 0, sizeof(*s));
+	ret = tree_resolve(txn, op->path, TREE_FOR_CREATE, &p, op->err);
+	if (ret < 0)
+		return ret;
+	if (p.is_view || p.len == 0)
+		return tree_fail(op->err, -EINVAL, "%s: a table must be a directory below the "
+				 "root", op->path);
+	if (op->key_depth < 1 || op->key_depth > TABLE_KEY_DEPTH_MAX)
+		return tree_fail(op->err, -EINVAL, "%s: --key-depth must be 1 to %d", op->path,
+				 TABLE_KEY_DEPTH_MAX);
+	s->key_depth = op->key_depth;
+	s->ttl_seconds = op->ttl_seconds;
+	if (op->key_fields) {
+		ret = split_names(op->key_fields, s->key_fields, TABLE_KEY_DEPTH_MAX,
+				  &s->nkey_fields, op->path, op->err);
+		if (ret < 0)
+			return ret;
+		if (s->nkey_fields != s->key_depth)
+			return tree_fail(op->err, -EINVAL, "%s: %d key fields for a key depth of %d",
+					 op->path, s->nkey_fields, s->key_depth);
+	}
+	ret = check_nesting(txn, &p, op->err);
+	if (ret < 0)
+		return ret;
+	ret = tree_lookup(txn, p.key, p.len, &n);
+	if (ret < 0)
+		return ret;
+	if (n.exists && n.kind != MODEL_KIND_OBJECT)
+		return tree_fail(op->err, -ENOTDIR, "%s: a table must be an object", op->path);
+	memcpy(s->key, p.key, p.len);
+	s->key_len = p.len;
+	/* The schema first: the writes below then already see the table. */
+	ret = schema_put(txn, s);
+	if (ret < 0 || n.exists)
+		return ret;
+	ret = tree_attach(txn, &p, op->err);
+	return ret < 0 ? ret : tree_put_marker(txn, p.key, p.len, MODEL_KIND_OBJECT);
+}
+
+static int64_t next_index_id(struct store_txn *txn)
+{
+	struct store_scan *scan;
+	struct store_val k, v;
+	struct table_schema *s = malloc(sizeof(*s));
+	int64_t max = 0;
+
+	if (!s)
+		return -ENOMEM;
+	if (store_scan_open(txn, STORE_SPACE_SCHEMA, NULL, 0, &scan) == 0) {
+		while (store_scan_next(scan, &k, &v) == 1)
+			if (table_schema_decode(k.data, k.len, v.data, v.len, s) == 0)
+				for (int i = 0; i < s->nidx; i++)
+					if (s->idx[i].id > max)
+						max = s->idx[i].id;
+		store_scan_close(scan);
+	}
+	free(s);
+	return max + 1;
+}
+
+static int index_add(struct store_txn *txn, struct table_op *op, const char *name,
+		     const char *fields, bool unique, int64_t *id)
+{
+	struct table_schema *s = op->s;
+	struct table_index *x;
+	int ret;
+
+	for (int i = 0; i < s->nidx; i++)
+		if (strcmp(s->idx[i].name, name) == 0)
+			return tree_fail(op->err, -EEXIST, "%s: index %s already exists", op->path,
+					 name);
+	if (s->nidx >= TABLE_INDEXES_MAX)
+		return tree_fail(op->err, -ENOSPC, "%s: at most %d indexes", op->path,
+				 TABLE_INDEXES_MAX);
+	if (strlen(name) >= TABLE_NAME_MAX || !*name)
+		return tree_fail(op->err, -EINVAL, "%s: bad index name", op->path);
+	x = &s->idx[s->nidx];
+	memset(x, 0, sizeof(*x));
+	strcpy(x->name, name);
+	x->unique = unique;
+	ret = split_names(fields, x->fields, TABLE_INDEX_FIELDS_MAX, &x->nfields, op->path,
+			  op->err);
+	if (ret < 0)
+		return ret;
+	x->id = next_index_id(txn);
+	if (x->id < 0)
+		return (int)x->id;
+	*id = x->id;
+	s->nidx++;
+	return 0;
+}
+
+static int drop_entries(struct store_txn *txn, int64_t id)
+{
+	uint8_t pre[16];
+	struct tuple_writer w;
+
+	tuple_writer_init(&w, pre, sizeof(pre));
+	tuple_put_int(&w, id);
+	return store_del_prefix(txn, STORE_SPACE_INDEX, pre, w.len, NULL);
+}
+
+static int column_txn(struct store_txn *txn, void *arg)
+{
+	struct table_op *op = arg;
+	struct table_schema *s = op->s;
+	struct table_col c;
+	struct tree_path p, rp;
+	struct table_schema *rs;
+	int ret, slot;
+
+	tree_clear(op->err);
+	ret = table_schema_get(txn, op->path, &p, s, op->err);
+	if (ret < 0)
+		return ret;
+	memset(&c, 0, sizeof(c));
+	if (!*op->field || strlen(op->field) >= TABLE_NAME_MAX)
+		return tree_fail(op->err, -EINVAL, "%s: bad field name", op->path);
+	strcpy(c.name, op->field);
+	for (int t = TABLE_COL_STRING; t <= TABLE_COL_ARRAY; t++)
+		if (strcmp(op->type, table_col_type_name((enum table_col_type)t)) == 0)
+			c.type = (enum table_col_type)t;
+	if (!c.type)
+		return tree_fail(op->err, -EINVAL, "%s: unknown column type \"%s\" (string, integer, "
+				 "double, number, boolean, bytes, object, array)", op->path, op->type);
+	c.required = op->required;
+	c.max_length = op->max_length;
+	if (c.max_length && c.type != TABLE_COL_STRING && c.type != TABLE_COL_BYTES)
+		return tree_fail(op->err, -EINVAL, "%s: --max-length applies to string and bytes "
+				 "columns", op->path);
+	for (slot = 0; slot < s->ncols && strcmp(s->cols[slot].name, c.name); slot++)
+		;
+	if (slot == TABLE_COLUMNS_MAX)
+		return tree_fail(op->err, -ENOSPC, "%s: at most %d columns", op->path,
+				 TABLE_COLUMNS_MAX);
+	if (slot < s->ncols && s->cols[slot].ref_len) {	/* its reference index goes */
+		for (int i = 0; i < s->nidx; i++)
+			if (s->idx[i].id == s->cols[slot].ref_index)
+				s->idx[i] = s->idx[--s->nidx];
+		ret = drop_entries(txn, s->cols[slot].ref_index);
+		if (ret < 0)
+			return ret;
+	}
+	if (op->references) {
+		char iname[TABLE_NAME_MAX];
+
+		rs = malloc(sizeof(*rs));
+		if (!rs)
+			return -ENOMEM;
+		ret = table_schema_get(txn, op->references, &rp, rs, op->err);
+		if (ret == -ENOENT) {	/* may be declared later: a restore's order (fs/table.c) */
+			op->err->reason = MODEL_REASON_TABLE_RULE;
+			ret = -EINVAL;
+		}
+		if (ret == 0 && rs->key_depth != 1)
+			ret = tree_fail(op->err, -EINVAL, "%s: a reference names a row of a table of "
+					"key depth 1", op->references);
+		if (ret == 0 && c.type != TABLE_COL_STRING && c.type != TABLE_COL_INTEGER)
+			ret = tree_fail(op->err, -EINVAL, "%s: a reference column is a string or "
+					"an integer", op->path);
+		memcpy(c.ref, rp.key, rp.len);
+		c.ref_len = rp.len;
+		free(rs);
+		if (ret < 0)
+			return ret;
+		/* The restricted-delete lookup needs rows by this field: an index
+		 * named "@FIELD" (names with @ are kvfs's own). */
+		snprintf(iname, sizeof(iname), "@%.*s", TABLE_NAME_MAX - 2, c.name);
+		ret = index_add(txn, op, iname, c.name, false, &c.ref_index);
+		if (ret < 0)
+			return ret;
+	}
+	s->cols[slot] = c;
+	if (slot == s->ncols)
+		s->ncols++;
+	return schema_put(txn, s);
+}
+
+
+/* Another table's reference to s: EBUSY. */
+static int check_unreferenced(struct store_txn *txn, const struct table_schema *s,
+			      struct model_error *err)
+{
+	struct store_scan *scan;
+	struct store_val k, v;
+	struct table_schema *o = malloc(sizeof(*o));
+	int ret;
+
+	if (!o)
+		return -ENOMEM;
+	ret = store_scan_open(txn, STORE_SPACE_SCHEMA, NULL, 0, &scan);
+	if (ret < 0) {
+		free(o);
+		return ret;
+	}
+	while ((ret = store_scan_next(scan, &k, &v)) == 1) {
+		if (table_schema_decode(k.data, k.len, v.data, v.len, o) < 0 ||
+		    (k.len == s->key_len && memcmp(k.data, s->key, k.len) == 0))
+			continue;
+		for (int i = 0; i < o->ncols; i++) {
+			if (o->cols[i].ref_len == s->key_len &&
+			    memcmp(o->cols[i].ref, s->key, s->key_len) == 0) {
+				struct strbuf path;
+
+				strbuf_init(&path);
+				tree_key_to_path(o->key, o->key_len, &path);
+				ret = tree_fail(err, -EBUSY, "the table is referenced by %s (field %s)",
+						path.buf ? path.buf : "?", o->cols[i].name);
+				strbuf_release(&path);
+				break;
+			}
+		}
+		if (ret < 0)
+			break;
+	}
+	store_scan_close(scan);
+	free(o);
+	return ret;
+}
+
+static int drop_txn(struct store_txn *txn, void *arg)
+{
+	struct table_op *op = arg;
+	struct table_schema *s = op->s;
+	struct tree_path p;
+	int ret;
+
+	tree_clear(op->err);
+	ret = table_schema_get(txn, op->path, &p, s, op->err);
+	if (ret == 0)
+		ret = check_unreferenced(txn, s, op->err);
+	for (int i = 0; i < s->nidx && ret == 0; i++)
+		ret = drop_entries(txn, s->idx[i].id);
+	if (ret == 0)
+		ret = store_del(txn, STORE_SPACE_SCHEMA, p.key, p.len);
+	return ret;
+}
+
+static int index_create_txn(struct store_txn *txn, void *arg)
+{
+	struct table_op *op = arg;
+	struct tree_path p;
+	int64_t id;
+	int ret;
+
+	tree_clear(op->err);
+	ret = table_schema_get(txn, op->path, &p, op->s, op->err);
+	if (ret < 0)
+		return ret;
+	if (op->field[0] == '@')
+		return tree_fail(op->err, -EINVAL, "%s: index names beginning with @ are kvfs's "
+				 "own", op->path);
+	ret = index_add(txn, op, op->field, op->fields, op->unique, &id);
+	return ret < 0 ? ret : schema_put(txn, op->s);
+}
+
+static int index_drop_txn(struct store_txn *txn, void *arg)
+{
+	struct table_op *op = arg;
+	struct table_schema *s = op->s;
+	struct tree_path p;
+	int ret;
+
+	tree_clear(op->err);
+	ret = table_schema_get(txn, op->path, &p, s, op->err);
+	if (ret < 0)
+		return ret;
+	if (op->field[0] == '@')
+		return tree_fail(op->err, -EINVAL, "%s: index %s belongs to a reference column",
+				 op->path, op->field);
+	for (int i = 0; i < s->nidx; i++) {
+		if (strcmp(s->idx[i].name, op->field) != 0)
+			continue;
+		ret = drop_entries(txn, s->idx[i].id);
+		s->idx[i] = s->idx[--s->nidx];
+		return ret < 0 ? ret : schema_put(txn, s);
+	}
+	return tree_fail(op->err, -ENOENT, "%s: no index %s", op->path, op->field);
+}
+
+static int run(struct model *m, struct table_op *op, store_write_fn fn, struct model_error *err)
+{
+	int ret;
+
+	op->err = err;
+	op->s = malloc(sizeof(*op->s));
+	if (!op->s)
+		return tree_fail(err, -ENOMEM, "%s: out of memory", op->path);
+	ret = tree_write(m, op->path, fn, op, err);
+	free(op->s);
+	return ret;
+}
+
+int model_table_create(struct model *m, const char *path, int key_depth, const char *key_fields,
+		       struct model_error *err)
+{
+	return model_table_create_ttl(m, path, key_depth, key_fields, 0, err);
+}
+
+int model_table_create_ttl(struct model *m, const char *path, int key_depth,
+			   const char *key_fields, int64_t ttl_seconds, struct model_error *err)
+{
+	struct table_op op = { .path = path, .key_depth = key_depth, .key_fields = key_fields,
+			       .ttl_seconds = ttl_seconds };
+
+	if (ttl_seconds && model_ttl_deadline(ttl_seconds, 0, &(int64_t){ 0 }) < 0)
+		return tree_fail(err, -EINVAL, "%s: a time to live is 1 to %lld seconds", path,
+				 (long long)TTL_SECONDS_MAX);
+	return run(m, &op, create_txn, err);
+}
+
+int model_table_column(struct model *m, const char *path, const char *field, const char *type,
+		       bool required, int64_t max_length, const char *references,
+		       struct model_error *err)
+{
+	struct table_op op = { .path = path, .field = field, .type = type, .required = required,
+			       .max_length = max_length, .references = references };
+
+	return run(m, &op, column_txn, err);
+}
+
+int model_table_drop(struct model *m, const char *path, struct model_error *err)
+{
+	struct table_op op = { .path = path };
+
+	return run(m, &op, drop_txn, err);
+}
+
+int model_index_create(struct model *m, const char *path, const char *name, const char *fields,
+		       bool unique, struct model_error *err)
+{
+	struct table_op op = { .path = path, .field = name, .fields = fields, .unique = unique };
+
+	return run(m, &op, index_create_txn, err);
+}
+
+int model_index_drop(struct model *m, const char *path, const char *name,
+		     struct model_error *err)
+{
+	struct table_op op = { .path = path, .field = name };
+
+	return run(m, &op, index_drop_txn, err);
+}
+
+/* ---- check --repair ---- */
+
+static int repair_txn(struct store_txn *txn, void *arg)
+{
+	struct store_scan *scan;
+	struct store_val k, v;
+	uint8_t key[STORE_KEY_MAX];
+	int ret;
+
+	tree_clear(arg);
+	ret = store_del_prefix(txn, STORE_SPACE_INDEX, NULL, 0, NULL);
+	if (ret < 0)
+		return ret;
+	ret = store_scan_open(txn, STORE_SPACE_SCHEMA, NULL, 0, &scan);
+	if (ret < 0)
+		return ret;
+	/* Touching a table's whole subtree makes the commit rebuild it. */
+	while ((ret = store_scan_next(scan, &k, &v)) == 1) {
+		memcpy(key, k.data, k.len);
+		ret = table_touch(txn, key, k.len, true);
+		if (ret < 0)
+			break;
+	}
+	store_scan_close(scan);
+	/* the ttl and expiry spaces are rebuilt from each other (model/ttl/ttl_space.c) */
+	ret = ret < 0 ? ret : ttl_repair(txn, &(uint64_t){ 0 });
+	/* and what the backend keeps beside them (etcd: the children space) */
+	return ret < 0 ? ret : store_txn_repair(txn);
+}
+
+int model_check_repair(struct model *m, struct model_error *err)
+{
+	return tree_write(m, "check --repair", repair_txn, err, err);
+}
+
+/* ---- the mount's PATH/@schema.json, written ---- */
+
+struct want_col {
+	char name[TABLE_NAME_MAX];
+	char type[16];
+	bool required;
+	int64_t max_length;
+	char references[512];
+};
+
+struct want_idx {
+	char name[TABLE_NAME_MAX];
+	char fields[TABLE_INDEX_FIELDS_MAX * TABLE_NAME_MAX];
+	bool unique;
+};
+
+/* A schema as written: the JSON of model_table_show. */
+struct want {
+	int64_t key_depth;
+	char key_fields[TABLE_KEY_DEPTH_MAX * TABLE_NAME_MAX];
+	int ncols, nidx;
+	int64_t ttl_seconds;	/* "ttl": new rows' default; 0 none */
+	struct want_col cols[TABLE_COLUMNS_MAX];
+	struct want_idx idx[TABLE_INDEXES_MAX];
+	char section[16];	/* the top-level member being read */
+	char attr[16];		/* the member of a column or index being read */
+	const char *bad;	/* what is wrong, for the message */
+};
+
+static void add_name(char *list, size_t cap, const char *str, size_t len)
+{
+	size_t n = strlen(list);
+
+	if (n + len + 2 < cap)
+		snprintf(list + n, cap - n, "%s%.*s", n ? "," : "", (int)len, str);
+}
+
+static int want_token(void *arg, const struct json_token *t)
+{
+	struct want *w = arg;
+	bool is_col = strcmp(w->section, "columns") == 0;
+	bool is_idx = strcmp(w->section, "indexes") == 0;
+
+	if (t->event == JSON_KEY && t->depth == 1) {
+		snprintf(w->section, sizeof(w->section), "%.*s", (int)t->len, t->str);
+		return 0;
+	}
+	if (t->event == JSON_KEY && t->depth == 2 && (is_col || is_idx)) {
+		int *n = is_col ? &w->ncols : &w->nidx;
+
+		if (*n == (is_col ? TABLE_COLUMNS_MAX : TABLE_INDEXES_MAX) ||
+		    t->len >= TABLE_NAME_MAX)
+			return w->bad = "too many columns or indexes, or too long a name", -EINVAL;
+		snprintf(is_col ? w->cols[*n].name : w->idx[*n].name, TABLE_NAME_MAX, "%.*s",
+			 (int)t->len, t->str);
+		(*n)++;
+		return 0;
+	}
+	if (t->event == JSON_KEY && t->depth == 3) {
+		snprintf(w->attr, sizeof(w->attr), "%.*s", (int)t->len, t->str);
+		return 0;
+	}
+	if (t->depth == 1 && strcmp(w->section, "key_depth") == 0) {
+		if (t->event != JSON_INTEGER)
+			return w->bad = "key_depth must be an integer", -EINVAL;
+		w->key_depth = t->integer;
+	} else if (t->depth == 1 && strcmp(w->section, "ttl") == 0) {
+		if (t->event != JSON_INTEGER || model_ttl_deadline(t->integer, 0, &(int64_t){ 0 }) < 0)
+			return w->bad = "ttl must be whole seconds, 1 to 3155760000", -EINVAL;
+		w->ttl_seconds = t->integer;
+	} else if (t->depth == 2 && strcmp(w->section, "key_fields") == 0) {
+		if (t->event != JSON_STRING)
+			return w->bad = "key_fields must be an array of names", -EINVAL;
+		add_name(w->key_fields, sizeof(w->key_fields), t->str, t->len);
+	} else if (t->depth >= 3 && is_col && w->ncols) {
+		struct want_col *c = &w->cols[w->ncols - 1];
+
+		if (!strcmp(w->attr, "type") && t->event == JSON_STRING)
+			snprintf(c->type, sizeof(c->type), "%.*s", (int)t->len, t->str);
+		else if (!strcmp(w->attr, "required") && (t->event == JSON_TRUE || t->event == JSON_FALSE))
+			c->required = t->event == JSON_TRUE;
+		else if (!strcmp(w->attr, "max_length") && t->event == JSON_INTEGER)
+			c->max_length = t->integer;
+		else if (!strcmp(w->attr, "references") && t->event == JSON_STRING)
+			snprintf(c->references, sizeof(c->references), "%.*s", (int)t->len, t->str);
+		else if (t->event != JSON_OBJECT_BEGIN && t->event != JSON_OBJECT_END)
+			return w->bad = "a column has type, required, max_length, references", -EINVAL;
+	} else if (t->depth >= 3 && is_idx && w->nidx) {
+		struct want_idx *x = &w->idx[w->nidx - 1];
+
+		if (!strcmp(w->attr, "fields") && t->event == JSON_STRING && t->depth == 4)
+			add_name(x->fields, sizeof(x->fields), t->str, t->len);
+		else if (!strcmp(w->attr, "unique") && (t->event == JSON_TRUE || t->event == JSON_FALSE))
+			x->unique = t->event == JSON_TRUE;
+		else if (t->event != JSON_OBJECT_BEGIN && t->event != JSON_OBJECT_END &&
+			 t->event != JSON_ARRAY_BEGIN && t->event != JSON_ARRAY_END)
+			return w->bad = "an index has fields and unique", -EINVAL;
+	}
+	return 0;
+}
+
+static bool same_index(const struct table_index *x, const struct want_idx *wi)
+{
+	char fields[sizeof(wi->fields)] = "";
+
+	for (int f = 0; f < x->nfields; f++)
+		add_name(fields, sizeof(fields), x->fields[f], strlen(x->fields[f]));
+	return x->unique == wi->unique && strcmp(fields, wi->fields) == 0;
+}
+
+/* no_refs: every column without its reference (the first pass of model_table_declare). */
+static int apply_want(struct store_txn *txn, struct table_op *op, struct want *w, bool no_refs)
+{
+	struct table_schema *s = op->s;
+	struct tree_path p;
+	struct model_error quiet;
+	char have[sizeof(w->key_fields)] = "";
+	int ret = table_schema_get(txn, op->path, &p, s, &quiet);
+
+	if (ret == -ENOENT) {
+		op->key_depth = (int)w->key_depth;
+		op->key_fields = w->key_fields[0] ? w->key_fields : NULL;
+		op->ttl_seconds = w->ttl_seconds;
+		ret = create_txn(txn, op);
+	} else if (ret == 0) {
+		for (int i = 0; i < s->nkey_fields; i++)
+			add_name(have, sizeof(have), s->key_fields[i], strlen(s->key_fields[i]));
+		if (s->key_depth != w->key_depth || strcmp(have, w->key_fields) != 0)
+			return tree_fail(op->err, -EINVAL, "%s: key_depth and key_fields cannot "
+					 "change (kvfs table drop, then declare again)", op->path);
+		for (int i = 0; i < s->ncols; i++) {
+			bool kept = false;
+
+			for (int j = 0; j < w->ncols; j++)
+				kept |= strcmp(s->cols[i].name, w->cols[j].name) == 0;
+			if (!kept)
+				return tree_fail(op->err, -EINVAL, "%s: column %s cannot be removed",
+						 op->path, s->cols[i].name);
+		}
+	} else {
+		return tree_fail(op->err, ret, "%s", quiet.msg);
+	}
+	for (int j = 0; ret == 0 && j < w->ncols; j++) {
+		op->field = w->cols[j].name;
+		op->type = w->cols[j].type;
+		op->required = w->cols[j].required;
+		op->max_length = w->cols[j].max_length;
+		op->references = w->cols[j].references[0] && !no_refs ? w->cols[j].references : NULL;
+		ret = column_txn(txn, op);
+	}
+	/* indexes: drop the ones gone or changed, then create the new ones */
+	ret = ret ?: table_schema_get(txn, op->path, &p, s, op->err);
+	for (int i = 0; ret == 0 && i < s->nidx; i++) {
+		bool keep = s->idx[i].name[0] == '@';
+
+		for (int j = 0; j < w->nidx; j++)
+			keep |= !strcmp(s->idx[i].name, w->idx[j].name) &&
+				same_index(&s->idx[i], &w->idx[j]);
+		if (keep)
+			continue;
+		op->field = s->idx[i].name;
+		ret = index_drop_txn(txn, op) ?: table_schema_get(txn, op->path, &p, s, op->err);
+		i = -1;
+	}
+	for (int j = 0; ret == 0 && j < w->nidx; j++) {
+		bool have_it = w->idx[j].name[0] == '@';
+
+		for (int i = 0; i < s->nidx; i++)
+			have_it |= !strcmp(s->idx[i].name, w->idx[j].name);
+		if (have_it)
+			continue;
+		op->field = w->idx[j].name;
+		op->fields = w->idx[j].fields;
+		op->unique = w->idx[j].unique;
+		ret = index_create_txn(txn, op) ?: table_schema_get(txn, op->path, &p, s, op->err);
+	}
+	/* the default time to live of new rows: absent means none */
+	if (ret == 0 && s->ttl_seconds != w->ttl_seconds) {
+		s->ttl_seconds = w->ttl_seconds;
+		ret = schema_put(txn, s);
+	}
+	return ret;
+}
+
+/*
+ * Declares or alters the table at path (what: how messages name it) from
+ * the JSON of its schema; a text that is no schema is refused with
+ * MODEL_REASON_BAD_JSON, what the rows or other tables refuse keeps the
+ * reason the check gave.
+ */
+static int schema_write_at(struct store_txn *txn, const char *path, const char *what,
+			   const char *json, size_t len, bool no_refs, struct model_error *err)
+{
+	struct table_op op = { .err = err, .path = path };
+	struct want *w = calloc(1, sizeof(*w));
+	int ret;
+
+	op.s = malloc(sizeof(*op.s));
+	if (!w || !op.s) {
+		ret = tree_fail(err, -ENOMEM, "%s: out of memory", what);
+		goto out_free;
+	}
+	w->key_depth = 1;
+	ret = json_parse(json, len, 0, 8, want_token, w, NULL, NULL, err);
+	if (ret < 0) {
+		if (w->bad)
+			tree_fail_reason(err, ret, MODEL_REASON_BAD_JSON, "%s: %s", what, w->bad);
+		else
+			tree_fail_reason(err, ret, MODEL_REASON_BAD_JSON, "%s: invalid JSON: %s",
+					 what, err->msg);
+		goto out_free;
+	}
+	ret = apply_want(txn, &op, w, no_refs);
+out_free:
+	free(op.s);
+	free(w);
+	return ret;
+}
+
+int table_schema_write(struct store_txn *txn, const char *path, const char *json, size_t len,
+		       struct model_error *err)
+{
+	const char *at = strstr(path, "@schema.json");
+	char *table = at ? strndup(path, (size_t)(at - path)) : NULL;
+	int ret;
+
+	if (!table)
+		return tree_fail(err, -ENOMEM, "%s: out of memory", path);
+	ret = schema_write_at(txn, table, path, json, len, false, err);
+	free(table);
+	return ret;
+}
+
+struct declare_op {
+	size_t n;
+	const char *const *paths;
+	const char *const *jsons;
+	const size_t *lens;
+	struct model_error *err;
+};
+
+/*
+ * Every table without its references first, then each whole: tables that
+ * reference each other (or themselves) are all declared when the second
+ * pass names them, and the commit checks every row against them at once.
+ */
+static int declare_txn(struct store_txn *txn, void *arg)
+{
+	struct declare_op *op = arg;
+	int ret = 0;
+
+	tree_clear(op->err);
+	for (int pass = 0; pass < 2 && ret == 0; pass++)
+		for (size_t i = 0; i < op->n && ret == 0; i++)
+			ret = schema_write_at(txn, op->paths[i], op->paths[i], op->jsons[i],
+					      op->lens[i], pass == 0, op->err);
+	return ret;
+}
+
+int model_table_declare(struct model *m, size_t n, const char *const *paths,
+			const char *const *jsons, const size_t *lens, struct model_error *err)
+{
+	struct declare_op op = { .n = n, .paths = paths, .jsons = jsons, .lens = lens,
+				 .err = err };
+
+	if (n == 0)
+		return 0;
+	return tree_write(m, paths[0], declare_txn, &op, err);
+}

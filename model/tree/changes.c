@@ -1,0 +1,60 @@
+/*
+ * model/tree/changes.c - the store's change feed in the model's terms: the
+ * keys a commit touched become the mount paths of their nodes, for a
+ * daemon that re-checks only those (fs/invalidate.c).
+ */
+#include <errno.h>
+
+#include "model/tree/tree_int.h"
+
+struct changes_read {
+	model_change_fn fn;
+	void *arg;
+	struct strbuf path;
+};
+
+/* Node keys are tuples of strings and indices; anything else is the root's (attr 00). */
+static bool key_names_node(const uint8_t *key, size_t len)
+{
+	struct tuple_reader r;
+	struct tuple_elem e;
+	int rc;
+
+	tuple_reader_init(&r, key, len);
+	while ((rc = tuple_next(&r, &e)) == 1)
+		if (e.type != TUPLE_TYPE_STRING && e.type != TUPLE_TYPE_INT)
+			return false;
+	return rc == 0;
+}
+
+static int changes_one(void *arg, const struct store_change *c)
+{
+	struct changes_read *cr = arg;
+	struct model_change mc = { .generation = c->pos, .mine = c->mine };
+	bool node = c->kind != STORE_CHANGE_ALL && key_names_node(c->key, c->len);
+
+	strbuf_reset(&cr->path);
+	if (node)
+		tree_key_to_path(c->key, c->len, &cr->path);
+	else
+		strbuf_addc(&cr->path, '/');
+	if (cr->path.failed)
+		return -ENOMEM;
+	mc.path = cr->path.buf;
+	/* a key that names no node: the root's attributes; a subtree of one: all */
+	if (c->kind != STORE_CHANGE_KEY)
+		mc.flags = MODEL_CHANGE_SUBTREE;
+	return cr->fn(cr->arg, &mc);
+}
+
+int model_changes_read(struct model *m, uint64_t after, model_change_fn fn, void *arg,
+		       uint64_t *upto)
+{
+	struct changes_read cr = { fn, arg, { 0 } };
+	int ret;
+
+	strbuf_init(&cr.path);
+	ret = store_feed_read(m->st, after, changes_one, &cr, upto);
+	strbuf_release(&cr.path);
+	return ret;
+}
