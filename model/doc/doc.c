@@ -2,7 +2,8 @@
  * model/doc/doc.c - JSON documents -> keys. Flattening streams json_parse
  * events straight into store_put calls (a stack of open containers over
  * one key buffer; no DOM). Also the public import entry points; the way
- * back (rendering, export) is model/doc/doc_render.c.
+ * back (rendering, export) is model/doc/doc_render.c; the sweep of what a
+ * document no longer holds is model/doc/doc_sweep.c.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include "model/table/table_int.h"
 #include "model/tree/tree_int.h"
 #include "model/ttl/ttl_int.h"
+#include "model/doc/flat_int.h"
 
 /* ---- flatten ---- */
 
@@ -59,53 +61,6 @@
  * walk of /proc/self/maps and one madvise per 4096 puts.
  */
 #define DOC_TRIM_PUTS 4096
-
-struct flat_frame {
-	size_t len;		/* key length of the container */
-	bool array;
-	bool has_child;
-	bool marker;		/* a marker of this kind is still at the key */
-	bool fresh;		/* nothing was under this key before: no compare, no sweep */
-	bool guard;		/* the container was there: creates and removes in it are checked */
-	bool reach;		/* guard: who may search it and every container above it */
-	struct perm_node dir;	/* guard: its mode and owner */
-	int64_t next;		/* arrays: the next index */
-	size_t names;		/* objects: where this frame's names start */
-};
-
-/* Parser events held back while `{"$base64": "..."}` may still be bytes. */
-enum flat_pending {
-	PEND_NONE,
-	PEND_BEGIN,		/* '{' */
-	PEND_KEY,		/* '{' "$base64" */
-	PEND_STRING,		/* '{' "$base64" "...", held in pend_str */
-};
-
-struct flat {
-	struct store_txn *txn;
-	const struct tree_path *p;
-	struct model_error *err;
-	struct tuple_writer w;
-	uint8_t key[STORE_KEY_MAX];
-	struct flat_frame stack[MODEL_DEPTH_MAX + 2];
-	int depth;
-	bool append;
-	int64_t next_top;	/* append: the next index of the target array */
-	bool top_full;		/* append: next_top is past INT64_MAX */
-	uint64_t appended;
-	int64_t now;
-	bool failed;		/* the error came from a callback, not the parser */
-	unsigned puts;		/* leaves put since the last store_txn_trim */
-	bool top_fresh;		/* nothing was at the target key (or: appending) */
-	struct strbuf names;	/* per name: 2 bytes length, encoded element */
-	enum flat_pending pend;
-	struct strbuf pend_str;
-	struct strbuf bytes;	/* a decoded $base64 value */
-	const struct model_cred *who;	/* checked on behalf of; NULL: not checked (uid 0) */
-	struct model_attr owner;	/* what a node this write makes gets (have 0: defaults) */
-	bool top_guard;		/* values at depth 0 go in a directory that was there: */
-	struct perm_node top_dir;	/* its mode and owner (the parent, or the array appended to) */
-};
 
 _Static_assert(MODEL_DEPTH_MAX > STORE_KEY_MAX,
 	       "every level takes at least one key byte: the key limit must come first");
@@ -383,155 +338,6 @@ static int flat_begin(struct flat *f, bool array)
 	fr->next = 0;
 	fr->names = f->names.len;
 	return 0;
-}
-
-/*
- * Deletes the child of the frame fr whose key is c->key[0..c->end]; c->key
- * then points at buf. Checked first when fr guards its children.
- */
-static int sweep_child(struct flat *f, const struct flat_frame *fr, struct tree_child *c,
-		       uint8_t *buf)
-{
-	bool dir = c->key_len > c->end || tree_child_is_container(c);
-	int ret;
-
-	memcpy(buf, c->key, c->end);
-	c->key = buf;		/* the scan resumes after it (tree_child_next) */
-	if (fr->guard) {
-		ret = perm_may_remove(f->txn, f->who, &fr->dir, buf, c->end, dir, f->p->text,
-				      f->err);
-		if (ret < 0) {
-			f->failed = true;	/* with perm.c's message */
-			return ret;
-		}
-	}
-	return tree_delete(f->txn, buf, c->end);
-}
-
-struct flat_name {
-	const uint8_t *elem;
-	size_t len;
-};
-
-static int flat_name_cmp(const void *a, const void *b)
-{
-	const struct flat_name *x = a, *y = b;
-	size_t n = x->len < y->len ? x->len : y->len;
-	int c = memcmp(x->elem, y->elem, n);
-
-	return c ? c : (x->len > y->len) - (x->len < y->len);
-}
-
-/* The member names of the object frame fr, sorted; *out is heap (free()). */
-static int flat_names_sorted(struct flat *f, const struct flat_frame *fr,
-			     struct flat_name **out, size_t *count)
-{
-	const uint8_t *a = (const uint8_t *)f->names.buf;
-	size_t pos = fr->names, n = 0, cap = 0;
-	struct flat_name *v = NULL, *grown;
-
-	*out = NULL;
-	*count = 0;
-	while (pos < f->names.len) {
-		size_t len = (size_t)a[pos] << 8 | a[pos + 1];
-
-		if (n == cap) {
-			cap = cap ? cap * 2 : 16;
-			grown = realloc(v, cap * sizeof(*v));
-			if (!grown) {
-				free(v);
-				return -ENOMEM;
-			}
-			v = grown;
-		}
-		v[n].elem = a + pos + 2;
-		v[n++].len = len;
-		pos += 2 + len;
-	}
-	if (n > 1)
-		qsort(v, n, sizeof(*v), flat_name_cmp);
-	*out = v;
-	*count = n;
-	return 0;
-}
-
-/* Old children of the object fr that the document did not write go. */
-static int sweep_object(struct flat *f, const struct flat_frame *fr, struct store_scan *scan,
-			uint8_t *buf)
-{
-	struct flat_name *names, child;
-	struct tree_child c;
-	size_t count, i = 0;
-	int ret = flat_names_sorted(f, fr, &names, &count);
-
-	if (ret < 0)
-		return ret;
-	for (ret = tree_child_first(scan, f->key, fr->len, NULL, 0, &c); ret == 1;
-	     ret = tree_child_next(scan, fr->len, &c)) {
-		child.elem = c.key + fr->len;
-		child.len = c.end - fr->len;
-		while (i < count && flat_name_cmp(&names[i], &child) < 0)
-			i++;
-		if (c.elem.type == TUPLE_TYPE_STRING && i < count &&
-		    flat_name_cmp(&names[i], &child) == 0)
-			continue;
-		ret = sweep_child(f, fr, &c, buf);
-		if (ret < 0)
-			break;
-	}
-	free(names);
-	return ret;
-}
-
-/* Old children of the array fr other than the indices 0..next-1 go. */
-static int sweep_array(struct flat *f, const struct flat_frame *fr, struct store_scan *scan,
-		       uint8_t *buf)
-{
-	struct tuple_writer w;
-	struct tree_child c;
-	int ret;
-
-	/* Strings sort before integers: an old object's members come first. */
-	for (ret = tree_child_first(scan, f->key, fr->len, NULL, 0, &c);
-	     ret == 1 && c.elem.type != TUPLE_TYPE_INT;
-	     ret = tree_child_next(scan, fr->len, &c)) {
-		ret = sweep_child(f, fr, &c, buf);
-		if (ret < 0)
-			return ret;
-	}
-	if (ret < 0)
-		return ret;
-	memcpy(buf, f->key, fr->len);
-	tuple_writer_init(&w, buf, STORE_KEY_MAX + 16);
-	w.len = fr->len;
-	tuple_put_int(&w, fr->next);
-	if (w.len > STORE_KEY_MAX)
-		return 0;	/* no key can hold such an index */
-	ret = store_scan_seek(scan, buf, w.len);
-	for (ret = ret < 0 ? ret : tree_child_first(scan, f->key, fr->len, NULL, 0, &c);
-	     ret == 1; ret = tree_child_next(scan, fr->len, &c)) {
-		ret = sweep_child(f, fr, &c, buf);
-		if (ret < 0)
-			return ret;
-	}
-	return ret;
-}
-
-static int flat_sweep(struct flat *f, const struct flat_frame *fr)
-{
-	struct store_scan *scan;
-	uint8_t *buf = malloc(STORE_KEY_MAX + 16);
-	int ret;
-
-	if (!buf)
-		return -ENOMEM;
-	ret = store_scan_open(f->txn, STORE_SPACE_DATA, f->key, fr->len, &scan);
-	if (ret == 0) {
-		ret = fr->array ? sweep_array(f, fr, scan, buf) : sweep_object(f, fr, scan, buf);
-		store_scan_close(scan);
-	}
-	free(buf);
-	return ret;
 }
 
 static int flat_end(struct flat *f)
