@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # The etcd pass (make test-etcd, and a pass of make test): the suites
 # tagged "backends" with every test's store on etcd instead of LMDB, and the
-# etcd suites (tag "etcd"). Starts a 3-member cluster
-# (scripts/etcd-cluster.sh) in a directory of its own, names each test's
-# store etcd://.../kvfs-bats/<unique> (tests/test_helper/common.bash, under
-# KVFS_TEST_BACKEND=etcd), runs the suites on that cluster (a suite that
-# needs limits of its own starts its own), and stops it again, whatever
-# happened. Ends with the "N passed, N failed" line of scripts/run-tests.sh.
+# etcd suites (tag "etcd"). Starts KVFS_JOBS 3-member clusters (default 2;
+# scripts/etcd-cluster.sh), each in a directory of its own, and runs the
+# files KVFS_JOBS at a time, each file alone on one cluster: a store's
+# generation is its cluster's revision, so two files on one cluster would
+# count each other's commits (tests 38 and 45 count them). A test's store
+# is etcd://.../kvfs-bats/<unique> (tests/test_helper/common.bash, under
+# KVFS_TEST_BACKEND=etcd); a suite that needs limits of its own starts its
+# own cluster. Every cluster is stopped again, whatever happened. Ends with
+# one "N passed, N failed" line.
 #
-# Environment: KVFS_ETCD_PORT (default: the first base port from 24790 on,
-# in steps of 20, whose six ports are free), KVFS_ETCD_DIR (default a new
-# temporary directory), KVFS_TAGS (default "backends;etcd"), and those of
-# scripts/run-tests.sh.
+# Environment: KVFS_JOBS (clusters and files at once, default 2),
+# KVFS_ETCD_PORT (the first cluster's base port; default the first base
+# from 24790 on, in steps of 20, whose six ports are free), KVFS_TAGS
+# (default "backends;etcd"), KVFS_SUITES, and those of scripts/run-tests.sh.
 set -u
 cd "$(dirname "$0")/.."
 
@@ -20,39 +23,82 @@ port_busy() {
 	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
-if [ -z "${KVFS_ETCD_PORT:-}" ]; then
-	for ((base = 24790; base < 30000; base += 20)); do
+# free_base FROM: the first base port from FROM on (steps of 20) whose six ports are free.
+free_base() {
+	local base p free
+	for ((base = $1; base < 30000; base += 20)); do
 		free=1
 		for ((p = base; p < base + 6; p++)); do
 			port_busy "$p" && free=0 && break
 		done
-		[ "$free" = 1 ] && KVFS_ETCD_PORT=$base && break
+		[ "$free" = 1 ] && echo "$base" && return 0
 	done
-fi
-export KVFS_ETCD_PORT=${KVFS_ETCD_PORT:-24790}
-own_dir=0
-if [ -z "${KVFS_ETCD_DIR:-}" ]; then
-	KVFS_ETCD_DIR=$(mktemp -d "${TMPDIR:-/tmp}/kvfs-test-etcd.XXXXXX")
-	own_dir=1
-fi
-export KVFS_ETCD_DIR
-cleanup() {
-	scripts/etcd-cluster.sh stop >/dev/null 2>&1
-	[ "$own_dir" = 1 ] && rm -rf "$KVFS_ETCD_DIR"
+	return 1
 }
-trap cleanup EXIT
-url=$(scripts/etcd-cluster.sh start) || {
-	echo "not ok - test-etcd: the cluster did not start (ports from $KVFS_ETCD_PORT)"
-	echo "0 passed, 1 failed"
-	exit 1
-}
-export KVFS_ETCD_URL=$url KVFS_TEST_BACKEND=etcd
+
 # The CLI suites, the mount suites (34-mount-ext4's fsx/SQLite included),
 # backups, tables, TTL; then the etcd suites themselves. The trust (5x) and
 # crash (6x) suites corrupt or kill LMDB files: nothing of theirs applies.
 export KVFS_TAGS=${KVFS_TAGS:-backends;etcd}
-# One file at a time: every store here shares the cluster, whose revision
-# is each store's generation, so a second file's writes would show in the
-# commits and keys tests 38 and 45 count (seen: 5 of 239 failed with two).
-export KVFS_JOBS=${KVFS_JOBS:-1}
-bash scripts/run-tests.sh none
+export KVFS_TEST_BACKEND=etcd
+jobs=${KVFS_JOBS:-2}
+[ "$jobs" -ge 1 ] 2>/dev/null || jobs=1
+command -v parallel >/dev/null || jobs=1
+work=$(mktemp -d "${TMPDIR:-/tmp}/kvfs-test-etcd.XXXXXX")
+stop_clusters() {
+	local d
+	for d in "$work"/cluster*; do
+		[ -d "$d" ] && KVFS_ETCD_DIR=$d scripts/etcd-cluster.sh stop >/dev/null 2>&1
+	done
+	rm -rf "$work"
+}
+trap stop_clusters EXIT
+
+# The files whose tags name one the filters ask for (bats chooses the tests).
+wanted=$(tr ';,' '\n\n' <<<"$KVFS_TAGS" | grep -v '^!' | sort -u)
+files=()
+for f in ${KVFS_SUITES:-tests/*.bats}; do
+	tags=$(grep -E '^# bats (file|test)_tags=' "$f" | sed 's/.*=//' | tr ',' '\n')
+	grep -qxFf <(echo "$wanted") <<<"$tags" && files+=("$f")
+done
+
+base=$(free_base "${KVFS_ETCD_PORT:-24790}") || base=
+for ((slot = 1; slot <= jobs; slot++)); do
+	mkdir -p "$work/cluster$slot"
+	url=
+	[ -z "$base" ] || url=$(KVFS_ETCD_PORT=$base KVFS_ETCD_DIR=$work/cluster$slot \
+		scripts/etcd-cluster.sh start) || url=
+	if [ -z "$url" ]; then
+		echo "not ok - test-etcd: cluster $slot did not start (ports from ${base:-none free})"
+		echo "0 passed, 1 failed"
+		exit 1
+	fi
+	export "KVFS_ETCD_URL_$slot=$url"
+	base=$(free_base $((base + 20))) || base=
+done
+
+# One file on the cluster of its job slot (parallel's {%}, 1..jobs).
+run_file() {
+	local url_var=KVFS_ETCD_URL_$1
+	KVFS_ETCD_URL=${!url_var} KVFS_JOBS=1 KVFS_SUITES=$2 bash scripts/run-tests.sh none
+}
+export -f run_file
+out=$work/out
+if [ "$jobs" -gt 1 ]; then
+	# longest files first (size stands for time), each file's output whole
+	printf '%s\n' "${files[@]}" | xargs -r stat -c '%s %n' | sort -rn | cut -d' ' -f2 |
+		parallel --jobs "$jobs" --group run_file '{%}' '{}' >"$out" 2>&1
+else
+	for f in "${files[@]}"; do run_file 1 "$f"; done >"$out" 2>&1
+fi
+# each file's run ends with its own count: print them, then their sum
+grep -vE '^[0-9]+ passed, [0-9]+ failed$' "$out"
+read -r passed failed < <(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$out" |
+	awk '{p += $1; f += $3} END {print p + 0, f + 0}')
+runs=$(grep -cE '^[0-9]+ passed, [0-9]+ failed$' "$out")
+if [ "$runs" -ne "${#files[@]}" ]; then
+	echo "not ok - test-etcd: $runs of ${#files[@]} files reported a count"
+	failed=$((failed + 1))
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
