@@ -74,7 +74,7 @@ bool etcd_buf_deletes(const struct etcd_buf *b, const void *quiet, size_t quiet_
  */
 int etcd_buf_guard_key(struct etcd_buf *b, const void *key, size_t key_len, int64_t mod_rev);
 /*
- * Guards that key is there at the commit, whatever its revision (etcd_kids.c:
+ * Guards that key is there at the commit, whatever its revision (etcd_kids_write.c:
  * a hint kept from an older entry): a compare of its own beside any guard
  * of the key a read recorded.
  */

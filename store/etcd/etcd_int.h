@@ -39,7 +39,7 @@
 #define ETCD_SPACE_RECORD 'c'	/* c = the store's one commit record being applied */
 #define ETCD_SPACE_STAGE 'b'	/* b<id><chunk> = the staged operations of commit id */
 #define ETCD_SPACE_PENDING 'q'	/* q<id> = "", on the writer's lease while it works */
-#define ETCD_SPACE_KIDS 'k'	/* k<depth><container key> = hint key: the children space (etcd_kids.c) */
+#define ETCD_SPACE_KIDS 'k'	/* k<depth><container key> = hint key: the children space (etcd_kids_*.c) */
 /* f = "" once a key was put with a lease; f<depth><container key> = "" once a leaf was put in it */
 #define ETCD_SPACE_FLAGS 'f'
 #define ETCD_LEASES 64	/* leases by deadline second kept in the handle (etcd_lease.c) */
@@ -48,7 +48,7 @@
 #define ETCD_VKEY_MAX (ETCD_KEY_MAX + 8)	/* a chunk's key: 'v', the full key, 0xfe, number */
 #define ETCD_CMPS_MAX 4096u	/* compares per commit Txn before key guards are coalesced */
 #define ETCD_KIDS_WALK 16	/* a walk that skipped fewer children per page reads the children space */
-#define ETCD_BIG_KEYS 4096	/* a container this big is read from its first child's hint (etcd_kids.c) */
+#define ETCD_BIG_KEYS 4096	/* a container this big is read from its first child's hint (etcd_kids_list.c) */
 #define ETCD_BIG_MAX 64	/* big containers a handle remembers */
 
 struct etcd_feed;
@@ -122,7 +122,7 @@ struct store_etcd {
 	/*
 	 * Containers whose subtree a scan found to hold more than
 	 * ETCD_BIG_KEYS keys (data-space etcd keys, a ring; big_lock): their
-	 * first page is read up to their first child's hint (etcd_kids.c).
+	 * first page is read up to their first child's hint (etcd_kids_list.c).
 	 */
 	pthread_mutex_t big_lock;
 	uint8_t big[ETCD_BIG_MAX][ETCD_KEY_MAX];
@@ -201,7 +201,7 @@ struct store_etcd_txn {
 	unsigned attempt;	/* write: attempts of this write before this one */
 };
 
-/* One range of a listing's skeleton (etcd_kids.c): every key of [from, end) is in r. */
+/* One range of a listing's skeleton (etcd_kids_list.c): every key of [from, end) is in r. */
 struct etcd_skel {
 	uint8_t *keys;	/* heap: from and end */
 	const uint8_t *from;
@@ -217,7 +217,7 @@ struct etcd_skel {
  * Immutable once kept; freed with the snapshot, whose answers r points to.
  */
 /*
- * The children space one level below a listing's children (etcd_kids.c's
+ * The children space one level below a listing's children (etcd_kids_subdirs.c's
  * etcd_kids_child_subdirs): every entry of [lo, hi) (tuple keys of the
  * children) is in r; when verified, live[i] says whether entry i's
  * container still holds a key (else only that an entry is there).
@@ -264,13 +264,13 @@ struct store_etcd_scan {
 	uint8_t skip[ETCD_KEY_MAX];
 	size_t skip_len;
 	uint64_t fetches;	/* range requests made */
-	/* a walk over children (seeks past a child's subtree): etcd_kids.c's skeleton */
+	/* a walk over children (seeks past a child's subtree): etcd_kids_list.c's skeleton */
 	bool walk, skel_tried;
 	/* a listing (store_scan_expect_children): a child may be handed out by any key of it */
 	bool listing;
 	/*
 	 * Entries of the listed container written at or after this revision are
-	 * trusted (etcd_kids.c's trust_from); 0 none; trust_read: it was read.
+	 * trusted (etcd_kids_list.c's trust_from); 0 none; trust_read: it was read.
 	 * skel_any: the skeleton holds a trusted child's made-up page.
 	 */
 	int64_t trust_from;
@@ -408,18 +408,87 @@ int etcd_client_open_for(struct store_etcd *st, struct etcd_client **out, char *
 int etcd_client_take(struct store_etcd *st, struct etcd_client **out);
 void etcd_client_give(struct store_etcd *st, struct etcd_client *c);
 
+/* ---- the children space (store/etcd/etcd_kids_*.c) ---- */
+
 /*
- * The children space (store/etcd/etcd_kids.c). etcd_kids_note: adds to a write
- * attempt's buffer the entry of every container above each data key it
- * puts (before the commit). etcd_kids_forget: drops the entry of the
+ * The children space of the etcd backend (docs/ETCD.md section 7): an entry
+ * k<depth><container key> for every container that holds keys, written in
+ * the same Txn as the keys under it, its value a hint (the tuple key of one
+ * key under it, meant to be its first), so that a listing learns its
+ * containers' names in one range and reads each container's first key with
+ * one range of O(1) keys, many to a request, instead of ranges over the
+ * subtrees (etcd 3.4 visits every key of a range whatever its limit).
+ * Entries and hints may be stale (a listing checks and reads on), no entry
+ * is ever missing in a store created with them (the marker key k says so).
+ * A key holding a container record (an empty object or array) has an entry
+ * of its own, hinting at itself, in a store whose marker says "2": the live
+ * entries below a child are then exactly its containers, which gives a
+ * listing its children's nlink.
+ * Its files: etcd_kids_write.c (its keys, a commit's writes),
+ * etcd_kids_list.c (a listing's reads), etcd_kids_subdirs.c (the
+ * containers below each listed child), etcd_kids_check.c (kvfs check).
+ */
+#define KIDS_TXN_OPS 128	/* ranges per request: etcd's default --max-txn-ops */
+#define KIDS_PAGE 4096	/* entries per range of the children space */
+#define KIDS_DEPTH_MAX 255	/* an entry's depth is one byte: deeper containers have none */
+/* The depth byte of a range stamp `x 0xfe container`: a deleted range began with it. */
+#define KIDS_RANGE_STAMP 0xfe
+/* Listings of containers deeper than this trust nothing (one read per ancestor's range stamp). */
+#define KIDS_TRUST_DEPTH 32
+
+/*
+ * Keys, each a heap copy: the entries a commit puts whose old value in
+ * etcd may name a smaller hint (a container it adds keys to without
+ * rewriting it); the containers a check found entries for.
+ */
+struct key_list {
+	uint8_t **keys;
+	size_t *lens;
+	size_t n, cap;
+};
+
+/*
+ * Shared by the children space's files only (described where defined).
+ * etcd_kids_write.c: the entry, delete stamp and leaf flag keys of the
+ * container key[0..len) (into out, ETCD_KEY_MAX bytes); the elements of a
+ * tuple key; the container holding a key; an entry's hint; the key lists
+ * a commit and a check collect; the leaf flag a commit (or a repair) puts.
+ */
+size_t kids_key(const struct store_etcd *st, unsigned depth, const uint8_t *key,
+		size_t len, uint8_t *out);
+size_t stamp_key(const struct store_etcd *st, unsigned depth, const uint8_t *key,
+		 size_t len, uint8_t *out);
+size_t leaf_flag_key(const struct store_etcd *st, unsigned depth, const uint8_t *key,
+		     size_t len, uint8_t *out);
+int elements(const uint8_t *key, size_t len);
+size_t parent_of(const uint8_t *tk, size_t len, unsigned *depth);
+const uint8_t *hint_of(const struct store_etcd *st, const uint8_t *ek, size_t el,
+		       const uint8_t *h, size_t hl);
+int key_list_add(struct key_list *h, const uint8_t *k, size_t kl);
+void key_list_release(struct key_list *h);
+int note_leaf(struct store_etcd_txn *t, const uint8_t *tk, size_t len);
+/*
+ * etcd_kids_list.c, for etcd_kids_subdirs.c too: from which revision a
+ * scan trusts entries unread (read once per scan), whether it trusts one,
+ * and ranges sent in read-only Txns of KIDS_TXN_OPS, a few at once.
+ */
+int trust_from(struct store_etcd_scan *s, int depth);
+bool trusted(const struct store_etcd_scan *s, const struct etcd_kv *kv);
+int send_ops(struct store_etcd_scan *s, const struct etcd_op *ops, size_t n,
+	     struct etcd_txn_result **res);
+
+/*
+ * The children space's calls. etcd_kids_note (etcd_kids_write.c): adds to a
+ * write attempt's buffer the entry of every container above each data key
+ * it puts (before the commit). etcd_kids_forget: drops the entry of the
  * container prefix[0..len) whose subtree the attempt deletes.
  * etcd_kids_marker: the key that says the store keeps the space (out:
- * ETCD_KEY_MAX bytes). etcd_kids_is_child_end: key is the end of one
- * child's subtree of the scan's prefix (a walk's seek). etcd_kids_prefetch:
- * in a read transaction, the first key of every child from `from` on,
- * read with one bounded range per child, many to a request, at the
- * transaction's revision; etcd_kids_covering: the skeleton range holding
- * key (borrowed) or NULL.
+ * ETCD_KEY_MAX bytes). etcd_kids_is_child_end (etcd_kids_list.c): key is
+ * the end of one child's subtree of the scan's prefix (a walk's seek).
+ * etcd_kids_prefetch: in a read transaction, the first key of every child
+ * from `from` on, read with one bounded range per child, many to a request,
+ * at the transaction's revision; etcd_kids_covering: the skeleton range
+ * holding key (borrowed) or NULL.
  */
 int etcd_kids_note(struct store_etcd_txn *t);
 /*
@@ -440,23 +509,24 @@ int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t fr
 struct etcd_skel *etcd_kids_covering(struct store_etcd_scan *s, const uint8_t *key, size_t len);
 void etcd_kids_scan_release(struct store_etcd_scan *s);
 /*
- * As store_scan_child_subdirs, for the tuple key child[0..len): one range
- * of the entries one level below the listing's children, from the child
- * to the end of the listing's window, and one O(1) range per entry found
- * (is its container still there?), many to a request, answer its
- * siblings after it too.
+ * As store_scan_child_subdirs (etcd_kids_subdirs.c), for the tuple key
+ * child[0..len): one range of the entries one level below the listing's
+ * children, from the child to the end of the listing's window, and one O(1)
+ * range per entry found (is its container still there?), many to a request,
+ * answer its siblings after it too.
  */
 int etcd_kids_child_subdirs(struct store_etcd_scan *s, const uint8_t *child, size_t len,
 			    uint32_t *count);
 /*
- * A scan's first page from the start of a container with a big subtree:
- * etcd 3.4 visits every key of a range whatever its limit, so a lookup of
- * it (its first key) would cost the whole subtree. etcd_kids_is_big: the
- * handle saw the container at the etcd key key[0..len) hold more than
- * ETCD_BIG_KEYS keys (etcd_kids_note_big). etcd_kids_first_bound: the end
- * of a first page that holds the container's first key (its first
- * container child's hint, then 0x00) into out (ETCD_KEY_MAX bytes): 1, or
- * 0 when there is none to read (no container child, an unpinned read).
+ * A scan's first page from the start of a container with a big subtree
+ * (etcd_kids_list.c): etcd 3.4 visits every key of a range whatever its
+ * limit, so a lookup of it (its first key) would cost the whole subtree.
+ * etcd_kids_is_big: the handle saw the container at the etcd key
+ * key[0..len) hold more than ETCD_BIG_KEYS keys (etcd_kids_note_big).
+ * etcd_kids_first_bound: the end of a first page that holds the container's
+ * first key (its first container child's hint, then 0x00) into out
+ * (ETCD_KEY_MAX bytes): 1, or 0 when there is none to read (no container
+ * child, an unpinned read).
  */
 bool etcd_kids_is_big(struct store_etcd *st, const uint8_t *key, size_t len);
 void etcd_kids_note_big(struct store_etcd *st, const uint8_t *key, size_t len);
@@ -468,8 +538,9 @@ int etcd_kids_first_bound(struct store_etcd_scan *s, uint8_t *out, size_t *out_l
  */
 bool etcd_kids_window_bound(struct store_etcd_scan *s, uint8_t *out, size_t *out_len);
 /*
- * store_txn_check: every container above a data key has its entry, and
- * (a store that says so) every key holding a container record its own.
+ * store_txn_check (etcd_kids_check.c): every container above a data key has
+ * its entry, and (a store that says so) every key holding a container
+ * record its own.
  */
 int store_etcd_check(struct store_txn *txn, store_check_fn fn, void *arg);
 /* store_txn_repair: the entries store_etcd_check would miss, put in the write transaction. */

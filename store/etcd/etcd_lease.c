@@ -105,7 +105,7 @@ static int lease_of_put(const uint8_t *key, size_t len, int64_t *lease, void *ar
 		/*
 		 * A children-space entry (k, depth, container key) lives as long as
 		 * its container: it takes the container's lease, or etcd's expiry
-		 * would leave it behind (etcd_kids.c).
+		 * would leave it behind (etcd_kids_write.c).
 		 */
 		if (len <= st->prefix_len + 2)
 			return 0;	/* the marker */

@@ -33,7 +33,7 @@ struct etcd_snap {
 	struct etcd_kept *_Atomic pages;
 	struct snap_point *points;
 	size_t cap_points, n_points, n_pages, bytes;
-	struct etcd_window *windows;	/* listings' skeletons, newest first (etcd_kids.c) */
+	struct etcd_window *windows;	/* listings' skeletons, newest first (etcd_kids_list.c) */
 };
 
 static uint64_t now_ns(void)
