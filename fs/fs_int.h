@@ -398,7 +398,7 @@ struct fs_ctx {
 	pthread_cond_t inval_sent_cond;	/* broadcast when inval_sent moves or the worker stops */
 
 	/*
-	 * Noticing commits by other processes (the offline CLI; invalidate.c):
+	 * Noticing commits by other processes (the offline CLI; watcher.c):
 	 * the store accounts for our own commits as it makes them and tells
 	 * whether anyone else committed (model_changed_elsewhere). The watcher
 	 * thread polls every FS_WATCH_MS and then invalidates what the kernel
@@ -406,7 +406,7 @@ struct fs_ctx {
 	 * so that long entry and attribute timeouts stay honest.
 	 */
 	pthread_mutex_t push_lock;	/* a push against a first writer (lock order, 0) */
-	pthread_rwlock_t gen_lock;	/* the write section (rank 2 above) */
+	pthread_rwlock_t gen_lock;	/* the write section (rank 2 above; write_section.c) */
 	/*
 	 * Write sections that may change which nodes are directories (all
 	 * but a leaf's content commit): how many are open, how many began.
@@ -480,6 +480,20 @@ bool fs_error_find(struct fs_ctx *ctx, const struct model_cred *who, const char 
 		   bool below, char *buf, size_t cap);
 
 /* ---- invalidation worker (invalidate.c) ---- */
+
+/* One notification waiting for the worker (ctx->inval_head; inval_lock). */
+struct fs_inval {
+	struct fs_inval *next;
+	enum fs_inval_kind kind;
+	fuse_ino_t ino;		/* the node, or the parent for FS_INVAL_ENTRY */
+	char name[];		/* FS_INVAL_ENTRY */
+};
+/*
+ * Queues iv (heap) for the worker, which frees it; dropped (inval_free) when
+ * the worker does not run or FS_PUSH_QUEUE_MAX pushes wait. The watcher
+ * (watcher.c) queues the change feed's paths through it.
+ */
+void inval_push(struct fs_ctx *ctx, struct fs_inval *iv);
 void fs_inval_entry(struct fs_ctx *ctx, fuse_ino_t parent, const char *name, size_t len);
 void fs_inval_node(struct fs_ctx *ctx, fuse_ino_t ino, enum fs_inval_kind kind);
 /*
@@ -519,7 +533,7 @@ void fs_inval_stop(struct fs_ctx *ctx);
  */
 void fs_inval_wait(struct fs_ctx *ctx);
 
-/* ---- the write section (invalidate.c) ---- */
+/* ---- the write section (write_section.c) ---- */
 /*
  * Around every model call that may commit. Shared: calls that keep every
  * name where it is run together (their commits share a sync); _excl: a
@@ -574,6 +588,8 @@ void fs_shape_mark_dirs(struct fs_ctx *ctx, struct fs_shape_mark *mark, struct f
 			struct fs_node *to);
 void fs_shape_adjust(struct fs_ctx *ctx, const struct fs_shape_mark *mark, int from_dirs,
 		     int to_dirs);
+
+/* ---- the watcher (watcher.c) ---- */
 int fs_watch_start(struct fs_ctx *ctx);
 void fs_watch_stop(struct fs_ctx *ctx);
 

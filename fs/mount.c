@@ -2,7 +2,8 @@
  * fs/mount.c - the daemon around the operations: options, opening the model,
  * mounting, detaching, the multi-threaded loop, logging and the kept
  * refusals, and a clean end (unmount, commit what is pending, close the
- * store). The invalidation worker and the watcher are invalidate.c's.
+ * store). The invalidation worker and the watcher are invalidate.c's and
+ * watcher.c's.
  *
  * Detaching: LMDB environments must not cross a fork (its locks and reader
  * slots belong to the opening process), so the store is opened after the
