@@ -179,11 +179,11 @@ enum fs_file_kind {
 };
 
 /*
- * One open file (fi->fh), owned by file.c. Every writable open of a leaf
- * shares one fs_file (node->wfile): writes by any handle land in one buffer,
- * O_APPEND appends at its end, and each flush commits it when dirty, as one
- * page cache would on a local filesystem. Readers, views and pending files
- * get one each.
+ * One open file (fi->fh), owned by file.c (file_open.c opens it). Every
+ * writable open of a leaf shares one fs_file (node->wfile): writes by any
+ * handle land in one buffer, O_APPEND appends at its end, and each flush
+ * commits it when dirty, as one page cache would on a local filesystem.
+ * Readers, views and pending files get one each.
  */
 struct fs_file {
 	enum fs_handle_type type;	/* fixed */
@@ -857,6 +857,8 @@ void fs_spill_reply(fuse_req_t req, struct fs_file *f, size_t size, off_t off);
 int fs_node_commit_files(struct fs_ctx *ctx, struct fs_node *node);
 
 struct fs_file *fs_fi_file(const struct fuse_file_info *fi);
+
+/* ---- opening files (file_open.c) ---- */
 
 /* The leaf's shared writer with one more handle, truncated for O_TRUNC; NULL when none. */
 struct fs_file *fs_writer_share(struct fs_ctx *ctx, struct fs_node *node, int flags);

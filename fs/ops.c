@@ -6,6 +6,7 @@
  *   attr.c           attributes, entry replies, getattr/setattr
  *   ahead.c          attributes read ahead for runs of stats, where reads are round trips
  *   file.c           open files (struct fs_file): open/read/write/flush/release, commit
+ *   file_open.c      what an open makes: a reader, the leaf's shared writer, a view writer
  *   defer.c          chmod/chown/utimens/type kept on an open writer; settling created leaves
  *   cache.c          the page-cache and reader rules (versions, keep_cache, fstat of unlinked)
  *   pending.c        pending files in arrays (struct fs_tmpfile)
