@@ -1,7 +1,8 @@
 /*
  * fs/inode.c - the table of nodes the kernel knows: node ids <-> (parent,
  * name), lookup counts, paths rebuilt from the parent chain, and the
- * bookkeeping that mirrors unlink and rename. See fs/fs_int.h for the rules.
+ * bookkeeping that mirrors unlink and rename. See fs/inode_int.h for the
+ * rules, fs/fs_int.h for the lock order.
  */
 #include <assert.h>
 #include <errno.h>

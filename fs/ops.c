@@ -23,6 +23,11 @@
  *   stats.c          the request counters: the table the session runs wraps this one
  *   ttl.c            user.kvfs.ttl (time to live) and the reaper the watcher runs
  *
+ * Every file includes fs/fs_int.h alone: the context, the lock order, and
+ * one private header per concern (inode_int.h, file_int.h, cache_int.h,
+ * pending_int.h, attr_int.h, inval_int.h, write_section_int.h, ops_int.h),
+ * each declaring what its files offer the others.
+ *
  * File contents written through the mount are buffered in one buffer per
  * leaf, shared by all its writable opens (per open for views and pending
  * files), and committed in one model_write at flush (close), fsync or
