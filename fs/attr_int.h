@@ -18,8 +18,9 @@ struct fs_ahead_batch {
 	size_t hits;		/* stats it served */
 };
 
-/* ahead.c's state: every field guarded by ctx->ahead_lock. */
+/* ahead.c's state (ctx->ahead): every field guarded by ctx->ahead.lock. */
 struct fs_ahead {
+	pthread_mutex_t lock;	/* the fields below */
 	struct fs_node *dir;	/* the batch's directory: holds one ref; NULL none */
 	uint64_t gen;		/* model_version the batch was read at (+1; 0 none) */
 	int64_t read_ns;	/* when it was read (CLOCK_MONOTONIC) */
@@ -39,7 +40,7 @@ struct fs_ahead {
  * model_stat with MODEL_STAT_SUBDIRS gives them at model_version gen, from
  * a listing of its directory read for a run of such stats: 1 with *out
  * filled, 0 when the caller asks the model. Takes ctx->lock and
- * ctx->ahead_lock itself: call it holding neither.
+ * ctx->ahead.lock itself: call it holding neither.
  */
 int fs_ahead_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path, uint64_t gen,
 		  struct model_node *out);

@@ -27,7 +27,7 @@
  * Lock order. A thread holding a lock may take only locks further down this
  * list, never one further up, and no two locks of the same rank at once:
  *
- *   0. ctx->schema_try_lock  one attempt to declare the schemas that wait
+ *   0. ctx->schema.try_lock  one attempt to declare the schemas that wait
  *                       (table.c): taken with no other lock held; model
  *                       calls and the write section under it.
  *      ctx->push_lock   one push of a leaf's text into the kernel's pages
@@ -36,25 +36,26 @@
  *                       other lock held.
  *   1. f->lock          one open file (struct fs_file): its buffer and state.
  *                       Held across model calls (a commit, a snapshot).
- *   2. ctx->gen_lock    the write section, fs_write_begin .. fs_write_end:
- *                       held across one model call that may commit; shared
- *                       by calls that keep every name where it is (so their
- *                       commits can share one sync: the store's group
- *                       commit), exclusive for renames and unlinks.
+ *   2. ctx->section.gen_lock  the write section, fs_write_begin ..
+ *                       fs_write_end: held across one model call that may
+ *                       commit; shared by calls that keep every name where
+ *                       it is (so their commits can share one sync: the
+ *                       store's group commit), exclusive for renames and
+ *                       unlinks.
  *   3. ctx->lock        the node table and every node's fields, ctx->files
  *                       and each file's list links, refs and pend fields.
  *                       No model call is made while holding it (the model
  *                       takes store locks, and the list callback takes
  *                       ctx->lock inside a read transaction).
- *   4. ctx->inval_lock  the worker's queue; ctx->watch_lock, the watcher's
+ *   4. ctx->inval.lock  the worker's queue; ctx->watch.lock, the watcher's
  *                       stop flag. Nothing else is taken under them. (The
  *                       fs_inval_* calls take ctx->lock themselves: never
  *                       call them holding it.)
- *   5. ctx->err_lock    the kept refusals (fs_log_model): taken last and
+ *   5. ctx->err.lock    the kept refusals (fs_log_model): taken last and
  *                       alone, nothing else is locked or called under it.
- *      ctx->schema_lock the schemas that wait (table.c): taken alone, no
+ *      ctx->schema.lock the schemas that wait (table.c): taken alone, no
  *                       model call under it.
- *      ctx->ahead_lock  the attributes read ahead (ahead.c): taken alone,
+ *      ctx->ahead.lock  the attributes read ahead (ahead.c): taken alone,
  *                       no model call and no other lock under it.
  *
  * The store's own locks (LMDB's writer lock, reader slots, and with
@@ -103,13 +104,18 @@ struct fs_file;
  * The last refusals (a path and the message the model gave), so that a user
  * without syslog can read why `cp` saw only "Invalid argument": the xattr
  * user.kvfs.error (xattr.c). A ring of FS_ERRORS_MAX, oldest overwritten,
- * guarded by ctx->err_lock (mount.c).
+ * guarded by ctx->err.lock (mount.c).
  */
 #define FS_ERRORS_MAX 64
 struct fs_error {
 	char *path;		/* heap; NULL for an unused slot */
 	uid_t uid;		/* whose request was refused; (uid_t)-1: nobody's */
 	char msg[512];
+};
+struct fs_errors {
+	pthread_mutex_t lock;	/* ring, next (mount.c) */
+	struct fs_error ring[FS_ERRORS_MAX];
+	unsigned next;		/* the slot the next refusal takes */
 };
 
 /*
@@ -136,80 +142,21 @@ struct fs_ctx {
 	bool reads_locally;	/* model_reads_locally: fixed once serving */
 	int log_fd;		/* lines go here when >= 0 (-o log=, or no syslog): else syslog */
 
-	pthread_mutex_t err_lock;	/* errors, err_next (mount.c) */
-	struct fs_error errors[FS_ERRORS_MAX];
-	unsigned err_next;	/* the slot the next refusal takes */
+	struct fs_errors err;	/* the kept refusals (mount.c) */
 
 	pthread_mutex_t lock;	/* the fields below, every struct fs_node, fs_file links */
-	struct fs_node root;
-	struct fs_node **buckets;	/* inode.c's table */
-	size_t nbuckets, nnodes;
-	struct fs_node *nodes;
+	struct fs_inodes inodes;	/* inode.c's table */
 	struct fs_file *files;	/* every open file (file.c) */
-	struct fs_moved moved[FS_MOVED_MAX];	/* a ring, oldest overwritten (inode.c) */
-	unsigned moved_next;	/* the slot the next freed renamed node takes */
-	uint64_t move_seq;	/* the last number mixed into a number of its own */
-	struct fs_node **fixed;	/* FS_FIXED_BUCKETS chains (node->ino_next); NULL until needed */
 
-	/* invalidate.c's worker: notifications must not run inside an operation */
-	pthread_mutex_t inval_lock;	/* the fields below up to gen_lock */
-	pthread_cond_t inval_cond;
-	struct fs_inval *inval_head, *inval_tail;
-	bool inval_foreign;	/* coalesced: the store changed elsewhere, revalidate all */
-	bool inval_stop, inval_started;
-	/*
-	 * FS_INVAL_STORE items wait apart, behind every other item: a push
-	 * only saves a read later, and must not delay an invalidation.
-	 */
-	struct fs_inval *push_head, *push_tail;
-	unsigned inval_npush;	/* items on that list (at most FS_PUSH_QUEUE_MAX) */
-	pthread_t inval_thread;	/* written before the thread runs, joined after stop */
-	uint64_t inval_queued, inval_sent;	/* items ever queued / handled, for fs_inval_wait */
-	pthread_cond_t inval_sent_cond;	/* broadcast when inval_sent moves or the worker stops */
-
-	/*
-	 * Noticing commits by other processes (the offline CLI; watcher.c):
-	 * the store accounts for our own commits as it makes them and tells
-	 * whether anyone else committed (model_changed_elsewhere). The watcher
-	 * thread polls every FS_WATCH_MS and then invalidates what the kernel
-	 * caches of the nodes those commits touched (the change feed below),
-	 * so that long entry and attribute timeouts stay honest.
-	 */
+	struct fs_inval_worker inval;	/* invalidate.c's worker */
 	pthread_mutex_t push_lock;	/* a push against a first writer (lock order, 0) */
-	pthread_rwlock_t gen_lock;	/* the write section (rank 2 above; write_section.c) */
-	/*
-	 * Write sections that may change which nodes are directories (all
-	 * but a leaf's content commit): how many are open, how many began.
-	 * A leaf's commit that saw none of them and was the store's only
-	 * commit keeps its directory's nlink count (fs_shape_carry).
-	 */
-	atomic_uint shape_writers;
-	atomic_uint_fast64_t shape_seq;
-	/*
-	 * The change feed (model_changes_read): the watcher reads what other
-	 * commits touched from feed_pos on, and has the worker revalidate only
-	 * those nodes; when the store cannot tell, every node. Only the
-	 * watcher thread touches these (fs_watch_start sets them before).
-	 */
-	uint64_t feed_pos;	/* generation the feed was read up to */
-	uint64_t feed_want;	/* a foreign commit was seen at this generation: read to it */
-	uint64_t reap_lo, reap_hi;	/* the reaper's last commits: ours, read as another's */
-	pthread_mutex_t watch_lock;	/* watch_stop, watch_started */
-	pthread_cond_t watch_cond;
-	bool watch_stop, watch_started;
-	pthread_t watch_thread;
+	struct fs_write_section section;	/* write_section.c's */
+	struct fs_watcher watch;	/* watcher.c's */
 
 	_Atomic uint64_t stats[FS_STAT_MAX];	/* stats.c: requests by opcode; no lock */
 
-	pthread_mutex_t ahead_lock;	/* ahead */
-	struct fs_ahead ahead;
-
-	/* table.c: schemas set by user.kvfs.schema that wait for their rows */
-	pthread_mutex_t schema_try_lock;	/* one attempt at a time (lock order, 0) */
-	pthread_mutex_t schema_lock;	/* the fields below (lock order, 5) */
-	struct fs_schema_wait *schema_waits;
-	uint64_t schema_gen;	/* model_generation at the last attempt */
-	uint64_t schema_idle_gen;	/* at the watcher's previous tick */
+	struct fs_ahead ahead;	/* ahead.c's */
+	struct fs_schemas schema;	/* table.c's */
 };
 
 #define FS_TIMEOUT_DEFAULT 86400.0	/* entry and attr timeouts: the watcher keeps them honest */

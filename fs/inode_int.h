@@ -23,7 +23,7 @@ struct fs_node {
 	struct fs_node *parent;	/* holds one ref; NULL for the root; a rename changes it */
 	char *name;		/* the name as shown (escaped); "" for the root */
 	struct fs_node *hnext;	/* chain in the table, by (parent, name) */
-	struct fs_node *prev, *next;	/* ctx->nodes: every live node but the root */
+	struct fs_node *prev, *next;	/* ctx->inodes.nodes: every live node but the root */
 	struct fs_node *children;	/* the nodes whose parent this is */
 	struct fs_node *sib_prev, *sib_next;	/* in parent->children */
 	bool kind_known;	/* is_dir recorded by a stat or a listing */
@@ -42,7 +42,7 @@ struct fs_node {
 	uint64_t st_ino;	/* 0 until first shown */
 	uint64_t model_ino;	/* the model's number st_ino was taken from */
 	bool ino_fixed;		/* st_ino no longer follows the model's (a rename kept it) */
-	struct fs_node *ino_next;	/* chain in ctx->fixed while ino_fixed */
+	struct fs_node *ino_next;	/* chain in ctx->inodes.fixed while ino_fixed */
 	/* cache.c: the page cache */
 	bool cache_known;	/* cache_* recorded at an earlier open */
 	int64_t cache_mtime;	/* leaf mtime and size at the last open or commit */
@@ -73,7 +73,20 @@ struct fs_moved {
 	char *name;		/* heap; NULL for an unused slot */
 	uint64_t st_ino;
 };
-#define FS_FIXED_BUCKETS 4096	/* ctx->fixed: nodes whose st_ino a rename fixed, by st_ino */
+/* ctx->inodes.fixed: nodes whose st_ino a rename fixed, by st_ino */
+#define FS_FIXED_BUCKETS 4096
+
+/* The node table (ctx->inodes): every field guarded by ctx->lock. */
+struct fs_inodes {
+	struct fs_node root;
+	struct fs_node **buckets;	/* inode.c's table */
+	size_t nbuckets, nnodes;
+	struct fs_node *nodes;
+	struct fs_moved moved[FS_MOVED_MAX];	/* a ring, oldest overwritten (inode.c) */
+	unsigned moved_next;	/* the slot the next freed renamed node takes */
+	uint64_t move_seq;	/* the last number mixed into a number of its own */
+	struct fs_node **fixed;	/* FS_FIXED_BUCKETS chains (node->ino_next); NULL until needed */
+};
 
 /* ---- the node table (inode.c) ---- */
 /*

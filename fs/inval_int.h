@@ -21,7 +21,7 @@ enum fs_inval_kind {
 
 /* ---- invalidation worker (invalidate.c) ---- */
 
-/* One notification waiting for the worker (ctx->inval_head; inval_lock). */
+/* One notification waiting for the worker (ctx->inval.head; ctx->inval.lock). */
 struct fs_inval {
 	struct fs_inval *next;
 	enum fs_inval_kind kind;
@@ -34,6 +34,24 @@ struct fs_inval {
  * (watcher.c) queues the change feed's paths through it.
  */
 void inval_push(struct fs_ctx *ctx, struct fs_inval *iv);
+
+/* invalidate.c's worker (ctx->inval): notifications must not run inside an operation */
+struct fs_inval_worker {
+	pthread_mutex_t lock;	/* the fields below */
+	pthread_cond_t cond;
+	struct fs_inval *head, *tail;
+	bool foreign;		/* coalesced: the store changed elsewhere, revalidate all */
+	bool stop, started;
+	/*
+	 * FS_INVAL_STORE items wait apart, behind every other item: a push
+	 * only saves a read later, and must not delay an invalidation.
+	 */
+	struct fs_inval *push_head, *push_tail;
+	unsigned npush;		/* items on that list (at most FS_PUSH_QUEUE_MAX) */
+	pthread_t thread;	/* written before the thread runs, joined after stop */
+	uint64_t queued, sent;	/* items ever queued / handled, for fs_inval_wait */
+	pthread_cond_t sent_cond;	/* broadcast when sent moves or the worker stops */
+};
 void fs_inval_entry(struct fs_ctx *ctx, fuse_ino_t parent, const char *name, size_t len);
 void fs_inval_node(struct fs_ctx *ctx, fuse_ino_t ino, enum fs_inval_kind kind);
 /*
@@ -89,6 +107,30 @@ void fs_inval_after_change(struct fs_ctx *ctx, struct fs_node *node, bool view);
 #define FS_WATCH_MS 150
 #define FS_FEED_PATHS_MAX 4096	/* changed paths in one poll beyond which all are re-checked */
 #define FS_READERS_CHECK_TICKS 20	/* clear dead readers every 20 polls: 3 s */
+
+/*
+ * Noticing commits by other processes (the offline CLI; ctx->watch): the
+ * store accounts for our own commits as it makes them and tells whether
+ * anyone else committed (model_changed_elsewhere). The watcher thread
+ * polls every FS_WATCH_MS and then invalidates what the kernel caches of
+ * the nodes those commits touched (the change feed below), so that long
+ * entry and attribute timeouts stay honest.
+ */
+struct fs_watcher {
+	/*
+	 * The change feed (model_changes_read): the watcher reads what other
+	 * commits touched from feed_pos on, and has the worker revalidate only
+	 * those nodes; when the store cannot tell, every node. Only the
+	 * watcher thread touches these (fs_watch_start sets them before).
+	 */
+	uint64_t feed_pos;	/* generation the feed was read up to */
+	uint64_t feed_want;	/* a foreign commit was seen at this generation: read to it */
+	uint64_t reap_lo, reap_hi;	/* the reaper's last commits: ours, read as another's */
+	pthread_mutex_t lock;	/* stop, started */
+	pthread_cond_t cond;
+	bool stop, started;
+	pthread_t thread;
+};
 int fs_watch_start(struct fs_ctx *ctx);
 void fs_watch_stop(struct fs_ctx *ctx);
 

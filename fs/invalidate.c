@@ -54,7 +54,7 @@ void fs_inval_after_change(struct fs_ctx *ctx, struct fs_node *node, bool view)
 	struct fs_node *dir;
 	char *name;
 
-	if (node == &ctx->root)
+	if (node == &ctx->inodes.root)
 		return;
 	fs_inval_attr_now(ctx, fs_node_ino(ctx, node));	/* before close returns */
 	if (!view)
@@ -94,31 +94,31 @@ static void inval_free(struct fs_ctx *ctx, struct fs_inval *iv)
 
 void inval_push(struct fs_ctx *ctx, struct fs_inval *iv)
 {
-	pthread_mutex_lock(&ctx->inval_lock);
-	if (!ctx->inval_started || ctx->inval_stop ||
-	    (iv->kind == FS_INVAL_STORE && ctx->inval_npush >= FS_PUSH_QUEUE_MAX)) {
-		pthread_mutex_unlock(&ctx->inval_lock);
+	pthread_mutex_lock(&ctx->inval.lock);
+	if (!ctx->inval.started || ctx->inval.stop ||
+	    (iv->kind == FS_INVAL_STORE && ctx->inval.npush >= FS_PUSH_QUEUE_MAX)) {
+		pthread_mutex_unlock(&ctx->inval.lock);
 		inval_free(ctx, iv);
 		return;
 	}
 	if (iv->kind == FS_INVAL_STORE) {
-		/* not counted in inval_queued: fs_inval_wait never waits for a push */
-		ctx->inval_npush++;
-		if (ctx->push_tail)
-			ctx->push_tail->next = iv;
+		/* not counted in inval.queued: fs_inval_wait never waits for a push */
+		ctx->inval.npush++;
+		if (ctx->inval.push_tail)
+			ctx->inval.push_tail->next = iv;
 		else
-			ctx->push_head = iv;
-		ctx->push_tail = iv;
+			ctx->inval.push_head = iv;
+		ctx->inval.push_tail = iv;
 	} else {
-		if (ctx->inval_tail)
-			ctx->inval_tail->next = iv;
+		if (ctx->inval.tail)
+			ctx->inval.tail->next = iv;
 		else
-			ctx->inval_head = iv;
-		ctx->inval_tail = iv;
-		ctx->inval_queued++;
+			ctx->inval.head = iv;
+		ctx->inval.tail = iv;
+		ctx->inval.queued++;
 	}
-	pthread_cond_signal(&ctx->inval_cond);
-	pthread_mutex_unlock(&ctx->inval_lock);
+	pthread_cond_signal(&ctx->inval.cond);
+	pthread_mutex_unlock(&ctx->inval.lock);
 }
 
 void fs_inval_entry(struct fs_ctx *ctx, fuse_ino_t parent, const char *name, size_t len)
@@ -179,9 +179,9 @@ void fs_inval_attr_now(struct fs_ctx *ctx, fuse_ino_t ino)
 	bool serving;
 	int ret;
 
-	pthread_mutex_lock(&ctx->inval_lock);
-	serving = ctx->inval_started && !ctx->inval_stop;
-	pthread_mutex_unlock(&ctx->inval_lock);
+	pthread_mutex_lock(&ctx->inval.lock);
+	serving = ctx->inval.started && !ctx->inval.stop;
+	pthread_mutex_unlock(&ctx->inval.lock);
 	if (!serving)
 		return;		/* not serving (yet, or any more): nothing is cached */
 	ret = fuse_lowlevel_notify_inval_inode(ctx->se, ino, -1, 0);
@@ -193,18 +193,18 @@ bool fs_inval_waiting(struct fs_ctx *ctx)
 {
 	bool waiting;
 
-	pthread_mutex_lock(&ctx->inval_lock);
-	waiting = ctx->inval_head || ctx->inval_foreign || ctx->inval_stop;
-	pthread_mutex_unlock(&ctx->inval_lock);
+	pthread_mutex_lock(&ctx->inval.lock);
+	waiting = ctx->inval.head || ctx->inval.foreign || ctx->inval.stop;
+	pthread_mutex_unlock(&ctx->inval.lock);
 	return waiting;
 }
 
 void fs_inval_foreign(struct fs_ctx *ctx)
 {
-	pthread_mutex_lock(&ctx->inval_lock);
-	ctx->inval_foreign = true;
-	pthread_cond_signal(&ctx->inval_cond);
-	pthread_mutex_unlock(&ctx->inval_lock);
+	pthread_mutex_lock(&ctx->inval.lock);
+	ctx->inval.foreign = true;
+	pthread_cond_signal(&ctx->inval.cond);
+	pthread_mutex_unlock(&ctx->inval.lock);
 }
 
 /* Sends one notification; the kernel answers ENOENT for what it no longer caches. */
@@ -242,48 +242,48 @@ static void *inval_main(void *arg)
 {
 	struct fs_ctx *ctx = arg;
 
-	pthread_mutex_lock(&ctx->inval_lock);
+	pthread_mutex_lock(&ctx->inval.lock);
 	for (;;) {
 		struct fs_inval *iv;
 		bool push;
 
-		while (!ctx->inval_head && !ctx->push_head && !ctx->inval_foreign &&
-		       !ctx->inval_stop)
-			pthread_cond_wait(&ctx->inval_cond, &ctx->inval_lock);
-		if (ctx->inval_stop)
+		while (!ctx->inval.head && !ctx->inval.push_head && !ctx->inval.foreign &&
+		       !ctx->inval.stop)
+			pthread_cond_wait(&ctx->inval.cond, &ctx->inval.lock);
+		if (ctx->inval.stop)
 			break;
-		if (ctx->inval_foreign) {
-			ctx->inval_foreign = false;
-			pthread_mutex_unlock(&ctx->inval_lock);
+		if (ctx->inval.foreign) {
+			ctx->inval.foreign = false;
+			pthread_mutex_unlock(&ctx->inval.lock);
 			fs_node_revalidate_all(ctx);
-			pthread_mutex_lock(&ctx->inval_lock);
+			pthread_mutex_lock(&ctx->inval.lock);
 			continue;
 		}
-		push = !ctx->inval_head;
+		push = !ctx->inval.head;
 		if (!push) {
-			iv = ctx->inval_head;
-			ctx->inval_head = iv->next;
-			if (!ctx->inval_head)
-				ctx->inval_tail = NULL;
+			iv = ctx->inval.head;
+			ctx->inval.head = iv->next;
+			if (!ctx->inval.head)
+				ctx->inval.tail = NULL;
 		} else {
 			/* pushes only when no invalidation waits */
-			iv = ctx->push_head;
-			ctx->push_head = iv->next;
-			if (!ctx->push_head)
-				ctx->push_tail = NULL;
-			ctx->inval_npush--;
+			iv = ctx->inval.push_head;
+			ctx->inval.push_head = iv->next;
+			if (!ctx->inval.push_head)
+				ctx->inval.push_tail = NULL;
+			ctx->inval.npush--;
 		}
-		pthread_mutex_unlock(&ctx->inval_lock);
+		pthread_mutex_unlock(&ctx->inval.lock);
 		inval_send(ctx, iv);
 		free(iv);
-		pthread_mutex_lock(&ctx->inval_lock);
+		pthread_mutex_lock(&ctx->inval.lock);
 		if (!push) {
-			ctx->inval_sent++;
-			pthread_cond_broadcast(&ctx->inval_sent_cond);
+			ctx->inval.sent++;
+			pthread_cond_broadcast(&ctx->inval.sent_cond);
 		}
 	}
-	pthread_cond_broadcast(&ctx->inval_sent_cond);
-	pthread_mutex_unlock(&ctx->inval_lock);
+	pthread_cond_broadcast(&ctx->inval.sent_cond);
+	pthread_mutex_unlock(&ctx->inval.lock);
 	return NULL;
 }
 
@@ -299,22 +299,22 @@ void fs_inval_wait(struct fs_ctx *ctx)
 
 	clock_gettime(CLOCK_REALTIME, &deadline);
 	deadline.tv_sec += 1;
-	pthread_mutex_lock(&ctx->inval_lock);
-	target = ctx->inval_queued;
-	while (ctx->inval_started && !ctx->inval_stop && ctx->inval_sent < target)
-		if (pthread_cond_timedwait(&ctx->inval_sent_cond, &ctx->inval_lock, &deadline) != 0)
+	pthread_mutex_lock(&ctx->inval.lock);
+	target = ctx->inval.queued;
+	while (ctx->inval.started && !ctx->inval.stop && ctx->inval.sent < target)
+		if (pthread_cond_timedwait(&ctx->inval.sent_cond, &ctx->inval.lock, &deadline) != 0)
 			break;
-	pthread_mutex_unlock(&ctx->inval_lock);
+	pthread_mutex_unlock(&ctx->inval.lock);
 }
 
 int fs_inval_start(struct fs_ctx *ctx)
 {
 	int ret;
 
-	pthread_mutex_lock(&ctx->inval_lock);
-	ret = pthread_create(&ctx->inval_thread, NULL, inval_main, ctx);
-	ctx->inval_started = ret == 0;
-	pthread_mutex_unlock(&ctx->inval_lock);
+	pthread_mutex_lock(&ctx->inval.lock);
+	ret = pthread_create(&ctx->inval.thread, NULL, inval_main, ctx);
+	ctx->inval.started = ret == 0;
+	pthread_mutex_unlock(&ctx->inval.lock);
 	return -ret;
 }
 
@@ -322,25 +322,25 @@ void fs_inval_stop(struct fs_ctx *ctx)
 {
 	struct fs_inval *iv, *next;
 
-	pthread_mutex_lock(&ctx->inval_lock);
-	if (!ctx->inval_started) {
-		pthread_mutex_unlock(&ctx->inval_lock);
+	pthread_mutex_lock(&ctx->inval.lock);
+	if (!ctx->inval.started) {
+		pthread_mutex_unlock(&ctx->inval.lock);
 		return;
 	}
-	ctx->inval_stop = true;
-	pthread_cond_signal(&ctx->inval_cond);
-	pthread_mutex_unlock(&ctx->inval_lock);
-	pthread_join(ctx->inval_thread, NULL);
-	for (iv = ctx->inval_head; iv; iv = next) {
+	ctx->inval.stop = true;
+	pthread_cond_signal(&ctx->inval.cond);
+	pthread_mutex_unlock(&ctx->inval.lock);
+	pthread_join(ctx->inval.thread, NULL);
+	for (iv = ctx->inval.head; iv; iv = next) {
 		next = iv->next;
 		inval_free(ctx, iv);
 	}
-	for (iv = ctx->push_head; iv; iv = next) {
+	for (iv = ctx->inval.push_head; iv; iv = next) {
 		next = iv->next;
 		inval_free(ctx, iv);
 	}
-	ctx->inval_head = ctx->inval_tail = NULL;
-	ctx->push_head = ctx->push_tail = NULL;
-	ctx->inval_npush = 0;
-	ctx->inval_started = false;
+	ctx->inval.head = ctx->inval.tail = NULL;
+	ctx->inval.push_head = ctx->inval.push_tail = NULL;
+	ctx->inval.npush = 0;
+	ctx->inval.started = false;
 }

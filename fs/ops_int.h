@@ -111,6 +111,14 @@ enum fs_settle {
 	FS_SETTLE_LAST,		/* unmount: try, then log and forget what still waits */
 };
 void fs_table_settle(struct fs_ctx *ctx, enum fs_settle why);
+/* table.c: schemas set by user.kvfs.schema that wait for their rows (ctx->schema) */
+struct fs_schemas {
+	pthread_mutex_t try_lock;	/* one attempt at a time (lock order, 0) */
+	pthread_mutex_t lock;	/* the fields below (lock order, 5) */
+	struct fs_schema_wait *waits;
+	uint64_t gen;		/* model_generation at the last attempt */
+	uint64_t idle_gen;	/* at the watcher's previous tick */
+};
 /* Frees the waiting schemas (ctx_free). */
 void fs_table_release(struct fs_ctx *ctx);
 /*

@@ -34,7 +34,7 @@ struct feed_batch {
 /*
  * One node a commit touched. Our own commits were invalidated by the
  * operation that made them, except the reaper's (made outside any
- * operation: ctx->reap_lo..reap_hi), treated as another's. -ESTALE asks
+ * operation: ctx->watch.reap_lo..reap_hi), treated as another's. -ESTALE asks
  * for the whole re-check: everything changed, or too much to list.
  */
 static int feed_one(void *arg, const struct model_change *c)
@@ -82,25 +82,25 @@ static void batch_free(struct feed_batch *b)
  */
 static void feed_poll(struct fs_ctx *ctx)
 {
-	struct feed_batch b = { NULL, NULL, 0, ctx->reap_lo, ctx->reap_hi };
-	uint64_t gen, upto = ctx->feed_pos;
+	struct feed_batch b = { NULL, NULL, 0, ctx->watch.reap_lo, ctx->watch.reap_hi };
+	uint64_t gen, upto = ctx->watch.feed_pos;
 	int ret;
 
-	if (store_changed_elsewhere(ctx, &gen) && gen > ctx->feed_want)
-		ctx->feed_want = gen;
-	if (ctx->feed_pos >= ctx->feed_want) {
-		if (gen > ctx->feed_pos)
-			ctx->feed_pos = gen;
+	if (store_changed_elsewhere(ctx, &gen) && gen > ctx->watch.feed_want)
+		ctx->watch.feed_want = gen;
+	if (ctx->watch.feed_pos >= ctx->watch.feed_want) {
+		if (gen > ctx->watch.feed_pos)
+			ctx->watch.feed_pos = gen;
 		return;
 	}
-	ret = model_changes_read(ctx->model, ctx->feed_pos, feed_one, &b, &upto);
-	ctx->feed_pos = upto > ctx->feed_pos ? upto : ctx->feed_pos;
+	ret = model_changes_read(ctx->model, ctx->watch.feed_pos, feed_one, &b, &upto);
+	ctx->watch.feed_pos = upto > ctx->watch.feed_pos ? upto : ctx->watch.feed_pos;
 	if (ret < 0) {
 		batch_free(&b);
 		fs_trace(ctx, "the store changed elsewhere (%s): re-checking every node",
 			 ret == -ESTALE ? "the change log cannot tell what" : strerror(-ret));
-		if (ret != -ESTALE || ctx->feed_pos < ctx->feed_want)
-			ctx->feed_pos = ctx->feed_want;	/* the re-check covers it */
+		if (ret != -ESTALE || ctx->watch.feed_pos < ctx->watch.feed_want)
+			ctx->watch.feed_pos = ctx->watch.feed_want;	/* the re-check covers it */
 		fs_inval_foreign(ctx);
 		return;
 	}
@@ -136,22 +136,23 @@ static void *watch_main(void *arg)
 	struct timespec until;
 	unsigned ticks = 0;
 
-	pthread_mutex_lock(&ctx->watch_lock);
+	pthread_mutex_lock(&ctx->watch.lock);
 	long tick_ms = FS_WATCH_MS;
 
-	while (!ctx->watch_stop) {
+	while (!ctx->watch.stop) {
 		clock_gettime(CLOCK_MONOTONIC, &until);
 		until.tv_nsec += tick_ms * 1000000L;
 		if (until.tv_nsec >= 1000000000L) {
 			until.tv_nsec -= 1000000000L;
 			until.tv_sec++;
 		}
-		while (!ctx->watch_stop &&
-		       pthread_cond_timedwait(&ctx->watch_cond, &ctx->watch_lock, &until) != ETIMEDOUT)
+		while (!ctx->watch.stop &&
+		       pthread_cond_timedwait(&ctx->watch.cond, &ctx->watch.lock,
+					      &until) != ETIMEDOUT)
 			;
-		if (ctx->watch_stop)
+		if (ctx->watch.stop)
 			break;
-		pthread_mutex_unlock(&ctx->watch_lock);
+		pthread_mutex_unlock(&ctx->watch.lock);
 		if (++ticks % FS_READERS_CHECK_TICKS == 0)
 			readers_check(ctx);
 		fs_ttl_reap(ctx);
@@ -159,9 +160,9 @@ static void *watch_main(void *arg)
 			fs_held_commit(ctx, false);	/* leaves made by mknod and never opened */
 		fs_table_settle(ctx, FS_SETTLE_IDLE);	/* schemas waiting for their rows */
 		feed_poll(ctx);
-		pthread_mutex_lock(&ctx->watch_lock);
+		pthread_mutex_lock(&ctx->watch.lock);
 	}
-	pthread_mutex_unlock(&ctx->watch_lock);
+	pthread_mutex_unlock(&ctx->watch.lock);
 	return NULL;
 }
 
@@ -170,24 +171,24 @@ int fs_watch_start(struct fs_ctx *ctx)
 	int ret;
 
 	model_changed_elsewhere(ctx->model);	/* what came before the mount is no news */
-	ctx->feed_pos = ctx->feed_want = model_generation(ctx->model);
-	pthread_mutex_lock(&ctx->watch_lock);
-	ret = pthread_create(&ctx->watch_thread, NULL, watch_main, ctx);
-	ctx->watch_started = ret == 0;
-	pthread_mutex_unlock(&ctx->watch_lock);
+	ctx->watch.feed_pos = ctx->watch.feed_want = model_generation(ctx->model);
+	pthread_mutex_lock(&ctx->watch.lock);
+	ret = pthread_create(&ctx->watch.thread, NULL, watch_main, ctx);
+	ctx->watch.started = ret == 0;
+	pthread_mutex_unlock(&ctx->watch.lock);
 	return -ret;
 }
 
 void fs_watch_stop(struct fs_ctx *ctx)
 {
-	pthread_mutex_lock(&ctx->watch_lock);
-	if (!ctx->watch_started) {
-		pthread_mutex_unlock(&ctx->watch_lock);
+	pthread_mutex_lock(&ctx->watch.lock);
+	if (!ctx->watch.started) {
+		pthread_mutex_unlock(&ctx->watch.lock);
 		return;
 	}
-	ctx->watch_stop = true;
-	pthread_cond_signal(&ctx->watch_cond);
-	pthread_mutex_unlock(&ctx->watch_lock);
-	pthread_join(ctx->watch_thread, NULL);
-	ctx->watch_started = false;
+	ctx->watch.stop = true;
+	pthread_cond_signal(&ctx->watch.cond);
+	pthread_mutex_unlock(&ctx->watch.lock);
+	pthread_join(ctx->watch.thread, NULL);
+	ctx->watch.started = false;
 }

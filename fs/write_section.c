@@ -1,6 +1,6 @@
 /*
  * fs/write_section.c - the write section around every model call that may
- * commit (ctx->gen_lock), and the shape marks by which a commit keeps the
+ * commit (ctx->section.gen_lock), and the shape marks by which a commit keeps the
  * nlink counts of the directories it changes.
  */
 #include <assert.h>
@@ -10,32 +10,32 @@
 /* A section that may make or remove directories opens: see fs_shape_carry. */
 static void shape_enter(struct fs_ctx *ctx)
 {
-	atomic_fetch_add(&ctx->shape_writers, 1);
-	atomic_fetch_add(&ctx->shape_seq, 1);
+	atomic_fetch_add(&ctx->section.shape_writers, 1);
+	atomic_fetch_add(&ctx->section.shape_seq, 1);
 }
 
 void fs_write_begin(struct fs_ctx *ctx)
 {
-	pthread_rwlock_rdlock(&ctx->gen_lock);
+	pthread_rwlock_rdlock(&ctx->section.gen_lock);
 	shape_enter(ctx);
 }
 
 void fs_write_begin_excl(struct fs_ctx *ctx)
 {
-	pthread_rwlock_wrlock(&ctx->gen_lock);
+	pthread_rwlock_wrlock(&ctx->section.gen_lock);
 	shape_enter(ctx);
 }
 
 void fs_write_end(struct fs_ctx *ctx, int ret)
 {
 	(void)ret;
-	atomic_fetch_sub(&ctx->shape_writers, 1);
-	pthread_rwlock_unlock(&ctx->gen_lock);
+	atomic_fetch_sub(&ctx->section.shape_writers, 1);
+	pthread_rwlock_unlock(&ctx->section.gen_lock);
 }
 
 void fs_write_end_leaf(struct fs_ctx *ctx)
 {
-	pthread_rwlock_unlock(&ctx->gen_lock);
+	pthread_rwlock_unlock(&ctx->section.gen_lock);
 }
 
 enum section { SECTION_SHARED, SECTION_EXCL, SECTION_LEAF };
@@ -50,7 +50,7 @@ static int write_path(struct fs_ctx *ctx, struct fs_node *node, const char *name
 	else if (kind == SECTION_SHARED)
 		fs_write_begin(ctx);
 	else
-		pthread_rwlock_rdlock(&ctx->gen_lock);
+		pthread_rwlock_rdlock(&ctx->section.gen_lock);
 	ret = fs_node_path(ctx, node, name, out);
 	if (ret < 0 && kind == SECTION_LEAF)
 		fs_write_end_leaf(ctx);
@@ -87,17 +87,17 @@ static bool reaped_since(struct fs_ctx *ctx, const struct fs_shape_mark *mark)
 /* Whether a section that may change shapes, or a TTL reap, ran since (or at) the mark. */
 static bool shape_moved(struct fs_ctx *ctx, const struct fs_shape_mark *mark)
 {
-	return reaped_since(ctx, mark) || atomic_load(&ctx->shape_writers) != 0 ||
-	       atomic_load(&ctx->shape_seq) != mark->seq;
+	return reaped_since(ctx, mark) || atomic_load(&ctx->section.shape_writers) != 0 ||
+	       atomic_load(&ctx->section.shape_seq) != mark->seq;
 }
 
 void fs_shape_mark(struct fs_ctx *ctx, struct fs_shape_mark *mark)
 {
 	bool reaping;
 
-	mark->seq = atomic_load(&ctx->shape_seq);
+	mark->seq = atomic_load(&ctx->section.shape_seq);
 	model_reaps(ctx->model, &mark->reaps, &reaping);
-	mark->quiet = !reaping && atomic_load(&ctx->shape_writers) == 0;
+	mark->quiet = !reaping && atomic_load(&ctx->section.shape_writers) == 0;
 	mark->version = model_version(ctx->model);
 }
 

@@ -10,6 +10,20 @@
 #endif
 
 /* ---- the write section (write_section.c) ---- */
+
+/* The write section (ctx->section). */
+struct fs_write_section {
+	pthread_rwlock_t gen_lock;	/* the write section (lock order, 2) */
+	/*
+	 * Write sections that may change which nodes are directories (all
+	 * but a leaf's content commit): how many are open, how many began.
+	 * A leaf's commit that saw none of them and was the store's only
+	 * commit keeps its directory's nlink count (fs_shape_carry).
+	 */
+	atomic_uint shape_writers;
+	atomic_uint_fast64_t shape_seq;
+};
+
 /*
  * Around every model call that may commit. Shared: calls that keep every
  * name where it is run together (their commits share a sync); _excl: a
@@ -34,7 +48,7 @@ int fs_write_path_excl(struct fs_ctx *ctx, struct fs_node *node, const char *nam
  */
 struct fs_shape_mark {
 	uint64_t version;	/* the store's before the commit */
-	uint64_t seq;		/* ctx->shape_seq then */
+	uint64_t seq;		/* ctx->section.shape_seq then */
 	uint64_t reaps;		/* TTL reaps begun then (model_reaps) */
 	bool quiet;		/* no other section that may change shapes, nor a reap, was running */
 	/* fs_shape_mark_dirs: the directories an exclusive section changes */
