@@ -160,7 +160,7 @@ static enum batch_answer batch_find(struct fs_ahead_batch *b, const char *name,
 	return BATCH_ABSENT;
 }
 
-/* Whether the batch is dir's at gen1 (version + 1), young enough to serve. ahead_lock held. */
+/* Whether the batch is dir's at gen1 (version + 1), young enough to serve. ahead.lock held. */
 static bool batch_fresh_locked(const struct fs_ahead *a, const struct fs_node *dir, uint64_t gen1)
 {
 	return a->dir == dir && a->gen == gen1 && now_ns() - a->read_ns < a->age_ns;
@@ -180,7 +180,7 @@ static char *parent_path(const char *path)
 
 /*
  * Whether a stat of node in dir (listed: at gen1, version + 1) that the
- * batch does not serve reads one. ahead_lock held.
+ * batch does not serve reads one. ahead.lock held.
  */
 static bool want_batch_locked(struct fs_ahead *a, struct fs_node *dir, const struct fs_node *node,
 			      uint64_t gen1, bool listed)
@@ -235,12 +235,12 @@ int fs_ahead_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path, ui
 	if (!dir || !name || model_version(ctx->model) != gen)
 		goto out_unref;
 
-	pthread_mutex_lock(&ctx->ahead_lock);
+	pthread_mutex_lock(&ctx->ahead.lock);
 	if (batch_fresh_locked(a, dir, gen + 1))
 		answer = batch_find(&a->batch, name, out);
 	read = answer == BATCH_ABSENT && want_batch_locked(a, dir, node, gen + 1, listed);
 	cap = a->next_cap;
-	pthread_mutex_unlock(&ctx->ahead_lock);
+	pthread_mutex_unlock(&ctx->ahead.lock);
 	if (!read)
 		goto out_unref;
 
@@ -250,7 +250,7 @@ int fs_ahead_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path, ui
 		 b.n, ret);
 	/* only what the store held at gen: a commit meanwhile makes it another listing's */
 	unchanged = ret == 0 && model_version(ctx->model) == gen;
-	pthread_mutex_lock(&ctx->ahead_lock);
+	pthread_mutex_lock(&ctx->ahead.lock);
 	a->reading = false;
 	if (ret < 0 && ret != -ENOMEM) {	/* no listing from that name: none at the next stat either */
 		a->dead_dir = dir;
@@ -275,7 +275,7 @@ int fs_ahead_stat(struct fs_ctx *ctx, struct fs_node *node, const char *path, ui
 		}
 		fs_stat_add(ctx, FS_STAT_AHEAD_READS, 1);
 	}
-	pthread_mutex_unlock(&ctx->ahead_lock);
+	pthread_mutex_unlock(&ctx->ahead.lock);
 	batch_free(&b);
 out_unref:
 	if (answer == BATCH_FOUND)

@@ -151,7 +151,7 @@ void fs_cache_push_dir(struct fs_ctx *ctx, struct fs_node *dir)
 			return;
 		}
 		pthread_mutex_lock(&ctx->lock);
-		child = dir->hashed || dir == &ctx->root ?
+		child = dir->hashed || dir == &ctx->inodes.root ?
 			fs_node_child_locked(ctx, dir, names.v[i], false) : NULL;
 		if (child && child->nlookup > 0 && !child->cache_known)
 			fs_node_ref_locked(child);

@@ -1,7 +1,8 @@
 /*
  * fs/inode.c - the table of nodes the kernel knows: node ids <-> (parent,
  * name), lookup counts, paths rebuilt from the parent chain, and the
- * bookkeeping that mirrors unlink and rename. See fs/fs_int.h for the rules.
+ * bookkeeping that mirrors unlink and rename. See fs/inode_int.h for the
+ * rules, fs/fs_int.h for the lock order.
  */
 #include <assert.h>
 #include <errno.h>
@@ -25,13 +26,13 @@ static size_t node_hash(const struct fs_node *parent, const char *name)
 
 int fs_nodes_init(struct fs_ctx *ctx)
 {
-	ctx->buckets = calloc(FS_BUCKETS_MIN, sizeof(*ctx->buckets));
-	if (!ctx->buckets)
+	ctx->inodes.buckets = calloc(FS_BUCKETS_MIN, sizeof(*ctx->inodes.buckets));
+	if (!ctx->inodes.buckets)
 		return -ENOMEM;
-	ctx->nbuckets = FS_BUCKETS_MIN;
-	ctx->root.name = (char *)"";
-	ctx->root.nlookup = 1;
-	ctx->root.hashed = true;
+	ctx->inodes.nbuckets = FS_BUCKETS_MIN;
+	ctx->inodes.root.name = (char *)"";
+	ctx->inodes.root.nlookup = 1;
+	ctx->inodes.root.hashed = true;
 	return 0;
 }
 
@@ -40,7 +41,7 @@ void fs_nodes_release(struct fs_ctx *ctx)
 {
 	struct fs_node *n, *next;
 
-	for (n = ctx->nodes; n; n = next) {
+	for (n = ctx->inodes.nodes; n; n = next) {
 		next = n->next;
 		if (n->tmp)
 			free(n->tmp->buf);
@@ -48,21 +49,21 @@ void fs_nodes_release(struct fs_ctx *ctx)
 		free(n->name);
 		free(n);
 	}
-	ctx->nodes = NULL;
+	ctx->inodes.nodes = NULL;
 	for (unsigned i = 0; i < FS_MOVED_MAX; i++) {
-		free(ctx->moved[i].name);
-		ctx->moved[i].name = NULL;
+		free(ctx->inodes.moved[i].name);
+		ctx->inodes.moved[i].name = NULL;
 	}
-	free(ctx->buckets);
-	ctx->buckets = NULL;
-	free(ctx->fixed);
-	ctx->fixed = NULL;
+	free(ctx->inodes.buckets);
+	ctx->inodes.buckets = NULL;
+	free(ctx->inodes.fixed);
+	ctx->inodes.fixed = NULL;
 }
 
 struct fs_node *fs_node_from_ino(struct fs_ctx *ctx, fuse_ino_t ino)
 {
 	if (ino == FUSE_ROOT_ID)
-		return &ctx->root;
+		return &ctx->inodes.root;
 	return (struct fs_node *)(uintptr_t)ino;
 }
 
@@ -115,7 +116,7 @@ bool fs_node_fresh_child(struct fs_ctx *ctx, struct fs_node *dir, const char *na
 
 fuse_ino_t fs_node_ino(struct fs_ctx *ctx, const struct fs_node *node)
 {
-	if (node == &ctx->root)
+	if (node == &ctx->inodes.root)
 		return FUSE_ROOT_ID;
 	return (fuse_ino_t)(uintptr_t)node;
 }
@@ -128,7 +129,7 @@ int fs_node_path(struct fs_ctx *ctx, struct fs_node *node, const char *name, cha
 	int ret = 0;
 
 	pthread_mutex_lock(&ctx->lock);
-	for (n = node; n != &ctx->root; n = n->parent) {
+	for (n = node; n != &ctx->inodes.root; n = n->parent) {
 		if (!n->hashed) {
 			ret = -ENOENT;
 			goto out_unlock;
@@ -149,7 +150,7 @@ int fs_node_path(struct fs_ctx *ctx, struct fs_node *node, const char *name, cha
 		memcpy(path + pos, name, l);
 		path[--pos] = '/';
 	}
-	for (n = node; n != &ctx->root; n = n->parent) {
+	for (n = node; n != &ctx->inodes.root; n = n->parent) {
 		size_t l = strlen(n->name);
 
 		pos -= l;
@@ -186,16 +187,17 @@ static void children_remove(struct fs_node *parent, struct fs_node *n)
 
 static void table_insert(struct fs_ctx *ctx, struct fs_node *n)
 {
-	size_t b = node_hash(n->parent, n->name) % ctx->nbuckets;
+	size_t b = node_hash(n->parent, n->name) % ctx->inodes.nbuckets;
 
-	n->hnext = ctx->buckets[b];
-	ctx->buckets[b] = n;
+	n->hnext = ctx->inodes.buckets[b];
+	ctx->inodes.buckets[b] = n;
 	n->hashed = true;
 }
 
 static void table_remove(struct fs_ctx *ctx, struct fs_node *n)
 {
-	struct fs_node **pp = &ctx->buckets[node_hash(n->parent, n->name) % ctx->nbuckets];
+	struct fs_node **pp =
+		&ctx->inodes.buckets[node_hash(n->parent, n->name) % ctx->inodes.nbuckets];
 
 	if (!n->hashed)
 		return;
@@ -212,13 +214,13 @@ static void table_remove(struct fs_ctx *ctx, struct fs_node *n)
 /* Doubles the bucket array when the table gets crowded; keeps it on failure. */
 static void table_grow(struct fs_ctx *ctx)
 {
-	size_t nb = ctx->nbuckets * 2;
+	size_t nb = ctx->inodes.nbuckets * 2;
 	struct fs_node **nbk = calloc(nb, sizeof(*nbk));
 
 	if (!nbk)
 		return;
-	for (size_t i = 0; i < ctx->nbuckets; i++) {
-		struct fs_node *n = ctx->buckets[i], *next;
+	for (size_t i = 0; i < ctx->inodes.nbuckets; i++) {
+		struct fs_node *n = ctx->inodes.buckets[i], *next;
 
 		for (; n; n = next) {
 			size_t b = node_hash(n->parent, n->name) % nb;
@@ -228,20 +230,21 @@ static void table_grow(struct fs_ctx *ctx)
 			nbk[b] = n;
 		}
 	}
-	free(ctx->buckets);
-	ctx->buckets = nbk;
-	ctx->nbuckets = nb;
+	free(ctx->inodes.buckets);
+	ctx->inodes.buckets = nbk;
+	ctx->inodes.nbuckets = nb;
 }
 
 /* ctx->lock held. Whether a node other than self, or a freed renamed name, keeps ino. */
 static bool ino_taken_locked(const struct fs_ctx *ctx, const struct fs_node *self, uint64_t ino)
 {
-	if (ctx->fixed)
-		for (const struct fs_node *n = ctx->fixed[ino % FS_FIXED_BUCKETS]; n; n = n->ino_next)
+	if (ctx->inodes.fixed)
+		for (const struct fs_node *n = ctx->inodes.fixed[ino % FS_FIXED_BUCKETS]; n;
+		     n = n->ino_next)
 			if (n != self && n->st_ino == ino)
 				return true;
 	for (unsigned i = 0; i < FS_MOVED_MAX; i++)
-		if (ctx->moved[i].name && ctx->moved[i].st_ino == ino)
+		if (ctx->inodes.moved[i].name && ctx->inodes.moved[i].st_ino == ino)
 			return true;
 	return false;
 }
@@ -253,11 +256,11 @@ static void ino_fix_locked(struct fs_ctx *ctx, struct fs_node *n)
 
 	if (n->ino_fixed || !n->st_ino)
 		return;
-	if (!ctx->fixed)
-		ctx->fixed = calloc(FS_FIXED_BUCKETS, sizeof(*ctx->fixed));
-	if (!ctx->fixed)
+	if (!ctx->inodes.fixed)
+		ctx->inodes.fixed = calloc(FS_FIXED_BUCKETS, sizeof(*ctx->inodes.fixed));
+	if (!ctx->inodes.fixed)
 		return;
-	b = &ctx->fixed[n->st_ino % FS_FIXED_BUCKETS];
+	b = &ctx->inodes.fixed[n->st_ino % FS_FIXED_BUCKETS];
 	n->ino_next = *b;
 	*b = n;
 	n->ino_fixed = true;
@@ -267,7 +270,8 @@ static void ino_unfix_locked(struct fs_ctx *ctx, struct fs_node *n)
 {
 	if (!n->ino_fixed)
 		return;
-	for (struct fs_node **p = &ctx->fixed[n->st_ino % FS_FIXED_BUCKETS]; *p; p = &(*p)->ino_next)
+	for (struct fs_node **p = &ctx->inodes.fixed[n->st_ino % FS_FIXED_BUCKETS]; *p;
+	     p = &(*p)->ino_next)
 		if (*p == n) {
 			*p = n->ino_next;
 			break;
@@ -294,7 +298,7 @@ uint64_t fs_node_st_ino_locked(struct fs_ctx *ctx, struct fs_node *node, uint64_
 		return ino;
 	/* a renamed node shows the model's number for this path: one of its own, kept */
 	do
-		node->st_ino = ino ^ (++ctx->move_seq * 0x9e3779b97f4a7c15ull);
+		node->st_ino = ino ^ (++ctx->inodes.move_seq * 0x9e3779b97f4a7c15ull);
 	while (!node->st_ino || ino_taken_locked(ctx, node, node->st_ino));
 	ino_fix_locked(ctx, node);
 	return node->st_ino;
@@ -306,7 +310,7 @@ uint64_t fs_node_st_ino_locked(struct fs_ctx *ctx, struct fs_node *node, uint64_
  */
 static void moved_remember_locked(struct fs_ctx *ctx, struct fs_node *n)
 {
-	struct fs_moved *m = &ctx->moved[ctx->moved_next];
+	struct fs_moved *m = &ctx->inodes.moved[ctx->inodes.moved_next];
 
 	if (!n->ino_fixed)
 		return;
@@ -315,7 +319,7 @@ static void moved_remember_locked(struct fs_ctx *ctx, struct fs_node *n)
 	n->name = NULL;
 	m->parent = n->parent;
 	m->st_ino = n->st_ino;
-	ctx->moved_next = (ctx->moved_next + 1) % FS_MOVED_MAX;
+	ctx->inodes.moved_next = (ctx->inodes.moved_next + 1) % FS_MOVED_MAX;
 }
 
 /*
@@ -327,7 +331,7 @@ static uint64_t moved_take_locked(struct fs_ctx *ctx, const struct fs_node *pare
 				  const char *name)
 {
 	for (unsigned i = 0; i < FS_MOVED_MAX; i++) {
-		struct fs_moved *m = &ctx->moved[i];
+		struct fs_moved *m = &ctx->inodes.moved[i];
 
 		if (m->name && m->parent == parent && strcmp(m->name, name) == 0) {
 			free(m->name);
@@ -341,7 +345,7 @@ static uint64_t moved_take_locked(struct fs_ctx *ctx, const struct fs_node *pare
 struct fs_node *fs_node_child_locked(struct fs_ctx *ctx, struct fs_node *parent,
 				     const char *name, bool make)
 {
-	struct fs_node *n = ctx->buckets[node_hash(parent, name) % ctx->nbuckets];
+	struct fs_node *n = ctx->inodes.buckets[node_hash(parent, name) % ctx->inodes.nbuckets];
 
 	for (; n; n = n->hnext)
 		if (n->parent == parent && strcmp(n->name, name) == 0)
@@ -361,14 +365,14 @@ struct fs_node *fs_node_child_locked(struct fs_ctx *ctx, struct fs_node *parent,
 	fs_node_ref_locked(parent);
 	children_add(parent, n);
 	ino_fix_locked(ctx, n);	/* a recalled number stays */
-	if (ctx->nnodes >= ctx->nbuckets)
+	if (ctx->inodes.nnodes >= ctx->inodes.nbuckets)
 		table_grow(ctx);
 	table_insert(ctx, n);
-	ctx->nnodes++;
-	n->next = ctx->nodes;
-	if (ctx->nodes)
-		ctx->nodes->prev = n;
-	ctx->nodes = n;
+	ctx->inodes.nnodes++;
+	n->next = ctx->inodes.nodes;
+	if (ctx->inodes.nodes)
+		ctx->inodes.nodes->prev = n;
+	ctx->inodes.nodes = n;
 	return n;
 }
 
@@ -380,7 +384,7 @@ void fs_node_ref_locked(struct fs_node *node)
 /* Frees n when nothing refers to it, then walks up to its parent. */
 static void node_maybe_free(struct fs_ctx *ctx, struct fs_node *n)
 {
-	while (n && n != &ctx->root && n->nlookup == 0 && n->refs == 0) {
+	while (n && n != &ctx->inodes.root && n->nlookup == 0 && n->refs == 0) {
 		struct fs_node *parent = n->parent;
 
 		bool hashed = n->hashed;
@@ -389,11 +393,11 @@ static void node_maybe_free(struct fs_ctx *ctx, struct fs_node *n)
 		if (hashed)
 			moved_remember_locked(ctx, n);
 		ino_unfix_locked(ctx, n);
-		ctx->nnodes--;
+		ctx->inodes.nnodes--;
 		if (n->prev)
 			n->prev->next = n->next;
 		else
-			ctx->nodes = n->next;
+			ctx->inodes.nodes = n->next;
 		if (n->next)
 			n->next->prev = n->prev;
 		children_remove(parent, n);
@@ -420,7 +424,7 @@ void fs_node_forget(struct fs_ctx *ctx, fuse_ino_t ino, uint64_t nlookup)
 {
 	struct fs_node *n = fs_node_from_ino(ctx, ino);
 
-	if (n == &ctx->root)
+	if (n == &ctx->inodes.root)
 		return;
 	pthread_mutex_lock(&ctx->lock);
 	/* the kernel forgets only what we counted: more is a bug in the counting */
@@ -611,7 +615,7 @@ static void revalidate_one(struct fs_ctx *ctx, struct fs_node *n)
 	bool tmp, known, was_dir, changed, array = false;
 	int ret = 0;
 
-	if (n == &ctx->root) {
+	if (n == &ctx->inodes.root) {
 		fuse_lowlevel_notify_inval_inode(ctx->se, FUSE_ROOT_ID, -1, 0);
 		return;
 	}
@@ -682,7 +686,7 @@ void fs_node_revalidate_subtree(struct fs_ctx *ctx, struct fs_node *node)
 void fs_node_revalidate_path(struct fs_ctx *ctx, const char *path, bool subtree)
 {
 	struct node_vec vec = { NULL, 0, 0 };
-	struct fs_node *n = &ctx->root, *parent = NULL;
+	struct fs_node *n = &ctx->inodes.root, *parent = NULL;
 	char *copy = strdup(path), *name, *save = NULL;
 	bool whole = true;
 
@@ -700,7 +704,7 @@ void fs_node_revalidate_path(struct fs_ctx *ctx, const char *path, bool subtree)
 		}
 		n = c;
 	}
-	if (whole && n != &ctx->root) {
+	if (whole && n != &ctx->inodes.root) {
 		parent = n->parent;
 		fs_node_ref_locked(parent);
 	}
@@ -725,7 +729,7 @@ void fs_node_revalidate_path(struct fs_ctx *ctx, const char *path, bool subtree)
 
 /*
  * Every known node, in chunks: ctx->lock is held only to pin the next
- * chunk of ctx->nodes; the last node of a chunk stays pinned as the cursor.
+ * chunk of ctx->inodes.nodes; the last node of a chunk stays pinned as the cursor.
  * Nodes made meanwhile (at the head) were looked up after the change.
  */
 void fs_node_revalidate_all(struct fs_ctx *ctx)
@@ -733,10 +737,10 @@ void fs_node_revalidate_all(struct fs_ctx *ctx)
 	struct node_vec vec = { NULL, 0, 0 };
 	struct fs_node *cursor = NULL, *n;
 
-	revalidate_one(ctx, &ctx->root);
+	revalidate_one(ctx, &ctx->inodes.root);
 	for (;;) {
 		pthread_mutex_lock(&ctx->lock);
-		n = cursor ? cursor->next : ctx->nodes;
+		n = cursor ? cursor->next : ctx->inodes.nodes;
 		for (; n && vec.n < FS_REVALIDATE_CHUNK; n = n->next)
 			if (!vec_push_locked(&vec, n))
 				break;

@@ -2,7 +2,8 @@
  * fs/mount.c - the daemon around the operations: options, opening the model,
  * mounting, detaching, the multi-threaded loop, logging and the kept
  * refusals, and a clean end (unmount, commit what is pending, close the
- * store). The invalidation worker and the watcher are invalidate.c's.
+ * store). The invalidation worker and the watcher are invalidate.c's and
+ * watcher.c's.
  *
  * Detaching: LMDB environments must not cross a fork (its locks and reader
  * slots belong to the opening process), so the store is opened after the
@@ -92,14 +93,14 @@ static void error_keep(struct fs_ctx *ctx, uid_t uid, const char *path, const ch
 
 	if (!copy)
 		return;	/* only the log has it */
-	pthread_mutex_lock(&ctx->err_lock);
-	e = &ctx->errors[ctx->err_next];
-	ctx->err_next = (ctx->err_next + 1) % FS_ERRORS_MAX;
+	pthread_mutex_lock(&ctx->err.lock);
+	e = &ctx->err.ring[ctx->err.next];
+	ctx->err.next = (ctx->err.next + 1) % FS_ERRORS_MAX;
 	free(e->path);
 	e->path = copy;
 	e->uid = uid;
 	snprintf(e->msg, sizeof(e->msg), "%s", msg);
-	pthread_mutex_unlock(&ctx->err_lock);
+	pthread_mutex_unlock(&ctx->err.lock);
 }
 
 /* Length of path without trailing slashes ("/" and "" are the root: 0). */
@@ -127,7 +128,7 @@ static bool error_matches(const char *entry, const char *path, bool below)
 
 /*
  * The kept refusals for path, newest first, copied out (paths heap): which
- * of them who may see is asked of the model, never under err_lock.
+ * of them who may see is asked of the model, never under err.lock.
  * Returns how many; *out is heap, each path too (the caller frees them).
  */
 static size_t error_copies(struct fs_ctx *ctx, const char *path, bool below,
@@ -139,10 +140,10 @@ static size_t error_copies(struct fs_ctx *ctx, const char *path, bool below,
 	*out = v;
 	if (!v)
 		return 0;
-	pthread_mutex_lock(&ctx->err_lock);
+	pthread_mutex_lock(&ctx->err.lock);
 	for (unsigned k = 1; k <= FS_ERRORS_MAX; k++) {
 		const struct fs_error *e =
-			&ctx->errors[(ctx->err_next + FS_ERRORS_MAX - k) % FS_ERRORS_MAX];
+			&ctx->err.ring[(ctx->err.next + FS_ERRORS_MAX - k) % FS_ERRORS_MAX];
 
 		if (!e->path || !error_matches(e->path, path, below))
 			continue;
@@ -151,7 +152,7 @@ static size_t error_copies(struct fs_ctx *ctx, const char *path, bool below,
 		if (v[n].path)
 			n++;
 	}
-	pthread_mutex_unlock(&ctx->err_lock);
+	pthread_mutex_unlock(&ctx->err.lock);
 	return n;
 }
 
@@ -470,7 +471,7 @@ static struct fs_ctx *ctx_new(const struct fs_options *opts)
 	store_names(ctx, opts->store_dir);
 	ctx->mountpoint = abs_path(opts->mountpoint);
 	if (!ctx->store_name || !ctx->store_dir || !ctx->mountpoint ||
-	    watch_cond_init(&ctx->watch_cond) != 0) {
+	    watch_cond_init(&ctx->watch.cond) != 0) {
 		free(ctx->store_name);
 		free(ctx->store_dir);
 		free(ctx->mountpoint);
@@ -478,38 +479,38 @@ static struct fs_ctx *ctx_new(const struct fs_options *opts)
 		return NULL;
 	}
 	if (fs_nodes_init(ctx) < 0) {
-		pthread_cond_destroy(&ctx->watch_cond);
+		pthread_cond_destroy(&ctx->watch.cond);
 		free(ctx->store_name);
 		free(ctx->store_dir);
 		free(ctx->mountpoint);
-		free(ctx->buckets);
+		free(ctx->inodes.buckets);
 		free(ctx);
 		return NULL;
 	}
 	ctx->foreground = opts->foreground;
 	ctx->read_only = opts->read_only;
 	ctx->log_fd = -1;
-	pthread_mutex_init(&ctx->err_lock, NULL);
+	pthread_mutex_init(&ctx->err.lock, NULL);
 	ctx->uid = getuid();
 	ctx->gid = getgid();
 	pthread_mutex_init(&ctx->lock, NULL);
-	pthread_mutex_init(&ctx->inval_lock, NULL);
-	pthread_cond_init(&ctx->inval_cond, NULL);
-	pthread_cond_init(&ctx->inval_sent_cond, NULL);
+	pthread_mutex_init(&ctx->inval.lock, NULL);
+	pthread_cond_init(&ctx->inval.cond, NULL);
+	pthread_cond_init(&ctx->inval.sent_cond, NULL);
 	pthread_mutex_init(&ctx->push_lock, NULL);
-	pthread_mutex_init(&ctx->ahead_lock, NULL);
-	pthread_mutex_init(&ctx->schema_try_lock, NULL);
-	pthread_mutex_init(&ctx->schema_lock, NULL);
+	pthread_mutex_init(&ctx->ahead.lock, NULL);
+	pthread_mutex_init(&ctx->schema.try_lock, NULL);
+	pthread_mutex_init(&ctx->schema.lock, NULL);
 	{
 		pthread_rwlockattr_t ra;
 
 		/* renames and unlinks (exclusive) are not starved by streams of commits */
 		pthread_rwlockattr_init(&ra);
 		pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-		pthread_rwlock_init(&ctx->gen_lock, &ra);
+		pthread_rwlock_init(&ctx->section.gen_lock, &ra);
 		pthread_rwlockattr_destroy(&ra);
 	}
-	pthread_mutex_init(&ctx->watch_lock, NULL);
+	pthread_mutex_init(&ctx->watch.lock, NULL);
 	return ctx;
 }
 
@@ -517,21 +518,21 @@ static void ctx_free(struct fs_ctx *ctx)
 {
 	fs_ahead_release(ctx);
 	fs_nodes_release(ctx);
-	pthread_mutex_destroy(&ctx->ahead_lock);
+	pthread_mutex_destroy(&ctx->ahead.lock);
 	fs_table_release(ctx);
-	pthread_mutex_destroy(&ctx->schema_try_lock);
-	pthread_mutex_destroy(&ctx->schema_lock);
+	pthread_mutex_destroy(&ctx->schema.try_lock);
+	pthread_mutex_destroy(&ctx->schema.lock);
 	pthread_mutex_destroy(&ctx->lock);
-	pthread_mutex_destroy(&ctx->inval_lock);
-	pthread_cond_destroy(&ctx->inval_cond);
-	pthread_cond_destroy(&ctx->inval_sent_cond);
-	pthread_rwlock_destroy(&ctx->gen_lock);
+	pthread_mutex_destroy(&ctx->inval.lock);
+	pthread_cond_destroy(&ctx->inval.cond);
+	pthread_cond_destroy(&ctx->inval.sent_cond);
+	pthread_rwlock_destroy(&ctx->section.gen_lock);
 	pthread_mutex_destroy(&ctx->push_lock);
-	pthread_mutex_destroy(&ctx->watch_lock);
-	pthread_cond_destroy(&ctx->watch_cond);
-	pthread_mutex_destroy(&ctx->err_lock);
+	pthread_mutex_destroy(&ctx->watch.lock);
+	pthread_cond_destroy(&ctx->watch.cond);
+	pthread_mutex_destroy(&ctx->err.lock);
 	for (unsigned i = 0; i < FS_ERRORS_MAX; i++)
-		free(ctx->errors[i].path);
+		free(ctx->err.ring[i].path);
 	if (ctx->log_fd >= 0)
 		close(ctx->log_fd);
 	free(ctx->log_path);

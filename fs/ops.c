@@ -3,22 +3,30 @@
  * operation maps its node to a path, calls the model and replies 0 or
  * -errno; the handlers live with the state they use:
  *
- *   attr.c        attributes, entry replies, getattr/setattr
- *   ahead.c       attributes read ahead for runs of stats, where reads are round trips
- *   file.c        open files (struct fs_file): open/read/write/flush/release, commit
- *   defer.c       chmod/chown/utimens/type kept on an open writer; settling created leaves
- *   cache.c       the page-cache and reader rules (versions, keep_cache, fstat of unlinked)
- *   pending.c     pending files in arrays (struct fs_tmpfile)
- *   spill.c       a big file's buffer moved to an unlinked file in the store's directory
- *   dir.c         directory reading (struct fs_dir)
- *   names.c       create, mkdir, mknod, unlink, rmdir, rename
- *   xattr.c       xattrs, the refusal of other names, statfs
- *   invalidate.c  the invalidation worker, the write section, the watcher
- *   inode.c       the node table (struct fs_node), revalidation
- *   mount.c       options, logging, the daemon's lifetime
- *   table.c       a table index's row links (readlink)
- *   stats.c       the request counters: the table the session runs wraps this one
- *   ttl.c         user.kvfs.ttl (time to live) and the reaper the watcher runs
+ *   attr.c           attributes, entry replies, getattr/setattr
+ *   ahead.c          attributes read ahead for runs of stats, where reads are round trips
+ *   file.c           open files (struct fs_file): open/read/write/flush/release, commit
+ *   file_open.c      what an open makes: a reader, the leaf's shared writer, a view writer
+ *   defer.c          chmod/chown/utimens/type kept on an open writer; settling created leaves
+ *   cache.c          the page-cache and reader rules (versions, keep_cache, fstat of unlinked)
+ *   pending.c        pending files in arrays (struct fs_tmpfile)
+ *   spill.c          a big file's buffer moved to an unlinked file in the store's directory
+ *   dir.c            directory reading (struct fs_dir)
+ *   names.c          create, mkdir, mknod, unlink, rmdir, rename
+ *   xattr.c          xattrs, the refusal of other names, statfs
+ *   invalidate.c     the invalidation worker: what the kernel is told changed
+ *   write_section.c  the write section around commits, nlink kept across them
+ *   watcher.c        the watcher thread: other processes' commits, the change feed
+ *   inode.c          the node table (struct fs_node), revalidation
+ *   mount.c          options, logging, the daemon's lifetime
+ *   table.c          a table index's row links (readlink)
+ *   stats.c          the request counters: the table the session runs wraps this one
+ *   ttl.c            user.kvfs.ttl (time to live) and the reaper the watcher runs
+ *
+ * Every file includes fs/fs_int.h alone: the context, the lock order, and
+ * one private header per concern (inode_int.h, file_int.h, cache_int.h,
+ * pending_int.h, attr_int.h, inval_int.h, write_section_int.h, ops_int.h),
+ * each declaring what its files offer the others.
  *
  * File contents written through the mount are buffered in one buffer per
  * leaf, shared by all its writable opens (per open for views and pending
@@ -28,7 +36,7 @@
  * the node table before theirs ends.
  *
  * Caching: names and attributes are trusted for entry_timeout/attr_timeout
- * (a day by default: the watcher in invalidate.c has the worker revalidate
+ * (a day by default: the watcher in watcher.c has the worker revalidate
  * what the kernel knows of the nodes a commit by another process touched,
  * named by the store's change feed, within FS_WATCH_MS);
  * views (NAME.json) and nodes that may expire (fs/ttl.c) never; views are

@@ -75,10 +75,10 @@ static void wait_free(struct fs_schema_wait *w)
 	}
 }
 
-/* Unlinks and returns the wait for path (NULL: none); schema_lock held. */
+/* Unlinks and returns the wait for path (NULL: none); schema.lock held. */
 static struct fs_schema_wait *wait_take_locked(struct fs_ctx *ctx, const char *path)
 {
-	for (struct fs_schema_wait **pp = &ctx->schema_waits; *pp; pp = &(*pp)->next) {
+	for (struct fs_schema_wait **pp = &ctx->schema.waits; *pp; pp = &(*pp)->next) {
 		struct fs_schema_wait *w = *pp;
 
 		if (strcmp(w->path, path) == 0) {
@@ -94,8 +94,8 @@ static char *wait_json(struct fs_ctx *ctx, const char *path, size_t *len)
 {
 	char *copy = NULL;
 
-	pthread_mutex_lock(&ctx->schema_lock);
-	for (struct fs_schema_wait *w = ctx->schema_waits; w; w = w->next) {
+	pthread_mutex_lock(&ctx->schema.lock);
+	for (struct fs_schema_wait *w = ctx->schema.waits; w; w = w->next) {
 		if (strcmp(w->path, path) == 0) {
 			copy = malloc(w->len ? w->len : 1);
 			if (copy) {
@@ -105,7 +105,7 @@ static char *wait_json(struct fs_ctx *ctx, const char *path, size_t *len)
 			break;
 		}
 	}
-	pthread_mutex_unlock(&ctx->schema_lock);
+	pthread_mutex_unlock(&ctx->schema.lock);
 	return copy;
 }
 
@@ -122,7 +122,7 @@ static int declare(struct fs_ctx *ctx, size_t n, const char *const *paths,
 }
 
 /*
- * schema_try_lock held. Tries every waiting schema: all together, then
+ * schema.try_lock held. Tries every waiting schema: all together, then
  * each alone; drops the declared ones and the ones refused for what they
  * say (logged). last: unmount, the ones left are logged as forgotten.
  */
@@ -134,11 +134,11 @@ static void try_waiting_locked(struct fs_ctx *ctx, bool last)
 	size_t n = 0, i, *lens;
 	int ret;
 
-	pthread_mutex_lock(&ctx->schema_lock);
-	list = ctx->schema_waits;
-	ctx->schema_waits = NULL;
-	ctx->schema_gen = model_generation(ctx->model);
-	pthread_mutex_unlock(&ctx->schema_lock);
+	pthread_mutex_lock(&ctx->schema.lock);
+	list = ctx->schema.waits;
+	ctx->schema.waits = NULL;
+	ctx->schema.gen = model_generation(ctx->model);
+	pthread_mutex_unlock(&ctx->schema.lock);
 	for (w = list; w; w = w->next)
 		n++;
 	if (n == 0)
@@ -179,7 +179,7 @@ static void try_waiting_locked(struct fs_ctx *ctx, bool last)
 			ret = -EAGAIN;
 		wait_free(w);
 	}
-	pthread_mutex_lock(&ctx->schema_lock);
+	pthread_mutex_lock(&ctx->schema.lock);
 	while ((w = keep)) {	/* back, unless set again meanwhile */
 		struct fs_schema_wait *newer = wait_take_locked(ctx, w->path);
 
@@ -188,10 +188,10 @@ static void try_waiting_locked(struct fs_ctx *ctx, bool last)
 			wait_free(w);
 			w = newer;
 		}
-		w->next = ctx->schema_waits;
-		ctx->schema_waits = w;
+		w->next = ctx->schema.waits;
+		ctx->schema.waits = w;
 	}
-	pthread_mutex_unlock(&ctx->schema_lock);
+	pthread_mutex_unlock(&ctx->schema.lock);
 }
 
 void fs_table_settle(struct fs_ctx *ctx, enum fs_settle why)
@@ -200,29 +200,29 @@ void fs_table_settle(struct fs_ctx *ctx, enum fs_settle why)
 
 	if (ctx->read_only)
 		return;
-	pthread_mutex_lock(&ctx->schema_lock);
-	any = ctx->schema_waits != NULL;
+	pthread_mutex_lock(&ctx->schema.lock);
+	any = ctx->schema.waits != NULL;
 	if (any && why == FS_SETTLE_IDLE) {
 		/* the watcher: only once writes have stopped for a tick, and not twice */
 		uint64_t gen = model_generation(ctx->model);
 
-		any = gen == ctx->schema_idle_gen && gen != ctx->schema_gen;
-		ctx->schema_idle_gen = gen;
+		any = gen == ctx->schema.idle_gen && gen != ctx->schema.gen;
+		ctx->schema.idle_gen = gen;
 	}
-	pthread_mutex_unlock(&ctx->schema_lock);
+	pthread_mutex_unlock(&ctx->schema.lock);
 	if (!any)
 		return;
-	pthread_mutex_lock(&ctx->schema_try_lock);
+	pthread_mutex_lock(&ctx->schema.try_lock);
 	try_waiting_locked(ctx, why == FS_SETTLE_LAST);
-	pthread_mutex_unlock(&ctx->schema_try_lock);
+	pthread_mutex_unlock(&ctx->schema.try_lock);
 }
 
 void fs_table_release(struct fs_ctx *ctx)
 {
 	struct fs_schema_wait *w;
 
-	while ((w = ctx->schema_waits)) {
-		ctx->schema_waits = w->next;
+	while ((w = ctx->schema.waits)) {
+		ctx->schema.waits = w->next;
 		wait_free(w);
 	}
 }
@@ -277,11 +277,11 @@ static int wait_add(struct fs_ctx *ctx, const char *path, const char *value, siz
 	}
 	memcpy(w->json, value, size);
 	w->len = size;
-	pthread_mutex_lock(&ctx->schema_lock);
+	pthread_mutex_lock(&ctx->schema.lock);
 	old = wait_take_locked(ctx, path);
-	w->next = ctx->schema_waits;
-	ctx->schema_waits = w;
-	pthread_mutex_unlock(&ctx->schema_lock);
+	w->next = ctx->schema.waits;
+	ctx->schema.waits = w;
+	pthread_mutex_unlock(&ctx->schema.lock);
 	wait_free(old);
 	return 0;
 }
@@ -333,7 +333,7 @@ void fs_table_setxattr(fuse_req_t req, fuse_ino_t ino, const char *value, size_t
 		}
 		free(json);
 	}
-	pthread_mutex_lock(&ctx->schema_try_lock);
+	pthread_mutex_lock(&ctx->schema.try_lock);
 	ret = model_has_leaf(ctx->model, path, &stored, &err);
 	if (ret == 0 && stored)
 		ret = declare(ctx, 1, (const char *const *)&path, &value, &size, &err);
@@ -344,9 +344,9 @@ void fs_table_setxattr(fuse_req_t req, fuse_ino_t ino, const char *value, size_t
 	} else if (ret == 0 && stored) {
 		struct fs_schema_wait *old;
 
-		pthread_mutex_lock(&ctx->schema_lock);
+		pthread_mutex_lock(&ctx->schema.lock);
 		old = wait_take_locked(ctx, path);
-		pthread_mutex_unlock(&ctx->schema_lock);
+		pthread_mutex_unlock(&ctx->schema.lock);
 		wait_free(old);
 	} else {
 		fs_trace(ctx, "%s: schema waits: %s", path, err.msg[0] ? err.msg : "no rows yet");
@@ -355,7 +355,7 @@ void fs_table_setxattr(fuse_req_t req, fuse_ino_t ino, const char *value, size_t
 	/* its rows are in (cp -a, tar): the others may be declarable now */
 	if (ret == 0 && stored)
 		try_waiting_locked(ctx, false);
-	pthread_mutex_unlock(&ctx->schema_try_lock);
+	pthread_mutex_unlock(&ctx->schema.try_lock);
 out:
 	free(path);
 	fs_reply_err(req, ret);
@@ -379,9 +379,9 @@ void fs_table_removexattr(fuse_req_t req, fuse_ino_t ino)
 		fs_reply_err(req, ret);
 		return;
 	}
-	pthread_mutex_lock(&ctx->schema_lock);
+	pthread_mutex_lock(&ctx->schema.lock);
 	w = wait_take_locked(ctx, path);
-	pthread_mutex_unlock(&ctx->schema_lock);
+	pthread_mutex_unlock(&ctx->schema.lock);
 	if (w) {
 		wait_free(w);
 	} else {

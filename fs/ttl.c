@@ -207,11 +207,11 @@ void fs_ttl_reap(struct fs_ctx *ctx)
 	after = model_generation(ctx->model);
 	if (reaped && after > before) {
 		/* the feed reads these commits of ours as another's (watcher thread only) */
-		if (ctx->reap_hi <= ctx->feed_pos)
-			ctx->reap_lo = before + 1;
-		ctx->reap_hi = after;
-		if (after > ctx->feed_want)
-			ctx->feed_want = after;
+		if (ctx->watch.reap_hi <= ctx->watch.feed_pos)
+			ctx->watch.reap_lo = before + 1;
+		ctx->watch.reap_hi = after;
+		if (after > ctx->watch.feed_want)
+			ctx->watch.feed_want = after;
 	}
 	/* No invalidation here: the reaper commits outside the write section,
 	 * so the change feed names what it removed to the watcher as if

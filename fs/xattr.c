@@ -134,7 +134,7 @@ static void reply_error_xattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	struct fs_ctx *ctx = fs_req_ctx(req);
 	struct fs_node *node = fs_node_from_ino(ctx, ino);
-	char msg[sizeof(ctx->errors[0].msg)], *path;
+	char msg[sizeof(ctx->err.ring[0].msg)], *path;
 	struct model_cred who;
 	gid_t *groups;
 	bool dir, found;
@@ -145,7 +145,7 @@ static void reply_error_xattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		return;
 	}
 	pthread_mutex_lock(&ctx->lock);
-	dir = node == &ctx->root || (node->kind_known && node->is_dir);
+	dir = node == &ctx->inodes.root || (node->kind_known && node->is_dir);
 	pthread_mutex_unlock(&ctx->lock);
 	fs_cred_from_req(req, ctx, &who, &groups);	/* sees what is theirs or readable */
 	found = fs_error_find(ctx, &who, path, dir, msg, sizeof(msg));
@@ -239,15 +239,15 @@ void fs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		len += sizeof(FS_XATTR_TYPE);
 	}
 	pthread_mutex_lock(&ctx->lock);
-	dir = node == &ctx->root || (node->kind_known && node->is_dir);
-	view = node != &ctx->root && model_name_is_view(node->name, strlen(node->name));
+	dir = node == &ctx->inodes.root || (node->kind_known && node->is_dir);
+	view = node != &ctx->inodes.root && model_name_is_view(node->name, strlen(node->name));
 	pthread_mutex_unlock(&ctx->lock);
 	if (ret == 0 && !view && fs_node_path(ctx, node, NULL, &path) == 0) {
 		if (dir && fs_table_listed(ctx, path)) {
 			memcpy(list + len, FS_XATTR_SCHEMA, sizeof(FS_XATTR_SCHEMA));
 			len += sizeof(FS_XATTR_SCHEMA);
 		}
-		if (node != &ctx->root && fs_expires_listed(ctx, path)) {
+		if (node != &ctx->inodes.root && fs_expires_listed(ctx, path)) {
 			memcpy(list + len, FS_XATTR_EXPIRES, sizeof(FS_XATTR_EXPIRES));
 			len += sizeof(FS_XATTR_EXPIRES);
 		}
@@ -433,7 +433,7 @@ void fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	tmp = node->tmp != NULL;
 	if (tmp)
 		node->tmp->type = 0;	/* a pending file: typed as unset at its commit */
-	view = node != &ctx->root && model_name_is_view(node->name, strlen(node->name));
+	view = node != &ctx->inodes.root && model_name_is_view(node->name, strlen(node->name));
 	pthread_mutex_unlock(&ctx->lock);
 	if (ret == 0 && (tmp || view)) {
 		fs_reply_err(req, tmp ? 0 : -ENODATA);	/* a view has no type */

@@ -1,7 +1,7 @@
 /*
  * model/tree/changes.c - the store's change feed in the model's terms: the
  * keys a commit touched become the mount paths of their nodes, for a
- * daemon that re-checks only those (fs/invalidate.c).
+ * daemon that re-checks only those (fs/watcher.c).
  */
 #include <errno.h>
 

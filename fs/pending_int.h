@@ -1,0 +1,68 @@
+/*
+ * fs/pending_int.h - pending files in arrays (pending.c): struct
+ * fs_tmpfile and what pending.c offers the other files. A part of
+ * fs/fs_int.h, which includes it.
+ */
+#ifndef KVFS_FS_PENDING_INT_H
+#define KVFS_FS_PENDING_INT_H
+#ifndef KVFS_FS_INT_H
+#error "fs/pending_int.h is a part of fs/fs_int.h: include that"
+#endif
+
+/*
+ * A pending file: a name created in an array that is no index (rsync's
+ * ".0.XXXXXX", sed -i's "sedXXXXXX"). An array can only hold indices, so it
+ * lives only here: its content as last flushed, the type set with
+ * user.kvfs.type and the mtime set with utimens. Renaming it onto an index
+ * commits it (model_write_at: one transaction); unlinking it drops it. It is
+ * never listed and never stored. Its node holds one ref on itself while it
+ * is pending, so that it outlives the kernel's lookups. Owned by pending.c;
+ * every field is guarded by ctx->lock.
+ */
+struct fs_tmpfile {
+	char *buf;
+	size_t len;
+	int64_t mtime_ns;
+	enum model_type type;	/* 0 until set: keep the type of the leaf it replaces */
+};
+
+/* ---- pending files in arrays (pending.c) ---- */
+
+/*
+ * f->lock held. When f's node is a pending file, its content becomes f's
+ * (the flush of a pending file): 1. 0 when the node is no pending file.
+ */
+int fs_tmp_flush_locked(struct fs_ctx *ctx, struct fs_file *f);
+
+/* Opens a pending file: the content as last flushed (none with O_TRUNC). */
+int fs_tmp_open(struct fs_ctx *ctx, struct fs_node *node, struct fuse_file_info *fi,
+		struct fs_file **out);
+
+/*
+ * create of a name that is no index in an array (model/ refused it with
+ * MODEL_REASON_NOT_AN_INDEX): makes or opens the pending file, fills e
+ * and counts a lookup.
+ */
+int fs_tmp_create(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
+		  struct fuse_file_info *fi, struct fuse_entry_param *e, struct fs_file **out);
+
+/* unlink of a pending file: true when name in dir was one (and is gone now). */
+bool fs_tmp_unlink(struct fs_ctx *ctx, struct fs_node *dir, const char *name);
+
+/*
+ * rename of a pending file: onto an index (or any name outside an array, or
+ * a view) it is committed there; onto another name that is no index in an
+ * array it stays pending under the new name. 1 when name in dir is no
+ * pending file (the caller renames in the store), else 0 or -errno. Onto
+ * a view, the document is written on behalf of who.
+ */
+int fs_tmp_rename(struct fs_ctx *ctx, const struct model_cred *who, struct fs_node *dir,
+		  const char *name, struct fs_node *newdir, const char *newname, unsigned flags);
+
+/* truncate(2) of a pending file without an open file. */
+int fs_tmp_truncate(struct fs_ctx *ctx, struct fs_node *node, off_t size);
+
+/* Sets the type a pending file will have; false when node is no pending file. */
+bool fs_tmp_set_type(struct fs_ctx *ctx, struct fs_node *node, const char *name, int *ret);
+
+#endif
