@@ -33,7 +33,7 @@ struct fs_inval {
  * the worker does not run or FS_PUSH_QUEUE_MAX pushes wait. The watcher
  * (watcher.c) queues the change feed's paths through it.
  */
-void inval_push(struct fs_ctx *ctx, struct fs_inval *iv);
+void fs_inval_queue(struct fs_ctx *ctx, struct fs_inval *iv);
 
 /* invalidate.c's worker (ctx->inval): notifications must not run inside an operation */
 struct fs_inval_worker {

@@ -92,7 +92,7 @@ static void inval_free(struct fs_ctx *ctx, struct fs_inval *iv)
 	free(iv);
 }
 
-void inval_push(struct fs_ctx *ctx, struct fs_inval *iv)
+void fs_inval_queue(struct fs_ctx *ctx, struct fs_inval *iv)
 {
 	pthread_mutex_lock(&ctx->inval.lock);
 	if (!ctx->inval.started || ctx->inval.stop ||
@@ -130,7 +130,7 @@ void fs_inval_entry(struct fs_ctx *ctx, fuse_ino_t parent, const char *name, siz
 	iv->kind = FS_INVAL_ENTRY;
 	iv->ino = parent;
 	memcpy(iv->name, name, len);
-	inval_push(ctx, iv);
+	fs_inval_queue(ctx, iv);
 }
 
 void fs_inval_node(struct fs_ctx *ctx, fuse_ino_t ino, enum fs_inval_kind kind)
@@ -141,7 +141,7 @@ void fs_inval_node(struct fs_ctx *ctx, fuse_ino_t ino, enum fs_inval_kind kind)
 		return;
 	iv->kind = kind;
 	iv->ino = ino;
-	inval_push(ctx, iv);
+	fs_inval_queue(ctx, iv);
 }
 
 void fs_inval_subtree(struct fs_ctx *ctx, struct fs_node *node)
@@ -155,7 +155,7 @@ void fs_inval_subtree(struct fs_ctx *ctx, struct fs_node *node)
 	pthread_mutex_unlock(&ctx->lock);
 	iv->kind = FS_INVAL_SUBTREE;
 	iv->ino = fs_node_ino(ctx, node);
-	inval_push(ctx, iv);
+	fs_inval_queue(ctx, iv);
 }
 
 void fs_inval_push(struct fs_ctx *ctx, struct fs_node *dir)
@@ -171,7 +171,7 @@ void fs_inval_push(struct fs_ctx *ctx, struct fs_node *dir)
 	}
 	iv->kind = FS_INVAL_STORE;
 	iv->ino = fs_node_ino(ctx, dir);
-	inval_push(ctx, iv);
+	fs_inval_queue(ctx, iv);
 }
 
 void fs_inval_attr_now(struct fs_ctx *ctx, fuse_ino_t ino)

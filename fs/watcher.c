@@ -110,7 +110,7 @@ static void feed_poll(struct fs_ctx *ctx)
 
 		b.head = iv->next;
 		iv->next = NULL;
-		inval_push(ctx, iv);
+		fs_inval_queue(ctx, iv);
 	}
 }
 

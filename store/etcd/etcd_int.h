@@ -454,27 +454,27 @@ struct key_list {
  * tuple key; the container holding a key; an entry's hint; the key lists
  * a commit and a check collect; the leaf flag a commit (or a repair) puts.
  */
-size_t kids_key(const struct store_etcd *st, unsigned depth, const uint8_t *key,
+size_t etcd_kids_key(const struct store_etcd *st, unsigned depth, const uint8_t *key,
 		size_t len, uint8_t *out);
-size_t stamp_key(const struct store_etcd *st, unsigned depth, const uint8_t *key,
+size_t etcd_kids_stamp_key(const struct store_etcd *st, unsigned depth, const uint8_t *key,
 		 size_t len, uint8_t *out);
-size_t leaf_flag_key(const struct store_etcd *st, unsigned depth, const uint8_t *key,
+size_t etcd_kids_leaf_flag_key(const struct store_etcd *st, unsigned depth, const uint8_t *key,
 		     size_t len, uint8_t *out);
-int elements(const uint8_t *key, size_t len);
-size_t parent_of(const uint8_t *tk, size_t len, unsigned *depth);
-const uint8_t *hint_of(const struct store_etcd *st, const uint8_t *ek, size_t el,
+int etcd_kids_elements(const uint8_t *key, size_t len);
+size_t etcd_kids_parent_of(const uint8_t *tk, size_t len, unsigned *depth);
+const uint8_t *etcd_kids_hint_of(const struct store_etcd *st, const uint8_t *ek, size_t el,
 		       const uint8_t *h, size_t hl);
-int key_list_add(struct key_list *h, const uint8_t *k, size_t kl);
-void key_list_release(struct key_list *h);
-int note_leaf(struct store_etcd_txn *t, const uint8_t *tk, size_t len);
+int etcd_key_list_add(struct key_list *h, const uint8_t *k, size_t kl);
+void etcd_key_list_release(struct key_list *h);
+int etcd_kids_note_leaf(struct store_etcd_txn *t, const uint8_t *tk, size_t len);
 /*
  * etcd_kids_list.c, for etcd_kids_subdirs.c too: from which revision a
  * scan trusts entries unread (read once per scan), whether it trusts one,
  * and ranges sent in read-only Txns of KIDS_TXN_OPS, a few at once.
  */
-int trust_from(struct store_etcd_scan *s, int depth);
-bool trusted(const struct store_etcd_scan *s, const struct etcd_kv *kv);
-int send_ops(struct store_etcd_scan *s, const struct etcd_op *ops, size_t n,
+int etcd_kids_trust_from(struct store_etcd_scan *s, int depth);
+bool etcd_kids_trusted(const struct store_etcd_scan *s, const struct etcd_kv *kv);
+int etcd_kids_send_ops(struct store_etcd_scan *s, const struct etcd_op *ops, size_t n,
 	     struct etcd_txn_result **res);
 
 /*

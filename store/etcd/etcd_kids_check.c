@@ -64,7 +64,7 @@ static int add_entry(void *arg, const struct etcd_kv *kv)
 
 	if (kv->key_len <= w->skip)
 		return 0;	/* the marker */
-	return key_list_add(&w->set, kv->key + w->skip, kv->key_len - w->skip);
+	return etcd_key_list_add(&w->set, kv->key + w->skip, kv->key_len - w->skip);
 }
 
 static int add_flag(void *arg, const struct etcd_kv *kv)
@@ -73,7 +73,7 @@ static int add_flag(void *arg, const struct etcd_kv *kv)
 
 	if (kv->key_len < w->skip)
 		return 0;	/* the lease flag */
-	return key_list_add(&w->flags, kv->key + w->skip, kv->key_len - w->skip);
+	return etcd_key_list_add(&w->flags, kv->key + w->skip, kv->key_len - w->skip);
 }
 
 
@@ -103,14 +103,14 @@ static void kids_missing(struct kids_walk *w, const uint8_t *key, size_t len, co
 			 size_t hint_len, const char *message)
 {
 	uint8_t k[ETCD_KEY_MAX];
-	int n = elements(key, len);
+	int n = etcd_kids_elements(key, len);
 
 	if (!w->repair) {
 		w->fn(w->arg, key, len, message);
 		return;
 	}
 	if (w->rc == 0 && n >= 1)
-		w->rc = etcd_buf_put(w->repair->buf, k, kids_key(w->repair->st, (unsigned)n - 1, key, len, k),
+		w->rc = etcd_buf_put(w->repair->buf, k, etcd_kids_key(w->repair->st, (unsigned)n - 1, key, len, k),
 				     hint, hint_len);
 }
 
@@ -121,7 +121,7 @@ static void kids_missing(struct kids_walk *w, const uint8_t *key, size_t len, co
 static void check_leaf_flag(struct kids_walk *w, const uint8_t *tk, size_t len)
 {
 	unsigned depth;
-	size_t parent = parent_of(tk, len, &depth);
+	size_t parent = etcd_kids_parent_of(tk, len, &depth);
 
 	if (parent == SIZE_MAX || depth >= KIDS_DEPTH_MAX || key_list_has(&w->flags, tk, parent))
 		return;
@@ -129,7 +129,7 @@ static void check_leaf_flag(struct kids_walk *w, const uint8_t *tk, size_t len)
 		w->fn(w->arg, tk, len, "leaf without its directory's leaf flag in the etcd children "
 		      "space: ls of its directory may leave it out (docs/ETCD.md section 7)");
 	else if (w->rc == 0)
-		w->rc = note_leaf(w->repair, tk, len);	/* once per directory: the buffer has it after */
+		w->rc = etcd_kids_note_leaf(w->repair, tk, len);	/* once per directory: the buffer has it after */
 }
 
 /*
@@ -164,7 +164,7 @@ static int check_key(void *arg, const struct etcd_kv *kv)
 		kids_missing(w, tk, r.pos, tk, len, "no entry in the etcd children space: ls of "
 			     "its directory does not show it (docs/ETCD.md section 7)");
 	}
-	if (w->record && w->record(kv->val, kv->val_len) && elements(tk, len) - 1 < KIDS_DEPTH_MAX &&
+	if (w->record && w->record(kv->val, kv->val_len) && etcd_kids_elements(tk, len) - 1 < KIDS_DEPTH_MAX &&
 	    !key_list_has(&w->set, tk, len))
 		kids_missing(w, tk, len, tk, len, "empty container without its entry in the etcd "
 			     "children space: ls -l gives its parent a wrong nlink (docs/ETCD.md "
@@ -256,8 +256,8 @@ static int kids_walk_all(struct store_etcd_txn *t, store_check_fn fn, void *arg,
 		rc = walk_range(t, lo, ll, hi, hl, w->record != NULL, check_key, w);
 	}
 	rc = rc ? rc : w->rc;
-	key_list_release(&w->set);
-	key_list_release(&w->flags);
+	etcd_key_list_release(&w->set);
+	etcd_key_list_release(&w->flags);
 	free(w);
 	return rc;
 }

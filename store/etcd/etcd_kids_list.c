@@ -28,7 +28,7 @@ bool etcd_kids_is_child_end(const struct store_etcd_scan *s, const uint8_t *key,
 {
 	size_t pl = s->base.prefix_len;
 
-	return len > pl + 1 && key[len - 1] == 0xff && elements(key + pl, len - 1 - pl) == 1;
+	return len > pl + 1 && key[len - 1] == 0xff && etcd_kids_elements(key + pl, len - 1 - pl) == 1;
 }
 
 /*
@@ -41,8 +41,8 @@ static int read_names(struct store_etcd_scan *s, unsigned depth, const uint8_t *
 		      bool *more)
 {
 	uint8_t lo[ETCD_KEY_MAX], hi[ETCD_KEY_MAX];
-	size_t lo_len = kids_key(s->txn->st, depth, from_t, from_len, lo);
-	size_t hi_len = kids_key(s->txn->st, depth, s->base.prefix, s->base.prefix_len, hi);
+	size_t lo_len = etcd_kids_key(s->txn->st, depth, from_t, from_len, lo);
+	size_t hi_len = etcd_kids_key(s->txn->st, depth, s->base.prefix, s->base.prefix_len, hi);
 	struct etcd_range_result *pages = NULL;
 	size_t n = 0, got = 0;
 	int rc = 0;
@@ -246,7 +246,7 @@ static void *send_batches(void *arg)
  * (heap, each to etcd_txn_result_release, the array to free) holds one
  * answer per batch, in order. 0, or the first batch's error (none kept).
  */
-int send_ops(struct store_etcd_scan *s, const struct etcd_op *ops, size_t n,
+int etcd_kids_send_ops(struct store_etcd_scan *s, const struct etcd_op *ops, size_t n,
 	     struct etcd_txn_result **res)
 {
 	struct batches b = { .st = s->txn->st, .ops = ops, .n_ops = n,
@@ -330,7 +330,7 @@ static int send_all(struct store_etcd_scan *s, const struct etcd_op *ops, const 
 		if (!trust || !trust[i])
 			sent[n_sent++] = ops[i];
 	if (rc == 0)
-		rc = send_ops(s, sent, n_sent, &res);
+		rc = etcd_kids_send_ops(s, sent, n_sent, &res);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		struct etcd_range_result made, *r = &made;
 
@@ -365,7 +365,7 @@ static int send_all(struct store_etcd_scan *s, const struct etcd_op *ops, const 
  * flag), so no leaf lies between its containers and a listing may skip
  * the gaps.
  */
-int trust_from(struct store_etcd_scan *s, int depth)
+int etcd_kids_trust_from(struct store_etcd_scan *s, int depth)
 {
 	uint8_t keys[4 + KIDS_TRUST_DEPTH + 1][ETCD_KEY_MAX];
 	struct etcd_op ops[4 + KIDS_TRUST_DEPTH + 1];
@@ -381,17 +381,17 @@ int trust_from(struct store_etcd_scan *s, int depth)
 	if (!s->listing || !s->txn->st->kids_trust || depth < 0 || depth > KIDS_TRUST_DEPTH)
 		return 0;
 	/* the range stamps of the root, every container above the listed one, and its own */
-	lens[n] = stamp_key(s->txn->st, KIDS_RANGE_STAMP, s->base.prefix, 0, keys[n]);
+	lens[n] = etcd_kids_stamp_key(s->txn->st, KIDS_RANGE_STAMP, s->base.prefix, 0, keys[n]);
 	n++;
 	tuple_reader_init(&r, s->base.prefix, s->base.prefix_len);
 	while (tuple_next(&r, &e) == 1) {	/* depth of them at most */
-		lens[n] = stamp_key(s->txn->st, KIDS_RANGE_STAMP, s->base.prefix, r.pos, keys[n]);
+		lens[n] = etcd_kids_stamp_key(s->txn->st, KIDS_RANGE_STAMP, s->base.prefix, r.pos, keys[n]);
 		n++;
 	}
-	lens[0] = stamp_key(s->txn->st, (unsigned)depth, s->base.prefix, s->base.prefix_len, keys[0]);
+	lens[0] = etcd_kids_stamp_key(s->txn->st, (unsigned)depth, s->base.prefix, s->base.prefix_len, keys[0]);
 	keys[0][lens[0]] = 0xff;	/* no element starts with 0xff: the children's stamps */
 	lens[1] = etcd_kids_lease_flag(s->txn->st, keys[1]);
-	lens[2] = leaf_flag_key(s->txn->st, (unsigned)depth, s->base.prefix, s->base.prefix_len,
+	lens[2] = etcd_kids_leaf_flag_key(s->txn->st, (unsigned)depth, s->base.prefix, s->base.prefix_len,
 				keys[2]);
 	lens[3] = etcd_kids_marker(s->txn->st, keys[3]);
 	for (size_t i = 0; i < n; i++)
@@ -453,12 +453,12 @@ static int64_t trusted_since(const struct store_etcd_scan *s, const uint8_t *t, 
  * Whether the entry kv (the listed container's child's, or one below a
  * child's: its hint lies under it) names a key that is there unread.
  */
-bool trusted(const struct store_etcd_scan *s, const struct etcd_kv *kv)
+bool etcd_kids_trusted(const struct store_etcd_scan *s, const struct etcd_kv *kv)
 {
 	size_t skip = s->txn->st->prefix_len + 2, child = kv->key_len - skip;
 	int64_t since = trusted_since(s, kv->key + skip, child);
 
-	return since > 0 && hint_of(s->txn->st, kv->key, kv->key_len, kv->val, kv->val_len) &&
+	return since > 0 && etcd_kids_hint_of(s->txn->st, kv->key, kv->key_len, kv->val, kv->val_len) &&
 	       kv->val_len > child && kv->mod_rev >= since;
 }
 
@@ -517,7 +517,7 @@ int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t fl
 {
 	struct etcd_range_result *names = NULL;
 	size_t n_names = 0, n_ops = 0, base = s->base_len, total = 1, used = 0, skel0 = s->n_skel;
-	int depth = elements(s->base.prefix, s->base.prefix_len);
+	int depth = etcd_kids_elements(s->base.prefix, s->base.prefix_len);
 	struct etcd_op *ops = NULL;
 	bool *trust = NULL;	/* per op: its page is made up, not read (trusted) */
 	size_t *hinted = NULL, n_hinted = 0;	/* ops that read a hint, for the second round */
@@ -539,7 +539,7 @@ int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t fl
 			     from, fl);
 	if (w)
 		return note_first_window(s, window_take(s, w, from, fl));
-	rc = trust_from(s, depth);
+	rc = etcd_kids_trust_from(s, depth);
 	if (rc == 0)
 		rc = read_names(s, (unsigned)depth, from + base, names_from(s, from + base, fl - base),
 			s->n_skel ? KIDS_WINDOW : KIDS_FIRST_WINDOW, &names, &n_names,
@@ -564,7 +564,7 @@ int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t fl
 			const struct etcd_kv *kv = &names[p].kvs[i];
 			size_t skip = s->txn->st->prefix_len + 2, cl, el, hl = 0;
 			uint8_t *c = keys + used, *end, *h = NULL;
-			const uint8_t *hint = hint_of(s->txn->st, kv->key, kv->key_len, kv->val,
+			const uint8_t *hint = etcd_kids_hint_of(s->txn->st, kv->key, kv->key_len, kv->val,
 						      kv->val_len);
 
 			cl = etcd_key(s->txn->st, STORE_SPACE_DATA, kv->key + skip, kv->key_len - skip, c);
@@ -576,7 +576,7 @@ int etcd_kids_prefetch(struct store_etcd_scan *s, const uint8_t *from, size_t fl
 			if (cl < gap_len && memcmp(gap, c, cl) == 0) {
 				/* the scan starts inside C: C's next key, wherever its hint is */
 				add_range(s, ops, &n_ops, gap, gap_len, end, el, 1);
-			} else if (hint && s->leafless && trusted(s, kv)) {
+			} else if (hint && s->leafless && etcd_kids_trusted(s, kv)) {
 				h = keys + used;
 				hl = etcd_key(s->txn->st, STORE_SPACE_DATA, hint, kv->val_len, h);
 				h[hl++] = 0;
@@ -713,7 +713,7 @@ void etcd_kids_note_big(struct store_etcd *st, const uint8_t *key, size_t len)
 int etcd_kids_first_bound(struct store_etcd_scan *s, uint8_t *out, size_t *out_len)
 {
 	struct store_etcd_txn *t = s->txn;
-	int depth = elements(s->base.prefix, s->base.prefix_len);
+	int depth = etcd_kids_elements(s->base.prefix, s->base.prefix_len);
 	struct etcd_range_result *names = NULL;
 	const struct etcd_kv *kv;
 	size_t n = 0;
@@ -724,7 +724,7 @@ int etcd_kids_first_bound(struct store_etcd_scan *s, uint8_t *out, size_t *out_l
 		return 0;
 	rc = read_names(s, (unsigned)depth, s->base.prefix, s->base.prefix_len, 1, &names, &n, &more);
 	kv = rc == 0 && n == 1 && names[0].len == 1 ? &names[0].kvs[0] : NULL;
-	if (kv && hint_of(t->st, kv->key, kv->key_len, kv->val, kv->val_len)) {
+	if (kv && etcd_kids_hint_of(t->st, kv->key, kv->key_len, kv->val, kv->val_len)) {
 		*out_len = etcd_key(t->st, STORE_SPACE_DATA, kv->val, kv->val_len, out);
 		out[(*out_len)++] = 0;	/* up to H 0x00: H included */
 		rc = 1;
@@ -745,7 +745,7 @@ bool etcd_kids_window_bound(struct store_etcd_scan *s, uint8_t *out, size_t *out
 	struct etcd_window *w;
 	const struct etcd_skel *sk = NULL;
 	unsigned depth;
-	size_t parent = parent_of(s->base.prefix, s->base.prefix_len, &depth), lo = 0, hi;
+	size_t parent = etcd_kids_parent_of(s->base.prefix, s->base.prefix_len, &depth), lo = 0, hi;
 
 	if (parent == SIZE_MAX || s->txn->base.write)
 		return false;

@@ -23,7 +23,7 @@ static bool below_hinted(const struct store_etcd_scan *s, const struct etcd_kv *
 {
 	size_t gl = kv->key_len - s->txn->st->prefix_len - 2;
 
-	return hint_of(s->txn->st, kv->key, kv->key_len, kv->val, kv->val_len) && kv->val_len > gl;
+	return etcd_kids_hint_of(s->txn->st, kv->key, kv->key_len, kv->val, kv->val_len) && kv->val_len > gl;
 }
 
 /*
@@ -77,9 +77,9 @@ static int below_verify(struct store_etcd_scan *s, struct etcd_below *b)
 	int rc = ops && keys && which ? 0 : -ENOMEM;
 
 	if (rc == 0)
-		rc = trust_from(s, elements(s->base.prefix, s->base.prefix_len));
+		rc = etcd_kids_trust_from(s, etcd_kids_elements(s->base.prefix, s->base.prefix_len));
 	for (size_t i = 0; rc == 0 && i < n; i++)	/* trusted: its hint is there */
-		b->live[i] = trusted(s, &b->r.kvs[i]);
+		b->live[i] = etcd_kids_trusted(s, &b->r.kvs[i]);
 
 	for (int round = 0; rc == 0 && round < 2; round++) {
 		struct etcd_txn_result *res = NULL;
@@ -96,7 +96,7 @@ static int below_verify(struct store_etcd_scan *s, struct etcd_below *b)
 		}
 		if (m == 0)
 			break;
-		rc = send_ops(s, ops, m, &res);
+		rc = etcd_kids_send_ops(s, ops, m, &res);
 		for (size_t i = 0; rc == 0 && i < n; i++) {
 			size_t o = which[i] - 1;
 
@@ -170,9 +170,9 @@ static int below_read(struct store_etcd_scan *s, unsigned depth, const uint8_t *
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
-	from_len = kids_key(s->txn->st, depth, lo, lo_len, from);
+	from_len = etcd_kids_key(s->txn->st, depth, lo, lo_len, from);
 	o.range_end = hi;
-	o.range_end_len = kids_key(s->txn->st, depth, end, end_len, hi);
+	o.range_end_len = etcd_kids_key(s->txn->st, depth, end, end_len, hi);
 	o.keys_only = !verify;	/* the hints are for the checks */
 	rc = etcd_range_retry(s->txn->c, from, from_len, &o, &b->r);
 	if (rc == 0 && verify && !(b->live = calloc(b->r.len ? b->r.len : 1, sizeof(*b->live))))
@@ -316,7 +316,7 @@ int etcd_kids_child_subdirs(struct store_etcd_scan *s, const uint8_t *child, siz
 			    uint32_t *count)
 {
 	size_t pl = s->base.prefix_len;
-	int depth = elements(s->base.prefix, pl);
+	int depth = etcd_kids_elements(s->base.prefix, pl);
 	const struct etcd_below *b;
 	uint8_t lo[ETCD_KEY_MAX];
 	bool verify;
@@ -326,7 +326,7 @@ int etcd_kids_child_subdirs(struct store_etcd_scan *s, const uint8_t *child, siz
 	/* entries one level below the children exist only up to KIDS_DEPTH_MAX */
 	if (!s->txn->st->kids_records || s->txn->base.write || !s->txn->rev || !s->n_skel ||
 	    depth < 0 || depth + 1 >= KIDS_DEPTH_MAX || len <= pl || len > STORE_KEY_MAX ||
-	    memcmp(child, s->base.prefix, pl) != 0 || elements(child + pl, len - pl) != 1)
+	    memcmp(child, s->base.prefix, pl) != 0 || etcd_kids_elements(child + pl, len - pl) != 1)
 		return 0;
 	/*
 	 * Checking the entries found costs a range each. A listing that starts
@@ -343,5 +343,5 @@ int etcd_kids_child_subdirs(struct store_etcd_scan *s, const uint8_t *child, siz
 	rc = below_find(s, (unsigned)depth + 1, child, len, verify, &b);
 	if (rc || !b)
 		return rc;
-	return below_count(b, lo, kids_key(s->txn->st, (unsigned)depth + 1, child, len, lo), count) ? 1 : 0;
+	return below_count(b, lo, etcd_kids_key(s->txn->st, (unsigned)depth + 1, child, len, lo), count) ? 1 : 0;
 }

@@ -34,28 +34,28 @@ static size_t depth_key(uint8_t *out, size_t n, unsigned depth, const uint8_t *k
 }
 
 /* Delete stamp key of the container key[0..len) with `depth` elements before its last one. */
-size_t stamp_key(const struct store_etcd *st, unsigned depth, const uint8_t *key,
+size_t etcd_kids_stamp_key(const struct store_etcd *st, unsigned depth, const uint8_t *key,
 		 size_t len, uint8_t *out)
 {
 	return depth_key(out, etcd_key(st, ETCD_SPACE_STAMP, NULL, 0, out), depth, key, len);
 }
 
 /* Leaf flag key of the container key[0..len) of `depth` elements: it has (had) a leaf child. */
-size_t leaf_flag_key(const struct store_etcd *st, unsigned depth, const uint8_t *key,
+size_t etcd_kids_leaf_flag_key(const struct store_etcd *st, unsigned depth, const uint8_t *key,
 		     size_t len, uint8_t *out)
 {
 	return depth_key(out, etcd_kids_lease_flag(st, out), depth, key, len);
 }
 
 /* Entry key of the container key[0..len) with `depth` elements before its last one. */
-size_t kids_key(const struct store_etcd *st, unsigned depth, const uint8_t *key,
+size_t etcd_kids_key(const struct store_etcd *st, unsigned depth, const uint8_t *key,
 		size_t len, uint8_t *out)
 {
 	return depth_key(out, etcd_kids_marker(st, out), depth, key, len);
 }
 
 /* Elements in key[0..len); -1 when it does not end on an element's end. */
-int elements(const uint8_t *key, size_t len)
+int etcd_kids_elements(const uint8_t *key, size_t len)
 {
 	struct tuple_reader r;
 	struct tuple_elem e;
@@ -70,7 +70,7 @@ int elements(const uint8_t *key, size_t len)
 	return n;
 }
 
-int key_list_add(struct key_list *h, const uint8_t *k, size_t kl)
+int etcd_key_list_add(struct key_list *h, const uint8_t *k, size_t kl)
 {
 	if (h->n == h->cap) {
 		size_t cap = h->cap ? 2 * h->cap : 16;
@@ -94,7 +94,7 @@ int key_list_add(struct key_list *h, const uint8_t *k, size_t kl)
 	return 0;
 }
 
-void key_list_release(struct key_list *h)
+void etcd_key_list_release(struct key_list *h)
 {
 	for (size_t i = 0; i < h->n; i++)
 		free(h->keys[i]);
@@ -118,7 +118,7 @@ static int note_key(struct store_etcd_txn *t, const uint8_t *dk, size_t base, co
 
 	tuple_reader_init(&r, tk, len);
 	while (tuple_next(&r, &e) == 1 && r.pos < len && depth < KIDS_DEPTH_MAX) {
-		size_t kl = kids_key(t->st, depth, tk, r.pos, k);
+		size_t kl = etcd_kids_key(t->st, depth, tk, r.pos, k);
 		const void *v, *end;
 		size_t vl, el;
 		int rc;
@@ -130,14 +130,14 @@ static int note_key(struct store_etcd_txn *t, const uint8_t *dk, size_t base, co
 		if (rc)
 			return rc;
 		/* a container this commit deleted whole is rewritten: its hint is exact */
-		if (!etcd_buf_covering(t->buf, dk, base + r.pos, &end, &el) && (rc = key_list_add(h, k, kl)))
+		if (!etcd_buf_covering(t->buf, dk, base + r.pos, &end, &el) && (rc = etcd_key_list_add(h, k, kl)))
 			return rc;
 	}
 	return 0;
 }
 
 /* Hint h[0..hl) of the entry key ek[0..el): a key under its container (or the container's own), or NULL. */
-const uint8_t *hint_of(const struct store_etcd *st, const uint8_t *ek, size_t el,
+const uint8_t *etcd_kids_hint_of(const struct store_etcd *st, const uint8_t *ek, size_t el,
 		       const uint8_t *h, size_t hl)
 {
 	size_t skip = st->prefix_len + 2, cl;
@@ -224,7 +224,7 @@ static int keep_older(struct store_etcd_txn *t, struct key_list *h)
 			const uint8_t *ek = h->keys[from + i], *old;
 			size_t el = h->lens[from + i], dl;
 
-			if (r->len != 1 || !(old = hint_of(t->st, ek, el, r->kvs[0].val, r->kvs[0].val_len)))
+			if (r->len != 1 || !(old = etcd_kids_hint_of(t->st, ek, el, r->kvs[0].val, r->kvs[0].val_len)))
 				continue;
 			dl = etcd_key(t->st, STORE_SPACE_DATA, old, r->kvs[0].val_len, dks[n_keep]);
 			if (!keeps(t, ek, el, old, r->kvs[0].val_len, dks[n_keep], dl))
@@ -268,13 +268,13 @@ static int keep_older(struct store_etcd_txn *t, struct key_list *h)
 static int note_record(struct store_etcd_txn *t, const uint8_t *tk, size_t len)
 {
 	uint8_t k[ETCD_KEY_MAX];
-	int n = elements(tk, len);
+	int n = etcd_kids_elements(tk, len);
 	const void *v;
 	size_t kl, vl;
 
 	if (n < 1 || n - 1 >= KIDS_DEPTH_MAX)
 		return 0;	/* deeper keys have no entries: their parents' counts are never asked */
-	kl = kids_key(t->st, (unsigned)n - 1, tk, len, k);
+	kl = etcd_kids_key(t->st, (unsigned)n - 1, tk, len, k);
 	if (etcd_buf_get(t->buf, k, kl, &v, &vl) == 1)
 		return 0;	/* a key under it gave it one already */
 	return etcd_buf_put(t->buf, k, kl, tk, len);
@@ -284,7 +284,7 @@ static int note_record(struct store_etcd_txn *t, const uint8_t *tk, size_t len)
  * The length of the container key that holds tk[0..len) (its elements but
  * the last), its elements into *depth; SIZE_MAX when tk is no whole key.
  */
-size_t parent_of(const uint8_t *tk, size_t len, unsigned *depth)
+size_t etcd_kids_parent_of(const uint8_t *tk, size_t len, unsigned *depth)
 {
 	struct tuple_reader r;
 	struct tuple_elem e;
@@ -306,17 +306,17 @@ size_t parent_of(const uint8_t *tk, size_t len, unsigned *depth)
  * containers. Put again by every commit that puts a leaf there (etcd keeps
  * one value whatever the order), deleted with the container whole.
  */
-int note_leaf(struct store_etcd_txn *t, const uint8_t *tk, size_t len)
+int etcd_kids_note_leaf(struct store_etcd_txn *t, const uint8_t *tk, size_t len)
 {
 	uint8_t k[ETCD_KEY_MAX];
 	unsigned depth;
-	size_t parent = parent_of(tk, len, &depth), kl;
+	size_t parent = etcd_kids_parent_of(tk, len, &depth), kl;
 	const void *v;
 	size_t vl;
 
 	if (parent == SIZE_MAX || depth >= KIDS_DEPTH_MAX)
 		return 0;
-	kl = leaf_flag_key(t->st, depth, tk, parent, k);
+	kl = etcd_kids_leaf_flag_key(t->st, depth, tk, parent, k);
 	if (etcd_buf_get(t->buf, k, kl, &v, &vl) == 1)
 		return 0;	/* put by this commit already */
 	return etcd_buf_put(t->buf, k, kl, "", 0);
@@ -351,13 +351,13 @@ int etcd_kids_note(struct store_etcd_txn *t)
 		if (rc == 0 && record)
 			rc = note_record(t, cur + lo_len, cur_len - lo_len);
 		else if (rc == 0 && t->st->kids_trust)
-			rc = note_leaf(t, cur + lo_len, cur_len - lo_len);
+			rc = etcd_kids_note_leaf(t, cur + lo_len, cur_len - lo_len);
 		if (rc)
 			break;
 	}
 	if (rc == 0 && h.n)
 		rc = keep_older(t, &h);
-	key_list_release(&h);
+	etcd_key_list_release(&h);
 	return rc;
 }
 
@@ -419,12 +419,12 @@ static int stamp_one(const uint8_t *key, size_t len, const uint8_t *end, size_t 
 			break;	/* the deleted key itself, not a container above it */
 		if (end && !holds_range(key, base + r.pos, end, end_len))
 			break;	/* the range runs on past this container's subtree */
-		kl = stamp_key(t->st, depth++, key + base, r.pos, k);
+		kl = etcd_kids_stamp_key(t->st, depth++, key + base, r.pos, k);
 		rc = etcd_buf_put(t->buf, k, kl, "", 0);
 		whole = r.pos;
 	}
 	if (rc == 0 && end) {
-		kl = stamp_key(t->st, KIDS_RANGE_STAMP, key + base, whole, k);
+		kl = etcd_kids_stamp_key(t->st, KIDS_RANGE_STAMP, key + base, whole, k);
 		rc = etcd_buf_put(t->buf, k, kl, "", 0);
 	}
 	return rc;
@@ -452,8 +452,8 @@ int etcd_kids_forget(struct store_etcd_txn *t, const void *prefix, size_t len)
 		depth++;
 	if (rc != 1 || r.pos != len || depth > 256)
 		return 0;	/* not a whole container key: no entry names it */
-	rc = etcd_buf_del(t->buf, k, kids_key(t->st, depth - 1, prefix, len, k));
+	rc = etcd_buf_del(t->buf, k, etcd_kids_key(t->st, depth - 1, prefix, len, k));
 	if (rc == 0 && t->st->kids_trust && depth < KIDS_DEPTH_MAX)
-		rc = etcd_buf_del(t->buf, k, leaf_flag_key(t->st, depth, prefix, len, k));
+		rc = etcd_buf_del(t->buf, k, etcd_kids_leaf_flag_key(t->st, depth, prefix, len, k));
 	return rc;
 }
