@@ -2,7 +2,7 @@
 # The mount, reading side: ls, cat, stat, find, du, names and escapes, and
 # the daemon's life (errors before detaching, SIGTERM, kvfs umount).
 
-# bats file_tags=mount,backends,smoke
+# bats file_tags=mount,backends,smoke,threads
 
 load 'test_helper/common'
 

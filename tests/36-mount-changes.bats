@@ -5,7 +5,7 @@
 # node when the log cannot tell (trimmed past it, or a commit without an
 # entry). The daemon runs with -o debug so that its log says which.
 
-# bats file_tags=mount,backends
+# bats file_tags=mount,backends,threads
 
 load 'test_helper/common'
 

@@ -4,7 +4,7 @@
 # pushed into the page cache when their directory is listed, which must
 # match the store after changes through the mount and by other processes.
 
-# bats file_tags=mount,backends
+# bats file_tags=mount,backends,threads
 
 load 'test_helper/common'
 

@@ -5,7 +5,7 @@
 # only once it is closed; refusals at close; group commit of parallel writers;
 # -o commit=MS: changes queued at close, committed together later.
 
-# bats file_tags=mount,backends
+# bats file_tags=mount,backends,threads
 
 load 'test_helper/common'
 

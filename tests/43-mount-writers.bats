@@ -5,7 +5,7 @@
 # attributes of a file being written, which the kernel now caches while it is
 # open: exact after close for every process, times kept by cp -a and touch -d.
 
-# bats file_tags=mount
+# bats file_tags=mount,threads
 
 load 'test_helper/common'
 

@@ -6,7 +6,7 @@
 # opens it (after FS_HOLD_MS, at fsync, at unmount); a daemon killed right
 # after tar or rsync returns leaves every file whole.
 
-# bats file_tags=mount
+# bats file_tags=mount,threads
 
 load 'test_helper/common'
 

@@ -5,7 +5,7 @@
 # reaper with indexes kept exact, cleared by an overwrite, carried by
 # dump/load and backup, verified and rebuilt by check; format 4.
 
-# bats file_tags=ttl,mount,backends
+# bats file_tags=ttl,mount,backends,threads
 
 load 'test_helper/common'
 load 'test_helper/tables'
