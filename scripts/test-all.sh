@@ -26,7 +26,8 @@ pass_asan() {
 		bash scripts/run-tests.sh build-asan
 }
 
-# etcd: the optimized build with every store on a 3-member etcd cluster:
+# etcd: the optimized build with every store on a 3-member etcd cluster (two
+# clusters, one file on each at a time: scripts/test-etcd.sh):
 # the suites tagged "backends" (their imports and copies are work for the
 # CPU, which a sanitizer would slow: measured, 24-import-big alone took
 # over 3 minutes under ASan on etcd). Its time goes to round
