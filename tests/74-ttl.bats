@@ -338,7 +338,7 @@ reaped() {
 	assert_output 'ann'
 	STORE=$old mount_store
 	run -0 ttl_of "$MNT/people/ann/age"
-	[ "$output" -ge 98 ]
+	[ "$output" -ge 60 ] && [ "$output" -le 100 ]	# (a check, a find and a mount since: seconds on a loaded machine)
 	run -0 cat "$MNT/people/ann/age"
 	assert_output '31'
 }

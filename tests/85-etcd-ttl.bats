@@ -262,7 +262,7 @@ json.dump({"items": [{"id": i, "name": "n %d" % i, "v": i * 7} for i in range(n)
 	big_doc "$BATS_TEST_TMPDIR/big.json" 12000
 	kvfs put "$STORE" /keep k
 	# a deadline past the import's own time (several seconds on a busy machine)
-	run -0 kvfs import --ttl 20 "$STORE" /big "$BATS_TEST_TMPDIR/big.json"
+	run -0 kvfs import --ttl 30 "$STORE" /big "$BATS_TEST_TMPDIR/big.json"
 	[ "$(ekeys | grep -c '^d /big/')" -ge 36000 ]
 	run -0 leases_of '/big(/| )'
 	[ "${#lines[@]}" -eq 1 ]
@@ -270,7 +270,7 @@ json.dump({"items": [{"id": i, "name": "n %d" % i, "v": i * 7} for i in range(n)
 	# the children-space entries of its 12,000 objects take their leases too
 	[ "$(ekeys | awk '$1 == "k" && $3 != 0' | wc -l)" -ge 12000 ]
 	# no kvfs process runs: only etcd can remove them
-	eventually 40 none_left '/big(/| )'
+	eventually 50 none_left '/big(/| )'
 	ekeys | grep -q '^d /keep 0$'
 	run -0 ekeys
 	run -0 grep -c '^k ' <<<"$output"
