@@ -5,7 +5,7 @@
 # a guarded Txn conflict, a watch seeing another client's put, losing one
 # member while writes go on, and a value over etcd's default request limit.
 
-# bats file_tags=etcd
+# bats file_tags=etcd,asan
 
 load 'test_helper/common'
 

@@ -4,7 +4,7 @@
 # reads at one revision, paged scans, buffered guarded writes and conflicts
 # (tests/unit/test_etcd_store.c, `make etcd-store-test`).
 
-# bats file_tags=etcd
+# bats file_tags=etcd,asan
 
 load 'test_helper/common'
 load 'test_helper/etcd'
