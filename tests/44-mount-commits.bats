@@ -38,6 +38,7 @@ assert_same_leaves() {
 	local n
 	for n in $(seq "$3"); do
 		[ "$n" != "${4:-}" ] || continue
+		echo "k$n: $(kvfs get --json "$STORE" "${2#"$MNT"}/k$n" 2>&1)"	# (shown when one fails)
 		assert_equal "$(cat "$2/k$n")" "$(cat "$1/k$n")"
 		assert_equal "$(stat -c '%s %a %Y' "$2/k$n")" "$(stat -c '%s %a %Y' "$1/k$n")"
 		assert_equal "$(getfattr --absolute-names --only-values -n user.kvfs.type "$2/k$n")" integer
