@@ -1,7 +1,7 @@
 /*
  * cli/cmd_table.c - the table verbs: `kvfs table create|column|show|drop`,
  * `kvfs index create|drop|list` and `kvfs find` (docs/kvfs.1, TABLES).
- * Parsing and printing only; the meaning is in model/table*.c.
+ * Parsing and printing only; the meaning is in model/table/.
  */
 #include <errno.h>
 #include <stdio.h>
