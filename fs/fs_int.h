@@ -219,8 +219,24 @@ static inline struct timespec fs_ns_to_ts(int64_t ns)
 	return ts;
 }
 
+/*
+ * An errno a store's transport gave (an etcd cluster that refused the
+ * connection, reset it, or cancelled the request) is no answer a file
+ * operation has: applications get EIO, and the reason goes to the log and
+ * user.kvfs.error (fs_log_model). ETIMEDOUT stays: it says what happened.
+ */
+static inline bool fs_errno_is_transport(int ret)
+{
+	ret = ret < 0 ? -ret : ret;
+	return ret == ECANCELED || ret == ECONNREFUSED || ret == ECONNRESET ||
+	       ret == ECONNABORTED || ret == EPIPE || ret == EPROTO || ret == ENOTCONN ||
+	       ret == EHOSTUNREACH || ret == ENETUNREACH || ret == ENETDOWN || ret == EHOSTDOWN;
+}
+
 static inline void fs_reply_err(fuse_req_t req, int ret)
 {
+	if (fs_errno_is_transport(ret))
+		ret = EIO;
 	fuse_reply_err(req, ret < 0 ? -ret : ret);
 }
 

@@ -188,7 +188,10 @@ void fs_log_model_as(struct fs_ctx *ctx, uid_t uid, int ret, const struct model_
 	char msg[sizeof(((struct fs_error *)0)->msg)];
 	int prio = LOG_ERR;
 
-	if (err && err->msg[0])
+	if (fs_errno_is_transport(ret))	/* the caller gets EIO (fs_reply_err) */
+		snprintf(msg, sizeof(msg), "%s: the store's servers did not answer (%.200s)", what,
+			 err && err->msg[0] ? err->msg : strerror(-ret));
+	else if (err && err->msg[0])
 		memcpy(msg, err->msg, sizeof(msg));	/* the same size */
 	else if (ret == -EIO)	/* a scan that found keys out of order says no more */
 		snprintf(msg, sizeof(msg), "%s: %s (the store may be damaged here; run kvfs "

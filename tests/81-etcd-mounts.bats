@@ -196,3 +196,27 @@ wait_content() {
 	HUNG=
 	run -0 wait_content "$MNT2/h30" 30
 }
+
+@test "the whole cluster down: a write fails with EIO or ETIMEDOUT within 30 s, the reason in user.kvfs.error; back up, writes go on" {
+	echo before >"$MNT/f"
+	HUNG=1	# (teardown starts the members again, whatever happens)
+	local m
+	for m in 0 1 2; do	# (each keeps its data: stop would remove it)
+		run -0 "$ETCD_REPO/scripts/etcd-cluster.sh" stop-one "$m"
+	done
+	local start=$SECONDS
+	run bash -c 'echo down >"$1/g"' _ "$MNT"
+	[ "$status" -ne 0 ]
+	echo "# the write failed after $((SECONDS - start)) s: $output" >&3
+	[ $((SECONDS - start)) -le 30 ]
+	# never the transport's own errno (Connection refused, Operation canceled)
+	[[ "$output" == *"Input/output error"* || "$output" == *"Connection timed out"* ]]
+	run -0 "$ETCD_REPO/scripts/etcd-cluster.sh" start
+	HUNG=
+	# the reason, kept for the root's user.kvfs.error (read once the cluster answers)
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.error "$MNT"
+	assert_output --partial "the store's servers did not answer"
+	eventually 20 bash -c 'echo after >"$1/g"' _ "$MNT"
+	run -0 wait_content "$MNT2/f" before
+	run -0 wait_content "$MNT2/g" after
+}

@@ -8,6 +8,7 @@
 #ifndef KVFS_ETCD_INT_H
 #define KVFS_ETCD_INT_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -396,6 +397,18 @@ size_t etcd_txn_ops(struct store_etcd *st);
 bool etcd_outcome_unknown(int rc);
 size_t etcd_txn_bytes(struct store_etcd *st);
 bool etcd_limits_lower(struct store_etcd *st, int rc, size_t used, size_t largest);
+/*
+ * A read that may simply be asked again: the connection was refused or
+ * reset, or the cluster cancelled the request (a member stopping or a
+ * leader changing does that to requests in flight, quorum intact). A
+ * write's lost answer is settled through its writer key instead.
+ */
+static inline bool etcd_read_again(int rc)
+{
+	return rc == -ECONNRESET || rc == -EAGAIN || rc == -ECONNREFUSED || rc == -EPIPE ||
+	       rc == -ECANCELED;
+}
+
 /* A range, tried again for about 4 s while a member is gone or a leader is elected. */
 int etcd_range_retry(struct etcd_client *c, const void *key, size_t key_len,
 		     const struct etcd_range_opts *o, struct etcd_range_result *out);

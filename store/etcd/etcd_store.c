@@ -63,8 +63,7 @@ int etcd_range_retry(struct etcd_client *c, const void *key, size_t key_len,
 
 	for (int tries = 0;; tries++) {
 		rc = etcd_client_range(c, key, key_len, o, out);
-		if ((rc != -ECONNRESET && rc != -EAGAIN && rc != -ECONNREFUSED && rc != -EPIPE) ||
-		    tries >= 40)
+		if (!etcd_read_again(rc) || tries >= 40)
 			return rc;
 		if (tries)
 			usleep(100 * 1000);
@@ -239,7 +238,7 @@ static int txn_first_read(struct store_etcd_txn *t, const void *key, size_t key_
 		bool again;
 
 		rc = etcd_client_txn(t->c, NULL, 0, ops, n, NULL, 0, &r);
-		if (rc == -ECONNRESET || rc == -EAGAIN || rc == -ECONNREFUSED || rc == -EPIPE) {
+		if (etcd_read_again(rc)) {	/* (a Txn of ranges only: reads) */
 			if (++tries >= 40)
 				return rc;
 			usleep(100 * 1000);
