@@ -40,8 +40,6 @@
 
 #include "store/store.h"
 
-#define STORE_OPS_VERSION 1	/* members are only ever added at the end */
-
 struct feed_set;
 struct hidden;
 
@@ -123,9 +121,18 @@ struct store_scan {
  *     change log, store_int.h) when the backend keeps the log.
  *   - store.c has checked arguments (key lengths, read/write txn kind)
  *     before calling get/put/del/del_prefix/scan_open.
+ *
+ * The table has no version number. SQLite's VFS carries one (iVersion)
+ * because its tables come from code built against other sqlite3.h
+ * releases; every backend here is compiled into kvfs with this very
+ * header, and store_ops_for picks from a fixed list (nothing is loaded at
+ * run time), so a table of another shape never meets store.c and the
+ * compiler checks each table against this struct. A version would be a
+ * check that cannot fail. Should a backend ever be loaded at run time
+ * (dlopen), give the table a version then and have store_ops_for refuse
+ * one built for another.
  */
 struct store_ops {
-	int version;		/* STORE_OPS_VERSION the table was written for */
 	const char *name;	/* "lmdb", "etcd": store_backend() */
 	unsigned abilities;	/* STORE_CAN_* (store.h) this backend honours */
 	size_t store_size;	/* sizeof the backend's handle (>= sizeof(struct store)) */

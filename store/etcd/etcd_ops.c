@@ -9,7 +9,6 @@
 #include "store/etcd/etcd_int.h"
 
 const struct store_ops store_etcd_ops = {
-	.version = STORE_OPS_VERSION,
 	.name = "etcd",
 	.abilities = STORE_CAN_FEED | STORE_CAN_EXPIRE,
 	.store_size = sizeof(struct store_etcd),

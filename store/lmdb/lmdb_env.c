@@ -406,7 +406,6 @@ bool store_in_engine(void)
 }
 
 const struct store_ops store_lmdb_ops = {
-	.version = STORE_OPS_VERSION,
 	.name = "lmdb",
 	.abilities = STORE_CAN_SYNC | STORE_CAN_HOT_COPY | STORE_CAN_USAGE | STORE_CAN_FEED |
 		     STORE_CAN_READ_LOCALLY,
