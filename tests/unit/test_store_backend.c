@@ -206,11 +206,11 @@ static void test_abilities_not_assumed(void)
 	before = store_position(st);
 	CHECK_EQ_INT(store_write(st, put_one, NULL), 0);
 	bare.abilities = 0;
-	bare.sync = NULL;
-	bare.copy = NULL;
-	bare.usage = NULL;
-	bare.readers_check = NULL;
-	bare.space_is_empty = NULL;
+	bare.ability.sync = NULL;
+	bare.admin.copy = NULL;
+	bare.admin.usage = NULL;
+	bare.admin.readers_check = NULL;
+	bare.hint.space_is_empty = NULL;
 	real = st->ops;
 	st->ops = &bare;
 
