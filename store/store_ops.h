@@ -114,9 +114,10 @@ struct store_scan {
  *            caller cannot tell but by the cost (what a caller of
  *            store_scan_expect_children allows for is said there)
  *   admin    the store's upkeep and inspection (hot copies, space and
- *            reader slots, integrity checks and repairs), never on the
- *            path of a read or a write of data; copy, usage and
- *            readers_check are also declared by STORE_CAN_* bits
+ *            reader slots, integrity checks and repairs, a crash's
+ *            diagnosis), never on the path of a read or a write of data;
+ *            copy, usage and readers_check are also declared by
+ *            STORE_CAN_* bits
  *
  * They are sub-structs rather than commented runs of one struct so that
  * each table's initializer and every call in store.c name the group
@@ -223,7 +224,11 @@ struct store_ability_ops {
 	 */
 	int (*feed_read)(struct store *st, uint64_t after, store_feed_fn fn, void *arg,
 			 uint64_t *upto);
-	/* STORE_CAN_EXPIRE: as store_txn_expire_puts (txn is a write transaction). */
+	/*
+	 * STORE_CAN_EXPIRE: as store_txn_expire_puts (txn is a write
+	 * transaction). etcd: a lease per deadline second, docs/ETCD.md
+	 * section 9.
+	 */
 	int (*expire_puts)(struct store_txn *txn, store_expiry_fn fn, void *arg);
 	/*
 	 * Queued commits (store_queue_start), and the version of what this
@@ -242,9 +247,13 @@ struct store_hint_ops {
 	/* NULL: store.c's next + seek. As store_scan_next_distinct. */
 	int (*scan_next_distinct)(struct store_scan *scan, int depth, struct store_val *key,
 				  struct store_val *val, size_t *child_end);
-	/* NULL: nothing to prepare. As store_scan_expect_children. */
+	/* NULL: nothing to prepare. As store_scan_expect_children (etcd: docs/ETCD.md section 7). */
 	void (*scan_expect_children)(struct store_scan *scan);
-	/* NULL: never known (0), the caller reads the child. As store_scan_child_subdirs. */
+	/*
+	 * NULL: never known (0), the caller reads the child. As
+	 * store_scan_child_subdirs (etcd: its children space, docs/ETCD.md
+	 * section 7).
+	 */
 	int (*scan_child_subdirs)(struct store_scan *scan, const void *child, size_t len,
 				  uint32_t *count);
 	/* NULL: reads are local, nothing to fetch. As store_txn_prefetch. */
@@ -264,10 +273,22 @@ struct store_admin_ops {
 	int (*copy)(struct store *st, const char *dir);		/* STORE_CAN_HOT_COPY */
 	int (*usage)(struct store *st, struct store_usage *out);	/* STORE_CAN_USAGE */
 	int (*readers_check)(struct store *st, unsigned *cleared);	/* STORE_CAN_USAGE */
-	/* NULL: nothing of its own to check. As store_txn_check (read txns). */
+	/*
+	 * NULL: nothing of its own to check. As store_txn_check (read txns).
+	 * LMDB: each space's B-tree in order (lmdb_check.c); etcd: the
+	 * children space against the spaces (docs/ETCD.md section 7).
+	 */
 	int (*check)(struct store_txn *txn, store_check_fn fn, void *arg);
 	/* NULL: nothing of its own to rebuild. As store_txn_repair (write txns). */
 	int (*repair)(struct store_txn *txn);
+	/*
+	 * NULL: the backend maps no store file. Whether the calling thread is
+	 * inside this backend's reading of a memory-mapped store file now
+	 * (LMDB: every call that walks its pages). No handle, as a SIGSEGV
+	 * handler has none: store_in_engine asks every backend built in.
+	 * Async-signal-safe.
+	 */
+	bool (*in_engine)(void);
 };
 
 struct store_ops {

@@ -4,7 +4,8 @@
  * operations live in store/etcd/etcd_store.c, etcd_scan.c and etcd_feed.c.
  * Abilities: the change feed, and keys that expire by themselves (leases);
  * every commit is durable when it returns (no sync), there is no local file
- * to copy or measure.
+ * to copy or measure, and none mapped that a damaged store could fault in
+ * (its values are copies: no in_engine).
  */
 #include "store/etcd/etcd_int.h"
 

@@ -395,8 +395,8 @@ static void lmdb_close(struct store *st, bool discard)
 
 _Thread_local volatile sig_atomic_t lmdb_engine_depth;
 
-/* Only LMDB reads a map that a damaged file can fault in (etcd's values are copies). */
-bool store_in_engine(void)
+/* The map a damaged file can fault in (the ops table's admin.in_engine). */
+static bool lmdb_in_engine(void)
 {
 	return lmdb_engine_depth > 0;
 }
@@ -450,5 +450,6 @@ const struct store_ops store_lmdb_ops = {
 		.usage = lmdb_usage,
 		.readers_check = lmdb_readers_check,
 		.check = lmdb_check,
+		.in_engine = lmdb_in_engine,
 	},
 };

@@ -252,6 +252,20 @@ static void test_abilities_not_assumed(void)
 	store_close(st);
 }
 
+/*
+ * store_in_engine asks each backend's table (admin.in_engine): LMDB's
+ * says whether the thread is inside its map, etcd maps nothing. Outside
+ * any store call no thread is inside.
+ */
+static void test_in_engine_behind_the_table(void)
+{
+	CHECK(store_lmdb_ops.admin.in_engine != NULL);
+#ifdef KVFS_ETCD
+	CHECK(store_etcd_ops.admin.in_engine == NULL);
+#endif
+	CHECK(!store_in_engine());
+}
+
 int main(void)
 {
 	int rc;
@@ -267,6 +281,7 @@ int main(void)
 	TEST(test_lmdb_declares_abilities);
 	TEST(test_lmdb_expire_puts_is_a_no_op);
 	TEST(test_abilities_not_assumed);
+	TEST(test_in_engine_behind_the_table);
 	rc = UNIT_DONE();
 	nftw(tmp_root, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 	return rc;
