@@ -260,9 +260,16 @@ int store_set_format(struct store_txn *txn, unsigned version);
  * returns 0; any other return aborts and is passed back. The backend may
  * abort an attempt and run fn again from the start in a fresh transaction
  * (to make room, or after another writer's commit got in the way), so fn
- * must not keep state outside `txn` between attempts. Writes
- * from threads of one process are serialized. A really full disk gives
- * -ENOSPC. Do not call from inside another transaction of the same thread.
+ * must not keep state outside `txn` between attempts. A really full disk
+ * gives -ENOSPC. Do not call from inside another transaction of the same
+ * thread.
+ *
+ * Writes from threads of one process are serialized, or grouped (group
+ * commit, store_write and store_write_later alike): writes that arrive
+ * together may share one transaction, each fn in a nested transaction of
+ * its own (so a refusal undoes only its own changes), and so one sync;
+ * each caller gets its own fn's result, and store_position and
+ * store_version move once for all of them.
  */
 typedef int (*store_write_fn)(struct store_txn *txn, void *arg);
 int store_write(struct store *st, store_write_fn fn, void *arg);
@@ -273,13 +280,6 @@ int store_write(struct store *st, store_write_fn fn, void *arg);
  * store_close. Without a queue (or a backend without queued commits) it
  * is store_write.
  */
-/*
- * Group commit (store_write and store_write_later): writes from several
- * threads that arrive together may share one transaction (each fn in a
- * nested transaction of its own, so a refusal undoes only its own changes)
- * and so one sync; each caller gets its own fn's result. The store's
- * generation then moves once for all of them.
- */
 int store_write_later(struct store *st, store_write_fn fn, void *arg);
 /*
  * Whether another process committed since the last call (or the open): our
@@ -289,10 +289,10 @@ int store_write_later(struct store *st, store_write_fn fn, void *arg);
 bool store_changed_elsewhere(struct store *st);
 
 /*
- * A space an older store does not have yet (SCHEMA, INDEX, ATTR from format
- * 3; EXPIRY, TTL from format 4) is created at a
- * writable open; in a read-only open of such a store it reads as empty:
- * get gives -ENOENT and store_scan_open gives -ENOENT.
+ * A space an older store does not have yet (SCHEMA, INDEX, ATTR from
+ * format 3; EXPIRY, TTL from format 4) is created at a writable open; in
+ * a read-only open of such a store it reads as empty: get gives -ENOENT
+ * and store_scan_open gives -ENOENT.
  */
 /* Point operations. get: 0 or -ENOENT; the value is borrowed (see store_val). */
 int store_get(struct store_txn *txn, enum store_space space,
@@ -300,6 +300,13 @@ int store_get(struct store_txn *txn, enum store_space space,
 /* put: 0, -ENAMETOOLONG (key > STORE_KEY_MAX), -ENOSPC, -EROFS. */
 int store_put(struct store_txn *txn, enum store_space space,
 	      const void *key, size_t key_len, const void *val, size_t val_len);
+/*
+ * put of a value of val_len bytes that the caller fills in: *out points at
+ * its place in the transaction's own page (so a big value is never copied
+ * whole). Valid until the next write in txn; errors as put.
+ */
+int store_put_reserve(struct store_txn *txn, enum store_space space, const void *key,
+		      size_t key_len, size_t val_len, void **out);
 /* True when the space holds no key in this snapshot (one O(1) look; an absent space is empty). */
 bool store_space_is_empty(struct store_txn *txn, enum store_space space);
 /*
@@ -320,13 +327,6 @@ void store_txn_trim(struct store_txn *txn);
  * find it later).
  */
 int store_reserve(struct store *st, uint64_t bytes);
-/*
- * put of a value of val_len bytes that the caller fills in: *out points at
- * its place in the transaction's own page (so a big value is never copied
- * whole). Valid until the next write in txn; errors as put.
- */
-int store_put_reserve(struct store_txn *txn, enum store_space space, const void *key,
-		      size_t key_len, size_t val_len, void **out);
 /*
  * Keys that expire by themselves (STORE_CAN_EXPIRE): in a write
  * transaction, calls fn once for every key put so far in the public

@@ -1,22 +1,28 @@
 /*
  * store/store_ops.h - private to store/: the seam between store.h's public
- * functions (store/store.c) and a backend (LMDB: store/lmdb*.c; etcd:
- * store/etcd*.c), in the manner of SQLite's sqlite3_vfs/sqlite3_io_methods:
+ * functions (store/store.c) and a backend (LMDB: store/lmdb/; etcd:
+ * store/etcd/), in the manner of SQLite's sqlite3_vfs/sqlite3_io_methods:
  * one table of operations per backend, chosen by store_open from the name.
  *
- * Memory. store/store.c allocates a backend's handle, transaction and scan
- * (zeroed, ops->store_size / txn_size / scan_size bytes) and fills the
+ * Memory. store/store.c allocates a backend's handle, read transaction and
+ * scan (zeroed, ops->store_size / txn_size / scan_size bytes) and fills the
  * shared part each of them begins with (struct store, struct store_txn,
  * struct store_scan below); the backend's own struct starts with that part
  * as its first member and casts back:
  *
  *     struct lmdb_store { struct store base; MDB_env *env; ... };
- *     static struct lmdb_store *L(struct store *st) { return (struct lmdb_store *)st; }
+ *     static inline struct lmdb_store *lmdb_of(struct store *st)
+ *     { return (struct lmdb_store *)st; }
  *
- * Write transactions are the exception: ops->core.write creates them itself (as
- * many attempts as it needs: LMDB's on its stack, etcd's on the heap, for
- * a write's buffered operations outlive a frame) and fills their shared
- * part with store_txn_init_write().
+ * Write transactions are the exception: store.c allocates none. The
+ * backend's core.write makes its own, one per attempt (it may need
+ * several), and fills each one's shared part with store_txn_init_write().
+ * Where they live is the backend's choice: LMDB's on its stack (each
+ * attempt, and the nested transaction each write of a group commit runs
+ * in), its queued batch inside the handle (lmdb_queue.c); etcd's on the
+ * heap, one calloc per attempt (struct store_etcd_txn, the struct its
+ * read transactions use, zeroed alike; some 3.7 KB with its read-ahead
+ * ranges).
  *
  * What store.c does for every backend, so that a backend need not:
  *   - key length checks (STORE_KEY_MAX, the empty key), -EROFS for writes
@@ -26,9 +32,9 @@
  *   - store_scan_next_distinct from scan_next + scan_seek (unless the
  *     backend gives its own);
  *   - the owner pointer, the format bookkeeping (meta "format" through
- *     ops->core.get/put), the change log's notes (feed_set_note after a put/del
- *     when txn->feed is set) and reading the log (store_feed_read, feed.c)
- *     when the backend has no feed_read of its own.
+ *     ops->core.get/put), the change log's notes (feed_set_note after a
+ *     put/del when txn->feed is set) and reading the log (store_feed_read,
+ *     feed.c) when the backend has no feed_read of its own.
  */
 #ifndef KVFS_STORE_OPS_H
 #define KVFS_STORE_OPS_H

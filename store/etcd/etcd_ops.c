@@ -1,7 +1,10 @@
 /*
  * store/etcd/etcd_ops.c - the etcd backend's table of operations (store/store_ops.h):
  * what store.c calls for a store named etcd://HOST:PORT[,...]/PREFIX. The
- * operations live in store/etcd/etcd_store.c, etcd_scan.c and etcd_feed.c.
+ * operations live in etcd_open.c (open, close, info), etcd_store.c
+ * (transactions, point operations), etcd_scan.c (scans and the read
+ * hints), etcd_feed.c (position, changed_elsewhere, the feed),
+ * etcd_lease.c (expiry) and etcd_kids_check.c (check, repair).
  * Abilities: the change feed, and keys that expire by themselves (leases);
  * every commit is durable when it returns (no sync), there is no local file
  * to copy or measure, and none mapped that a damaged store could fault in
