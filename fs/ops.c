@@ -19,7 +19,7 @@
  *   watcher.c        the watcher thread: other processes' commits, the change feed
  *   inode.c          the node table (struct fs_node), revalidation
  *   mount.c          options, logging, the daemon's lifetime
- *   table.c          a table index's row links (readlink)
+ *   table.c          a table index's row links (readlink), user.kvfs.schema
  *   stats.c          the request counters: the table the session runs wraps this one
  *   ttl.c            user.kvfs.ttl (time to live) and the reaper the watcher runs
  *

@@ -34,6 +34,14 @@ static const struct {
 #endif
 };
 
+/* Every backend built in, for the questions no handle is at hand for (store_in_engine). */
+static const struct store_ops *const built_in[] = {
+	&store_lmdb_ops,
+#ifdef KVFS_ETCD
+	&store_etcd_ops,
+#endif
+};
+
 void store_say(char *why, size_t why_len, const char *fmt, ...)
 {
 	va_list ap;
@@ -103,9 +111,18 @@ int store_txn_expire_puts(struct store_txn *txn, store_expiry_fn fn, void *arg)
 {
 	if (!txn->write)
 		return -EROFS;
-	if (!store_can(txn->st, STORE_CAN_EXPIRE) || !txn->st->ops->expire_puts)
+	if (!store_can(txn->st, STORE_CAN_EXPIRE) || !txn->st->ops->ability.expire_puts)
 		return 0;
-	return txn->st->ops->expire_puts(txn, fn, arg);
+	return txn->st->ops->ability.expire_puts(txn, fn, arg);
+}
+
+/* Async-signal-safe: reads static tables and asks each backend's own. */
+bool store_in_engine(void)
+{
+	for (size_t i = 0; i < sizeof(built_in) / sizeof(built_in[0]); i++)
+		if (built_in[i]->admin.in_engine && built_in[i]->admin.in_engine())
+			return true;
+	return false;
 }
 
 const char *store_backend(const struct store *st)
@@ -181,7 +198,7 @@ int store_open(const char *name, unsigned flags, struct store **out, char *why, 
 	st->readonly = flags & STORE_OPEN_READONLY;
 	st->writer = writer_id();
 	st->feed_keep = feed_keep();
-	rc = ops->open(st, name, flags, why, why_len);
+	rc = ops->core.open(st, name, flags, why, why_len);
 	if (rc) {
 		store_free(st);
 		return rc;
@@ -194,7 +211,7 @@ void store_close(struct store *st)
 {
 	if (!st)
 		return;
-	st->ops->close(st, false);
+	st->ops->core.close(st, false);
 	store_free(st);
 }
 
@@ -202,7 +219,7 @@ void store_close_discard(struct store *st)
 {
 	if (!st)
 		return;
-	st->ops->close(st, true);
+	st->ops->core.close(st, true);
 	store_free(st);
 }
 
@@ -210,7 +227,7 @@ void store_close_discard(struct store *st)
 
 int store_info(struct store *st, struct store_info *out)
 {
-	return st->ops->info(st, out);
+	return st->ops->core.info(st, out);
 }
 
 int64_t store_created_ns(const struct store *st)
@@ -235,45 +252,47 @@ static bool interrupted(const struct store *st)
 
 int store_usage(struct store *st, struct store_usage *out)
 {
-	if (!store_can(st, STORE_CAN_USAGE) || !st->ops->usage) {
+	if (!store_can(st, STORE_CAN_USAGE) || !st->ops->admin.usage) {
 		memset(out, 0, sizeof(*out));
 		return -ENOTSUP;
 	}
-	return st->ops->usage(st, out);
+	return st->ops->admin.usage(st, out);
 }
 
 int store_readers_check(struct store *st, unsigned *cleared)
 {
-	if (!store_can(st, STORE_CAN_USAGE) || !st->ops->readers_check) {
+	if (!store_can(st, STORE_CAN_USAGE) || !st->ops->admin.readers_check) {
 		if (cleared)
 			*cleared = 0;
 		return 0;	/* no reader table: nothing can be stale */
 	}
-	return st->ops->readers_check(st, cleared);
+	return st->ops->admin.readers_check(st, cleared);
 }
 
 int store_sync(struct store *st)
 {
-	if (st->readonly || !store_can(st, STORE_CAN_SYNC) || !st->ops->sync)
+	if (st->readonly || !store_can(st, STORE_CAN_SYNC) || !st->ops->ability.sync)
 		return 0;	/* nothing of ours to flush, or every commit is durable */
-	return st->ops->sync(st);
+	return st->ops->ability.sync(st);
 }
 
 int store_copy(struct store *st, const char *dir)
 {
-	if (!store_can(st, STORE_CAN_HOT_COPY) || !st->ops->copy)
+	if (!store_can(st, STORE_CAN_HOT_COPY) || !st->ops->admin.copy)
 		return -ENOTSUP;
-	return st->ops->copy(st, dir);
+	return st->ops->admin.copy(st, dir);
 }
 
 uint64_t store_position(struct store *st)
 {
-	return st->ops->position(st);
+	return st->ops->core.position(st);
 }
 
 uint64_t store_version(struct store *st)
 {
-	return st->ops->read_version ? st->ops->read_version(st) : st->ops->position(st);
+	const struct store_ops *ops = st->ops;
+
+	return ops->ability.read_version ? ops->ability.read_version(st) : ops->core.position(st);
 }
 
 uint64_t store_keys_read(struct store *st)
@@ -285,12 +304,12 @@ int store_queue_start(struct store *st, unsigned ms, enum store_queue_mode mode)
 {
 	if (st->readonly)
 		return -EROFS;
-	return st->ops->queue_start ? st->ops->queue_start(st, ms, mode) : -ENOTSUP;
+	return st->ops->ability.queue_start ? st->ops->ability.queue_start(st, ms, mode) : -ENOTSUP;
 }
 
 bool store_changed_elsewhere(struct store *st)
 {
-	return st->ops->changed_elsewhere(st);
+	return st->ops->core.changed_elsewhere(st);
 }
 
 uint64_t store_writer_id(const struct store *st)
@@ -301,8 +320,8 @@ uint64_t store_writer_id(const struct store *st)
 int store_feed_read(struct store *st, uint64_t after, store_feed_fn fn, void *arg,
 		    uint64_t *upto)
 {
-	if (st->ops->feed_read)
-		return st->ops->feed_read(st, after, fn, arg, upto);
+	if (st->ops->ability.feed_read)
+		return st->ops->ability.feed_read(st, after, fn, arg, upto);
 	if (store_can(st, STORE_CAN_FEED))
 		return feed_log_read(st, after, fn, arg, upto);
 	*upto = store_position(st);
@@ -342,7 +361,7 @@ int store_read_begin(struct store *st, struct store_txn **out)
 		return -ENOMEM;
 	t->st = st;
 	t->format = snapshot_format(st);
-	rc = st->ops->read_begin(st, t);
+	rc = st->ops->core.read_begin(st, t);
 	if (rc) {
 		free(t);
 		return rc;
@@ -356,7 +375,7 @@ void store_txn_end(struct store_txn *txn)
 {
 	if (!txn || txn->write)
 		return;
-	txn->st->ops->read_end(txn);
+	txn->st->ops->core.read_end(txn);
 	store_hidden_free(txn->hidden[0]);
 	store_hidden_free(txn->hidden[1]);
 	free(txn);
@@ -364,7 +383,7 @@ void store_txn_end(struct store_txn *txn)
 
 uint64_t store_txn_id(const struct store_txn *txn)
 {
-	return txn->st->ops->txn_id(txn);
+	return txn->st->ops->core.txn_id(txn);
 }
 
 void store_txn_set_owner(struct store_txn *txn, void *owner)
@@ -398,8 +417,8 @@ int store_write(struct store *st, store_write_fn fn, void *arg)
 	if (st->readonly)
 		return -EROFS;
 	if (st->interrupt)
-		return st->ops->write(st, write_watched, &w);
-	return st->ops->write(st, fn, arg);
+		return st->ops->core.write(st, write_watched, &w);
+	return st->ops->core.write(st, fn, arg);
 }
 
 int store_write_later(struct store *st, store_write_fn fn, void *arg)
@@ -408,11 +427,11 @@ int store_write_later(struct store *st, store_write_fn fn, void *arg)
 
 	if (st->readonly)
 		return -EROFS;
-	if (!st->ops->write_later)
+	if (!st->ops->ability.write_later)
 		return store_write(st, fn, arg);
 	if (st->interrupt)
-		return st->ops->write_later(st, write_watched, &w);
-	return st->ops->write_later(st, fn, arg);
+		return st->ops->ability.write_later(st, write_watched, &w);
+	return st->ops->ability.write_later(st, fn, arg);
 }
 
 /* ---- the format ---- */
@@ -431,7 +450,7 @@ unsigned store_txn_format(struct store_txn *txn)
 
 	if (txn->format)
 		return txn->format;
-	if (txn->st->ops->get(txn, STORE_SPACE_META, META_FORMAT, META_FORMAT_LEN, &v) != 0 ||
+	if (txn->st->ops->core.get(txn, STORE_SPACE_META, META_FORMAT, META_FORMAT_LEN, &v) != 0 ||
 	    v.len != 4)
 		return 0;
 	txn->format = (unsigned)get_be(v.data, 4);
@@ -449,7 +468,7 @@ int store_set_format(struct store_txn *txn, unsigned version)
 	if (!txn->write)
 		return -EROFS;
 	put_be(buf, version, 4);
-	rc = txn->st->ops->put(txn, STORE_SPACE_META, META_FORMAT, META_FORMAT_LEN, buf, 4);
+	rc = txn->st->ops->core.put(txn, STORE_SPACE_META, META_FORMAT, META_FORMAT_LEN, buf, 4);
 	if (rc)
 		return rc;
 	txn->format = version;
@@ -475,7 +494,7 @@ int store_get(struct store_txn *txn, enum store_space space,
 	if (store_hidden_covering(txn, space, key, key_len))
 		return -ENOENT;
 	atomic_fetch_add_explicit(&txn->st->keys_read, 1, memory_order_relaxed);
-	return txn->st->ops->get(txn, space, key, key_len, out);
+	return txn->st->ops->core.get(txn, space, key, key_len, out);
 }
 
 /* The checks every put makes before the backend sees it. */
@@ -494,7 +513,7 @@ int store_put(struct store_txn *txn, enum store_space space,
 	int rc = put_check(txn, key_len);
 
 	if (rc == 0)
-		rc = txn->st->ops->put(txn, space, key, key_len, val, val_len);
+		rc = txn->st->ops->core.put(txn, space, key, key_len, val, val_len);
 	if (rc == 0 && txn->feed)
 		feed_set_note(txn->feed, space, key, key_len, false);
 	return rc;
@@ -502,15 +521,15 @@ int store_put(struct store_txn *txn, enum store_space space,
 
 void store_txn_trim(struct store_txn *txn)
 {
-	if (txn->write && txn->st->ops->trim)
-		txn->st->ops->trim(txn);
+	if (txn->write && txn->st->ops->hint.trim)
+		txn->st->ops->hint.trim(txn);
 }
 
 int store_reserve(struct store *st, uint64_t bytes)
 {
 	if (st->readonly)
 		return -EROFS;
-	return st->ops->reserve ? st->ops->reserve(st, bytes) : 0;
+	return st->ops->hint.reserve ? st->ops->hint.reserve(st, bytes) : 0;
 }
 
 int store_put_reserve(struct store_txn *txn, enum store_space space, const void *key,
@@ -520,7 +539,7 @@ int store_put_reserve(struct store_txn *txn, enum store_space space, const void 
 
 	*out = NULL;
 	if (rc == 0)
-		rc = txn->st->ops->put_reserve(txn, space, key, key_len, val_len, out);
+		rc = txn->st->ops->core.put_reserve(txn, space, key, key_len, val_len, out);
 	if (rc == 0 && txn->feed)
 		feed_set_note(txn->feed, space, key, key_len, false);
 	if (rc)
@@ -538,7 +557,7 @@ int store_del(struct store_txn *txn, enum store_space space, const void *key, si
 		return -ENOENT;
 	if ((rc = check_key(key_len)))
 		return rc;
-	rc = txn->st->ops->del(txn, space, key, key_len);
+	rc = txn->st->ops->core.del(txn, space, key, key_len);
 	if (rc == 0 && txn->feed)
 		feed_set_note(txn->feed, space, key, key_len, false);
 	return rc;
@@ -556,7 +575,7 @@ int store_del_prefix(struct store_txn *txn, enum store_space space,
 		return -EROFS;
 	if (prefix_len > STORE_KEY_MAX)
 		return 0;	/* no key is that long, so none starts with it */
-	rc = txn->st->ops->del_prefix(txn, space, prefix, prefix_len, &n);
+	rc = txn->st->ops->core.del_prefix(txn, space, prefix, prefix_len, &n);
 	if (n && txn->feed)
 		feed_set_note(txn->feed, space, prefix, prefix_len, true);
 	if (deleted)
@@ -571,21 +590,21 @@ bool store_space_is_empty(struct store_txn *txn, enum store_space space)
 	struct store_val k, v;
 	int rc;
 
-	if (ops->space_is_empty)
-		return ops->space_is_empty(txn, space);
+	if (ops->hint.space_is_empty)
+		return ops->hint.space_is_empty(txn, space);
 	/* Hidden keys still count: an expired node is not yet gone. */
 	scan = calloc(1, ops->scan_size);
 	if (!scan)
 		return false;
 	scan->txn = txn;
 	scan->space = space;
-	rc = ops->scan_open(scan);
+	rc = ops->core.scan_open(scan);
 	if (rc) {
 		free(scan);
 		return rc == -ENOENT;	/* an absent space is empty */
 	}
-	rc = ops->scan_next(scan, &k, &v);
-	ops->scan_close(scan);
+	rc = ops->core.scan_next(scan, &k, &v);
+	ops->core.scan_close(scan);
 	free(scan);
 	return rc == 0;
 }
@@ -610,7 +629,7 @@ int store_scan_open(struct store_txn *txn, enum store_space space,
 	if (prefix_len)
 		memcpy(s->prefix, prefix, prefix_len);
 	s->prefix_len = prefix_len;
-	rc = ops->scan_open(s);
+	rc = ops->core.scan_open(s);
 	if (rc) {
 		free(s);
 		return rc;
@@ -624,14 +643,14 @@ void store_scan_close(struct store_scan *scan)
 	if (!scan)
 		return;
 	atomic_fetch_add_explicit(&scan->txn->st->keys_read, scan->keys, memory_order_relaxed);
-	scan->txn->st->ops->scan_close(scan);
+	scan->txn->st->ops->core.scan_close(scan);
 	free(scan);
 }
 
 void store_scan_expect_children(struct store_scan *scan)
 {
-	if (scan->txn->st->ops->scan_expect_children)
-		scan->txn->st->ops->scan_expect_children(scan);
+	if (scan->txn->st->ops->hint.scan_expect_children)
+		scan->txn->st->ops->hint.scan_expect_children(scan);
 }
 
 int store_scan_child_subdirs(struct store_scan *scan, const void *child, size_t len,
@@ -641,7 +660,7 @@ int store_scan_child_subdirs(struct store_scan *scan, const void *child, size_t 
 	int ret;
 
 	*count = 0;
-	if (!scan->txn->st->ops->scan_child_subdirs)
+	if (!scan->txn->st->ops->hint.scan_child_subdirs)
 		return 0;
 	/*
 	 * Keys under it this transaction hides (past their TTL, not deleted by
@@ -652,38 +671,38 @@ int store_scan_child_subdirs(struct store_scan *scan, const void *child, size_t 
 		return ret;
 	if (ret == 1 && hidden.len > len && memcmp(hidden.data, child, len) == 0)
 		return 0;
-	return scan->txn->st->ops->scan_child_subdirs(scan, child, len, count);
+	return scan->txn->st->ops->hint.scan_child_subdirs(scan, child, len, count);
 }
 
 int store_txn_prefetch(struct store_txn *txn, enum store_space space, const void *prefix,
 		       size_t prefix_len)
 {
-	if (!txn->st->ops->prefetch || txn->write)
+	if (!txn->st->ops->hint.prefetch || txn->write)
 		return 0;
 	if (prefix_len > STORE_KEY_MAX)
 		return -ENAMETOOLONG;
-	return txn->st->ops->prefetch(txn, space, prefix, prefix_len);
+	return txn->st->ops->hint.prefetch(txn, space, prefix, prefix_len);
 }
 
 void store_txn_expect_reads(struct store_txn *txn, enum store_space space, const void *prefix,
 			    size_t prefix_len)
 {
-	if (txn->st->ops->expect_reads && !txn->write && prefix_len <= STORE_KEY_MAX)
-		txn->st->ops->expect_reads(txn, space, prefix, prefix_len);
+	if (txn->st->ops->hint.expect_reads && !txn->write && prefix_len <= STORE_KEY_MAX)
+		txn->st->ops->hint.expect_reads(txn, space, prefix, prefix_len);
 }
 
 int store_txn_check(struct store_txn *txn, store_check_fn fn, void *arg)
 {
-	if (!txn->st->ops->check || txn->write)
+	if (!txn->st->ops->admin.check || txn->write)
 		return 0;
-	return txn->st->ops->check(txn, fn, arg);
+	return txn->st->ops->admin.check(txn, fn, arg);
 }
 
 int store_txn_repair(struct store_txn *txn)
 {
-	if (!txn->st->ops->repair || !txn->write)
+	if (!txn->st->ops->admin.repair || !txn->write)
 		return 0;
-	return txn->st->ops->repair(txn);
+	return txn->st->ops->admin.repair(txn);
 }
 
 uint64_t store_scan_steps(const struct store_scan *scan)
@@ -729,7 +748,7 @@ static int scan_seek_to(struct store_scan *scan, const void *key, size_t key_len
 	memcpy(scan->target, key, key_len);
 	scan->target_len = key_len;
 	scan->seeking = true;
-	return scan->txn->st->ops->scan_seek(scan, key, key_len);
+	return scan->txn->st->ops->core.scan_seek(scan, key, key_len);
 }
 
 /* One backend step, checked; -EINTR once the store's interrupt flag is up. */
@@ -741,7 +760,7 @@ static int scan_step(struct store_scan *scan, struct store_val *key, struct stor
 		return -EIO;
 	if (interrupted(scan->txn->st))
 		return -EINTR;
-	rc = scan->txn->st->ops->scan_next(scan, key, val);
+	rc = scan->txn->st->ops->core.scan_next(scan, key, val);
 	if (rc == -EIO && !scan->damage)
 		scan->damage = "the store's pages are damaged";
 	return rc == 1 ? scan_progress(scan, key) : rc;
@@ -839,7 +858,7 @@ static int next_distinct_backend(struct store_scan *scan, int depth, struct stor
 			return -EIO;
 		if (interrupted(scan->txn->st))
 			return -EINTR;
-		rc = scan->txn->st->ops->scan_next_distinct(scan, depth, key, val, child_end);
+		rc = scan->txn->st->ops->hint.scan_next_distinct(scan, depth, key, val, child_end);
 		scan->keys += rc == 1;
 		if (rc == 1)
 			rc = scan_progress(scan, key);
@@ -865,7 +884,7 @@ int store_scan_next_distinct(struct store_scan *scan, int depth,
 
 	if (depth < 1)
 		return -EINVAL;
-	if (scan->txn->st->ops->scan_next_distinct)
+	if (scan->txn->st->ops->hint.scan_next_distinct)
 		return next_distinct_backend(scan, depth, key, val, child_end);
 	for (;;) {
 		rc = store_scan_next(scan, key, val);

@@ -1,9 +1,11 @@
 /*
  * store/store.h - the public face of the storage layer: an ordered key-value
- * store with transactions and prefix range scans. Backend-neutral: only
- * the .c files in store/ know which backend (LMDB, etcd) sits behind it. Keys are
- * tuple-encoded by callers (store/tuple.h); the store itself treats keys
- * and values as bytes.
+ * store with transactions and prefix range scans. Backend-neutral: which
+ * backend sits behind a handle is known to store/'s own files only, and
+ * what each backend makes of a call is said there (store/store_ops.h, the
+ * seam, and each backend's folder), not here. Keys are tuple-encoded by
+ * callers (store/tuple.h); the store itself treats keys and values as
+ * bytes.
  */
 #ifndef KVFS_STORE_H
 #define KVFS_STORE_H
@@ -18,7 +20,7 @@
 #define STORE_KEY_MAX 511	/* longest key the backend accepts, in bytes */
 #define STORE_FORMAT_VERSION 4	/* written on creation, checked on open; model/admin/upgrade.c brings 1 to 3 up to it */
 
-/* Key spaces (LMDB named databases). */
+/* Key spaces: ordered key ranges of their own, kept apart by the backend. */
 enum store_space {
 	STORE_SPACE_META,	/* format version, creation time, ... */
 	STORE_SPACE_DATA,	/* document keys -> leaf values */
@@ -35,10 +37,11 @@ enum store_open_flags {
 	STORE_OPEN_READONLY = 1 << 1,
 	STORE_OPEN_NOSYNC = 1 << 2,	/* commits not fsynced; store_sync() makes them durable */
 	/*
-	 * One sync per commit (LMDB's MDB_NOMETASYNC): a commit's pages are
-	 * synced before its meta page is written, and that write is made
-	 * durable by the next commit or store_sync(). Integrity is kept; a
-	 * crash of the machine (not of the process) may lose the last commit.
+	 * One sync per commit: a commit's data is synced before the small
+	 * write that makes it current, and that write is made durable by the
+	 * next commit or store_sync(). Integrity is kept; a crash of the
+	 * machine (not of the process) may lose the last commit. A backend
+	 * whose every commit is durable (no STORE_CAN_SYNC) ignores it.
 	 */
 	STORE_OPEN_SYNC_ONCE = 1 << 3,
 };
@@ -49,10 +52,11 @@ struct store_scan;
 
 /*
  * Backends. store_open chooses one by the name it is given: a directory is
- * LMDB (the embedded default); "etcd://HOST:PORT[,HOST:PORT...]/PREFIX" is
- * etcd, when built in (else store_open refuses it with a message). Callers
- * above store/ pass a name through unchanged (no realpath/mkdir/stat of a
- * URL: store_name_is_url tells them apart).
+ * the embedded default backend's; a URL ("scheme://...") goes to the
+ * backend of its scheme when that is built in (else store_open refuses it
+ * with a message naming the forms it takes). Callers above store/ pass a
+ * name through unchanged (no realpath/mkdir/stat of a URL:
+ * store_name_is_url tells them apart).
  *
  * Abilities are declared by the backend, not assumed by callers: test them
  * with store_can before relying on one.
@@ -68,9 +72,9 @@ enum store_ability {
 	STORE_CAN_FEED = 1 << 3,	/* store_feed_read can tell what other writers changed
 					 * (else it always gives -ESTALE: re-check everything) */
 	STORE_CAN_EXPIRE = 1 << 4,	/* store_txn_expire_puts: the store itself deletes keys
-					 * after their deadline (etcd: leases), without any kvfs
-					 * process running. Without it nothing expires by itself */
-	STORE_CAN_READ_LOCALLY = 1 << 5,	/* reads are memory accesses (LMDB's map): a scan
+					 * after their deadline, without any kvfs process
+					 * running. Without it nothing expires by itself */
+	STORE_CAN_READ_LOCALLY = 1 << 5,	/* reads are memory accesses (a mapped file): a scan
 						 * costs no round trip, so a caller may read ahead
 						 * where a remote backend would answer "not known" */
 };
@@ -80,14 +84,16 @@ bool store_can(const struct store *st, unsigned abilities);
 /* store_can for the store a transaction belongs to. */
 bool store_txn_can(const struct store_txn *txn, unsigned abilities);
 /*
- * True while the calling thread is inside the storage engine's reading of
- * a memory-mapped store (LMDB: every call that walks its pages). LMDB
- * keeps no checksums, so a damaged page (a flipped bit in an offset) can
- * send it to read outside the page: a SIGSEGV handler asks this to tell a
- * damaged store from a bug of kvfs. Async-signal-safe.
+ * True while the calling thread is inside a backend's reading of a
+ * memory-mapped store file (every call that walks its pages), in any store
+ * of any backend built in: no handle, for a signal handler has none. A
+ * mapped file whose pages carry no checksums can, damaged (a flipped bit
+ * in an offset), send the engine to read outside a page: a SIGSEGV
+ * handler asks this to tell a damaged store from a bug of kvfs. False
+ * always where no backend maps its store. Async-signal-safe.
  */
 bool store_in_engine(void);
-/* The backend's name: "lmdb" or "etcd" (static). */
+/* The backend's name, as its table gives it (static): for messages and kvfs info. */
 const char *store_backend(const struct store *st);
 /* The name store_open was given (borrowed, valid until store_close). */
 const char *store_name(const struct store *st);
@@ -119,9 +125,9 @@ struct store_info {
 
 /* Where the file's space goes, and who reads it (store_usage walks the free list). */
 struct store_usage {
-	uint64_t file_bytes;	/* size of data.mdb */
+	uint64_t file_bytes;	/* size of the store's data file */
 	uint64_t high_water_bytes;	/* pages ever used: the file never shrinks below this */
-	uint64_t free_bytes;	/* pages below the high-water mark on LMDB's free list */
+	uint64_t free_bytes;	/* pages below the high-water mark on the file's free list */
 	uint64_t in_use_bytes;	/* high water minus free: what the data really takes */
 	unsigned readers;	/* live read transactions of any process */
 	unsigned reader_pids_len;	/* how many of reader_pids are filled */
@@ -131,18 +137,19 @@ struct store_usage {
 
 /*
  * Opens (or with STORE_OPEN_CREATE creates) the store named `name`: a
- * directory (LMDB: mode 0700 dir / 0600 files) or a URL of a backend built
- * in (see "Backends" above; an unknown one gives -EPROTONOSUPPORT and a
- * reason). On failure returns -errno and writes a one-line
- * reason to `why` (e.g. "store format 3 is newer than this kvfs (1)"), and
- * removes whatever this call created. Refuses (-EPERM) a directory owned by
+ * directory (created mode 0700, its files 0600) or a URL of a backend
+ * built in (see "Backends" above; an unknown one gives -EPROTONOSUPPORT
+ * and a reason). On failure returns -errno and writes a one-line reason to
+ * `why` (e.g. "store format 3 is newer than this kvfs (1)"), and removes
+ * whatever this call created. Of a directory it refuses one owned by
  * another user or writable by others unless KVFS_SAFE_DIRECTORY names it
- * (or is "*"), store files that are symbolic links, not regular files or
- * have more than one hard link (-ELOOP, -EINVAL, -EMLINK), an LMDB
- * database that is not a kvfs store (-EINVAL, untouched), and a data file
- * shorter than the pages it claims or a store whose data space is gone
- * (-EIO). Clears the reader slots of dead
- * processes. *out is heap; the caller closes it with store_close.
+ * or is "*" (-EPERM), store files that are symbolic links, not regular
+ * files or have more than one hard link (-ELOOP, -EINVAL, -EMLINK), a
+ * database of the directory backend's kind that is not a kvfs store
+ * (-EINVAL, untouched), and a data file shorter than the pages it claims
+ * or a store whose data space is gone (-EIO). Clears the reader slots of
+ * dead processes. *out is heap; the caller closes it with
+ * store_close.
  */
 int store_open(const char *name, unsigned flags, struct store **out, char *why, size_t why_len);
 void store_close(struct store *st);
@@ -155,17 +162,18 @@ void store_close_discard(struct store *st);
 int store_info(struct store *st, struct store_info *out);
 /*
  * Which data values stand for a container of their own (model/'s empty
- * object and array records): a backend that keeps a children space (etcd)
- * gives such a key an entry too, which store_scan_child_subdirs relies
- * on. Set it right after store_open, before the first write transaction;
- * every writer of a store must set the same test.
+ * object and array records): a backend that keeps an index of each
+ * container's children gives such a key an entry there too, which
+ * store_scan_child_subdirs relies on. Set it right after store_open,
+ * before the first write transaction; every writer of a store must set
+ * the same test.
  */
 typedef bool (*store_container_test_fn)(const void *val, size_t len);
 void store_set_container_test(struct store *st, store_container_test_fn fn);
 /* When the store was created (read by store_open): no round trip, unlike store_info's counts. */
 int64_t store_created_ns(const struct store *st);
 /*
- * Space and readers; walks LMDB's free list, so not for hot paths.
+ * Space and readers; walks the file's free list, so not for hot paths.
  * -ENOTSUP without STORE_CAN_USAGE.
  */
 int store_usage(struct store *st, struct store_usage *out);
@@ -186,7 +194,7 @@ int store_sync(struct store *st);
  * at store_sync and at store_close. Reads of this handle see the batch at
  * once (one at a time while it is open); other processes at its commit.
  * A commit that fails when nobody waits for it is reported by the next
- * store_sync. 0 or -errno; -ENOTSUP for a backend without it (etcd).
+ * store_sync. 0 or -errno; -ENOTSUP for a backend without it.
  */
 enum store_queue_mode {
 	STORE_QUEUE_ALL,	/* every store_write is queued (mount -o commit=MS) */
@@ -249,11 +257,19 @@ int store_set_format(struct store_txn *txn, unsigned version);
 
 /*
  * Write transactions run `fn` inside one transaction and commit it when fn
- * returns 0; any other return aborts and is passed back. When the map is
- * full the transaction is aborted, the map grown, and fn run again from the
- * start, so fn must not keep state outside `txn` between attempts. Writes
- * from threads of one process are serialized. A really full disk gives
- * -ENOSPC. Do not call from inside another transaction of the same thread.
+ * returns 0; any other return aborts and is passed back. The backend may
+ * abort an attempt and run fn again from the start in a fresh transaction
+ * (to make room, or after another writer's commit got in the way), so fn
+ * must not keep state outside `txn` between attempts. A really full disk
+ * gives -ENOSPC. Do not call from inside another transaction of the same
+ * thread.
+ *
+ * Writes from threads of one process are serialized, or grouped (group
+ * commit, store_write and store_write_later alike): writes that arrive
+ * together may share one transaction, each fn in a nested transaction of
+ * its own (so a refusal undoes only its own changes), and so one sync;
+ * each caller gets its own fn's result, and store_position and
+ * store_version move once for all of them.
  */
 typedef int (*store_write_fn)(struct store_txn *txn, void *arg);
 int store_write(struct store *st, store_write_fn fn, void *arg);
@@ -261,14 +277,8 @@ int store_write(struct store *st, store_write_fn fn, void *arg);
  * store_write, except that with a STORE_QUEUE_LATER batch open it returns
  * once fn has run in the batch (as a queued write does): committed at the
  * next store_write, at most the queue's ms later, at store_sync or at
- * store_close. Without a queue (or on etcd) it is store_write.
- */
-/*
- * Group commit (store_write and store_write_later): writes from several
- * threads that arrive together may share one transaction (each fn in a
- * nested transaction of its own, so a refusal undoes only its own changes)
- * and so one sync; each caller gets its own fn's result. The store's
- * generation then moves once for all of them.
+ * store_close. Without a queue (or a backend without queued commits) it
+ * is store_write.
  */
 int store_write_later(struct store *st, store_write_fn fn, void *arg);
 /*
@@ -279,10 +289,10 @@ int store_write_later(struct store *st, store_write_fn fn, void *arg);
 bool store_changed_elsewhere(struct store *st);
 
 /*
- * A space an older store does not have yet (SCHEMA, INDEX, ATTR from format
- * 3; EXPIRY, TTL from format 4) is created at a
- * writable open; in a read-only open of such a store it reads as empty:
- * get gives -ENOENT and store_scan_open gives -ENOENT.
+ * A space an older store does not have yet (SCHEMA, INDEX, ATTR from
+ * format 3; EXPIRY, TTL from format 4) is created at a writable open; in
+ * a read-only open of such a store it reads as empty: get gives -ENOENT
+ * and store_scan_open gives -ENOENT.
  */
 /* Point operations. get: 0 or -ENOENT; the value is borrowed (see store_val). */
 int store_get(struct store_txn *txn, enum store_space space,
@@ -290,25 +300,6 @@ int store_get(struct store_txn *txn, enum store_space space,
 /* put: 0, -ENAMETOOLONG (key > STORE_KEY_MAX), -ENOSPC, -EROFS. */
 int store_put(struct store_txn *txn, enum store_space space,
 	      const void *key, size_t key_len, const void *val, size_t val_len);
-/* True when the space holds no key in this snapshot (one O(1) look; an absent space is empty). */
-bool store_space_is_empty(struct store_txn *txn, enum store_space space);
-/*
- * A hint during a long write (an import): gives back the process's resident
- * copies of store pages that can be read again from the store's file (the
- * LMDB map's pages, which a big transaction reads while it spills), so the
- * process's memory follows what the transaction must hold, not what it
- * has looked at. Changes nothing the transaction or any reader sees;
- * backends with nothing to give back ignore it.
- */
-void store_txn_trim(struct store_txn *txn);
-/*
- * A hint before a big write: make room for about `bytes` more, so that the
- * write is not run again for want of room (LMDB: its map grows to what is
- * used plus bytes; that is address space, the file grows only as pages
- * are written). Call with no transaction of this handle open. 0, or -errno
- * when room could not be made (the write may still find it later).
- */
-int store_reserve(struct store *st, uint64_t bytes);
 /*
  * put of a value of val_len bytes that the caller fills in: *out points at
  * its place in the transaction's own page (so a big value is never copied
@@ -316,13 +307,33 @@ int store_reserve(struct store *st, uint64_t bytes);
  */
 int store_put_reserve(struct store_txn *txn, enum store_space space, const void *key,
 		      size_t key_len, size_t val_len, void **out);
+/* True when the space holds no key in this snapshot (one O(1) look; an absent space is empty). */
+bool store_space_is_empty(struct store_txn *txn, enum store_space space);
 /*
- * Keys that expire by themselves (STORE_CAN_EXPIRE, docs/ETCD.md section
- * 9): in a write transaction, calls fn once for every key put so far in
- * the public spaces; fn sets *deadline_ns (CLOCK_REALTIME ns; 0: never)
- * and returns 0 or -errno (which stops the walk and is returned). The
- * store deletes the key by itself at the earliest after that deadline
- * (etcd: a lease per deadline second). A key put without a deadline is
+ * A hint during a long write (an import): gives back the process's resident
+ * copies of store pages that can be read again from the store's file (a
+ * mapped file's pages, which a big transaction reads while it spills), so the
+ * process's memory follows what the transaction must hold, not what it
+ * has looked at. Changes nothing the transaction or any reader sees;
+ * backends with nothing to give back ignore it.
+ */
+void store_txn_trim(struct store_txn *txn);
+/*
+ * A hint before a big write: make room for about `bytes` more, so that the
+ * write is not run again for want of room (a backend with a map of fixed
+ * size grows it to what is used plus bytes: address space; the file grows
+ * only as pages are written). Call with no transaction of this handle
+ * open. 0, or -errno when room could not be made (the write may still
+ * find it later).
+ */
+int store_reserve(struct store *st, uint64_t bytes);
+/*
+ * Keys that expire by themselves (STORE_CAN_EXPIRE): in a write
+ * transaction, calls fn once for every key put so far in the public
+ * spaces; fn sets *deadline_ns (CLOCK_REALTIME ns; 0: never) and returns
+ * 0 or -errno (which stops the walk and is returned). The store deletes
+ * the key by itself at the earliest after that deadline (to the backend's
+ * resolution: it may round up to a second). A key put without a deadline is
  * detached from any it had; a key put again after this call loses its
  * deadline, so call it last. Returns 0 without calling fn when the
  * backend lacks the ability; -EROFS in a read transaction.
@@ -383,10 +394,9 @@ int store_scan_next_distinct(struct store_scan *scan, int depth,
  * after its first key), as a listing does, and read of a child that holds
  * keys only which child it is and the element after it (its kind): a
  * backend whose seeks are round trips reads the children's first keys
- * ahead (docs/ETCD.md section 7), and where it can trust its children
- * space, hands such a child out by another key under it than its first,
- * with an empty value. Leaf children and a child's own key (a record)
- * come as without it.
+ * ahead, and where it can trust its index of children, hands such a child
+ * out by another key under it than its first, with an empty value. Leaf
+ * children and a child's own key (a record) come as without it.
  */
 void store_scan_expect_children(struct store_scan *scan);
 /*
@@ -395,20 +405,20 @@ void store_scan_expect_children(struct store_scan *scan);
  * one element below it: keys of its own with more under them, and keys
  * whose value passes the store's container test. A listing gives its
  * nlink so without reading the child. 1 with *count exact; 0 not known
- * (the backend cannot tell without reading the child: LMDB always says 0,
- * and with STORE_CAN_READ_LOCALLY the caller reads the child itself); <0
- * error. Costs a backend a few requests per window of a listing, not per
- * child (etcd: docs/ETCD.md section 7).
+ * (the backend cannot tell without reading the child; one with
+ * STORE_CAN_READ_LOCALLY always says 0, and the caller reads the child
+ * itself); <0 error. Costs a remote backend a few requests per window of
+ * a listing, not per child.
  */
 int store_scan_child_subdirs(struct store_scan *scan, const void *child, size_t len,
 			     uint32_t *count);
 /*
  * Reads the keys under prefix in space now, so that the point reads and
  * scans this read transaction makes there later are answered from memory:
- * for a backend whose every read is a round trip (etcd), a check that
- * looks up one index entry per row. Only a hint: a no-op where reads are
- * local (LMDB) and in write transactions; failing, the reads go out one by
- * one as without it. 0 or -errno.
+ * for a backend whose every read is a round trip, a check that looks up
+ * one index entry per row. Only a hint: a no-op where reads are local and
+ * in write transactions; failing, the reads go out one by one as without
+ * it. 0 or -errno.
  */
 int store_txn_prefetch(struct store_txn *txn, enum store_space space, const void *prefix,
 		       size_t prefix_len);
@@ -417,16 +427,16 @@ int store_txn_prefetch(struct store_txn *txn, enum store_space space, const void
  * prefix will come in key order (a listing reading each child's
  * attributes): a backend whose every read is a round trip answers one
  * that misses there with a page of the keys from it on, which the next
- * ones find (etcd; docs/ETCD.md section 7). Only a hint: a no-op on LMDB
- * and in write transactions, and every read answers as without it.
+ * ones find. Only a hint: a no-op where reads are local and in write
+ * transactions, and every read answers as without it.
  */
 void store_txn_expect_reads(struct store_txn *txn, enum store_space space, const void *prefix,
 			    size_t prefix_len);
 /*
- * Checks what the backend keeps for itself beside the spaces (etcd: the
- * children space its listings read, docs/ETCD.md section 7) against them,
- * and how it keeps them (LMDB: every space's B-tree in order as a walk and
- * as a seek sees it, store/lmdb/lmdb_check.c), in the read transaction txn:
+ * Checks what the backend keeps for itself beside the spaces (an index of
+ * children its listings read) against them, and how it keeps them (each
+ * space's keys in order, as a walk and as a seek see them), as far as the
+ * backend keeps either, in the read transaction txn:
  * fn(arg, key, len, message) once for each problem, key a data-space key
  * (len 0: none). 0, or -errno when a read failed.
  */
@@ -434,9 +444,8 @@ typedef void (*store_check_fn)(void *arg, const uint8_t *key, size_t len, const 
 int store_txn_check(struct store_txn *txn, store_check_fn fn, void *arg);
 /*
  * Rebuilds, in the write transaction txn, what store_txn_check finds
- * missing of what the backend keeps for itself (etcd: children-space
- * entries; a store from before container records' entries then keeps
- * them). 0, or -errno. A backend with nothing of its own (LMDB): 0 at once.
+ * missing of what the backend keeps for itself (an index of children's
+ * entries). 0, or -errno. A backend with nothing of its own: 0 at once.
  */
 int store_txn_repair(struct store_txn *txn);
 /* How many cursor positionings this scan made (tests prove skips with it). */
@@ -447,14 +456,14 @@ void store_scan_close(struct store_scan *scan);
 
 /*
  * The change feed (store/feed.c): what other processes committed, so that
- * a mount re-checks only the nodes they touched. Every write transaction
- * records, inside itself, the keys of the node spaces (DATA, ATTR, SCHEMA:
- * keys that name a node) it put or deleted, in a small bounded log keyed by
- * its position (docs/FORMAT.md, "changes"). A position grows with every
- * commit by any process (LMDB: the transaction id). The log may have been
- * trimmed, or a commit may have none (an older kvfs, another LMDB tool, a
- * read-only open of a store without the log): then the feed cannot tell,
- * and the reader must assume everything changed.
+ * a mount re-checks only the nodes they touched: the keys of the node
+ * spaces (DATA, ATTR, SCHEMA: keys that name a node) each commit put or
+ * deleted, by its position. A position grows with every commit by any
+ * process. How a backend knows is its own (a small bounded log every write
+ * transaction writes inside itself, docs/FORMAT.md "changes", or what the
+ * server reports); where it cannot tell (entries trimmed, a commit that
+ * wrote none: an older kvfs, another program, a read-only open of a store
+ * without the log), the reader must assume everything changed.
  */
 enum store_change_kind {
 	STORE_CHANGE_KEY = 1,	/* the node at key: its record or its attributes */
@@ -475,7 +484,7 @@ typedef int (*store_feed_fn)(void *arg, const struct store_change *c);
 
 /*
  * The position of now: the last commit of any process. Cheap (no
- * transaction; LMDB reads it off its meta page), for polling.
+ * transaction), for polling.
  */
 uint64_t store_position(struct store *st);
 /*

@@ -1,34 +1,40 @@
 /*
  * store/store_ops.h - private to store/: the seam between store.h's public
- * functions (store/store.c) and a backend (LMDB: store/lmdb*.c; etcd:
- * store/etcd*.c), in the manner of SQLite's sqlite3_vfs/sqlite3_io_methods:
+ * functions (store/store.c) and a backend (LMDB: store/lmdb/; etcd:
+ * store/etcd/), in the manner of SQLite's sqlite3_vfs/sqlite3_io_methods:
  * one table of operations per backend, chosen by store_open from the name.
  *
- * Memory. store/store.c allocates a backend's handle, transaction and scan
- * (zeroed, ops->store_size / txn_size / scan_size bytes) and fills the
+ * Memory. store/store.c allocates a backend's handle, read transaction and
+ * scan (zeroed, ops->store_size / txn_size / scan_size bytes) and fills the
  * shared part each of them begins with (struct store, struct store_txn,
  * struct store_scan below); the backend's own struct starts with that part
  * as its first member and casts back:
  *
  *     struct lmdb_store { struct store base; MDB_env *env; ... };
- *     static struct lmdb_store *L(struct store *st) { return (struct lmdb_store *)st; }
+ *     static inline struct lmdb_store *lmdb_of(struct store *st)
+ *     { return (struct lmdb_store *)st; }
  *
- * Write transactions are the exception: ops->write creates them itself (as
- * many attempts as it needs: LMDB's on its stack, etcd's on the heap, for
- * a write's buffered operations outlive a frame) and fills their shared
- * part with store_txn_init_write().
+ * Write transactions are the exception: store.c allocates none. The
+ * backend's core.write makes its own, one per attempt (it may need
+ * several), and fills each one's shared part with store_txn_init_write().
+ * Where they live is the backend's choice: LMDB's on its stack (each
+ * attempt, and the nested transaction each write of a group commit runs
+ * in), its queued batch inside the handle (lmdb_queue.c); etcd's on the
+ * heap, one calloc per attempt (struct store_etcd_txn, the struct its
+ * read transactions use, zeroed alike; some 3.7 KB with its read-ahead
+ * ranges).
  *
  * What store.c does for every backend, so that a backend need not:
  *   - key length checks (STORE_KEY_MAX, the empty key), -EROFS for writes
  *     in a read transaction or a read-only store;
  *   - hidden subtrees (store_txn_hide): get answers -ENOENT, scans skip them
- *     with one ops->scan_seek;
+ *     with one ops->core.scan_seek;
  *   - store_scan_next_distinct from scan_next + scan_seek (unless the
  *     backend gives its own);
  *   - the owner pointer, the format bookkeeping (meta "format" through
- *     ops->get/put), the change log's notes (feed_set_note after a put/del
- *     when txn->feed is set) and reading the log (store_feed_read, feed.c)
- *     when the backend has no feed_read of its own.
+ *     ops->core.get/put), the change log's notes (feed_set_note after a
+ *     put/del when txn->feed is set) and reading the log (store_feed_read,
+ *     feed.c) when the backend has no feed_read of its own.
  */
 #ifndef KVFS_STORE_OPS_H
 #define KVFS_STORE_OPS_H
@@ -39,8 +45,6 @@
 #include <stdint.h>
 
 #include "store/store.h"
-
-#define STORE_OPS_VERSION 1	/* members are only ever added at the end */
 
 struct feed_set;
 struct hidden;
@@ -99,7 +103,33 @@ struct store_scan {
 };
 
 /*
- * The operations. Unless a line says "optional", a member must be set.
+ * The operations, in four groups of a fixed order: the core every backend
+ * provides, then three groups of optional members, each NULL where the
+ * backend has nothing to give:
+ *
+ *   core     opening, transactions, reads, writes and scans: every
+ *            member set, called without a test
+ *   ability  what some stores can do and others cannot (deferred syncs,
+ *            a change feed, expiry, a commit queue): a STORE_CAN_* bit
+ *            in abilities declares each but the queue (store_can), and
+ *            without one the public call gives its documented answer
+ *            (store.h: a no-op, -ENOTSUP or -ESTALE)
+ *   hint     cheaper ways to the same answers (a backend's own distinct
+ *            listing, reads ahead, memory given back, room made early):
+ *            NULL, store.c takes its own way or does nothing, and a
+ *            caller cannot tell but by the cost (what a caller of
+ *            store_scan_expect_children allows for is said there)
+ *   admin    the store's upkeep and inspection (hot copies, space and
+ *            reader slots, integrity checks and repairs, a crash's
+ *            diagnosis), never on the path of a read or a write of data;
+ *            copy, usage and readers_check are also declared by
+ *            STORE_CAN_* bits
+ *
+ * They are sub-structs rather than commented runs of one struct so that
+ * each table's initializer and every call in store.c name the group
+ * (ops->core.get, ops->hint.prefetch): the reader sees at the call whether
+ * a NULL test is due, and the compiler keeps a member in its group.
+ *
  * All return 0 or -errno (each backend maps its own codes in one place)
  * unless they say otherwise. Rules every backend honours:
  *
@@ -123,15 +153,20 @@ struct store_scan {
  *     change log, store_int.h) when the backend keeps the log.
  *   - store.c has checked arguments (key lengths, read/write txn kind)
  *     before calling get/put/del/del_prefix/scan_open.
+ *
+ * The table has no version number. SQLite's VFS carries one (iVersion)
+ * because its tables come from code built against other sqlite3.h
+ * releases; every backend here is compiled into kvfs with this very
+ * header, and store_ops_for picks from a fixed list (nothing is loaded at
+ * run time), so a table of another shape never meets store.c and the
+ * compiler checks each table against this struct. A version would be a
+ * check that cannot fail. Should a backend ever be loaded at run time
+ * (dlopen), give the table a version then and have store_ops_for refuse
+ * one built for another.
  */
-struct store_ops {
-	int version;		/* STORE_OPS_VERSION the table was written for */
-	const char *name;	/* "lmdb", "etcd": store_backend() */
-	unsigned abilities;	/* STORE_CAN_* (store.h) this backend honours */
-	size_t store_size;	/* sizeof the backend's handle (>= sizeof(struct store)) */
-	size_t txn_size;	/* sizeof its read transaction (>= sizeof(struct store_txn)) */
-	size_t scan_size;	/* sizeof its scan (>= sizeof(struct store_scan)) */
 
+/* Every backend: all members set. */
+struct store_core_ops {
 	/*
 	 * st is zeroed with its shared part filled except format/created_ns,
 	 * which open sets. On failure: -errno, a one-line reason in why, and
@@ -169,8 +204,6 @@ struct store_ops {
 	/* *deleted is never NULL here. */
 	int (*del_prefix)(struct store_txn *txn, enum store_space space, const void *prefix,
 			  size_t prefix_len, uint64_t *deleted);
-	/* Optional: NULL = store.c opens a scan and looks for one key. */
-	bool (*space_is_empty)(struct store_txn *txn, enum store_space space);
 
 	/* scan's shared part (txn, space, prefix) is filled. -ENOENT: absent space. */
 	int (*scan_open)(struct store_scan *scan);
@@ -182,22 +215,13 @@ struct store_ops {
 	 * key + 0xff), which sorts after every key under it.
 	 */
 	int (*scan_seek)(struct store_scan *scan, const void *key, size_t key_len);
-	/* Optional (NULL = store.c's next + seek): as store_scan_next_distinct. */
-	int (*scan_next_distinct)(struct store_scan *scan, int depth, struct store_val *key,
-				  struct store_val *val, size_t *child_end);
 	/* Releases the backend's part (store.c frees scan). */
 	void (*scan_close)(struct store_scan *scan);
-	/* Optional (NULL: nothing to prepare): as store_scan_expect_children. */
-	void (*scan_expect_children)(struct store_scan *scan);
-	/* Optional (NULL: never known, 0): as store_scan_child_subdirs. */
-	int (*scan_child_subdirs)(struct store_scan *scan, const void *child, size_t len,
-				  uint32_t *count);
+};
 
-	/* Optional abilities: NULL unless the bit is in abilities. */
-	int (*sync)(struct store *st);				/* STORE_CAN_SYNC */
-	int (*copy)(struct store *st, const char *dir);		/* STORE_CAN_HOT_COPY */
-	int (*usage)(struct store *st, struct store_usage *out);	/* STORE_CAN_USAGE */
-	int (*readers_check)(struct store *st, unsigned *cleared);	/* STORE_CAN_USAGE */
+/* What some stores can do: NULL where the backend cannot. */
+struct store_ability_ops {
+	int (*sync)(struct store *st);	/* STORE_CAN_SYNC; NULL unless the bit is set */
 	/*
 	 * STORE_CAN_FEED. NULL with the bit set: the backend keeps the change
 	 * log in STORE_SPACE_FEED itself (feed_txn_commit in its commits) and
@@ -207,29 +231,82 @@ struct store_ops {
 	int (*feed_read)(struct store *st, uint64_t after, store_feed_fn fn, void *arg,
 			 uint64_t *upto);
 	/*
-	 * Optional: queued commits (store_queue_start), and the version of what
-	 * this handle reads (store_version; NULL: the position). A backend
-	 * without queue_start gives -ENOTSUP to kvfs mount -o commit.
+	 * STORE_CAN_EXPIRE: as store_txn_expire_puts (txn is a write
+	 * transaction). etcd: a lease per deadline second, docs/ETCD.md
+	 * section 9.
+	 */
+	int (*expire_puts)(struct store_txn *txn, store_expiry_fn fn, void *arg);
+	/*
+	 * Queued commits (store_queue_start), and the version of what this
+	 * handle reads (store_version; NULL: the position). A backend without
+	 * queue_start gives -ENOTSUP to kvfs mount -o commit.
 	 */
 	int (*queue_start)(struct store *st, unsigned ms, enum store_queue_mode mode);
 	int (*write_later)(struct store *st, store_write_fn fn, void *arg);	/* NULL: write */
 	uint64_t (*read_version)(struct store *st);
-	/* Optional (NULL: nothing to give back): as store_txn_trim. */
-	void (*trim)(struct store_txn *txn);
-	/* Optional (NULL: room is found as the write goes): as store_reserve. */
-	int (*reserve)(struct store *st, uint64_t bytes);
-	/* STORE_CAN_EXPIRE: as store_txn_expire_puts (txn is a write transaction). */
-	int (*expire_puts)(struct store_txn *txn, store_expiry_fn fn, void *arg);
-	/* Optional (NULL: reads are local, nothing to fetch): as store_txn_prefetch. */
+};
+
+/* The same answers, cheaper: NULL, store.c does without (each line says how). */
+struct store_hint_ops {
+	/* NULL: store.c opens a scan and looks for one key. */
+	bool (*space_is_empty)(struct store_txn *txn, enum store_space space);
+	/* NULL: store.c's next + seek. As store_scan_next_distinct. */
+	int (*scan_next_distinct)(struct store_scan *scan, int depth, struct store_val *key,
+				  struct store_val *val, size_t *child_end);
+	/* NULL: nothing to prepare. As store_scan_expect_children (etcd: docs/ETCD.md section 7). */
+	void (*scan_expect_children)(struct store_scan *scan);
+	/*
+	 * NULL: never known (0), the caller reads the child. As
+	 * store_scan_child_subdirs (etcd: its children space, docs/ETCD.md
+	 * section 7).
+	 */
+	int (*scan_child_subdirs)(struct store_scan *scan, const void *child, size_t len,
+				  uint32_t *count);
+	/* NULL: reads are local, nothing to fetch. As store_txn_prefetch. */
 	int (*prefetch)(struct store_txn *txn, enum store_space space, const void *prefix,
 			size_t prefix_len);
-	/* Optional (NULL: reads are local): as store_txn_expect_reads (read txns). */
+	/* NULL: reads are local. As store_txn_expect_reads (read txns). */
 	void (*expect_reads)(struct store_txn *txn, enum store_space space, const void *prefix,
 			     size_t prefix_len);
-	/* Optional (NULL: nothing of its own to check): as store_txn_check (read txns). */
+	/* NULL: nothing to give back. As store_txn_trim. */
+	void (*trim)(struct store_txn *txn);
+	/* NULL: room is found as the write goes. As store_reserve. */
+	int (*reserve)(struct store *st, uint64_t bytes);
+};
+
+/* Upkeep and inspection: NULL where the backend has none. */
+struct store_admin_ops {
+	int (*copy)(struct store *st, const char *dir);		/* STORE_CAN_HOT_COPY */
+	int (*usage)(struct store *st, struct store_usage *out);	/* STORE_CAN_USAGE */
+	int (*readers_check)(struct store *st, unsigned *cleared);	/* STORE_CAN_USAGE */
+	/*
+	 * NULL: nothing of its own to check. As store_txn_check (read txns).
+	 * LMDB: each space's B-tree in order (lmdb_check.c); etcd: the
+	 * children space against the spaces (docs/ETCD.md section 7).
+	 */
 	int (*check)(struct store_txn *txn, store_check_fn fn, void *arg);
-	/* Optional (NULL: nothing of its own to rebuild): as store_txn_repair (write txns). */
+	/* NULL: nothing of its own to rebuild. As store_txn_repair (write txns). */
 	int (*repair)(struct store_txn *txn);
+	/*
+	 * NULL: the backend maps no store file. Whether the calling thread is
+	 * inside this backend's reading of a memory-mapped store file now
+	 * (LMDB: every call that walks its pages). No handle, as a SIGSEGV
+	 * handler has none: store_in_engine asks every backend built in.
+	 * Async-signal-safe.
+	 */
+	bool (*in_engine)(void);
+};
+
+struct store_ops {
+	const char *name;	/* "lmdb", "etcd": store_backend() */
+	unsigned abilities;	/* STORE_CAN_* (store.h) this backend honours */
+	size_t store_size;	/* sizeof the backend's handle (>= sizeof(struct store)) */
+	size_t txn_size;	/* sizeof its read transaction (>= sizeof(struct store_txn)) */
+	size_t scan_size;	/* sizeof its scan (>= sizeof(struct store_scan)) */
+	struct store_core_ops core;
+	struct store_ability_ops ability;
+	struct store_hint_ops hint;
+	struct store_admin_ops admin;
 };
 
 /* The backends (store.c chooses; the etcd one exists when built with KVFS_ETCD). */
@@ -246,7 +323,7 @@ extern const struct store_ops store_etcd_ops;
 const struct store_ops *store_ops_for(const char *name, char *why, size_t why_len);
 
 /*
- * Fills a write transaction's shared part (ops->write's own transactions):
+ * Fills a write transaction's shared part (ops->core.write's own transactions):
  * call it before the backend's transaction begins (it reads the format the
  * snapshot may assume). feed: the set put/del notes go to, or NULL when
  * the backend keeps no change log.

@@ -53,20 +53,23 @@ int64_t tree_now_ns(void);
  */
 void tree_clear(struct model_error *err);
 /*
- * Runs fn(txn, arg) as one store write transaction of the operation on
+ * Runs fn(txn, arg) in a store write transaction of the operation on
  * `what` (its path, or a verb such as "load", for messages): empties err,
  * refuses a read-only store with -EROFS, and when fn failed without a
- * message writes "what: strerror". fn must call tree_clear first. Nodes
- * whose TTL deadline has passed are reaped first, in a commit of their
- * own (ttl_reap_due), so that the write sees the tree reads show;
- * tree_write_plain skips that.
+ * message writes "what: strerror". fn must call tree_clear first. Not
+ * always one commit: when a TTL deadline has passed, the due nodes are
+ * reaped first, in commits of their own (ttl_reap_due: a few batches at
+ * most; their failure is not the write's), so that the write sees the
+ * tree reads show; then fn runs in a transaction of its own, committed
+ * when it returns 0. tree_write_plain skips the reap.
  */
 int tree_write(struct model *m, const char *what, store_write_fn fn, void *arg,
 	       struct model_error *err);
 /*
- * tree_write, then an abort: checks what the commit would refuse, writes
- * nothing. shape_only: table rows are judged by their shape only (an
- * object, no '@' key), not their fields (a create whose content comes later).
+ * tree_write without the reap, then an abort: checks what the commit
+ * would refuse, writes nothing. shape_only: table rows are judged by
+ * their shape only (an object, no '@' key), not their fields (a create
+ * whose content comes later).
  */
 int tree_write_dry(struct model *m, const char *what, store_write_fn fn, void *arg,
 		   bool shape_only, struct model_error *err);

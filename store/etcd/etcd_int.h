@@ -1,9 +1,9 @@
 /*
  * store/etcd/etcd_int.h - PRIVATE to store/etcd/: the etcd backend's handle,
- * transaction and key layout (docs/ETCD.md section 3), shared by every
- * file of the backend (etcd_store.c: open, transactions, point operations;
- * etcd_scan.c: paged scans; and the others that grep lists) and its store
- * unit test.
+ * transaction and key layout (docs/ETCD.md section 3), and what the
+ * backend's files offer one another. Included by 13 of its 14 .c files
+ * (all but etcd_buf.c, the write buffer, which has etcd_buf.h) and by its
+ * store unit test, tests/unit/test_etcd_store.c.
  */
 #ifndef KVFS_ETCD_INT_H
 #define KVFS_ETCD_INT_H

@@ -393,55 +393,63 @@ static void lmdb_close(struct store *st, bool discard)
 	lmdb_locks_destroy(ls);
 }
 
-/*
- * The embedded default. Keeps the change log itself (feed_txn_commit in
- * every commit; store.c reads it), so feed_read is NULL.
- */
 _Thread_local volatile sig_atomic_t lmdb_engine_depth;
 
-/* Only LMDB reads a map that a damaged file can fault in (etcd's values are copies). */
-bool store_in_engine(void)
+/* The map a damaged file can fault in (the ops table's admin.in_engine). */
+static bool lmdb_in_engine(void)
 {
 	return lmdb_engine_depth > 0;
 }
 
+/*
+ * The embedded default. Keeps the change log itself (feed_txn_commit in
+ * every commit; store.c reads it), so feed_read is NULL.
+ */
 const struct store_ops store_lmdb_ops = {
-	.version = STORE_OPS_VERSION,
 	.name = "lmdb",
 	.abilities = STORE_CAN_SYNC | STORE_CAN_HOT_COPY | STORE_CAN_USAGE | STORE_CAN_FEED |
 		     STORE_CAN_READ_LOCALLY,
 	.store_size = sizeof(struct lmdb_store),
 	.txn_size = sizeof(struct lmdb_txn),
 	.scan_size = sizeof(struct lmdb_scan),
-	.open = lmdb_open,
-	.close = lmdb_close,
-	.info = lmdb_info,
-	.position = lmdb_position,
-	.changed_elsewhere = lmdb_changed_elsewhere,
-	.read_begin = lmdb_read_begin,
-	.read_end = lmdb_read_end,
-	.txn_id = lmdb_txn_id,
-	.write = lmdb_write,
-	.get = lmdb_get,
-	.put = lmdb_put,
-	.put_reserve = lmdb_put_reserve,
-	.del = lmdb_del,
-	.del_prefix = lmdb_del_prefix,
-	.space_is_empty = lmdb_space_is_empty,
-	.scan_open = lmdb_scan_open,
-	.scan_next = lmdb_scan_next,
-	.scan_seek = lmdb_scan_seek,
-	.scan_next_distinct = NULL,	/* store.c's: one cursor seek per child */
-	.scan_close = lmdb_scan_close,
-	.sync = lmdb_sync,
-	.copy = lmdb_copy,
-	.usage = lmdb_usage,
-	.readers_check = lmdb_readers_check,
-	.feed_read = NULL,
-	.queue_start = lmdb_queue_start,
-	.write_later = lmdb_write_later,
-	.read_version = lmdb_version,
-	.trim = lmdb_trim,
-	.reserve = lmdb_reserve,
-	.check = lmdb_check,
+	.core = {
+		.open = lmdb_open,
+		.close = lmdb_close,
+		.info = lmdb_info,
+		.position = lmdb_position,
+		.changed_elsewhere = lmdb_changed_elsewhere,
+		.read_begin = lmdb_read_begin,
+		.read_end = lmdb_read_end,
+		.txn_id = lmdb_txn_id,
+		.write = lmdb_write,
+		.get = lmdb_get,
+		.put = lmdb_put,
+		.put_reserve = lmdb_put_reserve,
+		.del = lmdb_del,
+		.del_prefix = lmdb_del_prefix,
+		.scan_open = lmdb_scan_open,
+		.scan_next = lmdb_scan_next,
+		.scan_seek = lmdb_scan_seek,
+		.scan_close = lmdb_scan_close,
+	},
+	.ability = {
+		.sync = lmdb_sync,
+		.feed_read = NULL,	/* the change log in its own space, which store.c reads */
+		.queue_start = lmdb_queue_start,
+		.write_later = lmdb_write_later,
+		.read_version = lmdb_version,
+	},
+	.hint = {
+		.space_is_empty = lmdb_space_is_empty,
+		.scan_next_distinct = NULL,	/* store.c's: one cursor seek per child */
+		.trim = lmdb_trim,
+		.reserve = lmdb_reserve,
+	},
+	.admin = {
+		.copy = lmdb_copy,
+		.usage = lmdb_usage,
+		.readers_check = lmdb_readers_check,
+		.check = lmdb_check,
+		.in_engine = lmdb_in_engine,
+	},
 };

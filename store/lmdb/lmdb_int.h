@@ -44,7 +44,8 @@
 
 /*
  * LMDB_ENGINE(call): call (an mdb_* that reads pages) with the thread
- * marked inside the engine for store_in_engine. The mark is a thread-local
+ * marked inside the engine for lmdb_in_engine (the table's
+ * admin.in_engine, which store_in_engine asks). The mark is a thread-local
  * counter, the one global of the backend: a signal handler has no handle
  * to look in.
  */

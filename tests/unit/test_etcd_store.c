@@ -43,7 +43,7 @@ static int t_open(const char *name, unsigned flags, struct store **out, char *wh
 	st->flags = flags;
 	st->readonly = flags & STORE_OPEN_READONLY;
 	st->writer = (uint64_t)getpid() << 20 | (uint64_t)rand();
-	rc = store_etcd_ops.open(st, name, flags, why, why_len);
+	rc = store_etcd_ops.core.open(st, name, flags, why, why_len);
 	if (rc) {
 		free(st->name);
 		free(st);
@@ -55,7 +55,7 @@ static int t_open(const char *name, unsigned flags, struct store **out, char *wh
 
 static void t_close(struct store *st, bool discard)
 {
-	store_etcd_ops.close(st, discard);
+	store_etcd_ops.core.close(st, discard);
 	free(st->name);
 	free(st);
 }
@@ -69,7 +69,7 @@ static int t_read(struct store *st, struct store_txn **out)
 	if (!t)
 		return -ENOMEM;
 	t->st = st;
-	rc = store_etcd_ops.read_begin(st, t);
+	rc = store_etcd_ops.core.read_begin(st, t);
 	if (rc) {
 		free(t);
 		return rc;
@@ -80,7 +80,7 @@ static int t_read(struct store *st, struct store_txn **out)
 
 static void t_end(struct store_txn *t)
 {
-	store_etcd_ops.read_end(t);
+	store_etcd_ops.core.read_end(t);
 	free(t);
 }
 
@@ -98,7 +98,7 @@ static int t_scan(struct store_txn *t, enum store_space space, const void *prefi
 	s->prefix_len = pl;
 	if (pl)
 		memcpy(s->prefix, prefix, pl);
-	rc = store_etcd_ops.scan_open(s);
+	rc = store_etcd_ops.core.scan_open(s);
 	if (rc) {
 		free(s);
 		return rc;
@@ -109,7 +109,7 @@ static int t_scan(struct store_txn *t, enum store_space space, const void *prefi
 
 static void t_scan_close(struct store_scan *s)
 {
-	store_etcd_ops.scan_close(s);
+	store_etcd_ops.core.scan_close(s);
 	free(s);
 }
 
