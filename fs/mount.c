@@ -393,6 +393,36 @@ static void detach_report(int *report, unsigned char code)
 }
 
 /* The child, once serving: a new session, "/" as cwd, stdio on /dev/null (see the log). */
+/*
+ * Without syslog, and stderr no file: the messages go to
+ * $XDG_RUNTIME_DIR/kvfs/MOUNT.log, else /tmp/kvfs-UID/MOUNT.log (MOUNT: the
+ * mountpoint's last name), appended to; the path is printed while the
+ * terminal is still the command's. The directory is made 0700 and must be
+ * the caller's own, so no one else can plant a link there.
+ */
+static void default_log(struct fs_ctx *ctx)
+{
+	const char *run = getenv("XDG_RUNTIME_DIR"), *base = strrchr(ctx->mountpoint, '/');
+	char dir[PATH_MAX], file[PATH_MAX + 64];
+	struct stat st;
+
+	base = base && base[1] ? base + 1 : "root";
+	if (run && run[0] == '/')
+		snprintf(dir, sizeof(dir), "%s/kvfs", run);
+	else
+		snprintf(dir, sizeof(dir), "/tmp/kvfs-%ld", (long)getuid());
+	if ((mkdir(dir, 0700) < 0 && errno != EEXIST) || lstat(dir, &st) < 0 ||
+	    !S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077)) {
+		fprintf(stderr, "kvfs: mount: no syslog here, and %s is not a directory of yours "
+			"alone: the daemon's messages are lost (-o log=FILE keeps them)\n", dir);
+		return;
+	}
+	snprintf(file, sizeof(file), "%s/%s.log", dir, base);
+	if (log_open(ctx, file) < 0)
+		return;
+	fprintf(stderr, "kvfs: mount: no syslog here: the daemon's messages go to %s\n", file);
+}
+
 static void detach_finish(struct fs_ctx *ctx, int *report)
 {
 	int fd;
@@ -401,12 +431,18 @@ static void detach_finish(struct fs_ctx *ctx, int *report)
 
 	/*
 	 * Without syslog (containers, minimal machines) the daemon keeps the
-	 * mount command's stderr when that is a terminal or a file; a pipe is
-	 * not kept, since whoever reads it would wait for the daemon to end.
+	 * mount command's stderr when that is a file (the user sent it
+	 * there); a pipe is not kept, since whoever reads it would wait for
+	 * the daemon to end, nor a terminal, where messages would appear in
+	 * whatever runs there long after: those go to a file of their own,
+	 * named before detaching (default_log).
 	 */
-	if (!ctx->log_path && access("/dev/log", F_OK) != 0 && fstat(STDERR_FILENO, &st) == 0 &&
-	    (isatty(STDERR_FILENO) || S_ISREG(st.st_mode)))
-		ctx->log_fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+	if (!ctx->log_path && access("/dev/log", F_OK) != 0) {
+		if (fstat(STDERR_FILENO, &st) == 0 && S_ISREG(st.st_mode))
+			ctx->log_fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+		else
+			default_log(ctx);
+	}
 	openlog("kvfs", LOG_PID, LOG_DAEMON);
 	setsid();
 	if (chdir("/") < 0)

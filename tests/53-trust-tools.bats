@@ -113,6 +113,26 @@ teardown() {
 	assert_output --partial '/x.json: invalid JSON'
 }
 
+@test "without syslog, a daemon started from a terminal names its log file and never writes into the terminal later" {
+	if [ -e /dev/log ]; then
+		skip "this machine has syslog (/dev/log): messages go there"
+	fi
+	local run=$BATS_TEST_TMPDIR/run term=$BATS_TEST_TMPDIR/terminal
+	mkdir -m 0700 "$run"
+	# script(1) gives the mount a terminal; what the terminal shows is kept in $term
+	XDG_RUNTIME_DIR=$run script -qec "$KVFS_BIN mount --create $DSTORE $DMNT" "$term" >/dev/null
+	run -0 cat "$term"
+	assert_output --partial "the daemon's messages go to $run/kvfs/dmnt.log"
+	printf '{' >"$BATS_TEST_TMPDIR/bad.json"
+	run -1 cp "$BATS_TEST_TMPDIR/bad.json" "$DMNT/x.json"
+	kvfs umount "$DMNT"
+	run -0 cat "$term"
+	refute_output --partial 'invalid JSON'
+	run -0 cat "$run/kvfs/dmnt.log"
+	assert_output --partial '/x.json: invalid JSON'
+	assert_output --regexp 'kvfs\[[0-9]+\]: unmounted'
+}
+
 @test "rsync -aX from a plain tree into a mount exits 0 and leaves new-file types" {
 	local src=$BATS_TEST_TMPDIR/plain
 	mkdir -p "$src/sub/deep"
