@@ -396,11 +396,11 @@ static void detach_report(int *report, unsigned char code)
 /*
  * Without syslog, and stderr no file: the messages go to
  * $XDG_RUNTIME_DIR/kvfs/MOUNT.log, else /tmp/kvfs-UID/MOUNT.log (MOUNT: the
- * mountpoint's last name), appended to; the path is printed while the
- * terminal is still the command's. The directory is made 0700 and must be
+ * mountpoint's last name), appended to; the path is printed (say: stderr
+ * is a terminal) while the terminal is still the command's. The directory is made 0700 and must be
  * the caller's own, so no one else can plant a link there.
  */
-static void default_log(struct fs_ctx *ctx)
+static void default_log(struct fs_ctx *ctx, bool say)
 {
 	const char *run = getenv("XDG_RUNTIME_DIR"), *base = strrchr(ctx->mountpoint, '/');
 	char dir[PATH_MAX], file[PATH_MAX + 64];
@@ -413,12 +413,13 @@ static void default_log(struct fs_ctx *ctx)
 		snprintf(dir, sizeof(dir), "/tmp/kvfs-%ld", (long)getuid());
 	if ((mkdir(dir, 0700) < 0 && errno != EEXIST) || lstat(dir, &st) < 0 ||
 	    !S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077)) {
-		fprintf(stderr, "kvfs: mount: no syslog here, and %s is not a directory of yours "
-			"alone: the daemon's messages are lost (-o log=FILE keeps them)\n", dir);
+		if (say)
+			fprintf(stderr, "kvfs: mount: no syslog here, and %s is not a directory of yours "
+				"alone: the daemon's messages are lost (-o log=FILE keeps them)\n", dir);
 		return;
 	}
 	snprintf(file, sizeof(file), "%s/%s.log", dir, base);
-	if (log_open(ctx, file) < 0)
+	if (log_open(ctx, file) < 0 || !say)
 		return;
 	fprintf(stderr, "kvfs: mount: no syslog here: the daemon's messages go to %s\n", file);
 }
@@ -441,7 +442,7 @@ static void detach_finish(struct fs_ctx *ctx, int *report)
 		if (fstat(STDERR_FILENO, &st) == 0 && S_ISREG(st.st_mode))
 			ctx->log_fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
 		else
-			default_log(ctx);
+			default_log(ctx, isatty(STDERR_FILENO));
 	}
 	openlog("kvfs", LOG_PID, LOG_DAEMON);
 	setsid();
