@@ -66,6 +66,26 @@ teardown() {
 	assert_output "$(printf 'dee\nann\ncy')"
 }
 
+@test "a double column takes a whole number a double holds exactly (48 as 48.0), not one it cannot" {
+	mkdir "$MNT/poi"
+	kvfs table create "$STORE" /poi --key-depth 1
+	kvfs table column "$STORE" /poi lat double
+	kvfs index create "$STORE" /poi by_lat lat
+	row poi/a '{"lat":48}'
+	row poi/b '{"lat":48.5}'
+	kvfs import "$STORE" /poi/c - <<<'{"lat":-9007199254740992}'
+	run -1 row poi/d '{"lat":9007199254740993}'	# 2^53 + 1: no double holds it
+	run -0 err "$MNT/poi"
+	assert_output --partial 'lat'
+	run -1 row poi/e '{"lat":"48"}'
+	run -0 kvfs find "$STORE" /poi by_lat --from 0
+	assert_output "$(printf 'a\nb')"
+	run -0 kvfs export --compact "$STORE" /poi
+	assert_output '{"a":{"lat":48},"b":{"lat":48.5},"c":{"lat":-9007199254740992}}'
+	run -0 kvfs check "$STORE"
+	assert_output --partial ', 0 problems'
+}
+
 @test "mv of a row renames it in every index; mv out of the table takes it out" {
 	people
 	mv "$MNT/people/ann" "$MNT/people/anne"

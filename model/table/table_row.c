@@ -194,7 +194,10 @@ static bool type_ok(enum table_col_type t, const struct tree_node *n)
 	case TABLE_COL_INTEGER:
 		return tag == LEAF_INTEGER || tag == LEAF_BIG_INTEGER;
 	case TABLE_COL_DOUBLE:
-		return tag == LEAF_DOUBLE;
+		/* a whole number a double holds exactly is one (48 as 48.0) */
+		return tag == LEAF_DOUBLE ||
+		       (tag == LEAF_INTEGER && n->leaf.integer >= -(INT64_C(1) << 53) &&
+			n->leaf.integer <= INT64_C(1) << 53);
 	case TABLE_COL_NUMBER:
 		return tag == LEAF_INTEGER || tag == LEAF_BIG_INTEGER || tag == LEAF_DOUBLE;
 	case TABLE_COL_BOOLEAN:
