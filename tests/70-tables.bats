@@ -86,6 +86,25 @@ teardown() {
 	assert_output --partial ', 0 problems'
 }
 
+@test "find on a field without a type: a value that reads as a number finds number-like strings too" {
+	mkdir "$MNT/ev"
+	kvfs table create "$STORE" /ev --key-depth 1
+	kvfs index create "$STORE" /ev by_day day
+	row ev/a '{"day":"20140615"}'
+	row ev/b '{"day":"20140616"}'
+	row ev/c '{"day":20140615}'
+	row ev/d '{"day":"20140617"}'
+	run -0 kvfs find "$STORE" /ev by_day --from 20140615 --to 20140616
+	assert_output "$(printf 'c\na\nb')"	# the number, then the strings: index order
+	run -0 kvfs find "$STORE" /ev by_day 20140615
+	assert_output "$(printf 'c\na')"
+	# a declared string column reads it one way only
+	kvfs rm -r "$STORE" /ev/c
+	kvfs table column "$STORE" /ev day string
+	run -0 kvfs find "$STORE" /ev by_day --from 20140615 --to 20140616
+	assert_output "$(printf 'a\nb')"
+}
+
 @test "mv of a row renames it in every index; mv out of the table takes it out" {
 	people
 	mv "$MNT/people/ann" "$MNT/people/anne"

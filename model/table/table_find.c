@@ -188,9 +188,23 @@ int table_value_arg(const struct table_schema *s, const char *field, const char 
 	return 0;
 }
 
-/* Prefix (id, values...) of q->value ("a/b" for a composite index). */
+/* The declared type of field, 0 when it has none. */
+static enum table_col_type col_type(const struct table_schema *s, const char *field)
+{
+	for (int i = 0; i < s->ncols; i++)
+		if (strcmp(s->cols[i].name, field) == 0)
+			return s->cols[i].type;
+	return 0;
+}
+
+/*
+ * Prefix (id, values...) of q->value ("a/b" for a composite index). as_text:
+ * the values of fields without a declared type are taken as strings, not
+ * as numbers or true/false/null (the second reading of model_find).
+ */
 static int find_prefix(const struct table_schema *s, const struct table_index *x,
-		       const char *value, struct strbuf *sb, struct model_error *err)
+		       const char *value, bool as_text, struct strbuf *sb,
+		       struct model_error *err)
 {
 	uint8_t id[16];
 	struct tuple_writer w;
@@ -203,7 +217,9 @@ static int find_prefix(const struct table_schema *s, const struct table_index *x
 		const char *slash = x->nfields > 1 ? strchr(p, '/') : NULL;
 		size_t len = slash ? (size_t)(slash - p) : strlen(p);
 
-		if (table_value_arg(s, x->fields[f], p, len, sb) < 0)
+		if (as_text && col_type(s, x->fields[f]) == 0)
+			ikey_put_string(sb, IKEY_STRING, p, len);
+		else if (table_value_arg(s, x->fields[f], p, len, sb) < 0)
 			return tree_fail(err, -EINVAL, "find: \"%.*s\" is not a value of field %s's "
 					 "type", (int)len, p, x->fields[f]);
 		p = slash ? slash + 1 : NULL;
@@ -248,42 +264,34 @@ static void print_row(struct store_txn *txn, const struct table_schema *s, const
 	fputc('\n', out);
 }
 
-int model_find(struct model *m, const char *path, const char *name,
-	       const struct model_find *q, FILE *out, struct model_error *err)
+/*
+ * One reading of the query: the index entries from lo (or the start of
+ * pre) to hi, their rows printed in index order. *found counts them.
+ */
+static int find_scan(struct store_txn *txn, const struct table_schema *s,
+		     const struct table_index *x, const struct model_find *q, bool as_text,
+		     FILE *out, size_t *found, struct model_error *err)
 {
-	struct store_txn *txn;
-	struct table_schema *s;
-	const struct table_index *x = NULL;
-	struct tree_path p;
 	struct strbuf pre, lo, hi;
 	struct store_scan *scan = NULL;
 	struct store_val k, v;
-	int ret = read_schema(m, path, &txn, &p, &s, err);
+	int ret;
 
-	if (ret < 0)
-		return ret;
 	strbuf_init(&pre);
 	strbuf_init(&lo);
 	strbuf_init(&hi);
-	for (int i = 0; i < s->nidx; i++)
-		if (strcmp(s->idx[i].name, name) == 0)
-			x = &s->idx[i];
-	if (!x) {
-		ret = tree_fail(err, -ENOENT, "%s: no index %s", path, name);
-		goto out_end;
-	}
-	ret = find_prefix(s, x, q->value, &pre, err);
+	ret = find_prefix(s, x, q->value, as_text, &pre, err);
 	if (ret == 0 && q->from)
-		ret = find_prefix(s, x, q->from, &lo, err);
+		ret = find_prefix(s, x, q->from, as_text, &lo, err);
 	if (ret == 0 && q->to)
-		ret = find_prefix(s, x, q->to, &hi, err);
+		ret = find_prefix(s, x, q->to, as_text, &hi, err);
 	if (ret < 0)
-		goto out_end;
+		goto out;
 	strbuf_addc(&hi, (char)0xff);	/* past every entry starting with the upper value */
 	ret = store_scan_open(txn, STORE_SPACE_INDEX, pre.buf, pre.len, &scan);
 	if (ret == -ENOENT) {
 		ret = 0;
-		goto out_end;
+		goto out;
 	}
 	if (ret == 0 && q->from)
 		ret = store_scan_seek(scan, lo.buf, lo.len);
@@ -301,17 +309,82 @@ int model_find(struct model *m, const char *path, const char *name,
 		pos = r.pos;
 		for (int f = 0; f < x->nfields && !bad; f++)
 			bad = ikey_skip(k.data, k.len, &pos) < 0;
-		if (!bad)
+		if (!bad) {
 			print_row(txn, s, k.data, k.len, pos, q, out);
+			(*found)++;
+		}
 		ret = 0;
 	}
 	if (ret < 0)
 		tree_fail(err, ret, "find: %s", strerror(-ret));
-out_end:
+out:
 	store_scan_close(scan);
 	strbuf_release(&hi);
 	strbuf_release(&lo);
 	strbuf_release(&pre);
+	return ret < 0 ? ret : 0;
+}
+
+/* True when a value of the query reads as something else than a string for a field without a type. */
+static bool reads_two_ways(const struct table_schema *s, const struct table_index *x,
+			   const struct model_find *q)
+{
+	const char *vals[] = { q->value, q->from, q->to };
+	struct strbuf as_is, as_text;
+	bool differ = false;
+
+	if (!q->from != !q->to)
+		return false;	/* half open: its text reading would take in every number too */
+	for (int f = 0; f < x->nfields; f++)
+		if (col_type(s, x->fields[f]) == 0)
+			break;
+		else if (f == x->nfields - 1)
+			return false;	/* every field typed: one reading */
+	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]) && !differ; i++) {
+		if (!vals[i])
+			continue;
+		strbuf_init(&as_is);
+		strbuf_init(&as_text);
+		if (find_prefix(s, x, vals[i], false, &as_is, NULL) == 0 &&
+		    find_prefix(s, x, vals[i], true, &as_text, NULL) == 0)
+			differ = as_is.len != as_text.len || memcmp(as_is.buf, as_text.buf, as_is.len);
+		strbuf_release(&as_is);
+		strbuf_release(&as_text);
+	}
+	return differ;
+}
+
+/*
+ * A value, or a closed range, that reads as a number (or true, false,
+ * null) for a field without a declared type is looked up both ways: as
+ * that, then as the string it also is (dates like 20140615 are often
+ * strings). Numbers come before strings in an index, so the rows still
+ * print in index order. A half-open range reads one way (its text reading
+ * would run through every number): declare the column to choose.
+ */
+int model_find(struct model *m, const char *path, const char *name,
+	       const struct model_find *q, FILE *out, struct model_error *err)
+{
+	struct store_txn *txn;
+	struct table_schema *s;
+	const struct table_index *x = NULL;
+	struct tree_path p;
+	size_t found = 0;
+	int ret = read_schema(m, path, &txn, &p, &s, err);
+
+	if (ret < 0)
+		return ret;
+	for (int i = 0; i < s->nidx; i++)
+		if (strcmp(s->idx[i].name, name) == 0)
+			x = &s->idx[i];
+	if (!x) {
+		ret = tree_fail(err, -ENOENT, "%s: no index %s", path, name);
+		goto out_end;
+	}
+	ret = find_scan(txn, s, x, q, false, out, &found, err);
+	if (ret == 0 && reads_two_ways(s, x, q))
+		ret = find_scan(txn, s, x, q, true, out, &found, err);
+out_end:
 	store_txn_end(txn);
 	free(s);
 	return ret < 0 ? ret : 0;
