@@ -155,6 +155,15 @@ int model_index_list(struct model *m, const char *path, FILE *out, struct model_
 	return 0;
 }
 
+/* The declared type of field, 0 when it has none. */
+static enum table_col_type col_type(const struct table_schema *s, const char *field)
+{
+	for (int i = 0; i < s->ncols; i++)
+		if (strcmp(s->cols[i].name, field) == 0)
+			return s->cols[i].type;
+	return 0;
+}
+
 /*
  * A value given on the command line, as the column type of field says
  * (undeclared: true/false/null, a number when it reads as one, else a
@@ -163,11 +172,8 @@ int model_index_list(struct model *m, const char *path, FILE *out, struct model_
 int table_value_arg(const struct table_schema *s, const char *field, const char *text,
 		     size_t len, struct strbuf *sb)
 {
-	enum table_col_type type = 0;
+	enum table_col_type type = col_type(s, field);
 
-	for (int i = 0; i < s->ncols; i++)
-		if (strcmp(s->cols[i].name, field) == 0)
-			type = s->cols[i].type;
 	if (type == TABLE_COL_STRING || type == TABLE_COL_BYTES) {
 		ikey_put_string(sb, type == TABLE_COL_STRING ? IKEY_STRING : IKEY_BYTES, text, len);
 		return 0;
@@ -185,15 +191,6 @@ int table_value_arg(const struct table_schema *s, const char *field, const char 
 	if (type != 0)
 		return -EINVAL;
 	ikey_put_string(sb, IKEY_STRING, text, len);
-	return 0;
-}
-
-/* The declared type of field, 0 when it has none. */
-static enum table_col_type col_type(const struct table_schema *s, const char *field)
-{
-	for (int i = 0; i < s->ncols; i++)
-		if (strcmp(s->cols[i].name, field) == 0)
-			return s->cols[i].type;
 	return 0;
 }
 
@@ -331,15 +328,14 @@ static bool reads_two_ways(const struct table_schema *s, const struct table_inde
 {
 	const char *vals[] = { q->value, q->from, q->to };
 	struct strbuf as_is, as_text;
-	bool differ = false;
+	bool differ = false, untyped = false;
 
 	if (!q->from != !q->to)
 		return false;	/* half open: its text reading would take in every number too */
 	for (int f = 0; f < x->nfields; f++)
-		if (col_type(s, x->fields[f]) == 0)
-			break;
-		else if (f == x->nfields - 1)
-			return false;	/* every field typed: one reading */
+		untyped = untyped || col_type(s, x->fields[f]) == 0;
+	if (!untyped)
+		return false;	/* every field typed: one reading */
 	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]) && !differ; i++) {
 		if (!vals[i])
 			continue;
