@@ -90,7 +90,23 @@ flat_costs() {
 	run -0 costs "$MNT/s1000" "$MNT/s8000"
 	echo "$output"
 	[ "${#lines[@]}" = 8 ]
-	diff <(sed -n 's/^s1000 //p' <<<"$output") <(sed -n 's/^s8000 //p' <<<"$output")
+	# the same, give or take a recount of a small directory (at most 42
+	# entries here: e's victims or f): on etcd a watch event for the
+	# daemon's own commit can arrive late under load and drop a cached
+	# nlink once; a scan of the big directory would cost 1,000 or 8,000
+	awk '{ cost[$1 " " $2] = $3 }
+		END {
+			split("unlink rename rmdir rename-dir", op, " ")
+			for (i = 1; i <= 4; i++) {
+				small = cost["s1000 " op[i]]; big = cost["s8000 " op[i]]
+				d = big - small; if (d < 0) d = -d
+				if (small == "" || big == "" || d > 42) {
+					print op[i] ": " small " keys among 1,000, " big " among 8,000"
+					bad = 1
+				}
+			}
+			exit bad
+		}' <<<"$output"
 	# the directories' nlink followed: 42 directories gone from e, 21 more in f
 	nlink_is "$MNT/s8000/e" 8003
 	nlink_is "$MNT/s8000/f" 23
