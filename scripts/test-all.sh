@@ -64,12 +64,13 @@ pass_nocache() {
 		bash scripts/run-tests.sh none
 }
 
-# The CPU time (user + system, in seconds) of this script's finished
-# children: a pass's share of the two CPUs, which load elsewhere on the
-# machine does not change as it changes the wall time.
+# children_cpu PID: the CPU time (user + system, in seconds) of the
+# finished children of the shell PID (this script, or a lane): a pass's
+# share of the two CPUs, which load elsewhere on the machine does not
+# change as it changes the wall time.
 children_cpu() {
 	local stat
-	read -ra stat </proc/$$/stat
+	read -ra stat <"/proc/$1/stat"
 	echo $(((stat[15] + stat[16]) / $(getconf CLK_TCK)))
 }
 
@@ -81,36 +82,89 @@ children_cpu() {
 # which loses nothing the page cache holds, and a full disk is a tmpfs of
 # the test's own. The plain pass, the build that is installed, stays on
 # the disk. KVFS_TEST_SHM=0 keeps every pass on the disk.
-shm_dir=
 in_memory() {
 	local avail
 	[ "${KVFS_TEST_SHM:-1}" != 0 ] || return 1
 	[ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] || return 1
 	avail=$(df --output=avail -k /dev/shm 2>/dev/null | tail -1)
 	[ "${avail:-0}" -ge $((8 * 1024 * 1024)) ] || return 1	# 8 GiB
-	[ -n "$shm_dir" ] || shm_dir=$(mktemp -d /dev/shm/kvfs-test.XXXXXX) || return 1
 }
-trap 'rm -f "$log"; [ -z "$shm_dir" ] || rm -rf "$shm_dir"' EXIT
 
-passes=("$@")
-[ ${#passes[@]} -gt 0 ] || passes=(plain asan etcd tsan)
-passed=0 failed=0 all=$SECONDS
-for pass in "${passes[@]}"; do
-	echo "# ---- pass $pass ----"
-	start=$SECONDS cpu=$(children_cpu)
-	if [ "$pass" != plain ] && in_memory; then
-		echo "# temporary files in $shm_dir"
-		TMPDIR=$shm_dir "pass_$pass" 2>&1 | tee "$log"
-		rm -rf "${shm_dir:?}"/*
-	else
-		"pass_$pass" 2>&1 | tee "$log"
-	fi
-	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -1)
-	p=0 f=1
+# run_pass PASS SHOW: runs one pass, its output into $work/PASS.log and
+# to SHOW as it goes (/dev/stdout, or /dev/null in a lane), and leaves
+# "PASSED FAILED SECONDS CPU" in $work/PASS.result.
+run_pass() {
+	local pass=$1 show=$2 start=$SECONDS me=$BASHPID cpu line p=0 f=1 dir
+	cpu=$(children_cpu "$me")
+	{
+		echo "# ---- pass $pass ----"
+		if [ "$pass" != plain ] && in_memory && dir=$(mktemp -d /dev/shm/kvfs-test.XXXXXX); then
+			echo "# temporary files in $dir"
+			TMPDIR=$dir "pass_$pass" 2>&1
+			rm -rf "$dir"
+		else
+			"pass_$pass" 2>&1
+		fi
+	} | tee "$work/$pass.log" >"$show"
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$work/$pass.log" | tail -1)
 	[ -z "$line" ] || read -r p _ f _ <<<"$line"
-	echo "# pass $pass: $p passed, $f failed in $((SECONDS - start)) s ($(($(children_cpu) - cpu)) s of CPU)"
+	echo "$p $f $((SECONDS - start)) $(($(children_cpu "$me") - cpu))" >"$work/$pass.result"
+}
+
+# summary PASS: the pass's own summary line
+summary() {
+	local p f secs cpu
+	read -r p f secs cpu <"$work/$1.result"
+	echo "# pass $1: $p passed, $f failed in $secs s ($cpu s of CPU)"
+}
+
+# lane: takes the next pass from the queue until none is left, and prints
+# each pass's log whole when it ends (lanes' logs never interleave: the
+# print holds a lock).
+lane() {
+	local i pass
+	while :; do
+		i=$(flock "$work/queue" bash -c 'read -r i <"$1"; echo $((i + 1)) >"$1"; echo "$i"' _ "$work/queue")
+		[ "$i" -lt ${#passes[@]} ] || return 0
+		pass=${passes[$i]}
+		run_pass "$pass" /dev/null
+		summary "$pass" >>"$work/$pass.log"
+		flock "$work/print" cat "$work/$pass.log"
+	done
+}
+
+# Passes run in KVFS_PASS_JOBS lanes (default 2), longest first: each
+# pass alone leaves about half of the two CPUs idle (its files wait on
+# fsyncs, clusters and daemons), so two passes side by side take little
+# more wall time than the longer one. KVFS_PASS_JOBS=1 runs them one after
+# the other, each printed as it goes.
+work=$(mktemp -d "${TMPDIR:-/tmp}/kvfs-test-all.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+passes=("$@")
+[ ${#passes[@]} -gt 0 ] || passes=(etcd asan plain tsan)
+lanes=${KVFS_PASS_JOBS:-2}
+[ "$lanes" -ge 1 ] 2>/dev/null || lanes=1
+[ "$lanes" -le ${#passes[@]} ] || lanes=${#passes[@]}
+all=$SECONDS
+if [ "$lanes" -eq 1 ]; then
+	for pass in "${passes[@]}"; do
+		run_pass "$pass" /dev/stdout
+		summary "$pass"
+	done
+else
+	echo 0 >"$work/queue"
+	echo "# passes ${passes[*]} in $lanes lanes; each pass's output when it ends"
+	for ((l = 0; l < lanes; l++)); do
+		lane &
+	done
+	wait
+fi
+passed=0 failed=0
+for pass in "${passes[@]}"; do
+	p=0 f=1
+	[ ! -s "$work/$pass.result" ] || read -r p f _ <"$work/$pass.result"
 	passed=$((passed + p)) failed=$((failed + f))
 done
-echo "# every pass: $((SECONDS - all)) s ($(children_cpu) s of CPU)"
+echo "# every pass: $((SECONDS - all)) s ($(children_cpu $$) s of CPU)"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
