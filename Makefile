@@ -3,8 +3,9 @@
 # (on the optimized, ASan+UBSan and ThreadSanitizer builds, LMDB and etcd).
 # `make stress` kills the daemon STRESS_KILLS times (default 200) under writes
 # and checks the store after each kill, then flips DAMAGE_FLIPS (200) bits of
-# a store's keys; `make fuzz` runs each libFuzzer target for FUZZ_SECONDS
-# (default 60). CI (.ci/run) runs test and a short fuzz.
+# a store's keys, then runs the tables' model test MODEL_SEEDS (20) times with
+# fresh seeds, MODEL_STEPS (300) steps each; `make fuzz` runs each libFuzzer
+# target for FUZZ_SECONDS (default 60). CI (.ci/run) runs test and a short fuzz.
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
@@ -166,11 +167,16 @@ clean:
 # ---- crash probe and fuzzing (tests/60-crash.bats runs a few kills) ----
 # `make stress` kills the daemon STRESS_KILLS times (scripts/stress-crash.sh),
 # then flips DAMAGE_FLIPS random bits in a store's keys (scripts/damage-probe.sh:
-# the mount, ls and export must equal the undamaged store's or fail, never hang);
+# the mount, ls and export must equal the undamaged store's or fail, never hang),
+# then runs scripts/model-tables.py (random writes to tables through a mount and
+# the CLI against its oracle) MODEL_SEEDS times with fresh seeds, MODEL_STEPS
+# steps each, in a fresh store each, and stops at the first failure with its seed;
 # `make fuzz` builds the libFuzzer targets tests/fuzz/fuzz_*.c with clang in
 # build-fuzz/ and runs each for FUZZ_SECONDS on its corpus (scripts/run-fuzz.sh).
 STRESS_KILLS ?= 200
 DAMAGE_FLIPS ?= 200
+MODEL_SEEDS ?= 20
+MODEL_STEPS ?= 300
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 .PHONY: stress fuzz fuzz-build fuzz-clean
@@ -179,6 +185,10 @@ stress: deps
 	@$(MAKE) --no-print-directory all
 	@KVFS_BIN=$(CURDIR)/$(BIN) bash scripts/stress-crash.sh $(STRESS_KILLS)
 	@KVFS_BIN=$(CURDIR)/$(BIN) bash scripts/damage-probe.sh -n $(DAMAGE_FLIPS)
+	@for i in $$(seq $(MODEL_SEEDS)); do d=$$(mktemp -d) && \
+		scripts/model-tables.py $(CURDIR)/$(BIN) $$d/store $$d/mnt --mount --steps $(MODEL_STEPS) || \
+		{ echo "make stress: model-tables failed (the seed is above; store and log kept in $$d)"; exit 1; }; \
+		rm -rf $$d; done
 
 fuzz: deps
 	@$(SUBMAKE) CC=clang BUILD=build-fuzz \
