@@ -30,17 +30,18 @@ teardown() {
 }
 
 # big_doc N: an object of N members, one of them an array of N/2 objects.
+# One awk (a loop of printf and $(...) per key was about 1,000 subshells a
+# build).
 big_doc() {
-	local n=$1 j
-	printf '{'
-	for ((j = 0; j < n; j++)); do
-		printf '"m%03d":"v%d",' "$j" "$j"
-	done
-	printf '"arr":['
-	for ((j = 0; j < n / 2; j++)); do
-		printf '%s{"n":%d,"s":"x"}' "$([ $j -gt 0 ] && echo ,)" "$j"
-	done
-	printf ']}\n'
+	awk -v n="$1" 'BEGIN {
+		printf "{"
+		for (j = 0; j < n; j++)
+			printf "\"m%03d\":\"v%d\",", j, j
+		printf "\"arr\":["
+		for (j = 0; j < int(n / 2); j++)
+			printf "%s{\"n\":%d,\"s\":\"x\"}", (j > 0 ? "," : ""), j
+		printf "]}\n"
+	}'
 }
 
 # build ROOT: under ROOT/d, leaves, empty directories, objects and arrays,
