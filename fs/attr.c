@@ -411,6 +411,8 @@ void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		vol = true;
 		pend = false;
 	}
+	if (!fi)
+		ret = fs_gone_name(ret);
 	if (ret < 0)
 		fs_reply_err(req, ret);
 	else

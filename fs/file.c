@@ -496,7 +496,7 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (ret == 0)
 		fs_file_set_opener(req, ctx, f);
 	if (ret < 0)
-		fs_reply_err(req, ret);
+		fs_reply_err(req, fs_gone_name(ret));
 	else if (fuse_reply_open(req, fi) < 0)
 		fs_file_put(ctx, f);
 }

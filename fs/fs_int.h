@@ -240,6 +240,19 @@ static inline void fs_reply_err(fuse_req_t req, int ret)
 	fuse_reply_err(req, ret < 0 ? -ret : ret);
 }
 
+/*
+ * A name the kernel holds whose node another process removed, found so by
+ * an operation on the inode alone (getattr without a descriptor, open):
+ * ESTALE makes the kernel walk the path again with LOOKUP_REVAL, which
+ * asks us to look the name up (ENOENT now) and drops the entry, so stat
+ * says ENOENT and `echo > NAME` creates it, before the watcher has told
+ * the kernel. ENOENT would leave the entry: an O_CREAT open of it fails.
+ */
+static inline int fs_gone_name(int ret)
+{
+	return ret == -ENOENT ? -ESTALE : ret;
+}
+
 static inline bool fs_kind_is_dir(enum model_kind kind)
 {
 	return kind == MODEL_KIND_OBJECT || kind == MODEL_KIND_ARRAY;

@@ -48,18 +48,6 @@
 #     before the release arrives appends to it, so V is stored sometimes
 #     and refused other times. Only new fields, and fields where "" is
 #     accepted, get `: >` then `>>`.
-#   - FOUND DEFECT (race, not tables' alone): a leaf the kernel knew that
-#     another process removes (kvfs rm, or an import that replaces its row),
-#     created again through the mount once stat says it is gone but before
-#     the daemon's watcher has invalidated the name (about 0.2 s): `echo V >
-#     F` fails with ENOENT. An `echo >` or `: >` that would create a leaf
-#     the CLI removed less than a second before waits that second out.
-#   - FOUND DEFECT (not tables' alone): after a .json view write that the
-#     mount refuses (a row breaking a rule, or invalid JSON), the daemon
-#     misses the next commit by another process: a leaf that commit removes
-#     stays in the kernel (stat finds it, `echo > F` fails with ENOENT) for
-#     good. cp of a row view only writes rows the oracle accepts (refusals
-#     are still made by kvfs import of the same documents).
 #   - FOUND DEFECT: `kvfs import --lines` replacing an existing row keeps the
 #     TTL entries and attribute records of the row and of the fields it
 #     replaces (kvfs import and a .json view clear them): a field written
@@ -107,7 +95,6 @@ class Driver:
         self.counts = {"ok": 0, "refused": 0}
         self.reasons = {}
         self.by_op = {}		# operation name -> [accepted, refused]
-        self.gone = {}		# a leaf's path -> when the CLI removed it
         self.opname = None
 
     # -- running things --
@@ -270,8 +257,6 @@ class Driver:
         if key is None:
             return None
         field = self.pick(FIELDS[table])
-        if how == "echo":
-            self.after_removal(table, key, field)
         text = self.field_text(table, field, key)
         row = self.m.tables[table][key]
         old = row.fields.get(field)
@@ -310,7 +295,6 @@ class Driver:
         empty_ok = not self.m.broken(table, key, dict(row.fields, **{field: empty}))
         if field in row.fields and not empty_ok:
             return None	# FOUND DEFECT (race): see the head of this file
-        self.after_removal(table, key, field)
         text = self.field_text(table, field, key)
         self.op = f": > {table}/{key}/{field}; echo {text!r} >> {table}/{key}/{field}"
         p = self.path(table, key, field)
@@ -336,14 +320,6 @@ class Driver:
             return None
         doc = self.gen_row(table, key)
         reasons = self.m.broken(table, key, doc)
-        for _ in range(5):
-            if how != "cp" or not reasons:
-                break
-            # FOUND DEFECT (see the head of this file): no refused view writes
-            doc = self.gen_row(table, key)
-            reasons = self.m.broken(table, key, doc)
-        if how == "cp" and reasons:
-            return None
         src = self.tmpfile(json.dumps(doc, ensure_ascii=False))
         existed = key in self.m.tables[table]
         ttl = None
@@ -544,8 +520,6 @@ class Driver:
     def arr_write(self, how):
         """echo V > d/a/N through the mount, or kvfs put S /d/a/N V (N new or not)."""
         idx = self.pick(list(self.m.arr) + list(range(0, 12)))
-        if how == "echo":
-            self.after_removal("d", "a", str(idx))
         text = self.pick(["v", "w z", "13", "0"])
         old = self.m.arr.get(idx)
         value = text
@@ -807,31 +781,11 @@ class Driver:
             self.fail(f"cp d/a.json: {err}")
         self.compare_export()
 
-    def leaves(self):
-        """Every leaf the model holds, as a path tuple."""
-        out = {("d", "a", str(i)) for i in self.m.arr}
-        for t, rows in self.m.tables.items():
-            out |= {(t, k, f) for k, r in rows.items() for f in r.fields}
-        return out
-
-    def after_removal(self, *parts):
-        """A leaf that another process removed less than a second ago is not
-        created through the mount before that second is out: FOUND DEFECT
-        (see the head of this file). Waiting, not choosing another
-        operation, keeps a seed's operations the same however fast it runs."""
-        left = self.gone.get(parts, 0) + 1.0 - time.time()
-        if left > 0:
-            time.sleep(left)
-
     def run_steps(self, steps):
         self.setup()
         for self.step in range(1, steps + 1):
             self.op = "?"
-            before = self.leaves()
             touched = self.one_step()
-            if self.opname.startswith("kvfs"):
-                now = time.time()
-                self.gone.update((p, now) for p in before - self.leaves())
             if self.trace:
                 print(f"step {self.step}: {self.op}", file=sys.stderr)
             self.compare_export(arr=("arr",) in touched)

@@ -75,6 +75,12 @@ def text_as(kind, text):
     return text
 
 
+def whole_double(typ, v):
+    """A double column takes a whole number a double holds exactly (48 as 48.0;
+    model/table/table_row.c, type_ok)."""
+    return typ == "double" and kind_of(v) == "integer" and abs(v) <= 2 ** 53
+
+
 def kind_of(v):
     if isinstance(v, bool):
         return "boolean"
@@ -153,7 +159,7 @@ class Model:
                 if required:
                     out.add("required")	# null counts as missing
                 continue
-            if kind_of(v) != typ:
+            if kind_of(v) != typ and not whole_double(typ, v):
                 out.add("type")
                 if ref:
                     out.add("reference")

@@ -104,6 +104,41 @@ pread_is() {
 	[ "$(full_lines)" -eq "$full" ]
 }
 
+# A row view write that a table's rule refuses ran a write that changed
+# nothing, and its empty commit claimed the next transaction number as the
+# daemon's own: the next outside commit, which took that number, was never
+# seen (the removed leaf stayed in the kernel, `echo >` into it ENOENT).
+@test "a refused view write does not hide the next outside commit" {
+	printf '{"r1": {"age": 1, "n": "a"}}' >"$BATS_TEST_TMPDIR/p.json"
+	kvfs import "$STORE" /p "$BATS_TEST_TMPDIR/p.json"
+	kvfs table create "$STORE" /p --key-depth 1
+	kvfs table column "$STORE" /p age integer --required
+	run -0 cat "$MNT/p/r1/n"	# the kernel learns the leaf
+	printf '{"age": "x"}' >"$BATS_TEST_TMPDIR/bad.json"
+	run cp "$BATS_TEST_TMPDIR/bad.json" "$MNT/p/r2.json"
+	run -0 getfattr --only-values -n user.kvfs.error "$MNT"
+	assert_output --partial 'field age must be integer'
+	# the kernel holds t/a's attributes for a day: only the watcher drops them
+	kvfs put "$STORE" /t/a 'a longer value'
+	eventually 5 size_is "$MNT/t/a" 15
+	kvfs rm "$STORE" /p/r1/n
+	eventually 5 gone "$MNT/p/r1/n"
+	echo b >"$MNT/p/r1/n"
+	run -0 kvfs get "$STORE" /p/r1/n
+	assert_output b
+	# removed outside and written through the mount at once, before the
+	# watcher tells the kernel: the open finds the name gone and creates it
+	kvfs rm "$STORE" /p/r1/n
+	echo c >"$MNT/p/r1/n"
+	run -0 kvfs get "$STORE" /p/r1/n
+	assert_output c
+	# and after invalid JSON into a view
+	printf '{"r1": ' >"$BATS_TEST_TMPDIR/half.json"
+	run cp "$BATS_TEST_TMPDIR/half.json" "$MNT/t.json"
+	kvfs put "$STORE" /t/a 'short'
+	eventually 5 size_is "$MNT/t/a" 6
+}
+
 @test "an outside import replaces a subtree: old names go, new ones show" {
 	local full=$(full_lines)
 	printf '{"sub": {"x": 1, "deep": [true]}, "y": "why"}' >"$BATS_TEST_TMPDIR/doc.json"

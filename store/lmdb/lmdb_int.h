@@ -100,6 +100,13 @@ struct lmdb_txn {
 	bool borrowed;		/* a read of the queued batch (lmdb_queue.c): no txn of its own */
 	uint64_t *written;	/* queued batch: bytes put, counted (nested ones too), or NULL */
 	/*
+	 * A put or delete succeeded in it, or in a child committed into it.
+	 * A clean write transaction's commit makes no new txnid: the next
+	 * one, maybe another process's, takes the number it would have had,
+	 * so only a dirty commit may be noted as ours (lmdb_note_own_commit).
+	 */
+	bool dirty;
+	/*
 	 * A read transaction of the map: the bytes its pages span, which no
 	 * key or value read can be longer than (a damaged page can claim
 	 * more, and reading it would fault). 0: no bound (a write's values

@@ -62,6 +62,8 @@ static int put_with(struct store_txn *txn, enum store_space space, const void *k
 	if (t->map_full)
 		return -ENOSPC;	/* lmdb_write will grow the map and retry */
 	rc = mdb_put(t->txn, dbi_of(txn, space), &k, v, flags);
+	if (rc == 0)
+		t->dirty = true;
 	if (rc == 0 && t->written)
 		*t->written += key_len + v->mv_size;	/* a queued batch's size (lmdb_queue.c) */
 	return lmdb_txn_err(t, rc);
@@ -91,9 +93,14 @@ int lmdb_del(struct store_txn *txn, enum store_space space, const void *key, siz
 	struct lmdb_txn *t = lmdb_txn_of(txn);
 	MDB_val k = { key_len, (void *)key };
 
+	int rc;
+
 	if (t->map_full)
 		return -ENOSPC;
-	return lmdb_txn_err(t, mdb_del(t->txn, dbi_of(txn, space), &k, NULL));
+	rc = mdb_del(t->txn, dbi_of(txn, space), &k, NULL);
+	if (rc == 0)
+		t->dirty = true;
+	return lmdb_txn_err(t, rc);
 }
 
 /*
@@ -184,6 +191,8 @@ int lmdb_del_prefix(struct store_txn *txn, enum store_space space, const void *p
 		n++;
 	}
 	mdb_cursor_close(c);
+	if (n)
+		t->dirty = true;
 	*deleted = n;
 	return rc == MDB_NOTFOUND ? 0 : lmdb_txn_err(t, rc);
 }

@@ -266,16 +266,23 @@ static int queue_end(struct lmdb_store *st, int lost)
 	c.base.format = q->batch.base.format;
 	if (mdb_txn_begin(st->env, q->batch.txn, 0, &c.txn) == 0) {
 		if (feed_txn_commit(&c.base, &q->feed, st->base.writer, st->base.feed_keep) == 0 &&
-		    !c.map_full)
-			mdb_txn_commit(c.txn);
-		else
+		    !c.map_full) {
+			if (mdb_txn_commit(c.txn) == 0)	/* frees it even on failure */
+				q->batch.dirty |= c.dirty;
+		} else {
 			mdb_txn_abort(c.txn);
+		}
 	}
 	txnid = mdb_txn_id(q->batch.txn);
 	pthread_mutex_lock(&st->write_mutex);
-	rc = mdb_txn_commit(q->batch.txn);
-	if (rc == 0)
-		lmdb_note_own_commit(st, txnid);
+	if (q->batch.dirty) {
+		rc = mdb_txn_commit(q->batch.txn);
+		if (rc == 0)
+			lmdb_note_own_commit(st, txnid);
+	} else {
+		mdb_txn_abort(q->batch.txn);	/* wrote nothing: no txnid to claim */
+		rc = 0;
+	}
 	pthread_mutex_unlock(&st->write_mutex);
 	lmdb_gate_leave(st, false);
 	rc = rc ? lmdb_commit_err(st, rc) : 0;

@@ -219,6 +219,7 @@ int lmdb_run_nested(struct lmdb_txn *t, struct lmdb_req *r, bool *map_full)
 	c.borrowed = false;
 	c.written = t->written;
 	c.span = 0;	/* a write: its values may be in its own new pages */
+	c.dirty = false;
 	rc = mdb_txn_begin(ls->env, t->txn, 0, &c.txn);
 	if (rc)
 		return lmdb_err(rc);
@@ -234,6 +235,7 @@ int lmdb_run_nested(struct lmdb_txn *t, struct lmdb_req *r, bool *map_full)
 	else if (rc)
 		return lmdb_commit_err(ls, rc);
 	t->base.format = c.base.format;
+	t->dirty |= c.dirty;
 	return 0;
 }
 
@@ -289,8 +291,8 @@ static void batch_attempt(struct lmdb_store *st, struct lmdb_req *batch, bool *r
 		*retry = true;
 		goto out_abort_txn;
 	}
-	if (!ok)
-		goto out_abort_txn;	/* nothing to commit: refusals only */
+	if (!ok || !t.dirty)
+		goto out_abort_txn;	/* nothing to commit: refusals, or writes that wrote nothing */
 	feed_set_release(&feed);
 	txnid = mdb_txn_id(t.txn);
 	rc = mdb_txn_commit(t.txn);	/* frees the transaction even on failure */
