@@ -48,12 +48,6 @@
 #     before the release arrives appends to it, so V is stored sometimes
 #     and refused other times. Only new fields, and fields where "" is
 #     accepted, get `: >` then `>>`.
-#   - FOUND DEFECT: `kvfs import --lines` replacing an existing row keeps the
-#     TTL entries and attribute records of the row and of the fields it
-#     replaces (kvfs import and a .json view clear them): a field written
-#     keeps an old deadline, and one left out leaves records behind that
-#     `kvfs check` reports ("ttl entry of a node that does not exist"). Its
-#     lines only name new rows, or rows without TTLs nor files moved in.
 import argparse
 import errno
 import json
@@ -485,8 +479,6 @@ class Driver:
         for _ in range(self.rng.randint(1, 3)):
             if table == "p":
                 key = self.row_key("p", existing=False)
-                if self.m.has_records("p", key):
-                    continue	# FOUND DEFECT: see the head of this file
                 doc = self.gen_row("p", key, 0.05)
                 doc["id"] = key
             else:

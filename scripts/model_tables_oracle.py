@@ -206,11 +206,6 @@ class Model:
                if field in r.fields and r.fields[field] is not None]
         return sorted(out, key=lambda vk: (vk[0], vk[1]))
 
-    def has_records(self, table, key):
-        """Whether the row or a field has a TTL entry or an attribute record."""
-        r = self.tables[table].get(key)
-        return r is not None and (r.ttl is not None or any(r.fttl.values()) or r.moved_in)
-
 
 def diff(want, got):
     """The top-level entries (and rows) where two exports differ."""

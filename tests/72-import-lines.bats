@@ -121,6 +121,28 @@ users_table() {
 	assert_output --partial '--atomic goes with --lines'
 }
 
+# A line that names an existing row replaces it as kvfs import of the row
+# does: the row's and its fields' TTLs go, and the records (mode, owner)
+# of fields the line leaves out. They were kept: x kept its deadline and
+# `kvfs check` reported y's TTL entry (found by tests/76's model).
+@test "a line replacing a row clears its TTLs and the records of the fields it leaves out" {
+	users_table
+	users 2 /dev/stdout | kvfs import --lines "$STORE" /users -
+	kvfs put --ttl 300 "$STORE" /users/u1/grp 7
+	kvfs put --ttl 300 "$STORE" /users/u1/n 8
+	chmod 600 "$MNT/users/u1/n"
+	run -0 getfattr --only-values -n user.kvfs.ttl "$MNT/users/u1/grp"
+	printf '{"id":"u1","grp":5}\n' | kvfs import --lines "$STORE" /users -
+	run -0 kvfs export --compact "$STORE" /users/u1
+	assert_output '{"grp":5,"id":"u1"}'
+	eventually 5 bash -c "! getfattr -n user.kvfs.ttl '$MNT/users/u1/grp' 2>/dev/null"
+	run -0 kvfs check "$STORE"
+	assert_output --partial ' 0 problems'
+	# written again, n has the default mode, not the old record's
+	echo 9 >"$MNT/users/u1/n"
+	[ "$(stat -c %a "$MNT/users/u1/n")" = 644 ]
+}
+
 @test "progress: nothing when stderr is a file, a rows-per-second line on a terminal" {
 	users_table
 	# (its final line is always drawn: a few thousand rows show it)

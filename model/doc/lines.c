@@ -9,6 +9,7 @@
 
 #include "model/table/table_int.h"
 #include "model/tree/tree_int.h"
+#include "model/ttl/ttl_int.h"
 
 /* What PATH is, found again by every batch (another writer may change it). */
 struct lines_target {
@@ -234,6 +235,7 @@ static int line_write(struct store_txn *txn, struct lines_op *op, const struct l
 	struct tree_path row;
 	struct tree_node n;
 	struct strbuf sb;
+	bool replaced = false;
 	int ret;
 
 	if (!t->s)
@@ -255,10 +257,21 @@ static int line_write(struct store_txn *txn, struct lines_op *op, const struct l
 			ret = tree_fail(op->err, -EEXIST, "%s: the next integer key is taken "
 					"(written meanwhile by someone else)", sb.buf);
 	}
+	if (ret == 0 && !t->enumerable) {
+		ret = tree_lookup(txn, row.key, row.len, &n);
+		replaced = ret == 0 && n.exists;
+	}
 	if (ret == 0 && t->s->key_depth > 1)
 		ret = row_parents(txn, &row, t->s->key_len, op->err);
+	/* a line replaces its row as kvfs import does: its TTLs go (the
+	 * table's default comes again), and the attributes of fields it
+	 * leaves out */
+	if (ret == 0 && replaced)
+		ret = ttl_delete_subtree(txn, row.key, row.len);
 	if (ret == 0)
 		ret = doc_write(txn, &row, line, len, 0, NULL, NULL, NULL, op->err);
+	if (ret == 0 && replaced)
+		ret = attr_prune(txn, row.key, row.len);
 	if (ret == 0 && t->enumerable)
 		op->next_key++;
 	strbuf_release(&sb);
