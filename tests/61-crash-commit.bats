@@ -16,13 +16,16 @@ teardown() {
 }
 
 # write_docs N: N documents of 20 fields each, all fields of one document
-# holding its number, written with cp (no fsync).
+# holding its number, written with cp (no fsync). One python3 makes them
+# all (one a document cost 150 starts, seconds on a loaded machine, in the
+# third test before its cp even began).
 write_docs() {
-	local docs=$BATS_TEST_TMPDIR/docs i
+	local docs=$BATS_TEST_TMPDIR/docs
 	mkdir -p "$docs"
-	for ((i = 0; i < $1; i++)); do
-		python3 -c 'import json, sys; n = int(sys.argv[1]); print(json.dumps({"f%02d" % j: n for j in range(20)}))' "$i" >"$docs/doc$i.json"
-	done
+	python3 -c 'import json, sys
+for n in range(int(sys.argv[2])):
+    with open("%s/doc%d.json" % (sys.argv[1], n), "w") as f:
+        print(json.dumps({"f%02d" % j: n for j in range(20)}), file=f)' "$docs" "$1"
 	cp "$docs"/*.json "$MNT/"
 }
 
@@ -84,7 +87,8 @@ PY
 	# more documents, rewritten while the committer commits every 20 ms
 	(write_docs 60; write_docs 60) &
 	writer=$!
-	sleep 0.3
+	# the kill lands while they are being written: once the first new one is in
+	eventually 10 test -e "$MNT/doc30"
 	kill_daemon
 	wait "$writer" || true
 	run -0 kvfs check "$STORE"
