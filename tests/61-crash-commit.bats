@@ -88,7 +88,7 @@ PY
 	(write_docs 60; write_docs 60) &
 	writer=$!
 	# the kill lands while they are being written: once the first new one is in
-	eventually 10 test -e "$MNT/doc30"
+	eventually 30 test -e "$MNT/doc30"
 	kill_daemon
 	wait "$writer" || true
 	run -0 kvfs check "$STORE"
