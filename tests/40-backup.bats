@@ -368,10 +368,15 @@ all_dirs() {
 	run --separate-stderr rsync -a "$T/rs/" "$T/r3/"
 	assert_equal "$stderr" ''
 	assert_success
+	# r1 against the mount, r2 and r3 against r1: the same equalities with
+	# one walk of the source's 3,000 files instead of three (a walk of an
+	# etcd mount is several seconds: its opens and reads go to the cluster)
 	for n in 1 2 3; do
 		diff "$T/orig.export" <(kvfs export --compact "$T/r$n.store")
-		diff -r "$MNT" "$T/r$n"
 	done
+	diff -r "$MNT" "$T/r1"
+	diff -r "$T/r1" "$T/r2"
+	diff -r "$T/r1" "$T/r3"
 	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$T/r2/d007/bin"
 	assert_output bytes
 }
