@@ -199,7 +199,8 @@ void fs_file_hold_empty(struct fs_ctx *ctx, struct fs_file *f)
 
 void fs_file_hold_done(struct fs_ctx *ctx, struct fs_file *f)
 {
-	if (f->pending)
+	/* a created leaf, or a truncation not committed yet, waits for its open */
+	if (f->pending || (f->held_empty && (f->trunc || f->dirty)))
 		return;
 	pthread_mutex_lock(&ctx->lock);
 	if (f->held) {
@@ -261,6 +262,7 @@ void fs_held_commit(struct fs_ctx *ctx, bool all)
 		if (alone) {
 			fs_file_hold_forget(ctx, f);
 			f->pending = false;	/* refused: one attempt, dropped as at a close */
+			f->dirty = f->trunc = false;	/* an existing leaf keeps its stored value */
 			fs_file_publish(ctx, f);
 			fs_file_hold_done(ctx, f);
 		}

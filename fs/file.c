@@ -628,19 +628,41 @@ void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_
 	fs_reply_err(req, ret);
 }
 
+/*
+ * f->lock held. The last handle of an existing leaf's writer that holds
+ * only a truncation (`: > f` on an integer field): its empty value was
+ * refused, and a `>> f` that follows must append to the emptied file
+ * whether it opens before this release or after it, so the writer is held
+ * for it (fs_file_hold_empty) as a created leaf's is.
+ */
+static bool truncation_only(struct fs_ctx *ctx, struct fs_file *f)
+{
+	bool last;
+
+	if (f->kind != FS_FILE_WRITER || f->pending || !f->trunc || f->len != 0)
+		return false;
+	pthread_mutex_lock(&ctx->lock);
+	last = f->refs == 1 && !f->held;
+	pthread_mutex_unlock(&ctx->lock);
+	return last;
+}
+
 void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs_ctx *ctx = fs_req_ctx(req);
 	struct fs_file *f = fs_fi_file(fi);
 
-	bool dropped = false, waits;
+	bool dropped = false, refused, waits;
 
 	if (f) {
 		pthread_mutex_lock(&f->lock);
 		if (f->trunc)
 			f->dirty = true;
 		/* a failure is logged: nobody can see it now */
-		dropped = file_commit_locked(ctx, f) < 0 || f->pending;
+		refused = file_commit_locked(ctx, f) < 0;
+		dropped = refused || f->pending;
+		if (refused && truncation_only(ctx, f))
+			fs_file_hold_empty(ctx, f);
 		pthread_mutex_lock(&ctx->lock);
 		waits = dropped && f->held_empty && f->len == 0;	/* its hold ends it */
 		pthread_mutex_unlock(&ctx->lock);

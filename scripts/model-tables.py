@@ -42,12 +42,6 @@
 #   - any order of integer keys (issue 32 section 4): rows of equal index
 #     values are compared as sets, never in key order.
 #   - references over several fields (issue 32 section 5): who is one field.
-#   - FOUND DEFECT (race): `: > F; echo V >> F` on an existing field whose
-#     empty value is refused (an integer column, a reference): the refused
-#     truncation stays in the writer until its release, and a `>>` opened
-#     before the release arrives appends to it, so V is stored sometimes
-#     and refused other times. Only new fields, and fields where "" is
-#     accepted, get `: >` then `>>`.
 import argparse
 import errno
 import json
@@ -287,8 +281,6 @@ class Driver:
         old = row.fields.get(field)
         empty = value_from_text(table, field, "", old, True)
         empty_ok = not self.m.broken(table, key, dict(row.fields, **{field: empty}))
-        if field in row.fields and not empty_ok:
-            return None	# FOUND DEFECT (race): see the head of this file
         text = self.field_text(table, field, key)
         self.op = f": > {table}/{key}/{field}; echo {text!r} >> {table}/{key}/{field}"
         p = self.path(table, key, field)
@@ -296,7 +288,7 @@ class Driver:
         if empty_ok:
             self.write_leaf(table, key, field, empty)	# committed at its close
             old = empty
-        # else a new field whose "" is refused: held a moment for the append
+        # else a field whose "" is refused: held a moment for the append
         value = value_from_text(table, field, text, old, True)
         reasons = self.m.broken(table, key, dict(row.fields, **{field: value}))
         rc, _, err = self.sh('/bin/echo "$1" >>"$2"', text, p)
