@@ -286,3 +286,40 @@ PY
 	assert_output 1.75
 	run -0 kvfs check "$STORE"
 }
+
+# Issue 32 section 2: a key field the row leaves out takes its value from
+# the key, and every rule of its column applies to that value (they were
+# skipped: a row naming a geo that does not exist, a key "abc" under an
+# integer key column and one past --max-length were all accepted).
+@test "a key field the row leaves out obeys its column: reference, type and max length, through cp and kvfs import" {
+	mkdir "$MNT/geo" "$MNT/poi" "$MNT/n"
+	kvfs table create "$STORE" /geo --key-depth 1
+	row geo/G1 '{"lat":48}'
+	kvfs table create "$STORE" /poi --key-depth 1 --key-fields poi_id
+	kvfs table column "$STORE" /poi poi_id string --references /geo --max-length 8
+	kvfs table create "$STORE" /n --key-depth 1 --key-fields id
+	kvfs table column "$STORE" /n id integer
+	echo '{"poiName":"Nowhere"}' >"$BATS_TEST_TMPDIR/d.json"
+	run -1 cp "$BATS_TEST_TMPDIR/d.json" "$MNT/poi/GHOST.json"
+	run -0 err "$MNT/poi"
+	assert_output --partial 'field poi_id references /geo/GHOST, which does not exist'
+	run -1 kvfs import "$STORE" /poi/GHOST "$BATS_TEST_TMPDIR/d.json"
+	assert_output --partial 'references /geo/GHOST'
+	run -1 kvfs import "$STORE" /poi/G1TOOLONG "$BATS_TEST_TMPDIR/d.json"
+	assert_output --partial 'key field poi_id is longer than 8'
+	run -1 kvfs import "$STORE" /n/abc "$BATS_TEST_TMPDIR/d.json"
+	assert_output --partial 'key field id must be integer, not "abc"'
+	run -1 mkdir "$MNT/n/xyz"
+	# the rows the rules allow
+	cp "$BATS_TEST_TMPDIR/d.json" "$MNT/poi/G1.json"
+	kvfs import "$STORE" /n/42 "$BATS_TEST_TMPDIR/d.json"
+	run -0 kvfs export --compact "$STORE" /poi
+	assert_output '{"G1":{"poiName":"Nowhere"}}'
+	run -0 kvfs export --compact "$STORE" /n
+	assert_output '{"42":{"poiName":"Nowhere"}}'
+	# the referenced row cannot go while the key names it
+	run -1 kvfs rm -r "$STORE" /geo/G1
+	assert_output --partial 'still referenced by /poi/G1 (field poi_id)'
+	run -0 kvfs check "$STORE"
+	assert_output --partial ' 0 problems'
+}

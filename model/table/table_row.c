@@ -302,6 +302,81 @@ static bool ref_target(const struct table_col *c, const struct tree_node *n, uin
 	return !w.overflow;
 }
 
+/*
+ * Whether a key field's value, given by the row's key (its text, as the key
+ * names it), is of the column's type: a key is text, so an integer column's
+ * key must read as an integer (as field_value indexes it), a boolean's as
+ * true or false; bytes, objects and arrays cannot be keys.
+ */
+static bool key_text_type_ok(enum table_col_type t, const char *text, size_t len)
+{
+	int64_t i;
+
+	switch (t) {
+	case TABLE_COL_STRING:
+		return true;
+	case TABLE_COL_INTEGER:
+		return number_parse_integer(text, len, NULL) || number_is_big_integer(text, len);
+	case TABLE_COL_DOUBLE:
+		return number_parse_double(text, len, NULL) ||
+		       (number_parse_integer(text, len, &i) && i >= -(INT64_C(1) << 53) &&
+			i <= INT64_C(1) << 53);
+	case TABLE_COL_NUMBER:
+		return number_parse_integer(text, len, NULL) || number_is_big_integer(text, len) ||
+		       number_parse_double(text, len, NULL);
+	case TABLE_COL_BOOLEAN:
+		return (len == 4 && memcmp(text, "true", 4) == 0) ||
+		       (len == 5 && memcmp(text, "false", 5) == 0);
+	default:
+		return false;
+	}
+}
+
+/*
+ * The value of key field `level` that the row leaves out, as its key gives
+ * it: a string leaf n whose payload is raw (STORE_KEY_MAX bytes). -EINVAL
+ * when the key has no such level.
+ */
+static int key_field_implied(const struct table_schema *s, const uint8_t *row, size_t len,
+			     int level, char *raw, struct tree_node *n)
+{
+	struct tuple_elem e;
+
+	if (table_key_elem(s, row, len, level, &e) < 0)
+		return -EINVAL;
+	memset(n, 0, sizeof(*n));
+	n->exists = true;
+	n->kind = MODEL_KIND_LEAF;
+	n->leaf.tag = LEAF_STRING;
+	n->leaf.payload = (const uint8_t *)raw;
+	if (e.type == TUPLE_TYPE_INT) {
+		n->leaf.payload_len = number_format_integer(e.integer, raw);
+		return 0;
+	}
+	if (e.type != TUPLE_TYPE_STRING || e.len > STORE_KEY_MAX)
+		return -EINVAL;
+	tuple_elem_copy(&e, raw);
+	n->leaf.payload_len = e.len;
+	return 0;
+}
+
+/* The rules of column c on a key field the row leaves out (its value is the key's). */
+static int check_implied(struct table_txn *tt, const struct table_col *c, const uint8_t *row,
+			 size_t len, const struct tree_node *n)
+{
+	const char *text = (const char *)n->leaf.payload;
+
+	if (!key_text_type_ok(c->type, text, n->leaf.payload_len))
+		return table_fail_row(tt, -EINVAL, row, len, "key field %s must be %s, not \"%.*s\"",
+				c->name, table_col_type_name(c->type), (int)n->leaf.payload_len,
+				text);
+	if (c->max_length > 0 && utf8_chars(n->leaf.payload, n->leaf.payload_len) >
+	    (uint64_t)c->max_length)
+		return table_fail_row(tt, -EINVAL, row, len, "key field %s is longer than %lld",
+				c->name, (long long)c->max_length);
+	return 0;
+}
+
 int table_check_columns(struct store_txn *txn, struct table_txn *tt,
 			const struct table_schema *s, const uint8_t *row, size_t len)
 {
@@ -343,11 +418,20 @@ int table_check_columns(struct store_txn *txn, struct table_txn *tt,
 	for (int i = 0; i < s->ncols; i++) {
 		const struct table_col *c = &s->cols[i];
 
+		int level = key_field_level(s, c->name);
+		char raw[STORE_KEY_MAX];
+
 		ret = table_row_field(txn, row, len, c->name, &n);
 		if (ret < 0)
 			return ret;
-		if (!n.exists && key_field_level(s, c->name) >= 0)
-			continue;	/* implied by the key */
+		if (!n.exists && level >= 0) {	/* implied by the key: its rules apply to it */
+			if (key_field_implied(s, row, len, level, raw, &n) < 0)
+				continue;
+			ret = check_implied(tt, c, row, len, &n);
+			if (ret < 0)
+				return ret;
+			continue;
+		}
 		if (!n.exists || (n.kind == MODEL_KIND_LEAF && n.leaf.tag == LEAF_NULL)) {
 			if (c->required)
 				return table_fail_row(tt, -EINVAL, row, len, "field %s is required", c->name);
@@ -378,9 +462,15 @@ int table_check_references(struct store_txn *txn, struct table_txn *tt,
 
 		if (!c->ref_len)
 			continue;
+		char raw[STORE_KEY_MAX];
+		int level = key_field_level(s, c->name);
+
 		ret = table_row_field(txn, row, len, c->name, &n);
 		if (ret < 0)
 			return ret;
+		/* a key field the row leaves out references what its key names */
+		if (!n.exists && level >= 0 && key_field_implied(s, row, len, level, raw, &n) < 0)
+			continue;
 		if (!n.exists || (n.kind == MODEL_KIND_LEAF && n.leaf.tag == LEAF_NULL))
 			continue;
 		if (!ref_target(c, &n, target, &tlen))
