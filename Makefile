@@ -101,7 +101,7 @@ BUILD_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 SUBMAKE := $(MAKE) --no-print-directory -j$(BUILD_JOBS)
 test: deps
 	@$(SUBMAKE) all unit floor etcd-store-test etcd-client-test
-	@$(SUBMAKE) $(SAN_ASAN) all unit
+	@$(SUBMAKE) $(SAN_ASAN) all unit etcd-store-test etcd-client-test
 	@$(SUBMAKE) $(SAN_TSAN) all
 	@bash scripts/test-all.sh
 
@@ -123,7 +123,7 @@ test-etcd: deps
 # (tests/test_helper/common.bash); tests/tsan.supp names the reports judged
 # false, each with the reason (TSAN_OPTIONS: scripts/run-tests.sh).
 asan: deps
-	@$(SUBMAKE) $(SAN_ASAN) all unit
+	@$(SUBMAKE) $(SAN_ASAN) all unit etcd-store-test etcd-client-test
 	@bash scripts/test-all.sh asan
 
 tsan: deps

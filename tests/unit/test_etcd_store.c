@@ -2637,6 +2637,29 @@ static void test_kids_trust(void)
 	t_close(st, true);
 }
 
+/*
+ * KVFS_ETCD_STORE_SKIP: names of tests not to run, separated by spaces (the
+ * asan pass leaves the two whose time is volume, thousands of round trips
+ * and a staged 7 MiB value, to the etcd pass's optimized run).
+ */
+static bool test_skipped(const char *name)
+{
+	const char *list = getenv("KVFS_ETCD_STORE_SKIP"), *at;
+	size_t len = strlen(name);
+
+	for (at = list; at && (at = strstr(at, name)) != NULL; at += len)
+		if ((at == list || at[-1] == ' ') && (at[len] == '\0' || at[len] == ' '))
+			return true;
+	return false;
+}
+
+#define TEST_UNLESS_SKIPPED(fn) do { \
+	if (test_skipped(#fn)) \
+		printf("ok %d - %s # skip KVFS_ETCD_STORE_SKIP\n", ++unit_test_number, #fn); \
+	else \
+		TEST(fn); \
+} while (0)
+
 int main(int argc, char **argv)
 {
 	/* bench STORE N [reuse]: reuse lists a store an earlier run filled, without filling it again */
@@ -2648,28 +2671,28 @@ int main(int argc, char **argv)
 		printf("1..0 # SKIP KVFS_ETCD_ENDPOINTS is not set (tests/82-etcd-store.bats starts a cluster)\n");
 		return 0;
 	}
-	TEST(test_open);
-	TEST(test_writes);
-	TEST(test_scans);
-	TEST(test_write_scans);
-	TEST(test_prefetch);
-	TEST(test_conflicts);
-	TEST(test_writer_guard);
-	TEST(test_big);
-	TEST(test_big_lost_flip);
-	TEST(test_many_guards);
-	TEST(test_put_not_a_delete);
-	TEST(test_big_value);
-	TEST(test_feed);
-	TEST(test_shared);
-	TEST(test_kids_hints);
-	TEST(test_kids_windows);
-	TEST(test_kids_big);
-	TEST(test_kids_window_bound);
-	TEST(test_kids_subdirs);
-	TEST(test_kids_subdirs_edges);
-	TEST(test_kids_check);
-	TEST(test_leases);
-	TEST(test_kids_trust);
+	TEST_UNLESS_SKIPPED(test_open);
+	TEST_UNLESS_SKIPPED(test_writes);
+	TEST_UNLESS_SKIPPED(test_scans);
+	TEST_UNLESS_SKIPPED(test_write_scans);
+	TEST_UNLESS_SKIPPED(test_prefetch);
+	TEST_UNLESS_SKIPPED(test_conflicts);
+	TEST_UNLESS_SKIPPED(test_writer_guard);
+	TEST_UNLESS_SKIPPED(test_big);
+	TEST_UNLESS_SKIPPED(test_big_lost_flip);
+	TEST_UNLESS_SKIPPED(test_many_guards);
+	TEST_UNLESS_SKIPPED(test_put_not_a_delete);
+	TEST_UNLESS_SKIPPED(test_big_value);
+	TEST_UNLESS_SKIPPED(test_feed);
+	TEST_UNLESS_SKIPPED(test_shared);
+	TEST_UNLESS_SKIPPED(test_kids_hints);
+	TEST_UNLESS_SKIPPED(test_kids_windows);
+	TEST_UNLESS_SKIPPED(test_kids_big);
+	TEST_UNLESS_SKIPPED(test_kids_window_bound);
+	TEST_UNLESS_SKIPPED(test_kids_subdirs);
+	TEST_UNLESS_SKIPPED(test_kids_subdirs_edges);
+	TEST_UNLESS_SKIPPED(test_kids_check);
+	TEST_UNLESS_SKIPPED(test_leases);
+	TEST_UNLESS_SKIPPED(test_kids_trust);
 	return UNIT_DONE();
 }
