@@ -13,11 +13,20 @@
 /* A cached lease is reused only while this many seconds are left: the commit must land first. */
 #define LEASE_MARGIN_S 2
 
+#define WALK_LEASES 8
 struct lease_walk {
 	struct store_etcd_txn *t;
 	store_expiry_fn fn;
 	void *arg;
 	int64_t now_s;
+	/*
+	 * The leases this commit granted, by deadline second: its keys of one
+	 * deadline share one, however near (a big value's chunks and stub
+	 * expire in one revision), where the store's cache keeps only those
+	 * far enough from their end to serve later commits.
+	 */
+	struct { int64_t second, id; } granted[WALK_LEASES];
+	size_t n_granted;
 };
 
 static int64_t now_seconds(void)
@@ -73,6 +82,11 @@ static int lease_for(struct lease_walk *w, int64_t deadline_ns, int64_t *id)
 	int64_t second = (deadline_ns + 999999999) / 1000000000, ttl = second - w->now_s;
 	int rc;
 
+	for (size_t i = 0; i < w->n_granted; i++)
+		if (w->granted[i].second == second) {
+			*id = w->granted[i].id;
+			return 0;
+		}
 	for (size_t i = 0; i < st->n_leases; i++)
 		if (st->leases[i].second == second && second >= w->now_s + LEASE_MARGIN_S) {
 			*id = st->leases[i].id;
@@ -81,6 +95,11 @@ static int lease_for(struct lease_walk *w, int64_t deadline_ns, int64_t *id)
 	rc = etcd_client_lease_grant(w->t->c, ttl > 0 ? ttl : 1, id, NULL);
 	if (rc)
 		return rc;
+	if (w->n_granted < WALK_LEASES) {
+		w->granted[w->n_granted].second = second;
+		w->granted[w->n_granted].id = *id;
+		w->n_granted++;
+	}
 	if (second >= w->now_s + LEASE_MARGIN_S)
 		cache_put(st, w->now_s, second, *id);
 	return 0;
