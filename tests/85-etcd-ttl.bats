@@ -136,6 +136,9 @@ lease_gone() {
 	[ "${#lines[@]}" -eq 1 ]
 	[ "${lines[0]}" != 0 ]
 	local lease=${lines[0]}
+	# shown on a failure: the value's keys and their leases (it failed in
+	# every CI run of 2026-11-29, never alone: see that day's stop note)
+	ekeys | grep -E '^[dv] .*/b/v' >&2
 	[ "$(ekeys | awk '$1 == "v" { print $3 }' | sort -u)" = "$lease" ]
 	unmount_store
 	eventually 15 none_left '/b/v'
