@@ -182,6 +182,12 @@ static const char *node_type_name(const struct tree_node *n)
 	return model_type_name(leaf_model_type(&n->leaf));
 }
 
+/* A whole number a double holds exactly: a double column takes it (48 as 48.0). */
+static bool whole_fits_double(int64_t i)
+{
+	return i >= -(INT64_C(1) << 53) && i <= INT64_C(1) << 53;
+}
+
 static bool type_ok(enum table_col_type t, const struct tree_node *n)
 {
 	enum leaf_tag tag = n->leaf.tag;
@@ -194,10 +200,7 @@ static bool type_ok(enum table_col_type t, const struct tree_node *n)
 	case TABLE_COL_INTEGER:
 		return tag == LEAF_INTEGER || tag == LEAF_BIG_INTEGER;
 	case TABLE_COL_DOUBLE:
-		/* a whole number a double holds exactly is one (48 as 48.0) */
-		return tag == LEAF_DOUBLE ||
-		       (tag == LEAF_INTEGER && n->leaf.integer >= -(INT64_C(1) << 53) &&
-			n->leaf.integer <= INT64_C(1) << 53);
+		return tag == LEAF_DOUBLE || (tag == LEAF_INTEGER && whole_fits_double(n->leaf.integer));
 	case TABLE_COL_NUMBER:
 		return tag == LEAF_INTEGER || tag == LEAF_BIG_INTEGER || tag == LEAF_DOUBLE;
 	case TABLE_COL_BOOLEAN:
@@ -319,8 +322,7 @@ static bool key_text_type_ok(enum table_col_type t, const char *text, size_t len
 		return number_parse_integer(text, len, NULL) || number_is_big_integer(text, len);
 	case TABLE_COL_DOUBLE:
 		return number_parse_double(text, len, NULL) ||
-		       (number_parse_integer(text, len, &i) && i >= -(INT64_C(1) << 53) &&
-			i <= INT64_C(1) << 53);
+		       (number_parse_integer(text, len, &i) && whole_fits_double(i));
 	case TABLE_COL_NUMBER:
 		return number_parse_integer(text, len, NULL) || number_is_big_integer(text, len) ||
 		       number_parse_double(text, len, NULL);
