@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs a throw-away 3-member etcd cluster on loopback ports for kvfs's etcd
-# backend and its tests (docs/ETCD.md). Everything lives under one directory.
+# Runs a throw-away etcd cluster of 3 members (or KVFS_ETCD_MEMBERS) on
+# loopback ports for kvfs's etcd backend and its tests (docs/ETCD.md).
+# Everything lives under one directory.
 #
 # Usage: scripts/etcd-cluster.sh start|stop|stop-one [N]|hang-one [N]|status
 #   start     starts the members not running yet (a stopped member comes back
@@ -21,6 +22,9 @@
 #   KVFS_ETCD_DIR   the cluster's directory (default ${TMPDIR:-/tmp}/kvfs-etcd-$UID)
 #   KVFS_ETCD_PORT  first port (default 23790): member i listens for clients
 #                   on PORT+2i and for peers on PORT+2i+1
+#   KVFS_ETCD_MEMBERS  how many members (1-3, default 3): one member has no
+#                   replication to pay for, where a suite tests a store, not
+#                   a cluster (scripts/test-etcd.sh)
 #   KVFS_ETCD_MAX_REQUEST_BYTES, KVFS_ETCD_MAX_TXN_OPS  the members' limits
 #                   (default 10485760 and 8192; etcd's own are 1572864 and 128)
 # Installs Debian's etcd-server and etcd-client when etcd is missing.
@@ -28,7 +32,8 @@ set -euo pipefail
 
 dir=${KVFS_ETCD_DIR:-${TMPDIR:-/tmp}/kvfs-etcd-$(id -u)}
 base=${KVFS_ETCD_PORT:-23790}
-members=3
+members=${KVFS_ETCD_MEMBERS:-3}
+[[ "$members" =~ ^[1-3]$ ]] || { echo "etcd-cluster: KVFS_ETCD_MEMBERS must be 1-3" >&2; exit 1; }
 # Limits (docs/ETCD.md "Limits"): 10 MiB is the largest request size etcd
 # recommends (it warns above it); etcd documents no ceiling for operations
 # per Txn (default 128), so the cap is set where 10 MiB of small keys fits.
