@@ -93,12 +93,15 @@ EOF
 @test "the progress bar shows bytes, rate and time left on a terminal only" {
 	make_doc 12000 "$T/doc.json"
 	[ "$(stat -c %s "$T/doc.json")" -gt $((2 * 1024 * 1024)) ]
-	kvfs import "$STORE" / "$T/doc.json" 2>"$T/err"
+	# Both stores are local files on every backend: the bar is the CLI's,
+	# drawn from the input it has read, and 150,000 keys into etcd twice
+	# cost the etcd pass 117 s for nothing the bar depends on.
+	kvfs import "$T/file" / "$T/doc.json" 2>"$T/err"
 	[ ! -s "$T/err" ]
 	# script(1) gives the command a terminal
 	run -0 script -qec "$KVFS_BIN import $T/tty / $T/doc.json" /dev/null
 	assert_output --regexp 'import: 100% \([0-9.]+ MiB of [0-9.]+ MiB\), [0-9.]+ MiB/s, [0-9]+:[0-9]{2} left'
-	cmp <(kvfs export "$STORE" /) <(kvfs export "$T/tty" /)
+	cmp <(kvfs export "$T/file" /) <(kvfs export "$T/tty" /)
 }
 
 # bats test_tags=plain
