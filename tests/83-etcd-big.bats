@@ -106,7 +106,7 @@ kill_at() {
 	local sa sb got i
 	sa=$(json_sum "$D/a.json")
 	sb=$(json_sum "$D/b.json")
-	KVFS_ETCD_TEST_STEP_MS=300 mount_store
+	KVFS_ETCD_TEST_LEASE_S=4 KVFS_ETCD_TEST_STEP_MS=300 mount_store
 	run -0 cp "$D/a.json" "$MNT/big.json"
 	cp "$D/b.json" "$MNT/big.json" 2>/dev/null &
 	local cp_pid=$!

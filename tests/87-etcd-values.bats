@@ -106,7 +106,7 @@ wait_cmp() {
 }
 
 @test "a writer killed while writing a big leaf leaves the old value whole" {
-	KVFS_ETCD_TEST_STEP_MS=400 mount_store
+	KVFS_ETCD_TEST_LEASE_S=4 KVFS_ETCD_TEST_STEP_MS=400 mount_store
 	run -0 cp "$D/doc.json" "$MNT/doc.json"
 	cp "$D/new.json" "$MNT/doc.json" 2>/dev/null &
 	local cp_pid=$! i

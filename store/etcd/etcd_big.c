@@ -63,6 +63,19 @@ static void big_step_pause(void)
 		usleep((useconds_t)strtoul(s, NULL, 10) * 1000u);
 }
 
+/*
+ * The writer's lease, in seconds: BIG_LEASE_TTL, or KVFS_ETCD_TEST_LEASE_S
+ * (at least 3: renewals come once a second) for tests that kill a writer
+ * and wait for its lease to run out.
+ */
+static int64_t big_lease_ttl(void)
+{
+	const char *s = getenv("KVFS_ETCD_TEST_LEASE_S");
+	long ttl = s && *s ? strtol(s, NULL, 10) : 0;
+
+	return ttl >= 3 && ttl < BIG_LEASE_TTL ? ttl : BIG_LEASE_TTL;
+}
+
 static bool transient(int rc)
 {
 	return rc == -ECONNRESET || rc == -EAGAIN || rc == -ECONNREFUSED || rc == -EPIPE ||
@@ -800,7 +813,7 @@ int etcd_big_commit(struct store_etcd_txn *t, uint64_t seq, bool *committed, int
 	(void)big_sweep(st, c);
 	if ((rc = limits_probe(st, c)))
 		goto out_plan;	/* -EMSGSIZE with the budget lowered: the caller plans again */
-	rc = etcd_client_lease_grant(c, BIG_LEASE_TTL, &lease, NULL);
+	rc = etcd_client_lease_grant(c, big_lease_ttl(), &lease, NULL);
 	if (rc)
 		goto out_plan;
 	/* the marker first: staging without a live marker is an orphan to any sweeper */
