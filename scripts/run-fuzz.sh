@@ -15,17 +15,35 @@ passed=0 failed=0 n=0
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
-for target in "$@"; do
-	n=$((n + 1))
-	bin=$build/fuzz/$target work=$build/corpus/$target log=$build/fuzz-$target.log
-	mkdir -p "$work" "$build/artifacts"
-	dict=()
+# fuzz_one TARGET: runs it; its exit status is libFuzzer's.
+fuzz_one() {
+	local target=$1 bin=$build/fuzz/$1 work=$build/corpus/$1 dict=()
+	mkdir -p "$work"
 	[ -f "tests/fuzz/corpus/$target.dict" ] && dict=(-dict="tests/fuzz/corpus/$target.dict")
 	# -max_len: inputs beyond what the targets keep are skipped by them anyway.
 	"$bin" "$work" "tests/fuzz/corpus/$target" "${dict[@]}" -max_total_time="$seconds" \
 		-max_len=65536 -timeout=30 -rss_limit_mb=2048 -print_final_stats=1 \
-		-artifact_prefix="$build/artifacts/$target-" >"$log" 2>&1
+		-artifact_prefix="$build/artifacts/$target-" >"$build/fuzz-$target.log" 2>&1
+}
+
+# Each target is one process on one CPU: as many run at once as there are
+# CPUs (FUZZ_JOBS), so the step takes SECONDS per round, not per target.
+jobs=${FUZZ_JOBS:-$(nproc)}
+mkdir -p "$build/artifacts"
+declare -A pid_of
+for target in "$@"; do
+	while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
+		wait -n
+	done
+	fuzz_one "$target" &
+	pid_of[$target]=$!
+done
+
+for target in "$@"; do
+	n=$((n + 1))
+	wait "${pid_of[$target]}"
 	rc=$?
+	log=$build/fuzz-$target.log
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
 	if [ "$rc" -eq 0 ]; then
 		echo "ok $n - fuzz $target: ${execs:-?} runs in $seconds s, nothing found"
