@@ -48,6 +48,8 @@ enum model_reason {
 	MODEL_REASON_BAD_NAME,	/* a name no key is written as (escapes, UTF-8, length) */
 	MODEL_REASON_BAD_JSON,	/* a view's text is no JSON document (or sequence) */
 	MODEL_REASON_TABLE_RULE,	/* a table's rule refused a row (type, length, unique...) */
+	MODEL_REASON_ROW_PINNED,	/* a name in a row another row references: the row goes
+					 * only whole (MODEL_REMOVE_ROW_WHOLE) */
 };
 
 struct model_error {
@@ -478,6 +480,13 @@ enum model_remove_flags {
 	MODEL_REMOVE_LEAF = 1 << 0,	/* unlink: -EISDIR on a container */
 	MODEL_REMOVE_DIR = 1 << 1,	/* rmdir: -ENOTDIR on a leaf, -ENOTEMPTY */
 	MODEL_REMOVE_RECURSIVE = 1 << 2,	/* rm -r: any node, whole subtree */
+	/*
+	 * A name inside a table row that a row of another table references is
+	 * not removed (-EBUSY, MODEL_REASON_ROW_PINNED): such a row may go
+	 * only whole, and its removal may be refused, which must find it whole
+	 * (the mount holds the names rm -r removes one by one: fs/rmhold.c).
+	 */
+	MODEL_REMOVE_ROW_WHOLE = 1 << 3,
 };
 int model_remove(struct model *m, const char *path, unsigned flags, struct model_error *err);
 enum model_rename_flags {

@@ -586,6 +586,43 @@ static int check_restrict(struct store_txn *txn, struct table_txn *tt,
 	return ret;
 }
 
+/* A column of some table references s's rows. */
+static bool table_referenced(const struct table_txn *tt, const struct table_schema *s)
+{
+	for (int t = 0; t < tt->ntables; t++)
+		for (int i = 0; i < tt->tables[t]->ncols; i++)
+			if (tt->tables[t]->cols[i].ref_len == s->key_len &&
+			    memcmp(tt->tables[t]->cols[i].ref, s->key, s->key_len) == 0)
+				return true;
+	return false;
+}
+
+int table_row_pinned(struct store_txn *txn, const uint8_t *key, size_t len)
+{
+	struct table_txn *tt = store_txn_owner(txn);
+	int ret;
+
+	if (!tt)
+		return 0;
+	ret = table_txn_load(txn, tt);
+	if (ret < 0)
+		return ret;
+	for (int t = 0; t < tt->ntables; t++) {
+		const struct table_schema *s = tt->tables[t];
+		size_t row_end = 0;
+
+		if (!table_is_under(s, key, len) || !table_referenced(tt, s) ||
+		    table_key_count(key, s->key_len, len, s->key_depth, &row_end) < s->key_depth ||
+		    len <= row_end)
+			continue;	/* no row of a referenced table, or the row itself */
+		/* the restriction a removal of the row meets, with its message */
+		ret = check_restrict(txn, tt, s, key, row_end);
+		if (ret < 0)
+			return ret == -EBUSY ? 1 : ret;
+	}
+	return 0;
+}
+
 static int delete_index_entries(struct store_txn *txn, int64_t id)
 {
 	uint8_t pre[16];

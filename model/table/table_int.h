@@ -174,6 +174,14 @@ int table_is_at(struct store_txn *txn, const uint8_t *key, size_t len);
 int table_schema_reload(struct store_txn *txn, const uint8_t *key, size_t len);
 
 /*
+ * 1 when key[0..len] lies inside a row (below it, not the row itself) that
+ * a row of another table references, so that removing the row would be
+ * refused (EBUSY): tt->err then says by which row. 0 when not, <0 on a
+ * store error. MODEL_REMOVE_ROW_WHOLE keeps such a row whole.
+ */
+int table_row_pinned(struct store_txn *txn, const uint8_t *key, size_t len);
+
+/*
  * -EBUSY with a message when key[0..len] is a table or holds one: moving a
  * table directory would leave its declaration behind (not supported).
  */

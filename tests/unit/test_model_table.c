@@ -312,6 +312,18 @@ static void test_rules(void)
 	CHECK(strstr(err.msg, "/orders/1"));
 	CHECK_EQ_INT(model_remove(m, "/people", MODEL_REMOVE_RECURSIVE, &err), -EBUSY);
 	CHECK_EQ_INT(model_table_drop(m, "/people", &err), -EBUSY);
+	/* MODEL_REMOVE_ROW_WHOLE: nothing inside the referenced row goes; the row itself
+	 * meets the reference; a row nothing references is not pinned */
+	CHECK_EQ_INT(model_remove(m, "/people/ann/email", MODEL_REMOVE_LEAF |
+				  MODEL_REMOVE_ROW_WHOLE, &err), -EBUSY);
+	CHECK(err.reason == MODEL_REASON_ROW_PINNED && strstr(err.msg, "/orders/1"));
+	CHECK_EQ_INT(model_remove(m, "/people/ann", MODEL_REMOVE_RECURSIVE |
+				  MODEL_REMOVE_ROW_WHOLE, &err), -EBUSY);
+	CHECK(err.reason == MODEL_REASON_TABLE_RULE);
+	CHECK_EQ_INT(put(m, "/people/dee.json", "{\"email\":\"d@x\",\"age\":1}", &err), 0);
+	CHECK_EQ_INT(model_remove(m, "/people/dee/age", MODEL_REMOVE_LEAF |
+				  MODEL_REMOVE_ROW_WHOLE, &err), 0);
+	CHECK_EQ_INT(model_remove(m, "/people/dee", MODEL_REMOVE_RECURSIVE, &err), 0);
 	/* both rows in one transaction: fine */
 	CHECK_EQ_INT(model_remove(m, "/orders/1", MODEL_REMOVE_RECURSIVE, &err), 0);
 	CHECK_EQ_INT(model_remove(m, "/people/ann", MODEL_REMOVE_RECURSIVE, &err), 0);
