@@ -2,8 +2,9 @@
  * model/table/table_cmd.c - the table verbs of model.h: declaring tables,
  * columns and indexes (each one transaction that rebuilds the table's
  * entries, so a schema that its rows break is refused), rebuilding every
- * index (check --repair), and a written PATH/@schema.json. Reading them
- * (show, list, find) is model/table/table_find.c.
+ * index (check --repair), and a written PATH/@schema.json (its text read
+ * by model/table/table_json.c). Reading them (show, list, find) is
+ * model/table/table_find.c.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -507,118 +508,20 @@ int model_check_repair(struct model *m, struct model_error *err)
 	return tree_write(m, "check --repair", repair_txn, err, err);
 }
 
-/* ---- the mount's PATH/@schema.json, written ---- */
+/* ---- the mount's PATH/@schema.json, written (read by table_json.c) ---- */
 
-struct want_col {
-	char name[TABLE_NAME_MAX];
-	char type[16];
-	bool required;
-	int64_t max_length;
-	char references[512];
-};
-
-struct want_idx {
-	char name[TABLE_NAME_MAX];
-	char fields[TABLE_INDEX_FIELDS_MAX * TABLE_NAME_MAX];
-	bool unique;
-};
-
-/* A schema as written: the JSON of model_table_show. */
-struct want {
-	int64_t key_depth;
-	char key_fields[TABLE_KEY_DEPTH_MAX * TABLE_NAME_MAX];
-	int ncols, nidx;
-	int64_t ttl_seconds;	/* "ttl": new rows' default; 0 none */
-	struct want_col cols[TABLE_COLUMNS_MAX];
-	struct want_idx idx[TABLE_INDEXES_MAX];
-	char section[16];	/* the top-level member being read */
-	char attr[16];		/* the member of a column or index being read */
-	const char *bad;	/* what is wrong, for the message */
-};
-
-static void add_name(char *list, size_t cap, const char *str, size_t len)
-{
-	size_t n = strlen(list);
-
-	if (n + len + 2 < cap)
-		snprintf(list + n, cap - n, "%s%.*s", n ? "," : "", (int)len, str);
-}
-
-static int want_token(void *arg, const struct json_token *t)
-{
-	struct want *w = arg;
-	bool is_col = strcmp(w->section, "columns") == 0;
-	bool is_idx = strcmp(w->section, "indexes") == 0;
-
-	if (t->event == JSON_KEY && t->depth == 1) {
-		snprintf(w->section, sizeof(w->section), "%.*s", (int)t->len, t->str);
-		return 0;
-	}
-	if (t->event == JSON_KEY && t->depth == 2 && (is_col || is_idx)) {
-		int *n = is_col ? &w->ncols : &w->nidx;
-
-		if (*n == (is_col ? TABLE_COLUMNS_MAX : TABLE_INDEXES_MAX) ||
-		    t->len >= TABLE_NAME_MAX)
-			return w->bad = "too many columns or indexes, or too long a name", -EINVAL;
-		snprintf(is_col ? w->cols[*n].name : w->idx[*n].name, TABLE_NAME_MAX, "%.*s",
-			 (int)t->len, t->str);
-		(*n)++;
-		return 0;
-	}
-	if (t->event == JSON_KEY && t->depth == 3) {
-		snprintf(w->attr, sizeof(w->attr), "%.*s", (int)t->len, t->str);
-		return 0;
-	}
-	if (t->depth == 1 && strcmp(w->section, "key_depth") == 0) {
-		if (t->event != JSON_INTEGER)
-			return w->bad = "key_depth must be an integer", -EINVAL;
-		w->key_depth = t->integer;
-	} else if (t->depth == 1 && strcmp(w->section, "ttl") == 0) {
-		if (t->event != JSON_INTEGER || model_ttl_deadline(t->integer, 0, &(int64_t){ 0 }) < 0)
-			return w->bad = "ttl must be whole seconds, 1 to 3155760000", -EINVAL;
-		w->ttl_seconds = t->integer;
-	} else if (t->depth == 2 && strcmp(w->section, "key_fields") == 0) {
-		if (t->event != JSON_STRING)
-			return w->bad = "key_fields must be an array of names", -EINVAL;
-		add_name(w->key_fields, sizeof(w->key_fields), t->str, t->len);
-	} else if (t->depth >= 3 && is_col && w->ncols) {
-		struct want_col *c = &w->cols[w->ncols - 1];
-
-		if (!strcmp(w->attr, "type") && t->event == JSON_STRING)
-			snprintf(c->type, sizeof(c->type), "%.*s", (int)t->len, t->str);
-		else if (!strcmp(w->attr, "required") && (t->event == JSON_TRUE || t->event == JSON_FALSE))
-			c->required = t->event == JSON_TRUE;
-		else if (!strcmp(w->attr, "max_length") && t->event == JSON_INTEGER)
-			c->max_length = t->integer;
-		else if (!strcmp(w->attr, "references") && t->event == JSON_STRING)
-			snprintf(c->references, sizeof(c->references), "%.*s", (int)t->len, t->str);
-		else if (t->event != JSON_OBJECT_BEGIN && t->event != JSON_OBJECT_END)
-			return w->bad = "a column has type, required, max_length, references", -EINVAL;
-	} else if (t->depth >= 3 && is_idx && w->nidx) {
-		struct want_idx *x = &w->idx[w->nidx - 1];
-
-		if (!strcmp(w->attr, "fields") && t->event == JSON_STRING && t->depth == 4)
-			add_name(x->fields, sizeof(x->fields), t->str, t->len);
-		else if (!strcmp(w->attr, "unique") && (t->event == JSON_TRUE || t->event == JSON_FALSE))
-			x->unique = t->event == JSON_TRUE;
-		else if (t->event != JSON_OBJECT_BEGIN && t->event != JSON_OBJECT_END &&
-			 t->event != JSON_ARRAY_BEGIN && t->event != JSON_ARRAY_END)
-			return w->bad = "an index has fields and unique", -EINVAL;
-	}
-	return 0;
-}
-
-static bool same_index(const struct table_index *x, const struct want_idx *wi)
+static bool same_index(const struct table_index *x, const struct table_want_idx *wi)
 {
 	char fields[sizeof(wi->fields)] = "";
 
 	for (int f = 0; f < x->nfields; f++)
-		add_name(fields, sizeof(fields), x->fields[f], strlen(x->fields[f]));
+		table_names_add(fields, sizeof(fields), x->fields[f], strlen(x->fields[f]));
 	return x->unique == wi->unique && strcmp(fields, wi->fields) == 0;
 }
 
 /* no_refs: every column without its reference (the first pass of model_table_declare). */
-static int apply_want(struct store_txn *txn, struct table_op *op, struct want *w, bool no_refs)
+static int apply_want(struct store_txn *txn, struct table_op *op, struct table_want *w,
+		      bool no_refs)
 {
 	struct table_schema *s = op->s;
 	struct tree_path p;
@@ -633,7 +536,8 @@ static int apply_want(struct store_txn *txn, struct table_op *op, struct want *w
 		ret = create_txn(txn, op);
 	} else if (ret == 0) {
 		for (int i = 0; i < s->nkey_fields; i++)
-			add_name(have, sizeof(have), s->key_fields[i], strlen(s->key_fields[i]));
+			table_names_add(have, sizeof(have), s->key_fields[i],
+					strlen(s->key_fields[i]));
 		if (s->key_depth != w->key_depth || strcmp(have, w->key_fields) != 0)
 			return tree_fail(op->err, -EINVAL, "%s: key_depth and key_fields cannot "
 					 "change (kvfs table drop, then declare again)", op->path);
@@ -701,7 +605,7 @@ static int schema_write_at(struct store_txn *txn, const char *path, const char *
 			   const char *json, size_t len, bool no_refs, struct model_error *err)
 {
 	struct table_op op = { .err = err, .path = path };
-	struct want *w = calloc(1, sizeof(*w));
+	struct table_want *w = calloc(1, sizeof(*w));
 	int ret;
 
 	op.s = malloc(sizeof(*op.s));
@@ -709,16 +613,9 @@ static int schema_write_at(struct store_txn *txn, const char *path, const char *
 		ret = tree_fail(err, -ENOMEM, "%s: out of memory", what);
 		goto out_free;
 	}
-	w->key_depth = 1;
-	ret = json_parse(json, len, 0, 8, want_token, w, NULL, NULL, err);
-	if (ret < 0) {
-		if (w->bad)
-			tree_fail_reason(err, ret, MODEL_REASON_BAD_JSON, "%s: %s", what, w->bad);
-		else
-			tree_fail_reason(err, ret, MODEL_REASON_BAD_JSON, "%s: invalid JSON: %s",
-					 what, err->msg);
+	ret = table_want_parse(json, len, what, w, err);
+	if (ret < 0)
 		goto out_free;
-	}
 	ret = apply_want(txn, &op, w, no_refs);
 out_free:
 	free(op.s);

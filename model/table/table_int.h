@@ -231,6 +231,44 @@ int tview_fill(struct model *m, struct store_txn *txn, struct tview *v, model_li
 	       void *arg);
 void tview_rewind(struct tview *v);
 
+/* ---- a schema's JSON text, read (table_json.c) ---- */
+struct table_want_col {
+	char name[TABLE_NAME_MAX];
+	char type[16];
+	bool required;
+	int64_t max_length;
+	char references[512];
+};
+
+struct table_want_idx {
+	char name[TABLE_NAME_MAX];
+	char fields[TABLE_INDEX_FIELDS_MAX * TABLE_NAME_MAX];
+	bool unique;
+};
+
+/* A schema as written: the JSON of model_table_show, names as they are written. */
+struct table_want {
+	int64_t key_depth;
+	char key_fields[TABLE_KEY_DEPTH_MAX * TABLE_NAME_MAX];
+	int ncols, nidx;
+	int64_t ttl_seconds;	/* "ttl": new rows' default; 0 none */
+	struct table_want_col cols[TABLE_COLUMNS_MAX];
+	struct table_want_idx idx[TABLE_INDEXES_MAX];
+	char section[16];	/* the top-level member being read */
+	char attr[16];		/* the member of a column or index being read */
+	const char *bad;	/* what is wrong, for the message */
+};
+
+/*
+ * Parses json (len bytes) into w (zeroed by the caller; heap: it is large).
+ * A text that is no schema: -EINVAL with "what: why" and
+ * MODEL_REASON_BAD_JSON in err.
+ */
+int table_want_parse(const char *json, size_t len, const char *what, struct table_want *w,
+		     struct model_error *err);
+/* Appends a name to the list "a,b" in list (cap bytes); one that does not fit is left out. */
+void table_names_add(char *list, size_t cap, const char *str, size_t len);
+
 /* ---- shared by table_commit.c, table_row.c and table_check.c ---- */
 
 struct tree_node;
