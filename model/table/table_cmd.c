@@ -308,6 +308,22 @@ static int column_txn(struct store_txn *txn, void *arg)
 }
 
 
+/* The refusal to drop a table that o references over several fields. */
+static int referenced_by_fields(const struct table_schema *o, const struct table_ref *ref,
+				struct model_error *err)
+{
+	char what[TABLE_INDEX_FIELDS_MAX * TABLE_NAME_MAX];
+	struct strbuf path;
+	int ret;
+
+	strbuf_init(&path);
+	tree_key_to_path(o->key, o->key_len, &path);
+	ret = tree_fail(err, -EBUSY, "the table is referenced by %s (%s)", path.buf ? path.buf : "?",
+			table_ref_what(o, ref, what, sizeof(what)));
+	strbuf_release(&path);
+	return ret;
+}
+
 /* Another table's reference to s: EBUSY. */
 static int check_unreferenced(struct store_txn *txn, const struct table_schema *s,
 			      struct model_error *err)
@@ -315,6 +331,7 @@ static int check_unreferenced(struct store_txn *txn, const struct table_schema *
 	struct store_scan *scan;
 	struct store_val k, v;
 	struct table_schema *o = malloc(sizeof(*o));
+	const struct table_ref *ref;
 	int ret;
 
 	if (!o)
@@ -341,6 +358,9 @@ static int check_unreferenced(struct store_txn *txn, const struct table_schema *
 				break;
 			}
 		}
+		ref = ret == 1 ? table_refs_to(o, s->key, s->key_len) : NULL;
+		if (ref)	/* no column of o references s, a reference over fields does */
+			ret = referenced_by_fields(o, ref, err);
 		if (ret < 0)
 			break;
 	}
@@ -409,6 +429,115 @@ static int index_drop_txn(struct store_txn *txn, void *arg)
 	return tree_fail(op->err, -ENOENT, "%s: no index %s", op->path, op->field);
 }
 
+/* Forgets the reference of s over the fields of index i: the index and its entries go. */
+static int ref_remove(struct store_txn *txn, struct table_schema *s, int i)
+{
+	int64_t id = s->idx[i].id;
+
+	for (int r = 0; r < s->nrefs; r++)
+		if (s->refs[r].index == id)
+			s->refs[r] = s->refs[--s->nrefs];
+	s->idx[i] = s->idx[--s->nidx];
+	return drop_entries(txn, id);
+}
+
+/* The table a reference over n fields names: a table of key depth n (key in rp). */
+static int ref_table_get(struct store_txn *txn, struct table_op *op, int n, struct tree_path *rp)
+{
+	struct table_schema *rs = malloc(sizeof(*rs));
+	int ret;
+
+	if (!rs)
+		return -ENOMEM;
+	ret = table_schema_get(txn, op->references, rp, rs, op->err);
+	if (ret == -ENOENT) {	/* may be declared later: a restore's order (fs/table.c) */
+		op->err->reason = MODEL_REASON_TABLE_RULE;
+		ret = -EINVAL;
+	}
+	if (ret == 0 && rs->key_depth != n)
+		ret = tree_fail(op->err, -EINVAL, "%s: a reference over %d field%s names a row of a "
+				"table of key depth %d; %s has key depth %d", op->path, n,
+				n == 1 ? "" : "s", n, op->references, rs->key_depth);
+	free(rs);
+	return ret;
+}
+
+/* Each field a declared column holds is a string or an integer: a key level. */
+static int ref_fields_check(struct table_op *op, char names[][TABLE_NAME_MAX], int n)
+{
+	const struct table_schema *s = op->s;
+
+	for (int f = 0; f < n; f++) {
+		for (int i = 0; i < s->ncols; i++) {
+			enum table_col_type t = s->cols[i].type;
+
+			if (strcmp(s->cols[i].name, names[f]) != 0 || t == TABLE_COL_STRING ||
+			    t == TABLE_COL_INTEGER)
+				continue;
+			return tree_fail(op->err, -EINVAL, "%s: column %s is %s; the fields of a "
+					 "reference are strings or integers", op->path, names[f],
+					 table_col_type_name(t));
+		}
+	}
+	return 0;
+}
+
+/*
+ * Declares (op->references: the table) or forgets (NULL) the reference
+ * over op->fields, kept with an index named "@F1,F2...". Declaring it
+ * again over the same fields replaces it.
+ */
+static int reference_txn(struct store_txn *txn, void *arg)
+{
+	struct table_op *op = arg;
+	struct table_schema *s = op->s;
+	char names[TABLE_KEY_DEPTH_MAX][TABLE_NAME_MAX], iname[TABLE_NAME_MAX] = "";
+	struct tree_path p, rp;
+	size_t need = 1;	/* the '@' */
+	bool had;
+	int n, i, ret;
+
+	tree_clear(op->err);
+	ret = table_schema_get(txn, op->path, &p, s, op->err);
+	if (ret == 0)
+		ret = split_names(op->fields, names, TABLE_KEY_DEPTH_MAX, &n, op->path, op->err);
+	if (ret < 0)
+		return ret;
+	for (int f = 0; f < n; f++)
+		need += strlen(names[f]) + (f ? 1 : 0);
+	if (need + 1 >= sizeof(iname))
+		return tree_fail(op->err, -EINVAL, "%s: too long a list of fields", op->path);
+	for (int f = 0; f < n; f++)
+		table_names_add(iname, sizeof(iname), names[f], strlen(names[f]));
+	memmove(iname + 1, iname, need);
+	iname[0] = '@';
+	for (i = 0; i < s->nidx && strcmp(s->idx[i].name, iname) != 0; i++)
+		;
+	for (int c = 0; i < s->nidx && c < s->ncols; c++)
+		if (s->cols[c].ref_len && s->cols[c].ref_index == s->idx[i].id)
+			return tree_fail(op->err, -EEXIST, "%s: field %s already references a table "
+					 "(kvfs table column --references)", op->path, names[0]);
+	had = i < s->nidx;
+	if (had && (ret = ref_remove(txn, s, i)) < 0)
+		return ret;
+	if (!op->references)
+		return had ? schema_put(txn, s) : tree_fail(op->err, -ENOENT, "%s: no reference "
+							    "over %s", op->path, op->fields);
+	ret = ref_table_get(txn, op, n, &rp);
+	if (ret == 0)
+		ret = ref_fields_check(op, names, n);
+	if (ret == 0 && s->nrefs == TABLE_REFS_MAX)
+		ret = tree_fail(op->err, -ENOSPC, "%s: at most %d references over several fields",
+				op->path, TABLE_REFS_MAX);
+	if (ret == 0)
+		ret = index_add(txn, op, iname, iname + 1, false, &s->refs[s->nrefs].index);
+	if (ret < 0)
+		return ret;
+	memcpy(s->refs[s->nrefs].table, rp.key, rp.len);
+	s->refs[s->nrefs++].table_len = rp.len;
+	return schema_put(txn, s);
+}
+
 static int run(struct model *m, struct table_op *op, store_write_fn fn, struct model_error *err)
 {
 	int ret;
@@ -455,6 +584,14 @@ int model_table_drop(struct model *m, const char *path, struct model_error *err)
 	struct table_op op = { .path = path };
 
 	return run(m, &op, drop_txn, err);
+}
+
+int model_table_reference(struct model *m, const char *path, const char *fields,
+			  const char *table, struct model_error *err)
+{
+	struct table_op op = { .path = path, .fields = fields, .references = table };
+
+	return run(m, &op, reference_txn, err);
 }
 
 int model_index_create(struct model *m, const char *path, const char *name, const char *fields,
@@ -517,6 +654,40 @@ static bool same_index(const struct table_index *x, const struct table_want_idx 
 	for (int f = 0; f < x->nfields; f++)
 		table_names_add(fields, sizeof(fields), x->fields[f], strlen(x->fields[f]));
 	return x->unique == wi->unique && strcmp(fields, wi->fields) == 0;
+}
+
+/*
+ * References over several fields: the ones the text leaves out are
+ * forgotten, the ones it names declared (again); no_refs: all forgotten.
+ */
+static int apply_want_refs(struct store_txn *txn, struct table_op *op, struct table_want *w,
+			   bool no_refs)
+{
+	struct table_schema *s = op->s;
+	struct tree_path p;
+	int ret = 0;
+
+	for (int i = 0; ret == 0 && i < s->nrefs; i++) {
+		const struct table_index *x = table_ref_index(s, &s->refs[i]);
+		char fields[TABLE_NAME_MAX];
+		bool keep = false;
+
+		for (int j = 0; x && !no_refs && j < w->nrefs; j++)
+			keep |= strcmp(x->name + 1, w->refs[j].fields) == 0;
+		if (keep || !x)
+			continue;
+		snprintf(fields, sizeof(fields), "%s", x->name + 1);	/* s is read again */
+		op->fields = fields;
+		op->references = NULL;
+		ret = reference_txn(txn, op) ?: table_schema_get(txn, op->path, &p, s, op->err);
+		i = -1;
+	}
+	for (int j = 0; ret == 0 && !no_refs && j < w->nrefs; j++) {
+		op->fields = w->refs[j].fields;
+		op->references = w->refs[j].table;
+		ret = reference_txn(txn, op) ?: table_schema_get(txn, op->path, &p, s, op->err);
+	}
+	return ret;
 }
 
 /* no_refs: every column without its reference (the first pass of model_table_declare). */
@@ -587,6 +758,7 @@ static int apply_want(struct store_txn *txn, struct table_op *op, struct table_w
 		op->unique = w->idx[j].unique;
 		ret = index_create_txn(txn, op) ?: table_schema_get(txn, op->path, &p, s, op->err);
 	}
+	ret = ret ?: apply_want_refs(txn, op, w, no_refs);
 	/* the default time to live of new rows: absent means none */
 	if (ret == 0 && s->ttl_seconds != w->ttl_seconds) {
 		s->ttl_seconds = w->ttl_seconds;

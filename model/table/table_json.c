@@ -20,6 +20,38 @@ void table_names_add(char *list, size_t cap, const char *str, size_t len)
 		snprintf(list + n, cap - n, "%s%.*s", n ? "," : "", (int)len, str);
 }
 
+/*
+ * A token of "references": [{"fields": ["a", "b"], "table": "/t"}, ...]
+ * (an array whose elements are objects at depth 2).
+ */
+static int want_ref_token(struct table_want *w, const struct json_token *t)
+{
+	struct table_want_ref *r = w->nrefs ? &w->refs[w->nrefs - 1] : NULL;
+
+	if (t->depth == 1 && (t->event == JSON_ARRAY_BEGIN || t->event == JSON_ARRAY_END))
+		return 0;
+	if (t->depth == 2 && t->event == JSON_OBJECT_BEGIN) {
+		if (w->nrefs == TABLE_REFS_MAX)
+			return w->bad = "too many references", -EINVAL;
+		w->nrefs++;
+		return 0;
+	}
+	if (t->depth == 2 && t->event == JSON_OBJECT_END)
+		return r->fields[0] && r->table[0] ? 0 :
+		       (w->bad = "a reference has fields and a table", -EINVAL);
+	if (r && t->depth == 3 && !strcmp(w->attr, "table") && t->event == JSON_STRING) {
+		snprintf(r->table, sizeof(r->table), "%.*s", (int)t->len, t->str);
+		return 0;
+	}
+	if (r && !strcmp(w->attr, "fields") && ((t->depth == 3 && (t->event == JSON_ARRAY_BEGIN ||
+	    t->event == JSON_ARRAY_END)) || (t->depth == 4 && t->event == JSON_STRING))) {
+		if (t->depth == 4)
+			table_names_add(r->fields, sizeof(r->fields), t->str, t->len);
+		return 0;
+	}
+	return w->bad = "references is an array of {\"fields\": [names], \"table\": path}", -EINVAL;
+}
+
 static int want_token(void *arg, const struct json_token *t)
 {
 	struct table_want *w = arg;
@@ -45,6 +77,8 @@ static int want_token(void *arg, const struct json_token *t)
 		snprintf(w->attr, sizeof(w->attr), "%.*s", (int)t->len, t->str);
 		return 0;
 	}
+	if (t->depth >= 1 && strcmp(w->section, "references") == 0)
+		return want_ref_token(w, t);
 	if (t->depth == 1 && strcmp(w->section, "key_depth") == 0) {
 		if (t->event != JSON_INTEGER)
 			return w->bad = "key_depth must be an integer", -EINVAL;
