@@ -260,6 +260,9 @@ teardown() {
 	kvfs table column "$STORE" /reviews seen boolean
 	run -1 kvfs table reference "$STORE" /reviews poi,seen /poi
 	assert_output --partial 'column seen is boolean; the fields of a reference are strings or integers'
+	run -1 kvfs table column "$STORE" /reviews lang boolean
+	assert_output --partial 'lang is a field of a reference (kvfs table reference): a string or an integer column'
+	kvfs table column "$STORE" /reviews lang string
 	run -1 kvfs table reference "$STORE" /reviews poi,,lang /poi
 	run -2 kvfs table reference "$STORE" /reviews poi,lang
 	# declared again over the same fields: replaced (another table, checked against the rows)

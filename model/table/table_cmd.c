@@ -259,6 +259,10 @@ static int column_txn(struct store_txn *txn, void *arg)
 	if (c.max_length && c.type != TABLE_COL_STRING && c.type != TABLE_COL_BYTES)
 		return tree_fail(op->err, -EINVAL, "%s: --max-length applies to string and bytes "
 				 "columns", op->path);
+	if (c.type != TABLE_COL_STRING && c.type != TABLE_COL_INTEGER &&
+	    table_refs_have_field(s, c.name))
+		return tree_fail(op->err, -EINVAL, "%s: %s is a field of a reference (kvfs table "
+				 "reference): a string or an integer column", op->path, c.name);
 	for (slot = 0; slot < s->ncols && strcmp(s->cols[slot].name, c.name); slot++)
 		;
 	if (slot == TABLE_COLUMNS_MAX)

@@ -362,6 +362,8 @@ int table_refs_check_row(struct store_txn *txn, struct table_txn *tt,
 /* The removed row of s that a row still references over several fields: EBUSY. */
 int table_refs_restrict(struct store_txn *txn, struct table_txn *tt,
 			const struct table_schema *s, const uint8_t *row, size_t len);
+/* Whether a reference over several fields of s names the field. */
+bool table_refs_have_field(const struct table_schema *s, const char *name);
 /* o's first reference over several fields to the table at key (NULL: none). */
 const struct table_ref *table_refs_to(const struct table_schema *o, const uint8_t *key,
 				      size_t len);

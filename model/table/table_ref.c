@@ -164,6 +164,18 @@ int table_refs_check_row(struct store_txn *txn, struct table_txn *tt,
 	return 0;
 }
 
+bool table_refs_have_field(const struct table_schema *s, const char *name)
+{
+	for (int i = 0; i < s->nrefs; i++) {
+		const struct table_index *x = table_ref_index(s, &s->refs[i]);
+
+		for (int f = 0; x && f < x->nfields; f++)
+			if (strcmp(x->fields[f], name) == 0)
+				return true;
+	}
+	return false;
+}
+
 const struct table_ref *table_refs_to(const struct table_schema *o, const uint8_t *key,
 				      size_t len)
 {
