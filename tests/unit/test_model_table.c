@@ -319,6 +319,35 @@ static void test_rules(void)
 	close_fresh(m);
 }
 
+/*
+ * A reference over two fields holding integers names the key levels their
+ * decimal text spells: it holds /t/7/1, not /t/007/1, though both read as
+ * the numbers 7 and 1.
+ */
+static void test_refs_over_numbers(void)
+{
+	struct model_error err;
+	struct model *m = open_fresh();
+
+	CHECK(m != NULL);
+	if (!m)
+		return;
+	CHECK_EQ_INT(put(m, "/t.json", "{\"7\":{\"1\":{}},\"007\":{\"1\":{}}}", &err), 0);
+	CHECK_EQ_INT(model_table_create(m, "/t", 2, NULL, &err), 0);
+	CHECK_EQ_INT(model_table_create(m, "/r", 1, NULL, &err), 0);
+	CHECK_EQ_INT(model_table_reference(m, "/r", "a,b", "/t", &err), 0);
+	CHECK_EQ_INT(put(m, "/r/x.json", "{\"a\":7,\"b\":2}", &err), -EINVAL);
+	CHECK(strstr(err.msg, "/r/x: fields a,b reference /t/7/2, which does not exist"));
+	CHECK_EQ_INT(put(m, "/r/x.json", "{\"a\":7,\"b\":1}", &err), 0);
+	CHECK_EQ_INT(model_remove(m, "/t/007/1", MODEL_REMOVE_RECURSIVE, &err), 0);
+	CHECK_EQ_INT(model_remove(m, "/t/7/1", MODEL_REMOVE_RECURSIVE, &err), -EBUSY);
+	CHECK(strstr(err.msg, "/t/7/1: still referenced by /r/x (fields a,b)"));
+	CHECK_EQ_INT(model_remove(m, "/t/7", MODEL_REMOVE_RECURSIVE, &err), -EBUSY);
+	CHECK_EQ_INT(model_table_reference(m, "/r", "a,b", NULL, &err), 0);
+	CHECK_EQ_INT(model_remove(m, "/t/7/1", MODEL_REMOVE_RECURSIVE, &err), 0);
+	close_fresh(m);
+}
+
 static int corrupt_entry(struct store_txn *txn, void *arg)
 {
 	struct store_scan *scan;
@@ -496,5 +525,6 @@ int main(void)
 	TEST(test_rules);
 	TEST(test_check_finds_corrupt_entry);
 	TEST(test_schema_record_versions);
+	TEST(test_refs_over_numbers);
 	return UNIT_DONE();
 }
