@@ -646,6 +646,14 @@ int model_table_create(struct model *m, const char *path, int key_depth, const c
 int model_table_column(struct model *m, const char *path, const char *field, const char *type,
 		       bool required, int64_t max_length, const char *references,
 		       struct model_error *err);
+/*
+ * Declares the reference of the table at path over fields "F1,F2..." (in
+ * order, the key levels of a row of the table at `table`, whose key depth
+ * is their number), or, table NULL, forgets it. A row that leaves one of
+ * the fields out (or holds null) references nothing.
+ */
+int model_table_reference(struct model *m, const char *path, const char *fields,
+			  const char *table, struct model_error *err);
 /* model_table_create whose new rows expire after ttl_seconds (0: never; docs/FORMAT.md, "TTL"). */
 int model_table_create_ttl(struct model *m, const char *path, int key_depth,
 			   const char *key_fields, int64_t ttl_seconds, struct model_error *err);

@@ -442,3 +442,41 @@ geo_poi() {
 	run -0 kvfs check "$STORE"
 	assert_output --partial ' 0 problems'
 }
+
+# Issue 32 section 5: a reference over several fields (tables/poi_names)
+# holds on the mount's write paths as a one-field reference does.
+@test "a reference over several fields through the mount: cp of a row and echo into a field naming no row are refused; a referenced row is neither removed nor moved" {
+	local T=$BATS_TEST_TMPDIR
+	poi_names
+	# a row leaving out one of the fields references nothing
+	echo '{"poi":"NOWHERE","stars":2}' >"$T/r.json"
+	cp "$T/r.json" "$MNT/reviews/r2.json"
+	kvfs export --compact "$STORE" >"$T/before"
+	echo '{"name":"Le Louvre"}' >"$T/n.json"
+	run -1 cp "$T/n.json" "$MNT/names/G1/de.json"
+	assert_output --partial 'Invalid argument'
+	run -0 err "$MNT/names/G1"
+	assert_output --partial '/names/G1/de: fields poi_id,language reference /poi/G1/de, which does not exist'
+	[ ! -e "$MNT/names/G1/de" ]
+	run -0 write_close "$MNT/reviews/r1/lang" de trunc
+	assert_output 'close failed EINVAL'
+	run -0 err "$MNT/reviews/r1"
+	assert_output --partial '/reviews/r1: fields poi,lang reference /poi/G1/de, which does not exist'
+	run -0 write_close "$MNT/reviews/r2/lang" en
+	assert_output 'close failed EINVAL'
+	reads "$MNT/reviews/r1/lang" fr
+	[ ! -e "$MNT/reviews/r2/lang" ]
+	# removing the referenced row in one transaction, or renaming it: EBUSY, the row whole
+	run -1 rm "$MNT/poi/G1/en.json"
+	assert_output --partial 'Device or resource busy'
+	run -0 err "$MNT/poi/G1"
+	assert_output --partial '/poi/G1/en: still referenced by /names/G1/en (fields poi_id,language)'
+	run -1 mv "$MNT/poi/G1/fr" "$MNT/poi/G1/it"
+	assert_output --partial 'Device or resource busy'
+	run -0 err "$MNT/poi/G1"
+	assert_output --partial '/poi/G1/fr: still referenced by /reviews/r1 (fields poi,lang)'
+	reads "$MNT/poi/G1/fr/poiName" 'Le Louvre'
+	diff "$T/before" <(kvfs export --compact "$STORE")
+	run -0 kvfs check "$STORE"
+	assert_output --partial ', 0 problems'
+}
