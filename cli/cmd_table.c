@@ -1,5 +1,6 @@
 /*
- * cli/cmd_table.c - the table verbs: `kvfs table create|column|show|drop`,
+ * cli/cmd_table.c - the table verbs: `kvfs table create|column|reference|
+ * unreference|show|drop`,
  * `kvfs index create|drop|list` and `kvfs find` (docs/kvfs.1, TABLES).
  * Parsing and printing only; the meaning is in model/table/.
  */
@@ -175,9 +176,15 @@ int cli_cmd_table(const struct cli_verb *verb, int argc, char **argv)
 	} else if (strcmp(action, "drop") == 0) {
 		if (!operands_are(verb, &p, 3, "drop STORE PATH", &code))
 			return code;
+	} else if (strcmp(action, "reference") == 0) {
+		if (!operands_are(verb, &p, 5, "reference STORE PATH FIELD[,FIELD...] TABLE", &code))
+			return code;
+	} else if (strcmp(action, "unreference") == 0) {
+		if (!operands_are(verb, &p, 4, "unreference STORE PATH FIELD[,FIELD...]", &code))
+			return code;
 	} else {
-		return cli_usage_error(verb, "unknown action '%s' (create, column, show, drop)",
-				       action);
+		return cli_usage_error(verb, "unknown action '%s' (create, column, reference, "
+				       "unreference, show, drop)", action);
 	}
 	if (cli_open(p.operands[1], action[0] == 'c' ? CLI_OPEN_MAKE : CLI_OPEN_WRITE, &m))
 		return CLI_EXIT_FAIL;
@@ -187,6 +194,9 @@ int cli_cmd_table(const struct cli_verb *verb, int argc, char **argv)
 	else if (action[0] == 'c')
 		ret = model_table_column(m, p.operands[2], p.operands[3], p.operands[4],
 					 a.required, a.max_length, a.references, &err);
+	else if (action[0] == 'r' || action[0] == 'u')
+		ret = model_table_reference(m, p.operands[2], p.operands[3],
+					    action[0] == 'r' ? p.operands[4] : NULL, &err);
 	else
 		ret = model_table_drop(m, p.operands[2], &err);
 	return finish(m, ret, &err, p.operands[2]);

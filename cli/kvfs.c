@@ -141,14 +141,22 @@ static const struct cli_verb verbs[] = {
 	},
 	{
 		.name = "table", .run = cli_cmd_table,
-		.synopsis = "create|column|show|drop [--key-depth N] [--key-fields FIELDS] [--required] "
-		"[--max-length N] [--references TABLE] [--ttl SECONDS] STORE PATH [FIELD TYPE]",
-		.summary = "Declare a directory a table, its columns; show or drop its schema.",
+		.synopsis = "create|column|reference|unreference|show|drop [--key-depth N] "
+		"[--key-fields FIELDS] [--required] [--max-length N] [--references TABLE] "
+		"[--ttl SECONDS] STORE PATH [FIELD TYPE | FIELDS [TABLE]]",
+		.summary = "Declare a directory a table, its columns and references; show or drop "
+		"its schema.",
 		.help =
 		"kvfs table create STORE PATH --key-depth N [--key-fields F1[,F2...]]\n"
 		"kvfs table column STORE PATH FIELD TYPE [--required] [--max-length N]\n"
 		"                  [--references TABLE]   (TYPE: string, integer, double,\n"
 		"                  number, boolean, bytes, object, array)\n"
+		"kvfs table reference STORE PATH F1[,F2...] TABLE\n"
+		"                  the fields' values, in order, are the key levels of a row\n"
+		"                  of TABLE (key depth: their number), which must exist and\n"
+		"                  cannot be removed while referenced; a row that leaves one\n"
+		"                  of them out (or null) references nothing\n"
+		"kvfs table unreference STORE PATH F1[,F2...]   forget that reference\n"
 		"kvfs table show STORE PATH     the schema as JSON\n"
 		"kvfs table drop STORE PATH     forget schema and indexes, keep the rows\n"
 		"A schema that existing rows break is refused, naming the row.\n",

@@ -216,6 +216,18 @@ static bool dir_add(struct dir_fill *s, const char *name, struct fuse_entry_para
 	return true;
 }
 
+/*
+ * ctx->lock held, released. A removal held in a row (rmhold.c): still
+ * stored, not listed; its offset is kept, so that seeking counts as the
+ * store's listing does.
+ */
+static int dir_pass_held(struct dir_fill *s)
+{
+	pthread_mutex_unlock(&s->ctx->lock);
+	s->d->pos++;
+	return 0;
+}
+
 static int dir_fill_fn(void *arg, const char *name, const struct model_node *node)
 {
 	struct dir_fill *s = arg;
@@ -236,6 +248,8 @@ static int dir_fill_fn(void *arg, const char *name, const struct model_node *nod
 		/* d_ino as stat shows it: a renamed node keeps its number */
 		pthread_mutex_lock(&ctx->lock);
 		child = fs_node_child_locked(ctx, s->d->node, name, false);
+		if (child && child->rm_held)
+			return dir_pass_held(s);
 		if (child)
 			e.attr.st_ino = fs_node_st_ino_locked(ctx, child, e.attr.st_ino);
 		pthread_mutex_unlock(&ctx->lock);
@@ -248,6 +262,8 @@ static int dir_fill_fn(void *arg, const char *name, const struct model_node *nod
 		s->err = -ENOMEM;
 		return 1;
 	}
+	if (child->rm_held)
+		return dir_pass_held(s);
 	e.attr.st_ino = fs_node_st_ino_locked(ctx, child, e.attr.st_ino);
 	vol = fs_stat_pending_locked(ctx, child, true, &e.attr, NULL);
 	child->kind_known = true;
@@ -447,6 +463,7 @@ void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_fi
 	(void)fi;
 	if (!ctx->read_only)
 		fs_held_commit(ctx, true);	/* leaves made by mknod: in the store, then synced */
+	fs_rmhold_settle(ctx, true);	/* removals held in rows */
 	fs_table_settle(ctx, FS_SETTLE_NOW);	/* `sync MNT`: schemas waiting for rows */
 	fs_reply_err(req, ctx->read_only ? 0 : model_sync(ctx->model));
 }

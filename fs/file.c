@@ -321,6 +321,8 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 	}
 	if (leaf && ret == 0)
 		fs_shape_carry(ctx, f->node, &mark);
+	if (!leaf && ret == 0)	/* a document replaced what removals held in it */
+		fs_rmhold_view_node_written(ctx, f->node);
 	if (leaf)
 		fs_write_end_leaf(ctx);	/* after the carry: no rename may move the node meanwhile */
 	else
@@ -623,6 +625,8 @@ void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_
 	}
 	if (ret == 0 && !ctx->read_only)
 		fs_held_commit(ctx, true);	/* fsync syncs everything: leaves made by mknod too */
+	if (ret == 0)
+		fs_rmhold_settle(ctx, true);	/* and removals held in rows */
 	if (ret == 0 && !ctx->read_only)
 		ret = model_sync(ctx->model);
 	fs_reply_err(req, ret);

@@ -157,6 +157,7 @@ struct fs_ctx {
 
 	struct fs_ahead ahead;	/* ahead.c's */
 	struct fs_schemas schema;	/* table.c's */
+	struct fs_rmholds rmhold;	/* rmhold.c's */
 };
 
 #define FS_TIMEOUT_DEFAULT 86400.0	/* entry and attr timeouts: the watcher keeps them honest */

@@ -446,6 +446,11 @@ void fs_node_detach(struct fs_ctx *ctx, struct fs_node *parent, const char *name
 	pthread_mutex_unlock(&ctx->lock);
 }
 
+void fs_node_unhash_locked(struct fs_ctx *ctx, struct fs_node *node)
+{
+	table_remove(ctx, node);
+}
+
 /* Gives n a new parent and name; ctx->lock held. false: no memory (n unchanged). */
 static bool node_relink(struct fs_ctx *ctx, struct fs_node *n, struct fs_node *newparent,
 			const char *newname)

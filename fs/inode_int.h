@@ -64,6 +64,15 @@ struct fs_node {
 	/* inode.c: a leaf thread fresh_pid wrote and closed (fs_node_fresh) */
 	pid_t fresh_pid;
 	int64_t fresh_until;	/* CLOCK_MONOTONIC ns */
+	/*
+	 * rmhold.c: the removal of this name is held (hidden from lookups
+	 * and listings, still stored) until its row goes whole; the hold
+	 * keeps one ref and links the node into ctx->rmhold.
+	 */
+	bool rm_held;
+	bool rm_held_dir;	/* held by rmdir: tried again as rm -r */
+	unsigned nheld;		/* children with rm_held */
+	struct fs_node *held_prev, *held_next;	/* ctx->rmhold.head while rm_held */
 };
 
 /* A renamed name whose node was freed: its next node keeps the number (inode.c). */
@@ -136,6 +145,11 @@ void fs_node_drop_unused_locked(struct fs_ctx *ctx, struct fs_node *node);
 void fs_node_forget(struct fs_ctx *ctx, fuse_ino_t ino, uint64_t nlookup);
 /* The name was removed: later paths through its node fail with ENOENT. */
 void fs_node_detach(struct fs_ctx *ctx, struct fs_node *parent, const char *name);
+/*
+ * ctx->lock held. node is no longer found by its name (its number stays):
+ * the next lookup of the name makes a new node, as for a name removed.
+ */
+void fs_node_unhash_locked(struct fs_ctx *ctx, struct fs_node *node);
 /* Mirrors a successful rename in the table. */
 void fs_node_move(struct fs_ctx *ctx, struct fs_node *parent, const char *name,
 		  struct fs_node *newparent, const char *newname, bool exchange);

@@ -70,8 +70,10 @@ void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 	struct fs_node *dir;
 	struct model_attr a;
 	char *path;
-	int ret = name_begin(req, parent, name, "mkdir", &dir, &path);
+	int ret;
 
+	fs_rmhold_settle_name(ctx, fs_node_from_ino(ctx, parent), name);	/* tried first */
+	ret = name_begin(req, parent, name, "mkdir", &dir, &path);
 	if (ret < 0) {
 		fs_reply_err(req, ret);
 		return;
@@ -98,6 +100,7 @@ void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 		fs_reply_err(req, -EPERM);
 		return;
 	}
+	fs_rmhold_settle_name(ctx, fs_node_from_ino(ctx, parent), name);	/* tried first */
 	ret = name_begin(req, parent, name, "mknod", &dir, &path);
 	if (ret < 0) {
 		fs_reply_err(req, ret);
@@ -158,6 +161,9 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 
 	if (ret == 0)
 		ret = !S_ISREG(mode) ? -EPERM : ctx->read_only ? -EROFS : 0;
+	/* a held removal ends: the file is new to the caller, its content replaces the stored */
+	if (ret == 0 && !view && fs_rmhold_cancel(ctx, dir, name))
+		fi->flags = (fi->flags & ~O_EXCL) | O_TRUNC;
 	if (ret == 0)
 		ret = fs_write_path(ctx, dir, name, &path);
 	if (ret < 0)
@@ -242,6 +248,7 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, uns
 	struct model_error err = { 0 };
 	struct fs_shape_mark mark;
 	struct fs_node *dir, *node;
+	bool whole = false;
 	char *path;
 	int ret;
 
@@ -259,7 +266,18 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, uns
 		return;
 	}
 	fs_shape_mark_dirs(ctx, &mark, dir, NULL);
-	ret = model_remove(ctx->model, path, flags, &err);
+	ret = model_remove(ctx->model, path, flags | MODEL_REMOVE_ROW_WHOLE, &err);
+	/* inside a table row: held for the row's removal (rmhold.c), or that removal */
+	if (ret < 0 && fs_rmhold_removal(ctx, dir, name, path, flags, &ret, &err, &whole)) {
+		fs_write_end(ctx, ret);
+		free(path);
+		fs_reply_err(req, ret);
+		return;
+	}
+	if (whole)	/* the row went whole, or stays whole: its names held end */
+		fs_rmhold_end_below(ctx, dir, name, ret < 0);
+	if (ret == 0 && model_name_is_view(name, strlen(name)))
+		fs_rmhold_view_written(ctx, dir, name);
 	/*
 	 * The kernel's getattr of dir after each removal need not count its
 	 * children: an unlink removes a leaf (the model refuses a container),
@@ -339,6 +357,9 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	fs_name_settle(ctx, fs_node_from_ino(ctx, parent), name);
 	fs_name_settle(ctx, newdir, newname);
 	fs_held_commit(ctx, true);	/* a directory replaced must not hide a leaf made by mknod */
+	/* onto a held name: it ends, and the target is new to the caller */
+	if (!ctx->read_only && fs_rmhold_cancel(ctx, newdir, newname))
+		mflags &= ~(unsigned)MODEL_RENAME_NOREPLACE;
 	/* onto a view, a document is written: on behalf of the caller */
 	if (model_name_is_view(newname, strlen(newname))) {
 		fs_cred_from_req(req, ctx, &who, &groups);
@@ -371,6 +392,8 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	/* The table moves before the section ends: committers then take the new path. */
 	if (ret == 0)
 		fs_node_move(ctx, dir, name, newdir, newname, flags & RENAME_EXCHANGE);
+	if (ret == 0)	/* a document written onto a view: what it replaced is held no more */
+		fs_rmhold_view_written(ctx, newdir, newname);
 	fs_write_end(ctx, ret);
 	if (ret < 0) {
 		fs_log_model(ctx, ret, &err, to ? to : from);

@@ -20,6 +20,7 @@
  *   inode.c          the node table (struct fs_node), revalidation
  *   mount.c          options, logging, the daemon's lifetime
  *   table.c          a table index's row links (readlink), user.kvfs.schema
+ *   rmhold.c         removals held in table rows until the row goes whole (rm -r)
  *   stats.c          the request counters: the table the session runs wraps this one
  *   ttl.c            user.kvfs.ttl (time to live) and the reaper the watcher runs
  *
@@ -70,7 +71,10 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	fs_trace(ctx, "lookup %s", path);
-	fs_reply_entry_for(req, ctx, dir, name, path);
+	if (fs_rmhold_hidden(ctx, dir, name))
+		fs_reply_err(req, -ENOENT);	/* removed, held until its row goes (rmhold.c) */
+	else
+		fs_reply_entry_for(req, ctx, dir, name, path);
 	free(path);
 }
 
@@ -107,6 +111,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 static void op_destroy(void *userdata)
 {
 	fs_files_commit_all(userdata);
+	fs_rmhold_settle(userdata, true);	/* removals held in rows: tried, or logged */
 	fs_table_settle(userdata, FS_SETTLE_LAST);
 }
 

@@ -85,6 +85,63 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		  fuse_ino_t newparent, const char *newname, unsigned int flags);
 void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name);
 void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname);
+/*
+ * Removals held in table rows (rmhold.c). rm -r unlinks a row's names one
+ * by one, then removes the row; a table refuses some of those unlinks on
+ * their own (a required field) though it accepts the row's removal, and
+ * the row's removal may be refused (another row references it), which
+ * must find the row whole. So an unlink or rmdir inside a row that the
+ * model refuses for the row's rules, or any inside a row another row
+ * references (MODEL_REMOVE_ROW_WHOLE), is held: it succeeds, the name is
+ * hidden from lookups and listings, and stays stored. An rmdir of a
+ * directory whose stored names are all held removes it whole, in one
+ * model call; when that is refused the held names come back. A create or
+ * a rename onto a held name, or a document written over it, ends its
+ * hold; mkdir and mknod try it first. The holds no rmdir took are tried
+ * for real once no removal was held for FS_RMHOLD_MS (the watcher), at
+ * fsync, fsyncdir and unmount: a refused one is logged (user.kvfs.error)
+ * and its name comes back.
+ */
+#define FS_RMHOLD_MS 1000
+struct fs_rmholds {
+	struct fs_node *head;	/* the held nodes (ctx->lock) */
+	_Atomic unsigned n;	/* how many: written under ctx->lock, read without (0: none) */
+	int64_t last_ns;	/* CLOCK_MONOTONIC of the last hold made (ctx->lock) */
+};
+/* true when name in dir is held: lookups answer ENOENT */
+bool fs_rmhold_hidden(struct fs_ctx *ctx, struct fs_node *dir, const char *name);
+/*
+ * Inside the exclusive write section of a removal of name in dir (path)
+ * that model_remove with MODEL_REMOVE_ROW_WHOLE answered: holds it when
+ * the refusal is one to hold (1; *ret 0 or -ENOMEM), else 0. After
+ * -ENOTEMPTY from an rmdir whose stored names are all held, removes it
+ * whole first; *whole then says it did, and the caller ends the holds
+ * below it with fs_rmhold_end_below.
+ */
+int fs_rmhold_removal(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
+		      const char *path, unsigned flags, int *ret, struct model_error *err,
+		      bool *whole);
+/*
+ * The holds below name in dir end: removed with it (back false), or
+ * refused with it (back: the names are shown again).
+ */
+void fs_rmhold_end_below(struct fs_ctx *ctx, struct fs_node *dir, const char *name, bool back);
+/*
+ * Before a create or rename onto name in dir: a held leaf's hold ends
+ * (true: the new content replaces the stored one, the name is new to the
+ * caller); a held directory's removal is tried for real (false).
+ */
+bool fs_rmhold_cancel(struct fs_ctx *ctx, struct fs_node *dir, const char *name);
+/*
+ * Inside the write section of a document written to the view name in dir
+ * (or the view node): the holds at and below what it stands for end.
+ */
+void fs_rmhold_view_written(struct fs_ctx *ctx, struct fs_node *dir, const char *name);
+void fs_rmhold_view_node_written(struct fs_ctx *ctx, struct fs_node *view);
+/* mkdir and mknod onto a held name: its removal is tried for real first. */
+void fs_rmhold_settle_name(struct fs_ctx *ctx, struct fs_node *dir, const char *name);
+/* Tries the held removals for real: all (fsync, fsyncdir, unmount), or only when idle (the watcher). */
+void fs_rmhold_settle(struct fs_ctx *ctx, bool all);
 /* xattrs and statfs (xattr.c) */
 void fs_op_statfs(fuse_req_t req, fuse_ino_t ino);
 void fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);

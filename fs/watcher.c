@@ -1,7 +1,8 @@
 /*
  * fs/watcher.c - the watcher thread, each tick: notices commits by other
  * processes and has the worker re-check only what the change feed says they
- * touched; runs the TTL reaper, commits held leaves, retries waiting schemas.
+ * touched; runs the TTL reaper, commits held leaves, tries held removals,
+ * retries waiting schemas.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -158,6 +159,7 @@ static void *watch_main(void *arg)
 		fs_ttl_reap(ctx);
 		if (!ctx->read_only)
 			fs_held_commit(ctx, false);	/* leaves made by mknod and never opened */
+		fs_rmhold_settle(ctx, false);	/* removals in rows no rmdir took */
 		fs_table_settle(ctx, FS_SETTLE_IDLE);	/* schemas waiting for their rows */
 		feed_poll(ctx);
 		pthread_mutex_lock(&ctx->watch.lock);

@@ -48,6 +48,8 @@ enum model_reason {
 	MODEL_REASON_BAD_NAME,	/* a name no key is written as (escapes, UTF-8, length) */
 	MODEL_REASON_BAD_JSON,	/* a view's text is no JSON document (or sequence) */
 	MODEL_REASON_TABLE_RULE,	/* a table's rule refused a row (type, length, unique...) */
+	MODEL_REASON_ROW_PINNED,	/* a name in a row another row references: the row goes
+					 * only whole (MODEL_REMOVE_ROW_WHOLE) */
 };
 
 struct model_error {
@@ -478,6 +480,13 @@ enum model_remove_flags {
 	MODEL_REMOVE_LEAF = 1 << 0,	/* unlink: -EISDIR on a container */
 	MODEL_REMOVE_DIR = 1 << 1,	/* rmdir: -ENOTDIR on a leaf, -ENOTEMPTY */
 	MODEL_REMOVE_RECURSIVE = 1 << 2,	/* rm -r: any node, whole subtree */
+	/*
+	 * A name inside a table row that a row of another table references is
+	 * not removed (-EBUSY, MODEL_REASON_ROW_PINNED): such a row may go
+	 * only whole, and its removal may be refused, which must find it whole
+	 * (the mount holds the names rm -r removes one by one: fs/rmhold.c).
+	 */
+	MODEL_REMOVE_ROW_WHOLE = 1 << 3,
 };
 int model_remove(struct model *m, const char *path, unsigned flags, struct model_error *err);
 enum model_rename_flags {
@@ -637,6 +646,14 @@ int model_table_create(struct model *m, const char *path, int key_depth, const c
 int model_table_column(struct model *m, const char *path, const char *field, const char *type,
 		       bool required, int64_t max_length, const char *references,
 		       struct model_error *err);
+/*
+ * Declares the reference of the table at path over fields "F1,F2..." (in
+ * order, the key levels of a row of the table at `table`, whose key depth
+ * is their number), or, table NULL, forgets it. A row that leaves one of
+ * the fields out (or holds null) references nothing.
+ */
+int model_table_reference(struct model *m, const char *path, const char *fields,
+			  const char *table, struct model_error *err);
 /* model_table_create whose new rows expire after ttl_seconds (0: never; docs/FORMAT.md, "TTL"). */
 int model_table_create_ttl(struct model *m, const char *path, int key_depth,
 			   const char *key_fields, int64_t ttl_seconds, struct model_error *err);

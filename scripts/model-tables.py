@@ -33,9 +33,6 @@
 #
 # Left out of the random operations, because they are known not to work yet
 # (issue 32) or were found broken by this driver (see its commit):
-#   - rm -r of a whole /p row through the mount: it unlinks the required age
-#     first and is refused (issue 32 section 3); /o rows (nothing required)
-#     are removed so, /p rows by rm ROW.json and kvfs rm -r.
 #   - rows leaving out a key field that has rules (issue 32 section 2): /p's
 #     key field id has no column and no index, and import --lines lines
 #     always name it.
@@ -385,8 +382,15 @@ class Driver:
         fields = {k: v for k, v in row.fields.items() if k != field}
         reasons = self.m.broken(table, key, fields) & {"required"}
         if how == "rm":
+            # A removal the row's rules refuse, or any in a referenced row, is
+            # held until the row goes (rm -r), else tried alone: sync tries it
+            # now, and a refused one is back (issue 32 section 3, fs/rmhold.c).
             self.op = f"rm {table}/{key}/{field}"
             rc, _, err = self.run("rm", self.path(table, key, field))
+            if rc == 0:
+                self.run("sync", self.mnt)
+                if os.path.lexists(self.path(table, key, field)):
+                    rc = 1
             if rc != 0:
                 err += self.mount_error(self.path(table, key), self.path(table))
         else:
@@ -398,10 +402,8 @@ class Driver:
         return [("row", table, key, field)]
 
     def rm_row(self, how):
-        """rm ROW.json or (/o) rm -r ROW through the mount, or kvfs rm -r S ROW."""
+        """rm ROW.json or rm -r ROW through the mount, or kvfs rm -r S ROW."""
         table = self.pick(["p", "o"])
-        if how == "rm -r":
-            table = "o"	# /p: issue 32 section 3 (see the head of this file)
         key = self.row_key(table)
         if key is None:
             return None
@@ -420,6 +422,8 @@ class Driver:
         elif how == "rm -r":
             self.op = f"rm -r {table}/{key}"
             rc, _, err = self.run("rm", "-r", self.path(table, key))
+            if rc != 0:
+                err += self.mount_error(self.path(table, key), self.path(table))
         else:
             self.op = f"kvfs rm -r S /{table}/{key}"
             rc, _, err = self.cli("rm", "-r", self.store, self.spath(table, key))
@@ -571,7 +575,7 @@ class Driver:
         (5, "rm FIELD", "rm_field", "rm"),
         (3, "kvfs rm FIELD", "rm_field", "kvfs"),
         (2, "rm ROW.json", "rm_row", "view"),
-        (2, "rm -r ROW (/o)", "rm_row", "rm -r"),
+        (2, "rm -r ROW", "rm_row", "rm -r"),
         (3, "kvfs rm -r ROW", "rm_row", "kvfs"),
         (2, "mkdir ROW", "mkdir_row", None),
         (4, "setfattr ttl", "set_ttl", None),

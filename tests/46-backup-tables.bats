@@ -8,6 +8,7 @@
 # bats file_tags=mount,backends
 
 load 'test_helper/common'
+load 'test_helper/tables'
 
 setup() {
 	mount_setup
@@ -196,6 +197,53 @@ assert_tables_back() {
 	assert_tables_back "$T/r" "$T/r.store"
 	run -0 rsync -aXi "$T/dir/" "$T/r/"
 	assert_output ''
+}
+
+# poi_state STORE: what must come back of tables/poi_names (references
+# over two fields): the schemas, the reference indexes' answers, the rows.
+poi_state() {
+	local t
+	for t in /geo /poi /names /reviews; do
+		kvfs table show "$1" "$t"
+	done
+	kvfs find "$1" /names @poi_id,language G1/en
+	kvfs find "$1" /reviews @poi,lang --from A
+	kvfs export --compact "$1"
+	kvfs check "$1" 2>&1
+}
+
+# assert_poi_back DIR STORE: the same state, and the references hold again.
+assert_poi_back() {
+	diff "$T/poi.state" <(poi_state "$2")
+	printf '{"name": "Der Louvre"}' >"$T/n.json"
+	run ! cp "$T/n.json" "$1/names/G1/de.json"
+	run -0 err "$1/names/G1"
+	assert_output --partial 'fields poi_id,language reference /poi/G1/de, which does not exist'
+	run ! rm "$1/poi/G1/fr.json"
+	run -0 err "$1/poi/G1"
+	assert_output --partial 'still referenced by /reviews/r1 (fields poi,lang)'
+}
+
+# Issue 32 section 5: /names sorts before the /poi it references, so cp -a
+# sets its schema before /poi is a table (it waits); rsync -aX sets each
+# schema before the rows are in.
+@test "references over several fields come back through cp -a and rsync -aX into empty mounts" {
+	poi_names
+	poi_state "$STORE" >"$T/poi.state"
+	cp -a "$MNT/." "$T/dir/"
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.schema "$T/dir/names"
+	assert_output --partial '"references": ['
+	mount_extra "$T/r" "$T/r.store"
+	run --separate-stderr cp -a "$T/dir/." "$T/r/"
+	assert_equal "$stderr" ''
+	assert_success
+	assert_poi_back "$T/r" "$T/r.store"
+	mount_extra "$T/r2" "$T/r2.store"
+	run --separate-stderr rsync -aX "$T/dir/" "$T/r2/"
+	assert_equal "$stderr" ''
+	assert_success
+	sync "$T/r2"
+	assert_poi_back "$T/r2" "$T/r2.store"
 }
 
 @test "a deadline is an absolute time: the copy does not live longer, and one already past expires at once" {

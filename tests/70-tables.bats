@@ -169,12 +169,13 @@ teardown() {
 	run -1 kvfs rm -r "$STORE" /people
 	assert_output --partial 'referenced by rows of /orders'
 	run -0 cat "$MNT/people/ann/email"
-	# rm -r through the mount unlinks the fields one by one; the row itself stays
+	# rm -r through the mount: refused, and the row stays whole
 	run -1 rm -r "$MNT/people/ann"
 	assert_output --partial 'Device or resource busy'
 	run -0 err "$MNT/people"
 	assert_output --partial '/people/ann: still referenced by /orders/1 (field who)'
-	[ -d "$MNT/people/ann" ]
+	run -0 cat "$MNT/people/ann/email"
+	assert_output 'ann@x'
 	run -1 kvfs table drop "$STORE" /people
 	assert_output --partial 'referenced by /orders'
 	# required and typed columns
@@ -193,15 +194,116 @@ teardown() {
 	kvfs table column "$STORE" /orders who string --required --references /people
 	run -0 kvfs index list "$STORE" /orders
 	assert_output '@who who'
-	# rm -r unlinks a required field first: refused; removing the row's view
-	# removes the whole row in one transaction
-	run -1 rm -r "$MNT/orders/1"
-	run -0 err "$MNT/orders"
-	assert_output --partial '/orders/1: field who is required'
-	rm "$MNT/orders/1.json"
+	# rm -r removes a row whole in one transaction, required field and all,
+	# as removing the row's view does
+	echo '{"who":"ann"}' >"$BATS_TEST_TMPDIR/o.json"
+	cp "$BATS_TEST_TMPDIR/o.json" "$MNT/orders/3.json"
+	run -0 rm -r "$MNT/orders/1"
 	[ ! -e "$MNT/orders/1" ]
-	rmdir "$MNT/people/ann"
+	rm "$MNT/orders/3.json"
+	[ ! -e "$MNT/orders/3" ]
+	rm -r "$MNT/people/ann"
 	run -0 kvfs check "$STORE"
+}
+
+# Issue 32 section 5: a reference may name several fields, in order the key
+# levels of a row of a composite-key table (kvfs table reference).
+@test "a reference over several fields: dangling refused (EINVAL), a referenced row stays whole (EBUSY), a row leaving a field out references nothing" {
+	local T=$BATS_TEST_TMPDIR
+	poi_names
+	run -0 kvfs table show "$STORE" /reviews
+	assert_output --partial "$(printf '%s\n' '  "references": [' '    {' '      "fields": [' \
+		'        "poi",' '        "lang"' '      ],' '      "table": "/poi"' '    }' '  ]')"
+	run -0 kvfs index list "$STORE" /names
+	assert_output '@poi_id,language poi_id,language'
+	# a row naming no row, whole (import) or by one field (put): refused, nothing stored
+	kvfs export --compact "$STORE" >"$T/before"
+	echo '{"name":"Louvre"}' >"$T/n.json"
+	run -1 kvfs import "$STORE" /names/G1/de "$T/n.json"
+	assert_output --partial '/names/G1/de: fields poi_id,language reference /poi/G1/de, which does not exist'
+	run -1 kvfs put "$STORE" /reviews/r1/lang de
+	assert_output --partial '/reviews/r1: fields poi,lang reference /poi/G1/de, which does not exist'
+	echo '{"poi":"G1","lang":true}' >"$T/r.json"
+	run -1 kvfs import "$STORE" /reviews/r2 "$T/r.json"
+	assert_output --partial 'fields poi,lang name a row of /poi: field lang must be a string or an integer'
+	diff "$T/before" <(kvfs export --compact "$STORE")
+	# a row that leaves out one of the fields (or holds null) references nothing
+	echo '{"poi":"NOWHERE","stars":1}' >"$T/r.json"
+	kvfs import "$STORE" /reviews/r2 "$T/r.json"
+	kvfs put --type null "$STORE" /reviews/r2/lang null
+	run -1 kvfs put "$STORE" /reviews/r2/lang en
+	assert_output --partial 'reference /poi/NOWHERE/en, which does not exist'
+	# removing a referenced row, a key level holding it or its table: refused, nothing changed
+	kvfs export --compact "$STORE" >"$T/before"
+	run -1 kvfs rm -r "$STORE" /poi/G1/en
+	assert_output --partial '/poi/G1/en: still referenced by /names/G1/en (fields poi_id,language)'
+	run -1 kvfs rm -r "$STORE" /poi/G1/fr
+	assert_output --partial '/poi/G1/fr: still referenced by /reviews/r1 (fields poi,lang)'
+	run -1 kvfs rm -r "$STORE" /poi/G1
+	assert_output --partial 'still referenced by'
+	run -1 kvfs rm -r "$STORE" /poi
+	assert_output --partial '/poi: table still referenced by rows of /names (fields poi_id,language)'
+	run -1 kvfs table drop "$STORE" /poi
+	assert_output --partial 'the table is referenced by /names (fields poi_id,language)'
+	diff "$T/before" <(kvfs export --compact "$STORE")
+	# once nothing references it, it goes
+	kvfs rm -r "$STORE" /names/G1/en
+	kvfs rm -r "$STORE" /poi/G1/en
+	run -0 kvfs check "$STORE"
+	assert_output --partial ', 0 problems'
+}
+
+@test "table reference: the fields are as many as the key levels, of a declared table, strings or integers; unreference forgets it" {
+	poi_names
+	run -1 kvfs table reference "$STORE" /reviews poi /poi
+	assert_output --partial 'a reference over 1 field names a row of a table of key depth 1; /poi has key depth 2'
+	run -1 kvfs table reference "$STORE" /reviews poi,lang /nowhere
+	assert_output --partial '/nowhere: not a table'
+	kvfs table column "$STORE" /reviews seen boolean
+	run -1 kvfs table reference "$STORE" /reviews poi,seen /poi
+	assert_output --partial 'column seen is boolean; the fields of a reference are strings or integers'
+	run -1 kvfs table column "$STORE" /reviews lang boolean
+	assert_output --partial 'lang is a field of a reference (kvfs table reference): a string or an integer column'
+	kvfs table column "$STORE" /reviews lang string
+	run -1 kvfs table reference "$STORE" /reviews poi,,lang /poi
+	run -2 kvfs table reference "$STORE" /reviews poi,lang
+	# declared again over the same fields: replaced (another table, checked against the rows)
+	run -1 kvfs table reference "$STORE" /reviews poi,lang /names
+	assert_output --partial '/reviews/r1: fields poi,lang reference /names/G1/fr, which does not exist'
+	kvfs table reference "$STORE" /reviews poi,lang /poi
+	run -0 kvfs index list "$STORE" /reviews
+	assert_output '@poi,lang poi,lang'
+	run -1 kvfs table unreference "$STORE" /reviews poi
+	assert_output --partial 'no reference over poi'
+	kvfs table unreference "$STORE" /reviews poi,lang
+	run -0 kvfs index list "$STORE" /reviews
+	assert_output ''
+	run -0 kvfs table show "$STORE" /reviews
+	refute_output --partial 'references'
+	kvfs rm -r "$STORE" /poi/G1/fr
+	run -0 kvfs check "$STORE"
+	assert_output --partial ', 0 problems'
+}
+
+# The declaration checks every row, and every write keeps them right, so
+# a store holding a dangling reference is made the way a damaged one
+# would be: a dump whose referenced row's records are taken out, loaded
+# (load writes the records as they are).
+@test "kvfs check finds a row whose reference over several fields names no row" {
+	local T=$BATS_TEST_TMPDIR
+	poi_names
+	run -0 kvfs check "$STORE"
+	assert_output --partial ', 0 problems'
+	kvfs dump "$STORE" >"$T/d"
+	# the data key of /poi/G1/en: ("poi", "G1", "en")
+	local key
+	key=$(printf '\002poi\000\002G1\000\002en\000' | od -An -tx1 | tr -d ' \n')
+	grep -c "^data $key" "$T/d"
+	grep -v "^data $key" "$T/d" | sed '$d' >"$T/d2"
+	echo "end $(($(wc -l <"$T/d2") - 1))" >>"$T/d2"
+	kvfs load "$T/s2" "$T/d2"
+	run -1 kvfs check "$T/s2"
+	assert_output --partial '/names/G1/en: fields poi_id,language reference /poi/G1/en, which does not exist'
 }
 
 @test "a composite key with a composite index: key fields implied, find by a prefix of values" {

@@ -69,6 +69,48 @@ teardown() {
 	run -0 kvfs check "$STORE"
 }
 
+# Issue 32 section 5: the "references" member of a schema's text, each
+# {"fields": [...], "table": PATH}: a reference over several fields.
+@test "writing @schema.json declares a reference over several fields, checked against the rows; left out, it is forgotten" {
+	local T=$BATS_TEST_TMPDIR
+	mkdir "$MNT/poi" "$MNT/names"
+	printf '%s' '{"key_depth":2,"key_fields":["poi_id","language"]}' >"$MNT/poi/@schema.json"
+	mkdir "$MNT/poi/G1" "$MNT/names/G1"
+	row poi/G1/en '{"poiName":"Louvre"}'
+	row names/G1/en '{"name":"The Louvre"}'
+	row names/G1/de '{"name":"Der Louvre"}'
+	printf '%s' '{"key_depth":2,"key_fields":["poi_id","language"],"references":[{"fields":["poi_id","language"],"table":"/poi"}]}' >"$T/names.json"
+	run -1 cp "$T/names.json" "$MNT/names/@schema.json"
+	assert_output --partial 'Invalid argument'
+	run -0 err "$MNT/names"
+	assert_output --partial '/names/G1/de: fields poi_id,language reference /poi/G1/de, which does not exist'
+	run -1 kvfs table show "$STORE" /names
+	rm -r "$MNT/names/G1/de"
+	cp "$T/names.json" "$MNT/names/@schema.json"
+	run -0 cat "$MNT/names/@schema.json"
+	assert_output "$(kvfs table show "$STORE" /names)"
+	assert_output --partial '"table": "/poi"'
+	run -0 kvfs index list "$STORE" /names
+	assert_output '@poi_id,language poi_id,language'
+	run -1 rm "$MNT/poi/G1/en.json"
+	assert_output --partial 'Device or resource busy'
+	# a reference without its table is no schema: refused, nothing changed
+	cp "$MNT/names/@schema.json" "$T/before.json"
+	printf '%s' '{"key_depth":2,"key_fields":["poi_id","language"],"references":[{"fields":["poi_id"]}]}' >"$T/bad.json"
+	run -1 cp "$T/bad.json" "$MNT/names/@schema.json"
+	run -0 err "$MNT/names"
+	assert_output --partial 'a reference has fields and a table'
+	run -0 cat "$MNT/names/@schema.json"
+	assert_output "$(cat "$T/before.json")"
+	# the text without it: the reference and its index go
+	printf '%s' '{"key_depth":2,"key_fields":["poi_id","language"]}' >"$MNT/names/@schema.json"
+	run -0 kvfs index list "$STORE" /names
+	assert_output ''
+	rm "$MNT/poi/G1/en.json"
+	run -0 kvfs check "$STORE"
+	assert_output --partial ', 0 problems'
+}
+
 @test "ls -f of an index lists its values in numeric order: negative, fractional, huge" {
 	people
 	row people/cy '{"email":"cy@x","age":30.5}'

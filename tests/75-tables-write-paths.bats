@@ -323,3 +323,160 @@ PY
 	run -0 kvfs check "$STORE"
 	assert_output --partial ' 0 problems'
 }
+
+# Issue 32 section 3: rm -r unlinks a row's names one by one, then removes
+# the row. The mount holds the unlinks a table would refuse alone (a
+# required field) and every unlink in a row another row references, and
+# removes the row whole at its rmdir (fs/rmhold.c).
+
+# geo_poi: the tables of the issue's example. geo (key depth 1) with a
+# required name and an index by_lat; poi keyed by poi_id + language, its
+# poi_id referencing geo, poiName required with a unique index, an index
+# by_lat. Rows geo/A (with a nested object), geo/B; poi/A/fr (with an
+# array), poi/A/en, poi/B/fr.
+geo_poi() {
+	mkdir "$MNT/geo" "$MNT/poi"
+	kvfs table create "$STORE" /geo --key-depth 1
+	kvfs table column "$STORE" /geo name string --required
+	kvfs index create "$STORE" /geo by_lat lat
+	kvfs table create "$STORE" /poi --key-depth 2 --key-fields poi_id,language
+	kvfs table column "$STORE" /poi poi_id string --references /geo
+	kvfs table column "$STORE" /poi poiName string --required
+	kvfs index create "$STORE" /poi by_poiName poiName --unique
+	kvfs index create "$STORE" /poi by_lat lat
+	row geo/A '{"name":"Paris","lat":48.85,"tags":{"city":true}}'
+	row geo/B '{"name":"Lyon","lat":45.76}'
+	mkdir "$MNT/poi/A" "$MNT/poi/B"
+	row poi/A/fr '{"poiName":"Tour Eiffel","lat":48.858,"tags":["iron","view"]}'
+	row poi/A/en '{"poiName":"Eiffel Tower","lat":48.858}'
+	row poi/B/fr '{"poiName":"Fourviere","lat":45.762}'
+}
+
+@test "issue 32 repro: rm -r of a row whose required field has a unique index removes the row whole" {
+	geo_poi
+	run -0 rm -r "$MNT/poi/A/fr"
+	assert_output ''
+	[ ! -e "$MNT/poi/A/fr" ]
+	run -0 ls "$MNT/poi/A"
+	assert_output en
+	run -0 ls "$MNT/poi/@by_poiName"
+	assert_output $'Eiffel Tower\nFourviere'
+	run -0 kvfs find "$STORE" /poi by_poiName 'Tour Eiffel'
+	assert_output ''
+	run -0 kvfs find "$STORE" /poi by_lat 48.858
+	assert_output A/en
+	# the unique name is free again
+	row poi/B/en '{"poiName":"Tour Eiffel"}'
+	# a key level, with its rows
+	run -0 rm -r "$MNT/poi/A"
+	run -0 kvfs export --compact "$STORE" /poi
+	assert_output '{"B":{"en":{"poiName":"Tour Eiffel"},"fr":{"lat":45.762,"poiName":"Fourviere"}}}'
+	run -0 kvfs find "$STORE" /poi by_lat --from 0
+	assert_output B/fr
+	run -0 kvfs check "$STORE"
+	assert_output --partial ' 0 problems'
+}
+
+@test "rm -r of a row another row references is refused and leaves the row whole, the reason in user.kvfs.error" {
+	geo_poi
+	run -0 kvfs export --compact "$STORE" /geo
+	local before=$output
+	run -1 rm -r "$MNT/geo/A"
+	assert_output --partial "cannot remove '$MNT/geo/A': Device or resource busy"
+	run -0 kvfs export --compact "$STORE" /geo
+	assert_output "$before"
+	run -0 ls "$MNT/geo/A"
+	assert_output $'lat\nname\ntags'
+	run -0 ls "$MNT/geo/A/tags"
+	assert_output city
+	run -0 cat "$MNT/geo/A/name"
+	assert_output Paris
+	run -0 ls "$MNT/geo/@by_lat/48.85"
+	assert_output A
+	run -0 err "$MNT/geo/A"
+	assert_output --partial '/geo/A: still referenced by /poi/A/'
+	# once the rows naming it are gone, it goes
+	rm -r "$MNT/poi/A"
+	run -0 rm -r "$MNT/geo/A"
+	run -0 kvfs export --compact "$STORE" /geo
+	assert_output '{"B":{"lat":45.76,"name":"Lyon"}}'
+	run -0 kvfs check "$STORE"
+	assert_output --partial ' 0 problems'
+}
+
+@test "rm of a required field alone ends refused: the field comes back, the reason in user.kvfs.error" {
+	geo_poi
+	run -0 rm "$MNT/poi/B/fr/poiName"
+	eventually 10 test -e "$MNT/poi/B/fr/poiName"
+	run -0 cat "$MNT/poi/B/fr/poiName"
+	assert_output Fourviere
+	run -0 ls "$MNT/poi/B/fr"
+	assert_output $'lat\npoiName'
+	run -0 err "$MNT/poi/B/fr"
+	assert_output --partial '/poi/B/fr: field poiName is required'
+	run -0 ls "$MNT/poi/@by_poiName"
+	assert_line Fourviere
+	# removed, then written again at once: the new value is the field
+	rm "$MNT/poi/B/fr/poiName"
+	echo Basilique >"$MNT/poi/B/fr/poiName"
+	# a field of a referenced row that is not required: removed for real
+	run -0 rm "$MNT/geo/B/lat"
+	sync "$MNT"	# fsyncdir: what is held is tried now
+	[ ! -e "$MNT/geo/B/lat" ]
+	run -0 kvfs export --compact "$STORE" /poi/B/fr
+	assert_output '{"lat":45.762,"poiName":"Basilique"}'
+	run -0 kvfs export --compact "$STORE" /geo/B
+	assert_output '{"name":"Lyon"}'
+	run -0 kvfs check "$STORE"
+	assert_output --partial ' 0 problems'
+}
+
+@test "rm -r of whole tables removes their rows, index entries and declarations" {
+	geo_poi
+	run -0 rm -r "$MNT/poi" "$MNT/geo"
+	assert_output ''
+	run -0 ls -A "$MNT"
+	assert_output ''
+	run -1 kvfs table show "$STORE" /poi
+	run -1 kvfs table show "$STORE" /geo
+	run -0 kvfs check "$STORE"
+	assert_output --partial ' 0 problems'
+}
+
+# Issue 32 section 5: a reference over several fields (tables/poi_names)
+# holds on the mount's write paths as a one-field reference does.
+@test "a reference over several fields through the mount: cp of a row and echo into a field naming no row are refused; a referenced row is neither removed nor moved" {
+	local T=$BATS_TEST_TMPDIR
+	poi_names
+	# a row leaving out one of the fields references nothing
+	echo '{"poi":"NOWHERE","stars":2}' >"$T/r.json"
+	cp "$T/r.json" "$MNT/reviews/r2.json"
+	kvfs export --compact "$STORE" >"$T/before"
+	echo '{"name":"Le Louvre"}' >"$T/n.json"
+	run -1 cp "$T/n.json" "$MNT/names/G1/de.json"
+	assert_output --partial 'Invalid argument'
+	run -0 err "$MNT/names/G1"
+	assert_output --partial '/names/G1/de: fields poi_id,language reference /poi/G1/de, which does not exist'
+	[ ! -e "$MNT/names/G1/de" ]
+	run -0 write_close "$MNT/reviews/r1/lang" de trunc
+	assert_output 'close failed EINVAL'
+	run -0 err "$MNT/reviews/r1"
+	assert_output --partial '/reviews/r1: fields poi,lang reference /poi/G1/de, which does not exist'
+	run -0 write_close "$MNT/reviews/r2/lang" en
+	assert_output 'close failed EINVAL'
+	reads "$MNT/reviews/r1/lang" fr
+	[ ! -e "$MNT/reviews/r2/lang" ]
+	# removing the referenced row in one transaction, or renaming it: EBUSY, the row whole
+	run -1 rm "$MNT/poi/G1/en.json"
+	assert_output --partial 'Device or resource busy'
+	run -0 err "$MNT/poi/G1"
+	assert_output --partial '/poi/G1/en: still referenced by /names/G1/en (fields poi_id,language)'
+	run -1 mv "$MNT/poi/G1/fr" "$MNT/poi/G1/it"
+	assert_output --partial 'Device or resource busy'
+	run -0 err "$MNT/poi/G1"
+	assert_output --partial '/poi/G1/fr: still referenced by /reviews/r1 (fields poi,lang)'
+	reads "$MNT/poi/G1/fr/poiName" 'Le Louvre'
+	diff "$T/before" <(kvfs export --compact "$STORE")
+	run -0 kvfs check "$STORE"
+	assert_output --partial ', 0 problems'
+}

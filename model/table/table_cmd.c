@@ -2,8 +2,9 @@
  * model/table/table_cmd.c - the table verbs of model.h: declaring tables,
  * columns and indexes (each one transaction that rebuilds the table's
  * entries, so a schema that its rows break is refused), rebuilding every
- * index (check --repair), and a written PATH/@schema.json. Reading them
- * (show, list, find) is model/table/table_find.c.
+ * index (check --repair), and a written PATH/@schema.json (its text read
+ * by model/table/table_json.c). Reading them (show, list, find) is
+ * model/table/table_find.c.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -258,6 +259,10 @@ static int column_txn(struct store_txn *txn, void *arg)
 	if (c.max_length && c.type != TABLE_COL_STRING && c.type != TABLE_COL_BYTES)
 		return tree_fail(op->err, -EINVAL, "%s: --max-length applies to string and bytes "
 				 "columns", op->path);
+	if (c.type != TABLE_COL_STRING && c.type != TABLE_COL_INTEGER &&
+	    table_refs_have_field(s, c.name))
+		return tree_fail(op->err, -EINVAL, "%s: %s is a field of a reference (kvfs table "
+				 "reference): a string or an integer column", op->path, c.name);
 	for (slot = 0; slot < s->ncols && strcmp(s->cols[slot].name, c.name); slot++)
 		;
 	if (slot == TABLE_COLUMNS_MAX)
@@ -307,6 +312,22 @@ static int column_txn(struct store_txn *txn, void *arg)
 }
 
 
+/* The refusal to drop a table that o references over several fields. */
+static int referenced_by_fields(const struct table_schema *o, const struct table_ref *ref,
+				struct model_error *err)
+{
+	char what[TABLE_INDEX_FIELDS_MAX * TABLE_NAME_MAX];
+	struct strbuf path;
+	int ret;
+
+	strbuf_init(&path);
+	tree_key_to_path(o->key, o->key_len, &path);
+	ret = tree_fail(err, -EBUSY, "the table is referenced by %s (%s)", path.buf ? path.buf : "?",
+			table_ref_what(o, ref, what, sizeof(what)));
+	strbuf_release(&path);
+	return ret;
+}
+
 /* Another table's reference to s: EBUSY. */
 static int check_unreferenced(struct store_txn *txn, const struct table_schema *s,
 			      struct model_error *err)
@@ -314,6 +335,7 @@ static int check_unreferenced(struct store_txn *txn, const struct table_schema *
 	struct store_scan *scan;
 	struct store_val k, v;
 	struct table_schema *o = malloc(sizeof(*o));
+	const struct table_ref *ref;
 	int ret;
 
 	if (!o)
@@ -340,6 +362,9 @@ static int check_unreferenced(struct store_txn *txn, const struct table_schema *
 				break;
 			}
 		}
+		ref = ret == 1 ? table_refs_to(o, s->key, s->key_len) : NULL;
+		if (ref)	/* no column of o references s, a reference over fields does */
+			ret = referenced_by_fields(o, ref, err);
 		if (ret < 0)
 			break;
 	}
@@ -408,6 +433,115 @@ static int index_drop_txn(struct store_txn *txn, void *arg)
 	return tree_fail(op->err, -ENOENT, "%s: no index %s", op->path, op->field);
 }
 
+/* Forgets the reference of s over the fields of index i: the index and its entries go. */
+static int ref_remove(struct store_txn *txn, struct table_schema *s, int i)
+{
+	int64_t id = s->idx[i].id;
+
+	for (int r = 0; r < s->nrefs; r++)
+		if (s->refs[r].index == id)
+			s->refs[r] = s->refs[--s->nrefs];
+	s->idx[i] = s->idx[--s->nidx];
+	return drop_entries(txn, id);
+}
+
+/* The table a reference over n fields names: a table of key depth n (key in rp). */
+static int ref_table_get(struct store_txn *txn, struct table_op *op, int n, struct tree_path *rp)
+{
+	struct table_schema *rs = malloc(sizeof(*rs));
+	int ret;
+
+	if (!rs)
+		return -ENOMEM;
+	ret = table_schema_get(txn, op->references, rp, rs, op->err);
+	if (ret == -ENOENT) {	/* may be declared later: a restore's order (fs/table.c) */
+		op->err->reason = MODEL_REASON_TABLE_RULE;
+		ret = -EINVAL;
+	}
+	if (ret == 0 && rs->key_depth != n)
+		ret = tree_fail(op->err, -EINVAL, "%s: a reference over %d field%s names a row of a "
+				"table of key depth %d; %s has key depth %d", op->path, n,
+				n == 1 ? "" : "s", n, op->references, rs->key_depth);
+	free(rs);
+	return ret;
+}
+
+/* Each field a declared column holds is a string or an integer: a key level. */
+static int ref_fields_check(struct table_op *op, char names[][TABLE_NAME_MAX], int n)
+{
+	const struct table_schema *s = op->s;
+
+	for (int f = 0; f < n; f++) {
+		for (int i = 0; i < s->ncols; i++) {
+			enum table_col_type t = s->cols[i].type;
+
+			if (strcmp(s->cols[i].name, names[f]) != 0 || t == TABLE_COL_STRING ||
+			    t == TABLE_COL_INTEGER)
+				continue;
+			return tree_fail(op->err, -EINVAL, "%s: column %s is %s; the fields of a "
+					 "reference are strings or integers", op->path, names[f],
+					 table_col_type_name(t));
+		}
+	}
+	return 0;
+}
+
+/*
+ * Declares (op->references: the table) or forgets (NULL) the reference
+ * over op->fields, kept with an index named "@F1,F2...". Declaring it
+ * again over the same fields replaces it.
+ */
+static int reference_txn(struct store_txn *txn, void *arg)
+{
+	struct table_op *op = arg;
+	struct table_schema *s = op->s;
+	char names[TABLE_KEY_DEPTH_MAX][TABLE_NAME_MAX], iname[TABLE_NAME_MAX] = "";
+	struct tree_path p, rp;
+	size_t need = 1;	/* the '@' */
+	bool had;
+	int n, i, ret;
+
+	tree_clear(op->err);
+	ret = table_schema_get(txn, op->path, &p, s, op->err);
+	if (ret == 0)
+		ret = split_names(op->fields, names, TABLE_KEY_DEPTH_MAX, &n, op->path, op->err);
+	if (ret < 0)
+		return ret;
+	for (int f = 0; f < n; f++)
+		need += strlen(names[f]) + (f ? 1 : 0);
+	if (need + 1 >= sizeof(iname))
+		return tree_fail(op->err, -EINVAL, "%s: too long a list of fields", op->path);
+	for (int f = 0; f < n; f++)
+		table_names_add(iname, sizeof(iname), names[f], strlen(names[f]));
+	memmove(iname + 1, iname, need);
+	iname[0] = '@';
+	for (i = 0; i < s->nidx && strcmp(s->idx[i].name, iname) != 0; i++)
+		;
+	for (int c = 0; i < s->nidx && c < s->ncols; c++)
+		if (s->cols[c].ref_len && s->cols[c].ref_index == s->idx[i].id)
+			return tree_fail(op->err, -EEXIST, "%s: field %s already references a table "
+					 "(kvfs table column --references)", op->path, names[0]);
+	had = i < s->nidx;
+	if (had && (ret = ref_remove(txn, s, i)) < 0)
+		return ret;
+	if (!op->references)
+		return had ? schema_put(txn, s) : tree_fail(op->err, -ENOENT, "%s: no reference "
+							    "over %s", op->path, op->fields);
+	ret = ref_table_get(txn, op, n, &rp);
+	if (ret == 0)
+		ret = ref_fields_check(op, names, n);
+	if (ret == 0 && s->nrefs == TABLE_REFS_MAX)
+		ret = tree_fail(op->err, -ENOSPC, "%s: at most %d references over several fields",
+				op->path, TABLE_REFS_MAX);
+	if (ret == 0)
+		ret = index_add(txn, op, iname, iname + 1, false, &s->refs[s->nrefs].index);
+	if (ret < 0)
+		return ret;
+	memcpy(s->refs[s->nrefs].table, rp.key, rp.len);
+	s->refs[s->nrefs++].table_len = rp.len;
+	return schema_put(txn, s);
+}
+
 static int run(struct model *m, struct table_op *op, store_write_fn fn, struct model_error *err)
 {
 	int ret;
@@ -454,6 +588,14 @@ int model_table_drop(struct model *m, const char *path, struct model_error *err)
 	struct table_op op = { .path = path };
 
 	return run(m, &op, drop_txn, err);
+}
+
+int model_table_reference(struct model *m, const char *path, const char *fields,
+			  const char *table, struct model_error *err)
+{
+	struct table_op op = { .path = path, .fields = fields, .references = table };
+
+	return run(m, &op, reference_txn, err);
 }
 
 int model_index_create(struct model *m, const char *path, const char *name, const char *fields,
@@ -507,118 +649,54 @@ int model_check_repair(struct model *m, struct model_error *err)
 	return tree_write(m, "check --repair", repair_txn, err, err);
 }
 
-/* ---- the mount's PATH/@schema.json, written ---- */
+/* ---- the mount's PATH/@schema.json, written (read by table_json.c) ---- */
 
-struct want_col {
-	char name[TABLE_NAME_MAX];
-	char type[16];
-	bool required;
-	int64_t max_length;
-	char references[512];
-};
-
-struct want_idx {
-	char name[TABLE_NAME_MAX];
-	char fields[TABLE_INDEX_FIELDS_MAX * TABLE_NAME_MAX];
-	bool unique;
-};
-
-/* A schema as written: the JSON of model_table_show. */
-struct want {
-	int64_t key_depth;
-	char key_fields[TABLE_KEY_DEPTH_MAX * TABLE_NAME_MAX];
-	int ncols, nidx;
-	int64_t ttl_seconds;	/* "ttl": new rows' default; 0 none */
-	struct want_col cols[TABLE_COLUMNS_MAX];
-	struct want_idx idx[TABLE_INDEXES_MAX];
-	char section[16];	/* the top-level member being read */
-	char attr[16];		/* the member of a column or index being read */
-	const char *bad;	/* what is wrong, for the message */
-};
-
-static void add_name(char *list, size_t cap, const char *str, size_t len)
-{
-	size_t n = strlen(list);
-
-	if (n + len + 2 < cap)
-		snprintf(list + n, cap - n, "%s%.*s", n ? "," : "", (int)len, str);
-}
-
-static int want_token(void *arg, const struct json_token *t)
-{
-	struct want *w = arg;
-	bool is_col = strcmp(w->section, "columns") == 0;
-	bool is_idx = strcmp(w->section, "indexes") == 0;
-
-	if (t->event == JSON_KEY && t->depth == 1) {
-		snprintf(w->section, sizeof(w->section), "%.*s", (int)t->len, t->str);
-		return 0;
-	}
-	if (t->event == JSON_KEY && t->depth == 2 && (is_col || is_idx)) {
-		int *n = is_col ? &w->ncols : &w->nidx;
-
-		if (*n == (is_col ? TABLE_COLUMNS_MAX : TABLE_INDEXES_MAX) ||
-		    t->len >= TABLE_NAME_MAX)
-			return w->bad = "too many columns or indexes, or too long a name", -EINVAL;
-		snprintf(is_col ? w->cols[*n].name : w->idx[*n].name, TABLE_NAME_MAX, "%.*s",
-			 (int)t->len, t->str);
-		(*n)++;
-		return 0;
-	}
-	if (t->event == JSON_KEY && t->depth == 3) {
-		snprintf(w->attr, sizeof(w->attr), "%.*s", (int)t->len, t->str);
-		return 0;
-	}
-	if (t->depth == 1 && strcmp(w->section, "key_depth") == 0) {
-		if (t->event != JSON_INTEGER)
-			return w->bad = "key_depth must be an integer", -EINVAL;
-		w->key_depth = t->integer;
-	} else if (t->depth == 1 && strcmp(w->section, "ttl") == 0) {
-		if (t->event != JSON_INTEGER || model_ttl_deadline(t->integer, 0, &(int64_t){ 0 }) < 0)
-			return w->bad = "ttl must be whole seconds, 1 to 3155760000", -EINVAL;
-		w->ttl_seconds = t->integer;
-	} else if (t->depth == 2 && strcmp(w->section, "key_fields") == 0) {
-		if (t->event != JSON_STRING)
-			return w->bad = "key_fields must be an array of names", -EINVAL;
-		add_name(w->key_fields, sizeof(w->key_fields), t->str, t->len);
-	} else if (t->depth >= 3 && is_col && w->ncols) {
-		struct want_col *c = &w->cols[w->ncols - 1];
-
-		if (!strcmp(w->attr, "type") && t->event == JSON_STRING)
-			snprintf(c->type, sizeof(c->type), "%.*s", (int)t->len, t->str);
-		else if (!strcmp(w->attr, "required") && (t->event == JSON_TRUE || t->event == JSON_FALSE))
-			c->required = t->event == JSON_TRUE;
-		else if (!strcmp(w->attr, "max_length") && t->event == JSON_INTEGER)
-			c->max_length = t->integer;
-		else if (!strcmp(w->attr, "references") && t->event == JSON_STRING)
-			snprintf(c->references, sizeof(c->references), "%.*s", (int)t->len, t->str);
-		else if (t->event != JSON_OBJECT_BEGIN && t->event != JSON_OBJECT_END)
-			return w->bad = "a column has type, required, max_length, references", -EINVAL;
-	} else if (t->depth >= 3 && is_idx && w->nidx) {
-		struct want_idx *x = &w->idx[w->nidx - 1];
-
-		if (!strcmp(w->attr, "fields") && t->event == JSON_STRING && t->depth == 4)
-			add_name(x->fields, sizeof(x->fields), t->str, t->len);
-		else if (!strcmp(w->attr, "unique") && (t->event == JSON_TRUE || t->event == JSON_FALSE))
-			x->unique = t->event == JSON_TRUE;
-		else if (t->event != JSON_OBJECT_BEGIN && t->event != JSON_OBJECT_END &&
-			 t->event != JSON_ARRAY_BEGIN && t->event != JSON_ARRAY_END)
-			return w->bad = "an index has fields and unique", -EINVAL;
-	}
-	return 0;
-}
-
-static bool same_index(const struct table_index *x, const struct want_idx *wi)
+static bool same_index(const struct table_index *x, const struct table_want_idx *wi)
 {
 	char fields[sizeof(wi->fields)] = "";
 
 	for (int f = 0; f < x->nfields; f++)
-		add_name(fields, sizeof(fields), x->fields[f], strlen(x->fields[f]));
+		table_names_add(fields, sizeof(fields), x->fields[f], strlen(x->fields[f]));
 	return x->unique == wi->unique && strcmp(fields, wi->fields) == 0;
 }
 
+/*
+ * References over several fields: the ones the text leaves out are
+ * forgotten, the ones it names declared (again); no_refs: all forgotten.
+ */
+static int apply_want_refs(struct store_txn *txn, struct table_op *op, struct table_want *w,
+			   bool no_refs)
+{
+	struct table_schema *s = op->s;
+	struct tree_path p;
+	int ret = 0;
+
+	for (int i = 0; ret == 0 && i < s->nrefs; i++) {
+		const struct table_index *x = table_ref_index(s, &s->refs[i]);
+		char fields[TABLE_NAME_MAX];
+		bool keep = false;
+
+		for (int j = 0; x && !no_refs && j < w->nrefs; j++)
+			keep |= strcmp(x->name + 1, w->refs[j].fields) == 0;
+		if (keep || !x)
+			continue;
+		snprintf(fields, sizeof(fields), "%s", x->name + 1);	/* s is read again */
+		op->fields = fields;
+		op->references = NULL;
+		ret = reference_txn(txn, op) ?: table_schema_get(txn, op->path, &p, s, op->err);
+		i = -1;
+	}
+	for (int j = 0; ret == 0 && !no_refs && j < w->nrefs; j++) {
+		op->fields = w->refs[j].fields;
+		op->references = w->refs[j].table;
+		ret = reference_txn(txn, op) ?: table_schema_get(txn, op->path, &p, s, op->err);
+	}
+	return ret;
+}
+
 /* no_refs: every column without its reference (the first pass of model_table_declare). */
-static int apply_want(struct store_txn *txn, struct table_op *op, struct want *w, bool no_refs)
+static int apply_want(struct store_txn *txn, struct table_op *op, struct table_want *w,
+		      bool no_refs)
 {
 	struct table_schema *s = op->s;
 	struct tree_path p;
@@ -633,7 +711,8 @@ static int apply_want(struct store_txn *txn, struct table_op *op, struct want *w
 		ret = create_txn(txn, op);
 	} else if (ret == 0) {
 		for (int i = 0; i < s->nkey_fields; i++)
-			add_name(have, sizeof(have), s->key_fields[i], strlen(s->key_fields[i]));
+			table_names_add(have, sizeof(have), s->key_fields[i],
+					strlen(s->key_fields[i]));
 		if (s->key_depth != w->key_depth || strcmp(have, w->key_fields) != 0)
 			return tree_fail(op->err, -EINVAL, "%s: key_depth and key_fields cannot "
 					 "change (kvfs table drop, then declare again)", op->path);
@@ -683,6 +762,7 @@ static int apply_want(struct store_txn *txn, struct table_op *op, struct want *w
 		op->unique = w->idx[j].unique;
 		ret = index_create_txn(txn, op) ?: table_schema_get(txn, op->path, &p, s, op->err);
 	}
+	ret = ret ?: apply_want_refs(txn, op, w, no_refs);
 	/* the default time to live of new rows: absent means none */
 	if (ret == 0 && s->ttl_seconds != w->ttl_seconds) {
 		s->ttl_seconds = w->ttl_seconds;
@@ -701,7 +781,7 @@ static int schema_write_at(struct store_txn *txn, const char *path, const char *
 			   const char *json, size_t len, bool no_refs, struct model_error *err)
 {
 	struct table_op op = { .err = err, .path = path };
-	struct want *w = calloc(1, sizeof(*w));
+	struct table_want *w = calloc(1, sizeof(*w));
 	int ret;
 
 	op.s = malloc(sizeof(*op.s));
@@ -709,16 +789,9 @@ static int schema_write_at(struct store_txn *txn, const char *path, const char *
 		ret = tree_fail(err, -ENOMEM, "%s: out of memory", what);
 		goto out_free;
 	}
-	w->key_depth = 1;
-	ret = json_parse(json, len, 0, 8, want_token, w, NULL, NULL, err);
-	if (ret < 0) {
-		if (w->bad)
-			tree_fail_reason(err, ret, MODEL_REASON_BAD_JSON, "%s: %s", what, w->bad);
-		else
-			tree_fail_reason(err, ret, MODEL_REASON_BAD_JSON, "%s: invalid JSON: %s",
-					 what, err->msg);
+	ret = table_want_parse(json, len, what, w, err);
+	if (ret < 0)
 		goto out_free;
-	}
 	ret = apply_want(txn, &op, w, no_refs);
 out_free:
 	free(op.s);

@@ -586,6 +586,43 @@ static int check_restrict(struct store_txn *txn, struct table_txn *tt,
 	return ret;
 }
 
+/* A column of some table references s's rows. */
+static bool table_referenced(const struct table_txn *tt, const struct table_schema *s)
+{
+	for (int t = 0; t < tt->ntables; t++)
+		for (int i = 0; i < tt->tables[t]->ncols; i++)
+			if (tt->tables[t]->cols[i].ref_len == s->key_len &&
+			    memcmp(tt->tables[t]->cols[i].ref, s->key, s->key_len) == 0)
+				return true;
+	return false;
+}
+
+int table_row_pinned(struct store_txn *txn, const uint8_t *key, size_t len)
+{
+	struct table_txn *tt = store_txn_owner(txn);
+	int ret;
+
+	if (!tt)
+		return 0;
+	ret = table_txn_load(txn, tt);
+	if (ret < 0)
+		return ret;
+	for (int t = 0; t < tt->ntables; t++) {
+		const struct table_schema *s = tt->tables[t];
+		size_t row_end = 0;
+
+		if (!table_is_under(s, key, len) || !table_referenced(tt, s) ||
+		    table_key_count(key, s->key_len, len, s->key_depth, &row_end) < s->key_depth ||
+		    len <= row_end)
+			continue;	/* no row of a referenced table, or the row itself */
+		/* the restriction a removal of the row meets, with its message */
+		ret = check_restrict(txn, tt, s, key, row_end);
+		if (ret < 0)
+			return ret == -EBUSY ? 1 : ret;
+	}
+	return 0;
+}
+
 static int delete_index_entries(struct store_txn *txn, int64_t id)
 {
 	uint8_t pre[16];
@@ -596,12 +633,35 @@ static int delete_index_entries(struct store_txn *txn, int64_t id)
 	return store_del_prefix(txn, STORE_SPACE_INDEX, pre, w.len, NULL);
 }
 
+/* EBUSY when the index id of o's reference to s (what: its fields) has an entry. */
+static int busy_if_used(struct store_txn *txn, struct table_txn *tt, const struct table_schema *s,
+			const struct table_schema *o, int64_t id, const char *what)
+{
+	struct strbuf found, path;
+	uint8_t pre[16];
+	struct tuple_writer w;
+	int ret;
+
+	tuple_writer_init(&w, pre, sizeof(pre));
+	tuple_put_int(&w, id);
+	strbuf_init(&found);
+	ret = entry_other(txn, pre, w.len, NULL, 0, &found);
+	strbuf_release(&found);
+	if (ret <= 0)
+		return ret;
+	strbuf_init(&path);
+	tree_key_to_path(o->key, o->key_len, &path);
+	ret = table_fail_row(tt, -EBUSY, s->key, s->key_len, "table still referenced by rows "
+			     "of %s (%s)", path.buf ? path.buf : "?", what);
+	strbuf_release(&path);
+	return ret;
+}
+
 /* A table whose directory went: rebuilt when it is back, else dropped. */
 static int table_wiped(struct store_txn *txn, struct table_txn *tt, int t)
 {
 	const struct table_schema *s = tt->tables[t];
 	struct tree_node n;
-	struct strbuf path;
 	int ret;
 
 	for (int i = 0; i < s->nidx; i++) {
@@ -618,33 +678,29 @@ static int table_wiped(struct store_txn *txn, struct table_txn *tt, int t)
 	}
 	for (int r = 0; r < tt->ntables; r++) {
 		const struct table_schema *o = tt->tables[r];
+		char what[TABLE_INDEX_FIELDS_MAX * TABLE_NAME_MAX];
 
 		if (tt->wiped[r])
 			continue;
 		for (int i = 0; i < o->ncols; i++) {
-			struct strbuf found;
-			uint8_t pre[16];
-			struct tuple_writer w;
-
 			if (o->cols[i].ref_len != s->key_len ||
 			    memcmp(o->cols[i].ref, s->key, s->key_len) != 0)
 				continue;
-			tuple_writer_init(&w, pre, sizeof(pre));
-			tuple_put_int(&w, o->cols[i].ref_index);
-			strbuf_init(&found);
-			ret = entry_other(txn, pre, w.len, NULL, 0, &found);
-			strbuf_release(&found);
-			if (ret != 0) {
-				if (ret < 0)
-					return ret;
-				strbuf_init(&path);
-				tree_key_to_path(o->key, o->key_len, &path);
-				ret = table_fail_row(tt, -EBUSY, s->key, s->key_len, "table still "
-					       "referenced by rows of %s (field %s)",
-					       path.buf ? path.buf : "?", o->cols[i].name);
-				strbuf_release(&path);
+			snprintf(what, sizeof(what), "field %s", o->cols[i].name);
+			ret = busy_if_used(txn, tt, s, o, o->cols[i].ref_index, what);
+			if (ret < 0)
 				return ret;
-			}
+		}
+		for (int i = 0; i < o->nrefs; i++) {
+			const struct table_ref *ref = &o->refs[i];
+
+			if (ref->table_len != s->key_len ||
+			    memcmp(ref->table, s->key, s->key_len) != 0)
+				continue;
+			ret = busy_if_used(txn, tt, s, o, ref->index,
+					   table_ref_what(o, ref, what, sizeof(what)));
+			if (ret < 0)
+				return ret;
 		}
 	}
 	return store_del(txn, STORE_SPACE_SCHEMA, s->key, s->key_len);
@@ -652,10 +708,13 @@ static int table_wiped(struct store_txn *txn, struct table_txn *tt, int t)
 
 static bool any_references(const struct table_txn *tt)
 {
-	for (int t = 0; t < tt->ntables; t++)
+	for (int t = 0; t < tt->ntables; t++) {
+		if (tt->tables[t]->nrefs)
+			return true;
 		for (int i = 0; i < tt->tables[t]->ncols; i++)
 			if (tt->tables[t]->cols[i].ref_len)
 				return true;
+	}
 	return false;
 }
 
@@ -723,6 +782,8 @@ int table_txn_commit(struct store_txn *txn, struct table_txn *tt)
 			return ret;
 		ret = n.exists ? table_check_references(txn, tt, s, r->key, r->len)
 			: check_restrict(txn, tt, s, r->key, r->len);
+		if (ret == 0 && !n.exists)	/* references over several fields */
+			ret = table_refs_restrict(txn, tt, s, r->key, r->len);
 		if (ret < 0)
 			return ret;
 	}

@@ -79,6 +79,7 @@ void table_show_json(const struct table_schema *s, struct json_writer *w)
 		json_write_object_end(w);
 	}
 	json_write_object_end(w);
+	table_refs_show_json(s, w);
 	if (s->ttl_seconds) {
 		json_write_key(w, "ttl", 3);
 		json_write_integer(w, s->ttl_seconds);

@@ -65,6 +65,7 @@ enum table_col_type {
 #define TABLE_COLUMNS_MAX 64
 #define TABLE_INDEXES_MAX 32
 #define TABLE_INDEX_FIELDS_MAX 8
+#define TABLE_REFS_MAX 16	/* references over several fields a table holds */
 
 struct table_col {
 	char name[TABLE_NAME_MAX];
@@ -84,6 +85,16 @@ struct table_index {
 	char fields[TABLE_INDEX_FIELDS_MAX][TABLE_NAME_MAX];
 };
 
+/*
+ * A reference over several fields (table_ref.c): the fields of its index,
+ * in order, are the key levels of a row of the referenced table.
+ */
+struct table_ref {
+	uint8_t table[STORE_KEY_MAX];	/* the referenced table's data key */
+	size_t table_len;
+	int64_t index;		/* id of the index over the fields, named "@F1,F2..." */
+};
+
 struct table_schema {
 	uint8_t key[STORE_KEY_MAX];	/* the table's data key */
 	size_t key_len;
@@ -95,11 +106,15 @@ struct table_schema {
 	int nidx;
 	struct table_index idx[TABLE_INDEXES_MAX];
 	int64_t ttl_seconds;	/* new rows expire after it (model/ttl/ttl_space.c); 0: never */
+	int nrefs;
+	struct table_ref refs[TABLE_REFS_MAX];
 };
 
 /*
- * The schema record: body then CRC-32C of key || body (like data records).
- * decode: -EBADMSG on a bad checksum, -EINVAL when malformed.
+ * The schema record: body then CRC-32C of key || body (like data records);
+ * record version 2 when the schema holds references over several fields,
+ * 1 (as before them) otherwise. decode reads both: -EBADMSG on a bad
+ * checksum, -EINVAL when malformed.
  */
 int table_schema_encode(const struct table_schema *s, struct strbuf *out);
 int table_schema_decode(const uint8_t *key, size_t key_len, const void *rec, size_t len,
@@ -174,6 +189,14 @@ int table_is_at(struct store_txn *txn, const uint8_t *key, size_t len);
 int table_schema_reload(struct store_txn *txn, const uint8_t *key, size_t len);
 
 /*
+ * 1 when key[0..len] lies inside a row (below it, not the row itself) that
+ * a row of another table references, so that removing the row would be
+ * refused (EBUSY): tt->err then says by which row. 0 when not, <0 on a
+ * store error. MODEL_REMOVE_ROW_WHOLE keeps such a row whole.
+ */
+int table_row_pinned(struct store_txn *txn, const uint8_t *key, size_t len);
+
+/*
  * -EBUSY with a message when key[0..len] is a table or holds one: moving a
  * table directory would leave its declaration behind (not supported).
  */
@@ -231,6 +254,50 @@ int tview_fill(struct model *m, struct store_txn *txn, struct tview *v, model_li
 	       void *arg);
 void tview_rewind(struct tview *v);
 
+/* ---- a schema's JSON text, read (table_json.c) ---- */
+struct table_want_col {
+	char name[TABLE_NAME_MAX];
+	char type[16];
+	bool required;
+	int64_t max_length;
+	char references[512];
+};
+
+struct table_want_idx {
+	char name[TABLE_NAME_MAX];
+	char fields[TABLE_INDEX_FIELDS_MAX * TABLE_NAME_MAX];
+	bool unique;
+};
+
+struct table_want_ref {
+	char fields[TABLE_KEY_DEPTH_MAX * TABLE_NAME_MAX];
+	char table[512];
+};
+
+/* A schema as written: the JSON of model_table_show, names as they are written. */
+struct table_want {
+	int64_t key_depth;
+	char key_fields[TABLE_KEY_DEPTH_MAX * TABLE_NAME_MAX];
+	int ncols, nidx, nrefs;
+	int64_t ttl_seconds;	/* "ttl": new rows' default; 0 none */
+	struct table_want_col cols[TABLE_COLUMNS_MAX];
+	struct table_want_idx idx[TABLE_INDEXES_MAX];
+	struct table_want_ref refs[TABLE_REFS_MAX];
+	char section[16];	/* the top-level member being read */
+	char attr[16];		/* the member of a column or index being read */
+	const char *bad;	/* what is wrong, for the message */
+};
+
+/*
+ * Parses json (len bytes) into w (zeroed by the caller; heap: it is large).
+ * A text that is no schema: -EINVAL with "what: why" and
+ * MODEL_REASON_BAD_JSON in err.
+ */
+int table_want_parse(const char *json, size_t len, const char *what, struct table_want *w,
+		     struct model_error *err);
+/* Appends a name to the list "a,b" in list (cap bytes); one that does not fit is left out. */
+void table_names_add(char *list, size_t cap, const char *str, size_t len);
+
 /* ---- shared by table_commit.c, table_row.c and table_check.c ---- */
 
 struct tree_node;
@@ -282,5 +349,33 @@ int table_check_columns(struct store_txn *txn, struct table_txn *tt,
 /* Every reference the row holds names an existing row. */
 int table_check_references(struct store_txn *txn, struct table_txn *tt,
 			   const struct table_schema *s, const uint8_t *row, size_t len);
+/*
+ * The value of field `name` of the row: the row's own, or, for a key field
+ * the row leaves out, a string leaf of the text its key gives it, whose
+ * payload is raw (STORE_KEY_MAX bytes, the caller's).
+ */
+int table_row_value(struct store_txn *txn, const struct table_schema *s, const uint8_t *row,
+		    size_t len, const char *name, char *raw, struct tree_node *out);
+
+/* ---- references over several fields (table_ref.c) ---- */
+/* The index whose fields ref names (NULL when the schema holds none: corrupt). */
+const struct table_index *table_ref_index(const struct table_schema *s,
+					  const struct table_ref *ref);
+/* "field a" or "fields a,b": how messages name ref's fields, into buf. */
+const char *table_ref_what(const struct table_schema *s, const struct table_ref *ref,
+			   char *buf, size_t size);
+/* Every reference over several fields of the row names an existing row (EINVAL). */
+int table_refs_check_row(struct store_txn *txn, struct table_txn *tt,
+			 const struct table_schema *s, const uint8_t *row, size_t len);
+/* The removed row of s that a row still references over several fields: EBUSY. */
+int table_refs_restrict(struct store_txn *txn, struct table_txn *tt,
+			const struct table_schema *s, const uint8_t *row, size_t len);
+/* Whether a reference over several fields of s names the field. */
+bool table_refs_have_field(const struct table_schema *s, const char *name);
+/* o's first reference over several fields to the table at key (NULL: none). */
+const struct table_ref *table_refs_to(const struct table_schema *o, const uint8_t *key,
+				      size_t len);
+/* The "references" member of the schema's JSON (nothing when it has none). */
+void table_refs_show_json(const struct table_schema *s, struct json_writer *w);
 
 #endif

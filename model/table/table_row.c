@@ -451,6 +451,19 @@ int table_check_columns(struct store_txn *txn, struct table_txn *tt,
 	return 0;
 }
 
+int table_row_value(struct store_txn *txn, const struct table_schema *s, const uint8_t *row,
+		    size_t len, const char *name, char *raw, struct tree_node *out)
+{
+	int level = key_field_level(s, name);
+	int ret = table_row_field(txn, row, len, name, out);
+
+	if (ret < 0 || out->exists || level < 0)
+		return ret;
+	if (key_field_implied(s, row, len, level, raw, out) < 0)
+		memset(out, 0, sizeof(*out));	/* no such key level: missing */
+	return 0;
+}
+
 int table_check_references(struct store_txn *txn, struct table_txn *tt,
 			   const struct table_schema *s, const uint8_t *row, size_t len)
 {
@@ -461,18 +474,14 @@ int table_check_references(struct store_txn *txn, struct table_txn *tt,
 
 	for (int i = 0; i < s->ncols; i++) {
 		const struct table_col *c = &s->cols[i];
+		char raw[STORE_KEY_MAX];
 
 		if (!c->ref_len)
 			continue;
-		char raw[STORE_KEY_MAX];
-		int level = key_field_level(s, c->name);
-
-		ret = table_row_field(txn, row, len, c->name, &n);
+		/* a key field the row leaves out references what its key names */
+		ret = table_row_value(txn, s, row, len, c->name, raw, &n);
 		if (ret < 0)
 			return ret;
-		/* a key field the row leaves out references what its key names */
-		if (!n.exists && level >= 0 && key_field_implied(s, row, len, level, raw, &n) < 0)
-			continue;
 		if (!n.exists || (n.kind == MODEL_KIND_LEAF && n.leaf.tag == LEAF_NULL))
 			continue;
 		if (!ref_target(c, &n, target, &tlen))
@@ -492,6 +501,5 @@ int table_check_references(struct store_txn *txn, struct table_txn *tt,
 			return ret;
 		}
 	}
-	return 0;
+	return table_refs_check_row(txn, tt, s, row, len);
 }
-

@@ -1,7 +1,10 @@
 /*
  * model/table/table_schema.c - a table's schema record (docs/FORMAT.md, "Tables
- * and indexes"): key fields, columns, indexes and default TTL, encoded as a
- * tuple body sealed with a CRC-32C like data records.
+ * and indexes"): key fields, columns, indexes, default TTL and references
+ * over several fields, encoded as a tuple body sealed with a CRC-32C like
+ * data records. Record version 1 has no references over several fields;
+ * version 2, written only for a schema that has some, adds them after a
+ * TTL element that is then always there (0: none).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -14,7 +17,21 @@
 #include "model/ttl/ttl_int.h"
 
 #define SCHEMA_VERSION 1
+#define SCHEMA_VERSION_REFS 2	/* with references over several fields (and only then) */
 #define SCHEMA_BODY_MAX 65536
+
+/* Version 2's last element: nested (referenced table's data key, index id) each. */
+static void encode_refs(const struct table_schema *s, struct tuple_writer *w)
+{
+	tuple_nested_begin(w);
+	for (int i = 0; i < s->nrefs; i++) {
+		tuple_nested_begin(w);
+		tuple_put_bytes(w, s->refs[i].table, s->refs[i].table_len);
+		tuple_put_int(w, s->refs[i].index);
+		tuple_nested_end(w);
+	}
+	tuple_nested_end(w);
+}
 
 int table_schema_encode(const struct table_schema *s, struct strbuf *out)
 {
@@ -24,7 +41,7 @@ int table_schema_encode(const struct table_schema *s, struct strbuf *out)
 	if (!buf)
 		return -ENOMEM;
 	tuple_writer_init(&w, buf, SCHEMA_BODY_MAX);
-	tuple_put_int(&w, SCHEMA_VERSION);
+	tuple_put_int(&w, s->nrefs ? SCHEMA_VERSION_REFS : SCHEMA_VERSION);
 	tuple_put_int(&w, s->key_depth);
 	tuple_nested_begin(&w);
 	for (int i = 0; i < s->nkey_fields; i++)
@@ -59,8 +76,10 @@ int table_schema_encode(const struct table_schema *s, struct strbuf *out)
 		tuple_nested_end(&w);
 	}
 	tuple_nested_end(&w);
-	if (s->ttl_seconds)	/* optional (format 4): records without it read as 0 */
+	if (s->ttl_seconds || s->nrefs)	/* optional in version 1 (format 4): absent reads as 0 */
 		tuple_put_int(&w, s->ttl_seconds);
+	if (s->nrefs)
+		encode_refs(s, &w);
 	if (!w.overflow)
 		leaf_record_seal(s->key, s->key_len, buf, w.len, out);
 	free(buf);
@@ -136,9 +155,54 @@ static bool decode_index(const struct tuple_elem *n, struct table_index *x)
 	return x->nfields > 0;
 }
 
+/* A reference: its table's key and an index of the schema named "@..." over its fields. */
+static bool decode_ref(const struct tuple_elem *n, const struct table_schema *s,
+		       struct table_ref *ref)
+{
+	struct tuple_reader r;
+	struct tuple_elem e;
+	const struct table_index *x;
+
+	tuple_reader_init_nested(&r, n);
+	if (!next_of(&r, TUPLE_TYPE_BYTES, &e) || e.len == 0 || e.len > STORE_KEY_MAX)
+		return false;
+	tuple_elem_copy(&e, ref->table);
+	ref->table_len = e.len;
+	if (!next_of(&r, TUPLE_TYPE_INT, &e) || r.pos != r.len)
+		return false;
+	ref->index = e.integer;
+	x = table_ref_index(s, ref);
+	return x && x->name[0] == '@';
+}
+
+/* The TTL element (optional in version 1, always there in 2) and version 2's references. */
+static int decode_tail(struct tuple_reader *r, int64_t version, struct table_schema *s)
+{
+	struct tuple_reader nr;
+	struct tuple_elem e, n;
+
+	if (r->pos < r->len || version == SCHEMA_VERSION_REFS) {
+		if (!next_of(r, TUPLE_TYPE_INT, &e) || e.integer < 0 ||
+		    e.integer > TTL_SECONDS_MAX || (e.integer == 0 && version == SCHEMA_VERSION))
+			return -EINVAL;
+		s->ttl_seconds = e.integer;
+	}
+	if (version == SCHEMA_VERSION_REFS) {
+		if (!next_of(r, TUPLE_TYPE_NESTED, &n))
+			return -EINVAL;
+		tuple_reader_init_nested(&nr, &n);
+		for (; nr.pos < nr.len; s->nrefs++)
+			if (s->nrefs >= TABLE_REFS_MAX || !next_of(&nr, TUPLE_TYPE_NESTED, &e) ||
+			    !decode_ref(&e, s, &s->refs[s->nrefs]))
+				return -EINVAL;
+	}
+	return r->pos == r->len ? 0 : -EINVAL;
+}
+
 int table_schema_decode(const uint8_t *key, size_t key_len, const void *rec, size_t len,
 			struct table_schema *s)
 {
+	int64_t version;
 	struct tuple_reader r, nr;
 	struct tuple_elem e, n;
 	size_t body_len;
@@ -152,8 +216,11 @@ int table_schema_decode(const uint8_t *key, size_t key_len, const void *rec, siz
 	memcpy(s->key, key, key_len);
 	s->key_len = key_len;
 	tuple_reader_init(&r, rec, body_len);
-	if (!next_of(&r, TUPLE_TYPE_INT, &e) || e.integer != SCHEMA_VERSION ||
-	    !next_of(&r, TUPLE_TYPE_INT, &e) || e.integer < 1 || e.integer > TABLE_KEY_DEPTH_MAX)
+	if (!next_of(&r, TUPLE_TYPE_INT, &e) ||
+	    (e.integer != SCHEMA_VERSION && e.integer != SCHEMA_VERSION_REFS))
+		return -EINVAL;
+	version = e.integer;
+	if (!next_of(&r, TUPLE_TYPE_INT, &e) || e.integer < 1 || e.integer > TABLE_KEY_DEPTH_MAX)
 		return -EINVAL;
 	s->key_depth = (int)e.integer;
 	if (!next_of(&r, TUPLE_TYPE_NESTED, &n))
@@ -176,10 +243,5 @@ int table_schema_decode(const uint8_t *key, size_t key_len, const void *rec, siz
 		if (s->nidx >= TABLE_INDEXES_MAX || !next_of(&nr, TUPLE_TYPE_NESTED, &e) ||
 		    !decode_index(&e, &s->idx[s->nidx]))
 			return -EINVAL;
-	if (r.pos < r.len) {
-		if (!next_of(&r, TUPLE_TYPE_INT, &e) || e.integer < 1 || e.integer > TTL_SECONDS_MAX)
-			return -EINVAL;
-		s->ttl_seconds = e.integer;
-	}
-	return r.pos == r.len ? 0 : -EINVAL;
+	return decode_tail(&r, version, s);
 }

@@ -684,6 +684,20 @@ static int remove_subtree(struct store_txn *txn, const struct tree_path *p)
 	return ret;
 }
 
+/* MODEL_REMOVE_ROW_WHOLE: a name in a row another row references stays. */
+static int remove_pinned(const struct node_op *op, struct store_txn *txn,
+			 const struct tree_path *p)
+{
+	int ret = table_row_pinned(txn, p->key, p->len);
+
+	if (ret <= 0)
+		return ret;
+	/* keeps the message that names the referencing row; the reason is this one */
+	if (op->err)
+		op->err->reason = MODEL_REASON_ROW_PINNED;
+	return -EBUSY;
+}
+
 static int remove_txn(struct store_txn *txn, void *arg)
 {
 	struct node_op *op = arg;
@@ -704,6 +718,8 @@ static int remove_txn(struct store_txn *txn, void *arg)
 	if (ret < 0)
 		return ret;
 	ret = remove_check(op, &p, &n);
+	if (ret == 0 && (op->flags & MODEL_REMOVE_ROW_WHOLE) && !p.is_view)
+		ret = remove_pinned(op, txn, &p);
 	if (ret < 0)
 		return ret;
 	return remove_subtree(txn, &p);

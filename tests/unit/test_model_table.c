@@ -2,8 +2,9 @@
  * tests/unit/test_model_table.c - tables: the index value encoding orders
  * numbers exactly across integers, doubles and big integers (random pairs
  * against an independent comparison), strings in byte order; and the rules
- * a write must keep (unique, references, restricted delete), and kvfs check
- * finding an index entry corrupted through the store layer.
+ * a write must keep (unique, references, restricted delete), kvfs check
+ * finding an index entry corrupted through the store layer, and the schema
+ * record's two versions (docs/FORMAT.md, "Schema records").
  */
 #include <errno.h>
 #include <math.h>
@@ -312,9 +313,50 @@ static void test_rules(void)
 	CHECK(strstr(err.msg, "/orders/1"));
 	CHECK_EQ_INT(model_remove(m, "/people", MODEL_REMOVE_RECURSIVE, &err), -EBUSY);
 	CHECK_EQ_INT(model_table_drop(m, "/people", &err), -EBUSY);
+	/* MODEL_REMOVE_ROW_WHOLE: nothing inside the referenced row goes; the row itself
+	 * meets the reference; a row nothing references is not pinned */
+	CHECK_EQ_INT(model_remove(m, "/people/ann/email", MODEL_REMOVE_LEAF |
+				  MODEL_REMOVE_ROW_WHOLE, &err), -EBUSY);
+	CHECK(err.reason == MODEL_REASON_ROW_PINNED && strstr(err.msg, "/orders/1"));
+	CHECK_EQ_INT(model_remove(m, "/people/ann", MODEL_REMOVE_RECURSIVE |
+				  MODEL_REMOVE_ROW_WHOLE, &err), -EBUSY);
+	CHECK(err.reason == MODEL_REASON_TABLE_RULE);
+	CHECK_EQ_INT(put(m, "/people/dee.json", "{\"email\":\"d@x\",\"age\":1}", &err), 0);
+	CHECK_EQ_INT(model_remove(m, "/people/dee/age", MODEL_REMOVE_LEAF |
+				  MODEL_REMOVE_ROW_WHOLE, &err), 0);
+	CHECK_EQ_INT(model_remove(m, "/people/dee", MODEL_REMOVE_RECURSIVE, &err), 0);
 	/* both rows in one transaction: fine */
 	CHECK_EQ_INT(model_remove(m, "/orders/1", MODEL_REMOVE_RECURSIVE, &err), 0);
 	CHECK_EQ_INT(model_remove(m, "/people/ann", MODEL_REMOVE_RECURSIVE, &err), 0);
+	close_fresh(m);
+}
+
+/*
+ * A reference over two fields holding integers names the key levels their
+ * decimal text spells: it holds /t/7/1, not /t/007/1, though both read as
+ * the numbers 7 and 1.
+ */
+static void test_refs_over_numbers(void)
+{
+	struct model_error err;
+	struct model *m = open_fresh();
+
+	CHECK(m != NULL);
+	if (!m)
+		return;
+	CHECK_EQ_INT(put(m, "/t.json", "{\"7\":{\"1\":{}},\"007\":{\"1\":{}}}", &err), 0);
+	CHECK_EQ_INT(model_table_create(m, "/t", 2, NULL, &err), 0);
+	CHECK_EQ_INT(model_table_create(m, "/r", 1, NULL, &err), 0);
+	CHECK_EQ_INT(model_table_reference(m, "/r", "a,b", "/t", &err), 0);
+	CHECK_EQ_INT(put(m, "/r/x.json", "{\"a\":7,\"b\":2}", &err), -EINVAL);
+	CHECK(strstr(err.msg, "/r/x: fields a,b reference /t/7/2, which does not exist"));
+	CHECK_EQ_INT(put(m, "/r/x.json", "{\"a\":7,\"b\":1}", &err), 0);
+	CHECK_EQ_INT(model_remove(m, "/t/007/1", MODEL_REMOVE_RECURSIVE, &err), 0);
+	CHECK_EQ_INT(model_remove(m, "/t/7/1", MODEL_REMOVE_RECURSIVE, &err), -EBUSY);
+	CHECK(strstr(err.msg, "/t/7/1: still referenced by /r/x (fields a,b)"));
+	CHECK_EQ_INT(model_remove(m, "/t/7", MODEL_REMOVE_RECURSIVE, &err), -EBUSY);
+	CHECK_EQ_INT(model_table_reference(m, "/r", "a,b", NULL, &err), 0);
+	CHECK_EQ_INT(model_remove(m, "/t/7/1", MODEL_REMOVE_RECURSIVE, &err), 0);
 	close_fresh(m);
 }
 
@@ -367,6 +409,126 @@ static void test_check_finds_corrupt_entry(void)
 	close_fresh(m);
 }
 
+/* ---- schema records ---- */
+
+/* The first element of a sealed record's body: its version. */
+static int64_t record_version(const struct strbuf *rec)
+{
+	struct tuple_reader r;
+	struct tuple_elem e;
+
+	tuple_reader_init(&r, rec->buf, rec->len - 4);
+	return tuple_next(&r, &e) == 1 && e.type == TUPLE_TYPE_INT ? e.integer : -1;
+}
+
+/* A record in the layout of version 1, written element by element as FORMAT.md has it. */
+static void seal_v1(const uint8_t *key, size_t klen, int64_t ttl, struct strbuf *out)
+{
+	uint8_t body[256];
+	struct tuple_writer w;
+
+	tuple_writer_init(&w, body, sizeof(body));
+	tuple_put_int(&w, 1);
+	tuple_put_int(&w, 2);			/* key depth */
+	tuple_nested_begin(&w);
+	tuple_put_string(&w, "a", 1);		/* key fields */
+	tuple_put_string(&w, "b", 1);
+	tuple_nested_end(&w);
+	tuple_nested_begin(&w);			/* a column: n, integer, required, no reference */
+	tuple_nested_begin(&w);
+	tuple_put_string(&w, "n", 1);
+	tuple_put_int(&w, TABLE_COL_INTEGER);
+	tuple_put_bool(&w, true);
+	tuple_put_int(&w, 0);
+	tuple_put_bytes(&w, "", 0);
+	tuple_put_int(&w, 0);
+	tuple_nested_end(&w);
+	tuple_nested_end(&w);
+	tuple_nested_begin(&w);			/* an index: by_n (id 3) over n */
+	tuple_nested_begin(&w);
+	tuple_put_string(&w, "by_n", 4);
+	tuple_put_int(&w, 3);
+	tuple_put_bool(&w, false);
+	tuple_nested_begin(&w);
+	tuple_put_string(&w, "n", 1);
+	tuple_nested_end(&w);
+	tuple_nested_end(&w);
+	tuple_nested_end(&w);
+	if (ttl >= 0)
+		tuple_put_int(&w, ttl);
+	strbuf_reset(out);
+	leaf_record_seal(key, klen, body, w.len, out);
+}
+
+static void test_schema_record_versions(void)
+{
+	struct table_schema *s = calloc(1, sizeof(*s)), *d = calloc(1, sizeof(*d));
+	uint8_t key[8], ref[8];
+	size_t klen, rlen;
+	struct tuple_writer w;
+	struct strbuf rec;
+
+	CHECK(s && d);
+	if (!s || !d)
+		goto out;
+	tuple_writer_init(&w, key, sizeof(key));
+	tuple_put_string(&w, "t", 1);		/* the table /t */
+	klen = w.len;
+	tuple_writer_init(&w, ref, sizeof(ref));
+	tuple_put_string(&w, "p", 1);		/* the table /p it references */
+	rlen = w.len;
+	strbuf_init(&rec);
+	/* a record of a kvfs before references over several fields still reads */
+	seal_v1(key, klen, -1, &rec);
+	CHECK_EQ_INT(table_schema_decode(key, klen, rec.buf, rec.len, s), 0);
+	CHECK_EQ_INT(s->key_depth, 2);
+	CHECK_EQ_INT(s->ncols, 1);
+	CHECK_EQ_INT(s->nidx, 1);
+	CHECK_EQ_INT(s->nrefs, 0);
+	CHECK_EQ_INT(s->ttl_seconds, 0);
+	seal_v1(key, klen, 60, &rec);
+	CHECK_EQ_INT(table_schema_decode(key, klen, rec.buf, rec.len, s), 0);
+	CHECK_EQ_INT(s->ttl_seconds, 60);
+	/* without references over several fields, written as version 1, byte for byte */
+	{
+		struct strbuf again;
+
+		strbuf_init(&again);
+		CHECK_EQ_INT(table_schema_encode(s, &again), 0);
+		CHECK_MEM(again.buf, again.len, rec.buf, rec.len);
+		CHECK_EQ_INT(record_version(&again), 1);
+		strbuf_release(&again);
+	}
+	seal_v1(key, klen, 0, &rec);	/* version 1 never holds a TTL of 0 */
+	CHECK_EQ_INT(table_schema_decode(key, klen, rec.buf, rec.len, d), -EINVAL);
+	/* with one: version 2, read back whole, its TTL 0 or not */
+	for (int64_t ttl = 0; ttl <= 60; ttl += 60) {
+		s->ttl_seconds = ttl;
+		s->nrefs = 1;
+		memcpy(s->refs[0].table, ref, rlen);
+		s->refs[0].table_len = rlen;
+		s->refs[0].index = 3;
+		strcpy(s->idx[0].name, "@n");
+		strbuf_reset(&rec);
+		CHECK_EQ_INT(table_schema_encode(s, &rec), 0);
+		CHECK_EQ_INT(record_version(&rec), 2);
+		CHECK_EQ_INT(table_schema_decode(key, klen, rec.buf, rec.len, d), 0);
+		CHECK_EQ_INT(d->nrefs, 1);
+		CHECK_EQ_INT(d->refs[0].index, 3);
+		CHECK_MEM(d->refs[0].table, d->refs[0].table_len, ref, rlen);
+		CHECK_EQ_INT(d->ttl_seconds, ttl);
+	}
+	/* a reference whose index the schema does not hold is malformed */
+	s->refs[0].index = 9;
+	strbuf_reset(&rec);
+	CHECK_EQ_INT(table_schema_encode(s, &rec), 0);
+	CHECK_EQ_INT(table_schema_decode(key, klen, rec.buf, rec.len, d), -EINVAL);
+	strbuf_release(&rec);
+out:
+	free(s);
+	free(d);
+}
+
 int main(void)
 {
 	TEST(test_number_order_random);
@@ -374,5 +536,7 @@ int main(void)
 	TEST(test_string_order);
 	TEST(test_rules);
 	TEST(test_check_finds_corrupt_entry);
+	TEST(test_schema_record_versions);
+	TEST(test_refs_over_numbers);
 	return UNIT_DONE();
 }

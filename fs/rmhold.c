@@ -1,0 +1,442 @@
+/*
+ * fs/rmhold.c - removals held in table rows, so that `rm -r ROW` removes a
+ * row whole (ops_int.h says what is held and when it ends). rm -r (GNU
+ * fts) unlinks each name of a directory, then removes the directory; the
+ * mount cannot know at the first unlink that the row goes next, and a
+ * table judges each unlink on the row it leaves: it refuses the unlink of
+ * a required field, and accepts the unlinks in a row another row
+ * references, whose removal it then refuses (EBUSY) with the row emptied.
+ *
+ * So such an unlink (or rmdir of a directory in a row) is held: the model
+ * changes nothing, the caller sees success, and the name is hidden (lookup
+ * ENOENT, listings skip it; the kernel dropped its entry at the unlink).
+ * The rmdir of a directory whose stored names are all held removes it
+ * whole in one model call (MODEL_REMOVE_RECURSIVE): the row's index
+ * entries go with it and its references are checked; refused, the held
+ * names come back. A hold nothing took is tried for real once no removal
+ * was held for FS_RMHOLD_MS, at fsync, fsyncdir and unmount.
+ *
+ * The state is on the held node (rm_held, a ref, a link in ctx->rmhold)
+ * under ctx->lock, so a hold follows renames of the directories above it
+ * and a lookup finds it through the node table. A removal and its hold,
+ * an rmdir that takes the holds below it, and an attempt for real each run
+ * inside the exclusive write section, so none of them sees another half
+ * done. A create onto a held name ends the hold before its own section: an
+ * attempt for real running then either removed the name (the create makes
+ * it anew) or was refused (the create opens it, truncated); either way the
+ * caller gets the file it asked for. The kernel serializes a create in a
+ * directory with the rmdir of that directory (both lock it), so a name
+ * cannot be re-created while its row goes.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fs/fs_int.h"
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* A hold that ended, handled once ctx->lock is released (pinned: one ref). */
+struct ended {
+	struct fs_node *node;
+	struct fs_node *dir;	/* its parent, pinned too */
+	char *back;		/* refused: its name (heap), which the kernel must ask again */
+};
+
+struct ended_vec {
+	struct ended *v;
+	size_t n, cap;
+};
+
+/* ctx->lock held. node is strictly below top. */
+static bool is_below(const struct fs_node *node, const struct fs_node *top)
+{
+	for (const struct fs_node *n = node->parent; n; n = n->parent)
+		if (n == top)
+			return true;
+	return false;
+}
+
+/*
+ * ctx->lock held. Ends node's hold: unlinked, uncounted, its ref moved to
+ * out (with one on its parent) for end_finish; dropped when out is NULL
+ * or full. A name back gets a new node at its next lookup (the old one
+ * stays with whatever the kernel still holds: a directory the kernel saw
+ * removed is dead to it).
+ */
+static void end_locked(struct fs_ctx *ctx, struct fs_node *node, bool back, struct ended_vec *out)
+{
+	char *name = NULL;
+
+	if (node->held_prev)
+		node->held_prev->held_next = node->held_next;
+	else
+		ctx->rmhold.head = node->held_next;
+	if (node->held_next)
+		node->held_next->held_prev = node->held_prev;
+	node->held_prev = node->held_next = NULL;
+	node->rm_held = node->rm_held_dir = false;
+	node->parent->nheld--;
+	atomic_fetch_sub(&ctx->rmhold.n, 1);
+	if (back) {
+		node->parent->dir_gen = 0;	/* the next opendir drops the kernel's listing */
+		fs_node_unhash_locked(ctx, node);
+		name = strdup(node->name);
+	}
+	if (out && out->n == out->cap) {
+		size_t cap = out->cap ? out->cap * 2 : 16;
+		struct ended *v = realloc(out->v, cap * sizeof(*v));
+
+		if (v) {
+			out->v = v;
+			out->cap = cap;
+		}
+	}
+	if (!out || out->n == out->cap) {
+		free(name);	/* the kernel asks at the next lookup all the same */
+		fs_node_unref_locked(ctx, node);
+		return;
+	}
+	fs_node_ref_locked(node->parent);
+	out->v[out->n++] = (struct ended){ node, node->parent, name };
+}
+
+/* Without ctx->lock: the kernel forgets what it had of the names back; the refs go. */
+static void end_finish(struct fs_ctx *ctx, struct ended_vec *ev)
+{
+	for (size_t i = 0; i < ev->n; i++) {
+		struct ended *e = &ev->v[i];
+
+		if (e->back) {
+			fs_inval_entry(ctx, fs_node_ino(ctx, e->dir), e->back, strlen(e->back));
+			free(e->back);
+		}
+		pthread_mutex_lock(&ctx->lock);
+		fs_node_unref_locked(ctx, e->node);
+		fs_node_unref_locked(ctx, e->dir);
+		pthread_mutex_unlock(&ctx->lock);
+	}
+	free(ev->v);
+}
+
+/* ctx->lock held. Ends every hold strictly below top. */
+static void end_below_locked(struct fs_ctx *ctx, struct fs_node *top, bool back,
+			     struct ended_vec *out)
+{
+	struct fs_node *h, *next;
+
+	for (h = ctx->rmhold.head; h; h = next) {
+		next = h->held_next;	/* held itself: not freed by ending h */
+		if (is_below(h, top))
+			end_locked(ctx, h, back, out);
+	}
+}
+
+bool fs_rmhold_hidden(struct fs_ctx *ctx, struct fs_node *dir, const char *name)
+{
+	struct fs_node *node;
+	bool held = false;
+
+	if (!atomic_load(&ctx->rmhold.n))
+		return false;
+	pthread_mutex_lock(&ctx->lock);
+	if (dir->nheld) {
+		node = fs_node_child_locked(ctx, dir, name, false);
+		held = node && node->rm_held;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return held;
+}
+
+/* A removal's refusal that rm -r of the row would not meet. */
+static bool hold_wanted(int ret, const struct model_error *err)
+{
+	return (ret == -EBUSY && err->reason == MODEL_REASON_ROW_PINNED) ||
+	       (ret == -EINVAL && err->reason == MODEL_REASON_TABLE_RULE);
+}
+
+/* In the exclusive section: holds name in dir; the holds below it end in it. */
+static int hold_add(struct fs_ctx *ctx, struct fs_node *dir, const char *name, bool is_dir)
+{
+	struct fs_node *node;
+
+	pthread_mutex_lock(&ctx->lock);
+	node = fs_node_child_locked(ctx, dir, name, true);
+	if (!node) {
+		pthread_mutex_unlock(&ctx->lock);
+		return -ENOMEM;
+	}
+	if (!node->rm_held) {
+		if (is_dir)
+			end_below_locked(ctx, node, false, NULL);	/* tried with it, as rm -r */
+		fs_node_ref_locked(node);
+		node->rm_held = true;
+		node->rm_held_dir = is_dir;
+		node->held_prev = NULL;
+		node->held_next = ctx->rmhold.head;
+		if (node->held_next)
+			node->held_next->held_prev = node;
+		ctx->rmhold.head = node;
+		dir->nheld++;
+		dir->dir_gen = 0;
+		atomic_fetch_add(&ctx->rmhold.n, 1);
+	}
+	ctx->rmhold.last_ns = mono_ns();
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
+struct cover {
+	struct fs_ctx *ctx;
+	struct fs_node *dir;
+	bool all;		/* every name so far is held */
+};
+
+static int cover_fn(void *arg, const char *name, const struct model_node *node)
+{
+	struct cover *c = arg;
+	struct fs_node *child;
+
+	(void)node;
+	pthread_mutex_lock(&c->ctx->lock);
+	child = fs_node_child_locked(c->ctx, c->dir, name, false);
+	c->all = child && child->rm_held;
+	pthread_mutex_unlock(&c->ctx->lock);
+	return c->all ? 0 : 1;
+}
+
+/* In the exclusive section: every name stored in name in dir (path) is held. */
+static bool all_held(struct fs_ctx *ctx, struct fs_node *dir, const char *name, const char *path)
+{
+	struct cover c = { ctx, NULL, false };
+	struct model_error err = { 0 };
+	struct model_list *list;
+	int ret;
+
+	pthread_mutex_lock(&ctx->lock);
+	c.dir = fs_node_child_locked(ctx, dir, name, false);
+	if (c.dir && c.dir->nheld)
+		fs_node_ref_locked(c.dir);
+	else
+		c.dir = NULL;
+	pthread_mutex_unlock(&ctx->lock);
+	if (!c.dir)
+		return false;
+	ret = model_list_open(ctx->model, path, &list, &err);
+	if (ret == 0) {
+		model_list_want_subdirs(list, false);
+		ret = model_list_fill(list, cover_fn, &c);
+		model_list_close(list);
+	}
+	pthread_mutex_lock(&ctx->lock);
+	fs_node_unref_locked(ctx, c.dir);
+	pthread_mutex_unlock(&ctx->lock);
+	return ret == 0 && c.all;
+}
+
+int fs_rmhold_removal(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
+		      const char *path, unsigned flags, int *ret, struct model_error *err,
+		      bool *whole)
+{
+	bool is_dir = flags & MODEL_REMOVE_DIR;
+
+	*whole = false;
+	if (*ret == -ENOTEMPTY && is_dir && all_held(ctx, dir, name, path)) {
+		*whole = true;
+		memset(err, 0, sizeof(*err));
+		*ret = model_remove(ctx->model, path, MODEL_REMOVE_RECURSIVE | MODEL_REMOVE_ROW_WHOLE,
+				    err);
+	}
+	if (*ret == 0 || !hold_wanted(*ret, err))
+		return 0;
+	fs_trace(ctx, "%s: removal held until its row goes: %s", path, err->msg);
+	*whole = false;
+	*ret = hold_add(ctx, dir, name, is_dir);
+	return 1;
+}
+
+void fs_rmhold_end_below(struct fs_ctx *ctx, struct fs_node *dir, const char *name, bool back)
+{
+	struct ended_vec ev = { 0 };
+	struct fs_node *node;
+
+	pthread_mutex_lock(&ctx->lock);
+	node = fs_node_child_locked(ctx, dir, name, false);
+	if (node)
+		end_below_locked(ctx, node, back, &ev);
+	pthread_mutex_unlock(&ctx->lock);
+	end_finish(ctx, &ev);
+}
+
+/*
+ * One held removal tried for real, in its own exclusive section: removed,
+ * or refused (logged, for user.kvfs.error) and shown again.
+ */
+static void try_one(struct fs_ctx *ctx, struct fs_node *node)
+{
+	struct ended_vec ev = { 0 };
+	struct model_error err = { 0 };
+	struct fs_node *dir = NULL;
+	char *path = NULL, *name = NULL;
+	bool is_dir = false, held;
+	int ret;
+
+	fs_write_begin_excl(ctx);
+	pthread_mutex_lock(&ctx->lock);
+	if (node->rm_held) {
+		dir = node->parent;
+		fs_node_ref_locked(dir);
+		is_dir = node->rm_held_dir;
+		name = strdup(node->name);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	if (!dir) {
+		fs_write_end(ctx, 0);	/* ended meanwhile */
+		return;
+	}
+	ret = name ? fs_node_path(ctx, node, NULL, &path) : -ENOMEM;	/* -ENOENT: its row went */
+	if (ret == 0)
+		ret = model_remove(ctx->model, path, is_dir ? MODEL_REMOVE_RECURSIVE :
+				   MODEL_REMOVE_LEAF, &err);
+	pthread_mutex_lock(&ctx->lock);
+	held = node->rm_held;	/* false: a create took the name meanwhile (no section) */
+	if (held)
+		end_locked(ctx, node, ret < 0 && ret != -ENOENT, &ev);
+	pthread_mutex_unlock(&ctx->lock);
+	if (ret == 0)
+		fs_node_detach(ctx, dir, name);	/* before a committer can take the path */
+	fs_write_end(ctx, ret);
+	if (ret < 0 && ret != -ENOENT && held)
+		fs_log_model(ctx, ret, &err, path ? path : "a removal held in a row");
+	else if (ret == 0)
+		fs_trace(ctx, "held removal of %s done", path);
+	end_finish(ctx, &ev);
+	pthread_mutex_lock(&ctx->lock);
+	fs_node_unref_locked(ctx, dir);
+	pthread_mutex_unlock(&ctx->lock);
+	free(name);
+	free(path);
+}
+
+void fs_rmhold_settle(struct fs_ctx *ctx, bool all)
+{
+	struct fs_node **todo = NULL, *h;
+	size_t n = 0, max;
+
+	if (ctx->read_only || !atomic_load(&ctx->rmhold.n))
+		return;
+	pthread_mutex_lock(&ctx->lock);
+	max = atomic_load(&ctx->rmhold.n);
+	if (all || mono_ns() - ctx->rmhold.last_ns >= (int64_t)FS_RMHOLD_MS * 1000000)
+		todo = calloc(max, sizeof(*todo));
+	for (h = ctx->rmhold.head; todo && h && n < max; h = h->held_next) {
+		fs_node_ref_locked(h);
+		todo[n++] = h;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	for (size_t i = 0; i < n; i++) {
+		try_one(ctx, todo[i]);
+		pthread_mutex_lock(&ctx->lock);
+		fs_node_unref_locked(ctx, todo[i]);
+		pthread_mutex_unlock(&ctx->lock);
+	}
+	free(todo);
+}
+
+void fs_rmhold_settle_name(struct fs_ctx *ctx, struct fs_node *dir, const char *name)
+{
+	struct fs_node *node = NULL;
+
+	if (!atomic_load(&ctx->rmhold.n))
+		return;
+	pthread_mutex_lock(&ctx->lock);
+	if (dir->nheld)
+		node = fs_node_child_locked(ctx, dir, name, false);
+	if (node && node->rm_held)
+		fs_node_ref_locked(node);
+	else
+		node = NULL;
+	pthread_mutex_unlock(&ctx->lock);
+	if (!node)
+		return;
+	try_one(ctx, node);
+	pthread_mutex_lock(&ctx->lock);
+	fs_node_unref_locked(ctx, node);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+bool fs_rmhold_cancel(struct fs_ctx *ctx, struct fs_node *dir, const char *name)
+{
+	struct ended_vec ev = { 0 };
+	struct fs_node *node = NULL;
+	bool leaf = false;
+
+	if (!atomic_load(&ctx->rmhold.n))
+		return false;
+	pthread_mutex_lock(&ctx->lock);
+	if (dir->nheld)
+		node = fs_node_child_locked(ctx, dir, name, false);
+	if (node && node->rm_held && !node->rm_held_dir) {
+		leaf = true;
+		end_locked(ctx, node, false, &ev);	/* the node stays: the new file is it */
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	end_finish(ctx, &ev);
+	if (!leaf)
+		fs_rmhold_settle_name(ctx, dir, name);	/* a directory: no file replaces it */
+	return leaf;
+}
+
+/* ctx->lock held. The holds at and below what the view name in dir stands for end. */
+static void view_written_locked(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
+				struct ended_vec *ev)
+{
+	size_t len = strlen(name), base = model_name_view_base(name, len);
+	struct fs_node *target = dir;
+	char *copy;
+
+	if (!model_name_is_view(name, len))
+		return;
+	if (base) {
+		copy = strndup(name, base);
+		target = copy ? fs_node_child_locked(ctx, dir, copy, false) : NULL;
+		free(copy);
+	}
+	if (!target)
+		return;
+	end_below_locked(ctx, target, false, ev);
+	if (target->rm_held)
+		end_locked(ctx, target, false, ev);
+}
+
+void fs_rmhold_view_written(struct fs_ctx *ctx, struct fs_node *dir, const char *name)
+{
+	struct ended_vec ev = { 0 };
+
+	if (!atomic_load(&ctx->rmhold.n))
+		return;
+	pthread_mutex_lock(&ctx->lock);
+	view_written_locked(ctx, dir, name, &ev);
+	pthread_mutex_unlock(&ctx->lock);
+	end_finish(ctx, &ev);
+}
+
+void fs_rmhold_view_node_written(struct fs_ctx *ctx, struct fs_node *view)
+{
+	struct ended_vec ev = { 0 };
+
+	if (!atomic_load(&ctx->rmhold.n))
+		return;
+	pthread_mutex_lock(&ctx->lock);
+	if (view->parent && view->hashed)
+		view_written_locked(ctx, view->parent, view->name, &ev);
+	pthread_mutex_unlock(&ctx->lock);
+	end_finish(ctx, &ev);
+}
