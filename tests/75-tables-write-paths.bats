@@ -476,6 +476,13 @@ geo_poi() {
 	run -0 err "$MNT/poi/G1"
 	assert_output --partial '/poi/G1/fr: still referenced by /reviews/r1 (fields poi,lang)'
 	reads "$MNT/poi/G1/fr/poiName" 'Le Louvre'
+	# rm -r of it, a field at a time and then the row: refused whole, the
+	# fields kept (found by the model test, seed 76: they were unlinked)
+	run -1 rm -r "$MNT/poi/G1/en"
+	assert_output --partial 'Device or resource busy'
+	run -0 err "$MNT/poi/G1"
+	assert_output --partial '/poi/G1/en: still referenced by /names/G1/en (fields poi_id,language)'
+	reads "$MNT/poi/G1/en/poiName" 'Louvre'
 	diff "$T/before" <(kvfs export --compact "$STORE")
 	run -0 kvfs check "$STORE"
 	assert_output --partial ', 0 problems'

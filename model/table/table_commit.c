@@ -587,13 +587,21 @@ static int check_restrict(struct store_txn *txn, struct table_txn *tt,
 }
 
 /* A column of some table references s's rows. */
+/* Some table references s: by a column, or by a reference over several fields. */
 static bool table_referenced(const struct table_txn *tt, const struct table_schema *s)
 {
-	for (int t = 0; t < tt->ntables; t++)
-		for (int i = 0; i < tt->tables[t]->ncols; i++)
-			if (tt->tables[t]->cols[i].ref_len == s->key_len &&
-			    memcmp(tt->tables[t]->cols[i].ref, s->key, s->key_len) == 0)
+	for (int t = 0; t < tt->ntables; t++) {
+		const struct table_schema *o = tt->tables[t];
+
+		for (int i = 0; i < o->ncols; i++)
+			if (o->cols[i].ref_len == s->key_len &&
+			    memcmp(o->cols[i].ref, s->key, s->key_len) == 0)
 				return true;
+		for (int i = 0; i < o->nrefs; i++)
+			if (o->refs[i].table_len == s->key_len &&
+			    memcmp(o->refs[i].table, s->key, s->key_len) == 0)
+				return true;
+	}
 	return false;
 }
 
@@ -615,8 +623,10 @@ int table_row_pinned(struct store_txn *txn, const uint8_t *key, size_t len)
 		    table_key_count(key, s->key_len, len, s->key_depth, &row_end) < s->key_depth ||
 		    len <= row_end)
 			continue;	/* no row of a referenced table, or the row itself */
-		/* the restriction a removal of the row meets, with its message */
+		/* the restrictions a removal of the row meets, with their messages */
 		ret = check_restrict(txn, tt, s, key, row_end);
+		if (ret == 0)
+			ret = table_refs_restrict(txn, tt, s, key, row_end);
 		if (ret < 0)
 			return ret == -EBUSY ? 1 : ret;
 	}
