@@ -54,7 +54,7 @@ import traceback
 
 sys.dont_write_bytecode = True	# no __pycache__ in scripts/
 from model_tables_oracle import (  # noqa: E402  (scripts/, beside this file)
-    BIG, COLUMNS, DOUBLES, FIELDS, INDEXES, O_NAMES, O_TTL, P_KEYS, REASON_TEXT, TTLS,
+    BIG, COLUMNS, DOUBLES, FIELDS, INDEXES, O_NAMES, O_TTL, P_KEYS, REASON_TEXT, TOGGLED, TTLS,
     Model, Row, canon, cat_text, diff, fmt_double, kind_of, text_as, value_from_text)
 
 
@@ -154,6 +154,13 @@ class Driver:
     def chance(self, p):
         return self.rng.random() < p
 
+    def pick_row(self):
+        """A table and one of its rows: (table, key, Row), or None when the
+        table drawn has no row."""
+        table = self.pick(["p", "o"])
+        key = self.row_key(table)
+        return None if key is None else (table, key, self.m.tables[table][key])
+
     def row_key(self, table, existing=True):
         rows = self.m.tables[table]
         if existing:
@@ -237,15 +244,12 @@ class Driver:
 
     def leaf_write(self, how):
         """echo V > ROW/FIELD through the mount, or kvfs put [--ttl] S PATH V."""
-        table = self.pick(["p", "o"])
-        key = self.row_key(table)
-        if key is None:
+        if not (picked := self.pick_row()):
             return None
+        table, key, row = picked
         field = self.pick(FIELDS[table])
         text = self.field_text(table, field, key)
-        row = self.m.tables[table][key]
-        old = row.fields.get(field)
-        value = value_from_text(table, field, text, old, how == "echo")
+        value = value_from_text(table, field, text, row.fields.get(field), how == "echo")
         fields = dict(row.fields, **{field: value})
         reasons = self.m.broken(table, key, fields)
         ttl = None
@@ -269,12 +273,10 @@ class Driver:
 
     def trunc_append(self):
         """: > ROW/FIELD then echo V >> ROW/FIELD through the mount."""
-        table = self.pick(["p", "o"])
-        key = self.row_key(table)
-        if key is None:
+        if not (picked := self.pick_row()):
             return None
+        table, key, row = picked
         field = self.pick(FIELDS[table])
-        row = self.m.tables[table][key]
         old = row.fields.get(field)
         empty = value_from_text(table, field, "", old, True)
         empty_ok = not self.m.broken(table, key, dict(row.fields, **{field: empty}))
@@ -334,10 +336,9 @@ class Driver:
 
     def mv_field(self):
         """echo V > t/NAME [setfattr ttl], then mv t/NAME ROW/FIELD through the mount."""
-        table = self.pick(["p", "o"])
-        key = self.row_key(table)
-        if key is None:
+        if not (picked := self.pick_row()):
             return None
+        table, key, row = picked
         field = self.pick(FIELDS[table])
         text = self.field_text(table, field, key)
         src = self.path("t", "mv" + str(self.step))
@@ -352,7 +353,6 @@ class Driver:
         self.op = f"echo {text!r} > t/NAME{' (ttl %d)' % ttl if ttl else ''}; " \
                   f"mv t/NAME {table}/{key}/{field}"
         # a moved text file is typed as echo's text is (model/tree/rename.c)
-        row = self.m.tables[table][key]
         value = value_from_text(table, field, text, row.fields.get(field), True)
         reasons = self.m.broken(table, key, dict(row.fields, **{field: value}))
         rc, _, err = self.run("mv", src, self.path(table, key, field))
@@ -373,11 +373,10 @@ class Driver:
 
     def rm_field(self, how):
         """rm ROW/FIELD through the mount, or kvfs rm S ROW/FIELD."""
-        table = self.pick(["p", "o"])
-        key = self.row_key(table)
-        if key is None or not self.m.tables[table][key].fields:
+        picked = self.pick_row()
+        if not picked or not picked[2].fields:
             return None
-        row = self.m.tables[table][key]
+        table, key, row = picked
         field = self.pick(row.fields)
         fields = {k: v for k, v in row.fields.items() if k != field}
         reasons = self.m.broken(table, key, fields) & {"required"}
@@ -449,11 +448,9 @@ class Driver:
 
     def set_ttl(self):
         """setfattr -n user.kvfs.ttl -v S ROW or ROW/FIELD through the mount."""
-        table = self.pick(["p", "o"])
-        key = self.row_key(table)
-        if key is None:
+        if not (picked := self.pick_row()):
             return None
-        row = self.m.tables[table][key]
+        table, key, row = picked
         field = self.pick(row.fields) if row.fields and self.chance(0.5) else None
         ttl = self.pick(TTLS)
         parts = [table, key] + ([field] if field else [])
@@ -564,6 +561,87 @@ class Driver:
             self.m.arr = dict(enumerate(values))
         return [("arr",)]
 
+    # -- the schema and the whole store --
+
+    def schema_write(self):
+        """Writes /o/@schema.json through the mount as read there, with the
+        index by_who_tag dropped, or declared again (refused, EEXIST, when two
+        rows hold the same who and tag)."""
+        table, index = TOGGLED
+        p = self.path(table, "@schema.json")
+        with open(p, encoding="utf-8") as f:
+            schema = json.load(f)
+        declared = index in self.m.indexes[table]
+        if declared != (index in schema["indexes"]):
+            self.fail(f"cat {table}/@schema.json: index {index} "
+                      f"{'missing' if declared else 'there'}, the model: {declared}")
+        ixf = INDEXES[table][index][0]
+        if declared:
+            del schema["indexes"][index]
+            reasons = set()
+        else:
+            schema["indexes"][index] = {"fields": list(ixf), "unique": True}
+            reasons = {"unique"} if self.m.index_dups(table, ixf) else set()
+        self.op = f"{'drop' if declared else 'declare'} {index} by a write of {table}/@schema.json"
+        rc, err = 0, ""
+        try:
+            with open(p, "w", encoding="utf-8") as f:	# judged at close
+                json.dump(schema, f)
+        except OSError as e:
+            rc, err = e.errno, str(e) + self.mount_error(self.path(table))
+        if self.outcome(rc, reasons, err):
+            if declared:
+                del self.m.indexes[table][index]
+            else:
+                self.m.indexes[table][index] = INDEXES[table][index]
+        got = self.must("index", "list", self.store, self.spath(table)).split("\n")
+        if any(x.startswith(index + " ") for x in got) != (index in self.m.indexes[table]):
+            self.fail(f"kvfs index list /{table}: {got}, the model "
+                      f"{'declares' if index in self.m.indexes[table] else 'has no'} {index}")
+        return []
+
+    def dump_load(self):
+        """kvfs dump of the store, kvfs load of it into a new store: the copy
+        equals the model (kvfs export, kvfs check, its indexes, kvfs find on
+        one) and keeps its rules; a load into the store (not empty) is refused."""
+        if self.store.startswith(("http:", "https:")):
+            copy = f"{self.store.rstrip('/')}-load{self.step}"
+        else:
+            copy = os.path.join(self.tmp, f"load{self.step}")
+        self.op = "kvfs dump S | kvfs load COPY"
+        dump = self.must("dump", self.store)
+        rc, _, err = self.cli("load", self.store, stdin=dump)
+        if rc == 0:
+            self.fail("kvfs load into the store (not empty) was accepted")
+        self.must("load", copy, stdin=dump)
+        got = json.loads(self.must("export", "--compact", copy))
+        if canon(got) != canon(self.m.export()):
+            self.fail("the loaded copy differs from the model:\n" + diff(self.m.export(), got))
+        rc, out, err = self.cli("check", copy)
+        if rc != 0 or ", 0 problems" not in out + err:
+            self.fail(f"kvfs check of the loaded copy (exit {rc}): {(out + err).strip()}")
+        for table in self.m.tables:
+            want = sorted(self.must("index", "list", self.store, self.spath(table)).split("\n"))
+            got = sorted(self.must("index", "list", copy, self.spath(table)).split("\n"))
+            if got != want:
+                self.fail(f"kvfs index list /{table}: the copy {got}, the store {want}")
+        store, self.store = self.store, copy	# the comparisons, on the copy
+        try:
+            table = self.pick(self.m.indexes)
+            index = self.pick(self.m.indexes[table])
+            self.compare_index(table, index)
+            self.query_index(table, index)
+            # a row the rules refuse is refused in the copy too
+            rc, _, err = self.cli("import", copy, "/p/zz", "-", stdin='{"name": "x"}')
+            if rc == 0 or REASON_TEXT["required"] not in err:
+                self.fail(f"the copy took /p/zz without its age (exit {rc}): {err.strip()}")
+        finally:
+            self.store = store
+        if not copy.startswith(("http:", "https:")):
+            shutil.rmtree(copy, ignore_errors=True)
+        self.outcome(0, set(), "")
+        return []
+
     OPS = [
         # (weight, name, method, argument)
         (14, "echo >", "leaf_write", "echo"),
@@ -587,6 +665,8 @@ class Driver:
         (2, "echo >> d/a.json", "arr_append", "echo"),
         (1, "kvfs import --lines d/a", "arr_append", "lines"),
         (1, "cp d/a.json", "arr_replace", None),
+        (2, "write @schema.json", "schema_write", None),
+        (1, "kvfs dump | kvfs load", "dump_load", None),
     ]
 
     def one_step(self):
@@ -616,7 +696,10 @@ class Driver:
         if idx != sorted(self.m.arr):
             self.fail(f"kvfs ls /d/a: {idx}, the model: {sorted(self.m.arr)}")
 
-    def find_arg(self, table, index, v):
+    def find_arg(self, v):
+        """A value as kvfs find takes it; a composite index's tuple as V1/V2."""
+        if isinstance(v, tuple):
+            return "/".join(self.find_arg(x) for x in v)
         if isinstance(v, bool):
             return "true" if v else "false"
         if isinstance(v, float):
@@ -625,7 +708,7 @@ class Driver:
 
     def compare_index(self, table, index):
         """kvfs find over the whole index: the model's rows, in value order."""
-        field, _ = INDEXES[table][index]
+        field = self.m.indexes[table][index][0][0]	# a composite's first
         low = "" if field in ("email", "who") else str(-10 ** 18)
         rc, out, err = self.cli("find", "--from", low, self.store, self.spath(table), index)
         if rc != 0:
@@ -634,28 +717,36 @@ class Driver:
         want = self.m.index_rows(table, index)
         if sorted(got) != sorted(k for _, k in want):
             self.fail(f"kvfs find /{table} {index}: {got}, the model: {[k for _, k in want]}")
-        rows = self.m.tables[table]
-        values = [rows[k].fields[field] for k in got]
+        value = dict((k, v) for v, k in want)
+        values = [value[k] for k in got]
         if values != sorted(values):
             self.fail(f"kvfs find /{table} {index}: not in value order: {list(zip(got, values))}")
 
     def query_index(self, table, index):
-        """One exact and one range query on the index."""
-        field, _ = INDEXES[table][index]
+        """One exact and one range query on the index. On a composite index
+        the exact query gives all its fields or the first one (a prefix), the
+        range the first field's bounds."""
+        ixf = self.m.indexes[table][index][0]
         want = self.m.index_rows(table, index)
-        pool = [v for v, _ in want] + {"email": ["a@x", "zz"], "who": ["zed", "ann"]}.get(
-            field, [7, -3, 100])
-        v = self.pick(pool)
-        arg = self.find_arg(table, index, v)
+        if len(ixf) > 1:
+            full = [v for v, _ in want if "" not in v]	# "ann/" is not ("ann", "")
+            want = [(v[0], k, v) for v, k in want]
+        else:
+            full = []
+            want = [(v, k, v) for v, k in want]
+        pool = [v for v, *_ in want] + {"email": ["a@x", "zz"], "who": ["zed", "ann"]}.get(
+            ixf[0], [7, -3, 100])
+        v = self.pick(pool + full)
+        arg = self.find_arg(v)
         rc, out, err = self.cli("find", self.store, self.spath(table), index, arg)
-        exp = sorted(k for x, k in want if x == v)
+        exp = sorted(k for x, k, whole in want if v in (x, whole))
         if rc != 0 or sorted(out.split()) != exp:
             self.fail(f"kvfs find /{table} {index} {arg!r}: {out.split()} {err.strip()}, "
                       f"the model: {exp}")
         a, b = sorted([self.pick(pool), self.pick(pool)])
-        rc, out, err = self.cli("find", "--from", self.find_arg(table, index, a), "--to",
-                                self.find_arg(table, index, b), self.store, self.spath(table), index)
-        exp = [k for x, k in want if a <= x <= b]
+        rc, out, err = self.cli("find", "--from", self.find_arg(a), "--to",
+                                self.find_arg(b), self.store, self.spath(table), index)
+        exp = [k for x, k, _ in want if a <= x <= b]
         got = out.split()
         if rc != 0 or sorted(got) != sorted(exp):
             self.fail(f"kvfs find --from {a!r} --to {b!r} /{table} {index}: {got} "
@@ -733,7 +824,7 @@ class Driver:
         for table in self.m.tables:
             for key in list(self.m.tables[table]):
                 self.compare_ttl(table, key)
-            for index in INDEXES[table]:
+            for index in self.m.indexes[table]:
                 self.compare_index(table, index)
                 self.query_index(table, index)
             # the mount's view of each table, as the daemon renders it
@@ -760,6 +851,7 @@ class Driver:
         self.must("table", "column", self.store, "/o", "qty", "integer")
         self.must("table", "column", self.store, "/o", "tag", "string", "--max-length", "3")
         self.must("index", "create", self.store, "/o", "by_qty", "qty")
+        self.must("index", "create", self.store, "/o", "by_who_tag", "who,tag", "--unique")
         got = self.must("index", "list", self.store, "/o").split("\n")
         if "@who who" not in got:
             self.fail(f"kvfs index list /o: {got}: no @who")
@@ -781,8 +873,8 @@ class Driver:
             for t in touched:
                 if t[0] == "row":
                     self.compare_ttl(t[1], t[2])
-            table = self.pick(INDEXES)
-            self.compare_index(table, self.pick(INDEXES[table]))
+            table = self.pick(self.m.indexes)
+            self.compare_index(table, self.pick(self.m.indexes[table]))
             if self.step % self.check_every == 0 or self.step == steps:
                 self.full_check()
 

@@ -7,7 +7,9 @@
 #       (email) and an index by_age (age); id, email and note undeclared.
 #   /o  key depth 1, no key fields (import --lines names rows by the next
 #       integer), a default TTL; who string referencing /p (its index @who),
-#       qty integer, tag string of at most 3; an index by_qty; note.
+#       qty integer, tag string of at most 3; an index by_qty, a unique
+#       composite index by_who_tag (who, tag) that writes of /o/@schema.json
+#       drop and declare again; note.
 #   /d/a  a sparse array in a plain document; /t a scratch directory.
 #
 # A row is judged whole, as the product judges it when a write completes:
@@ -32,11 +34,14 @@ COLUMNS = {
           "tag": ("string", False, 3, None)},
 }
 KEY_FIELDS = {"p": ["id"], "o": []}
-# index name -> (field, unique); @who is the index a reference makes
+# index name -> (fields, unique) as declared at the start; @who is the
+# index a reference makes. Model.indexes holds them as they are now.
 INDEXES = {
-    "p": {"by_email": ("email", True), "by_age": ("age", False)},
-    "o": {"@who": ("who", False), "by_qty": ("qty", False)},
+    "p": {"by_email": (("email",), True), "by_age": (("age",), False)},
+    "o": {"@who": (("who",), False), "by_qty": (("qty",), False),
+          "by_who_tag": (("who", "tag"), True)},
 }
+TOGGLED = ("o", "by_who_tag")	# the index @schema.json writes drop and declare
 FIELDS = {"p": ["age", "name", "score", "ok", "email", "id", "note"],
           "o": ["who", "qty", "tag", "note"]}
 
@@ -149,6 +154,7 @@ class Model:
         self.tables = {"p": {}, "o": {}}
         self.arr = {}		# /d/a: index -> value (sparse)
         self.scratch = {}	# /t: name -> text
+        self.indexes = {t: dict(ix) for t, ix in INDEXES.items()}
 
     def broken(self, table, key, fields):
         """The rules a row holding fields at table/key breaks (empty: none)."""
@@ -171,13 +177,22 @@ class Model:
         for f in KEY_FIELDS[table]:
             if f in fields and fields[f] != key:
                 out.add("key")
-        for field, unique in INDEXES[table].values():
-            if unique and field in fields:
-                c = canon(fields[field])
-                for k2, r2 in self.tables[table].items():
-                    if k2 != key and field in r2.fields and canon(r2.fields[field]) == c:
-                        out.add("unique")
+        for ix, (ixf, unique) in self.indexes[table].items():
+            if unique and self.clashes(table, ixf, key, fields):
+                out.add("unique")
         return out
+
+    def clashes(self, table, ixf, key, fields):
+        """Whether another row of table has the values fields has for the
+        index fields ixf. A row enters a composite index only when it holds
+        every field, not null; a one-field index takes a null too."""
+        def values(f):
+            if not all(x in f and (len(ixf) == 1 or f[x] is not None) for x in ixf):
+                return None
+            return canon([f[x] for x in ixf])
+        c = values(fields)
+        return c is not None and any(
+            k2 != key and values(r2.fields) == c for k2, r2 in self.tables[table].items())
 
     def referenced(self, table, key):
         """Whether a row of another table references table/key."""
@@ -200,11 +215,29 @@ class Model:
         return doc
 
     def index_rows(self, table, index):
-        """(value, key) of every row in the index, in value order."""
-        field = INDEXES[table][index][0]
-        out = [(r.fields[field], k) for k, r in self.tables[table].items()
-               if field in r.fields and r.fields[field] is not None]
+        """(value, key) of every row in the index, in value order; a composite
+        index's value is the tuple of its fields' values."""
+        ixf = self.indexes[table][index][0]
+        out = []
+        for k, r in self.tables[table].items():
+            vs = [r.fields.get(f) for f in ixf]
+            if None not in vs:
+                out.append((vs[0] if len(vs) == 1 else tuple(vs), k))
         return sorted(out, key=lambda vk: (vk[0], vk[1]))
+
+    def index_dups(self, table, ixf):
+        """Whether two rows hold the same values, none null, for the fields ixf
+        (a unique index declared over them is refused)."""
+        seen = set()
+        for r in self.tables[table].values():
+            vs = [r.fields.get(f) for f in ixf]
+            if None in vs:
+                continue
+            c = canon(vs)
+            if c in seen:
+                return True
+            seen.add(c)
+        return False
 
 
 def diff(want, got):
