@@ -25,8 +25,9 @@
 # field, reference, or a referenced row removed); the oracle says which,
 # and a refusal stores nothing. Besides the rows' writes, writes of
 # /o/@schema.json drop and declare the composite index again, and `kvfs
-# dump | kvfs load` makes a copy of the store that must equal the model. TTLs are modelled as whether a node has a deadline and roughly
-# when (seconds left within a few), never waited for.
+# dump | kvfs load` makes a copy of the store that must equal the model.
+# TTLs are modelled as whether a node has a deadline and roughly when
+# (seconds left within a few), never waited for.
 #
 # After each step: `kvfs export --compact` equals the model; the mount shows
 # the rows and fields the step touched (within 5 s: outside changes show
@@ -66,8 +67,9 @@ import traceback
 
 sys.dont_write_bytecode = True	# no __pycache__ in scripts/
 from model_tables_oracle import (  # noqa: E402  (scripts/, beside this file)
-    BIG, C_ROW, COLUMNS, DOUBLES, FIELDS, INDEXES, MULTI_REFS, O_NAMES, O_TTL, P_KEYS, REASON_TEXT, TOGGLED, TTLS,
-    Model, Row, canon, index_order, cat_text, diff, fmt_double, kind_of, text_as, value_from_text)
+    BIG, C_ROW, COLUMNS, DOUBLES, FIELDS, INDEXES, MULTI_REFS, O_NAMES, O_TTL, P_KEYS,
+    REASON_TEXT, TOGGLED, TTLS, Model, Row, canon, cat_text, diff, fmt_double, index_order,
+    kind_of, text_as, value_from_text)
 
 
 class Failure(Exception):
@@ -661,7 +663,8 @@ class Driver:
         """kvfs dump of the store, kvfs load of it into a new store: the copy
         equals the model (kvfs export, kvfs check, its indexes, kvfs find on
         one) and keeps its rules; a load into the store (not empty) is refused."""
-        if self.store.startswith(("http:", "https:")):
+        remote = "://" in self.store	# etcd://H:P/PREFIX: a prefix beside it
+        if remote:
             copy = f"{self.store.rstrip('/')}-load{self.step}"
         else:
             copy = os.path.join(self.tmp, f"load{self.step}")
@@ -694,7 +697,7 @@ class Driver:
                 self.fail(f"the copy took /p/zz without its age (exit {rc}): {err.strip()}")
         finally:
             self.store = store
-        if not copy.startswith(("http:", "https:")):
+        if not remote:
             shutil.rmtree(copy, ignore_errors=True)
         self.outcome(0, set(), "")
         return []
@@ -795,8 +798,8 @@ class Driver:
         else:
             full = []
             want = [(v, k, v) for v, k in want]
-        pool = [v for v, *_ in want] + {"email": ["a@x", "zz"], "who": ["zed", "ann"], "ca": ["A", "Z"]}.get(
-            ixf[0], [7, -3, 100])
+        misses = {"email": ["a@x", "zz"], "who": ["zed", "ann"], "ca": ["A", "Z"]}
+        pool = [v for v, *_ in want] + misses.get(ixf[0], [7, -3, 100])
         v = self.pick(pool + full)
         arg = self.find_arg(v)
         rc, out, err = self.cli("find", self.store, self.spath(table), index, arg)
