@@ -7,7 +7,12 @@
 #       (email) and an index by_age (age); id, email and note undeclared.
 #   /o  key depth 1, no key fields (import --lines names rows by the next
 #       integer), a default TTL; who string referencing /p (its index @who),
-#       qty integer, tag string of at most 3; an index by_qty; note.
+#       qty integer, tag string of at most 3; an index by_qty, a unique
+#       composite index by_who_tag (who, tag) that writes of /o/@schema.json
+#       drop and declare again; note.
+#       Its fields ca and cb (no columns) reference /c over both fields.
+#   /c  key depth 2 (/c/A/1), rows {"n": 1}: the target of /o's reference
+#       over several fields, its rows removed (rm -r) and put back.
 #   /d/a  a sparse array in a plain document; /t a scratch directory.
 #
 # A row is judged whole, as the product judges it when a write completes:
@@ -32,13 +37,21 @@ COLUMNS = {
           "tag": ("string", False, 3, None)},
 }
 KEY_FIELDS = {"p": ["id"], "o": []}
-# index name -> (field, unique); @who is the index a reference makes
+# index name -> (fields, unique) as declared at the start; @who and @ca,cb
+# are the indexes references make. Model.indexes holds them as they are now.
 INDEXES = {
-    "p": {"by_email": ("email", True), "by_age": ("age", False)},
-    "o": {"@who": ("who", False), "by_qty": ("qty", False)},
+    "p": {"by_email": (("email",), True), "by_age": (("age",), False)},
+    "o": {"@who": (("who",), False), "by_qty": (("qty",), False),
+          "by_who_tag": (("who", "tag"), True), "@ca,cb": (("ca", "cb"), False)},
 }
+TOGGLED = ("o", "by_who_tag")	# the index @schema.json writes drop and declare
 FIELDS = {"p": ["age", "name", "score", "ok", "email", "id", "note"],
-          "o": ["who", "qty", "tag", "note"]}
+          "o": ["who", "qty", "tag", "note", "ca", "cb"]}
+# references over several fields: table -> [(fields, target)]; a row that
+# leaves one out or holds null there references nothing (MATCH SIMPLE)
+MULTI_REFS = {"o": [(("ca", "cb"), "c")]}
+C_ROWS = {"A": {"1", "2"}, "B": {"1"}}	# /c at the start: level 1 -> level 2
+C_ROW = {"n": 1}
 
 # What a refusal's message says for each rule (model/table/table_row.c).
 REASON_TEXT = {
@@ -149,6 +162,8 @@ class Model:
         self.tables = {"p": {}, "o": {}}
         self.arr = {}		# /d/a: index -> value (sparse)
         self.scratch = {}	# /t: name -> text
+        self.indexes = {t: dict(ix) for t, ix in INDEXES.items()}
+        self.c = {a: set(bs) for a, bs in C_ROWS.items()}	# /c's key levels
 
     def broken(self, table, key, fields):
         """The rules a row holding fields at table/key breaks (empty: none)."""
@@ -171,13 +186,36 @@ class Model:
         for f in KEY_FIELDS[table]:
             if f in fields and fields[f] != key:
                 out.add("key")
-        for field, unique in INDEXES[table].values():
-            if unique and field in fields:
-                c = canon(fields[field])
-                for k2, r2 in self.tables[table].items():
-                    if k2 != key and field in r2.fields and canon(r2.fields[field]) == c:
-                        out.add("unique")
+        for rf, _ in MULTI_REFS.get(table, []):
+            vs = [fields.get(f) for f in rf]
+            if None not in vs and not self.c_has(*vs):
+                out.add("reference")
+        for ix, (ixf, unique) in self.indexes[table].items():
+            if unique and self.clashes(table, ixf, key, fields):
+                out.add("unique")
         return out
+
+    def clashes(self, table, ixf, key, fields):
+        """Whether another row of table has the values fields has for the
+        index fields ixf. A row is in an index when it holds every field of
+        it, null as a value (docs/FORMAT.md, "Index entries")."""
+        def values(f):
+            return canon([f[x] for x in ixf]) if all(x in f for x in ixf) else None
+        c = values(fields)
+        return c is not None and any(
+            k2 != key and values(r2.fields) == c for k2, r2 in self.tables[table].items())
+
+    def c_has(self, a, b):
+        return isinstance(a, str) and isinstance(b, str) and b in self.c.get(a, ())
+
+    def c_referenced(self, a, b=None):
+        """Whether a row of /o references /c/a/b (b None: any row under /c/a)."""
+        for (fa, fb), _ in MULTI_REFS["o"]:
+            for r in self.tables["o"].values():
+                va, vb = r.fields.get(fa), r.fields.get(fb)
+                if va == a and vb is not None and (b is None or vb == b):
+                    return True
+        return False
 
     def referenced(self, table, key):
         """Whether a row of another table references table/key."""
@@ -194,17 +232,44 @@ class Model:
 
     def export(self):
         doc = {"d": {"a": [self.arr[i] for i in sorted(self.arr)]},
-               "t": dict(self.scratch)}
+               "t": dict(self.scratch),
+               "c": {a: {b: dict(C_ROW) for b in bs} for a, bs in self.c.items()}}
         for t, rows in self.tables.items():
             doc[t] = {k: dict(r.fields) for k, r in rows.items()}
         return doc
 
     def index_rows(self, table, index):
-        """(value, key) of every row in the index, in value order."""
-        field = INDEXES[table][index][0]
-        out = [(r.fields[field], k) for k, r in self.tables[table].items()
-               if field in r.fields and r.fields[field] is not None]
-        return sorted(out, key=lambda vk: (vk[0], vk[1]))
+        """(value, key) of every row in the index whose first field is not
+        null (a null sorts first, below the bounds the driver's finds give),
+        in value order; a composite index's value is the tuple of its fields'
+        values."""
+        ixf = self.indexes[table][index][0]
+        out = []
+        for k, r in self.tables[table].items():
+            if all(f in r.fields for f in ixf) and r.fields[ixf[0]] is not None:
+                vs = tuple(r.fields[f] for f in ixf)
+                out.append((vs[0] if len(vs) == 1 else vs, k))
+        return sorted(out, key=lambda vk: (index_order(vk[0]), vk[1]))
+
+    def index_dups(self, table, ixf):
+        """Whether two rows hold the same values, none null, for the fields ixf
+        (a unique index declared over them is refused)."""
+        seen = set()
+        for r in self.tables[table].values():
+            if not all(f in r.fields for f in ixf):
+                continue
+            c = canon([r.fields[f] for f in ixf])
+            if c in seen:
+                return True
+            seen.add(c)
+        return False
+
+
+def index_order(v):
+    """A sort key for an index value: a composite's nulls first."""
+    if isinstance(v, tuple):
+        return tuple((0, "") if x is None else (1, x) for x in v)
+    return v
 
 
 def diff(want, got):
