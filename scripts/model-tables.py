@@ -47,11 +47,7 @@
 #     values are compared as sets, never in key order.
 #   - columns changed by @schema.json writes: only an index is (a column
 #     changed would need the oracle to judge every row again).
-#
-# tests/76 runs CI's seed --without 'rm -r c/ROW': through the mount, rm -r
-# of a row that a reference over several fields names empties it before
-# the refusal (model/table/table_commit.c, table_referenced, sees column
-# references only, so the mount holds none of the row's unlinks).
+
 import argparse
 import errno
 import json
