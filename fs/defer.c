@@ -199,8 +199,14 @@ void fs_file_hold_empty(struct fs_ctx *ctx, struct fs_file *f)
 
 void fs_file_hold_done(struct fs_ctx *ctx, struct fs_file *f)
 {
-	/* a created leaf, or a truncation not committed yet, waits for its open */
-	if (f->pending || (f->held_empty && (f->trunc || f->dirty)))
+	/*
+	 * A created leaf, or a truncation alone not committed yet, waits for
+	 * its open. Once that open has written into the writer, the hold has
+	 * done its work whatever its close made of the content: a refused
+	 * append must not leave its text held for the open after it, which
+	 * would join a leaf never created and commit nothing (ENOENT).
+	 */
+	if (f->pending || (f->held_empty && f->len == 0 && (f->trunc || f->dirty)))
 		return;
 	pthread_mutex_lock(&ctx->lock);
 	if (f->held) {

@@ -250,7 +250,11 @@ bool fs_held_join(struct fs_ctx *ctx, struct fs_node *node, struct fuse_file_inf
  * content (`echo 41 >> f`); else the watcher's attempt drops it.
  */
 void fs_file_hold_empty(struct fs_ctx *ctx, struct fs_file *f);
-/* f->lock held, and a ref on f besides the hold. Ends f's hold once f is committed. */
+/*
+ * f->lock held, and a ref on f besides the hold. Ends f's hold once f is
+ * committed, or once an open has written into a held truncation (its
+ * close decides, accepted or refused).
+ */
 void fs_file_hold_done(struct fs_ctx *ctx, struct fs_file *f);
 /*
  * f->lock held. f's held or created leaf is dropped uncommitted (refused):

@@ -170,6 +170,28 @@ p1_is() {
 	run -0 kvfs check "$STORE"
 }
 
+@test "a refused write of a field holds nothing for the next: echo > after it is judged and stored" {
+	towns
+	# The shell's > closes a copy of the descriptor before writing, and the
+	# empty value the reference refuses held the writer for a >> to come.
+	# A refused close then left its text held, and the next echo > within
+	# the hold joined a leaf never created: exit 0, nothing stored (found
+	# by tests/76's seeds 1, 6 and 9).
+	run -1 bash -c "/bin/echo Lyon >'$MNT/people/p1/city'"
+	run -1 bash -c "/bin/echo Rome >'$MNT/people/p1/city'"
+	p1_is '{}'
+	run -1 bash -c "/bin/echo Lyon >'$MNT/people/p1/city'"
+	run -0 bash -c "/bin/echo Paris >'$MNT/people/p1/city'"
+	p1_is '{"city":"Paris"}'
+	# the same after : > then a refused >>
+	: >"$MNT/people/p2/city"
+	run -1 bash -c "/bin/echo Lyon >>'$MNT/people/p2/city'"
+	run -0 bash -c "/bin/echo Paris >'$MNT/people/p2/city'"
+	run -0 kvfs export --compact "$STORE" /people/p2
+	assert_output '{"city":"Paris"}'
+	run -0 kvfs check "$STORE"
+}
+
 @test "mv into a row: a moved text file takes the column's type; a refused one stays where it was" {
 	towns
 	mkdir "$MNT/tmp"
