@@ -614,6 +614,10 @@ class Driver:
                 del self.m.c[a]
             else:
                 self.m.c[a].discard(b)	# the key level stays, empty
+        elif whole and how == "rm -r":
+            # the mount's rm -r goes a row at a time: the rows no /o row
+            # references go, each whole; the referenced ones and the level stay
+            self.m.c[a] = {r for r in self.m.c[a] if self.m.c_referenced(a, r)}
         return [("c",)]
 
     # -- the schema and the whole store --
