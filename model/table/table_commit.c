@@ -51,6 +51,17 @@ void table_txn_free(struct table_txn *tt)
 	free(tt);
 }
 
+int table_txn_loaded(struct store_txn *txn, struct table_txn **out)
+{
+	int ret;
+
+	*out = store_txn_owner(txn);
+	if (!*out)
+		return 0;
+	ret = table_txn_load(txn, *out);
+	return ret < 0 ? ret : 1;
+}
+
 /* Reads every schema (a store has few tables); an empty space costs one seek. */
 int table_txn_load(struct store_txn *txn, struct table_txn *tt)
 {
@@ -423,13 +434,10 @@ int table_is_at(struct store_txn *txn, const uint8_t *key, size_t len)
 
 int table_touch(struct store_txn *txn, const uint8_t *key, size_t len, bool subtree)
 {
-	struct table_txn *tt = store_txn_owner(txn);
-	int ret;
+	struct table_txn *tt;
+	int ret = table_txn_loaded(txn, &tt);
 
-	if (!tt)
-		return 0;
-	ret = table_txn_load(txn, tt);
-	if (ret < 0)
+	if (ret <= 0)
 		return ret;
 	for (int t = 0; t < tt->ntables; t++) {
 		const struct table_schema *s = tt->tables[t];
@@ -607,13 +615,10 @@ static bool table_referenced(const struct table_txn *tt, const struct table_sche
 
 int table_row_pinned(struct store_txn *txn, const uint8_t *key, size_t len)
 {
-	struct table_txn *tt = store_txn_owner(txn);
-	int ret;
+	struct table_txn *tt;
+	int ret = table_txn_loaded(txn, &tt);
 
-	if (!tt)
-		return 0;
-	ret = table_txn_load(txn, tt);
-	if (ret < 0)
+	if (ret <= 0)
 		return ret;
 	for (int t = 0; t < tt->ntables; t++) {
 		const struct table_schema *s = tt->tables[t];

@@ -304,6 +304,11 @@ struct tree_node;
 
 /* Loads every schema once per transaction; -EIO when a record is corrupt. */
 int table_txn_load(struct store_txn *txn, struct table_txn *tt);
+/*
+ * The hooks' start: txn's table state with every schema loaded in *out
+ * (1), or none (0: a transaction no table write owns), or -errno.
+ */
+int table_txn_loaded(struct store_txn *txn, struct table_txn **out);
 /* The value of field `name` of the row: a leaf or a container node (exists false: missing). */
 int table_row_field(struct store_txn *txn, const uint8_t *row, size_t len, const char *name,
 		    struct tree_node *out);

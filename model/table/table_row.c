@@ -252,13 +252,10 @@ static int col_leaf_types(enum table_col_type t, enum model_type types[2])
 int table_field_types(struct store_txn *txn, const uint8_t *key, size_t len,
 		      enum model_type types[2])
 {
-	struct table_txn *tt = store_txn_owner(txn);
-	int ret;
+	struct table_txn *tt;
+	int ret = table_txn_loaded(txn, &tt);
 
-	if (!tt)
-		return 0;
-	ret = table_txn_load(txn, tt);
-	if (ret < 0)
+	if (ret <= 0)
 		return ret;
 	for (int t = 0; t < tt->ntables; t++) {
 		const struct table_schema *s = tt->tables[t];
