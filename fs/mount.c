@@ -28,6 +28,9 @@
 
 #include "fs/fs_int.h"
 
+/* After the unmount, the longest a remote store's servers are waited for (serve). */
+#define FS_EXIT_MS 3000
+
 /* ---- logging ---- */
 
 /* One line to the log file or the kept stderr, in one write (O_APPEND keeps lines whole). */
@@ -793,6 +796,12 @@ static int serve(struct fs_ctx *ctx, int *report)
 		ret = fuse_session_loop_mt(ctx->se, cfg);
 		fuse_loop_cfg_destroy(cfg);
 	}
+	/*
+	 * Unmounted: what is left (the watcher's last round, pending commits,
+	 * the store's close) waits on a remote store's servers FS_EXIT_MS at
+	 * most, so that a daemon whose cluster stopped answering still exits.
+	 */
+	model_end_calls(ctx->model, FS_EXIT_MS);
 	fs_watch_stop(ctx);
 	fs_inval_stop(ctx);
 	fuse_session_unmount(ctx->se);

@@ -220,6 +220,8 @@ typedef int (*model_change_fn)(void *arg, const struct model_change *c);
 int model_changes_read(struct model *m, uint64_t after, model_change_fn fn, void *arg,
 		       uint64_t *upto);
 int model_sync(struct model *m);
+/* store_end_calls: from ms from now on, nothing waits on the store's servers (a daemon's exit). */
+void model_end_calls(struct model *m, unsigned ms);
 /*
  * Queued commits (store_queue_start). MODEL_QUEUE_ALL (mount -o
  * commit=MS): writes return once checked and applied to a batch this

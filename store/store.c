@@ -276,6 +276,12 @@ int store_sync(struct store *st)
 	return st->ops->ability.sync(st);
 }
 
+void store_end_calls(struct store *st, unsigned ms)
+{
+	if (st->ops->ability.end_calls)
+		st->ops->ability.end_calls(st, ms);
+}
+
 int store_copy(struct store *st, const char *dir)
 {
 	if (!store_can(st, STORE_CAN_HOT_COPY) || !st->ops->admin.copy)

@@ -187,6 +187,13 @@ int store_readers_check(struct store *st, unsigned *cleared);
  * The queued batch (store_queue_start) is committed first. */
 int store_sync(struct store *st);
 /*
+ * The handle is about to close whatever its servers do: from ms from now
+ * on no call waits on a server (one under way ends then with -ETIMEDOUT,
+ * later ones at once), so that a daemon whose cluster stopped answering
+ * still exits. Any thread. Nothing for a store that waits on no server.
+ */
+void store_end_calls(struct store *st, unsigned ms);
+/*
  * Queued commits (kvfs mount -o commit=MS), for a writable handle: from
  * now on store_write returns once fn has run in a nested transaction of
  * one open batch (its result is fn's, as ever: a refusal is reported at

@@ -110,8 +110,9 @@ struct store_scan {
  *   core     opening, transactions, reads, writes and scans: every
  *            member set, called without a test
  *   ability  what some stores can do and others cannot (deferred syncs,
- *            a change feed, expiry, a commit queue): a STORE_CAN_* bit
- *            in abilities declares each but the queue (store_can), and
+ *            a change feed, expiry, a commit queue, calls ended at exit):
+ *            a STORE_CAN_* bit in abilities declares each but the last
+ *            two (store_can), and
  *            without one the public call gives its documented answer
  *            (store.h: a no-op, -ENOTSUP or -ESTALE)
  *   hint     cheaper ways to the same answers (a backend's own distinct
@@ -244,6 +245,8 @@ struct store_ability_ops {
 	int (*queue_start)(struct store *st, unsigned ms, enum store_queue_mode mode);
 	int (*write_later)(struct store *st, store_write_fn fn, void *arg);	/* NULL: write */
 	uint64_t (*read_version)(struct store *st);
+	/* As store_end_calls; NULL: no call waits on a server (a local store). */
+	void (*end_calls)(struct store *st, unsigned ms);
 };
 
 /* The same answers, cheaper: NULL, store.c does without (each line says how). */

@@ -4,7 +4,9 @@
 # a mount's read transactions share what they read while nothing commits;
 # two writers conflicting on one document lose nothing and tear nothing;
 # one member stopped while writes go on; one member hung (frozen, its port
-# still open) while reads, writes and listings go on. Always a cluster of its
+# still open) while reads, writes and listings go on; a commit a member takes
+# and never answers goes to another; a daemon whose cluster froze still exits
+# after its unmount. Always a cluster of its
 # own: it stops and freezes members, and counts the requests the cluster
 # answers, which other suites sharing a cluster would disturb.
 
@@ -32,6 +34,7 @@ teardown() {
 	# a test that hung a member wakes it, whatever happened
 	[ -z "${HUNG:-}" ] || "$ETCD_REPO/scripts/etcd-cluster.sh" start >/dev/null
 	mount_teardown
+	[ -z "${HOLD_PID:-}" ] || kill "$HOLD_PID"
 }
 
 # listed DIR NAME: DIR's listing holds NAME
@@ -195,6 +198,53 @@ wait_content() {
 	run -0 "$ETCD_REPO/scripts/etcd-cluster.sh" start
 	HUNG=
 	run -0 wait_content "$MNT2/h30" 30
+}
+
+@test "a commit sent to a member that takes it and never answers goes to another within 4 s; landing late, it undoes nothing" {
+	# the first member of the mount's URL is a relay to member 0 that keeps
+	# commits unanswered (test_helper/etcd_hold.py): reads pass, so only the
+	# commit's own wait can tell (SIGSTOP would stall the reads before it)
+	local hold=$BATS_TEST_TMPDIR/hold m0=${ETCD_URL#etcd://} others=${ETCD_URL#etcd://*,} t0 took
+	m0=${m0%%,*}
+	mkdir -p "$hold"
+	python3 "$BATS_TEST_DIRNAME/test_helper/etcd_hold.py" "${m0##*:}" "$hold" 3>&- &
+	HOLD_PID=$!
+	eventually 10 test -s "$hold/port"
+	mount_extra "$BATS_TEST_TMPDIR/mnt3" "etcd://127.0.0.1:$(cat "$hold/port"),$others/$PREFIX"
+	local mnt3=$BATS_TEST_TMPDIR/mnt3
+	echo 1 >"$mnt3/f"
+	touch "$hold/hold"
+	t0=$(now_ms)
+	echo 2 >"$mnt3/f"
+	took=$(($(now_ms) - t0))
+	echo "# a commit past the member that kept it: $took ms" >&3
+	[ "$took" -lt 4000 ]	# 2 s for the member, then the next one (10 s before)
+	echo 3 >"$mnt3/f"
+	touch "$hold/release"	# the kept commit of 2 lands now, after 3's
+	eventually 10 test -s "$hold/late"
+	run -0 cat "$hold/late"
+	refute_output --partial '"succeeded":true'	# its writer guard failed it
+	run -0 wait_content "$MNT/f" 3
+	run -0 cat "$mnt3/f"
+	assert_output 3
+}
+
+@test "a daemon whose cluster froze (every member SIGSTOPped) exits within 8 s of its unmount" {
+	echo before >"$MNT/f"
+	HUNG=1	# (teardown wakes the members, whatever happens)
+	local m pid=$MOUNT_PID t0 took
+	for m in 0 1 2; do
+		run -0 "$ETCD_REPO/scripts/etcd-cluster.sh" hang-one "$m"
+	done
+	MOUNT_PID=
+	t0=$(now_ms)
+	# (no stat of the mount first: a frozen cluster cannot answer one)
+	run -0 fusermount3 -u "$MNT"
+	wait_gone "$pid" 150 || true	# 15 s
+	took=$(($(now_ms) - t0))
+	echo "# the daemon exited $took ms after its unmount" >&3
+	[ "$took" -lt 8000 ]	# 3 s for the cluster (11.4 s before, on its writer key's delete)
+	daemon_stop "$pid" "$MNT" "$MOUNT_LOG"	# its exit status, its log
 }
 
 @test "the whole cluster down: a write fails with EIO or ETIMEDOUT within 30 s, the reason in user.kvfs.error; back up, writes go on" {

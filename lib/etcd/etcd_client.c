@@ -317,18 +317,34 @@ static bool others_up(const struct etcd_client *c)
 	return false;
 }
 
-/*
- * A call's time limit on member c->cur: a read that another member could
- * answer waits ETCD_READ_TRY_MS at most (a member slower than that is in
- * trouble; the read moves on at once); the rest c's own limit.
- */
-static long try_limit(const struct etcd_client *c, bool stream, bool reads_only)
+/* Whether the clients sharing c's table were told to stop waiting, and the time is up. */
+static bool calls_ended(const struct etcd_client *c)
 {
-	if (stream)
-		return 0;
-	if (reads_only && c->timeout_ms > ETCD_READ_TRY_MS && others_up(c))
-		return ETCD_READ_TRY_MS;
-	return c->timeout_ms;
+	int64_t end = atomic_load(&c->health->calls_end_ns);
+
+	return end && now_ns() >= end;
+}
+
+/*
+ * A call's time limit on member c->cur: a read, or a write its caller
+ * settles, waits ETCD_READ_TRY_MS at most while another member may answer
+ * (a member slower than that is in trouble: the call moves on, or gives
+ * up for its caller to settle); other calls c's own limit. Never past the
+ * end etcd_health_end_calls set: a stream (no limit) or a call ends then.
+ */
+static long try_limit(const struct etcd_client *c, bool stream, enum etcd_call_kind kind)
+{
+	int64_t end = atomic_load(&c->health->calls_end_ns), left;
+	long ms = stream ? 0 : c->timeout_ms;
+
+	if (!stream && kind != ETCD_CALL_WRITE && ms > ETCD_READ_TRY_MS && others_up(c))
+		ms = ETCD_READ_TRY_MS;
+	if (!end)
+		return ms;
+	left = (end - now_ns()) / 1000000;
+	if (left < 1)
+		left = 1;	/* (0 would be no limit at all) */
+	return ms == 0 || left < ms ? (long)left : ms;
 }
 
 /* Member c->cur answered: its mark goes, unless another call set a newer one since `seen`. */
@@ -347,7 +363,7 @@ static void note_up(struct etcd_client *c, int64_t seen)
  * heap, freed by the caller with cJSON_Delete.
  */
 static int post(struct etcd_client *c, const char *path, const char *body, bool stream,
-		bool reads_only, cJSON **reply)
+		enum etcd_call_kind kind, cJSON **reply)
 {
 	size_t tries, last = c->n_eps;
 	CURLcode cc = CURLE_OK;
@@ -357,14 +373,17 @@ static int post(struct etcd_client *c, const char *path, const char *body, bool 
 	long status = 0;
 
 	c->err[0] = '\0';
+	if (calls_ended(c))
+		return etcd_client_fail(c, -ETIMEDOUT, "etcd %s: not sent: the time given to the "
+					"cluster's calls is up", ep);
 	/* every member passed over (all hung, say): one try, as the first of them */
 	if (!pick_member(c, false))
 		last = 1;
 	for (tries = 0; tries < last; tries++) {
 		long sent = 0;
 
-		if (tries && !pick_member(c, true))
-			break;	/* the others are passed over too: this call has had its tries */
+		if (tries && (!pick_member(c, true) || calls_ended(c)))
+			break;	/* the others are passed over too (or time is up): no more tries */
 		ep = c->eps[c->cur];
 		seen = atomic_load(&c->health->down_until_ns[c->cur]);
 		c->resp.len = 0;
@@ -372,15 +391,15 @@ static int post(struct etcd_client *c, const char *path, const char *body, bool 
 		curl_easy_setopt(c->curl, CURLOPT_URL, url);
 		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
 		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
-		curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, try_limit(c, stream, reads_only));
+		curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, try_limit(c, stream, kind));
 		cc = curl_easy_perform(c->curl);
 		if (cc == CURLE_OPERATION_TIMEDOUT) {
 			/* hung, or cut off: the others are asked first for a while */
 			curl_easy_getinfo(c->curl, CURLINFO_REQUEST_SIZE, &sent);
 			note_down(c);
-			if (sent == 0 || reads_only)
+			if (sent == 0 || kind == ETCD_CALL_READ)
 				continue;	/* nothing reached it, or asking again is harmless */
-			break;
+			break;	/* a write: its caller learns whether it landed (SETTLED) or waits */
 		}
 		if (!not_sent(cc))
 			break;
@@ -467,7 +486,7 @@ static int authenticate(struct etcd_client *c)
 	cJSON_Delete(req);
 	if (!body)
 		return etcd_client_fail(c, -ENOMEM, "etcd: out of memory building a request");
-	rc = post(c, "/v3/auth/authenticate", body, false, false, &reply);
+	rc = post(c, "/v3/auth/authenticate", body, false, ETCD_CALL_WRITE, &reply);
 	free(body);
 	if (rc < 0) {
 		char why[sizeof(c->err)];
@@ -485,7 +504,7 @@ static int authenticate(struct etcd_client *c)
 	return rc;
 }
 
-int etcd_client_call(struct etcd_client *c, const char *path, cJSON *req, bool reads_only,
+int etcd_client_call(struct etcd_client *c, const char *path, cJSON *req, enum etcd_call_kind kind,
 		     cJSON **reply)
 {
 	char *body = cJSON_PrintUnformatted(req);
@@ -496,12 +515,12 @@ int etcd_client_call(struct etcd_client *c, const char *path, cJSON *req, bool r
 		return etcd_client_fail(c, -ENOMEM, "etcd: out of memory building a request");
 	rc = (c->user && !c->token) ? authenticate(c) : 0;
 	if (rc == 0)
-		rc = post(c, path, body, false, reads_only, reply);
+		rc = post(c, path, body, false, kind, reply);
 	if (rc == -EACCES && c->user && strstr(c->err, "invalid auth token")) {
 		/* the token expired (or the member restarted): one more, fresh one */
 		rc = authenticate(c);
 		if (rc == 0)
-			rc = post(c, path, body, false, reads_only, reply);
+			rc = post(c, path, body, false, kind, reply);
 	}
 	free(body);
 	return rc;
@@ -742,6 +761,11 @@ void etcd_client_share_health(struct etcd_client *c, struct etcd_health *h)
 	c->health = h ? h : &c->own_health;
 }
 
+void etcd_health_end_calls(struct etcd_health *h, long ms)
+{
+	atomic_store(&h->calls_end_ns, now_ns() + (int64_t)ms * 1000000);
+}
+
 void etcd_client_set_timeout(struct etcd_client *c, long ms)
 {
 	c->timeout_ms = ms;
@@ -873,7 +897,7 @@ int etcd_client_watch(struct etcd_client *c, const void *key, size_t key_len,
 	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_watch_body);
 	c->streaming = true;
 	c->heard_ns = now_ns();
-	rc = post(c, "/v3/watch", body, true, false, NULL);
+	rc = post(c, "/v3/watch", body, true, ETCD_CALL_READ, NULL);
 	c->streaming = false;
 	/* an answer without a final newline (an error object) is a line too */
 	if (rc == 0 && c->resp.len > 0)

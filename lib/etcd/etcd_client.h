@@ -32,8 +32,11 @@
  * table (shared by the clients of one store: etcd_client_share_health)
  * and passed over by every call for ETCD_DOWN_MS; a call that only reads
  * (a range, a Txn of ranges) waits ETCD_READ_TRY_MS there while another
- * member may answer and is then tried again on the next member, and any
- * other call returns -ETIMEDOUT, its outcome unknown to the caller.
+ * member may answer and is then tried again on the next member; a Txn
+ * sent with etcd_client_txn_settled waits as long and returns -ETIMEDOUT
+ * (its caller settles it and sends it again, to the next member); any
+ * other call waits the handle's limit and returns -ETIMEDOUT, its outcome
+ * unknown to the caller.
  */
 #ifndef KVFS_ETCD_CLIENT_H
 #define KVFS_ETCD_CLIENT_H
@@ -53,11 +56,13 @@ struct etcd_client;
 
 /*
  * Members that stopped answering: until when each is passed over
- * (CLOCK_MONOTONIC ns, 0: never), by the position in the endpoint list.
+ * (CLOCK_MONOTONIC ns, 0: never), by the position in the endpoint list;
+ * and when the clients sharing it stop waiting for any member (0: never).
  * Zero it to start; it must outlive every client sharing it.
  */
 struct etcd_health {
 	_Atomic int64_t down_until_ns[ETCD_MEMBERS_MAX];
+	_Atomic int64_t calls_end_ns;	/* set by etcd_health_end_calls */
 };
 
 /* One key-value as etcd returns it. key/val are heap, owned by the result holding them. */
@@ -102,6 +107,14 @@ void etcd_client_spread(struct etcd_client *c, size_t i);
  * list); without it c keeps a table of its own.
  */
 void etcd_client_share_health(struct etcd_client *c, struct etcd_health *h);
+/*
+ * From ms from now on, every call of the clients sharing h (a watch too)
+ * ends: one under way at that time at the latest (-ETIMEDOUT, a write's
+ * outcome unknown), later ones at once, sending nothing. For a process
+ * about to close its clients whatever the cluster does (a daemon's exit);
+ * any thread.
+ */
+void etcd_health_end_calls(struct etcd_health *h, long ms);
 /* Per-call time limit for unary calls, in ms (default 10000; 0 = none). */
 void etcd_client_set_timeout(struct etcd_client *c, long ms);
 /*
@@ -199,6 +212,18 @@ void etcd_txn_result_release(struct etcd_txn_result *r);
 int etcd_client_txn(struct etcd_client *c, const struct etcd_cmp *cmps, size_t n_cmps,
 	     const struct etcd_op *success, size_t n_success,
 	     const struct etcd_op *failure, size_t n_failure, struct etcd_txn_result *out);
+/*
+ * etcd_client_txn for a Txn whose caller can learn afterwards whether it
+ * was applied, and whose compares fail it should it land after a second
+ * sending did (kvfs: its writer key): on a member that does not answer
+ * within ETCD_READ_TRY_MS while another may, it returns -ETIMEDOUT then,
+ * not after the handle's whole limit, and the member is passed over, so
+ * that the caller's next sending goes to another member.
+ */
+int etcd_client_txn_settled(struct etcd_client *c, const struct etcd_cmp *cmps, size_t n_cmps,
+			    const struct etcd_op *success, size_t n_success,
+			    const struct etcd_op *failure, size_t n_failure,
+			    struct etcd_txn_result *out);
 
 /* Leases: grant (ttl seconds; *id out, *granted may be NULL), revoke, one keep-alive round. */
 int etcd_client_lease_grant(struct etcd_client *c, int64_t ttl, int64_t *id, int64_t *granted);

@@ -10,14 +10,20 @@
 
 #include "lib/etcd/etcd_client.h"
 
+/* What a request does, which decides how long a member that does not answer is waited for. */
+enum etcd_call_kind {
+	ETCD_CALL_WRITE,	/* changes something: c's whole limit, never sent twice */
+	ETCD_CALL_READ,	/* changes nothing: ETCD_READ_TRY_MS, then sent to the next member */
+	ETCD_CALL_SETTLED,	/* a write its caller settles: ETCD_READ_TRY_MS, then -ETIMEDOUT */
+};
+
 /*
  * Serializes and sends req (consumed, also on failure) to the gateway's
  * path, authenticating first when the URL named a user, and parses the
  * answer into *reply (heap, the caller's to cJSON_Delete). 0 or -errno, the
- * message kept for etcd_client_error. reads_only: the request changes
- * nothing, so a member that stops answering it is replaced by the next.
+ * message kept for etcd_client_error.
  */
-int etcd_client_call(struct etcd_client *c, const char *path, cJSON *req, bool reads_only,
+int etcd_client_call(struct etcd_client *c, const char *path, cJSON *req, enum etcd_call_kind kind,
 		     cJSON **reply);
 
 /* Keeps a printf-style message as the handle's last error; returns rc. */

@@ -46,7 +46,7 @@ int etcd_client_range(struct etcd_client *c, const void *key, size_t key_len,
 		cJSON_Delete(req);
 		return etcd_client_fail(c, -ENOMEM, "etcd: out of memory building a range");
 	}
-	rc = etcd_client_call(c, "/v3/kv/range", req, true, &reply);
+	rc = etcd_client_call(c, "/v3/kv/range", req, ETCD_CALL_READ, &reply);
 	if (rc < 0)
 		return rc;
 	rc = etcd_wire_parse_range(reply, out);
@@ -76,7 +76,7 @@ int etcd_client_put(struct etcd_client *c, const void *key, size_t key_len,
 		cJSON_Delete(req);
 		return etcd_client_fail(c, -ENOMEM, "etcd: out of memory building a put");
 	}
-	rc = etcd_client_call(c, "/v3/kv/put", req, false, &reply);
+	rc = etcd_client_call(c, "/v3/kv/put", req, ETCD_CALL_WRITE, &reply);
 	if (rc < 0)
 		return rc;
 	if (revision)
@@ -98,7 +98,7 @@ int etcd_client_delete_range(struct etcd_client *c, const void *key, size_t key_
 		cJSON_Delete(req);
 		return etcd_client_fail(c, -ENOMEM, "etcd: out of memory building a delete");
 	}
-	rc = etcd_client_call(c, "/v3/kv/deleterange", req, false, &reply);
+	rc = etcd_client_call(c, "/v3/kv/deleterange", req, ETCD_CALL_WRITE, &reply);
 	if (rc < 0)
 		return rc;
 	if (deleted)
@@ -120,7 +120,7 @@ int etcd_client_compact(struct etcd_client *c, int64_t revision, bool physical)
 		cJSON_Delete(req);
 		return etcd_client_fail(c, rc, "etcd: out of memory building a compaction");
 	}
-	rc = etcd_client_call(c, "/v3/kv/compaction", req, false, &reply);
+	rc = etcd_client_call(c, "/v3/kv/compaction", req, ETCD_CALL_WRITE, &reply);
 	cJSON_Delete(reply);
 	return rc;
 }
@@ -251,8 +251,9 @@ static bool txn_reads_only(const struct etcd_op *success, size_t n_success,
 	return true;
 }
 
-int etcd_client_txn(struct etcd_client *c, const struct etcd_cmp *cmps, size_t n_cmps,
-		    const struct etcd_op *success, size_t n_success,
+/* A Txn sent as `kind` (a Txn of ranges only is a read whatever the caller says). */
+static int txn_call(struct etcd_client *c, enum etcd_call_kind kind, const struct etcd_cmp *cmps,
+		    size_t n_cmps, const struct etcd_op *success, size_t n_success,
 		    const struct etcd_op *failure, size_t n_failure, struct etcd_txn_result *out)
 {
 	cJSON *req = cJSON_CreateObject(), *reply = NULL;
@@ -263,7 +264,9 @@ int etcd_client_txn(struct etcd_client *c, const struct etcd_cmp *cmps, size_t n
 		cJSON_Delete(req);
 		return etcd_client_fail(c, -ENOMEM, "etcd: out of memory building a txn");
 	}
-	rc = etcd_client_call(c, "/v3/kv/txn", req, txn_reads_only(success, n_success, failure, n_failure), &reply);
+	if (txn_reads_only(success, n_success, failure, n_failure))
+		kind = ETCD_CALL_READ;
+	rc = etcd_client_call(c, "/v3/kv/txn", req, kind, &reply);
 	if (rc < 0)
 		return rc;
 	rc = parse_txn(reply, out);
@@ -273,6 +276,22 @@ int etcd_client_txn(struct etcd_client *c, const struct etcd_cmp *cmps, size_t n
 		return etcd_client_fail(c, rc, "etcd: bad txn answer");
 	}
 	return 0;
+}
+
+int etcd_client_txn(struct etcd_client *c, const struct etcd_cmp *cmps, size_t n_cmps,
+		    const struct etcd_op *success, size_t n_success,
+		    const struct etcd_op *failure, size_t n_failure, struct etcd_txn_result *out)
+{
+	return txn_call(c, ETCD_CALL_WRITE, cmps, n_cmps, success, n_success, failure, n_failure, out);
+}
+
+int etcd_client_txn_settled(struct etcd_client *c, const struct etcd_cmp *cmps, size_t n_cmps,
+			    const struct etcd_op *success, size_t n_success,
+			    const struct etcd_op *failure, size_t n_failure,
+			    struct etcd_txn_result *out)
+{
+	return txn_call(c, ETCD_CALL_SETTLED, cmps, n_cmps, success, n_success, failure, n_failure,
+			out);
 }
 
 /* ---- leases ---- */
@@ -286,7 +305,7 @@ static int lease_call(struct etcd_client *c, const char *path, const char *field
 		cJSON_Delete(req);
 		return etcd_client_fail(c, -ENOMEM, "etcd: out of memory building a lease request");
 	}
-	return etcd_client_call(c, path, req, false, reply);
+	return etcd_client_call(c, path, req, ETCD_CALL_WRITE, reply);
 }
 
 int etcd_client_lease_grant(struct etcd_client *c, int64_t ttl, int64_t *id, int64_t *granted)

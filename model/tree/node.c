@@ -148,6 +148,11 @@ int model_sync(struct model *m)
 	return store_sync(m->st);
 }
 
+void model_end_calls(struct model *m, unsigned ms)
+{
+	store_end_calls(m->st, ms);
+}
+
 int model_queue_start(struct model *m, unsigned ms, enum model_queue_mode mode)
 {
 	if (m->readonly)

@@ -679,7 +679,7 @@ int etcd_buf_commit(struct etcd_buf *b, struct etcd_client *c, bool *committed, 
 	*committed = false;
 	if (rc)
 		return rc;
-	rc = etcd_client_txn(c, p.cmps, p.n_cmps, p.ops, p.n_ops, NULL, 0, &t);
+	rc = etcd_client_txn_settled(c, p.cmps, p.n_cmps, p.ops, p.n_ops, NULL, 0, &t);
 	if (rc == 0) {
 		*committed = t.succeeded;
 		if (revision)

@@ -103,6 +103,9 @@ size_t etcd_buf_largest(const struct etcd_buf *b);
  * (someone changed what the attempt read; run it again from the start).
  * *revision (may be NULL): the store revision after the commit. <0: the
  * client's error (see lib/etcd/etcd_client.h; c keeps the message).
+ * Sent settled (etcd_client_txn_settled): a member that does not answer
+ * within 2 s while another may gives -ETIMEDOUT, which the caller settles
+ * through the writer key the Txn guards (docs/ETCD.md section 4).
  */
 int etcd_buf_commit(struct etcd_buf *b, struct etcd_client *c, bool *committed, int64_t *revision);
 /* The same Txn with the guards' compares alone, no operation: *holds, whether they all pass. */

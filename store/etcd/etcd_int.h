@@ -325,6 +325,8 @@ static inline size_t etcd_key_after(const struct etcd_kv *kv, uint8_t *out)
 int store_etcd_open(struct store *st, const char *name, unsigned flags, char *why, size_t why_len);
 void store_etcd_close(struct store *st, bool discard);
 int store_etcd_info(struct store *st, struct store_info *out);
+/* store_end_calls: every client of st (the pool's, the watch's) shares st->health. */
+void store_etcd_end_calls(struct store *st, unsigned ms);
 uint64_t store_etcd_position(struct store *st);
 bool store_etcd_changed_elsewhere(struct store *st);
 int store_etcd_read_begin(struct store *st, struct store_txn *txn);

@@ -256,6 +256,11 @@ void store_etcd_close(struct store *sb, bool discard)
 	release(st);
 }
 
+void store_etcd_end_calls(struct store *sb, unsigned ms)
+{
+	etcd_health_end_calls(&ETCD(sb)->health, (long)ms);
+}
+
 /* A count of the data space at the newest revision; the revision too. */
 int store_etcd_info(struct store *sb, struct store_info *out)
 {
