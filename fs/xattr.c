@@ -25,27 +25,51 @@
 #define FS_XATTR_PID "user.kvfs.pid"		/* the root: the daemon's pid, for kvfs umount */
 #define FS_XATTR_STATS "user.kvfs.stats"	/* the root: requests by opcode (stats.c) */
 
+/*
+ * The room of a store in local files: what it uses, and what the file
+ * system holding its directory has left.
+ */
+static int local_room(struct fs_ctx *ctx, uint64_t *total, uint64_t *free_bytes, uint64_t *entries)
+{
+	struct statvfs host;
+	struct model_info info;
+	int ret = model_info(ctx->model, &info);
+
+	if (ret < 0)
+		return ret;
+	*free_bytes = 0;
+	if (statvfs(ctx->store_dir, &host) == 0)
+		*free_bytes = (uint64_t)host.f_bavail * host.f_frsize;
+	*total = info.used_bytes + *free_bytes;
+	*entries = info.entries;
+	return 0;
+}
+
+/* statfs: the store's room, the servers' (etcd: its quota, docs/ETCD.md) or the local disk's. */
 void fs_op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	struct fs_ctx *ctx = fs_req_ctx(req);
-	struct statvfs sv, host;
-	struct model_info info;
-	uint64_t free_bytes = 0, files_free;
-	int ret = model_info(ctx->model, &info);
+	struct model_room sp;
+	struct statvfs sv;
+	uint64_t total, free_bytes, entries, files_free;
+	int ret = model_room(ctx->model, &sp);
 
 	(void)ino;
+	total = sp.total_bytes;
+	free_bytes = sp.free_bytes;
+	entries = sp.entries;
+	if (ret == -ENOTSUP)
+		ret = local_room(ctx, &total, &free_bytes, &entries);
 	if (ret < 0) {
 		fs_reply_err(req, ret);
 		return;
 	}
-	if (statvfs(ctx->store_dir, &host) == 0)
-		free_bytes = (uint64_t)host.f_bavail * host.f_frsize;
 	memset(&sv, 0, sizeof(sv));
 	sv.f_bsize = sv.f_frsize = 4096;
-	sv.f_blocks = (info.used_bytes + free_bytes) / 4096;
+	sv.f_blocks = total / 4096;
 	sv.f_bfree = sv.f_bavail = free_bytes / 4096;
 	files_free = free_bytes / 64;	/* a small leaf takes some tens of bytes */
-	sv.f_files = info.entries + files_free;
+	sv.f_files = entries + files_free;
 	sv.f_ffree = sv.f_favail = files_free;
 	sv.f_namemax = 255;
 	if (ctx->read_only)

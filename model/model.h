@@ -172,6 +172,20 @@ void model_close_discard(struct model *m);
  */
 int model_readers_check(struct model *m, unsigned *cleared);
 int model_info(struct model *m, struct model_info *out);
+
+/* The room of a store kept on servers (store_room): what statfs shows. */
+struct model_room {
+	uint64_t total_bytes;	/* the most the servers let it take (etcd: the quota) */
+	uint64_t free_bytes;	/* what writes may still take */
+	uint64_t entries;	/* keys of the data space */
+	bool total_assumed;	/* the servers did not say: the backend's default */
+};
+
+/*
+ * store_room: asked of the servers at most once a second. -ENOTSUP for
+ * a store in local files (the caller asks its file system).
+ */
+int model_room(struct model *m, struct model_room *out);
 /*
  * Cheap (no transaction): changes whenever any process commits to the
  * store; the position model_changes_read counts in.

@@ -27,6 +27,8 @@
 #                   a cluster (scripts/test-etcd.sh)
 #   KVFS_ETCD_MAX_REQUEST_BYTES, KVFS_ETCD_MAX_TXN_OPS  the members' limits
 #                   (default 10485760 and 8192; etcd's own are 1572864 and 128)
+#   KVFS_ETCD_QUOTA_BYTES  the members' storage quota (--quota-backend-bytes;
+#                   unset: etcd's own, 2 GiB), what `df` of a mount shows
 # Installs Debian's etcd-server and etcd-client when etcd is missing.
 set -euo pipefail
 
@@ -39,6 +41,8 @@ members=${KVFS_ETCD_MEMBERS:-3}
 # per Txn (default 128), so the cap is set where 10 MiB of small keys fits.
 max_request_bytes=${KVFS_ETCD_MAX_REQUEST_BYTES:-10485760}
 max_txn_ops=${KVFS_ETCD_MAX_TXN_OPS:-8192}
+quota=()
+[ -z "${KVFS_ETCD_QUOTA_BYTES:-}" ] || quota=(--quota-backend-bytes "$KVFS_ETCD_QUOTA_BYTES")
 # Old revisions are kept 10 minutes: watchers that fall further behind get
 # "compacted" and must resynchronize (docs/ETCD.md "Change feed").
 compaction=(--auto-compaction-mode=periodic --auto-compaction-retention=10m)
@@ -113,7 +117,7 @@ start_member() {
 		--initial-cluster "$cluster" --initial-cluster-state new \
 		--initial-cluster-token "kvfs-$base" \
 		--max-request-bytes "$max_request_bytes" --max-txn-ops "$max_txn_ops" \
-		"${compaction[@]}" \
+		"${compaction[@]}" ${quota[@]+"${quota[@]}"} \
 		</dev/null >>"$dir/m$i.log" 2>&1 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
 }
 

@@ -250,6 +250,12 @@ static bool interrupted(const struct store *st)
 	return st->interrupt && *st->interrupt;
 }
 
+int store_room(struct store *st, struct store_room *out)
+{
+	memset(out, 0, sizeof(*out));
+	return st->ops->admin.room ? st->ops->admin.room(st, out) : -ENOTSUP;
+}
+
 int store_usage(struct store *st, struct store_usage *out)
 {
 	if (!store_can(st, STORE_CAN_USAGE) || !st->ops->admin.usage) {

@@ -135,6 +135,15 @@ struct store_usage {
 	unsigned stale_cleared;	/* stale reader slots cleared when this handle opened */
 };
 
+/* The room a store on servers has (store_room): what `df` of a mount shows. */
+struct store_room {
+	uint64_t total_bytes;	/* the most the servers let the store take (etcd: its quota) */
+	uint64_t used_bytes;	/* taken now (etcd: the database in use, every prefix's keys) */
+	uint64_t free_bytes;	/* what writes may still take: total - used, or 0 */
+	uint64_t entries;	/* keys in the data space */
+	bool total_assumed;	/* the servers did not say: total is the backend's default */
+};
+
 /*
  * Opens (or with STORE_OPEN_CREATE creates) the store named `name`: a
  * directory (created mode 0700, its files 0600) or a URL of a backend
@@ -177,6 +186,12 @@ int64_t store_created_ns(const struct store *st);
  * -ENOTSUP without STORE_CAN_USAGE.
  */
 int store_usage(struct store *st, struct store_usage *out);
+/*
+ * The room of a store kept on servers, asked of them at most once a
+ * second however often it is called (a `df` loop must not load them).
+ * -ENOTSUP for a store in local files: the file system's statvfs says.
+ */
+int store_room(struct store *st, struct store_room *out);
 /*
  * Clears reader slots left by processes that died inside a read transaction
  * (they pin old pages, so the file grows, and then jam the reader table).

@@ -282,6 +282,8 @@ struct store_admin_ops {
 	int (*copy)(struct store *st, const char *dir);		/* STORE_CAN_HOT_COPY */
 	int (*usage)(struct store *st, struct store_usage *out);	/* STORE_CAN_USAGE */
 	int (*readers_check)(struct store *st, unsigned *cleared);	/* STORE_CAN_USAGE */
+	/* NULL: the store is in local files (-ENOTSUP). As store_room; out is zeroed. */
+	int (*room)(struct store *st, struct store_room *out);
 	/*
 	 * NULL: nothing of its own to check. As store_txn_check (read txns).
 	 * LMDB: each space's B-tree in order (lmdb_check.c); etcd: the

@@ -3,7 +3,8 @@
 # operations or compares per Txn, 1.5 MiB per request), not the raised ones
 # scripts/etcd-cluster.sh sets: kvfs learns them from the first refusal and
 # plans within them (docs/ETCD.md section 5); a commit staged in chunks too
-# big for the cluster is applied in pieces. Always a cluster of its own.
+# big for the cluster is applied in pieces; `df` shows the cluster's storage
+# quota (1 GiB here, not etcd's 2 GiB). Always a cluster of its own.
 
 # bats file_tags=etcd
 
@@ -11,7 +12,8 @@ load 'test_helper/common'
 load 'test_helper/etcd'
 
 setup_file() {
-	KVFS_ETCD_MAX_TXN_OPS=128 KVFS_ETCD_MAX_REQUEST_BYTES=1572864 etcd_start own
+	KVFS_ETCD_MAX_TXN_OPS=128 KVFS_ETCD_MAX_REQUEST_BYTES=1572864 \
+		KVFS_ETCD_QUOTA_BYTES=1073741824 etcd_start own
 	# small.json: 30 records (about 150 keys: over 128 in one Txn);
 	# big.json: 5,000 records (about 25,000 keys); leaf.json: a 3 MiB string
 	# leaf; mid.json: a 1.7 MB one
@@ -44,6 +46,11 @@ setup() {
 
 teardown() {
 	mount_teardown
+}
+
+# free_below MNT BLOCKS: statfs of MNT shows fewer than BLOCKS free blocks.
+free_below() {
+	[ "$(stat -f -c %a "$1")" -lt "$2" ]
 }
 
 # same_json A B: the two files hold equal JSON.
@@ -107,4 +114,17 @@ same_json() {
 	run -0 cp "$D/big.json" "$MNT/big.json"
 	run -0 ls "$MNT/big"
 	[ "${#lines[@]}" -eq 5000 ]
+}
+
+@test "df of an etcd mount shows the cluster's quota as its size, and less free after a 3 MiB write" {
+	mount_store
+	local blocks bsize before
+	run -0 stat -f -c '%b %S' "$MNT"
+	read -r blocks bsize <<<"$output"
+	[ $((blocks * bsize)) -eq 1073741824 ]	# --quota-backend-bytes (not $TMPDIR's disk)
+	run -0 df "$MNT"
+	assert_output --partial ' 1048576 '	# 1K-blocks
+	before=$(stat -f -c %a "$MNT")
+	cp "$D/leaf.txt" "$MNT/big"
+	eventually 5 free_below "$MNT" $((before - 512))	# at least 2 MiB less
 }

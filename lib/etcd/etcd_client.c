@@ -149,12 +149,8 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/*
- * What every connection of c carries: TLS (the CA that signed the members'
- * certificates; our own certificate and key), no signals (threads: no
- * SIGALRM), a 1 s limit to connect.
- */
-static void connection_setup(struct etcd_client *c, CURL *h)
+/* TLS, no signals, a 1 s limit to connect (etcd_client_int.h). */
+void etcd_client_connection_setup(struct etcd_client *c, CURL *h)
 {
 	if (c->cacert)
 		curl_easy_setopt(h, CURLOPT_CAINFO, c->cacert);
@@ -218,7 +214,7 @@ static bool member_answers(struct etcd_client *c)
 		c->probe = curl_easy_init();
 		if (!c->probe)
 			return true;
-		connection_setup(c, c->probe);
+		etcd_client_connection_setup(c, c->probe);
 		curl_easy_setopt(c->probe, CURLOPT_TIMEOUT_MS, (long)ETCD_PROBE_MS);
 		curl_easy_setopt(c->probe, CURLOPT_WRITEFUNCTION, discard_body);
 		curl_easy_setopt(c->probe, CURLOPT_POSTFIELDS, "{\"key\":\"AA==\",\"count_only\":true}");
@@ -694,7 +690,7 @@ int etcd_client_open(const char *endpoints, struct etcd_client **out, char *why,
 	c->curl = curl_easy_init();
 	if (!c->curl || set_headers(c) < 0)
 		goto out_close;
-	connection_setup(c, c->curl);
+	etcd_client_connection_setup(c, c->curl);
 	curl_easy_setopt(c->curl, CURLOPT_TCP_NODELAY, 1L);
 	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, c);

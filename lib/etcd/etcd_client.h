@@ -225,6 +225,21 @@ int etcd_client_txn_settled(struct etcd_client *c, const struct etcd_cmp *cmps, 
 			    const struct etcd_op *failure, size_t n_failure,
 			    struct etcd_txn_result *out);
 
+/* A member's room: its database and the quota it enforces. */
+struct etcd_status {
+	int64_t db_size;	/* bytes of the database file: what the quota is checked against */
+	int64_t db_in_use;	/* of them, in use; the rest is free pages that writes reuse */
+	int64_t quota;	/* --quota-backend-bytes in effect; 0: the member did not say */
+};
+
+/*
+ * The current member's status (POST /v3/maintenance/status). The quota is
+ * in that answer from etcd 3.6 on; before, it is read from the member's
+ * /metrics page (etcd_server_quota_backend_bytes), and 0 when that cannot
+ * be read either.
+ */
+int etcd_client_status(struct etcd_client *c, struct etcd_status *out);
+
 /* Leases: grant (ttl seconds; *id out, *granted may be NULL), revoke, one keep-alive round. */
 int etcd_client_lease_grant(struct etcd_client *c, int64_t ttl, int64_t *id, int64_t *granted);
 int etcd_client_lease_revoke(struct etcd_client *c, int64_t id);

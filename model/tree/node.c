@@ -100,6 +100,21 @@ char *model_name_shown(const char *name)
 	return store_name_shown(name);
 }
 
+int model_room(struct model *m, struct model_room *out)
+{
+	struct store_room sp;
+	int ret = store_room(m->st, &sp);
+
+	memset(out, 0, sizeof(*out));
+	if (ret < 0)
+		return ret;
+	out->total_bytes = sp.total_bytes;
+	out->free_bytes = sp.free_bytes;
+	out->entries = sp.entries;
+	out->total_assumed = sp.total_assumed;
+	return 0;
+}
+
 int model_info(struct model *m, struct model_info *out)
 {
 	struct store_usage usage = { 0 };

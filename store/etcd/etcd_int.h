@@ -51,6 +51,8 @@
 #define ETCD_KIDS_WALK 16	/* a walk that skipped fewer children per page reads the children space */
 #define ETCD_BIG_KEYS 4096	/* a container this big is read from its first child's hint (etcd_kids_list.c) */
 #define ETCD_BIG_MAX 64	/* big containers a handle remembers */
+#define ETCD_ROOM_MS 1000	/* store_room asks the cluster at most this often */
+#define ETCD_QUOTA_DEFAULT (2ull << 30)	/* etcd's storage quota when a member does not tell its own */
 
 struct etcd_feed;
 struct etcd_snap;
@@ -129,6 +131,10 @@ struct store_etcd {
 	uint8_t big[ETCD_BIG_MAX][ETCD_KEY_MAX];
 	size_t big_len[ETCD_BIG_MAX];
 	size_t n_big, big_next;
+	/* store_room's last answer and when it was asked (CLOCK_MONOTONIC ns, 0: never); room_lock */
+	pthread_mutex_t room_lock;
+	struct store_room room;
+	int64_t room_ns;
 };
 
 /* An answer kept until its transaction ends: values handed out point into it. */
@@ -327,6 +333,8 @@ void store_etcd_close(struct store *st, bool discard);
 int store_etcd_info(struct store *st, struct store_info *out);
 /* store_end_calls: every client of st (the pool's, the watch's) shares st->health. */
 void store_etcd_end_calls(struct store *st, unsigned ms);
+/* store_room: a member's quota and database (etcd_client_status), kept in st->room. */
+int store_etcd_room(struct store *st, struct store_room *out);
 uint64_t store_etcd_position(struct store *st);
 bool store_etcd_changed_elsewhere(struct store *st);
 int store_etcd_read_begin(struct store *st, struct store_txn *txn);

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- open and close ---- */
 
@@ -184,6 +185,7 @@ static void release(struct store_etcd *st)
 	pthread_mutex_destroy(&st->feed_lock);
 	pthread_mutex_destroy(&st->snap_lock);
 	pthread_mutex_destroy(&st->big_lock);
+	pthread_mutex_destroy(&st->room_lock);
 	free(st->endpoints);
 	st->endpoints = NULL;
 }
@@ -200,6 +202,7 @@ int store_etcd_open(struct store *sb, const char *url, unsigned flags, char *why
 	pthread_mutex_init(&st->feed_lock, NULL);
 	pthread_mutex_init(&st->snap_lock, NULL);
 	pthread_mutex_init(&st->big_lock, NULL);
+	pthread_mutex_init(&st->room_lock, NULL);
 	atomic_init(&st->txn_ops, ETCD_TXN_OPS);
 	atomic_init(&st->txn_bytes, ETCD_TXN_BYTES);
 	atomic_init(&st->limits_probed, false);
@@ -261,30 +264,88 @@ void store_etcd_end_calls(struct store *sb, unsigned ms)
 	etcd_health_end_calls(&ETCD(sb)->health, (long)ms);
 }
 
-/* A count of the data space at the newest revision; the revision too. */
-int store_etcd_info(struct store *sb, struct store_info *out)
+/* The keys of the data space at the newest revision (*count), and that revision (*rev). */
+static int data_count(struct store_etcd *st, struct etcd_client *c, uint64_t *count, uint64_t *rev)
 {
-	struct store_etcd *st = ETCD(sb);
-	struct etcd_client *c;
 	struct etcd_range_result r;
 	uint8_t k[ETCD_KEY_MAX], end[ETCD_KEY_MAX];
 	size_t kl = etcd_key(st, STORE_SPACE_DATA, NULL, 0, k);
 	struct etcd_range_opts o = { .count_only = true, .range_end = end,
 				     .range_end_len = etcd_prefix_end(k, kl, end) };
+	int rc = etcd_client_range(c, k, kl, &o, &r);
+
+	if (rc)
+		return rc;
+	*count = (uint64_t)r.count;
+	*rev = (uint64_t)r.revision;
+	etcd_range_result_release(&r);
+	return 0;
+}
+
+/* A count of the data space at the newest revision; the revision too. */
+int store_etcd_info(struct store *sb, struct store_info *out)
+{
+	struct store_etcd *st = ETCD(sb);
+	struct etcd_client *c;
 	int rc = etcd_client_take(st, &c);
 
 	memset(out, 0, sizeof(*out));
 	if (rc)
 		return rc;
-	rc = etcd_client_range(c, k, kl, &o, &r);
+	rc = data_count(st, c, &out->entries, &out->last_txn_id);
+	etcd_client_give(st, c);
+	out->created_ns = st->base.created_ns;
+	return rc;
+}
+
+/*
+ * Asks the cluster (a member's status, the data space's count) for
+ * store_room. The room is the member's: every store of the cluster
+ * shares its quota, and etcd refuses writes (NOSPACE) once its database
+ * file would pass it; free pages inside the file are reused first, so
+ * what is left is the quota less the part in use.
+ */
+static int room_ask(struct store_etcd *st, struct store_room *out)
+{
+	struct etcd_status s;
+	struct etcd_client *c;
+	uint64_t rev;
+	int rc = etcd_client_take(st, &c);
+
+	if (rc)
+		return rc;
+	rc = etcd_client_status(c, &s);
+	if (rc == 0)
+		rc = data_count(st, c, &out->entries, &rev);
 	etcd_client_give(st, c);
 	if (rc)
 		return rc;
-	out->entries = (uint64_t)r.count;
-	out->last_txn_id = (uint64_t)r.revision;
-	out->created_ns = st->base.created_ns;
-	etcd_range_result_release(&r);
+	out->total_assumed = s.quota <= 0;
+	out->total_bytes = out->total_assumed ? ETCD_QUOTA_DEFAULT : (uint64_t)s.quota;
+	out->used_bytes = (uint64_t)s.db_in_use;
+	out->free_bytes = out->total_bytes > out->used_bytes ? out->total_bytes - out->used_bytes : 0;
 	return 0;
+}
+
+int store_etcd_room(struct store *sb, struct store_room *out)
+{
+	struct store_etcd *st = ETCD(sb);
+	struct timespec ts;
+	int64_t now;
+	int rc = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	/* one asker at a time: the others of a df storm wait for its answer and take it */
+	pthread_mutex_lock(&st->room_lock);
+	if (!st->room_ns || now - st->room_ns >= (int64_t)ETCD_ROOM_MS * 1000000) {
+		rc = room_ask(st, &st->room);
+		st->room_ns = rc ? 0 : now;
+	}
+	if (rc == 0)
+		*out = st->room;
+	pthread_mutex_unlock(&st->room_lock);
+	return rc;
 }
 
 /* The newest revision, read from the cluster (one round trip); 0 when unreachable. */

@@ -1,14 +1,14 @@
 /*
  * store/etcd/etcd_ops.c - the etcd backend's table of operations (store/store_ops.h):
  * what store.c calls for a store named etcd://HOST:PORT[,...]/PREFIX. The
- * operations live in etcd_open.c (open, close, info), etcd_store.c
- * (transactions, point operations), etcd_scan.c (scans and the read
- * hints), etcd_feed.c (position, changed_elsewhere, the feed),
+ * operations live in etcd_open.c (open, close, info, room, end_calls),
+ * etcd_store.c (transactions, point operations), etcd_scan.c (scans and
+ * the read hints), etcd_feed.c (position, changed_elsewhere, the feed),
  * etcd_lease.c (expiry) and etcd_kids_check.c (check, repair).
  * Abilities: the change feed, and keys that expire by themselves (leases);
  * every commit is durable when it returns (no sync), there is no local file
- * to copy or measure, and none mapped that a damaged store could fault in
- * (its values are copies: no in_engine).
+ * to copy or measure (the room is the cluster's quota), and none mapped
+ * that a damaged store could fault in (its values are copies: no in_engine).
  */
 #include "store/etcd/etcd_int.h"
 
@@ -52,6 +52,7 @@ const struct store_ops store_etcd_ops = {
 		.expect_reads = store_etcd_expect_reads,
 	},
 	.admin = {
+		.room = store_etcd_room,
 		.check = store_etcd_check,
 		.repair = store_etcd_repair,
 	},
