@@ -1,6 +1,6 @@
 /*
  * lib/etcd/etcd_client.c - the etcd v3 JSON-gateway client (lib/etcd/etcd_client.h):
- * the handle, its URL options and auth token, HTTP/1.1 POSTs through one
+ * the handle, its auth token (the URL's parts: lib/etcd/etcd_url.c), HTTP/1.1 POSTs through one
  * libcurl easy handle per client, and the watch stream; the KV, Txn and lease
  * requests are built in lib/etcd/etcd_requests.c.
  */
@@ -526,125 +526,21 @@ int etcd_client_call(struct etcd_client *c, const char *path, cJSON *req, enum e
 
 static int add_endpoint(struct etcd_client *c, const char *s, size_t n)
 {
-	bool has_scheme = n >= 3 && memmem(s, n, "://", 3) != NULL;
-	bool tls = c->cacert || c->cert;
-	char *ep;
-
-	if (n == 0 || n > 256 || c->n_eps == ETCD_MEMBERS_MAX)
-		return -EINVAL;
-	ep = malloc(n + 9);
-	if (!ep)
-		return -ENOMEM;
-	snprintf(ep, n + 9, "%s%.*s", has_scheme ? "" : tls ? "https://" : "http://", (int)n, s);
-	c->eps[c->n_eps++] = ep;
-	return 0;
-}
-
-static int hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/*
- * %XX and + of a URL query value, decoded into a heap string (*out, the
- * caller frees it). A % without two hex digits after it, or %00 (a NUL
- * would cut a password or a path short without a word), is -EINVAL.
- */
-static int query_value(const char *s, size_t n, char **out)
-{
-	char *o = malloc(n + 1);
-
-	*out = o;
-	if (!o)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		int hi, lo;
-
-		if (s[i] != '%') {
-			*o++ = s[i] == '+' ? ' ' : s[i];
-			continue;
-		}
-		hi = i + 2 < n ? hex_digit(s[i + 1]) : -1;
-		lo = i + 2 < n ? hex_digit(s[i + 2]) : -1;
-		if (hi < 0 || lo < 0 || (hi | lo) == 0) {
-			free(*out);	/* nothing half decoded is left for the caller to read */
-			*out = NULL;
-			return -EINVAL;
-		}
-		*o++ = (char)(hi << 4 | lo);
-		i += 2;
-	}
-	*o = 0;
-	return 0;
-}
-
-/*
- * The options after "?" (NAME=VALUE&...): etcdctl's names. user=NAME or
- * user=NAME:PASSWORD, password=, cacert=, cert=, key=. -EINVAL with the
- * reason in why for anything else. What the URL leaves out is taken from
- * etcdctl's environment (ETCDCTL_PASSWORD, ...), which keeps a password out
- * of the process list and the shell history.
- */
-static int parse_options(struct etcd_client *c, const char *q, char *why, size_t why_len)
-{
-	static const char *const names[] = { "user", "password", "cacert", "cert", "key" };
-	static const char *const env_names[] = { "ETCDCTL_USER", "ETCDCTL_PASSWORD",
-						  "ETCDCTL_CACERT", "ETCDCTL_CERT", "ETCDCTL_KEY" };
-	char **slot[] = { &c->user, &c->password, &c->cacert, &c->cert, &c->key };
-	const char *env;
-	size_t i;
 	int rc;
 
-	while (*q) {
-		const char *amp = strchr(q, '&'), *eq;
-		size_t n = amp ? (size_t)(amp - q) : strlen(q);
-
-		eq = memchr(q, '=', n);
-		for (i = 0; eq && i < 5; i++)
-			if (strlen(names[i]) == (size_t)(eq - q) && !memcmp(q, names[i], (size_t)(eq - q)))
-				break;
-		if (!eq || i == 5) {
-			if (why)
-				snprintf(why, why_len, "etcd URL option \"%.*s\": expected user=, "
-					 "password=, cacert=, cert= or key=", (int)n, q);
-			return -EINVAL;
-		}
-		free(*slot[i]);
-		rc = query_value(eq + 1, n - (size_t)(eq + 1 - q), slot[i]);
-		if (rc == -EINVAL && why)
-			snprintf(why, why_len, "etcd URL option %s=: a %% must be followed by two "
-				 "hex digits, and %%00 is not allowed", names[i]);
-		if (rc < 0)
-			return rc;
-		q += n + (amp ? 1 : 0);
-	}
-	for (i = 0; i < 5; i++) {
-		env = *slot[i] ? NULL : getenv(env_names[i]);
-		if (env && *env && !(*slot[i] = strdup(env)))
-			return -ENOMEM;
-	}
-	if (c->user && !c->password) {
-		char *colon = strchr(c->user, ':');	/* etcdctl's --user NAME:PASSWORD */
-
-		if (colon) {
-			*colon = 0;
-			c->password = strdup(colon + 1);
-			if (!c->password)
-				return -ENOMEM;
-		}
-	}
-	if (c->key && !c->cert) {
-		if (why)
-			snprintf(why, why_len, "etcd URL option key= needs cert= (the client certificate)");
+	if (c->n_eps == ETCD_MEMBERS_MAX)
 		return -EINVAL;
-	}
-	return 0;
+	rc = etcd_url_endpoint(s, n, c->cacert || c->cert, &c->eps[c->n_eps]);
+	if (rc == 0)
+		c->n_eps++;
+	return rc;
+}
+
+static int parse_options(struct etcd_client *c, const char *q, char *why, size_t why_len)
+{
+	char **slot[ETCD_URL_OPTIONS] = { &c->user, &c->password, &c->cacert, &c->cert, &c->key };
+
+	return etcd_url_options(q, slot, why, why_len);
 }
 
 int etcd_client_open(const char *endpoints, struct etcd_client **out, char *why, size_t why_len)

@@ -1,14 +1,15 @@
 /*
  * lib/etcd/etcd_client_int.h - PRIVATE to the etcd client's files
- * (lib/etcd/etcd_client.c, lib/etcd/etcd_requests.c, lib/etcd/etcd_status.c):
+ * (lib/etcd/etcd_client.c, etcd_requests.c, etcd_status.c, etcd_url.c):
  * the one call path every request goes through, the handle's error
- * message, and the set-up of a connection of a handle's own.
+ * message, the set-up of a connection of a handle's own, and the URL's parts.
  */
 #ifndef KVFS_ETCD_CLIENT_INT_H
 #define KVFS_ETCD_CLIENT_INT_H
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
+#include <stdbool.h>
 
 #include "lib/etcd/etcd_client.h"
 
@@ -38,5 +39,25 @@ void etcd_client_connection_setup(struct etcd_client *c, CURL *h);
 /* Keeps a printf-style message as the handle's last error; returns rc. */
 int etcd_client_fail(struct etcd_client *c, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* The options of a store URL, in this order: user, password, cacert, cert, key. */
+#define ETCD_URL_OPTIONS 5
+
+/*
+ * One member of the URL's list (s, n bytes) as a base URL, "http://" or,
+ * with TLS options, "https://" put before it when it names no scheme:
+ * *out is a heap string the caller frees. -EINVAL for an empty or over
+ * 256-byte member.
+ */
+int etcd_url_endpoint(const char *s, size_t n, bool tls, char **out);
+
+/*
+ * The options after "?" (q, NAME=VALUE&...) into *slot[i] (heap strings,
+ * the caller frees them; a slot already set is replaced), then etcdctl's
+ * environment (ETCDCTL_USER, ETCDCTL_PASSWORD, ...) for the ones left
+ * out. -EINVAL with the reason in why for an unknown name, a bad %
+ * escape or key= without cert=.
+ */
+int etcd_url_options(const char *q, char **slot[ETCD_URL_OPTIONS], char *why, size_t why_len);
 
 #endif
