@@ -8,6 +8,7 @@
 #ifndef KVFS_STORE_INT_H
 #define KVFS_STORE_INT_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -136,5 +137,14 @@ static inline int store_key_cmp(const void *a, size_t a_len, const void *b, size
 
 /* Wall-clock nanoseconds (the meta "created" stamp). */
 int64_t store_now_ns(void);
+
+/* Whether the handle's interrupt flag (store_set_interrupt) is raised. */
+bool store_interrupted(const struct store *st);
+
+/* -ENAMETOOLONG for a key longer than a store takes, else 0. */
+static inline int store_key_check(size_t key_len)
+{
+	return key_len > STORE_KEY_MAX ? -ENAMETOOLONG : 0;
+}
 
 #endif
