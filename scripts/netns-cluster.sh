@@ -12,8 +12,9 @@
 #                    host; they still reach each other (`cut m0 k0` is a
 #                    minority/majority split). Cuts add up until heal.
 #   heal             removes every cut and every delay
-#   delay MS PCT HOST...  packets to and from those hosts wait MS
-#                    milliseconds and PCT in 100 of them are dropped
+#   delay MS PCT HOST...  packets from those hosts wait MS milliseconds
+#                    and PCT in 100 of them are dropped (as netem on each
+#                    one's own link: what it sends)
 #   exec HOST CMD... runs CMD in HOST's network namespace only (nsenter
 #                    --net): it keeps the caller's mounts, so a kvfs daemon
 #                    started so mounts where the caller's tools see it
@@ -145,10 +146,10 @@ cmd_cut() {
 	for h in "$@"; do
 		for o in "${hosts[@]}"; do
 			[[ "$in" == *" $o "* ]] && continue
-			ip -n "$router" rule add pref "$pref_cut" from "$(addr "$h")" to "$(addr "$o")" blackhole
-			ip -n "$router" rule add pref "$pref_cut" from "$(addr "$o")" to "$(addr "$h")" blackhole
+			echo "rule add pref $pref_cut from $(addr "$h") to $(addr "$o") blackhole"
+			echo "rule add pref $pref_cut from $(addr "$o") to $(addr "$h") blackhole"
 		done
-	done
+	done | ip -n "$router" -batch -
 }
 
 del_rules() {
@@ -169,7 +170,7 @@ cmd_heal() {
 	stop_delay
 }
 
-# delay MS PCT HOST...: the router sends those hosts' packets, both ways,
+# delay MS PCT HOST...: the router sends the packets those hosts send
 # through the TUN device "dly", where netns-delay.py holds each MS ms and
 # drops PCT %; what it writes back comes in on dly and takes the main table.
 cmd_delay() {
@@ -190,7 +191,6 @@ cmd_delay() {
 	ip -n "$router" rule add pref "$pref_back" iif dly lookup main
 	for h in "$@"; do
 		ip -n "$router" rule add pref "$pref_delay" iif "$h" lookup "$delay_table"
-		ip -n "$router" rule add pref "$pref_delay" to "$(addr "$h")" lookup "$delay_table"
 	done
 }
 
