@@ -7,7 +7,8 @@
 # Usage: scripts/netns-cluster.sh VERB [ARGS]   (as root)
 #   start            makes the namespaces and links, starts the members, waits
 #                    until they are healthy, prints the URL for kvfs
-#                    (etcd://198.51.100.10:2379,198.51.100.11:2379,198.51.100.12:2379)
+#                    (etcd://198.51.100.10:2379,198.51.100.11:2379,198.51.100.12:2379);
+#                    one that fails or is interrupted removes what it made
 #   cut HOST...      cuts those hosts (m0 m1 m2 k0 k1) off from every other
 #                    host; they still reach each other (`cut m0 k0` is a
 #                    minority/majority split). Cuts add up until heal.
@@ -121,6 +122,9 @@ cmd_start() {
 	local h i tries
 	ip netns list | grep -q "^$router\b" && die "$net already exists (stop or clean it)"
 	command -v etcd >/dev/null || die "etcd is not installed (scripts/deps.sh)"
+	# a start that fails half-way (or is interrupted) leaves nothing behind
+	trap 'cmd_stop >/dev/null 2>&1' EXIT
+	trap 'exit 1' INT TERM HUP
 	mkdir -p "$dir"
 	make_router
 	for h in "${hosts[@]}"; do
@@ -130,7 +134,11 @@ cmd_start() {
 		start_member "$i"
 	done
 	for ((tries = 0; tries < 300; tries++)); do
-		etcdctl_k0 endpoint health >/dev/null 2>&1 && { url; return 0; }
+		if etcdctl_k0 endpoint health >/dev/null 2>&1; then
+			trap - EXIT INT TERM HUP
+			url
+			return 0
+		fi
 		sleep 0.1
 	done
 	tail -n 3 "$dir"/m*.log >&2 || true

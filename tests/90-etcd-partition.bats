@@ -149,7 +149,7 @@ disturb() {
 	phase healing
 	net heal
 	phase healed
-	ops 4 k0 healed ok && ops 4 k1 healed ok
+	ops 2 k0 healed ok && ops 2 k1 healed ok
 	if [ "$k0" = ok ]; then
 		finish
 	else
