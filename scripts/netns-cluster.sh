@@ -226,6 +226,7 @@ kill_ours() {
 	local n pids tries
 	for n in $(ip netns list | awk -v p="^$net-" '$1 ~ p { print $1 }'); do
 		pids=$(ip netns pids "$n" 2>/dev/null || true)
+		# shellcheck disable=SC2086 # one pid a word
 		[ -z "$pids" ] || kill $pids 2>/dev/null || true
 	done
 	for ((tries = 0; tries < 50; tries++)); do
@@ -236,6 +237,7 @@ kill_ours() {
 		[ -n "${pids// /}" ] || return 0
 		sleep 0.1
 	done
+	# shellcheck disable=SC2086 # one pid a word
 	kill -KILL $pids 2>/dev/null || true
 }
 
@@ -256,7 +258,7 @@ cmd_stop() {
 	mounts=$(our_mounts)
 	kill_ours
 	for m in $mounts; do
-		grep -qs " $m fuse" /proc/mounts && fusermount3 -uz "$m" 2>/dev/null || true
+		if grep -qs " $m fuse" /proc/mounts; then fusermount3 -uz "$m" 2>/dev/null || true; fi
 	done
 	for n in $(ip netns list | awk -v p="^$net-" '$1 ~ p { print $1 }'); do
 		ip netns del "$n"
