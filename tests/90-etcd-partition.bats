@@ -5,7 +5,7 @@
 # (scripts/partition-check.py: leaf writes, document copies, appends to a
 # shared log document, renames) while the network is cut or slowed. After
 # the heal the history of every operation is checked against the store and
-# both mounts must show it (docs/ETCD.md "Partitions" states the bounds).
+# both mounts must show it (docs/ETCD.md section 12 states the bounds).
 # Always a network of its own; `make test-partition` runs this file alone.
 
 # bats file_tags=etcd,partition
@@ -14,8 +14,8 @@ load 'test_helper/common'
 
 NET_SH=$BATS_TEST_DIRNAME/../scripts/netns-cluster.sh
 CHECK=$BATS_TEST_DIRNAME/../scripts/partition-check.py
-# The longest any operation may take, cut off or not (docs/ETCD.md).
-OP_BOUND=45
+# The longest any operation may take, cut off or not (docs/ETCD.md section 12).
+OP_BOUND=60
 # The longest from the writers' end to both mounts showing the same tree
 # (then it must be the store's).
 CONVERGE_BOUND=5
@@ -76,6 +76,7 @@ net_mount() {
 	eventually 10 mountpoint -q "$2"
 }
 
+# mark WHAT: a time-stamped line in the TAP output (where the time goes).
 mark() {
 	echo "# $(date +%T.%N | cut -c1-12) $1" >&3
 }
@@ -135,11 +136,13 @@ finish() {
 
 # disturb ok|fail NET-ARGS...: with both writers going, runs `net NET-ARGS`
 # (a cut or a delay); k1 must get writes acknowledged during it, k0 too
-# (ok) or only refusals (fail: k0 is cut off from a quorum); after the
-# heal both write again, then finish checks it all.
+# (ok: two) or only refusals (fail: at least one; k0 is cut off from a
+# quorum); after the heal both write again, then finish checks it all.
 disturb() {
 	local k0=$1 n=2
 	shift
+	# a refusal on the minority side can take most of OP_BOUND: one will do
+	[ "$k0" = ok ] || n=1
 	start_writers
 	ops 2 k0 before ok && ops 2 k1 before ok
 	phase changing
