@@ -54,7 +54,7 @@ CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
 UNIT_STORE := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_store*.c))
 UNIT_MODEL := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_model*.c))
 
-.PHONY: all store model unit floor test test-nocache test-etcd asan tsan install uninstall clean deps bench bench-read bench-write bench-etcd demo
+.PHONY: all store model unit floor test test-nocache test-etcd test-partition asan tsan install uninstall clean deps bench bench-read bench-write bench-etcd demo
 all: $(BIN)
 
 $(BIN): $(CLI_OBJ) $(FS_OBJ) $(MODEL_OBJ) $(STORE_OBJ)
@@ -117,6 +117,15 @@ test-nocache: deps
 test-etcd: deps
 	@$(SUBMAKE) all etcd-store-test etcd-client-test
 	@bash scripts/test-all.sh etcd
+
+# The partition suite alone (tests/90-etcd-partition.bats; the etcd pass
+# runs it too): three etcd members and two kvfs hosts as network
+# namespaces (scripts/netns-cluster.sh, root), cut, split and slowed while
+# both hosts write; a checker compares every acknowledged write with the store.
+test-partition: deps
+	@$(SUBMAKE) all
+	@KVFS_BIN=$(CURDIR)/$(BIN) KVFS_SUITES=tests/90-etcd-partition.bats KVFS_TAGS=partition \
+		bash scripts/run-tests.sh none
 
 # The sanitizer builds live entirely in build-asan/ and build-tsan/. A
 # "WARNING: ThreadSanitizer" line in a daemon's log fails the test

@@ -10,6 +10,7 @@ pkgs=(build-essential pkg-config libfuse3-dev fuse3 liblmdb-dev lmdb-utils
 pkgs+=(etcd-server etcd-client libcurl4-openssl-dev libcjson-dev)
 pkgs+=(openssl bc)   # tests/84-etcd-list.bats: a CA of its own for TLS; bench-etcd.sh: bc
 pkgs+=(parallel)     # scripts/run-tests.sh: bats runs two suites at once
+pkgs+=(iproute2)     # scripts/netns-cluster.sh: namespaces, veths, rules (nsenter: util-linux)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")

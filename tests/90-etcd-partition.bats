@@ -1,0 +1,189 @@
+#!/usr/bin/env bats
+# tests/90-etcd-partition.bats - etcd across hosts that cannot see each
+# other: three members and two kvfs hosts, each a network namespace
+# (scripts/netns-cluster.sh), with a writer on each kvfs host's mount
+# (scripts/partition-check.py: leaf writes, document copies, appends to a
+# shared log document, renames) while the network is cut or slowed. After
+# the heal the history of every operation is checked against the store and
+# both mounts must show it (docs/ETCD.md section 12 states the bounds).
+# Always a network of its own; `make test-partition` runs this file alone.
+
+# bats file_tags=etcd,partition
+
+load 'test_helper/common'
+
+NET_SH=$BATS_TEST_DIRNAME/../scripts/netns-cluster.sh
+CHECK=$BATS_TEST_DIRNAME/../scripts/partition-check.py
+# The longest any operation may take, cut off or not (docs/ETCD.md section 12).
+OP_BOUND=60
+# The longest from the writers' end to both mounts showing the same tree
+# (then it must be the store's).
+CONVERGE_BOUND=5
+
+net() {
+	"$NET_SH" "$@"
+}
+
+setup_file() {
+	export KVFS_NET=kvfsnet-$$ KVFS_NET_DIR=$BATS_FILE_TMPDIR/net
+	NET_URL=$(net start)
+	export NET_URL
+}
+
+teardown_file() {
+	net stop
+}
+
+setup() {
+	common_setup
+	EXTRA_PIDS=()
+	EXTRA_MNTS=()
+	WRITERS=()
+	STORE=$NET_URL/kvfs-90/$BATS_TEST_NUMBER-$RANDOM
+	H=$BATS_TEST_TMPDIR/hist
+	mkdir -p "$H"
+	M0=$BATS_TEST_TMPDIR/k0 M1=$BATS_TEST_TMPDIR/k1
+	net_mount k0 "$M0"
+	net_mount k1 "$M1"
+	local w
+	for w in k0 k1; do
+		mkdir -p "$M0/$w/r"
+		echo "$w-r" >"$M0/$w/r/a"
+	done
+	echo '"start"' >>"$M0/log.json"
+	eventually 10 test -e "$M1/k0/r/a"
+}
+
+teardown() {
+	mark teardown
+	touch "$H/stop"
+	net heal
+	local pid
+	for pid in "${WRITERS[@]}"; do
+		wait_gone "$pid" 300 || kill -KILL "$pid" 2>/dev/null || true
+	done
+	mount_teardown
+	mark unmounted
+}
+
+# net_mount HOST DIR: the store mounted at DIR by a daemon in HOST's
+# network (the mount itself in ours); unmounted by mount_teardown.
+net_mount() {
+	mkdir -p "$2"
+	net exec "$1" "$KVFS_BIN" mount -f --create "$STORE" "$2" >>"$2.log" 2>&1 3>&- &
+	EXTRA_PIDS+=("$!")
+	EXTRA_MNTS+=("$2")
+	eventually 10 mountpoint -q "$2"
+}
+
+# mark WHAT: a time-stamped line in the TAP output (where the time goes).
+mark() {
+	echo "# $(date +%T.%N | cut -c1-12) $1" >&3
+}
+
+# phase NAME: the writers record it with each operation; an operation
+# counts for a phase when it started and ended in it. "cutting" and
+# "healing" cover the changes themselves.
+phase() {
+	mark "$1"
+	echo "$1" >"$H/phase"
+}
+
+start_writers() {
+	phase before
+	python3 "$CHECK" write "$M0" k0 "$H" &
+	WRITERS+=("$!")
+	python3 "$CHECK" write "$M1" k1 "$H" &
+	WRITERS+=("$!")
+}
+
+# at_least N WRITER PHASE ok|fail: the writer has N such operations (its
+# history's lines are "op, path, val, p0, ok, ..., p1" in that order)
+at_least() {
+	local ok=true
+	[ "$4" = ok ] || ok=false
+	[ "$(grep -c "\"p0\": \"$3\", \"ok\": $ok, .*\"p1\": \"$3\"}" "$H/$2.hist" 2>/dev/null)" -ge "$1" ]
+}
+
+# ops N WRITER PHASE ok|fail: waits (bounded) until at_least holds
+ops() {
+	eventually 60 at_least "$@"
+}
+
+# finish [FAILING...]: stops the writers (a hung one fails the test), then
+# measures the time until both mounts show the store's tree and checks the
+# histories against the store.
+finish() {
+	touch "$H/stop"
+	local pid t0 secs
+	for pid in "${WRITERS[@]}"; do
+		wait_gone "$pid" $((OP_BOUND * 10)) || { echo "a writer hung past $OP_BOUND s" >&2; return 1; }
+	done
+	WRITERS=()
+	mark stopped
+	t0=$(date +%s.%N)
+	eventually "$CONVERGE_BOUND" python3 "$CHECK" same - "$M0" "$M1"
+	secs=$(echo "$(date +%s.%N) - $t0" | bc)
+	echo "# $BATS_TEST_DESCRIPTION: both mounts showed the same tree ${secs} s after the writers stopped" >&3
+	net exec k0 "$KVFS_BIN" export "$STORE" >"$H/export.json"
+	python3 "$CHECK" same "$H/export.json" "$M0" "$M1"
+	run python3 "$CHECK" check "$H" "$H/export.json" "$OP_BOUND" "$@"
+	echo "# $output" | tr '\n' ' ' >&3
+	echo >&3
+	mark checked
+	[ "$status" -eq 0 ]
+}
+
+# disturb ok|fail NET-ARGS...: with both writers going, runs `net NET-ARGS`
+# (a cut or a delay); k1 must get writes acknowledged during it, k0 too
+# (ok: two) or only refusals (fail: at least one; k0 is cut off from a
+# quorum); after the heal both write again, then finish checks it all.
+disturb() {
+	local k0=$1 n=2
+	shift
+	# a refusal on the minority side can take most of OP_BOUND: one will do
+	[ "$k0" = ok ] || n=1
+	start_writers
+	ops 2 k0 before ok && ops 2 k1 before ok
+	phase changing
+	net "$@"
+	phase during
+	ops "$n" k0 during "$k0" && ops 4 k1 during ok
+	phase healing
+	net heal
+	phase healed
+	ops 2 k0 healed ok && ops 2 k1 healed ok
+	if [ "$k0" = ok ]; then
+		finish
+	else
+		finish k0
+		# the refusals' reason, kept for the mount root
+		run -0 err "$M0"
+		assert_output --regexp 'timed out|did not answer'
+	fi
+}
+
+# a member that does not lead now
+follower() {
+	printf '%s\n' m0 m1 m2 | grep -v "$(net leader)" | head -1
+}
+
+@test "one member cut off: both hosts' writes go on and the histories hold" {
+	disturb ok cut "$(follower)"
+}
+
+@test "the leader cut off: a new one is elected, both hosts' writes go on" {
+	disturb ok cut "$(net leader)"
+}
+
+@test "a kvfs host cut off from every member: its writes fail with EIO or ETIMEDOUT and a reason, the other's go on" {
+	disturb fail cut k0
+}
+
+@test "a minority (the leader and one kvfs host) split from the majority: the minority's writes fail, the majority's go on" {
+	disturb fail cut "$(net leader)" k0
+}
+
+@test "200 ms delay and 5% loss on both kvfs hosts' links: writes go on, slower, and nothing is lost" {
+	disturb ok delay 200 5 k0 k1
+}
