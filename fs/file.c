@@ -559,8 +559,13 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		fs_reply_err(req, -EBADF);
 		return;
 	}
-	/* HANDLE_KILLPRIV_V2: a writer without CAP_FSETID clears set-ID bits (transport.c) */
-	if (fs_req_kills_suidgid(ino) && (ret = fs_attr_kill_suidgid(ctx, f->node)) < 0) {
+	/*
+	 * HANDLE_KILLPRIV_V2: a writer without CAP_FSETID clears set-ID bits
+	 * (transport.c). Not a view's: it keeps no mode of its own, and its
+	 * stat would render the document at every write.
+	 */
+	if (!fs_file_is_view(f) && fs_req_kills_suidgid(ino) &&
+	    (ret = fs_attr_kill_suidgid(ctx, f->node)) < 0) {
 		fs_reply_err(req, ret);
 		return;
 	}
