@@ -90,15 +90,17 @@ static ssize_t transport_read(int fd, void *buf, size_t len, void *userdata)
 	return n;
 }
 
-/* The INIT reply: libfuse's flags, and those it cannot send that the kernel offered. */
+/*
+ * INIT's reply (iov[0] its header): libfuse's flags, and those the kernel
+ * offered that libfuse cannot send.
+ */
 static void amend_init(struct fs_ctx *ctx, struct iovec *iov, int count)
 {
 	const struct fuse_out_header *out = iov[0].iov_base;
 	uint64_t offered = atomic_load(&ctx->transport.offered), added;
 	struct fuse_init_out *arg;
 
-	if (count < 2 || iov[0].iov_len < sizeof(*out) || out->error != 0 ||
-	    out->unique != atomic_load(&ctx->transport.init_unique) ||
+	if (count < 2 || out->error != 0 ||
 	    iov[1].iov_len < offsetof(struct fuse_init_out, max_background))
 		return;
 	arg = iov[1].iov_base;
@@ -113,10 +115,9 @@ static void amend_init(struct fs_ctx *ctx, struct iovec *iov, int count)
 static ssize_t transport_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
 	struct fs_ctx *ctx = userdata;
-
 	uint64_t init = atomic_load(&ctx->transport.init_unique);
 
-	/* notifications are unique 0: INIT's id is never 0 */
+	/* INIT's reply, once; notifications are unique 0, INIT never is */
 	if (init != 0 && !atomic_load(&ctx->transport.init_done) && count >= 1 &&
 	    iov[0].iov_len >= sizeof(struct fuse_out_header) &&
 	    ((const struct fuse_out_header *)iov[0].iov_base)->unique == init) {
