@@ -654,6 +654,63 @@ out_end:
 }
 
 /*
+ * The mode left once set-ID bits are cleared for a write, a truncation or a
+ * chown: set-user-ID always, set-group-ID where the group may execute (the
+ * kernel's rule for FUSE_HANDLE_KILLPRIV_V2, which is the VFS's own).
+ */
+static mode_t mode_killed(mode_t mode)
+{
+	mode &= ~(mode_t)S_ISUID;
+	if (mode & S_IXGRP)
+		mode &= ~(mode_t)S_ISGID;
+	return mode;
+}
+
+int fs_attr_kill_suidgid(struct fs_ctx *ctx, struct fs_node *node)
+{
+	struct stat cur, want = { 0 };
+	char *path;
+	int ret = fs_node_path(ctx, node, NULL, &path);
+
+	if (ret == 0) {
+		ret = node_stat(NULL, ctx, node, path, &cur, NULL, NULL, NULL);
+		free(path);
+	}
+	if (ret < 0 || !S_ISREG(cur.st_mode) || mode_killed(cur.st_mode) == cur.st_mode)
+		return ret == -ENOENT ? 0 : ret;	/* gone: the write goes to the descriptor */
+	want.st_mode = mode_killed(cur.st_mode);
+	ret = setattr_owner_mode(ctx, node, &want, FUSE_SET_ATTR_MODE, false);
+	if (ret == 0)	/* the kernel asked nothing: its cached mode is the old one */
+		fs_inval_attr_now(ctx, fs_node_ino(ctx, node));
+	return ret;
+}
+
+/*
+ * A setattr with FATTR_KILL_SUIDGID (libfuse 3.14 passes it as
+ * FUSE_SET_ATTR_KILL_SUID: the same bit): a chown of a file, or a
+ * truncation by a caller without CAP_FSETID. The mode to set, the one the
+ * request gives or the node's, loses its set-ID bits in *attr and to_set.
+ */
+static int setattr_kill(fuse_req_t req, struct fs_ctx *ctx, struct fs_node *node,
+			const char *path, struct stat *attr, int *to_set)
+{
+	struct stat cur;
+	int ret = 0;
+
+	if (!(*to_set & FUSE_SET_ATTR_MODE)) {
+		ret = node_stat(req, ctx, node, path, &cur, NULL, NULL, NULL);
+		if (ret < 0 || !S_ISREG(cur.st_mode))
+			return ret;
+		attr->st_mode = cur.st_mode;
+	}
+	if (mode_killed(attr->st_mode) != attr->st_mode) {
+		attr->st_mode = mode_killed(attr->st_mode);
+		*to_set |= FUSE_SET_ATTR_MODE;
+	}
+	return 0;
+}
+
+/*
  * The mode an access ACL in the xattr format (a version word, then tag,
  * permission and id per entry) stands for, when it holds nothing beyond
  * one: the owner, group and others entries only. -1 for any other ACL.
@@ -752,7 +809,9 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 		ret = -EROFS;
 		goto out_reply;
 	}
-	if (to_set & FUSE_SET_ATTR_SIZE)
+	if (to_set & FUSE_SET_ATTR_KILL_SUID)
+		ret = setattr_kill(req, ctx, node, path, attr, &to_set);
+	if (ret == 0 && (to_set & FUSE_SET_ATTR_SIZE))
 		ret = setattr_size(req, ctx, node, fs_fi_file(fi), attr->st_size);
 	if (ret == 0 && (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)))
 		ret = setattr_owner_mode(ctx, node, attr, to_set, later);

@@ -110,6 +110,15 @@ double fs_attr_timeout_for(const struct fs_ctx *ctx, bool volatile_);
 int fs_entry_make(fuse_req_t req, struct fs_ctx *ctx, struct fs_node *dir, const char *name,
 		  const char *path, struct fuse_entry_param *e);
 
+/*
+ * A write or an O_TRUNC open of node by a caller without CAP_FSETID
+ * (fs_req_kills_suidgid): clears set-user-ID, and set-group-ID where the
+ * group may execute, as a chmod would (kept on an open writer for its
+ * commit), and has the kernel drop the mode it caches. 0 when there was
+ * nothing to clear, or -errno.
+ */
+int fs_attr_kill_suidgid(struct fs_ctx *ctx, struct fs_node *node);
+
 /* Replies with a fresh entry for name in dir (mkdir, mknod). */
 void fs_reply_entry_for(fuse_req_t req, struct fs_ctx *ctx, struct fs_node *dir,
 			const char *name, const char *path);

@@ -482,6 +482,13 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	pthread_mutex_lock(&ctx->lock);
 	tmp = node->tmp != NULL;
 	pthread_mutex_unlock(&ctx->lock);
+	/* HANDLE_KILLPRIV_V2: an O_TRUNC open without CAP_FSETID clears set-ID bits */
+	if (!tmp && (fi->flags & O_TRUNC) && fs_req_kills_suidgid(ino) &&
+	    (ret = fs_attr_kill_suidgid(ctx, node)) < 0) {
+		free(path);
+		fs_reply_err(req, ret);
+		return;
+	}
 	ret = tmp ? fs_tmp_open(ctx, node, fi, &f) : fs_file_open(req, ctx, node, path, fi, &f);
 	if (ret == -ENOENT && !tmp && (fi->flags & O_ACCMODE) != O_RDONLY) {
 		/*
@@ -548,9 +555,18 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	size_t end, start;
 	int ret;
 
-	(void)ino;
 	if (!f || !f->writable) {
 		fs_reply_err(req, -EBADF);
+		return;
+	}
+	/*
+	 * HANDLE_KILLPRIV_V2: a writer without CAP_FSETID clears set-ID bits
+	 * (transport.c). Not a view's: it keeps no mode of its own, and its
+	 * stat would render the document at every write.
+	 */
+	if (!fs_file_is_view(f) && fs_req_kills_suidgid(ino) &&
+	    (ret = fs_attr_kill_suidgid(ctx, f->node)) < 0) {
+		fs_reply_err(req, ret);
 		return;
 	}
 	pthread_mutex_lock(&f->lock);

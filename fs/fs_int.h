@@ -119,6 +119,16 @@ struct fs_errors {
 };
 
 /*
+ * The INIT exchange as transport.c's read and writev see it (atomics, no
+ * lock: every worker thread reads /dev/fuse).
+ */
+struct fs_transport {
+	_Atomic uint64_t offered;	/* the kernel's INIT flags (flags2 above bit 31) */
+	_Atomic uint64_t init_unique;	/* the INIT request's id; 0 until it is read */
+	atomic_bool init_done;	/* its reply has been amended and sent */
+};
+
+/*
  * All the daemon's state: fuse_req_userdata() of every request (mount.c
  * makes it). The settings at the top are fixed once the session runs.
  */
@@ -155,6 +165,7 @@ struct fs_ctx {
 
 	_Atomic uint64_t stats[FS_STAT_MAX];	/* stats.c: requests by opcode; no lock */
 
+	struct fs_transport transport;	/* transport.c's */
 	struct fs_ahead ahead;	/* ahead.c's */
 	struct fs_schemas schema;	/* table.c's */
 	struct fs_rmholds rmhold;	/* rmhold.c's */

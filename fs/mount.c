@@ -781,6 +781,7 @@ static int serve(struct fs_ctx *ctx, int *report)
 		ret = SERVE_NEVER_MOUNTED;
 		goto out_signals;
 	}
+	fs_transport_start(ctx);	/* before the kernel's INIT is read */
 	if (fs_inval_start(ctx) < 0)
 		fs_log(ctx, LOG_WARNING, "no invalidation thread: names expire by timeout");
 	if (fs_watch_start(ctx) < 0)

@@ -22,6 +22,7 @@
  *   table.c          a table index's row links (readlink), user.kvfs.schema
  *   rmhold.c         removals held in table rows until the row goes whole (rm -r)
  *   stats.c          the request counters: the table the session runs wraps this one
+ *   transport.c      the daemon's reads and writes of /dev/fuse: INIT flags libfuse drops
  *   ttl.c            user.kvfs.ttl (time to live) and the reaper the watcher runs
  *
  * Every file includes fs/fs_int.h alone: the context, the lock order, and

@@ -29,6 +29,20 @@ enum fs_stat {
 /* ---- the operations table (ops.c) ---- */
 extern const struct fuse_lowlevel_ops fs_ops;
 
+/* ---- the /dev/fuse transport (transport.c) ---- */
+/*
+ * Once mounted: the daemon reads and writes /dev/fuse itself, to add the
+ * INIT flags libfuse 3.14 drops (parallel lookups, set-ID clearing left to
+ * the daemon). 0, or -errno when libfuse's own transport stays.
+ */
+int fs_transport_start(struct fs_ctx *ctx);
+/*
+ * Whether the request this thread serves, a write or an open of ino, asks
+ * the daemon to clear set-ID bits (FUSE_WRITE_KILL_SUIDGID,
+ * FUSE_OPEN_KILL_SUIDGID: the caller lacks CAP_FSETID).
+ */
+bool fs_req_kills_suidgid(fuse_ino_t ino);
+
 /* ---- request counters (stats.c) ---- */
 /* ops.c's table, each request counted first: the one the session runs. */
 extern const struct fuse_lowlevel_ops fs_ops_counted;

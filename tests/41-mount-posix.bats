@@ -65,6 +65,32 @@ attr_record_len() {
 	assert_output $'777\n777\n755'
 }
 
+@test "an O_TRUNC open that writes nothing, an ftruncate and a chgrp by a non-root owner clear set-ID bits as a write does" {
+	open_tmpdir_to_others
+	mount_store -o allow_other
+	# O_TRUNC alone: the kernel left it to a setattr it never sent (atomic O_TRUNC)
+	echo x >"$MNT/t"
+	chmod 6777 "$MNT/t"
+	run -0 as_nobody sh -c ": >'$MNT/t'"
+	run -0 stat -c '%a %s' "$MNT/t"
+	assert_output '777 0'
+	# ftruncate of an open descriptor
+	echo xy >"$MNT/f"
+	chmod 4777 "$MNT/f"
+	run -0 as_nobody python3 -c 'import os, sys; fd = os.open(sys.argv[1], os.O_WRONLY); os.ftruncate(fd, 1)' "$MNT/f"
+	run -0 stat -c '%a %s' "$MNT/f"
+	assert_output '777 1'
+	# chgrp by its owner: set-user-ID goes, set-group-ID where the group may execute
+	mkdir -m 777 "$MNT/pub"
+	run -0 as_nobody sh -c "echo a >'$MNT/pub/x' && chmod 6755 '$MNT/pub/x' && chgrp 65534 '$MNT/pub/x'"
+	run -0 as_nobody sh -c "echo a >'$MNT/pub/y' && chmod 2745 '$MNT/pub/y' && chgrp 65534 '$MNT/pub/y'"
+	run -0 stat -c %a "$MNT/pub/x" "$MNT/pub/y"
+	assert_output $'755\n2745'
+	remount -o allow_other
+	run -0 stat -c %a "$MNT/t" "$MNT/f" "$MNT/pub/x"
+	assert_output $'777\n777\n755'
+}
+
 @test "chmod and chown by a non-owner fail with EPERM and change nothing; the owner may chmod and chgrp only to its groups" {
 	open_tmpdir_to_others
 	mount_store -o allow_other
