@@ -50,7 +50,8 @@ FIELDS = {"p": ["age", "name", "score", "ok", "email", "id", "note"],
 # references over several fields: table -> [(fields, target)]; a row that
 # leaves one out or holds null there references nothing (MATCH SIMPLE)
 MULTI_REFS = {"o": [(("ca", "cb"), "c")]}
-C_ROWS = {"A": {"1", "2"}, "B": {"1"}}	# /c at the start: level 1 -> level 2
+# /c at the start: level 1 -> level 2 (an integer key column: rows in numeric order)
+C_ROWS = {"A": {"1", "2", "10"}, "B": {"1"}}
 C_ROW = {"n": 1}
 
 # What a refusal's message says for each rule (model/table/table_row.c).

@@ -199,6 +199,32 @@ assert_tables_back() {
 	assert_output ''
 }
 
+# Issue 32 section 4: the restored table's rows come back in numeric order
+# (the key index is built again from the column's type).
+@test "a table keyed by an integer column keeps its numeric order through cp -a and tar --xattrs" {
+	mkdir "$MNT/nums"
+	kvfs table create "$STORE" /nums --key-depth 1 --key-fields id
+	kvfs table column "$STORE" /nums id integer
+	for i in 1 2 10 9 -3; do
+		printf '{"v": %s}' "$i" >"$T/r.json"
+		cp "$T/r.json" "$MNT/nums/$i.json"
+	done
+	cp -a "$MNT/." "$T/dir/"
+	tar --xattrs -cf "$T/b.tar" -C "$MNT" .
+	mount_extra "$T/r" "$T/r.store"
+	cp -a "$T/dir/." "$T/r/"
+	mount_extra "$T/t" "$T/t.store"
+	tar --xattrs -xf "$T/b.tar" -C "$T/t"
+	for r in r t; do
+		run -0 bash -c "ls -f '$T/$r/nums' | grep -v '^\\.'"
+		assert_output "$(printf '%s\n' -3 1 2 9 10)"
+		run -0 kvfs export --compact "$T/$r.store" /nums
+		assert_output '{"-3":{"v":-3},"1":{"v":1},"2":{"v":2},"9":{"v":9},"10":{"v":10}}'
+		run -0 kvfs check "$T/$r.store"
+		assert_output --partial ', 0 problems'
+	done
+}
+
 # poi_state STORE: what must come back of tables/poi_names (references
 # over two fields): the schemas, the reference indexes' answers, the rows.
 poi_state() {

@@ -453,3 +453,47 @@ file_is() {
 	cmp "$BATS_TEST_DIRNAME/fixtures/v1-store.json" "$BATS_TEST_TMPDIR/export.json"
 	run -0 kvfs check "$old"
 }
+
+@test "rows under an integer key column come in numeric order in kvfs ls, export and find; check --repair brings back the key index" {
+	kvfs mkdir "$STORE" /n
+	kvfs table create "$STORE" /n --key-depth 1 --key-fields id
+	kvfs table column "$STORE" /n id integer
+	kvfs index create "$STORE" /n by_x x
+	for i in 1 2 10 9 -3; do
+		printf '{"x":"A","v":%s}' "$i" | kvfs import "$STORE" "/n/$i" -
+	done
+	order=$(printf '%s\n' -3 1 2 9 10)
+	run -0 kvfs ls "$STORE" /n
+	assert_output "$order"
+	run -0 kvfs export --compact "$STORE" /n
+	assert_output '{"-3":{"v":-3,"x":"A"},"1":{"v":1,"x":"A"},"2":{"v":2,"x":"A"},"9":{"v":9,"x":"A"},"10":{"v":10,"x":"A"}}'
+	# rows sharing a value: in their key's numeric order
+	run -0 kvfs find "$STORE" /n by_x A
+	assert_output "$order"
+	run -0 kvfs find "$STORE" /n @,key --from 2 --to 9
+	assert_output "$(printf '%s\n' 2 9)"
+	run -0 kvfs check "$STORE"
+	assert_output --partial ', 0 problems'
+	# a store that lost the key index's entries (id 1): check says so, repair rebuilds
+	kvfs dump "$STORE" | grep -v '^index 1501' |
+		awk '/^end /{ print "end " n; next } NR > 1 { n++ } 1' >"$BATS_TEST_TMPDIR/d"
+	kvfs load "$BATS_TEST_TMPDIR/s2" "$BATS_TEST_TMPDIR/d"
+	run -1 kvfs check "$BATS_TEST_TMPDIR/s2"
+	assert_output --partial 'index @,key: the row'"'"'s entry is missing'
+	run -0 kvfs check --repair "$BATS_TEST_TMPDIR/s2"
+	run -0 kvfs check "$BATS_TEST_TMPDIR/s2"
+	assert_output --partial ', 0 problems'
+	run -0 kvfs ls "$BATS_TEST_TMPDIR/s2" /n
+	assert_output "$order"
+	# a load into an empty store keeps the order; a string key column drops the index
+	kvfs dump "$STORE" | kvfs load "$BATS_TEST_TMPDIR/s3" -
+	run -0 kvfs ls "$BATS_TEST_TMPDIR/s3" /n
+	assert_output "$order"
+	kvfs table column "$STORE" /n id string
+	run -0 kvfs index list "$STORE" /n
+	assert_output 'by_x x'
+	run -0 kvfs ls "$STORE" /n
+	assert_output "$(printf '%s\n' -3 1 10 2 9)"
+	run -0 kvfs check "$STORE"
+	assert_output --partial ', 0 problems'
+}

@@ -293,3 +293,58 @@ teardown() {
 	run -0 bash -c "ls -f '$MNT/big/@by_n/@range/-100/100/' | grep -v '^\\.'"
 	assert_output "$(kvfs find "$STORE" /big by_n --from -100 --to 100)"
 }
+
+# lsf DIR: ls -f of DIR through the mount without . and ..
+lsf() {
+	ls -f "$1" | grep -v '^\.\.\?$'
+}
+
+# json_keys: the member names of the JSON object on stdin, in its order.
+json_keys() {
+	python3 -c 'import json, sys; print("\n".join(json.load(sys.stdin)))'
+}
+
+@test "rows under an integer key column list in numeric order through the mount: ls -f, .json, @range, composite keys, many rows" {
+	mkdir "$MNT/n" "$MNT/c"
+	kvfs table create "$STORE" /n --key-depth 1 --key-fields id
+	kvfs table column "$STORE" /n id integer
+	kvfs index create "$STORE" /n by_x x
+	kvfs index create "$STORE" /n by_xy x,y
+	for i in 1 2 10 9 -3; do row "n/$i" '{"x":"A","y":"B"}'; done
+	row n/4 '{"x":"A","y":"C"}'
+	order=$(printf '%s\n' -3 1 2 4 9 10)
+	run -0 lsf "$MNT/n"
+	assert_output "$order"
+	run -0 json_keys <"$MNT/n.json"
+	assert_output "$order"
+	# rows sharing the index's values come in their key's numeric order
+	run -0 lsf "$MNT/n/@by_x/@range/A/A"
+	assert_output "$(printf '%s\n' -3 1 2 4 9 10)"
+	run -0 lsf "$MNT/n/@by_x/A"
+	assert_output "$order"
+	run -0 lsf "$MNT/n/@by_xy/A/B"
+	assert_output "$(printf '%s\n' -3 1 2 9 10)"
+	run -0 readlink "$MNT/n/@by_xy/A/B/10"
+	assert_output '../../../10'
+	# a composite key whose second level is an integer column
+	kvfs table create "$STORE" /c --key-depth 2 --key-fields g,k
+	kvfs table column "$STORE" /c k integer
+	mkdir "$MNT/c/b" "$MNT/c/a"
+	for i in 10 2 1; do row "c/a/$i" '{"v":1}'; done
+	mkdir "$MNT/c/a/7"
+	run -0 lsf "$MNT/c/a"
+	assert_output "$(printf '%s\n' 1 2 7 10)"
+	run -0 lsf "$MNT/c"
+	assert_output "$(printf '%s\n' a b)"
+	run -0 json_keys <"$MNT/c/a.json"
+	assert_output "$(printf '%s\n' 1 2 7 10)"
+	# many rows: readdir resumes in index order across its calls
+	mkdir "$MNT/big"
+	kvfs table create "$STORE" /big --key-depth 1 --key-fields id
+	kvfs table column "$STORE" /big id integer
+	seq 300 -1 1 | sed 's/.*/{"id":&}/' | kvfs import --lines "$STORE" /big -
+	run -0 lsf "$MNT/big"
+	assert_output "$(seq 1 300)"
+	run -0 kvfs check "$STORE"
+	assert_output --partial ', 0 problems'
+}

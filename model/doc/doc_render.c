@@ -67,6 +67,8 @@ static int render_value(struct json_writer *w, unsigned format, const void *key,
 	return 0;
 }
 
+#define RENDER_TABLES_MAX 16	/* past that, a table's rows come in key order */
+
 /* The containers open while rendering: their key lengths and kinds. */
 struct render {
 	struct json_writer *w;
@@ -78,6 +80,10 @@ struct render {
 	unsigned format;	/* record format of the snapshot */
 	const uint8_t *root;	/* the rendered node's key (root_len bytes) */
 	size_t root_len;
+	/* tables under the root whose rows their key index orders, rendered by it */
+	int ntables;
+	uint8_t tables[RENDER_TABLES_MAX][STORE_KEY_MAX];
+	size_t tables_len[RENDER_TABLES_MAX];
 };
 
 static void render_close_to(struct render *r, int keep)
@@ -103,14 +109,13 @@ static void render_open(struct render *r, size_t end, enum tuple_type next)
 	r->array[r->nopen++] = array;
 }
 
-static void render_member(struct render *r, const struct tuple_elem *e)
+/* An object member's name from its key element. */
+static void render_name(struct json_writer *w, const struct tuple_elem *e)
 {
 	char raw[STORE_KEY_MAX + 1];
 	char num[NUMBER_TEXT_MAX];
 	size_t dollars = 0;
 
-	if (r->array[r->nopen - 1])
-		return;
 	if (e->type == TUPLE_TYPE_STRING) {
 		/* `$base64`, `$$base64`...: one more `$` (see flat_name_unescape). */
 		tuple_elem_copy(e, raw + 1);
@@ -118,17 +123,23 @@ static void render_member(struct render *r, const struct tuple_elem *e)
 			dollars++;
 		if (dollars >= 1 && e->len - dollars == 6 && !memcmp(raw + 1 + dollars, "base64", 6)) {
 			raw[0] = '$';
-			json_write_key(r->w, raw, e->len + 1);
+			json_write_key(w, raw, e->len + 1);
 		} else {
-			json_write_key(r->w, raw + 1, e->len);
+			json_write_key(w, raw + 1, e->len);
 		}
 	} else {
-		json_write_key(r->w, num, number_format_integer(e->integer, num));
+		json_write_key(w, num, number_format_integer(e->integer, num));
 	}
 }
 
-/* Renders one key: closes what it leaves, opens what it enters, writes its value. */
-static int render_key(struct render *r, const uint8_t *k, size_t klen, const struct store_val *val)
+static void render_member(struct render *r, const struct tuple_elem *e)
+{
+	if (!r->array[r->nopen - 1])
+		render_name(r->w, e);
+}
+
+/* Renders one key: closes what it leaves, opens what it enters, writes its name. */
+static int render_path(struct render *r, const uint8_t *k, size_t klen)
 {
 	struct tuple_reader tr;
 	struct tuple_elem e, next;
@@ -157,7 +168,52 @@ static int render_key(struct render *r, const uint8_t *k, size_t klen, const str
 		return -EIO;
 	memcpy(r->prev, k, klen);
 	r->prev_len = klen;
-	return render_value(r->w, r->format, k, klen, val);
+	return 0;
+}
+
+static int render_key(struct render *r, const uint8_t *k, size_t klen, const struct store_val *val)
+{
+	int ret = render_path(r, k, klen);
+
+	return ret < 0 ? ret : render_value(r->w, r->format, k, klen, val);
+}
+
+static void render_table_add(void *arg, const uint8_t *table, size_t len)
+{
+	struct render *r = arg;
+
+	if (r->ntables == RENDER_TABLES_MAX || len > STORE_KEY_MAX)
+		return;
+	memcpy(r->tables[r->ntables], table, len);
+	r->tables_len[r->ntables++] = len;
+}
+
+/* The ordered table k lies in (its index in r->tables), or -1. */
+static int render_table_of(const struct render *r, const uint8_t *k, size_t klen)
+{
+	for (int i = 0; i < r->ntables; i++) {
+		size_t n = r->tables_len[i];
+
+		if (klen >= n && memcmp(k, r->tables[i], n) == 0 && (klen == n || k[n] != 0xFF))
+			return i;
+	}
+	return -1;
+}
+
+/* An ordered table met in the scan: rendered whole by its key index, the scan moved past it. */
+static int render_table(struct store_scan *scan, struct render *r, int t)
+{
+	uint8_t past[STORE_KEY_MAX + 1];
+	size_t n = r->tables_len[t];
+	int ret = render_path(r, r->tables[t], n);
+
+	if (ret == 0)
+		ret = doc_render(store_scan_txn(scan), r->tables[t], n, r->w);
+	if (ret < 0)
+		return ret;
+	memcpy(past, r->tables[t], n);
+	past[n] = 0xFF;
+	return store_scan_seek(scan, past, n + 1);
 }
 
 /* True when key[0..len] is a tuple prefix of k (k itself or under it). */
@@ -261,9 +317,11 @@ static int render_scan(struct store_scan *scan, size_t len, struct render *r)
 	while ((ret = store_scan_next(scan, &k, &v)) == 1) {
 		if (((const uint8_t *)k.data)[len] == 0xFF)
 			break;
+		int t = render_table_of(r, k.data, k.len);
+
 		ret = render_emptied_before(txn, r, &k);
 		if (ret == 0)
-			ret = render_key(r, k.data, k.len, &v);
+			ret = t < 0 ? render_key(r, k.data, k.len, &v) : render_table(scan, r, t);
 		if (ret == 0 && r->w->out->failed)
 			ret = -EIO;	/* the stream refused a write: the rest would be lost too */
 		if (ret < 0)
@@ -280,7 +338,7 @@ static int render_first(struct store_scan *scan, const uint8_t *key, size_t len,
 	struct store_val k, v;
 	struct tuple_reader tr;
 	struct tuple_elem e;
-	int ret = store_scan_next(scan, &k, &v);
+	int t, ret = store_scan_next(scan, &k, &v);
 
 	if (ret < 0)
 		return ret;
@@ -296,8 +354,9 @@ static int render_first(struct store_scan *scan, const uint8_t *key, size_t len,
 	memcpy(r->prev, key, len);
 	r->prev_len = len;
 	ret = render_emptied_before(store_scan_txn(scan), r, &k);
+	t = render_table_of(r, k.data, k.len);
 	if (ret == 0)
-		ret = render_key(r, k.data, k.len, &v);
+		ret = t < 0 ? render_key(r, k.data, k.len, &v) : render_table(scan, r, t);
 	return ret < 0 ? ret : render_scan(scan, len, r);
 }
 
@@ -322,12 +381,49 @@ static int render_emptied(struct store_txn *txn, const uint8_t *key, size_t len,
 	return ret;
 }
 
+/*
+ * A table level whose children its key index orders (model/table/table_order.c):
+ * an object of the children in that order, each rendered whole in turn.
+ */
+static int render_ordered(struct store_txn *txn, struct table_order *o, size_t len,
+			  struct json_writer *w)
+{
+	uint8_t child[STORE_KEY_MAX];
+	struct tuple_reader tr;
+	struct tuple_elem e;
+	size_t clen;
+	int ret;
+
+	json_write_object_begin(w);
+	while ((ret = table_order_next(o, child, &clen)) == 1) {
+		tuple_reader_init(&tr, child + len, clen - len);
+		if (tuple_next(&tr, &e) != 1)
+			return -EIO;
+		render_name(w, &e);
+		ret = doc_render(txn, child, clen, w);
+		if (ret < 0)
+			return ret == -ENOENT ? -EIO : ret;	/* the index names a row that is gone */
+		if (w->out->failed)
+			return -EIO;
+	}
+	json_write_object_end(w);
+	return ret;
+}
+
 int doc_render(struct store_txn *txn, const uint8_t *key, size_t len, struct json_writer *w)
 {
 	struct store_scan *scan;
+	struct table_order *o;
 	struct render *r;
-	int ret;
+	int ret = table_order_open(txn, key, len, true, &o);
 
+	if (ret != 0) {
+		if (ret == 1) {
+			ret = render_ordered(txn, o, len, w);
+			table_order_close(o);
+		}
+		return ret;
+	}
 	r = malloc(sizeof(*r));
 	if (!r)
 		return -ENOMEM;
@@ -337,7 +433,10 @@ int doc_render(struct store_txn *txn, const uint8_t *key, size_t len, struct jso
 	r->format = store_txn_format(txn);
 	r->root = key;
 	r->root_len = len;
-	ret = store_scan_open(txn, STORE_SPACE_DATA, key, len, &scan);
+	r->ntables = 0;
+	ret = table_order_under(txn, key, len, render_table_add, r);
+	if (ret == 0)
+		ret = store_scan_open(txn, STORE_SPACE_DATA, key, len, &scan);
 	if (ret == 0) {
 		ret = render_first(scan, key, len, r);
 		store_scan_close(scan);

@@ -46,6 +46,9 @@ static int check_rows(struct store_txn *txn, struct table_txn *tt, int t, struct
 
 	if (ret < 0)
 		return ret;
+	if (table_key_ordered(s) && !table_key_index(s))
+		tcheck_say(c, s->key, s->key_len, "the key index " TABLE_KEY_INDEX " of its integer "
+			   "key column is missing (check --repair adds it)");
 	strbuf_init(&sb);
 	while ((ret = store_scan_next_distinct(scan, s->key_depth, &k, &v, &end)) == 1) {
 		if (k.len <= s->key_len || end <= s->key_len ||
@@ -99,11 +102,8 @@ int table_entry_row(struct table_txn *tt, const uint8_t *key, size_t len, uint8_
 		if (ikey_skip(key, len, &pos) < 0)
 			return -EINVAL;
 	if (table_key_count(key, pos, len, s->key_depth + 1, &vend) != s->key_depth ||
-	    s->key_len + len - pos > STORE_KEY_MAX)
+	    table_entry_key(s, key, pos, len, row, row_len) < 0)
 		return -EINVAL;
-	memcpy(row, s->key, s->key_len);
-	memcpy(row + s->key_len, key + pos, len - pos);
-	*row_len = s->key_len + len - pos;
 	*idx = &s->idx[x];
 	return 0;
 }
@@ -114,7 +114,7 @@ static int check_entries(struct store_txn *txn, struct table_txn *tt, struct tch
 	struct store_scan *scan;
 	struct store_val k, v;
 	struct strbuf want, prev;
-	uint8_t row[2 * STORE_KEY_MAX];
+	uint8_t row[STORE_KEY_MAX];
 	int ret = store_scan_open(txn, STORE_SPACE_INDEX, NULL, 0, &scan);
 
 	if (ret < 0)
@@ -125,7 +125,7 @@ static int check_entries(struct store_txn *txn, struct table_txn *tt, struct tch
 		const uint8_t *key = k.data;
 		struct tuple_reader r;
 		struct tuple_elem id;
-		size_t pos, vend;
+		size_t pos, vend, rlen;
 		int t, x, bad = 0;
 		const struct table_schema *s;
 
@@ -141,20 +141,19 @@ static int check_entries(struct store_txn *txn, struct table_txn *tt, struct tch
 		for (int f = 0; f < s->idx[x].nfields && !bad; f++)
 			bad = ikey_skip(key, k.len, &pos) < 0;
 		if (bad || table_key_count(key, pos, k.len, s->key_depth + 1, &vend) != s->key_depth ||
-		    s->key_len + k.len - pos > STORE_KEY_MAX) {
+		    table_entry_key(s, key, pos, k.len, row, &rlen) < 0) {
 			tcheck_say(c, key, k.len, "index %s: malformed entry", s->idx[x].name);
 			continue;
 		}
-		memcpy(row, s->key, s->key_len);
-		memcpy(row + s->key_len, key + pos, k.len - pos);
-		ret = table_entry_build(txn, s, &s->idx[x], row, s->key_len + k.len - pos, &want, &vend);
+		/* an entry of the layout before integer key levels (a string there) differs: stale */
+		ret = table_entry_build(txn, s, &s->idx[x], row, rlen, &want, &vend);
 		if (ret < 0 && ret != -ENAMETOOLONG)
 			break;
 		if (ret != 0 || want.len != k.len || memcmp(want.buf, key, k.len) != 0)
-			tcheck_say(c, row, s->key_len + k.len - pos, "index %s: an entry does not "
+			tcheck_say(c, row, rlen, "index %s: an entry does not "
 				   "match the row (stale or corrupt)", s->idx[x].name);
 		else if (s->idx[x].unique && prev.len == pos && memcmp(prev.buf, key, pos) == 0)
-			tcheck_say(c, row, s->key_len + k.len - pos, "unique index %s: a value "
+			tcheck_say(c, row, rlen, "unique index %s: a value "
 				   "appears twice", s->idx[x].name);
 		strbuf_reset(&prev);
 		strbuf_add(&prev, key, pos);

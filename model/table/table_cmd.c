@@ -52,12 +52,23 @@ int table_schema_get(struct store_txn *txn, const char *path, struct tree_path *
 	return 0;
 }
 
+static int64_t next_index_id(struct store_txn *txn);
+static int drop_entries(struct store_txn *txn, int64_t id);
+
 /* Writes the schema, then has the commit rebuild and check the whole table. */
-static int schema_put(struct store_txn *txn, const struct table_schema *s)
+static int schema_put(struct store_txn *txn, struct table_schema *s)
 {
 	struct strbuf sb;
-	int ret;
+	int64_t gone = 0;
+	int ret = 0;
 
+	/* the key index follows the columns (table_order.c) */
+	if (!table_key_index(s) != !table_key_ordered(s))
+		ret = table_key_index_sync(s, next_index_id(txn), &gone);
+	if (ret == 0 && gone)
+		ret = drop_entries(txn, gone);
+	if (ret < 0)
+		return ret;
 	strbuf_init(&sb);
 	ret = table_schema_encode(s, &sb);
 	if (ret == 0)
@@ -616,6 +627,33 @@ int model_index_drop(struct model *m, const char *path, const char *name,
 
 /* ---- check --repair ---- */
 
+/* A table of integer key columns declared before the key index gets it. */
+static int repair_key_indexes(struct store_txn *txn)
+{
+	struct table_schema *s = malloc(sizeof(*s));
+	struct store_scan *scan = NULL;
+	struct store_val k, v;
+	int ret;
+
+	if (!s)
+		return -ENOMEM;
+	ret = store_scan_open(txn, STORE_SPACE_SCHEMA, NULL, 0, &scan);
+	while (ret == 0 && (ret = store_scan_next(scan, &k, &v)) == 1) {
+		ret = 0;
+		if (table_schema_decode(k.data, k.len, v.data, v.len, s) < 0 ||
+		    !table_key_index(s) == !table_key_ordered(s))
+			continue;	/* a corrupt schema is check's to report */
+		store_scan_close(scan);	/* the put changes the space: read it again */
+		scan = NULL;
+		ret = schema_put(txn, s);
+		if (ret == 0)
+			ret = store_scan_open(txn, STORE_SPACE_SCHEMA, NULL, 0, &scan);
+	}
+	store_scan_close(scan);
+	free(s);
+	return ret;
+}
+
 static int repair_txn(struct store_txn *txn, void *arg)
 {
 	struct store_scan *scan;
@@ -638,6 +676,7 @@ static int repair_txn(struct store_txn *txn, void *arg)
 			break;
 	}
 	store_scan_close(scan);
+	ret = ret < 0 ? ret : repair_key_indexes(txn);
 	/* the ttl and expiry spaces are rebuilt from each other (model/ttl/ttl_space.c) */
 	ret = ret < 0 ? ret : ttl_repair(txn, &(uint64_t){ 0 });
 	/* and what the backend keeps beside them (etcd: the children space) */

@@ -495,11 +495,11 @@ static int entry_other(struct store_txn *txn, const void *prefix, size_t plen, c
 static void entry_row_path(const struct table_schema *s, const uint8_t *entry, size_t len,
 			   size_t values_end, struct strbuf *out)
 {
-	uint8_t key[2 * STORE_KEY_MAX];
+	uint8_t key[STORE_KEY_MAX];
+	size_t klen;
 
-	memcpy(key, s->key, s->key_len);
-	memcpy(key + s->key_len, entry + values_end, len - values_end);
-	tree_key_to_path(key, s->key_len + len - values_end, out);
+	if (table_entry_key(s, entry, values_end, len, key, &klen) == 0)
+		tree_key_to_path(key, klen, out);
 }
 
 static int entries_insert(struct store_txn *txn, struct table_txn *tt,

@@ -66,6 +66,8 @@ void table_show_json(const struct table_schema *s, struct json_writer *w)
 				next = j;
 		x = &s->idx[next];
 		last = next;
+		if (strcmp(x->name, TABLE_KEY_INDEX) == 0)
+			continue;	/* the columns say it (table_order.c) */
 
 		json_write_key(w, x->name, strlen(x->name));
 		json_write_object_begin(w);
@@ -234,15 +236,15 @@ static void print_row(struct store_txn *txn, const struct table_schema *s, const
 	struct tuple_reader r;
 	struct tuple_elem e;
 	char raw[STORE_KEY_MAX], name[TREE_NAME_MAX];
-	uint8_t row[2 * STORE_KEY_MAX];
+	uint8_t row[STORE_KEY_MAX];
+	size_t rlen;
 	struct strbuf sb;
 
 	if (q->json) {
-		memcpy(row, s->key, s->key_len);
-		memcpy(row + s->key_len, key + pk, len - pk);
+		if (table_entry_key(s, key, pk, len, row, &rlen) < 0)
+			return;
 		strbuf_init(&sb);
-		if (doc_render_buf(txn, row, s->key_len + len - pk, MODEL_JSON_COMPACT, &sb,
-				   NULL) == 0)
+		if (doc_render_buf(txn, row, rlen, MODEL_JSON_COMPACT, &sb, NULL) == 0)
 			fprintf(out, "%.*s%s", (int)sb.len, sb.buf,
 				sb.len && sb.buf[sb.len - 1] == '\n' ? "" : "\n");
 		strbuf_release(&sb);

@@ -254,6 +254,44 @@ int tview_fill(struct model *m, struct store_txn *txn, struct tview *v, model_li
 	       void *arg);
 void tview_rewind(struct tview *v);
 
+/*
+ * ---- the order of rows under integer key columns (table_order.c) ----
+ * A table with a key field whose column is integer keeps the key index,
+ * named TABLE_KEY_INDEX (no reference's name: those never hold an empty
+ * field name), over its key fields; table_cmd.c declares and drops it with
+ * the columns. A walk hands out the children of one key level in index
+ * order; it is heap, valid inside txn (table_order_close).
+ */
+#define TABLE_KEY_INDEX "@,key"
+struct table_order;
+/* The key index of s (NULL: none). */
+const struct table_index *table_key_index(const struct table_schema *s);
+/* s should keep the key index: a key field's column is integer. */
+bool table_key_ordered(const struct table_schema *s);
+/*
+ * Adds the key index to s (id next_id, or past s's own ids) or drops it,
+ * as its columns want; *dropped: the id whose entries the caller deletes
+ * (0: none). -ENOSPC when s has no room for another index.
+ */
+int table_key_index_sync(struct table_schema *s, int64_t next_id, int64_t *dropped);
+/*
+ * 1 with *out when dir[0..len] is a table or a key level above its rows
+ * whose children are an integer key column's (deep: or whose descendants
+ * down to the rows are), and the key index orders them; 0 when not (key
+ * order is the order), <0 on a store error.
+ */
+int table_order_open(struct store_txn *txn, const uint8_t *dir, size_t len, bool deep,
+		     struct table_order **out);
+/* The next child is child[0..len] (after: the one after it), or from the start when it is none. */
+int table_order_seek(struct table_order *o, const uint8_t *child, size_t len, bool after);
+/* 1 with the next child's data key in child (STORE_KEY_MAX bytes), 0 at the end. */
+int table_order_next(struct table_order *o, uint8_t *child, size_t *len);
+void table_order_close(struct table_order *o);
+/* Calls fn with the key of every table strictly under key[0..len] that the key index orders. */
+typedef void (*table_order_fn)(void *arg, const uint8_t *table, size_t len);
+int table_order_under(struct store_txn *txn, const uint8_t *key, size_t len,
+		      table_order_fn fn, void *arg);
+
 /* ---- a schema's JSON text, read (table_json.c) ---- */
 struct table_want_col {
 	char name[TABLE_NAME_MAX];
@@ -323,6 +361,25 @@ int table_key_elem(const struct table_schema *s, const uint8_t *row, size_t len,
 int table_entry_build(struct store_txn *txn, const struct table_schema *s,
 		      const struct table_index *x, const uint8_t *row, size_t len,
 		      struct strbuf *sb, size_t *values_end);
+/*
+ * Index entries hold a key level under an integer key column as a tuple
+ * integer (when its text is an integer's canonical form), so that rows
+ * sharing their values come in numeric order (docs/FORMAT.md, "Index
+ * entries"). table_entry_key turns the key part key[pos..len] of an entry
+ * back into the row's data key, in row (STORE_KEY_MAX bytes); -EINVAL when
+ * malformed or too long.
+ */
+int table_entry_key(const struct table_schema *s, const uint8_t *key, size_t pos, size_t len,
+		    uint8_t *row, size_t *row_len);
+/* Key level `level` (0-based) is a key field whose column is integer. */
+bool table_level_is_int(const struct table_schema *s, int level);
+/*
+ * Appends the value element key level `level` gives its key field (the
+ * element e of a row's key), read as the field's column type: 0, or 1
+ * when e is neither a string nor an integer.
+ */
+int table_key_value(const struct table_schema *s, int level, const struct tuple_elem *e,
+		    struct strbuf *sb);
 /* Elements in key[from..len], counting up to max; *end_of_max: where the max-th ends. */
 int table_key_count(const uint8_t *key, size_t from, size_t len, int max, size_t *end_of_max);
 /*

@@ -59,6 +59,37 @@ static const struct table_col *col_find(const struct table_schema *s, const char
 	return NULL;
 }
 
+bool table_level_is_int(const struct table_schema *s, int level)
+{
+	const struct table_col *c;
+
+	if (level < 0 || level >= s->nkey_fields)
+		return false;
+	c = col_find(s, s->key_fields[level]);
+	return c && c->type == TABLE_COL_INTEGER;
+}
+
+int table_key_value(const struct table_schema *s, int level, const struct tuple_elem *e,
+		    struct strbuf *sb)
+{
+	const struct table_col *c = level < s->nkey_fields ? col_find(s, s->key_fields[level]) : NULL;
+	char raw[STORE_KEY_MAX];
+
+	if (e->type == TUPLE_TYPE_INT) {
+		char buf[NUMBER_TEXT_MAX];
+
+		return ikey_put_number_text(sb, buf, number_format_integer(e->integer, buf));
+	}
+	if (e->type != TUPLE_TYPE_STRING || e->len > sizeof(raw))
+		return 1;
+	tuple_elem_copy(e, raw);
+	if (c && (c->type == TABLE_COL_INTEGER || c->type == TABLE_COL_NUMBER ||
+		  c->type == TABLE_COL_DOUBLE) && ikey_put_number_text(sb, raw, e->len) == 0)
+		return 0;
+	ikey_put_string(sb, IKEY_STRING, raw, e->len);
+	return 0;
+}
+
 /*
  * Appends the value element of field `name` of the row: from the row, or
  * implied by its key when it is a key field the row leaves out. 1 when the
@@ -68,10 +99,8 @@ static int field_value(struct store_txn *txn, const struct table_schema *s, cons
 		       size_t len, const char *name, struct strbuf *sb)
 {
 	int level = key_field_level(s, name);
-	const struct table_col *c = col_find(s, name);
 	struct tree_node n;
 	struct tuple_elem e;
-	char raw[STORE_KEY_MAX];
 	int ret = table_row_field(txn, row, len, name, &n);
 
 	if (ret < 0)
@@ -82,19 +111,78 @@ static int field_value(struct store_txn *txn, const struct table_schema *s, cons
 		return 1;
 	if (table_key_elem(s, row, len, level, &e) < 0)
 		return 1;
-	if (e.type == TUPLE_TYPE_INT) {
-		char buf[NUMBER_TEXT_MAX];
+	return table_key_value(s, level, &e, sb);
+}
 
-		return ikey_put_number_text(sb, buf, number_format_integer(e.integer, buf));
+/*
+ * A key level's element as index entries hold it: a tuple integer for a
+ * string that is an integer's canonical text (no sign but '-', no leading
+ * zero, within 64 bits) under an integer key column, so that entries
+ * sharing their values order their rows numerically; else unchanged.
+ */
+static bool level_as_int(const struct table_schema *s, int level, const struct tuple_elem *e,
+			 int64_t *out)
+{
+	char raw[NUMBER_TEXT_MAX], canon[NUMBER_TEXT_MAX];
+
+	if (!table_level_is_int(s, level) || e->type != TUPLE_TYPE_STRING || e->len >= sizeof(raw))
+		return false;
+	tuple_elem_copy(e, raw);
+	if (!number_parse_integer(raw, e->len, out))
+		return false;
+	return number_format_integer(*out, canon) == e->len && memcmp(canon, raw, e->len) == 0;
+}
+
+/* Appends the row's key levels as index entries hold them. */
+static void entry_key_put(const struct table_schema *s, const uint8_t *row, size_t len,
+			  struct strbuf *sb)
+{
+	uint8_t buf[16];
+	struct tuple_reader r;
+	struct tuple_writer w;
+	struct tuple_elem e;
+	size_t start = 0;
+	int64_t i;
+
+	tuple_reader_init(&r, row + s->key_len, len - s->key_len);
+	for (int level = 0; tuple_next(&r, &e) == 1; level++, start = r.pos) {
+		if (!level_as_int(s, level, &e, &i)) {
+			strbuf_add(sb, row + s->key_len + start, r.pos - start);
+			continue;
+		}
+		tuple_writer_init(&w, buf, sizeof(buf));
+		tuple_put_int(&w, i);
+		strbuf_add(sb, buf, w.len);
 	}
-	if (e.type != TUPLE_TYPE_STRING || e.len > sizeof(raw))
-		return 1;
-	tuple_elem_copy(&e, raw);
-	if (c && (c->type == TABLE_COL_INTEGER || c->type == TABLE_COL_NUMBER ||
-		  c->type == TABLE_COL_DOUBLE) && ikey_put_number_text(sb, raw, e.len) == 0)
-		return 0;
-	ikey_put_string(sb, IKEY_STRING, raw, e.len);
-	return 0;
+}
+
+int table_entry_key(const struct table_schema *s, const uint8_t *key, size_t pos, size_t len,
+		    uint8_t *row, size_t *row_len)
+{
+	char text[NUMBER_TEXT_MAX];
+	struct tuple_reader r;
+	struct tuple_writer w;
+	struct tuple_elem e;
+	size_t start = 0;
+
+	if (s->key_len > STORE_KEY_MAX)
+		return -EINVAL;
+	memcpy(row, s->key, s->key_len);
+	tuple_writer_init(&w, row, STORE_KEY_MAX);
+	w.len = s->key_len;
+	tuple_reader_init(&r, key + pos, len - pos);
+	for (int level = 0; tuple_next(&r, &e) == 1; level++, start = r.pos) {
+		if (e.type == TUPLE_TYPE_INT && table_level_is_int(s, level)) {
+			tuple_put_string(&w, text, number_format_integer(e.integer, text));
+		} else if (w.len + r.pos - start <= STORE_KEY_MAX) {
+			memcpy(row + w.len, key + pos + start, r.pos - start);
+			w.len += r.pos - start;
+		} else {
+			w.overflow = true;
+		}
+	}
+	*row_len = w.len;
+	return w.overflow || r.pos != len - pos ? -EINVAL : 0;
 }
 
 /* The index entry of the row: (id, values..., primary key...). 1: not in the index. */
@@ -116,7 +204,7 @@ int table_entry_build(struct store_txn *txn, const struct table_schema *s,
 			return ret;
 	}
 	*values_end = sb->len;
-	strbuf_add(sb, row + s->key_len, len - s->key_len);
+	entry_key_put(s, row, len, sb);
 	if (sb->failed)
 		return -ENOMEM;
 	return sb->len > STORE_KEY_MAX ? -ENAMETOOLONG : 0;

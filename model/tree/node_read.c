@@ -599,9 +599,37 @@ static int list_hand_out(struct model_list *l, struct store_scan *scan,
 	return 0;
 }
 
+/*
+ * The children in the order of a table's key index (model/table/table_order.c):
+ * each one found in the data scan by its key, so that it is handed out as
+ * in key order; one the index names but the data no longer holds is skipped.
+ */
+static int list_fill_ordered(struct model_list *l, struct store_scan *scan,
+			     struct table_order *o, model_list_fn fn, void *arg)
+{
+	uint8_t child[STORE_KEY_MAX];
+	struct tree_child c;
+	size_t len;
+	int ret;
+
+	if (!l->last_len && l->from_len)
+		ret = table_order_seek(o, l->from, l->from_len, false);
+	else
+		ret = l->last_len ? table_order_seek(o, l->last, l->last_len, true) : 0;
+	while (ret == 0 && (ret = table_order_next(o, child, &len)) == 1) {
+		ret = tree_child_at(scan, l->len, child, len, &c);
+		if (ret == 1 && c.end == len && memcmp(c.key, child, len) == 0)
+			ret = list_hand_out(l, scan, &c, fn, arg);
+		else if (ret >= 0)
+			ret = 0;
+	}
+	return ret;
+}
+
 static int list_fill_in(struct model_list *l, struct store_txn *txn, model_list_fn fn, void *arg)
 {
 	struct store_scan *scan;
+	struct table_order *o = NULL;
 	struct tree_child c;
 	int ret = store_scan_open(txn, STORE_SPACE_DATA, l->key, l->len, &scan);
 
@@ -611,12 +639,17 @@ static int list_fill_in(struct model_list *l, struct store_txn *txn, model_list_
 	/* each child's attributes and TTL, in key order: read ahead, not one by one */
 	store_txn_expect_reads(txn, STORE_SPACE_ATTR, l->key, l->len);
 	store_txn_expect_reads(txn, STORE_SPACE_TTL, NULL, 0);
-	if (!l->last_len && l->from_len)
+	ret = l->kind == MODEL_KIND_OBJECT ? table_order_open(txn, l->key, l->len, false, &o) : 0;
+	if (ret == 1) {
+		ret = list_fill_ordered(l, scan, o, fn, arg);
+		table_order_close(o);
+	} else if (ret == 0 && !l->last_len && l->from_len) {
 		ret = tree_child_at(scan, l->len, l->from, l->from_len, &c);
-	else
+	} else if (ret == 0) {
 		ret = tree_child_first(scan, l->key, l->len, l->last_len ? l->last : NULL,
 				       l->last_len, &c);
-	while (ret == 1) {
+	}
+	while (!o && ret == 1) {
 		ret = list_hand_out(l, scan, &c, fn, arg);
 		if (ret != 0)
 			break;
