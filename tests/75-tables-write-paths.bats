@@ -509,3 +509,27 @@ geo_poi() {
 	run -0 kvfs check "$STORE"
 	assert_output --partial ', 0 problems'
 }
+
+# A table referenced over several fields only by rows holding null in one
+# of them (or leaving it out) is referenced by none: it can be dropped.
+@test "rm -r of a table referenced over several fields only by rows holding null there removes it" {
+	poi_names
+	rm -r "$MNT/names" "$MNT/reviews/r1"
+	row reviews/r2 '{"poi":"G1","lang":null,"stars":3}'
+	row reviews/r3 '{"poi":"G1","stars":4}'
+	run -0 rm -r "$MNT/poi"
+	[ ! -e "$MNT/poi" ]
+	run -1 kvfs table show "$STORE" /poi
+	run -0 kvfs export --compact "$STORE" /reviews
+	assert_output '{"r2":{"lang":null,"poi":"G1","stars":3},"r3":{"poi":"G1","stars":4}}'
+	# a row naming one still blocks the drop
+	mkdir "$MNT/poi"
+	kvfs table create "$STORE" /poi --key-depth 2
+	mkdir "$MNT/poi/G1"
+	row poi/G1/fr '{"poiName":"Le Louvre"}'
+	row reviews/r4 '{"poi":"G1","lang":"fr"}'
+	run -1 kvfs rm -r "$STORE" /poi
+	assert_output --partial 'table still referenced by rows of /reviews (fields poi,lang)'
+	run -0 kvfs check "$STORE"
+	assert_output --partial ' 0 problems'
+}
