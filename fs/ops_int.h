@@ -98,9 +98,9 @@ void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char
  * model call; when that is refused the held names come back. A create or
  * a rename onto a held name, or a document written over it, ends its
  * hold; mkdir and mknod try it first. The holds no rmdir took are tried
- * for real once no removal was held for FS_RMHOLD_MS (the watcher), at
- * fsync, fsyncdir and unmount: a refused one is logged (user.kvfs.error)
- * and its name comes back.
+ * for real once no removal was held for FS_RMHOLD_MS (the watcher),
+ * at an fsync or fsyncdir above them, and at unmount: a refused one is
+ * logged (user.kvfs.error) and its name comes back.
  */
 #define FS_RMHOLD_MS 1000
 struct fs_rmholds {
@@ -140,8 +140,13 @@ void fs_rmhold_view_written(struct fs_ctx *ctx, struct fs_node *dir, const char 
 void fs_rmhold_view_node_written(struct fs_ctx *ctx, struct fs_node *view);
 /* mkdir and mknod onto a held name: its removal is tried for real first. */
 void fs_rmhold_settle_name(struct fs_ctx *ctx, struct fs_node *dir, const char *name);
-/* Tries the held removals for real: all (fsync, fsyncdir, unmount), or only when idle (the watcher). */
+/* Tries the held removals for real: all, for the last time (unmount), or only when idle (the watcher). */
 void fs_rmhold_settle(struct fs_ctx *ctx, bool all);
+/*
+ * fsync of node (fsyncdir when is_dir): tries the holds below it (below
+ * its directory for a file). 0.
+ */
+int fs_rmhold_settle_at(struct fs_ctx *ctx, struct fs_node *node, bool is_dir);
 /* xattrs and statfs (xattr.c) */
 void fs_op_statfs(fuse_req_t req, fuse_ino_t ino);
 void fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);

@@ -14,7 +14,9 @@
  * whole in one model call (MODEL_REMOVE_RECURSIVE): the row's index
  * entries go with it and its references are checked; refused, the held
  * names come back. A hold nothing took is tried for real once no removal
- * was held for FS_RMHOLD_MS, at fsync, fsyncdir and unmount.
+ * was held for FS_RMHOLD_MS, at an fsync or fsyncdir of a directory above
+ * it (or of a file beside it: an fsync elsewhere must not cut into an
+ * rm -r), and at unmount.
  *
  * The state is on the held node (rm_held, a ref, a link in ctx->rmhold)
  * under ctx->lock, so a hold follows renames of the directories above it
@@ -275,6 +277,17 @@ void fs_rmhold_end_below(struct fs_ctx *ctx, struct fs_node *dir, const char *na
 	end_finish(ctx, &ev);
 }
 
+/* ctx->lock held. No hold made for FS_RMHOLD_MS. */
+static bool idle_locked(const struct fs_ctx *ctx)
+{
+	return mono_ns() - ctx->rmhold.last_ns >= (int64_t)FS_RMHOLD_MS * 1000000;
+}
+
+/* How a settle tries its holds. */
+enum {
+	SETTLE_IDLE = 1,	/* only once no hold was made for FS_RMHOLD_MS */
+};
+
 /*
  * One held removal tried for real, in its own exclusive section: removed,
  * or refused (logged, for user.kvfs.error) and shown again.
@@ -325,18 +338,19 @@ static void try_one(struct fs_ctx *ctx, struct fs_node *node)
 	free(path);
 }
 
-void fs_rmhold_settle(struct fs_ctx *ctx, bool all)
+/* Tries the holds strictly below top (every hold when top is NULL), each in its own section. */
+static void settle_below(struct fs_ctx *ctx, struct fs_node *top, unsigned how)
 {
 	struct fs_node **todo = NULL, *h;
 	size_t n = 0, max;
 
-	if (ctx->read_only || !atomic_load(&ctx->rmhold.n))
-		return;
 	pthread_mutex_lock(&ctx->lock);
 	max = atomic_load(&ctx->rmhold.n);
-	if (all || mono_ns() - ctx->rmhold.last_ns >= (int64_t)FS_RMHOLD_MS * 1000000)
+	if (max && (!(how & SETTLE_IDLE) || idle_locked(ctx)))
 		todo = calloc(max, sizeof(*todo));
 	for (h = ctx->rmhold.head; todo && h && n < max; h = h->held_next) {
+		if (top && !is_below(h, top))
+			continue;
 		fs_node_ref_locked(h);
 		todo[n++] = h;
 	}
@@ -348,6 +362,33 @@ void fs_rmhold_settle(struct fs_ctx *ctx, bool all)
 		pthread_mutex_unlock(&ctx->lock);
 	}
 	free(todo);
+}
+
+void fs_rmhold_settle(struct fs_ctx *ctx, bool all)
+{
+	if (ctx->read_only || !atomic_load(&ctx->rmhold.n))
+		return;
+	settle_below(ctx, NULL, all ? 0 : SETTLE_IDLE);
+}
+
+int fs_rmhold_settle_at(struct fs_ctx *ctx, struct fs_node *node, bool is_dir)
+{
+	struct fs_node *top;
+
+	if (ctx->read_only || !atomic_load(&ctx->rmhold.n))
+		return 0;
+	pthread_mutex_lock(&ctx->lock);
+	top = is_dir ? node : node->parent;
+	if (top)
+		fs_node_ref_locked(top);
+	pthread_mutex_unlock(&ctx->lock);
+	if (!top)
+		return 0;
+	settle_below(ctx, top, 0);
+	pthread_mutex_lock(&ctx->lock);
+	fs_node_unref_locked(ctx, top);
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
 }
 
 void fs_rmhold_settle_name(struct fs_ctx *ctx, struct fs_node *dir, const char *name)

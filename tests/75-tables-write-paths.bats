@@ -533,3 +533,39 @@ geo_poi() {
 	run -0 kvfs check "$STORE"
 	assert_output --partial ' 0 problems'
 }
+
+# An fsync elsewhere in the mount while rm -r is between a row's unlinks
+# and its rmdir (an editor saving a file) leaves the row's holds alone.
+@test "an fsync of a file in another row does not settle a row's held unlinks: the refused rmdir leaves the row whole" {
+	geo_poi
+	run -0 kvfs export --compact "$STORE" /geo
+	local before=$output
+	run -0 python3 - "$MNT" <<'PY'
+import errno, os, sys
+m = sys.argv[1]
+os.unlink(m + "/geo/A/lat")          # held: poi/A references geo/A
+fd = os.open(m + "/geo/B/name", os.O_WRONLY | os.O_TRUNC)
+os.write(fd, b"Lyon\n")
+os.fsync(fd)
+os.close(fd)
+for n in ("name", "tags/city"):
+    os.unlink(m + "/geo/A/" + n)
+os.rmdir(m + "/geo/A/tags")
+try:
+    os.rmdir(m + "/geo/A")
+    print("removed")
+except OSError as e:
+    print(errno.errorcode[e.errno])
+PY
+	assert_output EBUSY
+	run -0 kvfs export --compact "$STORE" /geo
+	assert_output "$before"
+	run -0 ls "$MNT/geo/A"
+	assert_output $'lat\nname\ntags'
+	# fsync of the row's parent settles what is held in its rows
+	rm "$MNT/geo/A/lat"
+	python3 -c 'import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.fsync(fd)' "$MNT/geo"
+	run -0 kvfs export --compact "$STORE" /geo/A
+	assert_output '{"name":"Paris","tags":{"city":true}}'
+}
+
