@@ -98,7 +98,7 @@ void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char
  * model call; when that is refused the held names come back. A create or
  * a rename onto a held name, or a document written over it, ends its
  * hold; mkdir and mknod try it first. The holds no rmdir took are tried
- * for real once no removal was held for FS_RMHOLD_MS (the watcher),
+ * for real once the mount made no removal for FS_RMHOLD_MS (the watcher),
  * at an fsync or fsyncdir above them, and at unmount: a refused one is
  * logged (user.kvfs.error) and its name comes back.
  */
@@ -106,7 +106,7 @@ void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char
 struct fs_rmholds {
 	struct fs_node *head;	/* the held nodes (ctx->lock) */
 	_Atomic unsigned n;	/* how many: written under ctx->lock, read without (0: none) */
-	int64_t last_ns;	/* CLOCK_MONOTONIC of the last hold made (ctx->lock) */
+	int64_t last_ns;	/* CLOCK_MONOTONIC of the last removal while holds exist (ctx->lock) */
 };
 /* true when name in dir is held: lookups answer ENOENT */
 bool fs_rmhold_hidden(struct fs_ctx *ctx, struct fs_node *dir, const char *name);
@@ -147,6 +147,8 @@ void fs_rmhold_settle(struct fs_ctx *ctx, bool all);
  * its directory for a file). 0.
  */
 int fs_rmhold_settle_at(struct fs_ctx *ctx, struct fs_node *node, bool is_dir);
+/* Inside the section of every unlink and rmdir: the mount is not idle (holds wait). */
+void fs_rmhold_touch(struct fs_ctx *ctx);
 /* xattrs and statfs (xattr.c) */
 void fs_op_statfs(fuse_req_t req, fuse_ino_t ino);
 void fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);

@@ -13,10 +13,11 @@
  * The rmdir of a directory whose stored names are all held removes it
  * whole in one model call (MODEL_REMOVE_RECURSIVE): the row's index
  * entries go with it and its references are checked; refused, the held
- * names come back. A hold nothing took is tried for real once no removal
- * was held for FS_RMHOLD_MS, at an fsync or fsyncdir of a directory above
- * it (or of a file beside it: an fsync elsewhere must not cut into an
- * rm -r), and at unmount.
+ * names come back. A hold nothing took is tried for real once the mount
+ * made no removal for FS_RMHOLD_MS (rm -r may spend longer than that on a
+ * big subtree between a row's first unlink and its rmdir), at an fsync or
+ * fsyncdir of a directory above it (or of a file beside it: an fsync
+ * elsewhere must not cut into an rm -r), and at unmount.
  *
  * The state is on the held node (rm_held, a ref, a link in ctx->rmhold)
  * under ctx->lock, so a hold follows renames of the directories above it
@@ -277,22 +278,31 @@ void fs_rmhold_end_below(struct fs_ctx *ctx, struct fs_node *dir, const char *na
 	end_finish(ctx, &ev);
 }
 
-/* ctx->lock held. No hold made for FS_RMHOLD_MS. */
+/* ctx->lock held. No removal in the mount for FS_RMHOLD_MS: rm -r has moved on. */
 static bool idle_locked(const struct fs_ctx *ctx)
 {
 	return mono_ns() - ctx->rmhold.last_ns >= (int64_t)FS_RMHOLD_MS * 1000000;
 }
 
+void fs_rmhold_touch(struct fs_ctx *ctx)
+{
+	if (!atomic_load(&ctx->rmhold.n))
+		return;
+	pthread_mutex_lock(&ctx->lock);
+	ctx->rmhold.last_ns = mono_ns();
+	pthread_mutex_unlock(&ctx->lock);
+}
+
 /* How a settle tries its holds. */
 enum {
-	SETTLE_IDLE = 1,	/* only once no hold was made for FS_RMHOLD_MS */
+	SETTLE_IDLE = 1,	/* only once the mount is idle (checked again in the section) */
 };
 
 /*
  * One held removal tried for real, in its own exclusive section: removed,
  * or refused (logged, for user.kvfs.error) and shown again.
  */
-static void try_one(struct fs_ctx *ctx, struct fs_node *node)
+static void try_one(struct fs_ctx *ctx, struct fs_node *node, unsigned how)
 {
 	struct ended_vec ev = { 0 };
 	struct model_error err = { 0 };
@@ -303,7 +313,7 @@ static void try_one(struct fs_ctx *ctx, struct fs_node *node)
 
 	fs_write_begin_excl(ctx);
 	pthread_mutex_lock(&ctx->lock);
-	if (node->rm_held) {
+	if (node->rm_held && (!(how & SETTLE_IDLE) || idle_locked(ctx))) {
 		dir = node->parent;
 		fs_node_ref_locked(dir);
 		is_dir = node->rm_held_dir;
@@ -311,7 +321,7 @@ static void try_one(struct fs_ctx *ctx, struct fs_node *node)
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	if (!dir) {
-		fs_write_end(ctx, 0);	/* ended meanwhile */
+		fs_write_end(ctx, 0);	/* ended meanwhile, or a removal came */
 		return;
 	}
 	ret = name ? fs_node_path(ctx, node, NULL, &path) : -ENOMEM;	/* -ENOENT: its row went */
@@ -356,7 +366,7 @@ static void settle_below(struct fs_ctx *ctx, struct fs_node *top, unsigned how)
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	for (size_t i = 0; i < n; i++) {
-		try_one(ctx, todo[i]);
+		try_one(ctx, todo[i], how);
 		pthread_mutex_lock(&ctx->lock);
 		fs_node_unref_locked(ctx, todo[i]);
 		pthread_mutex_unlock(&ctx->lock);
@@ -407,7 +417,7 @@ void fs_rmhold_settle_name(struct fs_ctx *ctx, struct fs_node *dir, const char *
 	pthread_mutex_unlock(&ctx->lock);
 	if (!node)
 		return;
-	try_one(ctx, node);
+	try_one(ctx, node, 0);
 	pthread_mutex_lock(&ctx->lock);
 	fs_node_unref_locked(ctx, node);
 	pthread_mutex_unlock(&ctx->lock);

@@ -569,3 +569,25 @@ PY
 	assert_output '{"name":"Paris","tags":{"city":true}}'
 }
 
+# rm -r of a row that holds a big subtree: the unlink of its required field
+# is held first, and the unlinks below take longer than FS_RMHOLD_MS (1 s)
+# before the rmdir. The mount is not idle meanwhile: the hold waits.
+@test "a held unlink waits while the mount keeps removing: a slow rm -r of a row with a required field removes it whole" {
+	geo_poi
+	row poi/B/fr '{"poiName":"Fourviere","sub":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8}}'
+	run -0 python3 - "$MNT/poi/B/fr" <<'PY'
+import os, sys, time
+r = sys.argv[1]
+os.unlink(r + "/poiName")          # held: the field is required
+for n in "abcdefgh":               # an rm -r slowed down (a big subtree, a loaded store)
+    time.sleep(0.25)
+    os.unlink(r + "/sub/" + n)
+os.rmdir(r + "/sub")
+os.rmdir(r)
+PY
+	[ ! -e "$MNT/poi/B/fr" ]
+	run -0 kvfs export --compact "$STORE" /poi/B
+	assert_output '{}'
+	run -0 kvfs find "$STORE" /poi by_poiName Fourviere
+	assert_output ''
+}
