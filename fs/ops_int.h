@@ -100,7 +100,8 @@ void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char
  * hold; mkdir and mknod try it first. The holds no rmdir took are tried
  * for real once the mount made no removal for FS_RMHOLD_MS (the watcher),
  * at an fsync or fsyncdir above them, and at unmount: a refused one is
- * logged (user.kvfs.error) and its name comes back.
+ * logged (user.kvfs.error) and its name comes back; one that failed for a
+ * reason that may pass (EIO, ENOSPC, a store unreachable) stays held.
  */
 #define FS_RMHOLD_MS 1000
 struct fs_rmholds {
@@ -144,7 +145,7 @@ void fs_rmhold_settle_name(struct fs_ctx *ctx, struct fs_node *dir, const char *
 void fs_rmhold_settle(struct fs_ctx *ctx, bool all);
 /*
  * fsync of node (fsyncdir when is_dir): tries the holds below it (below
- * its directory for a file). 0.
+ * its directory for a file); the first failure that may pass, else 0.
  */
 int fs_rmhold_settle_at(struct fs_ctx *ctx, struct fs_node *node, bool is_dir);
 /* Inside the section of every unlink and rmdir: the mount is not idle (holds wait). */

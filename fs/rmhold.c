@@ -17,7 +17,8 @@
  * made no removal for FS_RMHOLD_MS (rm -r may spend longer than that on a
  * big subtree between a row's first unlink and its rmdir), at an fsync or
  * fsyncdir of a directory above it (or of a file beside it: an fsync
- * elsewhere must not cut into an rm -r), and at unmount.
+ * elsewhere must not cut into an rm -r), and at unmount. A failure that
+ * may pass (the store unreachable or full) keeps the hold for a later try.
  *
  * The state is on the held node (rm_held, a ref, a link in ctx->rmhold)
  * under ctx->lock, so a hold follows renames of the directories above it
@@ -85,7 +86,7 @@ static void end_locked(struct fs_ctx *ctx, struct fs_node *node, bool back, stru
 	if (node->held_next)
 		node->held_next->held_prev = node->held_prev;
 	node->held_prev = node->held_next = NULL;
-	node->rm_held = node->rm_held_dir = false;
+	node->rm_held = node->rm_held_dir = node->rm_held_failed = false;
 	node->parent->nheld--;
 	atomic_fetch_sub(&ctx->rmhold.n, 1);
 	if (back) {
@@ -293,22 +294,40 @@ void fs_rmhold_touch(struct fs_ctx *ctx)
 	pthread_mutex_unlock(&ctx->lock);
 }
 
+/*
+ * A failure of a removal tried for real that says nothing of the row (the
+ * store was unreachable, full or failing): the hold stays for a later try.
+ */
+static bool may_pass(int ret)
+{
+	switch (-ret) {
+	case EIO: case ENOSPC: case EDQUOT: case ENOMEM: case ENOBUFS: case EAGAIN:
+	case EINTR: case ETIMEDOUT: case ECONNRESET: case ECONNREFUSED: case ECONNABORTED:
+	case EHOSTUNREACH: case ENETUNREACH:
+		return true;
+	default:
+		return false;
+	}
+}
+
 /* How a settle tries its holds. */
 enum {
 	SETTLE_IDLE = 1,	/* only once the mount is idle (checked again in the section) */
+	SETTLE_LAST = 2,	/* unmount: a failure that may pass ends the hold too */
 };
 
 /*
  * One held removal tried for real, in its own exclusive section: removed,
- * or refused (logged, for user.kvfs.error) and shown again.
+ * or refused (logged, for user.kvfs.error) and shown again. A failure
+ * that may pass keeps the hold (logged once) and is returned; 0 otherwise.
  */
-static void try_one(struct fs_ctx *ctx, struct fs_node *node, unsigned how)
+static int try_one(struct fs_ctx *ctx, struct fs_node *node, unsigned how)
 {
 	struct ended_vec ev = { 0 };
 	struct model_error err = { 0 };
 	struct fs_node *dir = NULL;
 	char *path = NULL, *name = NULL;
-	bool is_dir = false, held;
+	bool is_dir = false, held, keep, first = false;
 	int ret;
 
 	fs_write_begin_excl(ctx);
@@ -322,21 +341,26 @@ static void try_one(struct fs_ctx *ctx, struct fs_node *node, unsigned how)
 	pthread_mutex_unlock(&ctx->lock);
 	if (!dir) {
 		fs_write_end(ctx, 0);	/* ended meanwhile, or a removal came */
-		return;
+		return 0;
 	}
 	ret = name ? fs_node_path(ctx, node, NULL, &path) : -ENOMEM;	/* -ENOENT: its row went */
 	if (ret == 0)
 		ret = model_remove(ctx->model, path, is_dir ? MODEL_REMOVE_RECURSIVE :
 				   MODEL_REMOVE_LEAF, &err);
+	keep = ret < 0 && may_pass(ret) && !(how & SETTLE_LAST);
 	pthread_mutex_lock(&ctx->lock);
 	held = node->rm_held;	/* false: a create took the name meanwhile (no section) */
-	if (held)
+	if (held && !keep)
 		end_locked(ctx, node, ret < 0 && ret != -ENOENT, &ev);
+	else if (held) {
+		first = !node->rm_held_failed;
+		node->rm_held_failed = true;
+	}
 	pthread_mutex_unlock(&ctx->lock);
 	if (ret == 0)
 		fs_node_detach(ctx, dir, name);	/* before a committer can take the path */
 	fs_write_end(ctx, ret);
-	if (ret < 0 && ret != -ENOENT && held)
+	if (ret < 0 && ret != -ENOENT && held && (!keep || first))
 		fs_log_model(ctx, ret, &err, path ? path : "a removal held in a row");
 	else if (ret == 0)
 		fs_trace(ctx, "held removal of %s done", path);
@@ -346,13 +370,18 @@ static void try_one(struct fs_ctx *ctx, struct fs_node *node, unsigned how)
 	pthread_mutex_unlock(&ctx->lock);
 	free(name);
 	free(path);
+	return keep && held ? ret : 0;
 }
 
-/* Tries the holds strictly below top (every hold when top is NULL), each in its own section. */
-static void settle_below(struct fs_ctx *ctx, struct fs_node *top, unsigned how)
+/*
+ * Tries the holds strictly below top (every hold when top is NULL), each
+ * in its own section; the first failure that may pass is returned.
+ */
+static int settle_below(struct fs_ctx *ctx, struct fs_node *top, unsigned how)
 {
 	struct fs_node **todo = NULL, *h;
 	size_t n = 0, max;
+	int ret = 0, r;
 
 	pthread_mutex_lock(&ctx->lock);
 	max = atomic_load(&ctx->rmhold.n);
@@ -366,24 +395,28 @@ static void settle_below(struct fs_ctx *ctx, struct fs_node *top, unsigned how)
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	for (size_t i = 0; i < n; i++) {
-		try_one(ctx, todo[i], how);
+		r = try_one(ctx, todo[i], how);
+		if (r < 0 && ret == 0)
+			ret = r;
 		pthread_mutex_lock(&ctx->lock);
 		fs_node_unref_locked(ctx, todo[i]);
 		pthread_mutex_unlock(&ctx->lock);
 	}
 	free(todo);
+	return ret;
 }
 
 void fs_rmhold_settle(struct fs_ctx *ctx, bool all)
 {
 	if (ctx->read_only || !atomic_load(&ctx->rmhold.n))
 		return;
-	settle_below(ctx, NULL, all ? 0 : SETTLE_IDLE);
+	settle_below(ctx, NULL, all ? SETTLE_LAST : SETTLE_IDLE);
 }
 
 int fs_rmhold_settle_at(struct fs_ctx *ctx, struct fs_node *node, bool is_dir)
 {
 	struct fs_node *top;
+	int ret;
 
 	if (ctx->read_only || !atomic_load(&ctx->rmhold.n))
 		return 0;
@@ -394,11 +427,11 @@ int fs_rmhold_settle_at(struct fs_ctx *ctx, struct fs_node *node, bool is_dir)
 	pthread_mutex_unlock(&ctx->lock);
 	if (!top)
 		return 0;
-	settle_below(ctx, top, 0);
+	ret = settle_below(ctx, top, 0);
 	pthread_mutex_lock(&ctx->lock);
 	fs_node_unref_locked(ctx, top);
 	pthread_mutex_unlock(&ctx->lock);
-	return 0;
+	return ret;
 }
 
 void fs_rmhold_settle_name(struct fs_ctx *ctx, struct fs_node *dir, const char *name)
