@@ -316,6 +316,13 @@ enum {
 	SETTLE_LAST = 2,	/* unmount: a failure that may pass ends the hold too */
 };
 
+/* After a held removal done for real: what remove_name drops with a removed node. */
+static void removed_for_real(struct fs_ctx *ctx, struct fs_node *node)
+{
+	fs_want_type_clear(ctx, node);
+	fs_node_drop_pending_below(ctx, node);	/* pending files in a removed array */
+}
+
 /*
  * One held removal tried for real, in its own exclusive section: removed,
  * or refused (logged, for user.kvfs.error) and shown again. A failure
@@ -364,6 +371,8 @@ static int try_one(struct fs_ctx *ctx, struct fs_node *node, unsigned how)
 		fs_log_model(ctx, ret, &err, path ? path : "a removal held in a row");
 	else if (ret == 0)
 		fs_trace(ctx, "held removal of %s done", path);
+	if (ret == 0)
+		removed_for_real(ctx, node);
 	end_finish(ctx, &ev);
 	pthread_mutex_lock(&ctx->lock);
 	fs_node_unref_locked(ctx, dir);
