@@ -295,8 +295,8 @@ struct table_want {
  */
 int table_want_parse(const char *json, size_t len, const char *what, struct table_want *w,
 		     struct model_error *err);
-/* Appends a name to the list "a,b" in list (cap bytes); one that does not fit is left out. */
-void table_names_add(char *list, size_t cap, const char *str, size_t len);
+/* Appends a name to the list "a,b" in list (cap bytes); false (list unchanged) when it does not fit. */
+bool table_names_add(char *list, size_t cap, const char *str, size_t len);
 
 /* ---- shared by table_commit.c, table_row.c and table_check.c ---- */
 
