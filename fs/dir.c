@@ -457,13 +457,15 @@ void fs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	struct fs_ctx *ctx = fs_req_ctx(req);
+	int ret;
 
-	(void)ino;
 	(void)datasync;
 	(void)fi;
 	if (!ctx->read_only)
 		fs_held_commit(ctx, true);	/* leaves made by mknod: in the store, then synced */
-	fs_rmhold_settle(ctx, true);	/* removals held in rows */
+	ret = fs_rmhold_settle_at(ctx, fs_node_from_ino(ctx, ino), true);	/* held below */
 	fs_table_settle(ctx, FS_SETTLE_NOW);	/* `sync MNT`: schemas waiting for rows */
-	fs_reply_err(req, ctx->read_only ? 0 : model_sync(ctx->model));
+	if (ret == 0 && !ctx->read_only)
+		ret = model_sync(ctx->model);
+	fs_reply_err(req, ret);
 }

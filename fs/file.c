@@ -629,7 +629,6 @@ void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_
 	struct fs_file *f = fs_fi_file(fi);
 	int ret = 0;
 
-	(void)ino;
 	(void)datasync;
 	if (f && f->writable) {
 		pthread_mutex_lock(&f->lock);
@@ -641,8 +640,8 @@ void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_
 	}
 	if (ret == 0 && !ctx->read_only)
 		fs_held_commit(ctx, true);	/* fsync syncs everything: leaves made by mknod too */
-	if (ret == 0)
-		fs_rmhold_settle(ctx, true);	/* and removals held in rows */
+	if (ret == 0)	/* and removals held beside it, not an rm -r's elsewhere */
+		ret = fs_rmhold_settle_at(ctx, fs_node_from_ino(ctx, ino), false);
 	if (ret == 0 && !ctx->read_only)
 		ret = model_sync(ctx->model);
 	fs_reply_err(req, ret);

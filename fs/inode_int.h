@@ -71,6 +71,7 @@ struct fs_node {
 	 */
 	bool rm_held;
 	bool rm_held_dir;	/* held by rmdir: tried again as rm -r */
+	bool rm_held_failed;	/* tried for real, failed for a reason that may pass: logged */
 	unsigned nheld;		/* children with rm_held */
 	struct fs_node *held_prev, *held_next;	/* ctx->rmhold.head while rm_held */
 };

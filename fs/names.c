@@ -267,6 +267,7 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, uns
 	}
 	fs_shape_mark_dirs(ctx, &mark, dir, NULL);
 	ret = model_remove(ctx->model, path, flags | MODEL_REMOVE_ROW_WHOLE, &err);
+	fs_rmhold_touch(ctx);	/* an rm -r still going: its holds wait */
 	/* inside a table row: held for the row's removal (rmhold.c), or that removal */
 	if (ret < 0 && fs_rmhold_removal(ctx, dir, name, path, flags, &ret, &err, &whole)) {
 		fs_write_end(ctx, ret);

@@ -112,15 +112,16 @@ void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char
  * model call; when that is refused the held names come back. A create or
  * a rename onto a held name, or a document written over it, ends its
  * hold; mkdir and mknod try it first. The holds no rmdir took are tried
- * for real once no removal was held for FS_RMHOLD_MS (the watcher), at
- * fsync, fsyncdir and unmount: a refused one is logged (user.kvfs.error)
- * and its name comes back.
+ * for real once the mount made no removal for FS_RMHOLD_MS (the watcher),
+ * at an fsync or fsyncdir above them, and at unmount: a refused one is
+ * logged (user.kvfs.error) and its name comes back; one that failed for a
+ * reason that may pass (EIO, ENOSPC, a store unreachable) stays held.
  */
 #define FS_RMHOLD_MS 1000
 struct fs_rmholds {
 	struct fs_node *head;	/* the held nodes (ctx->lock) */
 	_Atomic unsigned n;	/* how many: written under ctx->lock, read without (0: none) */
-	int64_t last_ns;	/* CLOCK_MONOTONIC of the last hold made (ctx->lock) */
+	int64_t last_ns;	/* CLOCK_MONOTONIC of the last removal while holds exist (ctx->lock) */
 };
 /* true when name in dir is held: lookups answer ENOENT */
 bool fs_rmhold_hidden(struct fs_ctx *ctx, struct fs_node *dir, const char *name);
@@ -154,8 +155,15 @@ void fs_rmhold_view_written(struct fs_ctx *ctx, struct fs_node *dir, const char 
 void fs_rmhold_view_node_written(struct fs_ctx *ctx, struct fs_node *view);
 /* mkdir and mknod onto a held name: its removal is tried for real first. */
 void fs_rmhold_settle_name(struct fs_ctx *ctx, struct fs_node *dir, const char *name);
-/* Tries the held removals for real: all (fsync, fsyncdir, unmount), or only when idle (the watcher). */
+/* Tries the held removals for real: all, for the last time (unmount), or only when idle (the watcher). */
 void fs_rmhold_settle(struct fs_ctx *ctx, bool all);
+/*
+ * fsync of node (fsyncdir when is_dir): tries the holds below it (below
+ * its directory for a file); the first failure that may pass, else 0.
+ */
+int fs_rmhold_settle_at(struct fs_ctx *ctx, struct fs_node *node, bool is_dir);
+/* Inside the section of every unlink and rmdir: the mount is not idle (holds wait). */
+void fs_rmhold_touch(struct fs_ctx *ctx);
 /* xattrs and statfs (xattr.c) */
 void fs_op_statfs(fuse_req_t req, fuse_ino_t ino);
 void fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);

@@ -13,8 +13,12 @@
  * The rmdir of a directory whose stored names are all held removes it
  * whole in one model call (MODEL_REMOVE_RECURSIVE): the row's index
  * entries go with it and its references are checked; refused, the held
- * names come back. A hold nothing took is tried for real once no removal
- * was held for FS_RMHOLD_MS, at fsync, fsyncdir and unmount.
+ * names come back. A hold nothing took is tried for real once the mount
+ * made no removal for FS_RMHOLD_MS (rm -r may spend longer than that on a
+ * big subtree between a row's first unlink and its rmdir), at an fsync or
+ * fsyncdir of a directory above it (or of a file beside it: an fsync
+ * elsewhere must not cut into an rm -r), and at unmount. A failure that
+ * may pass (the store unreachable or full) keeps the hold for a later try.
  *
  * The state is on the held node (rm_held, a ref, a link in ctx->rmhold)
  * under ctx->lock, so a hold follows renames of the directories above it
@@ -82,7 +86,7 @@ static void end_locked(struct fs_ctx *ctx, struct fs_node *node, bool back, stru
 	if (node->held_next)
 		node->held_next->held_prev = node->held_prev;
 	node->held_prev = node->held_next = NULL;
-	node->rm_held = node->rm_held_dir = false;
+	node->rm_held = node->rm_held_dir = node->rm_held_failed = false;
 	node->parent->nheld--;
 	atomic_fetch_sub(&ctx->rmhold.n, 1);
 	if (back) {
@@ -275,22 +279,67 @@ void fs_rmhold_end_below(struct fs_ctx *ctx, struct fs_node *dir, const char *na
 	end_finish(ctx, &ev);
 }
 
+/* ctx->lock held. No removal in the mount for FS_RMHOLD_MS: rm -r has moved on. */
+static bool idle_locked(const struct fs_ctx *ctx)
+{
+	return mono_ns() - ctx->rmhold.last_ns >= (int64_t)FS_RMHOLD_MS * 1000000;
+}
+
+void fs_rmhold_touch(struct fs_ctx *ctx)
+{
+	if (!atomic_load(&ctx->rmhold.n))
+		return;
+	pthread_mutex_lock(&ctx->lock);
+	ctx->rmhold.last_ns = mono_ns();
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+/*
+ * A failure of a removal tried for real that says nothing of the row (the
+ * store was unreachable, full or failing): the hold stays for a later try.
+ */
+static bool may_pass(int ret)
+{
+	switch (-ret) {
+	case EIO: case ENOSPC: case EDQUOT: case ENOMEM: case ENOBUFS: case EAGAIN:
+	case EINTR: case ETIMEDOUT: case ECONNRESET: case ECONNREFUSED: case ECONNABORTED:
+	case EHOSTUNREACH: case ENETUNREACH:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* How a settle tries its holds. */
+enum {
+	SETTLE_IDLE = 1,	/* only once the mount is idle (checked again in the section) */
+	SETTLE_LAST = 2,	/* unmount: a failure that may pass ends the hold too */
+};
+
+/* After a held removal done for real: what remove_name drops with a removed node. */
+static void removed_for_real(struct fs_ctx *ctx, struct fs_node *node)
+{
+	fs_want_type_clear(ctx, node);
+	fs_node_drop_pending_below(ctx, node);	/* pending files in a removed array */
+}
+
 /*
  * One held removal tried for real, in its own exclusive section: removed,
- * or refused (logged, for user.kvfs.error) and shown again.
+ * or refused (logged, for user.kvfs.error) and shown again. A failure
+ * that may pass keeps the hold (logged once) and is returned; 0 otherwise.
  */
-static void try_one(struct fs_ctx *ctx, struct fs_node *node)
+static int try_one(struct fs_ctx *ctx, struct fs_node *node, unsigned how)
 {
 	struct ended_vec ev = { 0 };
 	struct model_error err = { 0 };
 	struct fs_node *dir = NULL;
 	char *path = NULL, *name = NULL;
-	bool is_dir = false, held;
+	bool is_dir = false, held, keep, first = false;
 	int ret;
 
 	fs_write_begin_excl(ctx);
 	pthread_mutex_lock(&ctx->lock);
-	if (node->rm_held) {
+	if (node->rm_held && (!(how & SETTLE_IDLE) || idle_locked(ctx))) {
 		dir = node->parent;
 		fs_node_ref_locked(dir);
 		is_dir = node->rm_held_dir;
@@ -298,56 +347,100 @@ static void try_one(struct fs_ctx *ctx, struct fs_node *node)
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	if (!dir) {
-		fs_write_end(ctx, 0);	/* ended meanwhile */
-		return;
+		fs_write_end(ctx, 0);	/* ended meanwhile, or a removal came */
+		return 0;
 	}
 	ret = name ? fs_node_path(ctx, node, NULL, &path) : -ENOMEM;	/* -ENOENT: its row went */
 	if (ret == 0)
 		ret = model_remove(ctx->model, path, is_dir ? MODEL_REMOVE_RECURSIVE :
 				   MODEL_REMOVE_LEAF, &err);
+	keep = ret < 0 && may_pass(ret) && !(how & SETTLE_LAST);
 	pthread_mutex_lock(&ctx->lock);
 	held = node->rm_held;	/* false: a create took the name meanwhile (no section) */
-	if (held)
+	if (held && !keep)
 		end_locked(ctx, node, ret < 0 && ret != -ENOENT, &ev);
+	else if (held) {
+		first = !node->rm_held_failed;
+		node->rm_held_failed = true;
+	}
 	pthread_mutex_unlock(&ctx->lock);
 	if (ret == 0)
 		fs_node_detach(ctx, dir, name);	/* before a committer can take the path */
 	fs_write_end(ctx, ret);
-	if (ret < 0 && ret != -ENOENT && held)
+	if (ret < 0 && ret != -ENOENT && held && (!keep || first))
 		fs_log_model(ctx, ret, &err, path ? path : "a removal held in a row");
 	else if (ret == 0)
 		fs_trace(ctx, "held removal of %s done", path);
+	if (ret == 0)
+		removed_for_real(ctx, node);
 	end_finish(ctx, &ev);
 	pthread_mutex_lock(&ctx->lock);
 	fs_node_unref_locked(ctx, dir);
 	pthread_mutex_unlock(&ctx->lock);
 	free(name);
 	free(path);
+	return keep && held ? ret : 0;
 }
 
-void fs_rmhold_settle(struct fs_ctx *ctx, bool all)
+/*
+ * Tries the holds strictly below top (every hold when top is NULL), each
+ * in its own section; the first failure that may pass is returned.
+ */
+static int settle_below(struct fs_ctx *ctx, struct fs_node *top, unsigned how)
 {
 	struct fs_node **todo = NULL, *h;
 	size_t n = 0, max;
+	int ret = 0, r;
 
-	if (ctx->read_only || !atomic_load(&ctx->rmhold.n))
-		return;
 	pthread_mutex_lock(&ctx->lock);
 	max = atomic_load(&ctx->rmhold.n);
-	if (all || mono_ns() - ctx->rmhold.last_ns >= (int64_t)FS_RMHOLD_MS * 1000000)
+	if (max && (!(how & SETTLE_IDLE) || idle_locked(ctx)))
 		todo = calloc(max, sizeof(*todo));
 	for (h = ctx->rmhold.head; todo && h && n < max; h = h->held_next) {
+		if (top && !is_below(h, top))
+			continue;
 		fs_node_ref_locked(h);
 		todo[n++] = h;
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	for (size_t i = 0; i < n; i++) {
-		try_one(ctx, todo[i]);
+		r = try_one(ctx, todo[i], how);
+		if (r < 0 && ret == 0)
+			ret = r;
 		pthread_mutex_lock(&ctx->lock);
 		fs_node_unref_locked(ctx, todo[i]);
 		pthread_mutex_unlock(&ctx->lock);
 	}
 	free(todo);
+	return ret;
+}
+
+void fs_rmhold_settle(struct fs_ctx *ctx, bool all)
+{
+	if (ctx->read_only || !atomic_load(&ctx->rmhold.n))
+		return;
+	settle_below(ctx, NULL, all ? SETTLE_LAST : SETTLE_IDLE);
+}
+
+int fs_rmhold_settle_at(struct fs_ctx *ctx, struct fs_node *node, bool is_dir)
+{
+	struct fs_node *top;
+	int ret;
+
+	if (ctx->read_only || !atomic_load(&ctx->rmhold.n))
+		return 0;
+	pthread_mutex_lock(&ctx->lock);
+	top = is_dir ? node : node->parent;
+	if (top)
+		fs_node_ref_locked(top);
+	pthread_mutex_unlock(&ctx->lock);
+	if (!top)
+		return 0;
+	ret = settle_below(ctx, top, 0);
+	pthread_mutex_lock(&ctx->lock);
+	fs_node_unref_locked(ctx, top);
+	pthread_mutex_unlock(&ctx->lock);
+	return ret;
 }
 
 void fs_rmhold_settle_name(struct fs_ctx *ctx, struct fs_node *dir, const char *name)
@@ -366,7 +459,7 @@ void fs_rmhold_settle_name(struct fs_ctx *ctx, struct fs_node *dir, const char *
 	pthread_mutex_unlock(&ctx->lock);
 	if (!node)
 		return;
-	try_one(ctx, node);
+	try_one(ctx, node, 0);
 	pthread_mutex_lock(&ctx->lock);
 	fs_node_unref_locked(ctx, node);
 	pthread_mutex_unlock(&ctx->lock);

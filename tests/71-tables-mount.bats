@@ -69,6 +69,18 @@ teardown() {
 	run -0 kvfs check "$STORE"
 }
 
+@test "a list of field names in @schema.json too long to keep is refused, never cut short" {
+	local long
+	long=$(printf 'k%.0s' {1..2100})
+	mkdir "$MNT/t"
+	printf '{"key_depth":1,"key_fields":["%s"]}' "$long" >"$BATS_TEST_TMPDIR/keys.json"
+	run -1 cp "$BATS_TEST_TMPDIR/keys.json" "$MNT/t/@schema.json"
+	assert_output --partial 'Invalid argument'
+	run -0 err "$MNT/t"
+	assert_output --partial 'too long a list of field names'
+	run -1 kvfs table show "$STORE" /t
+}
+
 # Issue 32 section 5: the "references" member of a schema's text, each
 # {"fields": [...], "table": PATH}: a reference over several fields.
 @test "writing @schema.json declares a reference over several fields, checked against the rows; left out, it is forgotten" {

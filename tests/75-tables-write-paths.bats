@@ -509,3 +509,85 @@ geo_poi() {
 	run -0 kvfs check "$STORE"
 	assert_output --partial ', 0 problems'
 }
+
+# A table referenced over several fields only by rows holding null in one
+# of them (or leaving it out) is referenced by none: it can be dropped.
+@test "rm -r of a table referenced over several fields only by rows holding null there removes it" {
+	poi_names
+	rm -r "$MNT/names" "$MNT/reviews/r1"
+	row reviews/r2 '{"poi":"G1","lang":null,"stars":3}'
+	row reviews/r3 '{"poi":"G1","stars":4}'
+	run -0 rm -r "$MNT/poi"
+	[ ! -e "$MNT/poi" ]
+	run -1 kvfs table show "$STORE" /poi
+	run -0 kvfs export --compact "$STORE" /reviews
+	assert_output '{"r2":{"lang":null,"poi":"G1","stars":3},"r3":{"poi":"G1","stars":4}}'
+	# a row naming one still blocks the drop
+	mkdir "$MNT/poi"
+	kvfs table create "$STORE" /poi --key-depth 2
+	mkdir "$MNT/poi/G1"
+	row poi/G1/fr '{"poiName":"Le Louvre"}'
+	row reviews/r4 '{"poi":"G1","lang":"fr"}'
+	run -1 kvfs rm -r "$STORE" /poi
+	assert_output --partial 'table still referenced by rows of /reviews (fields poi,lang)'
+	run -0 kvfs check "$STORE"
+	assert_output --partial ' 0 problems'
+}
+
+# An fsync elsewhere in the mount while rm -r is between a row's unlinks
+# and its rmdir (an editor saving a file) leaves the row's holds alone.
+@test "an fsync of a file in another row does not settle a row's held unlinks: the refused rmdir leaves the row whole" {
+	geo_poi
+	run -0 kvfs export --compact "$STORE" /geo
+	local before=$output
+	run -0 python3 - "$MNT" <<'PY'
+import errno, os, sys
+m = sys.argv[1]
+os.unlink(m + "/geo/A/lat")          # held: poi/A references geo/A
+fd = os.open(m + "/geo/B/name", os.O_WRONLY | os.O_TRUNC)
+os.write(fd, b"Lyon\n")
+os.fsync(fd)
+os.close(fd)
+for n in ("name", "tags/city"):
+    os.unlink(m + "/geo/A/" + n)
+os.rmdir(m + "/geo/A/tags")
+try:
+    os.rmdir(m + "/geo/A")
+    print("removed")
+except OSError as e:
+    print(errno.errorcode[e.errno])
+PY
+	assert_output EBUSY
+	run -0 kvfs export --compact "$STORE" /geo
+	assert_output "$before"
+	run -0 ls "$MNT/geo/A"
+	assert_output $'lat\nname\ntags'
+	# fsync of the row's parent settles what is held in its rows
+	rm "$MNT/geo/A/lat"
+	python3 -c 'import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.fsync(fd)' "$MNT/geo"
+	run -0 kvfs export --compact "$STORE" /geo/A
+	assert_output '{"name":"Paris","tags":{"city":true}}'
+}
+
+# rm -r of a row that holds a big subtree: the unlink of its required field
+# is held first, and the unlinks below take longer than FS_RMHOLD_MS (1 s)
+# before the rmdir. The mount is not idle meanwhile: the hold waits.
+@test "a held unlink waits while the mount keeps removing: a slow rm -r of a row with a required field removes it whole" {
+	geo_poi
+	row poi/B/fr '{"poiName":"Fourviere","sub":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8}}'
+	run -0 python3 - "$MNT/poi/B/fr" <<'PY'
+import os, sys, time
+r = sys.argv[1]
+os.unlink(r + "/poiName")          # held: the field is required
+for n in "abcdefgh":               # an rm -r slowed down (a big subtree, a loaded store)
+    time.sleep(0.25)
+    os.unlink(r + "/sub/" + n)
+os.rmdir(r + "/sub")
+os.rmdir(r)
+PY
+	[ ! -e "$MNT/poi/B/fr" ]
+	run -0 kvfs export --compact "$STORE" /poi/B
+	assert_output '{}'
+	run -0 kvfs find "$STORE" /poi by_poiName Fourviere
+	assert_output ''
+}

@@ -594,7 +594,6 @@ static int check_restrict(struct store_txn *txn, struct table_txn *tt,
 	return ret;
 }
 
-/* A column of some table references s's rows. */
 /* Some table references s: by a column, or by a reference over several fields. */
 static bool table_referenced(const struct table_txn *tt, const struct table_schema *s)
 {
@@ -648,20 +647,30 @@ static int delete_index_entries(struct store_txn *txn, int64_t id)
 	return store_del_prefix(txn, STORE_SPACE_INDEX, pre, w.len, NULL);
 }
 
-/* EBUSY when the index id of o's reference to s (what: its fields) has an entry. */
+/*
+ * EBUSY when a row of o references s: through the column whose reference
+ * index is id (any entry), or through ref, a reference over several fields
+ * (an entry of a row that names a row: one holding null names none).
+ */
 static int busy_if_used(struct store_txn *txn, struct table_txn *tt, const struct table_schema *s,
-			const struct table_schema *o, int64_t id, const char *what)
+			const struct table_schema *o, int64_t id, const struct table_ref *ref,
+			const char *what)
 {
+	uint8_t pre[16], row[STORE_KEY_MAX];
 	struct strbuf found, path;
-	uint8_t pre[16];
 	struct tuple_writer w;
+	size_t rlen = 0;
 	int ret;
 
-	tuple_writer_init(&w, pre, sizeof(pre));
-	tuple_put_int(&w, id);
-	strbuf_init(&found);
-	ret = entry_other(txn, pre, w.len, NULL, 0, &found);
-	strbuf_release(&found);
+	if (ref) {
+		ret = table_refs_any(txn, tt, o, ref, row, &rlen);
+	} else {
+		tuple_writer_init(&w, pre, sizeof(pre));
+		tuple_put_int(&w, id);
+		strbuf_init(&found);
+		ret = entry_other(txn, pre, w.len, NULL, 0, &found);
+		strbuf_release(&found);
+	}
 	if (ret <= 0)
 		return ret;
 	strbuf_init(&path);
@@ -702,7 +711,7 @@ static int table_wiped(struct store_txn *txn, struct table_txn *tt, int t)
 			    memcmp(o->cols[i].ref, s->key, s->key_len) != 0)
 				continue;
 			snprintf(what, sizeof(what), "field %s", o->cols[i].name);
-			ret = busy_if_used(txn, tt, s, o, o->cols[i].ref_index, what);
+			ret = busy_if_used(txn, tt, s, o, o->cols[i].ref_index, NULL, what);
 			if (ret < 0)
 				return ret;
 		}
@@ -712,7 +721,7 @@ static int table_wiped(struct store_txn *txn, struct table_txn *tt, int t)
 			if (ref->table_len != s->key_len ||
 			    memcmp(ref->table, s->key, s->key_len) != 0)
 				continue;
-			ret = busy_if_used(txn, tt, s, o, ref->index,
+			ret = busy_if_used(txn, tt, s, o, ref->index, ref,
 					   table_ref_what(o, ref, what, sizeof(what)));
 			if (ret < 0)
 				return ret;

@@ -333,8 +333,8 @@ struct table_want {
  */
 int table_want_parse(const char *json, size_t len, const char *what, struct table_want *w,
 		     struct model_error *err);
-/* Appends a name to the list "a,b" in list (cap bytes); one that does not fit is left out. */
-void table_names_add(char *list, size_t cap, const char *str, size_t len);
+/* Appends a name to the list "a,b" in list (cap bytes); false (list unchanged) when it does not fit. */
+bool table_names_add(char *list, size_t cap, const char *str, size_t len);
 
 /* ---- shared by table_commit.c, table_row.c and table_check.c ---- */
 
@@ -432,6 +432,13 @@ int table_refs_check_row(struct store_txn *txn, struct table_txn *tt,
 /* The removed row of s that a row still references over several fields: EBUSY. */
 int table_refs_restrict(struct store_txn *txn, struct table_txn *tt,
 			const struct table_schema *s, const uint8_t *row, size_t len);
+/*
+ * 1 with its key in found (STORE_KEY_MAX bytes) when some row of o
+ * references a row through ref (a row holding null in a field or leaving
+ * one out does not), 0 when none: whether ref's table can be dropped.
+ */
+int table_refs_any(struct store_txn *txn, struct table_txn *tt, const struct table_schema *o,
+		   const struct table_ref *ref, uint8_t *found, size_t *flen);
 /* Whether a reference over several fields of s names the field. */
 bool table_refs_have_field(const struct table_schema *s, const char *name);
 /* o's first reference over several fields to the table at key (NULL: none). */

@@ -12,12 +12,17 @@
 #include "model/tree/tree_int.h"
 #include "model/ttl/ttl_int.h"
 
-void table_names_add(char *list, size_t cap, const char *str, size_t len)
+/* A list of names that does not fit its buffer: refused, never cut short. */
+#define NAMES_TOO_LONG "too long a list of field names"
+
+bool table_names_add(char *list, size_t cap, const char *str, size_t len)
 {
 	size_t n = strlen(list);
 
-	if (n + len + 2 < cap)
-		snprintf(list + n, cap - n, "%s%.*s", n ? "," : "", (int)len, str);
+	if (n + (n ? 1 : 0) + len + 1 > cap)
+		return false;
+	snprintf(list + n, cap - n, "%s%.*s", n ? "," : "", (int)len, str);
+	return true;
 }
 
 /*
@@ -45,8 +50,8 @@ static int want_ref_token(struct table_want *w, const struct json_token *t)
 	}
 	if (r && !strcmp(w->attr, "fields") && ((t->depth == 3 && (t->event == JSON_ARRAY_BEGIN ||
 	    t->event == JSON_ARRAY_END)) || (t->depth == 4 && t->event == JSON_STRING))) {
-		if (t->depth == 4)
-			table_names_add(r->fields, sizeof(r->fields), t->str, t->len);
+		if (t->depth == 4 && !table_names_add(r->fields, sizeof(r->fields), t->str, t->len))
+			return w->bad = NAMES_TOO_LONG, -EINVAL;
 		return 0;
 	}
 	return w->bad = "references is an array of {\"fields\": [names], \"table\": path}", -EINVAL;
@@ -90,7 +95,8 @@ static int want_token(void *arg, const struct json_token *t)
 	} else if (t->depth == 2 && strcmp(w->section, "key_fields") == 0) {
 		if (t->event != JSON_STRING)
 			return w->bad = "key_fields must be an array of names", -EINVAL;
-		table_names_add(w->key_fields, sizeof(w->key_fields), t->str, t->len);
+		if (!table_names_add(w->key_fields, sizeof(w->key_fields), t->str, t->len))
+			return w->bad = NAMES_TOO_LONG, -EINVAL;
 	} else if (t->depth >= 3 && is_col && w->ncols) {
 		struct table_want_col *c = &w->cols[w->ncols - 1];
 
@@ -108,8 +114,9 @@ static int want_token(void *arg, const struct json_token *t)
 		struct table_want_idx *x = &w->idx[w->nidx - 1];
 
 		if (!strcmp(w->attr, "fields") && t->event == JSON_STRING && t->depth == 4)
-			table_names_add(x->fields, sizeof(x->fields), t->str, t->len);
-		else if (!strcmp(w->attr, "unique") && (t->event == JSON_TRUE || t->event == JSON_FALSE))
+			return table_names_add(x->fields, sizeof(x->fields), t->str, t->len) ? 0 :
+			       (w->bad = NAMES_TOO_LONG, -EINVAL);
+		if (!strcmp(w->attr, "unique") && (t->event == JSON_TRUE || t->event == JSON_FALSE))
 			x->unique = t->event == JSON_TRUE;
 		else if (t->event != JSON_OBJECT_BEGIN && t->event != JSON_OBJECT_END &&
 			 t->event != JSON_ARRAY_BEGIN && t->event != JSON_ARRAY_END)

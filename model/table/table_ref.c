@@ -247,9 +247,10 @@ static bool ref_prefix(int64_t id, const struct levels *lv, unsigned numbers,
 
 /*
  * 1 with the referencing row in found (STORE_KEY_MAX bytes) when a row of
- * o whose entry starts with pre references row[0..len] through ref: each
- * candidate's reference is worked out again, so a value that only reads
- * alike (the integer 7 and a key "007") blocks nothing.
+ * o whose entry starts with pre references row[0..len] (any row when row
+ * is NULL) through ref: each candidate's reference is worked out again,
+ * so a value that only reads alike (the integer 7 and a key "007") blocks
+ * nothing, nor does a row holding null in a field (the index keeps it).
  */
 static int first_referencing(struct store_txn *txn, struct table_txn *tt,
 			     const struct table_schema *o, const struct table_ref *ref,
@@ -272,7 +273,7 @@ static int first_referencing(struct store_txn *txn, struct table_txn *tt,
 		ret = ref_target(txn, o, ref, found, *flen, target, &tlen, &bad);
 		if (ret < 0 && ret != -EINVAL && ret != -ENAMETOOLONG)
 			break;
-		if (ret == 0 && tlen == len && memcmp(target, row, len) == 0) {
+		if (ret == 0 && (!row || (tlen == len && memcmp(target, row, len) == 0))) {
 			ret = 1;
 			break;
 		}
@@ -335,6 +336,23 @@ int table_refs_restrict(struct store_txn *txn, struct table_txn *tt,
 		}
 	}
 	free(lv);
+	return ret;
+}
+
+int table_refs_any(struct store_txn *txn, struct table_txn *tt, const struct table_schema *o,
+		   const struct table_ref *ref, uint8_t *found, size_t *flen)
+{
+	uint8_t idb[16];
+	struct tuple_writer w;
+	struct strbuf pre;
+	int ret;
+
+	tuple_writer_init(&w, idb, sizeof(idb));
+	tuple_put_int(&w, ref->index);
+	strbuf_init(&pre);
+	strbuf_add(&pre, idb, w.len);
+	ret = pre.failed ? -ENOMEM : first_referencing(txn, tt, o, ref, &pre, NULL, 0, found, flen);
+	strbuf_release(&pre);
 	return ret;
 }
 

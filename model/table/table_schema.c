@@ -195,6 +195,8 @@ static int decode_tail(struct tuple_reader *r, int64_t version, struct table_sch
 			if (s->nrefs >= TABLE_REFS_MAX || !next_of(&nr, TUPLE_TYPE_NESTED, &e) ||
 			    !decode_ref(&e, s, &s->refs[s->nrefs]))
 				return -EINVAL;
+		if (!s->nrefs)
+			return -EINVAL;	/* version 2 is written only for a schema with some */
 	}
 	return r->pos == r->len ? 0 : -EINVAL;
 }

@@ -421,14 +421,18 @@ static int64_t record_version(const struct strbuf *rec)
 	return tuple_next(&r, &e) == 1 && e.type == TUPLE_TYPE_INT ? e.integer : -1;
 }
 
-/* A record in the layout of version 1, written element by element as FORMAT.md has it. */
-static void seal_v1(const uint8_t *key, size_t klen, int64_t ttl, struct strbuf *out)
+/*
+ * A record in the layout of version 1 (or 2 with an empty list of
+ * references: no kvfs writes it), element by element as FORMAT.md has it.
+ */
+static void seal_by_hand(const uint8_t *key, size_t klen, int64_t version, int64_t ttl,
+			 struct strbuf *out)
 {
 	uint8_t body[256];
 	struct tuple_writer w;
 
 	tuple_writer_init(&w, body, sizeof(body));
-	tuple_put_int(&w, 1);
+	tuple_put_int(&w, version);
 	tuple_put_int(&w, 2);			/* key depth */
 	tuple_nested_begin(&w);
 	tuple_put_string(&w, "a", 1);		/* key fields */
@@ -456,6 +460,10 @@ static void seal_v1(const uint8_t *key, size_t klen, int64_t ttl, struct strbuf 
 	tuple_nested_end(&w);
 	if (ttl >= 0)
 		tuple_put_int(&w, ttl);
+	if (version == 2) {
+		tuple_nested_begin(&w);
+		tuple_nested_end(&w);
+	}
 	strbuf_reset(out);
 	leaf_record_seal(key, klen, body, w.len, out);
 }
@@ -479,14 +487,14 @@ static void test_schema_record_versions(void)
 	rlen = w.len;
 	strbuf_init(&rec);
 	/* a record of a kvfs before references over several fields still reads */
-	seal_v1(key, klen, -1, &rec);
+	seal_by_hand(key, klen, 1, -1, &rec);
 	CHECK_EQ_INT(table_schema_decode(key, klen, rec.buf, rec.len, s), 0);
 	CHECK_EQ_INT(s->key_depth, 2);
 	CHECK_EQ_INT(s->ncols, 1);
 	CHECK_EQ_INT(s->nidx, 1);
 	CHECK_EQ_INT(s->nrefs, 0);
 	CHECK_EQ_INT(s->ttl_seconds, 0);
-	seal_v1(key, klen, 60, &rec);
+	seal_by_hand(key, klen, 1, 60, &rec);
 	CHECK_EQ_INT(table_schema_decode(key, klen, rec.buf, rec.len, s), 0);
 	CHECK_EQ_INT(s->ttl_seconds, 60);
 	/* without references over several fields, written as version 1, byte for byte */
@@ -499,7 +507,10 @@ static void test_schema_record_versions(void)
 		CHECK_EQ_INT(record_version(&again), 1);
 		strbuf_release(&again);
 	}
-	seal_v1(key, klen, 0, &rec);	/* version 1 never holds a TTL of 0 */
+	seal_by_hand(key, klen, 1, 0, &rec);	/* version 1 never holds a TTL of 0 */
+	CHECK_EQ_INT(table_schema_decode(key, klen, rec.buf, rec.len, d), -EINVAL);
+	/* version 2 is written only for a schema with references: one without is corrupt */
+	seal_by_hand(key, klen, 2, 0, &rec);
 	CHECK_EQ_INT(table_schema_decode(key, klen, rec.buf, rec.len, d), -EINVAL);
 	/* with one: version 2, read back whole, its TTL 0 or not */
 	for (int64_t ttl = 0; ttl <= 60; ttl += 60) {
