@@ -362,6 +362,7 @@ static int try_one(struct fs_ctx *ctx, struct fs_node *node, unsigned how)
 	else if (held) {
 		first = !node->rm_held_failed;
 		node->rm_held_failed = true;
+		ctx->rmhold.last_ns = mono_ns();	/* the watcher's next try waits FS_RMHOLD_MS */
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	if (ret == 0)
