@@ -592,8 +592,7 @@ class Driver:
         """rm -r of a row of /c or of a key level (through the mount or kvfs
         rm -r), refused while an /o row references it; or kvfs import of a
         row that is not there."""
-        # /c/A/10 (C_ROWS) is never drawn: each seed keeps the operations it had
-        a, b = self.pick(["A", "B"]), self.pick(["1", "2"])
+        a, b = self.pick(["A", "B"]), self.pick(["1", "2", "10"])
         if not self.m.c_has(a, b):
             # import makes no parents: a missing key level comes whole
             path, doc = (f"/c/{a}/{b}", C_ROW) if a in self.m.c else (f"/c/{a}", {b: C_ROW})

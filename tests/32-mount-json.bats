@@ -65,6 +65,19 @@ teardown() {
 	assert_output r
 }
 
+@test "a view write keeps a leaf's missing newline only while its type stays" {
+	mkdir "$MNT/r"
+	printf ab >"$MNT/r/s"
+	printf ab >"$MNT/r/t"
+	printf ab >"$MNT/r/u"
+	printf '{"s": "cd", "t": null, "u": 7}' >"$MNT/r.json"
+	assert_file_bytes "$MNT/r/s" 'cd'
+	assert_file_bytes "$MNT/r/t" 'null\n'
+	assert_file_bytes "$MNT/r/u" '7\n'
+	run -0 kvfs get "$STORE" /r/t
+	assert_output null
+}
+
 @test "invalid JSON is refused at close; nothing changes" {
 	cp "$DOC" "$MNT/x.json"
 	# tee reports close(2) errors; a shell's `echo >` cannot (it ignores them)

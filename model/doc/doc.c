@@ -435,8 +435,13 @@ static int flat_put(struct flat *f, struct leaf *leaf)
 	if (n.exists && n.kind == MODEL_KIND_LEAF) {
 		if (flat_same_value(&n.leaf, leaf))
 			return 0;
-		/* A changed value keeps how it was shown: `printf abc > s` has no newline. */
-		if (leaf->tag != LEAF_BYTES && n.leaf.tag != LEAF_BYTES)
+		/*
+		 * A changed value of the same type keeps how it was shown:
+		 * `printf abc > s` has no newline. A new type (a string that
+		 * becomes null) prints as a new leaf does, newline included.
+		 */
+		if (leaf->tag != LEAF_BYTES &&
+		    leaf_model_type(leaf) == leaf_model_type(&n.leaf))
 			leaf->flags = n.leaf.flags & LEAF_FLAG_NEWLINE;
 	} else if (n.exists && !n.marker && f->w.len > 0) {
 		ret = tree_delete(f->txn, f->key, f->w.len);
