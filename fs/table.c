@@ -14,7 +14,8 @@
  * directory yet, and when it is refused for what is missing (a row breaks
  * a rule, a referenced directory is not a table yet) it waits: every
  * waiting schema is tried again, all together in one transaction (tables
- * that reference each other), then one by one, when another schema is set
+ * that reference each other), then one by one, rounds while one declares
+ * something, when another schema is set
  * over stored rows (cp -a and tar: the tables before it in the walk are
  * in), at fsync and fsyncdir (`sync MNT`), by the watcher once the mount
  * has been idle for a tick (rsync: after its files), and at unmount. Until
@@ -121,76 +122,132 @@ static int declare(struct fs_ctx *ctx, size_t n, const char *const *paths,
 	return ret;
 }
 
+/* Declares the n waits of list together, in one transaction. */
+static int declare_list(struct fs_ctx *ctx, struct fs_schema_wait *list, size_t n,
+			struct model_error *err)
+{
+	const char **paths = calloc(n, sizeof(*paths)), **jsons = calloc(n, sizeof(*jsons));
+	size_t i = 0, *lens = calloc(n, sizeof(*lens));
+	int ret = -ENOMEM;
+
+	if (!paths || !jsons || !lens)
+		goto out_free;
+	for (struct fs_schema_wait *w = list; w; w = w->next, i++) {
+		paths[i] = w->path;
+		jsons[i] = w->json;
+		lens[i] = w->len;
+	}
+	ret = declare(ctx, n, paths, jsons, lens, err);
+out_free:
+	free(paths);
+	free(jsons);
+	free(lens);
+	return ret;
+}
+
 /*
- * schema.try_lock held. Tries every waiting schema: all together, then
- * each alone; drops the declared ones and the ones refused for what they
- * say (logged). last: unmount, the ones left are logged as forgotten.
+ * w was refused (ret): true when it waits on for what is missing; else it
+ * is forgotten, logged unless its directory is gone. last: unmount.
+ */
+static bool refused_waits(struct fs_ctx *ctx, const struct fs_schema_wait *w, int ret,
+			  const struct model_error *err, bool last)
+{
+	fs_trace(ctx, "%s: schema still waits: %s", w->path, err->msg);
+	if (ret == -ENOENT)
+		return false;
+	if (err->reason == MODEL_REASON_TABLE_RULE && !last)
+		return true;
+	fs_log(ctx, LOG_ERR, "%s: user.kvfs.schema not declared: %s", w->path,
+	       err->msg[0] ? err->msg : strerror(-ret));
+	fs_log_model(ctx, ret, err, w->path);
+	return false;
+}
+
+/*
+ * schema.try_lock held. Declares each wait of *list alone, in order; frees
+ * the declared ones and the ones refused for good, keeps the others in
+ * *list (same order). Returns how many were declared: each may make the
+ * ones after it (and, in the next round, before it) declarable.
+ */
+static size_t try_each_locked(struct fs_ctx *ctx, struct fs_schema_wait **list, bool last)
+{
+	struct fs_schema_wait *w, *keep = NULL, **tail = &keep;
+	struct model_error err = { 0 };
+	size_t declared = 0;
+	int ret;
+
+	while ((w = *list)) {
+		*list = w->next;
+		w->next = NULL;
+		ret = declare(ctx, 1, (const char *const *)&w->path,
+			      (const char *const *)&w->json, &w->len, &err);
+		if (ret == 0) {
+			fs_trace(ctx, "declared %s from user.kvfs.schema", w->path);
+			declared++;
+		} else if (refused_waits(ctx, w, ret, &err, last)) {
+			*tail = w;
+			tail = &w->next;
+			continue;
+		}
+		wait_free(w);
+	}
+	*list = keep;
+	return declared;
+}
+
+/* Frees the waits of list, all declared together. */
+static void declared_all(struct fs_ctx *ctx, struct fs_schema_wait *list)
+{
+	struct fs_schema_wait *w;
+
+	while ((w = list)) {
+		list = w->next;
+		fs_trace(ctx, "declared %s from user.kvfs.schema", w->path);
+		wait_free(w);
+	}
+}
+
+/*
+ * schema.try_lock held. Tries every waiting schema: all together (tables
+ * that reference each other), then each alone, and again while a round
+ * declares one (what it declared may be what the others missed); drops
+ * the declared ones and the ones refused for what they say (logged).
+ * last: unmount, the ones left are logged as forgotten.
  */
 static void try_waiting_locked(struct fs_ctx *ctx, bool last)
 {
-	struct fs_schema_wait *list, *w, *keep = NULL;
+	struct fs_schema_wait *list, *w, *back = NULL, **tail = &back;
 	struct model_error err = { 0 };
-	const char **paths, **jsons;
-	size_t n = 0, i, *lens;
-	int ret;
+	size_t n;
 
 	pthread_mutex_lock(&ctx->schema.lock);
 	list = ctx->schema.waits;
 	ctx->schema.waits = NULL;
 	ctx->schema.gen = model_generation(ctx->model);
 	pthread_mutex_unlock(&ctx->schema.lock);
-	for (w = list; w; w = w->next)
-		n++;
-	if (n == 0)
-		return;
-	paths = calloc(n, sizeof(*paths));
-	jsons = calloc(n, sizeof(*jsons));
-	lens = calloc(n, sizeof(*lens));
-	for (i = 0, w = list; paths && jsons && lens && w; w = w->next, i++) {
-		paths[i] = w->path;
-		jsons[i] = w->json;
-		lens[i] = w->len;
-	}
-	ret = paths && jsons && lens ? declare(ctx, n, paths, jsons, lens, &err) : -ENOMEM;
-	free(paths);
-	free(jsons);
-	free(lens);
-	while ((w = list)) {
-		list = w->next;
-		if (ret < 0 && n > 1)
-			ret = declare(ctx, 1, (const char *const *)&w->path,
-				      (const char *const *)&w->json, &w->len, &err);
-		if (ret < 0)
-			fs_trace(ctx, "%s: schema still waits: %s", w->path, err.msg);
-		if (ret < 0 && ret != -ENOENT && err.reason == MODEL_REASON_TABLE_RULE && !last) {
-			w->next = keep;
-			keep = w;
-			ret = -EAGAIN;	/* the next one is tried alone too */
-			continue;
+	do {
+		n = 0;
+		for (w = list; w; w = w->next)
+			n++;
+		if (n > 1 && declare_list(ctx, list, n, &err) == 0) {
+			declared_all(ctx, list);
+			list = NULL;
 		}
-		if (ret < 0 && ret != -ENOENT) {
-			fs_log(ctx, LOG_ERR, "%s: user.kvfs.schema not declared: %s", w->path,
-			       err.msg[0] ? err.msg : strerror(-ret));
-			fs_log_model(ctx, ret, &err, w->path);
-		} else if (ret == 0) {
-			fs_trace(ctx, "declared %s from user.kvfs.schema", w->path);
-		}
-		if (ret < 0 && n > 1)
-			ret = -EAGAIN;
-		wait_free(w);
-	}
+	} while (list && try_each_locked(ctx, &list, last) > 0 && list && list->next);
 	pthread_mutex_lock(&ctx->schema.lock);
-	while ((w = keep)) {	/* back, unless set again meanwhile */
+	while ((w = list)) {	/* back, unless set again meanwhile */
 		struct fs_schema_wait *newer = wait_take_locked(ctx, w->path);
 
-		keep = w->next;
+		list = w->next;
 		if (newer) {
 			wait_free(w);
 			w = newer;
 		}
-		w->next = ctx->schema.waits;
-		ctx->schema.waits = w;
+		*tail = w;
+		tail = &w->next;
 	}
+	*tail = ctx->schema.waits;	/* in their order, before the ones set meanwhile */
+	ctx->schema.waits = back;
 	pthread_mutex_unlock(&ctx->schema.lock);
 }
 

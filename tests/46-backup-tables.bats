@@ -95,9 +95,10 @@ assert_sparse_back() {
 # poi.geo -> geo), /poi with a required column of at most 64 characters,
 # a unique index and a default TTL of a day (so its rows have deadlines;
 # p2/poiName has one of its own, p3 none), /visit keyed by (poi, day)
-# with key fields, and an array with a gap in a row.
+# with key fields, /nums keyed by an integer column (its key index,
+# rows in numeric order), and an array with a gap in a row.
 tables() {
-	mkdir "$MNT/geo" "$MNT/poi" "$MNT/visit"
+	mkdir "$MNT/geo" "$MNT/poi" "$MNT/visit" "$MNT/nums"
 	kvfs table create "$STORE" /geo --key-depth 1
 	kvfs table column "$STORE" /geo name string --required
 	kvfs table create "$STORE" /poi --key-depth 1 --ttl 86400
@@ -109,6 +110,12 @@ tables() {
 	kvfs table column "$STORE" /visit poi string --references /poi
 	kvfs table column "$STORE" /visit n integer --required
 	kvfs index create "$STORE" /visit by_n n
+	kvfs table create "$STORE" /nums --key-depth 1 --key-fields id
+	kvfs table column "$STORE" /nums id integer
+	printf '{"v": 10}' >"$T/r.json"
+	cp "$T/r.json" "$MNT/nums/10.json"
+	printf '{"v": 9}' >"$T/r.json"
+	cp "$T/r.json" "$MNT/nums/9.json"
 	printf '{"name": "Paris"}' >"$T/r.json"
 	cp "$T/r.json" "$MNT/geo/fr.json"
 	printf '{"name": "Rome"}' >"$T/r.json"
@@ -137,9 +144,10 @@ tables() {
 # absolute deadlines (not the time left), the export and check's verdict.
 state() {
 	local t
-	for t in /geo /poi /visit; do
+	for t in /geo /poi /visit /nums; do
 		kvfs table show "$1" "$t"
 	done
+	ls -f "$2/nums" | grep -v '^\.'
 	kvfs find "$1" /poi by_name --from A
 	kvfs find "$1" /poi by_name Louvre
 	kvfs find "$1" /poi @geo --from a
@@ -308,4 +316,27 @@ assert_poi_back() {
 	assert_output --partial '"required": true'
 	run -0 kvfs check "$STORE"
 	assert_output --partial ', 0 problems'
+}
+
+# A waiting schema declared alone in a retry must not cost the next one
+# its retry: /b waits for a row that breaks it, /a (set later, no rows
+# yet) waits too; when /c is set over its rows, /a is declared alone and
+# /b must still wait, to be declared once its row obeys.
+@test "a schema declared alone in a retry leaves the other waiting schemas waiting" {
+	local schema='{"key_depth": 1, "columns": {"n": {"type": "integer", "required": true}}}'
+	mkdir -p "$MNT/a" "$MNT/b/r1" "$MNT/c/r1"
+	echo x >"$MNT/b/r1/name"
+	setfattr -n user.kvfs.schema -v "$schema" "$MNT/b"
+	setfattr -n user.kvfs.schema -v "$schema" "$MNT/a"
+	printf '{"n": 1}' >"$T/r.json"
+	cp "$T/r.json" "$MNT/a/r1.json"
+	cp "$T/r.json" "$MNT/c/r1.json"
+	setfattr -n user.kvfs.schema -v "$schema" "$MNT/c"
+	run -0 kvfs table show "$STORE" /a
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.schema "$MNT/b"
+	assert_output --partial '"required": true'
+	cp "$T/r.json" "$MNT/b/r1.json"
+	sync "$MNT"
+	run -0 kvfs table show "$STORE" /b
+	assert_output --partial '"required": true'
 }
