@@ -137,19 +137,18 @@ lane() {
 	done
 }
 
-# Passes run in two lanes (KVFS_PASS_JOBS, default 2), longest first, each
-# pass's output printed when it ends; KVFS_PASS_JOBS=1 runs them one after
-# the other, each printed as it goes. Alone a pass leaves about half of the
-# two CPUs idle (its files wait on fsyncs, clusters and daemons), so two
-# lanes bring make test from about 1,840 s to what the longest lane takes.
-# The tests that once counted commits against a timing (44's touches, 38's
-# -o commit batches, 85's TTL reads, 89's read-ahead) bound their counts by
-# what the load allows since 2026-11-29.
+# Passes run one after the other, each printed as it goes; with
+# KVFS_PASS_JOBS=2 in two lanes, longest first, each pass's output printed
+# when it ends. Lanes stay off by default: in a clean-clone run of 64cc625
+# (2026-11-29, machine otherwise idle) the etcd pass took 1,576 s and the
+# asan pass 1,763 s side by side, against about 900 and 630 s alone, so
+# the lanes saved nothing (the two passes' 2,274 s of CPU filled 64% of
+# the two CPUs: they contend for more than CPU).
 work=$(mktemp -d "${TMPDIR:-/tmp}/kvfs-test-all.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 passes=("$@")
 [ ${#passes[@]} -gt 0 ] || passes=(etcd asan plain tsan)
-lanes=${KVFS_PASS_JOBS:-2}
+lanes=${KVFS_PASS_JOBS:-1}
 [ "$lanes" -ge 1 ] 2>/dev/null || lanes=1
 [ "$lanes" -le ${#passes[@]} ] || lanes=${#passes[@]}
 all=$SECONDS
