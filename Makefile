@@ -118,14 +118,13 @@ test-etcd: deps
 	@$(SUBMAKE) all etcd-store-test etcd-client-test
 	@bash scripts/test-all.sh etcd
 
-# The partition suite alone (tests/90-etcd-partition.bats; the etcd pass
-# runs it too): three etcd members and two kvfs hosts as network
+# The partition suite alone (tests/90-etcd-partition.bats; make test runs
+# it beside the asan pass): three etcd members and two kvfs hosts as network
 # namespaces (scripts/netns-cluster.sh, root), cut, split and slowed while
 # both hosts write; a checker compares every acknowledged write with the store.
 test-partition: deps
 	@$(SUBMAKE) all
-	@KVFS_BIN=$(CURDIR)/$(BIN) KVFS_SUITES=tests/90-etcd-partition.bats KVFS_TAGS=partition \
-		bash scripts/run-tests.sh none
+	@bash scripts/test-all.sh partition
 
 # The sanitizer builds live entirely in build-asan/ and build-tsan/. A
 # "WARNING: ThreadSanitizer" line in a daemon's log fails the test
