@@ -55,12 +55,32 @@ stop_clusters() {
 }
 trap stop_clusters EXIT
 
-# The files whose tags name one the filters ask for (bats chooses the tests).
-wanted=$(tr ';,' '\n\n' <<<"$KVFS_TAGS" | grep -v '^!' | sort -u)
+# chosen FILE: whether one of the filters of KVFS_TAGS (";" between
+# filters, "," between the tags of one) can choose a test of FILE: each of
+# its tags on the file or one of its tests, none of its "!" tags on the
+# file (bats then chooses the tests; a file none can choose is not started,
+# so no cluster or network of its own is made for nothing).
+chosen() {
+	local all own filter tag ok
+	all=$(grep -E '^# bats (file|test)_tags=' "$1" | sed 's/.*=//' | tr ',' '\n')
+	own=$(grep -E '^# bats file_tags=' "$1" | sed 's/.*=//' | tr ',' '\n')
+	IFS=';' read -ra filters <<<"$KVFS_TAGS"
+	for filter in "${filters[@]}"; do
+		ok=1
+		IFS=',' read -ra tags <<<"$filter"
+		for tag in "${tags[@]}"; do
+			case $tag in
+			!*) ! grep -qxF "${tag#!}" <<<"$own" || ok=0 ;;
+			*) grep -qxF "$tag" <<<"$all" || ok=0 ;;
+			esac
+		done
+		[ "$ok" = 0 ] || return 0
+	done
+	return 1
+}
 files=()
 for f in ${KVFS_SUITES:-tests/*.bats}; do
-	tags=$(grep -E '^# bats (file|test)_tags=' "$f" | sed 's/.*=//' | tr ',' '\n')
-	grep -qxFf <(echo "$wanted") <<<"$tags" && files+=("$f")
+	chosen "$f" && files+=("$f")
 done
 
 # Per job slot two clusters: the etcd suites (tag "etcd") run on one of 3
