@@ -196,19 +196,33 @@ static int skip_hidden(struct store_scan *scan, const struct store_val *h)
 	return scan_seek_to(scan, end, end_len);
 }
 
-int store_scan_next(struct store_scan *scan, struct store_val *key, struct store_val *val)
+/* past_hidden's answer when the scan was moved past a hidden subtree: step again. */
+#define SCAN_AGAIN 2
+
+/*
+ * After a step that answered rc (1: key found): SCAN_AGAIN when key lies
+ * in a hidden subtree and the scan now stands past it, else what the
+ * step should return (rc, or the seek's error).
+ */
+static int past_hidden(struct store_scan *scan, const struct store_val *key, int rc)
 {
 	const struct store_val *h;
+
+	if (rc != 1 || !(h = store_hidden_covering(scan->txn, scan->space, key->data, key->len)))
+		return rc;
+	rc = skip_hidden(scan, h);
+	return rc < 0 ? rc : SCAN_AGAIN;
+}
+
+int store_scan_next(struct store_scan *scan, struct store_val *key, struct store_val *val)
+{
 	int rc;
 
 	for (;;) {
 		rc = scan_step(scan, key, val);
 		scan->keys += rc == 1;
-		if (rc != 1 || !(h = store_hidden_covering(scan->txn, scan->space, key->data,
-							     key->len)))
-			return rc;
-		rc = skip_hidden(scan, h);
-		if (rc < 0)
+		rc = past_hidden(scan, key, rc);
+		if (rc != SCAN_AGAIN)
 			return rc;
 	}
 }
@@ -251,7 +265,6 @@ static int child_boundary(const struct store_scan *s, const struct store_val *ke
 static int next_distinct_backend(struct store_scan *scan, int depth, struct store_val *key,
 				 struct store_val *val, size_t *child_end)
 {
-	const struct store_val *h;
 	int rc;
 
 	for (;;) {
@@ -263,11 +276,8 @@ static int next_distinct_backend(struct store_scan *scan, int depth, struct stor
 		scan->keys += rc == 1;
 		if (rc == 1)
 			rc = scan_progress(scan, key);
-		if (rc != 1 || !(h = store_hidden_covering(scan->txn, scan->space, key->data,
-							     key->len)))
-			return rc;
-		rc = skip_hidden(scan, h);
-		if (rc < 0)
+		rc = past_hidden(scan, key, rc);
+		if (rc != SCAN_AGAIN)
 			return rc;
 	}
 }
