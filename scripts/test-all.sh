@@ -45,7 +45,8 @@ pass_etcd() {
 		echo "0 passed, 1 failed"
 		return 1
 	fi
-	KVFS_BIN=$PWD/kvfs KVFS_TAGS='backends;etcd,!partition' bash scripts/test-etcd.sh
+	KVFS_BIN=$PWD/kvfs KVFS_TAGS='backends;etcd,!partition' KVFS_JOBS=${KVFS_ETCD_JOBS:-3} \
+		bash scripts/test-etcd.sh
 }
 
 # partition: tests/90 alone (make test-partition): three etcd members and
