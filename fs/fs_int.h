@@ -120,12 +120,15 @@ struct fs_errors {
 
 /*
  * The INIT exchange as transport.c's read and writev see it (atomics, no
- * lock: every worker thread reads /dev/fuse).
+ * lock: every worker thread reads /dev/fuse), and the io_uring rings.
  */
+struct fs_uring;
 struct fs_transport {
 	_Atomic uint64_t offered;	/* the kernel's INIT flags (flags2 above bit 31) */
 	_Atomic uint64_t init_unique;	/* the INIT request's id; 0 until it is read */
 	atomic_bool init_done;	/* its reply has been amended and sent */
+	bool want_uring;	/* -o io_uring; fixed before the session runs */
+	struct fs_uring *_Atomic uring;	/* uring.c's, set once after INIT; NULL: none */
 };
 
 /*

@@ -222,6 +222,7 @@ struct fs_optvals {
 	int debug;
 	char *log;	/* heap (fuse_opt) */
 	int commit_ms;	/* -o commit=MS; -1 when not given */
+	int io_uring;	/* -o io_uring 1, -o no_io_uring 0 (the default): the last given wins */
 };
 
 #define FS_OPT(t, field) { t, offsetof(struct fs_optvals, field), 1 }
@@ -231,6 +232,8 @@ static const struct fuse_opt fs_opt_spec[] = {
 	FS_OPT("debug", debug),
 	{ "log=%s", offsetof(struct fs_optvals, log), 0 },
 	{ "commit=%d", offsetof(struct fs_optvals, commit_ms), 0 },
+	FS_OPT("io_uring", io_uring),
+	{ "no_io_uring", offsetof(struct fs_optvals, io_uring), 0 },
 	FUSE_OPT_END
 };
 
@@ -283,7 +286,7 @@ static int log_open(struct fs_ctx *ctx, const char *file)
  */
 static int build_args(struct fs_ctx *ctx, const struct fs_options *opts, struct fuse_args *args)
 {
-	struct fs_optvals v = { FS_TIMEOUT_DEFAULT, FS_TIMEOUT_DEFAULT, 0, NULL, -1 };
+	struct fs_optvals v = { FS_TIMEOUT_DEFAULT, FS_TIMEOUT_DEFAULT, 0, NULL, -1, 0 };
 	char *fsname = NULL, *shown;
 	int ret = -1;
 
@@ -310,6 +313,10 @@ static int build_args(struct fs_ctx *ctx, const struct fs_options *opts, struct 
 		return -1;
 	}
 	ctx->commit_ms = v.commit_ms > 0 ? (unsigned)v.commit_ms : 0;
+	/* asked for and impossible: refused here, with the reason, not silently dropped */
+	if (v.io_uring && fs_transport_check_uring() < 0)
+		return -1;
+	ctx->transport.want_uring = v.io_uring;
 	ctx->entry_timeout = v.entry_timeout;
 	ctx->attr_timeout = v.attr_timeout;
 	ctx->debug = opts->debug || v.debug;
@@ -797,6 +804,7 @@ static int serve(struct fs_ctx *ctx, int *report)
 		ret = fuse_session_loop_mt(ctx->se, cfg);
 		fuse_loop_cfg_destroy(cfg);
 	}
+	fs_transport_stop(ctx);	/* the io_uring threads serve nothing past here */
 	/*
 	 * Unmounted: what is left (the watcher's last round, pending commits,
 	 * the store's close) waits on a remote store's servers FS_EXIT_MS at

@@ -37,6 +37,18 @@ extern const struct fuse_lowlevel_ops fs_ops;
  */
 int fs_transport_start(struct fs_ctx *ctx);
 /*
+ * -o io_uring, before mounting: 0 when this kernel can serve FUSE over
+ * io_uring, or -1 after saying on stderr why not (the parameter named).
+ */
+int fs_transport_check_uring(void);
+/* Ends the io_uring rings, if any, once the session loop has returned. */
+void fs_transport_stop(struct fs_ctx *ctx);
+/*
+ * The transport's lines of user.kvfs.stats ("transport io_uring" or
+ * "transport dev_fuse", then "uring_requests N") into buf; the bytes used.
+ */
+size_t fs_transport_format(struct fs_ctx *ctx, char *buf, size_t cap);
+/*
  * Whether the request this thread serves, a write or an open of ino, asks
  * the daemon to clear set-ID bits (FUSE_WRITE_KILL_SUIDGID,
  * FUSE_OPEN_KILL_SUIDGID: the caller lacks CAP_FSETID).

@@ -3,8 +3,9 @@
  * session runs wraps ops.c's, adding one relaxed atomic increment per
  * request by opcode, and the counts read back as the mount root's xattr
  * user.kvfs.stats ("opcode count" lines), so that a benchmark can tell
- * where a workload's round trips go; the last line, store_keys_read, is
- * what the store's reads handed out (model_keys_read), so that a test can
+ * where a workload's round trips go; then the transport serving them
+ * (transport.c's "transport" and "uring_requests" lines); the last line,
+ * store_keys_read, is what the store's reads handed out (model_keys_read), so that a test can
  * tell what an operation costs the store.
  */
 #include <stdatomic.h>
@@ -52,6 +53,7 @@ size_t fs_stats_format(struct fs_ctx *ctx, char *buf, size_t cap)
 			return used;
 		used += (size_t)n;
 	}
+	used += fs_transport_format(ctx, buf + used, cap - used);
 	n = snprintf(buf + used, cap - used, "store_keys_read %llu\n",
 		     (unsigned long long)model_keys_read(ctx->model));
 	if (n > 0 && (size_t)n < cap - used)

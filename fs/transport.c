@@ -23,17 +23,29 @@
  * So what read notes in thread-local storage is about the request the
  * thread is serving, and the handlers of write and open ask for it
  * (fs_req_kills_suidgid); the node id is compared as a check. No splice:
- * libfuse reads every request through read below.
+ * libfuse reads every request through read below. A ring thread notes its
+ * request the same way before serving it (fs_transport_note).
+ *
+ * io_uring (-o io_uring, uring.c). INIT's reply also says
+ * FUSE_OVER_IO_URING when the kernel offered it, and once that reply is
+ * written the rings are registered. From then on writev gives the reply of
+ * a request a ring thread serves to that ring (fs_uring_reply); every other
+ * write (notifications, what /dev/fuse still carries) goes to /dev/fuse.
  */
 #include <errno.h>
 #include <linux/fuse.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include "fs/fs_int.h"
+#include "fs/uring_int.h"
+
+/* The fuse module's switch for FUSE over io_uring (Linux 6.14+, root may write Y). */
+#define TRANSPORT_URING_PARAM "/sys/module/fuse/parameters/enable_uring"
 
 /* The INIT flags kvfs adds to libfuse's reply, when the kernel offers them. */
 #define TRANSPORT_ADDED_FLAGS (FUSE_PARALLEL_DIROPS | FUSE_HANDLE_KILLPRIV_V2)
@@ -75,55 +87,110 @@ static bool asks_kill(const struct fuse_in_header *in, size_t len)
 	return false;
 }
 
-static ssize_t transport_read(int fd, void *buf, size_t len, void *userdata)
+void fs_transport_note(struct fs_ctx *ctx, const void *buf, size_t len)
 {
-	ssize_t n = read(fd, buf, len);
 	const struct fuse_in_header *in = buf;
 
 	served.kill = false;
-	if (n < (ssize_t)sizeof(*in))
-		return n;	/* libfuse reports the error (errno is read's) */
+	if (len < sizeof(*in))
+		return;
 	if (in->opcode == FUSE_INIT)
-		note_init(userdata, in, (size_t)n);
-	served.kill = asks_kill(in, (size_t)n);
+		note_init(ctx, in, len);
+	served.kill = asks_kill(in, len);
 	served.nodeid = in->nodeid;
+}
+
+static ssize_t transport_read(int fd, void *buf, size_t len, void *userdata)
+{
+	ssize_t n = read(fd, buf, len);
+
+	/* below a header: libfuse reports the error (errno is read's) */
+	fs_transport_note(userdata, buf, n > 0 ? (size_t)n : 0);
 	return n;
 }
 
 /*
- * INIT's reply (iov[0] its header): libfuse's flags, and those the kernel
- * offered that libfuse cannot send.
+ * -o io_uring in INIT's reply: FUSE_OVER_IO_URING when the kernel offered
+ * it (flags2, which needs FUSE_INIT_EXT). The payload size the rings need
+ * (the kernel's: max_write, max_pages, 8 KiB at least), or 0 for none.
  */
-static void amend_init(struct fs_ctx *ctx, struct iovec *iov, int count)
+static size_t amend_init_uring(struct fs_ctx *ctx, const struct iovec *arg_iov,
+			       uint64_t offered)
+{
+	struct fuse_init_out *arg = arg_iov->iov_base;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), payload = 8192;
+
+	if (!ctx->transport.want_uring)
+		return 0;
+	if (!(offered & FUSE_OVER_IO_URING) || !(arg->flags & FUSE_INIT_EXT) ||
+	    arg_iov->iov_len < offsetof(struct fuse_init_out, flags2) + sizeof(arg->flags2)) {
+		fs_log(ctx, LOG_WARNING, "io_uring: the kernel did not offer FUSE over io_uring at "
+		       "INIT (is %s Y?): serving through /dev/fuse", TRANSPORT_URING_PARAM);
+		return 0;
+	}
+	arg->flags2 |= (uint32_t)(FUSE_OVER_IO_URING >> 32);
+	if (arg->max_write > payload)
+		payload = arg->max_write;
+	if ((arg->flags & FUSE_MAX_PAGES) && arg->max_pages * page > payload)
+		payload = arg->max_pages * page;
+	return payload;
+}
+
+/*
+ * INIT's reply (iov[0] its header): libfuse's flags, and those the kernel
+ * offered that libfuse cannot send. The payload size the rings need, or 0
+ * when none are wanted.
+ */
+static size_t amend_init(struct fs_ctx *ctx, struct iovec *iov, int count)
 {
 	const struct fuse_out_header *out = iov[0].iov_base;
 	uint64_t offered = atomic_load(&ctx->transport.offered), added;
 	struct fuse_init_out *arg;
+	size_t payload;
 
 	if (count < 2 || out->error != 0 ||
 	    iov[1].iov_len < offsetof(struct fuse_init_out, max_background))
-		return;
+		return 0;
 	arg = iov[1].iov_base;
 	if (arg->major != 7)
-		return;
+		return 0;
 	added = offered & TRANSPORT_ADDED_FLAGS;
 	arg->flags |= (uint32_t)added;
+	payload = amend_init_uring(ctx, &iov[1], offered);
 	fs_trace(ctx, "init: kernel offered 0x%llx, kvfs added 0x%llx, reply flags 0x%x",
 		 (unsigned long long)offered, (unsigned long long)added, arg->flags);
+	return payload;
+}
+
+/* INIT's reply: amended, written, and then (-o io_uring) the rings registered. */
+static ssize_t write_init(struct fs_ctx *ctx, int fd, struct iovec *iov, int count)
+{
+	size_t payload = amend_init(ctx, iov, count);
+	ssize_t n;
+	int ret;
+
+	atomic_store(&ctx->transport.init_done, true);
+	n = writev(fd, iov, count);
+	/* the kernel took the reply in writev: registering is allowed from now on */
+	if (n >= 0 && payload && (ret = fs_uring_start(ctx, payload)) < 0)
+		fs_log(ctx, LOG_WARNING, "io_uring: %s: serving through /dev/fuse",
+		       strerror(-ret));
+	return n;
 }
 
 static ssize_t transport_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
 	struct fs_ctx *ctx = userdata;
 	uint64_t init = atomic_load(&ctx->transport.init_unique);
+	ssize_t n = fs_uring_reply(iov, count);
 
+	if (n != -2)
+		return n;	/* a ring's request: its thread commits the reply */
 	/* INIT's reply, once; notifications are unique 0, INIT never is */
 	if (init != 0 && !atomic_load(&ctx->transport.init_done) && count >= 1 &&
 	    iov[0].iov_len >= sizeof(struct fuse_out_header) &&
-	    ((const struct fuse_out_header *)iov[0].iov_base)->unique == init) {
-		amend_init(ctx, iov, count);
-		atomic_store(&ctx->transport.init_done, true);
-	}
+	    ((const struct fuse_out_header *)iov[0].iov_base)->unique == init)
+		return write_init(ctx, fd, iov, count);
 	return writev(fd, iov, count);
 }
 
@@ -144,4 +211,40 @@ int fs_transport_start(struct fs_ctx *ctx)
 bool fs_req_kills_suidgid(fuse_ino_t ino)
 {
 	return served.kill && served.nodeid == ino;
+}
+
+int fs_transport_check_uring(void)
+{
+	FILE *f = fopen(TRANSPORT_URING_PARAM, "re");
+	int c;
+
+	if (!f) {
+		fprintf(stderr, "kvfs: mount: io_uring: this kernel has no FUSE over io_uring "
+			"(no %s: Linux 6.14 or later with CONFIG_FUSE_IO_URING, fuse loaded)\n",
+			TRANSPORT_URING_PARAM);
+		return -1;
+	}
+	c = fgetc(f);
+	fclose(f);
+	if (c != 'Y') {
+		fprintf(stderr, "kvfs: mount: io_uring: FUSE over io_uring is off in this kernel: "
+			"%s is N (root can write Y to it); mount without -o io_uring to use "
+			"/dev/fuse\n", TRANSPORT_URING_PARAM);
+		return -1;
+	}
+	return 0;
+}
+
+void fs_transport_stop(struct fs_ctx *ctx)
+{
+	fs_uring_stop(ctx);
+}
+
+size_t fs_transport_format(struct fs_ctx *ctx, char *buf, size_t cap)
+{
+	int n = snprintf(buf, cap, "transport %s\nuring_requests %llu\n",
+			 fs_uring_serving(ctx) ? "io_uring" : "dev_fuse",
+			 (unsigned long long)fs_uring_requests(ctx));
+
+	return n > 0 && (size_t)n < cap ? (size_t)n : 0;
 }
