@@ -1,0 +1,95 @@
+#!/usr/bin/env bats
+# tests/47-mount-io-uring.bats - the io_uring transport (fs/uring.c): with
+# the fuse module's enable_uring on, `-o io_uring` serves requests through
+# the rings (user.kvfs.stats says "transport io_uring" and counts them)
+# while the shell's tools work as over /dev/fuse; with it off the mount is
+# refused naming the parameter; `-o no_io_uring` keeps /dev/fuse. Each test
+# turns the parameter on and puts the old value back in teardown; without
+# root or without the parameter (a kernel before 6.14) they skip. The whole
+# of tests/30 and 31 over the rings: KVFS_MOUNT_OPTS=io_uring with the
+# parameter on (docs in fs/uring.c's opening comment).
+
+# bats file_tags=mount,io_uring
+
+load 'test_helper/common'
+
+URING_PARAM=/sys/module/fuse/parameters/enable_uring
+
+setup() {
+	common_setup
+	EXTRA_PIDS=()
+	EXTRA_MNTS=()
+	[ -w "$URING_PARAM" ] || skip "needs root and a kernel with FUSE over io_uring ($URING_PARAM)"
+	URING_OLD=$(cat "$URING_PARAM")
+	echo Y >"$URING_PARAM"
+}
+
+teardown() {
+	local status=0
+	mount_teardown || status=1
+	[ -z "${URING_OLD:-}" ] || echo "$URING_OLD" >"$URING_PARAM"
+	return "$status"
+}
+
+# stat_of NAME: the value of NAME in $MNT's user.kvfs.stats
+stat_of() {
+	getfattr --absolute-names --only-values -n user.kvfs.stats "$MNT" |
+		awk -v k="$1" '$1 == k { print $2; found = 1 } END { exit !found }'
+}
+
+transport_is() {
+	[ "$(stat_of transport)" = "$1" ]
+}
+
+@test "-o io_uring: ls, cat, echo, cp and rm are served through the rings" {
+	mount_store -o io_uring
+	eventually 5 transport_is io_uring
+	local before
+	before=$(stat_of uring_requests)
+	echo hello >"$MNT/a"
+	mkdir "$MNT/d"
+	echo 42 >"$MNT/d/n"
+	run -0 ls "$MNT"
+	assert_output $'a\nd'
+	run -0 cat "$MNT/a" "$MNT/d/n"
+	assert_output $'hello\n42'
+	# writes and reads of more than one payload (1 MiB each way)
+	head -c 3000000 /dev/urandom >"$BATS_TEST_TMPDIR/big"
+	cp "$BATS_TEST_TMPDIR/big" "$MNT/big"
+	cmp "$BATS_TEST_TMPDIR/big" "$MNT/big"
+	cp -a "$MNT/d" "$MNT/d2"
+	run -0 cat "$MNT/d2/n"
+	assert_output 42
+	rm "$MNT/a"
+	rm -r "$MNT/d"
+	run -0 ls "$MNT"
+	assert_output $'big\nd2'
+	run -0 kvfs get "$STORE" /d2/n
+	assert_output 42
+	# every request above went through the rings (a few dozen at least)
+	[ "$(stat_of uring_requests)" -ge $((before + 20)) ]
+	transport_is io_uring
+}
+
+@test "-o io_uring is refused, naming the parameter, when the kernel has it off" {
+	echo N >"$URING_PARAM"
+	mkdir "$BATS_TEST_TMPDIR/m2"
+	run -1 kvfs mount --create -o io_uring "$STORE" "$BATS_TEST_TMPDIR/m2"
+	assert_output --partial "$URING_PARAM is N"
+	run ! mountpoint -q "$BATS_TEST_TMPDIR/m2"
+}
+
+@test "-o no_io_uring, the default, and the last of the two given keep /dev/fuse" {
+	mount_store -o io_uring,no_io_uring
+	echo x >"$MNT/a"
+	run -0 cat "$MNT/a"
+	assert_output x
+	transport_is dev_fuse
+	[ "$(stat_of uring_requests)" -eq 0 ]
+	if [[ ${KVFS_MOUNT_OPTS:-} != *io_uring* ]]; then
+		remount
+		transport_is dev_fuse
+	fi
+	remount -o no_io_uring,io_uring
+	eventually 5 transport_is io_uring
+}
