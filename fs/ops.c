@@ -23,12 +23,14 @@
  *   rmhold.c         removals held in table rows until the row goes whole (rm -r)
  *   stats.c          the request counters: the table the session runs wraps this one
  *   transport.c      the daemon's reads and writes of /dev/fuse: INIT flags libfuse drops
+ *   uring.c          FUSE over io_uring (-o io_uring): ring entries and their threads
  *   ttl.c            user.kvfs.ttl (time to live) and the reaper the watcher runs
  *
  * Every file includes fs/fs_int.h alone: the context, the lock order, and
  * one private header per concern (inode_int.h, file_int.h, cache_int.h,
  * pending_int.h, attr_int.h, inval_int.h, write_section_int.h, ops_int.h),
- * each declaring what its files offer the others.
+ * each declaring what its files offer the others; transport.c and uring.c
+ * also share uring_int.h, the kernel's io_uring structures.
  *
  * File contents written through the mount are buffered in one buffer per
  * leaf, shared by all its writable opens (per open for views and pending
