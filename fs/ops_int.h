@@ -44,8 +44,10 @@ int fs_transport_check_uring(void);
 /* Ends the io_uring rings, if any, once the session loop has returned. */
 void fs_transport_stop(struct fs_ctx *ctx);
 /*
- * The transport's lines of user.kvfs.stats ("transport io_uring" or
- * "transport dev_fuse", then "uring_requests N") into buf; the bytes used.
+ * The transport's line of user.kvfs.stats ("transport io_uring" or
+ * "transport dev_fuse") into buf; the bytes used. No count of its own: the
+ * tools that read the stats sum every line but notify_store's as requests
+ * (the requests through the rings are logged at unmount instead).
  */
 size_t fs_transport_format(struct fs_ctx *ctx, char *buf, size_t cap);
 /*

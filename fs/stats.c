@@ -4,7 +4,7 @@
  * request by opcode, and the counts read back as the mount root's xattr
  * user.kvfs.stats ("opcode count" lines), so that a benchmark can tell
  * where a workload's round trips go; then the transport serving them
- * (transport.c's "transport" and "uring_requests" lines); the last line,
+ * (transport.c's "transport" line); the last line,
  * store_keys_read, is what the store's reads handed out (model_keys_read), so that a test can
  * tell what an operation costs the store.
  */

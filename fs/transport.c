@@ -242,9 +242,8 @@ void fs_transport_stop(struct fs_ctx *ctx)
 
 size_t fs_transport_format(struct fs_ctx *ctx, char *buf, size_t cap)
 {
-	int n = snprintf(buf, cap, "transport %s\nuring_requests %llu\n",
-			 fs_uring_serving(ctx) ? "io_uring" : "dev_fuse",
-			 (unsigned long long)fs_uring_requests(ctx));
+	int n = snprintf(buf, cap, "transport %s\n",
+			 fs_uring_serving(ctx) ? "io_uring" : "dev_fuse");
 
 	return n > 0 && (size_t)n < cap ? (size_t)n : 0;
 }

@@ -466,6 +466,8 @@ void fs_uring_stop(struct fs_ctx *ctx)
 	for (unsigned i = 0; i < u->nents; i++)
 		if (u->ents[i].started)
 			pthread_join(u->ents[i].thread, NULL);
+	fs_log(ctx, LOG_INFO, "io_uring: %llu requests served through the rings",
+	       (unsigned long long)atomic_load(&u->requests));
 	ctx->transport.uring = NULL;
 	uring_free(u);
 }
@@ -475,11 +477,4 @@ bool fs_uring_serving(struct fs_ctx *ctx)
 	struct fs_uring *u = ctx->transport.uring;
 
 	return u && atomic_load(&u->failed) == 0 && atomic_load(&u->registered) == u->nents;
-}
-
-uint64_t fs_uring_requests(struct fs_ctx *ctx)
-{
-	struct fs_uring *u = ctx->transport.uring;
-
-	return u ? atomic_load_explicit(&u->requests, memory_order_relaxed) : 0;
 }

@@ -74,8 +74,6 @@ void fs_uring_stop(struct fs_ctx *ctx);
 ssize_t fs_uring_reply(const struct iovec *iov, int count);
 /* Whether every ring entry is registered (the kernel then routes requests there). */
 bool fs_uring_serving(struct fs_ctx *ctx);
-/* Requests answered through the rings so far. */
-uint64_t fs_uring_requests(struct fs_ctx *ctx);
 
 /* ---- transport.c, for uring.c ---- */
 
