@@ -38,9 +38,28 @@ users_are() {
 	[ "$(kvfs find "$STORE" /sess by_user --from a)" = "$(printf '%s\n' "$@")" ]
 }
 
-# reaped STORE: true once the store holds no TTL records.
+# reaped STORE: true once the store holds no TTL records (one dump for
+# both spaces: under ASan each kvfs start costs 0.3 s, and eventually
+# calls this every 0.1 s).
 reaped() {
-	[ "$(keys_in "$1" expiry)" -eq 0 ] && [ "$(keys_in "$1" ttl)" -eq 0 ]
+	local d
+	d=$(kvfs dump "$1") && ! grep -q -E '^(expiry|ttl) ' <<<"$d"
+}
+
+# ttl_start: after a write that gave a TTL, prints a time (ns) its deadline
+# is no later than that many seconds after (the deadline counts from the
+# write's own clock, which read before this).
+ttl_start() {
+	date +%s%N
+}
+
+# ttl_wait START SECONDS: waits until SECONDS have passed since START (from
+# ttl_start), so that a deadline of SECONDS has passed. A clock that must
+# move, waited on without polling: the checks after it run kvfs, an ASan
+# start each, which eventually would repeat every 0.1 s until the deadline.
+ttl_wait() {
+	local left=$(($1 + $2 * 1000000000 - $(date +%s%N)))
+	[ "$left" -le 0 ] || sleep "$((left / 1000000000)).$(printf '%09d' $((left % 1000000000)))"
 }
 
 @test "a leaf with a 2-second TTL set through setfattr leaves ls, cat, stat, the views and export, then is reaped" {
@@ -154,10 +173,13 @@ reaped() {
 	local s=$BATS_TEST_TMPDIR/offline
 	kvfs mkdir --create "$s" /t
 	kvfs put --ttl 2 "$s" /t/gone v
+	local t0
+	t0=$(ttl_start)
 	kvfs put "$s" /t/kept w
 	run -0 kvfs get "$s" /t/gone
-	# bounded: the read hides it within a few seconds
-	eventually 5 bash -c "! '$KVFS_BIN' get '$s' /t/gone"
+	# bounded: the read hides it within a few seconds (3 after the deadline)
+	ttl_wait "$t0" 2
+	eventually 3 bash -c "! '$KVFS_BIN' get '$s' /t/gone"
 	run -0 kvfs ls "$s" /t
 	assert_output 'kept'
 	run -0 kvfs export "$s" /t
@@ -169,8 +191,10 @@ reaped() {
 	# leaves it (mkdir and put write: they reap /t/gone first)
 	kvfs mkdir "$s" /d
 	kvfs put --ttl 2 "$s" /d/only v
+	t0=$(ttl_start)
 	[ "$(keys_in "$s" expiry)" -eq 1 ]
-	eventually 5 bash -c "[ -z \"\$('$KVFS_BIN' ls '$s' /d)\" ]"
+	ttl_wait "$t0" 2
+	eventually 3 bash -c "[ -z \"\$('$KVFS_BIN' ls '$s' /d)\" ]"
 	run -0 kvfs ls "$s" /
 	assert_output "$(printf 'd\nt')"
 	run -0 kvfs export --compact "$s" /d
@@ -219,10 +243,13 @@ reaped() {
 	row names/Ann/Lee '{"age":30}'
 	unmount_store	# no reaper: what find shows comes from hiding alone
 	kvfs put --ttl 2 "$STORE" /names/Mary/Jane/age 30
+	local t0
+	t0=$(ttl_start)
 	run -0 kvfs find "$STORE" /names by_age 30
 	assert_output "$(printf 'Ann/Lee\nMary/Jane')"
 	# the expiring field is the indexed one: only that index loses the row
-	eventually 5 bash -c "[ \"\$('$KVFS_BIN' find '$STORE' /names by_age 30)\" = Ann/Lee ]"
+	ttl_wait "$t0" 2
+	eventually 3 bash -c "[ \"\$('$KVFS_BIN' find '$STORE' /names by_age 30)\" = Ann/Lee ]"
 	run -0 kvfs export --compact "$STORE" /names/Mary/Jane
 	assert_output '{"nick":"j"}'
 	# a level: every row below it
@@ -230,10 +257,12 @@ reaped() {
 	mount_store
 	# (4 s: the unmount and a find must come before it on a loaded machine)
 	setfattr -n user.kvfs.ttl -v 4 "$MNT/names/Mary"
+	t0=$(ttl_start)
 	unmount_store
 	run -0 kvfs find "$STORE" /names by_age --from 0
 	assert_output "$(printf 'Ann/Lee\nMary/Kate')"
-	eventually 8 bash -c "[ \"\$('$KVFS_BIN' find '$STORE' /names by_age --from 0)\" = Ann/Lee ]"
+	ttl_wait "$t0" 4
+	eventually 4 bash -c "[ \"\$('$KVFS_BIN' find '$STORE' /names by_age --from 0)\" = Ann/Lee ]"
 	run -0 kvfs check "$STORE"
 	kvfs put "$STORE" /x 1	# a write reaps
 	run -0 kvfs check "$STORE"
@@ -388,8 +417,9 @@ reaped() {
 	kvfs import "$STORE" /d - <<<'{"E":{"g":{"x":1}},"F":{"h":{"y":1},"z":2}}'
 	kvfs put --ttl 1 "$STORE" /d/E/g/x 1
 	kvfs put --ttl 1 "$STORE" /d/F/h/y 1
-	# both deadlines passed: the store hides them (a bounded wait, not a sleep)
-	eventually 5 eval '! kvfs get "$STORE" /d/E/g/x 2>/dev/null && ! kvfs get "$STORE" /d/F/h/y 2>/dev/null'
+	ttl_wait "$(ttl_start)" 1
+	# both deadlines passed: the store hides them (a bounded wait)
+	eventually 4 eval '! kvfs get "$STORE" /d/E/g/x 2>/dev/null && ! kvfs get "$STORE" /d/F/h/y 2>/dev/null'
 	mount_store -o ro
 	run -0 stat -c '%n %h' "$MNT/d/E" "$MNT/d/F"	# a lookup each, no listing
 	local want=$output
