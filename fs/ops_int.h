@@ -143,8 +143,9 @@ bool fs_rmhold_hidden(struct fs_ctx *ctx, struct fs_node *dir, const char *name)
  * Inside the exclusive write section of a removal of name in dir (path)
  * that model_remove with MODEL_REMOVE_ROW_WHOLE answered: holds it when
  * the refusal is one to hold (1; *ret 0 or -ENOMEM), else 0. After
- * -ENOTEMPTY from an rmdir whose stored names are all held, removes it
- * whole first; *whole then says it did, and the caller ends the holds
+ * -ENOTEMPTY from an rmdir of a directory with held names, removes it
+ * whole first when it holds no other name, checked in the removing
+ * transaction; *whole then says it did, and the caller ends the holds
  * below it with fs_rmhold_end_below.
  */
 int fs_rmhold_removal(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
