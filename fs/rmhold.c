@@ -28,10 +28,14 @@
  * and a lookup finds it through the node table. A removal and its hold,
  * an rmdir that takes the holds below it, and an attempt for real each run
  * inside the exclusive write section, so none of them sees another half
- * done. A create onto a held name ends the hold before its own section: an
- * attempt for real running then either removed the name (the create makes
- * it anew) or was refused (the create opens it, truncated); either way the
- * caller gets the file it asked for. The kernel serializes a create in a
+ * done. A create or rename onto a held name ends the hold only once it
+ * succeeded, so that a write a rule refuses leaves the removal standing
+ * (the name hidden) rather than the old value shown again: a rename in its
+ * own section; a create once its file is open (an attempt for real
+ * running before that either removed the name, which the create makes
+ * anew, or was refused, and the create opens it truncated), the name then
+ * shown while the file is open and held again when its first commit is
+ * refused (fs_rmhold_again). The kernel serializes a create in a
  * directory with the rmdir of that directory (both lock it), so a name
  * cannot be re-created while its row goes.
  */
@@ -493,26 +497,60 @@ void fs_rmhold_settle_name(struct fs_ctx *ctx, struct fs_node *dir, const char *
 	pthread_mutex_unlock(&ctx->lock);
 }
 
-bool fs_rmhold_cancel(struct fs_ctx *ctx, struct fs_node *dir, const char *name)
+bool fs_rmhold_onto(struct fs_ctx *ctx, struct fs_node *dir, const char *name)
 {
-	struct ended_vec ev = { 0 };
 	struct fs_node *node = NULL;
-	bool leaf = false;
+	bool leaf;
 
 	if (!atomic_load(&ctx->rmhold.n))
 		return false;
 	pthread_mutex_lock(&ctx->lock);
 	if (dir->nheld)
 		node = fs_node_child_locked(ctx, dir, name, false);
-	if (node && node->rm_held && !node->rm_held_dir) {
-		leaf = true;
-		end_locked(ctx, node, false, &ev);	/* the node stays: the new file is it */
-	}
+	leaf = node && node->rm_held && !node->rm_held_dir;
 	pthread_mutex_unlock(&ctx->lock);
-	end_finish(ctx, &ev);
 	if (!leaf)
 		fs_rmhold_settle_name(ctx, dir, name);	/* a directory: no file replaces it */
 	return leaf;
+}
+
+void fs_rmhold_end_name(struct fs_ctx *ctx, struct fs_node *dir, const char *name)
+{
+	struct ended_vec ev = { 0 };
+	struct fs_node *node = NULL;
+
+	if (!atomic_load(&ctx->rmhold.n))
+		return;
+	pthread_mutex_lock(&ctx->lock);
+	if (dir->nheld)
+		node = fs_node_child_locked(ctx, dir, name, false);
+	if (node && node->rm_held && !node->rm_held_dir)
+		end_locked(ctx, node, false, &ev);	/* the node stays: the new file is it */
+	pthread_mutex_unlock(&ctx->lock);
+	end_finish(ctx, &ev);
+}
+
+void fs_rmhold_again(struct fs_ctx *ctx, struct fs_node *node)
+{
+	struct fs_node *dir = NULL;
+	char *name = NULL;
+
+	pthread_mutex_lock(&ctx->lock);
+	if (node->hashed && node->parent && !node->rm_held) {
+		dir = node->parent;
+		name = strdup(node->name);
+		fs_node_ref_locked(dir);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	if (!dir)
+		return;
+	/* the kernel met the name at the create: it must ask again, and be told ENOENT */
+	if (name && hold_add(ctx, dir, name, false) == 0)
+		fs_inval_entry(ctx, fs_node_ino(ctx, dir), name, strlen(name));
+	pthread_mutex_lock(&ctx->lock);
+	fs_node_unref_locked(ctx, dir);
+	pthread_mutex_unlock(&ctx->lock);
+	free(name);
 }
 
 /* ctx->lock held. The holds at and below what the view name in dir stands for end. */

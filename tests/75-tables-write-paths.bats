@@ -495,6 +495,41 @@ PY
 	assert_output $'note\npoiName'
 }
 
+# A create or rename onto a held name ends its hold only once it is
+# stored: refused by a rule, the removal stands and the name stays hidden
+# (it was shown again, the old value back, when the hold ended first).
+# One process, so that no second passes idle and the hold is tried alone.
+@test "a create or mv onto a held name that a rule refuses leaves it removed; one accepted ends the hold" {
+	geo_poi
+	run -0 python3 - "$MNT/poi/B/fr" <<'PY'
+import errno, os, sys
+row = sys.argv[1]
+def put(text):
+    fd = os.open(row + "/poiName", os.O_CREAT | os.O_WRONLY | os.O_TRUNC)
+    os.write(fd, text)
+    try:
+        os.close(fd)
+        return "stored"
+    except OSError as e:
+        return errno.errorcode[e.errno]
+def mv():
+    try:
+        os.rename(row + "/lat", row + "/poiName")  # a double: refused
+        return "moved"
+    except OSError as e:
+        return errno.errorcode[e.errno]
+os.unlink(row + "/poiName")      # held: the field is required
+print(put(b"Tour Eiffel"), sorted(os.listdir(row)))   # poi/A/fr has it
+print(mv(), sorted(os.listdir(row)))
+print(put(b"Basilique"), sorted(os.listdir(row)))
+PY
+	assert_output "EEXIST ['lat']
+EINVAL ['lat']
+stored ['lat', 'poiName']"
+	run -0 kvfs export --compact "$STORE" /poi/B/fr
+	assert_output '{"lat":45.762,"poiName":"Basilique"}'
+}
+
 @test "rm -r of whole tables removes their rows, index entries and declarations" {
 	geo_poi
 	run -0 rm -r "$MNT/poi" "$MNT/geo"
