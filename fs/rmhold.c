@@ -152,18 +152,23 @@ static void end_below_locked(struct fs_ctx *ctx, struct fs_node *top, bool back,
 	}
 }
 
+/* ctx->lock held. name in dir when its removal is held, else NULL. */
+static struct fs_node *held_child_locked(struct fs_ctx *ctx, struct fs_node *dir,
+					 const char *name)
+{
+	struct fs_node *node = dir->nheld ? fs_node_child_locked(ctx, dir, name, false) : NULL;
+
+	return node && node->rm_held ? node : NULL;
+}
+
 bool fs_rmhold_hidden(struct fs_ctx *ctx, struct fs_node *dir, const char *name)
 {
-	struct fs_node *node;
-	bool held = false;
+	bool held;
 
 	if (!atomic_load(&ctx->rmhold.n))
 		return false;
 	pthread_mutex_lock(&ctx->lock);
-	if (dir->nheld) {
-		node = fs_node_child_locked(ctx, dir, name, false);
-		held = node && node->rm_held;
-	}
+	held = held_child_locked(ctx, dir, name);
 	pthread_mutex_unlock(&ctx->lock);
 	return held;
 }
@@ -477,17 +482,14 @@ int fs_rmhold_settle_at(struct fs_ctx *ctx, struct fs_node *node, bool is_dir)
 
 void fs_rmhold_settle_name(struct fs_ctx *ctx, struct fs_node *dir, const char *name)
 {
-	struct fs_node *node = NULL;
+	struct fs_node *node;
 
 	if (!atomic_load(&ctx->rmhold.n))
 		return;
 	pthread_mutex_lock(&ctx->lock);
-	if (dir->nheld)
-		node = fs_node_child_locked(ctx, dir, name, false);
-	if (node && node->rm_held)
+	node = held_child_locked(ctx, dir, name);
+	if (node)
 		fs_node_ref_locked(node);
-	else
-		node = NULL;
 	pthread_mutex_unlock(&ctx->lock);
 	if (!node)
 		return;
@@ -499,15 +501,14 @@ void fs_rmhold_settle_name(struct fs_ctx *ctx, struct fs_node *dir, const char *
 
 bool fs_rmhold_onto(struct fs_ctx *ctx, struct fs_node *dir, const char *name)
 {
-	struct fs_node *node = NULL;
+	struct fs_node *node;
 	bool leaf;
 
 	if (!atomic_load(&ctx->rmhold.n))
 		return false;
 	pthread_mutex_lock(&ctx->lock);
-	if (dir->nheld)
-		node = fs_node_child_locked(ctx, dir, name, false);
-	leaf = node && node->rm_held && !node->rm_held_dir;
+	node = held_child_locked(ctx, dir, name);
+	leaf = node && !node->rm_held_dir;
 	pthread_mutex_unlock(&ctx->lock);
 	if (!leaf)
 		fs_rmhold_settle_name(ctx, dir, name);	/* a directory: no file replaces it */
@@ -517,14 +518,13 @@ bool fs_rmhold_onto(struct fs_ctx *ctx, struct fs_node *dir, const char *name)
 void fs_rmhold_end_name(struct fs_ctx *ctx, struct fs_node *dir, const char *name)
 {
 	struct ended_vec ev = { 0 };
-	struct fs_node *node = NULL;
+	struct fs_node *node;
 
 	if (!atomic_load(&ctx->rmhold.n))
 		return;
 	pthread_mutex_lock(&ctx->lock);
-	if (dir->nheld)
-		node = fs_node_child_locked(ctx, dir, name, false);
-	if (node && node->rm_held && !node->rm_held_dir)
+	node = held_child_locked(ctx, dir, name);
+	if (node && !node->rm_held_dir)
 		end_locked(ctx, node, false, &ev);	/* the node stays: the new file is it */
 	pthread_mutex_unlock(&ctx->lock);
 	end_finish(ctx, &ev);
