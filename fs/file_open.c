@@ -296,7 +296,7 @@ void fs_file_onto_held(struct fs_ctx *ctx, struct fs_file *f, struct fs_node *di
 		       const char *name)
 {
 	pthread_mutex_lock(&f->lock);
-	f->onto_held = f->kind == FS_FILE_WRITER;
+	f->onto_held = f->kind == FS_FILE_WRITER && !f->pending;	/* the held leaf, still stored */
 	pthread_mutex_unlock(&f->lock);
 	fs_rmhold_end_name(ctx, dir, name);
 }
