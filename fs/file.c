@@ -321,6 +321,11 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 	}
 	if (leaf && ret == 0)
 		fs_shape_carry(ctx, f->node, &mark);
+	if (leaf && f->onto_held && ret != -ENOENT) {
+		f->onto_held = false;	/* created onto a held removal: it stands if refused */
+		if (ret < 0)
+			fs_rmhold_again(ctx, f->node);
+	}
 	if (!leaf && ret == 0)	/* a document replaced what removals held in it */
 		fs_rmhold_view_node_written(ctx, f->node);
 	if (leaf)

@@ -83,6 +83,9 @@ struct fs_file {
 				 * like any O_TRUNC, committed at release when not
 				 * written; else (touch) at the first flush */
 	bool refused;		/* the model refused buf as it is: not parsed again */
+	bool onto_held;		/* created onto a name whose removal was held
+				 * (rmhold.c): its first commit's outcome says
+				 * whether that removal stands */
 	/*
 	 * A view writer's opener (set at open, before the kernel has the
 	 * handle): its starting text is rendered only if they may read it
@@ -202,6 +205,12 @@ int fs_file_open(fuse_req_t req, struct fs_ctx *ctx, struct fs_node *node, const
 		 struct fuse_file_info *fi, struct fs_file **out);
 /* A view writer f just opened by req: its commits are made on req's caller's behalf. */
 void fs_file_set_opener(fuse_req_t req, struct fs_ctx *ctx, struct fs_file *f);
+/*
+ * f, just created onto name in dir, whose removal was held: the name is
+ * shown while f is open; f's first commit, refused, holds it again.
+ */
+void fs_file_onto_held(struct fs_ctx *ctx, struct fs_file *f, struct fs_node *dir,
+		       const char *name);
 
 /* ---- changes kept on an open writer (defer.c) ---- */
 

@@ -292,6 +292,15 @@ out_opened:
 	return 0;
 }
 
+void fs_file_onto_held(struct fs_ctx *ctx, struct fs_file *f, struct fs_node *dir,
+		       const char *name)
+{
+	pthread_mutex_lock(&f->lock);
+	f->onto_held = f->kind == FS_FILE_WRITER && !f->pending;	/* the held leaf, still stored */
+	pthread_mutex_unlock(&f->lock);
+	fs_rmhold_end_name(ctx, dir, name);
+}
+
 void fs_file_set_opener(fuse_req_t req, struct fs_ctx *ctx, struct fs_file *f)
 {
 	pthread_mutex_lock(&f->lock);

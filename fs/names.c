@@ -154,16 +154,21 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	struct fuse_entry_param e;
 	struct model_attr a;
 	struct fs_file *f = NULL;
-	bool view = model_name_is_view(name, strlen(name));
+	bool view = model_name_is_view(name, strlen(name)), onto_held = false;
 	uint64_t ino = 0;
 	char *path;
 	int ret = fs_name_check(name);
 
 	if (ret == 0)
 		ret = !S_ISREG(mode) ? -EPERM : ctx->read_only ? -EROFS : 0;
-	/* a held removal ends: the file is new to the caller, its content replaces the stored */
-	if (ret == 0 && !view && fs_rmhold_cancel(ctx, dir, name))
+	/*
+	 * Onto a held removal: the file is new to the caller, its content
+	 * replaces the stored; shown while open, held again if refused.
+	 */
+	if (ret == 0 && !view && fs_rmhold_onto(ctx, dir, name)) {
 		fi->flags = (fi->flags & ~O_EXCL) | O_TRUNC;
+		onto_held = true;
+	}
 	if (ret == 0)
 		ret = fs_write_path(ctx, dir, name, &path);
 	if (ret < 0)
@@ -223,6 +228,8 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 			goto out_free;
 		}
 	}
+	if (onto_held)
+		fs_file_onto_held(ctx, f, dir, name);
 	fs_file_set_opener(req, ctx, f);
 out_reply_create:
 	free(path);
@@ -338,6 +345,7 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	const struct model_cred *whop = NULL;
 	gid_t *groups = NULL;
 	unsigned mflags = 0;
+	bool onto_held;
 	char *from, *to = NULL;
 	int ret;
 
@@ -358,8 +366,9 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	fs_name_settle(ctx, fs_node_from_ino(ctx, parent), name);
 	fs_name_settle(ctx, newdir, newname);
 	fs_held_commit(ctx, true);	/* a directory replaced must not hide a leaf made by mknod */
-	/* onto a held name: it ends, and the target is new to the caller */
-	if (!ctx->read_only && fs_rmhold_cancel(ctx, newdir, newname))
+	/* onto a held name: the target is new to the caller; the hold ends if the rename succeeds */
+	onto_held = !ctx->read_only && fs_rmhold_onto(ctx, newdir, newname);
+	if (onto_held)
 		mflags &= ~(unsigned)MODEL_RENAME_NOREPLACE;
 	/* onto a view, a document is written: on behalf of the caller */
 	if (model_name_is_view(newname, strlen(newname))) {
@@ -390,6 +399,8 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		ret = model_rename_as(ctx->model, from, to, mflags, whop, &moved, &err);
 	if (ret == 0 && moved.known)	/* both directories' nlink, without counting */
 		fs_shape_adjust(ctx, &mark, moved.from_dirs, moved.to_dirs);
+	if (ret == 0 && onto_held)	/* before the move: the held node is the target's */
+		fs_rmhold_end_name(ctx, newdir, newname);
 	/* The table moves before the section ends: committers then take the new path. */
 	if (ret == 0)
 		fs_node_move(ctx, dir, name, newdir, newname, flags & RENAME_EXCHANGE);

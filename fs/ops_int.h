@@ -123,9 +123,10 @@ void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char
  * references (MODEL_REMOVE_ROW_WHOLE), is held: it succeeds, the name is
  * hidden from lookups and listings, and stays stored. An rmdir of a
  * directory whose stored names are all held removes it whole, in one
- * model call; when that is refused the held names come back. A create or
- * a rename onto a held name, or a document written over it, ends its
- * hold; mkdir and mknod try it first. The holds no rmdir took are tried
+ * model call that finds no other name there; when that is refused the
+ * held names come back. A create or a rename onto a held name, or a
+ * document written over it, ends its hold once stored (a refused one
+ * leaves the name removed); mkdir and mknod try it first. The holds no rmdir took are tried
  * for real once the mount made no removal for FS_RMHOLD_MS (the watcher),
  * at an fsync or fsyncdir above them, and at unmount: a refused one is
  * logged (user.kvfs.error) and its name comes back; one that failed for a
@@ -143,8 +144,9 @@ bool fs_rmhold_hidden(struct fs_ctx *ctx, struct fs_node *dir, const char *name)
  * Inside the exclusive write section of a removal of name in dir (path)
  * that model_remove with MODEL_REMOVE_ROW_WHOLE answered: holds it when
  * the refusal is one to hold (1; *ret 0 or -ENOMEM), else 0. After
- * -ENOTEMPTY from an rmdir whose stored names are all held, removes it
- * whole first; *whole then says it did, and the caller ends the holds
+ * -ENOTEMPTY from an rmdir of a directory with held names, removes it
+ * whole first when it holds no other name, checked in the removing
+ * transaction; *whole then says it did, and the caller ends the holds
  * below it with fs_rmhold_end_below.
  */
 int fs_rmhold_removal(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
@@ -156,11 +158,18 @@ int fs_rmhold_removal(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
  */
 void fs_rmhold_end_below(struct fs_ctx *ctx, struct fs_node *dir, const char *name, bool back);
 /*
- * Before a create or rename onto name in dir: a held leaf's hold ends
- * (true: the new content replaces the stored one, the name is new to the
- * caller); a held directory's removal is tried for real (false).
+ * Before a create or rename onto name in dir: true when it is a held leaf
+ * (the name is new to the caller, the new content replaces the stored
+ * one); a held directory's removal is tried for real (false). The hold
+ * ends only once that write succeeded: a rename's at fs_rmhold_end_name,
+ * in its section before the node table moves; a create's at once, the
+ * name being shown while its file is open, and fs_rmhold_again holds it
+ * again when the file's first commit is refused.
  */
-bool fs_rmhold_cancel(struct fs_ctx *ctx, struct fs_node *dir, const char *name);
+bool fs_rmhold_onto(struct fs_ctx *ctx, struct fs_node *dir, const char *name);
+void fs_rmhold_end_name(struct fs_ctx *ctx, struct fs_node *dir, const char *name);
+/* In the section of a refused commit of node, created onto its held name: held again. */
+void fs_rmhold_again(struct fs_ctx *ctx, struct fs_node *node);
 /*
  * Inside the write section of a document written to the view name in dir
  * (or the view node): the holds at and below what it stands for end.

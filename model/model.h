@@ -505,6 +505,17 @@ enum model_remove_flags {
 	MODEL_REMOVE_ROW_WHOLE = 1 << 3,
 };
 int model_remove(struct model *m, const char *path, unsigned flags, struct model_error *err);
+/*
+ * The rmdir that ends an rm -r whose unlinks the caller kept stored (the
+ * mount's held removals, fs/rmhold.c): removes the directory at path
+ * whole, as MODEL_REMOVE_RECURSIVE | MODEL_REMOVE_ROW_WHOLE, in the one
+ * transaction that finds every name directly in it among names[0..n)
+ * (sorted by strcmp, as model_list_fill shows them; borrowed for the
+ * call). A name that is not, one another writer added since the caller
+ * saw the directory, refuses it: -ENOTEMPTY naming it, nothing changed.
+ */
+int model_remove_known(struct model *m, const char *path, const char *const *names, size_t n,
+		       struct model_error *err);
 enum model_rename_flags {
 	MODEL_RENAME_NOREPLACE = 1 << 0,
 	MODEL_RENAME_EXCHANGE = 1 << 1,

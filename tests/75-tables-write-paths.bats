@@ -464,6 +464,83 @@ geo_poi() {
 	assert_output --partial ' 0 problems'
 }
 
+# The rmdir that ends rm -r removes a row whose stored names are all held
+# in the transaction that finds no other name there: a name another
+# process writes into the row between the unlinks and that removal (the
+# hook KVFS_TEST_ROW_GATE stops the rmdir there) is neither removed
+# unchecked nor lost; the rmdir fails as on a disk (it was removed with
+# the row when the check was a listing of its own before the removal).
+@test "a name another process writes into a row that rm -r is removing stays: the rmdir fails ENOTEMPTY" {
+	local gate=$BATS_TEST_TMPDIR/gate
+	mkfifo "$gate"
+	unmount_store
+	KVFS_TEST_ROW_GATE=$gate mount_store
+	geo_poi
+	run -0 python3 - "$MNT/poi/B/fr" "$gate" "$KVFS_BIN" "$STORE" <<'PY'
+import errno, os, signal, subprocess, sys, threading
+row, gate, kvfs, store = sys.argv[1:]
+signal.alarm(30)
+os.unlink(row + "/lat")          # removed
+os.unlink(row + "/poiName")      # held: the field is required
+out = []
+def rmdir():
+    try:
+        os.rmdir(row)
+        out.append("removed")
+    except OSError as e:
+        out.append(errno.errorcode[e.errno])
+t = threading.Thread(target=rmdir)
+t.start()
+fd = os.open(gate, os.O_WRONLY)  # opens once the daemon waits there
+subprocess.run([kvfs, "put", store, "/poi/B/fr/note", "kept"], check=True)
+os.close(fd)
+t.join()
+print(out[0])
+PY
+	assert_output ENOTEMPTY
+	run -0 kvfs export --compact "$STORE" /poi/B/fr
+	assert_output '{"note":"kept","poiName":"Fourviere"}'
+	# the held unlink, tried alone now, is refused: the row is as it was
+	sync "$MNT/poi"
+	run -0 ls "$MNT/poi/B/fr"
+	assert_output $'note\npoiName'
+}
+
+# A create or rename onto a held name ends its hold only once it is
+# stored: refused by a rule, the removal stands and the name stays hidden
+# (it was shown again, the old value back, when the hold ended first).
+# One process, so that no second passes idle and the hold is tried alone.
+@test "a create or mv onto a held name that a rule refuses leaves it removed; one accepted ends the hold" {
+	geo_poi
+	run -0 python3 - "$MNT/poi/B/fr" <<'PY'
+import errno, os, sys
+row = sys.argv[1]
+def put(text):
+    fd = os.open(row + "/poiName", os.O_CREAT | os.O_WRONLY | os.O_TRUNC)
+    os.write(fd, text)
+    try:
+        os.close(fd)
+        return "stored"
+    except OSError as e:
+        return errno.errorcode[e.errno]
+def mv():
+    try:
+        os.rename(row + "/lat", row + "/poiName")  # a double: refused
+        return "moved"
+    except OSError as e:
+        return errno.errorcode[e.errno]
+os.unlink(row + "/poiName")      # held: the field is required
+print(put(b"Tour Eiffel"), sorted(os.listdir(row)))   # poi/A/fr has it
+print(mv(), sorted(os.listdir(row)))
+print(put(b"Basilique"), sorted(os.listdir(row)))
+PY
+	assert_output "EEXIST ['lat']
+EINVAL ['lat']
+stored ['lat', 'poiName']"
+	run -0 kvfs export --compact "$STORE" /poi/B/fr
+	assert_output '{"lat":45.762,"poiName":"Basilique"}'
+}
+
 @test "rm -r of whole tables removes their rows, index entries and declarations" {
 	geo_poi
 	run -0 rm -r "$MNT/poi" "$MNT/geo"

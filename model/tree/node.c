@@ -265,6 +265,8 @@ struct node_op {
 	uint64_t ino;		/* model_create_check's answer */
 	bool mtime_set;		/* model_set_times: mtime_ns applies */
 	const struct model_cred *who;	/* a view's write: on whose behalf (NULL: unchecked) */
+	const char *const *known;	/* model_remove_known: the names it may take */
+	size_t nknown;
 	struct model_error *err;
 };
 
@@ -727,6 +729,9 @@ static int remove_txn(struct store_txn *txn, void *arg)
 
 	tree_clear(op->err);
 	ret = tree_resolve(txn, op->path, 0, &p, op->err);
+	/* checked in the transaction that removes: nothing written meanwhile goes unseen */
+	if (ret == 0 && op->known && !p.is_view)
+		ret = tree_children_among(txn, &p, op->path, op->known, op->nknown, op->err);
 	if (ret < 0)
 		return ret;
 	ret = tree_get(txn, &p, &n, op->err);
@@ -748,6 +753,15 @@ static int remove_txn(struct store_txn *txn, void *arg)
 int model_remove(struct model *m, const char *path, unsigned flags, struct model_error *err)
 {
 	struct node_op op = { .m = m, .path = path, .flags = flags, .err = err };
+
+	return tree_write(m, path, remove_txn, &op, err);
+}
+
+int model_remove_known(struct model *m, const char *path, const char *const *names, size_t n,
+		       struct model_error *err)
+{
+	struct node_op op = { .m = m, .path = path, .known = names, .nknown = n, .err = err,
+			      .flags = MODEL_REMOVE_RECURSIVE | MODEL_REMOVE_ROW_WHOLE };
 
 	return tree_write(m, path, remove_txn, &op, err);
 }

@@ -567,7 +567,7 @@ static int list_hand_out(struct model_list *l, struct store_scan *scan,
 			 const struct tree_child *c, model_list_fn fn, void *arg)
 {
 	struct store_txn *txn = store_scan_txn(scan);
-	char raw[STORE_KEY_MAX], name[TREE_NAME_MAX];
+	char name[TREE_NAME_MAX];
 	struct model_node node;
 	struct model_attr a;
 	struct tree_node n;
@@ -575,12 +575,7 @@ static int list_hand_out(struct model_list *l, struct store_scan *scan,
 
 	if (ret < 0)
 		return ret;
-	if (c->elem.type == TUPLE_TYPE_STRING) {
-		tuple_elem_copy(&c->elem, raw);
-		tree_name_escape(raw, c->elem.len, name);
-	} else {
-		snprintf(name, sizeof(name), "%lld", (long long)c->elem.integer);
-	}
+	tree_child_name(c, name);
 	tree_node_fill(l->m, c->key, c->end, &n, &node);
 	ret = list_child_subdirs(l, scan, c, &n, &node);
 	if (ret < 0)

@@ -2,7 +2,8 @@
  * model/tree/tree.c - resolving a mount path to a tuple key (names themselves:
  * model/tree/name.c), and the small node primitives every operation shares:
  * errors, running a write transaction, lookup, attach to a parent, delete a
- * subtree, keep an emptied parent, iterate children.
+ * subtree, keep an emptied parent, iterate children and check their names
+ * against the ones a caller knows of.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -775,4 +776,46 @@ int tree_child_node(const struct tree_child *c, struct tree_node *out)
 	}
 	out->exists = true;
 	return kind_at(c->key, c->key_len, c->end, &out->kind);
+}
+
+void tree_child_name(const struct tree_child *c, char *out)
+{
+	char raw[STORE_KEY_MAX];
+
+	if (c->elem.type != TUPLE_TYPE_STRING) {
+		snprintf(out, TREE_NAME_MAX, "%lld", (long long)c->elem.integer);
+		return;
+	}
+	tuple_elem_copy(&c->elem, raw);
+	tree_name_escape(raw, c->elem.len, out);
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int tree_children_among(struct store_txn *txn, const struct tree_path *p, const char *path,
+			const char *const *names, size_t n, struct model_error *err)
+{
+	char name[TREE_NAME_MAX];
+	const char *key = name;
+	struct store_scan *scan;
+	struct tree_child c;
+	int ret = store_scan_open(txn, STORE_SPACE_DATA, p->key, p->len, &scan);
+
+	if (ret < 0)
+		return tree_fail(err, ret, "%s: %s", path, strerror(-ret));
+	store_scan_expect_children(scan);
+	for (ret = tree_child_first(scan, p->key, p->len, NULL, 0, &c); ret == 1;
+	     ret = tree_child_next(scan, p->len, &c)) {
+		tree_child_name(&c, name);
+		if (!bsearch(&key, names, n, sizeof(*names), name_cmp))
+			break;
+	}
+	store_scan_close(scan);
+	if (ret == 1)
+		return tree_fail(err, -ENOTEMPTY, "%s: directory not empty: %s was written in it "
+				 "after its other names were removed", path, name);
+	return ret < 0 ? tree_fail(err, ret, "%s: %s", path, strerror(-ret)) : 0;
 }

@@ -209,6 +209,15 @@ int tree_child_at(struct store_scan *scan, size_t len, const uint8_t *from, size
 		  struct tree_child *c);
 /* The node a child stands for (from its first key). */
 int tree_child_node(const struct tree_child *c, struct tree_node *out);
+/* The child's name as a listing shows it, into out (TREE_NAME_MAX bytes). */
+void tree_child_name(const struct tree_child *c, char *out);
+/*
+ * 0 when every child of the container at p has its name (as a listing
+ * shows it) among names[0..n), sorted by strcmp; else -ENOTEMPTY, err
+ * naming the first other child of path; <0 on a store error.
+ */
+int tree_children_among(struct store_txn *txn, const struct tree_path *p, const char *path,
+			const char *const *names, size_t n, struct model_error *err);
 /*
  * Whether the child is a container, from its first key and its record's tag
  * alone, unverified: for counting a directory's subdirectories (its nlink),
