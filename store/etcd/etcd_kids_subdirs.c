@@ -140,9 +140,44 @@ static void child_boundary(uint8_t *key, size_t *len, size_t pl)
 }
 
 /*
+ * Whether the scan still hands out children of the page it started in: a
+ * page read before in this snapshot (the lookup's first page of the
+ * container, or the root's first page) holds its start, and etcd_scan.c
+ * reads the skeleton only from that page's end. A lookup with no listing
+ * of the parent in the snapshot to bound its page reads ETCD_PAGE keys:
+ * dozens of small children that must be counted too.
+ */
+static bool in_start_page(const struct store_etcd_scan *s)
+{
+	return s->skel_deferred && !s->skel_tried && !s->n_skel && s->page;
+}
+
+/*
+ * The end (an etcd key, borrowed from s) of the children the scan has read
+ * so far: its skeleton's last range's, or the end of the page it started
+ * in, cut at the scan's own end; NULL when neither (no window to count in).
+ */
+static const uint8_t *window_end(const struct store_etcd_scan *s, size_t *len)
+{
+	if (s->n_skel) {
+		*len = s->skel[s->n_skel - 1].end_len;
+		return s->skel[s->n_skel - 1].end;
+	}
+	if (!in_start_page(s))
+		return NULL;
+	/* a wider scan's page (the root's first one) may run past the container */
+	if ((s->pend_len == 1 && !s->pend[0]) || store_key_cmp(s->pend, s->pend_len, s->hi, s->hi_len) > 0) {
+		*len = s->hi_len;
+		return s->hi;
+	}
+	*len = s->pend_len;
+	return s->pend;
+}
+
+/*
  * Reads the entries one level below the listed container's children from
- * lo[0..lo_len) (a tuple key) to the end of the listing's window (its last
- * skeleton range, moved to the end of the child it lies in), with their
+ * lo[0..lo_len) (a tuple key) to the end of the listing's window
+ * (window_end, moved to the end of the child it lies in), with their
  * hints, at the scan's revision, and (verify) which of them are live, into
  * *out (heap, to etcd_below_free). 0 and *out NULL when the window ends
  * before lo.
@@ -150,8 +185,8 @@ static void child_boundary(uint8_t *key, size_t *len, size_t pl)
 static int below_read(struct store_etcd_scan *s, unsigned depth, const uint8_t *lo, size_t lo_len,
 		      bool verify, struct etcd_below **out)
 {
-	const struct etcd_skel *last = &s->skel[s->n_skel - 1];
-	size_t end_len = last->end_len - s->base_len, skip = s->txn->st->prefix_len + 2;
+	size_t last_len = 0, end_len, skip = s->txn->st->prefix_len + 2;
+	const uint8_t *last = window_end(s, &last_len);
 	size_t pl = s->base.prefix_len;
 	uint8_t from[ETCD_KEY_MAX], hi[ETCD_KEY_MAX + 1], end[STORE_KEY_MAX + 2];
 	struct etcd_range_opts o = { .limit = verify ? KIDS_PAGE : KIDS_FREE_PAGE,
@@ -161,9 +196,10 @@ static int below_read(struct store_etcd_scan *s, unsigned depth, const uint8_t *
 	int rc;
 
 	*out = NULL;
-	if (last->end_len <= s->base_len || end_len > STORE_KEY_MAX + 1)
+	if (!last || last_len <= s->base_len || last_len - s->base_len > STORE_KEY_MAX + 1)
 		return 0;
-	memcpy(end, last->end + s->base_len, end_len);
+	end_len = last_len - s->base_len;
+	memcpy(end, last + s->base_len, end_len);
 	child_boundary(end, &end_len, pl);
 	if (store_key_cmp(end, end_len, lo, lo_len) <= 0)
 		return 0;
@@ -324,7 +360,8 @@ int etcd_kids_child_subdirs(struct store_etcd_scan *s, const uint8_t *child, siz
 
 	*count = 0;
 	/* entries one level below the children exist only up to KIDS_DEPTH_MAX */
-	if (!s->txn->st->kids_records || s->txn->base.write || !s->txn->rev || !s->n_skel ||
+	if (!s->txn->st->kids_records || s->txn->base.write || !s->txn->rev ||
+	    (!s->n_skel && !in_start_page(s)) ||
 	    depth < 0 || depth + 1 >= KIDS_DEPTH_MAX || len <= pl || len > STORE_KEY_MAX ||
 	    memcmp(child, s->base.prefix, pl) != 0 || etcd_kids_elements(child + pl, len - pl) != 1)
 		return 0;
@@ -335,11 +372,13 @@ int etcd_kids_child_subdirs(struct store_etcd_scan *s, const uint8_t *child, siz
 	 * past its first window (of children, whatever their kind) it takes
 	 * only the free answer (no entry below: none). A listing going on from a position, which the kernel asks for
 	 * with attributes when names of the directory were stat'ed (`ls -l`),
-	 * and the first window of any, are counted in full.
+	 * and the first window of any, are counted in full; so is the page a
+	 * listing starts in, which stands for its first window (a page's keys
+	 * at most).
 	 */
-	verify = s->resumed || (s->first_end_len > s->base_len &&
-				store_key_cmp(child, len, s->first_end + s->base_len,
-					      s->first_end_len - s->base_len) < 0);
+	verify = s->resumed || in_start_page(s) ||
+		 (s->first_end_len > s->base_len &&
+		  store_key_cmp(child, len, s->first_end + s->base_len, s->first_end_len - s->base_len) < 0);
 	rc = below_find(s, (unsigned)depth + 1, child, len, verify, &b);
 	if (rc || !b)
 		return rc;
