@@ -36,7 +36,8 @@
  * sent with etcd_client_txn_settled waits as long and returns -ETIMEDOUT
  * (its caller settles it and sends it again, to the next member); any
  * other call waits the handle's limit and returns -ETIMEDOUT, its outcome
- * unknown to the caller.
+ * unknown to the caller. Every limit ends at the calling thread's deadline
+ * (etcd_deadline_begin) when it has one.
  */
 #ifndef KVFS_ETCD_CLIENT_H
 #define KVFS_ETCD_CLIENT_H
@@ -115,6 +116,20 @@ void etcd_client_share_health(struct etcd_client *c, struct etcd_health *h);
  * any thread.
  */
 void etcd_health_end_calls(struct etcd_health *h, long ms);
+/*
+ * One deadline for every call the calling thread makes, on any client,
+ * from now on (ms 0: none, the default): a call ends with -ETIMEDOUT once
+ * ms passed without an answer to any of them, and is not sent at all once
+ * they have. So an operation made of many calls, each tried on several
+ * members and retried by its caller, fails within ms of the cluster's last
+ * answer, whatever it had left to try. An answer (HTTP 200, no error)
+ * moves the deadline ms on: an operation the cluster keeps answering (a
+ * big commit's many requests) goes on. Per thread, as a handle is used by
+ * one thread at a time; the watch stream ignores it.
+ */
+void etcd_deadline_begin(long ms);
+/* The ms the calling thread's deadline leaves (0: it passed), -1 when it has none. */
+long etcd_deadline_left(void);
 /* Per-call time limit for unary calls, in ms (default 10000; 0 = none). */
 void etcd_client_set_timeout(struct etcd_client *c, long ms);
 /*

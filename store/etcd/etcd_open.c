@@ -264,6 +264,12 @@ void store_etcd_end_calls(struct store *sb, unsigned ms)
 	etcd_health_end_calls(&ETCD(sb)->health, (long)ms);
 }
 
+void store_etcd_deadline(struct store *sb, unsigned ms)
+{
+	(void)sb;	/* the thread's, whichever clients of the pool it takes */
+	etcd_deadline_begin((long)ms);
+}
+
 /* The keys of the data space at the newest revision (*count), and that revision (*rev). */
 static int data_count(struct store_etcd *st, struct etcd_client *c, uint64_t *count, uint64_t *rev)
 {
