@@ -420,7 +420,7 @@ bool etcd_limits_lower(struct store_etcd *st, int rc, size_t used, size_t larges
 static inline bool etcd_read_again(int rc)
 {
 	return (rc == -ECONNRESET || rc == -EAGAIN || rc == -ECONNREFUSED || rc == -EPIPE ||
-		rc == -ECANCELED) && etcd_deadline_left() != 0;
+		rc == -ECANCELED) && !etcd_deadline_passed();
 }
 
 /* A range, tried again for about 4 s while a member is gone or a leader is elected. */

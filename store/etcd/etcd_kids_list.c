@@ -215,7 +215,7 @@ struct batches {
 	int *rc;	/* one per batch */
 	atomic_size_t next;	/* the next batch to send */
 	atomic_size_t threads;	/* threads started: each asks its own member */
-	long deadline_ms;	/* what the caller's deadline left (etcd_deadline_left) */
+	struct etcd_deadline deadline;	/* the caller's, its helpers' too */
 };
 
 static void *send_batches(void *arg)
@@ -247,8 +247,7 @@ static void *helper_main(void *arg)
 {
 	struct batches *b = arg;
 
-	if (b->deadline_ms >= 0)
-		etcd_deadline_begin(b->deadline_ms ? b->deadline_ms : 1);
+	etcd_deadline_adopt(b->deadline);
 	return send_batches(b);
 }
 
@@ -276,7 +275,7 @@ int etcd_kids_send_ops(struct store_etcd_scan *s, const struct etcd_op *ops, siz
 	}
 	atomic_init(&b.next, 0);
 	atomic_init(&b.threads, 0);
-	b.deadline_ms = etcd_deadline_left();
+	b.deadline = etcd_deadline_mine();
 	while (n_th + 1 < KIDS_THREADS && n_th + 1 < b.n_batches &&
 	       pthread_create(&th[n_th], NULL, helper_main, &b) == 0)
 		n_th++;
