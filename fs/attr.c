@@ -228,6 +228,7 @@ bool fs_stat_pending_locked(struct fs_ctx *ctx, const struct fs_node *node, bool
 
 /* node_stat's looks at the store for a name that a commit may have just made */
 #define FS_STAT_RETRIES 4
+#define FS_ROOT_MS 2000	/* the root's getattr waits this long for the store's servers' answer */
 
 /*
  * Attributes of node at path: the model's, or an open file's unsaved ones.
@@ -392,6 +393,41 @@ void fs_reply_entry_for(fuse_req_t req, struct fs_ctx *ctx, struct fs_node *dir,
 		fs_node_forget(ctx, e.ino, 1);
 }
 
+/*
+ * The root's getattr, which the kernel asks before any xattr of the root
+ * (default_permissions), user.kvfs.error and user.kvfs.stats too: those
+ * must answer while the store's servers do not. So while a refusal says
+ * they are silent (fs_servers_silent), the attributes last read answer at
+ * once, uncached, without asking; otherwise the store is asked, for
+ * FS_ROOT_MS at most, and they answer when it could not tell.
+ */
+static void root_getattr(fuse_req_t req, struct fs_ctx *ctx, const char *path)
+{
+	struct fs_node *root = &ctx->inodes.root;
+	struct stat st;
+	bool vol = false, pend = false;
+	int ret = -ETIMEDOUT;
+
+	if (!fs_servers_silent(ctx)) {
+		model_deadline(ctx->model, FS_ROOT_MS);
+		ret = node_stat(req, ctx, root, path, &st, NULL, &vol, &pend);
+	}
+	pthread_mutex_lock(&ctx->lock);
+	if (ret == 0 && !vol) {
+		ctx->root_st = st;
+		ctx->root_known = true;
+	} else if (ret < 0 && fs_errno_is_unanswered(ret) && ctx->root_known) {
+		st = ctx->root_st;
+		ret = 0;
+		vol = true;	/* asked again next time */
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	if (ret < 0)
+		fs_reply_err(req, ret);
+	else
+		fuse_reply_attr(req, &st, fs_attr_timeout_for(ctx, vol));
+}
+
 void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs_ctx *ctx = fs_req_ctx(req);
@@ -401,6 +437,11 @@ void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	char *path;
 	int ret = fs_node_path(ctx, node, NULL, &path);
 
+	if (ret == 0 && node == &ctx->inodes.root) {
+		root_getattr(req, ctx, path);
+		free(path);
+		return;
+	}
 	if (ret == 0) {
 		fs_trace(ctx, "getattr %s", path);
 		ret = node_stat(req, ctx, node, path, &st, NULL, &vol, &pend);

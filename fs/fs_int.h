@@ -116,7 +116,15 @@ struct fs_errors {
 	pthread_mutex_t lock;	/* ring, next (mount.c) */
 	struct fs_error ring[FS_ERRORS_MAX];
 	unsigned next;		/* the slot the next refusal takes */
+	/* when a refusal last said the store's servers did not answer (CLOCK_MONOTONIC ns); no lock */
+	_Atomic int64_t silent_ns;
 };
+
+/*
+ * What one request asks of a store's servers fails once they have answered
+ * none of it for this long (model_deadline; docs/ETCD.md section 12).
+ */
+#define FS_OP_MS 10000
 
 /*
  * The INIT exchange as transport.c's read and writev see it (atomics, no
@@ -160,6 +168,9 @@ struct fs_ctx {
 	pthread_mutex_t lock;	/* the fields below, every struct fs_node, fs_file links */
 	struct fs_inodes inodes;	/* inode.c's table */
 	struct fs_file *files;	/* every open file (file.c) */
+	/* the root's attributes as last read from the store, once root_known (attr.c) */
+	struct stat root_st;
+	bool root_known;
 
 	struct fs_inval_worker inval;	/* invalidate.c's worker */
 	pthread_mutex_t push_lock;	/* a push against a first writer (lock order, 0) */
@@ -199,6 +210,8 @@ void fs_log_model_as(struct fs_ctx *ctx, uid_t uid, int ret, const struct model_
  * nobody's ((uid_t)-1).
  */
 void fs_caller_set(fuse_req_t req);
+/* Whether a refusal kept within the last FS_OP_MS said the store's servers did not answer. */
+bool fs_servers_silent(struct fs_ctx *ctx);
 /*
  * The newest kept refusal for path that who may see: of path itself (or
  * path.json) when !below, of path or anything below it when below; who
@@ -246,6 +259,13 @@ static inline bool fs_errno_is_transport(int ret)
 	return ret == ECANCELED || ret == ECONNREFUSED || ret == ECONNRESET ||
 	       ret == ECONNABORTED || ret == EPIPE || ret == EPROTO || ret == ENOTCONN ||
 	       ret == EHOSTUNREACH || ret == ENETUNREACH || ret == ENETDOWN || ret == EHOSTDOWN;
+}
+
+/* No answer from the store's servers: timed out, no leader, or the transport's errno. */
+static inline bool fs_errno_is_unanswered(int ret)
+{
+	ret = ret < 0 ? -ret : ret;
+	return ret == ETIMEDOUT || ret == EAGAIN || fs_errno_is_transport(ret);
 }
 
 static inline void fs_reply_err(fuse_req_t req, int ret)

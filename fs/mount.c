@@ -88,6 +88,21 @@ void fs_caller_set(fuse_req_t req)
 	caller_uid = fuse_req_ctx(req)->uid;
 }
 
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+bool fs_servers_silent(struct fs_ctx *ctx)
+{
+	int64_t at = atomic_load(&ctx->err.silent_ns);
+
+	return at && mono_ns() - at < (int64_t)FS_OP_MS * 1000000;
+}
+
 /* Keeps uid's refusal for user.kvfs.error, overwriting the oldest. */
 static void error_keep(struct fs_ctx *ctx, uid_t uid, const char *path, const char *msg)
 {
@@ -201,6 +216,8 @@ void fs_log_model_as(struct fs_ctx *ctx, uid_t uid, int ret, const struct model_
 			 "check)", what, strerror(EIO));
 	else
 		snprintf(msg, sizeof(msg), "%s: %s", what, strerror(-ret));
+	if (fs_errno_is_unanswered(ret))	/* the root's getattr answers without them a while (attr.c) */
+		atomic_store(&ctx->err.silent_ns, mono_ns());
 	/* A unique index's EEXIST is a refusal too, unlike mkdir -p's. */
 	if ((ret != -ENOENT && ret != -EEXIST) || model_error_is_unique_clash(err))
 		error_keep(ctx, uid, what, msg);

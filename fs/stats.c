@@ -61,8 +61,13 @@ size_t fs_stats_format(struct fs_ctx *ctx, char *buf, size_t cap)
 	return used;
 }
 
-/* Counts the request; its caller owns the refusals this thread keeps now (mount.c). */
-#define COUNT(req, which) (fs_caller_set(req), fs_stat_add(fs_req_ctx(req), which, 1))
+/*
+ * Counts the request; its caller owns the refusals this thread keeps now
+ * (mount.c), and what it asks of a store's servers fails within FS_OP_MS
+ * of their last answer, however many calls, members and tries it makes.
+ */
+#define COUNT(req, which) (fs_caller_set(req), model_deadline(fs_req_ctx(req)->model, FS_OP_MS), \
+			   fs_stat_add(fs_req_ctx(req), which, 1))
 
 static void st_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {

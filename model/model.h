@@ -236,6 +236,8 @@ int model_changes_read(struct model *m, uint64_t after, model_change_fn fn, void
 int model_sync(struct model *m);
 /* store_end_calls: from ms from now on, nothing waits on the store's servers (a daemon's exit). */
 void model_end_calls(struct model *m, unsigned ms);
+/* store_deadline: what this thread asks of the store from now on fails within ms of its servers' last answer. */
+void model_deadline(struct model *m, unsigned ms);
 /*
  * Queued commits (store_queue_start). MODEL_QUEUE_ALL (mount -o
  * commit=MS): writes return once checked and applied to a batch this

@@ -10,14 +10,15 @@
 #       phase (DIR/phase) when it started and ended, its seconds, and
 #       user.kvfs.error of the mount's root (the last refusal below it)
 #       after a failure.
-#   check DIR EXPORT BOUND [FAILING...]  compares every history with the
-#       store (EXPORT: `kvfs export` of it, JSON): nothing acknowledged lost,
-#       no document torn, no append applied twice; the writers named
-#       FAILING (cut off from every member) failed every operation of the
-#       phase "during" (the cut) with EIO or ETIMEDOUT, and no operation
-#       took longer than BOUND seconds. Prints the slowest operation, and
-#       how many refusals could read their reason at once (the mount
-#       root's getxattr may itself time out then: docs/ETCD.md).
+#   check DIR EXPORT BOUND REFUSED WHY [FAILING...]  compares every
+#       history with the store (EXPORT: `kvfs export` of it, JSON): nothing
+#       acknowledged lost, no document torn, no append applied twice; the
+#       writers named FAILING (cut off from a quorum) failed every
+#       operation of the phase "during" (the cut) with EIO or ETIMEDOUT
+#       within REFUSED seconds and read its reason on the mount root within
+#       WHY seconds; no operation took longer than BOUND seconds (the
+#       reason's read not counted). Prints the slowest operation, and the
+#       slowest refusal and reason's read of the cut.
 #   same EXPORT MNT...   exits 0 when every mount shows the store's tree
 #       (EXPORT "-": the same tree as each other)
 import errno, json, os, sys, time
@@ -58,12 +59,15 @@ class Writer:
             rec["ok"] = True
         except OSError as e:
             rec["ok"], rec["errno"] = False, e.errno
+        rec["secs"] = round(time.monotonic() - t, 3)
+        if not rec["ok"]:
+            t = time.monotonic()
             try:
                 # the root's: a path below it may not even be looked up now
                 rec["why"] = os.getxattr(self.mnt, "user.kvfs.error").decode(errors="replace")
             except OSError as e2:
                 rec["why_errno"] = e2.errno
-        rec["secs"] = round(time.monotonic() - t, 3)
+            rec["why_secs"] = round(time.monotonic() - t, 3)
         rec["p1"] = phase(self.d)
         self.hist.write(json.dumps(rec) + "\n")
         return rec["ok"]
@@ -127,7 +131,7 @@ def allowed(ops):
     return vals, last
 
 
-def check(d, export_path, bound, failing):
+def check(d, export_path, bound, refused_bound, why_bound, failing):
     with open(export_path) as f:
         store = json.load(f)
     bad = []
@@ -180,10 +184,16 @@ def check(d, export_path, bound, failing):
                 elif r.get("errno") not in OK_ERRNOS:
                     bad.append("%s: %s %s failed with %s, not EIO or ETIMEDOUT" % (
                         name, r["op"], r["path"], errno.errorcode.get(r.get("errno"), r.get("errno"))))
-            why = [r for r in cut if r.get("why")]
-            print("%s: %d refusals during the cut, %d with user.kvfs.error readable then "
-                  "(else its getxattr failed: %s)" % (name, len(cut), len(why), sorted(set(
-                      errno.errorcode.get(r.get("why_errno"), "?") for r in cut if not r.get("why")))))
+                elif r["secs"] > refused_bound:
+                    bad.append("%s: %s %s was refused after %.1f s (bound %s s)" % (
+                        name, r["op"], r["path"], r["secs"], refused_bound))
+                if not r["ok"] and (not r.get("why") or r["why_secs"] > why_bound):
+                    bad.append("%s: the reason of %s %s: %s after %.1f s (bound %s s)" % (
+                        name, r["op"], r["path"], r.get("why") or errno.errorcode.get(
+                            r.get("why_errno"), "none"), r["why_secs"], why_bound))
+            print("%s: %d refusals during the cut, the slowest %.2f s, its reason read in %.2f s "
+                  "at most" % (name, len(cut), max([r["secs"] for r in cut] or [0]),
+                               max([r.get("why_secs", 0) for r in cut] or [0])))
             if not cut:
                 bad.append("%s: no operation both started and ended during the cut" % name)
     if slowest:
@@ -216,7 +226,7 @@ def main():
     if a[0] == "write":
         Writer(a[1], a[2], a[3]).loop()
     elif a[0] == "check":
-        sys.exit(check(a[1], a[2], float(a[3]), a[4:]))
+        sys.exit(check(a[1], a[2], float(a[3]), float(a[4]), float(a[5]), a[6:]))
     elif a[0] == "same":
         sys.exit(same(a[1], a[2:]))
     else:

@@ -288,6 +288,12 @@ void store_end_calls(struct store *st, unsigned ms)
 		st->ops->ability.end_calls(st, ms);
 }
 
+void store_deadline(struct store *st, unsigned ms)
+{
+	if (st->ops->ability.deadline)
+		st->ops->ability.deadline(st, ms);
+}
+
 int store_copy(struct store *st, const char *dir)
 {
 	if (!store_can(st, STORE_CAN_HOT_COPY) || !st->ops->admin.copy)

@@ -209,6 +209,15 @@ int store_sync(struct store *st);
  */
 void store_end_calls(struct store *st, unsigned ms);
 /*
+ * One deadline for what the calling thread asks of st's servers from now
+ * on, until its next call (ms 0: none): each call ends with -ETIMEDOUT
+ * once ms pass without an answer to any of them, later ones at once, so
+ * that one operation made of many calls fails within ms of the servers'
+ * last answer (a daemon's FUSE request: docs/ETCD.md section 12).
+ * Nothing for a store that waits on no server.
+ */
+void store_deadline(struct store *st, unsigned ms);
+/*
  * Queued commits (kvfs mount -o commit=MS), for a writable handle: from
  * now on store_write returns once fn has run in a nested transaction of
  * one open batch (its result is fn's, as ever: a refusal is reported at

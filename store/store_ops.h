@@ -247,6 +247,8 @@ struct store_ability_ops {
 	uint64_t (*read_version)(struct store *st);
 	/* As store_end_calls; NULL: no call waits on a server (a local store). */
 	void (*end_calls)(struct store *st, unsigned ms);
+	/* As store_deadline; NULL: no call waits on a server. */
+	void (*deadline)(struct store *st, unsigned ms);
 };
 
 /* The same answers, cheaper: NULL, store.c does without (each line says how). */

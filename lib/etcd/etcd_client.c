@@ -313,6 +313,57 @@ static bool others_up(const struct etcd_client *c)
 	return false;
 }
 
+/*
+ * The calling thread's deadline (etcd_deadline_begin): its span and when
+ * it began (CLOCK_MONOTONIC ns; span 0: none), and whether a call of the
+ * thread ended or was not sent at it since. Per thread, so no lock.
+ */
+static _Thread_local int64_t deadline_span_ns, deadline_start_ns;
+static _Thread_local bool deadline_hit;
+
+void etcd_deadline_begin(long ms)
+{
+	deadline_span_ns = ms > 0 ? (int64_t)ms * 1000000 : 0;
+	deadline_start_ns = now_ns();
+	deadline_hit = false;
+}
+
+struct etcd_deadline etcd_deadline_mine(void)
+{
+	return (struct etcd_deadline){ .span_ns = deadline_span_ns, .start_ns = deadline_start_ns };
+}
+
+void etcd_deadline_adopt(struct etcd_deadline d)
+{
+	deadline_span_ns = d.span_ns;
+	deadline_start_ns = d.start_ns;
+	deadline_hit = false;
+}
+
+bool etcd_deadline_passed(void)
+{
+	return deadline_hit;
+}
+
+/*
+ * The ms the thread's deadline leaves for a call of c (0: none left, the
+ * thread's deadline is hit), -1 when it has none: span from its start or
+ * from the last answer to a client sharing c's table, the later.
+ */
+static long deadline_left(const struct etcd_client *c)
+{
+	int64_t base = atomic_load(&c->health->answered_ns), left;
+
+	if (!deadline_span_ns)
+		return -1;
+	if (base < deadline_start_ns)
+		base = deadline_start_ns;
+	left = base + deadline_span_ns - now_ns();
+	if (left <= 0)
+		deadline_hit = true;
+	return left > 0 ? (long)((left + 999999) / 1000000) : 0;
+}
+
 /* Whether the clients sharing c's table were told to stop waiting, and the time is up. */
 static bool calls_ended(const struct etcd_client *c)
 {
@@ -331,10 +382,12 @@ static bool calls_ended(const struct etcd_client *c)
 static long try_limit(const struct etcd_client *c, bool stream, enum etcd_call_kind kind)
 {
 	int64_t end = atomic_load(&c->health->calls_end_ns), left;
-	long ms = stream ? 0 : c->timeout_ms;
+	long ms = stream ? 0 : c->timeout_ms, op = stream ? -1 : deadline_left(c);
 
 	if (!stream && kind != ETCD_CALL_WRITE && ms > ETCD_READ_TRY_MS && others_up(c))
 		ms = ETCD_READ_TRY_MS;
+	if (op >= 0 && (ms == 0 || op < ms))
+		ms = op > 0 ? op : 1;	/* the operation's deadline comes first */
 	if (!end)
 		return ms;
 	left = (end - now_ns()) / 1000000;
@@ -348,6 +401,13 @@ static void note_up(struct etcd_client *c, int64_t seen)
 {
 	if (seen)
 		(void)atomic_compare_exchange_strong(&c->health->down_until_ns[c->cur], &seen, 0);
+}
+
+/* The calling thread's deadline passed: the cluster answered nothing within its span. */
+static int deadline_fail(struct etcd_client *c)
+{
+	return etcd_client_fail(c, -ETIMEDOUT, "etcd: no member answered within %.1f s (last "
+				"tried: %s)", (double)deadline_span_ns / 1e9, c->eps[c->cur]);
 }
 
 /*
@@ -372,13 +432,16 @@ static int post(struct etcd_client *c, const char *path, const char *body, bool 
 	if (calls_ended(c))
 		return etcd_client_fail(c, -ETIMEDOUT, "etcd %s: not sent: the time given to the "
 					"cluster's calls is up", ep);
+	if (!stream && deadline_left(c) == 0)
+		return deadline_fail(c);
 	/* every member passed over (all hung, say): one try, as the first of them */
 	if (!pick_member(c, false))
 		last = 1;
 	for (tries = 0; tries < last; tries++) {
 		long sent = 0;
 
-		if (tries && (!pick_member(c, true) || calls_ended(c)))
+		if (tries && (!pick_member(c, true) || calls_ended(c) ||
+			      (!stream && deadline_left(c) == 0)))
 			break;	/* the others are passed over too (or time is up): no more tries */
 		ep = c->eps[c->cur];
 		seen = atomic_load(&c->health->down_until_ns[c->cur]);
@@ -406,6 +469,8 @@ static int post(struct etcd_client *c, const char *path, const char *body, bool 
 	if (cc != CURLE_OK) {
 		if (stream && c->watch_rc != 0)
 			return c->watch_rc;
+		if (!stream && cc == CURLE_OPERATION_TIMEDOUT && deadline_left(c) == 0)
+			return deadline_fail(c);
 		return curl_errno(c, cc, ep);
 	}
 	note_up(c, seen);
@@ -425,6 +490,7 @@ static int post(struct etcd_client *c, const char *path, const char *body, bool 
 		*reply = NULL;
 		return rc;
 	}
+	atomic_store(&c->health->answered_ns, now_ns());	/* the cluster answers: deadlines move on */
 	return 0;
 }
 

@@ -36,7 +36,8 @@
  * sent with etcd_client_txn_settled waits as long and returns -ETIMEDOUT
  * (its caller settles it and sends it again, to the next member); any
  * other call waits the handle's limit and returns -ETIMEDOUT, its outcome
- * unknown to the caller.
+ * unknown to the caller. Every limit ends at the calling thread's deadline
+ * (etcd_deadline_begin) when it has one.
  */
 #ifndef KVFS_ETCD_CLIENT_H
 #define KVFS_ETCD_CLIENT_H
@@ -63,6 +64,7 @@ struct etcd_client;
 struct etcd_health {
 	_Atomic int64_t down_until_ns[ETCD_MEMBERS_MAX];
 	_Atomic int64_t calls_end_ns;	/* set by etcd_health_end_calls */
+	_Atomic int64_t answered_ns;	/* when a call of a client sharing it was last answered */
 };
 
 /* One key-value as etcd returns it. key/val are heap, owned by the result holding them. */
@@ -115,6 +117,27 @@ void etcd_client_share_health(struct etcd_client *c, struct etcd_health *h);
  * any thread.
  */
 void etcd_health_end_calls(struct etcd_health *h, long ms);
+/*
+ * One deadline for every call the calling thread makes, on any client,
+ * from now on (ms 0: none, the default): a call ends with -ETIMEDOUT once
+ * ms passed since the later of this call and the last answer (HTTP 200,
+ * no error) to any client sharing its health table, and is not sent at
+ * all once they have. So an operation made of many calls, each tried on
+ * several members and retried by its caller, fails within ms of the
+ * cluster's last answer, whatever it had left to try, while one the
+ * cluster keeps answering (a big commit's many requests, or another
+ * thread's that it waits behind) goes on. Per thread, as a handle is used
+ * by one thread at a time; the watch stream ignores it.
+ */
+void etcd_deadline_begin(long ms);
+/* Whether a call of the thread ended, or was not sent, at its deadline since etcd_deadline_begin. */
+bool etcd_deadline_passed(void);
+/* The calling thread's deadline, for a thread that helps it: etcd_deadline_adopt there. */
+struct etcd_deadline {
+	int64_t span_ns, start_ns;	/* span 0: none */
+};
+struct etcd_deadline etcd_deadline_mine(void);
+void etcd_deadline_adopt(struct etcd_deadline d);
 /* Per-call time limit for unary calls, in ms (default 10000; 0 = none). */
 void etcd_client_set_timeout(struct etcd_client *c, long ms);
 /*

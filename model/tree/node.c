@@ -168,6 +168,11 @@ void model_end_calls(struct model *m, unsigned ms)
 	store_end_calls(m->st, ms);
 }
 
+void model_deadline(struct model *m, unsigned ms)
+{
+	store_deadline(m->st, ms);
+}
+
 int model_queue_start(struct model *m, unsigned ms, enum model_queue_mode mode)
 {
 	if (m->readonly)

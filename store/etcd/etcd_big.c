@@ -76,10 +76,11 @@ static int64_t big_lease_ttl(void)
 	return ttl >= 3 && ttl < BIG_LEASE_TTL ? ttl : BIG_LEASE_TTL;
 }
 
+/* An error worth trying again after, unless the thread's deadline passed (its operation gave up). */
 static bool transient(int rc)
 {
-	return rc == -ECONNRESET || rc == -EAGAIN || rc == -ECONNREFUSED || rc == -EPIPE ||
-	       rc == -ETIMEDOUT;
+	return (rc == -ECONNRESET || rc == -EAGAIN || rc == -ECONNREFUSED || rc == -EPIPE ||
+		rc == -ETIMEDOUT) && !etcd_deadline_passed();
 }
 
 /* Renews the writer's lease (0: none) at most once a second: BIG_LEASE_TTL leaves room. */
@@ -764,6 +765,8 @@ static int big_lost(struct store_etcd_txn *t, const struct big_id *id, uint64_t 
 	*committed = *found = false;
 	for (int tries = 0; tries < 8; tries++) {
 		rc = etcd_range_retry(t->c, rk, rkl, NULL, &r);
+		if (rc && etcd_deadline_passed())
+			break;	/* the operation gave up: the outcome stays unknown */
 		if (rc) {
 			usleep(250 * 1000);
 			continue;

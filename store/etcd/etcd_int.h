@@ -333,6 +333,8 @@ void store_etcd_close(struct store *st, bool discard);
 int store_etcd_info(struct store *st, struct store_info *out);
 /* store_end_calls: every client of st (the pool's, the watch's) shares st->health. */
 void store_etcd_end_calls(struct store *st, unsigned ms);
+/* store_deadline: the calling thread's deadline in the client library (etcd_deadline_begin). */
+void store_etcd_deadline(struct store *st, unsigned ms);
 /* store_room: a member's quota and database (etcd_client_status), kept in st->room. */
 int store_etcd_room(struct store *st, struct store_room *out);
 uint64_t store_etcd_position(struct store *st);
@@ -411,12 +413,14 @@ bool etcd_limits_lower(struct store_etcd *st, int rc, size_t used, size_t larges
  * A read that may simply be asked again: the connection was refused or
  * reset, or the cluster cancelled the request (a member stopping or a
  * leader changing does that to requests in flight, quorum intact). A
- * write's lost answer is settled through its writer key instead.
+ * write's lost answer is settled through its writer key instead. Never
+ * once the thread's deadline passed (etcd_deadline_begin): its operation
+ * has given up.
  */
 static inline bool etcd_read_again(int rc)
 {
-	return rc == -ECONNRESET || rc == -EAGAIN || rc == -ECONNREFUSED || rc == -EPIPE ||
-	       rc == -ECANCELED;
+	return (rc == -ECONNRESET || rc == -EAGAIN || rc == -ECONNREFUSED || rc == -EPIPE ||
+		rc == -ECANCELED) && !etcd_deadline_passed();
 }
 
 /* A range, tried again for about 4 s while a member is gone or a leader is elected. */

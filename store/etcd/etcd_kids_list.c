@@ -215,6 +215,7 @@ struct batches {
 	int *rc;	/* one per batch */
 	atomic_size_t next;	/* the next batch to send */
 	atomic_size_t threads;	/* threads started: each asks its own member */
+	struct etcd_deadline deadline;	/* the caller's, its helpers' too */
 };
 
 static void *send_batches(void *arg)
@@ -241,6 +242,15 @@ static void *send_batches(void *arg)
 	return NULL;
 }
 
+/* A helper thread: the caller's deadline holds for its calls too. */
+static void *helper_main(void *arg)
+{
+	struct batches *b = arg;
+
+	etcd_deadline_adopt(b->deadline);
+	return send_batches(b);
+}
+
 /*
  * Sends ops[0..n) in read-only Txns of KIDS_TXN_OPS, a few at once: *res
  * (heap, each to etcd_txn_result_release, the array to free) holds one
@@ -265,8 +275,9 @@ int etcd_kids_send_ops(struct store_etcd_scan *s, const struct etcd_op *ops, siz
 	}
 	atomic_init(&b.next, 0);
 	atomic_init(&b.threads, 0);
+	b.deadline = etcd_deadline_mine();
 	while (n_th + 1 < KIDS_THREADS && n_th + 1 < b.n_batches &&
-	       pthread_create(&th[n_th], NULL, send_batches, &b) == 0)
+	       pthread_create(&th[n_th], NULL, helper_main, &b) == 0)
 		n_th++;
 	send_batches(&b);
 	for (size_t i = 0; i < n_th; i++)

@@ -2,8 +2,9 @@
  * store/etcd/etcd_open.c - opening and closing a store named
  * etcd://HOST:PORT[,HOST:PORT...]/PREFIX (docs/ETCD.md section 3): the URL,
  * the meta keys written at creation or checked at open (a prefix holding
- * anything else is refused), removal of a store this handle created, and
- * the store-wide reads (info, the newest revision).
+ * anything else is refused), removal of a store this handle created, the
+ * store-wide reads (info, the newest revision), and the end of its calls
+ * (at exit, and each request's deadline).
  */
 #include "store/etcd/etcd_int.h"
 
@@ -262,6 +263,12 @@ void store_etcd_close(struct store *sb, bool discard)
 void store_etcd_end_calls(struct store *sb, unsigned ms)
 {
 	etcd_health_end_calls(&ETCD(sb)->health, (long)ms);
+}
+
+void store_etcd_deadline(struct store *sb, unsigned ms)
+{
+	(void)sb;	/* the thread's, whichever clients of the pool it takes */
+	etcd_deadline_begin((long)ms);
 }
 
 /* The keys of the data space at the newest revision (*count), and that revision (*rev). */

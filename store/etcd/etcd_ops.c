@@ -42,6 +42,7 @@ const struct store_ops store_etcd_ops = {
 		.feed_read = store_etcd_feed_read,
 		.expire_puts = store_etcd_expire_puts,
 		.end_calls = store_etcd_end_calls,
+		.deadline = store_etcd_deadline,
 	},
 	.hint = {
 		.space_is_empty = store_etcd_space_is_empty,

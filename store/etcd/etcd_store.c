@@ -447,6 +447,8 @@ static int writer_settle(struct store_etcd_txn *t, uint64_t first, uint64_t seq,
 			etcd_range_result_release(&r);
 			return 0;
 		}
+		if (etcd_deadline_passed())
+			break;	/* the operation gave up: the revision stays unknown (-1) */
 		usleep(250 * 1000);	/* a leader election takes about a second */
 	}
 	return rc;

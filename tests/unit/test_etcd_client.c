@@ -616,6 +616,55 @@ out:
 	close(fd);
 }
 
+/*
+ * The thread's deadline: every call of a client whose members are all
+ * silent ends at it, whatever each call's own limit (a write's 10 s) and
+ * however many members it has left to try, and later calls are not sent;
+ * an answer gives the operation its whole span again; 0 lifts it.
+ */
+static void test_deadline(void)
+{
+	struct etcd_client *c = NULL, *live = NULL;
+	struct etcd_range_result r;
+	char list[128], why[128];
+	size_t kl;
+	const char *k = key(0, "deadline", &kl);
+	int fd, port = silent_member(&fd);
+	double t0;
+
+	CHECK(port > 0);
+	if (port <= 0)
+		return;
+	snprintf(list, sizeof(list), "127.0.0.1:%d,127.0.0.1:%d", port, port);
+	CHECK_EQ_INT(etcd_client_open(list, &c, why, sizeof(why)), 0);
+	CHECK_EQ_INT(etcd_client_open(endpoints, &live, why, sizeof(why)), 0);
+	if (!c || !live)
+		goto out;
+	etcd_deadline_begin(600);
+	t0 = now_ms();
+	CHECK_EQ_INT(etcd_client_put(c, k, kl, "x", 1, 0, NULL), -ETIMEDOUT);
+	CHECK(now_ms() - t0 >= 550 && now_ms() - t0 < 1500);
+	CHECK(strstr(etcd_client_error(c), "no member answered within 0.6 s") != NULL);
+	CHECK(etcd_deadline_passed());
+	t0 = now_ms();	/* passed: not sent, even to a member that answers */
+	CHECK_EQ_INT(etcd_client_range(live, k, kl, NULL, &r), -ETIMEDOUT);
+	CHECK(now_ms() - t0 < 100);
+	/* answers renew it: 3 x 400 ms with one after each is more than 600 ms, and fine */
+	etcd_deadline_begin(600);
+	CHECK(!etcd_deadline_passed());
+	for (int i = 0; i < 3; i++) {
+		usleep(400 * 1000);
+		CHECK_EQ_INT(etcd_client_range(live, k, kl, NULL, &r), 0);
+		etcd_range_result_release(&r);
+	}
+	CHECK(!etcd_deadline_passed());
+out:
+	etcd_deadline_begin(0);
+	etcd_client_close(c);
+	etcd_client_close(live);
+	close(fd);
+}
+
 /* Over the raised limit (10 MiB) a request is refused with -E2BIG, nothing written. */
 static void test_too_large(void)
 {
@@ -869,6 +918,7 @@ int main(int argc, char **argv)
 	TEST(test_watch);
 	TEST(test_failover);
 	TEST(test_hung_member);
+	TEST(test_deadline);
 	TEST(test_too_large);
 	TEST(test_compacted);
 	TEST(test_buf_reads);
