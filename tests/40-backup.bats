@@ -347,12 +347,18 @@ all_dirs() {
 
 # bats test_tags=plain
 @test "the mount root with 3000 leaves backs up and restores in one go with cp -a, tar and rsync -a" {
-	large_doc 3000 >"$T/large.json"
+	# on etcd 1,500 (15 directories of the same 100 leaves): every mount's
+	# node table still grows past its first 1,024 buckets (fs/inode.c),
+	# and each walk of the etcd mount, its opens and reads round trips, is
+	# half as long
+	local leaves=3000
+	! is_etcd || leaves=1500
+	large_doc "$leaves" >"$T/large.json"
 	cp "$T/large.json" "$MNT/.json"
 	printf '\000\377bin' >"$MNT/d007/bin"
 	kvfs export --compact "$STORE" >"$T/orig.export"
 	run -0 find "$MNT" -type f
-	assert_equal "${#lines[@]}" 3001
+	assert_equal "${#lines[@]}" $((leaves + 1))
 	cp -a "$MNT/" "$T/cp"
 	tar -cf "$T/b.tar" -C "$MNT" .
 	rsync -a "$MNT/" "$T/rs/"
@@ -369,8 +375,8 @@ all_dirs() {
 	assert_equal "$stderr" ''
 	assert_success
 	# r1 against the mount, r2 and r3 against r1: the same equalities with
-	# one walk of the source's 3,000 files instead of three (a walk of an
-	# etcd mount is several seconds: its opens and reads go to the cluster)
+	# one walk of the source's files instead of three (a walk of an etcd
+	# mount is several seconds: its opens and reads go to the cluster)
 	for n in 1 2 3; do
 		diff "$T/orig.export" <(kvfs export --compact "$T/r$n.store")
 	done

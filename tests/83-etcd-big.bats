@@ -14,16 +14,16 @@ load 'test_helper/etcd'
 
 setup_file() {
 	etcd_start
-	# 4,000 to 4,700 records of 3 leaves: a commit of one puts about 20,000
-	# keys (the leaves, each record's node and children-space entry), 3 staged
-	# chunks of at most 7,992 operations, over the 8,192 of one Txn (the
-	# kill tests wait for the staging marker: a commit in one request fails
-	# them). 12,000 to 14,000 before: the same path, 3x the reads through the
-	# mounts.
+	# 2,000 to 2,350 records of 3 leaves: a commit of one puts the leaves,
+	# each record's node and children-space entry, over the 8,192 operations
+	# of one Txn: staged in 3 chunks (measured for 2,000; 5 for 4,000) of at
+	# most 7,992 (the kill tests wait for the staging marker: a commit in one
+	# request fails them). 4,000 to 4,700 before, 12,000 to 14,000 before
+	# that: the same path, 2x and 6x the reads through the mounts.
 	python3 - "$BATS_FILE_TMPDIR" <<'EOF'
 import json, sys
 d = sys.argv[1]
-for name, n, tag in (("a", 4000, "old"), ("b", 4700, "new"), ("c", 4300, "third")):
+for name, n, tag in (("a", 2000, "old"), ("b", 2350, "new"), ("c", 2150, "third")):
     doc = {"tag": tag, "items": [{"id": i, "name": "%s %d" % (tag, i), "v": i * 7} for i in range(n)]}
     with open("%s/%s.json" % (d, name), "w") as f:
         json.dump(doc, f)
@@ -101,12 +101,17 @@ etcd_has() {
 
 # kill_at SPACE: cp b.json over a.json through a slow mount, kill -9 its
 # daemon as soon as the store has a key in SPACE (q: staging has begun, c:
-# committed, being applied); the document must then be a or b, whole.
+# committed, being applied); the document must then be a or b, whole. 500
+# ms a step (300 for twice the records), so that both windows stay as wide
+# as they were: the marker q stands alone through a pause before each
+# chunk's staging and one before the commit point, the record c through
+# one before each chunk's apply and one before the final Txn: 4 x 500 ms
+# each with 3 chunks (6 x 300 with 5 before).
 kill_at() {
 	local sa sb got i
 	sa=$(json_sum "$D/a.json")
 	sb=$(json_sum "$D/b.json")
-	KVFS_ETCD_TEST_LEASE_S=4 KVFS_ETCD_TEST_STEP_MS=300 mount_store
+	KVFS_ETCD_TEST_LEASE_S=4 KVFS_ETCD_TEST_STEP_MS=500 mount_store
 	run -0 cp "$D/a.json" "$MNT/big.json"
 	cp "$D/b.json" "$MNT/big.json" 2>/dev/null &
 	local cp_pid=$!

@@ -12,19 +12,24 @@ load 'test_helper/etcd'
 
 setup_file() {
 	etcd_start
-	# doc.json: a 12 MiB string leaf s (over the cluster's 10 MiB request
-	# limit; 20 MiB before) and a 3 MiB bytes leaf b ({"$base64": ...}), 15 MiB
-	# of document, over the 6 MiB one Txn is budgeted: a staged commit;
-	# s.txt, b.bin: what cat of those leaves prints; new.json: another 12 MiB;
-	# wide.json, wide2.json: 12,000 leaves each. Random bytes mapped onto the
+	# doc.json: a 10.5 MiB string leaf s (over the cluster's 10 MiB request
+	# limit; 12 MiB before, 20 MiB before that) and a 1.5 MiB bytes leaf b
+	# ({"$base64": ...}; 3 MiB before: over one chunk of 1 MiB is what makes
+	# it chunked), 12 MiB of document, over the 6 MiB one Txn is budgeted: a
+	# staged commit; s.txt, b.bin: what cat of those leaves prints; new.json:
+	# another 10.5 MiB;
+	# wide.json, wide2.json: 8,400 leaves each (2,100 rows of 4), more than
+	# the cluster's 8,192 operations of one Txn: each write of them through
+	# the mount is a staged commit (3 chunks, measured), as with 12,000
+	# before. Random bytes mapped onto the
 	# alphabet (a python call per character took 20 s on a busy machine).
 	python3 - "$BATS_FILE_TMPDIR" <<'EOF'
 import base64, json, random, sys
 d = sys.argv[1]
 rnd = random.Random(87)
 abc = b"abcdefghij klmnopqrstuvwxyz"
-s = rnd.randbytes(12 << 20).translate(bytes(abc[i % len(abc)] for i in range(256))).decode()
-b = rnd.randbytes(3 << 20)
+s = rnd.randbytes(21 << 19).translate(bytes(abc[i % len(abc)] for i in range(256))).decode()
+b = rnd.randbytes(3 << 19)
 json.dump({"s": s, "b": {"$base64": base64.b64encode(b).decode()}, "n": 1}, open(d + "/doc.json", "w"))
 open(d + "/s.txt", "w").write(s + "\n")
 open(d + "/b.bin", "wb").write(b)
@@ -33,7 +38,7 @@ json.dump({"s": t, "n": 2}, open(d + "/new.json", "w"))
 open(d + "/t.txt", "w").write(t + "\n")
 json.dump({"s": "small", "n": 3}, open(d + "/small.json", "w"))
 for name, tag in (("wide", "a"), ("wide2", "b")):
-    json.dump({"rows": [{"k%d" % j: "%s%d-%d" % (tag, i, j) for j in range(4)} for i in range(3000)]},
+    json.dump({"rows": [{"k%d" % j: "%s%d-%d" % (tag, i, j) for j in range(4)} for i in range(2100)]},
               open("%s/%s.json" % (d, name), "w"))
 EOF
 }
@@ -61,7 +66,7 @@ wait_cmp() {
 	cmp "$1" "$2"
 }
 
-@test "a 12 MiB string leaf and a bytes leaf go in through cp and read back byte for byte, on a second mount too" {
+@test "a string leaf over one request and a bytes leaf go in through cp and read back byte for byte, on a second mount too" {
 	mount_store
 	mount_extra "$BATS_TEST_TMPDIR/mnt2" "$STORE"
 	local mnt2=$BATS_TEST_TMPDIR/mnt2
@@ -70,8 +75,8 @@ wait_cmp() {
 	cmp "$MNT/doc/b" "$D/b.bin"
 	run -0 wait_cmp "$mnt2/doc/s" "$D/s.txt"
 	cmp "$mnt2/doc/b" "$D/b.bin"
-	# records of 12 MiB + 14 and 3 MiB + 14 bytes: 13 chunks of 1 MiB and 4; no staging left
-	[ "$(etcd_count v)" -eq 17 ]
+	# records of 10.5 MiB + 14 and 1.5 MiB + 14 bytes: 11 chunks of 1 MiB and 2; no staging left
+	[ "$(etcd_count v)" -eq 13 ]
 	[ "$(etcd_count b c q)" -eq 0 ]
 	# offline: export renders it whole, check and dump see no chunk keys as data
 	"$KVFS_BIN" export "$STORE" doc >"$BATS_TEST_TMPDIR/out.json"
@@ -89,7 +94,7 @@ wait_cmp() {
 	run -0 cp "$D/doc.json" "$MNT/doc.json"
 	run -0 cp "$D/new.json" "$MNT/doc.json"
 	cmp "$MNT/doc/s" "$D/t.txt"
-	[ "$(etcd_count v)" -eq 13 ]
+	[ "$(etcd_count v)" -eq 11 ]
 	run -0 cp "$D/small.json" "$MNT/doc.json"
 	[ "$(cat "$MNT/doc/s")" = small ]
 	[ "$(etcd_count v)" -eq 0 ]
@@ -99,7 +104,7 @@ wait_cmp() {
 	cmp "$MNT/doc/s" "$D/t.txt"
 	echo tiny >"$MNT/doc/s"
 	[ "$(cat "$MNT/doc/s")" = tiny ]
-	[ "$(etcd_count v)" -eq 4 ]
+	[ "$(etcd_count v)" -eq 2 ]
 	rm -r "$MNT/doc"
 	[ "$(etcd_count v)" -eq 0 ]
 	run -0 "$KVFS_BIN" check "$STORE"
@@ -132,14 +137,14 @@ wait_cmp() {
 	run -0 cp "$D/new.json" "$MNT/doc.json"
 	cmp "$MNT/doc/s" "$D/t.txt"
 	[ "$(etcd_count b c q)" -eq 0 ]
-	[ "$(etcd_count v)" -eq 13 ]
+	[ "$(etcd_count v)" -eq 11 ]
 }
 
-@test "transactions over 12,000 leaves: rewrite, move and remove (kvfs rm -r) a document in one commit each" {
+@test "transactions over 8,400 leaves: rewrite, move and remove (kvfs rm -r) a document in one commit each" {
 	mount_store
 	run -0 cp "$D/wide.json" "$MNT/w.json"
 	run -0 cp "$D/wide2.json" "$MNT/w.json"
-	[ "$(cat "$MNT/w/rows/2999/k3")" = b2999-3 ]
+	[ "$(cat "$MNT/w/rows/2099/k3")" = b2099-3 ]
 	run -0 mv "$MNT/w" "$MNT/w2"
 	[ "$(cat "$MNT/w2/rows/0/k0")" = b0-0 ]
 	[ ! -e "$MNT/w" ]
