@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # tests/47-mount-io-uring.bats - the io_uring transport (fs/uring.c): with
 # the fuse module's enable_uring on, `-o io_uring` serves requests through
-# the rings (user.kvfs.stats says "transport io_uring" and counts them)
+# the rings (user.kvfs.stats says "transport io_uring"; the daemon logs
+# how many requests the rings served when it unmounts)
 # while the shell's tools work as over /dev/fuse; with it off the mount is
 # refused naming the parameter; `-o no_io_uring` keeps /dev/fuse. Each test
 # turns the parameter on and puts the old value back in teardown; without
