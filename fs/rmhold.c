@@ -279,7 +279,6 @@ int fs_rmhold_removal(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
 		      bool *whole)
 {
 	bool is_dir = flags & MODEL_REMOVE_DIR;
-
 	char **names = NULL;
 	size_t n = 0;
 

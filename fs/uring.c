@@ -84,7 +84,7 @@ struct fs_uring {
 	struct fs_ctx *ctx;
 	int fuse_fd;
 	size_t payload;
-	unsigned nqueues, nents;
+	unsigned nents;
 	atomic_bool stop;
 	atomic_uint registered;	/* entries the kernel accepted */
 	atomic_uint failed;	/* entries that could not register */
@@ -428,7 +428,6 @@ int fs_uring_start(struct fs_ctx *ctx, size_t payload)
 	u->ctx = ctx;
 	u->fuse_fd = fuse_session_fd(ctx->se);
 	u->payload = payload;
-	u->nqueues = nqueues;
 	u->nents = nents;
 	for (unsigned i = 0; i < nents && ret == 0; i++) {
 		u->ents[i].u = u;
