@@ -218,7 +218,7 @@ bool lmdb_queue_owned_locked(struct lmdb_store *ls);
 /* true: t reads the open batch, and holds its lock until lmdb_queue_read_end */
 bool lmdb_queue_read_begin(struct lmdb_store *ls, struct lmdb_txn *t);
 void lmdb_queue_read_end(struct lmdb_store *ls);
-/* Waits (at most 2 s) while another process holds a STORE_QUEUE_LATER batch open. */
+/* Waits (at most 10 s) while another process holds a STORE_QUEUE_LATER batch open. */
 void lmdb_queue_barrier(struct lmdb_store *ls);
 uint64_t lmdb_version(struct store *st);
 

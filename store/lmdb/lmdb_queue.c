@@ -50,7 +50,14 @@
 
 #define QUEUE_BATCH_MAX 20000	/* writes in one batch before it is committed early */
 #define QUEUE_LOCK_BYTE ((off_t)1 << 46)	/* beyond any map LMDB allows here */
-#define QUEUE_BARRIER_MS 2000	/* a store_open waits at most this for a batch */
+/*
+ * A store_open waits at most this for a batch: its 1 s, then its commit's
+ * sync, which a disk busy with other writers can stretch past a second
+ * (2 s was seen to expire there, and the open then read without an
+ * acknowledged write). The bound only guards against a daemon stopped
+ * while it holds a batch.
+ */
+#define QUEUE_BARRIER_MS 10000
 
 struct lmdb_queue {
 	unsigned ms;		/* fixed */
@@ -96,11 +103,23 @@ static int queue_lock(struct lmdb_store *st, short type, bool wait)
 	return fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl) < 0 ? -errno : 0;
 }
 
+static bool deadline_passed(const struct timespec *d)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec > d->tv_sec || (now.tv_sec == d->tv_sec && now.tv_nsec >= d->tv_nsec);
+}
+
 void lmdb_queue_barrier(struct lmdb_store *st)
 {
 	const struct timespec pause = { 0, 2000000 };
+	struct timespec give_up;
 
-	for (int waited = 0; waited < QUEUE_BARRIER_MS; waited += 2) {
+	/* by the clock, not by counting pauses: a loaded machine stretches each */
+	clock_gettime(CLOCK_MONOTONIC, &give_up);
+	give_up.tv_sec += QUEUE_BARRIER_MS / 1000;
+	for (;;) {
 		int rc = queue_lock(st, F_RDLCK, false);
 
 		if (rc == 0) {
@@ -109,6 +128,8 @@ void lmdb_queue_barrier(struct lmdb_store *st)
 		}
 		if (rc != -EAGAIN && rc != -EACCES)
 			return;	/* no such locks here: nothing can be waited for */
+		if (deadline_passed(&give_up))
+			return;
 		nanosleep(&pause, NULL);
 	}
 }
@@ -120,14 +141,6 @@ static void queue_unlock(struct lmdb_store *st)
 		queue_lock(st, F_UNLCK, false);
 		st->queue->locked = false;
 	}
-}
-
-static bool deadline_passed(const struct timespec *d)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return now.tv_sec > d->tv_sec || (now.tv_sec == d->tv_sec && now.tv_nsec >= d->tv_nsec);
 }
 
 bool lmdb_queue_read_begin(struct lmdb_store *st, struct lmdb_txn *t)

@@ -899,7 +899,8 @@ static void test_queue_later(void)
 	char dir[128], why[256] = "", buf[8];
 	struct store *st = open_new(dir, sizeof(dir));
 	struct kv bad = { STORE_SPACE_DATA, "kx", 3, "x", 1, 0 };
-	uint64_t t0, late;
+	uint64_t t0, commits;
+	bool late;
 	int64_t start;
 
 	CHECK_EQ_INT(store_queue_start(st, 1000, STORE_QUEUE_LATER), 0);
@@ -914,9 +915,14 @@ static void test_queue_later(void)
 	start = now_ms();
 	CHECK_EQ_INT(put_later(st, "k2", "v2"), 0);
 	CHECK_EQ_INT(put_kv(st, STORE_SPACE_DATA, "k3", 3, "v3", 2), 0);
-	/* k3's commit took k2 with it, unless a loaded machine let k2's 1 s pass */
+	/*
+	 * k3's commit took k2 with it, unless a loaded machine let k2's 1 s
+	 * pass: then k2's timer may have committed it alone first (or k3 may
+	 * still have been first to the committer: both are right).
+	 */
 	late = now_ms() - start >= 1000;
-	CHECK_EQ_INT(last_txn(st), t0 + 2 + late);
+	commits = last_txn(st) - t0;
+	CHECK(commits == 2 || (late && commits == 3));
 	CHECK_EQ_INT(found_elsewhere(dir, keys, 3), 3);
 
 	CHECK_EQ_INT(store_write_later(st, put_then_fail, &bad), -ECANCELED);
@@ -926,7 +932,7 @@ static void test_queue_later(void)
 	CHECK_EQ_INT(store_open(dir, STORE_OPEN_READONLY, &st, why, sizeof(why)), 0);
 	CHECK_EQ_INT(get_kv(st, STORE_SPACE_DATA, "k4", 3, buf, sizeof(buf)), 2);
 	CHECK_EQ_INT(get_kv(st, STORE_SPACE_DATA, "kx", 3, buf, sizeof(buf)), -ENOENT);
-	CHECK_EQ_INT(last_txn(st), t0 + 3 + late);
+	CHECK_EQ_INT(last_txn(st), t0 + commits + 1);
 	store_close(st);
 }
 
