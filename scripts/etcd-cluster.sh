@@ -176,24 +176,36 @@ cmd_start() {
 	url
 }
 
-stop_member() {
-	local pid tries
-	pid=$(member_pid "$1") || return 0
-	kill "$pid" 2>/dev/null || true
-	kill -CONT "$pid" 2>/dev/null || true	# a hung member takes the TERM once it runs
-	for ((tries = 0; tries < 100; tries++)); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
+# Stops the members named (numbers) at once: TERM to each, then at most
+# 10 s for all of them, then KILL. One after another, each later member
+# lost its quorum first and took seconds longer to leave (5.6 s for three,
+# against 1.x s at once).
+stop_members() {
+	local i pid tries pids=()
+	for i in "$@"; do
+		pid=$(member_pid "$i") || continue
+		kill "$pid" 2>/dev/null || true
+		kill -CONT "$pid" 2>/dev/null || true	# a hung member takes the TERM once it runs
+		pids+=("$pid")
 	done
-	kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
-	rm -f "$dir/m$1.pid"
+	for pid in ${pids[@]+"${pids[@]}"}; do
+		for ((tries = 0; tries < 100; tries++)); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+	done
+	for i in "$@"; do
+		rm -f "$dir/m$i.pid"
+	done
 }
 
 cmd_stop() {
-	local i
+	local i all=()
 	for ((i = 0; i < members; i++)); do
-		stop_member "$i"
+		all+=("$i")
 	done
+	stop_members "${all[@]}"
 	[ -d "$dir" ] || return 0
 	for ((i = 0; i < members; i++)); do
 		rm -rf "$dir/m$i.etcd" "$dir/m$i.log" "$dir/m$i.pid"
@@ -206,7 +218,7 @@ cmd_stop_one() {
 	local i=${1:-2}
 	[[ "$i" =~ ^[0-9]+$ ]] && [ "$i" -lt "$members" ] || die "stop-one: member must be 0-$((members - 1))"
 	member_pid "$i" >/dev/null || die "stop-one: member $i is not running"
-	stop_member "$i"
+	stop_members "$i"
 	echo "127.0.0.1:$(client_port "$i")"
 }
 
