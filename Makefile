@@ -54,7 +54,7 @@ CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
 UNIT_STORE := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_store*.c))
 UNIT_MODEL := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_model*.c))
 
-.PHONY: all store model unit floor test test-nocache test-etcd test-partition asan tsan install uninstall clean deps bench bench-read bench-write bench-etcd demo
+.PHONY: all store model unit floor test test-nocache test-etcd test-partition asan tsan install uninstall clean deps bench bench-read bench-write bench-etcd bench-meta demo
 all: $(BIN)
 
 $(BIN): $(CLI_OBJ) $(FS_OBJ) $(MODEL_OBJ) $(STORE_OBJ)
@@ -150,6 +150,15 @@ bench: all floor
 # The etcd backend's store-level workloads beside LMDB's (a cluster of its own).
 bench-etcd: etcd-store-test
 	@bash scripts/bench-etcd.sh
+
+# mdtest-style metadata rates (scripts/bench-meta.sh): P processes create,
+# stat and remove N files on tmpfs, LMDB mounts and an etcd mount (a 3-member
+# cluster of its own). Its worker, scripts/bench-meta.c, is built here.
+bench-meta: all $(BUILD)/bench-meta
+	@KVFS_META_BIN=$(CURDIR)/$(BUILD)/bench-meta bash scripts/bench-meta.sh
+$(BUILD)/bench-meta: scripts/bench-meta.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $<
 
 bench-read: all
 	@KVFS_BENCH_WRITE=0 bash scripts/bench.sh

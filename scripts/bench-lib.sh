@@ -6,6 +6,15 @@
 #                            reference side: a tmpfs of TMPFS_SIZE, needs root);
 #                            on exit unmounts both and removes work.
 #   now                      the time in seconds, with nanoseconds.
+#   bench_mount MNT LOG STORE [OPTION...]  mounts STORE at MNT (kvfs mount -f
+#                            --create in the background, its output in LOG, its
+#                            pid added to bench_pids) and waits up to 10 s
+#                            for the mount (bench-etcd.sh, bench-meta.sh).
+#   bench_fuse_requests MNT  the FUSE requests MNT's daemon has answered, summed
+#                            from user.kvfs.stats.
+#   bench_etcd_requests ENDPOINTS  "Range N Txn N Put N DeleteRange N": the
+#                            key-value requests the members at ENDPOINTS
+#                            (host:port,...) have answered, from their /metrics.
 # shellcheck shell=bash disable=SC2034  # the variables are for the callers
 
 bench_cleanup() {
@@ -24,3 +33,34 @@ bench_setup() {
 }
 
 now() { date +%s.%N; }
+
+bench_pids=()
+bench_mount() {
+	local m=$1 log=$2 st=$3 i
+	shift 3
+	mkdir -p "$m"
+	"$kvfs" mount -f --create "$@" "$st" "$m" >"$log" 2>&1 &
+	bench_pids+=($!)
+	for ((i = 0; i < 200; i++)); do
+		grep -q " $m " /proc/mounts && return 0
+		sleep 0.05
+	done
+	cat "$log" >&2
+	return 1
+}
+
+bench_fuse_requests() {
+	getfattr --absolute-names --only-values -n user.kvfs.stats "$1" |
+		awk '$1 !~ /^(notify_|ahead_|store_|transport)/ { s += $2 } END { print s + 0 }'
+}
+
+bench_etcd_requests() {
+	local ep
+	for ep in ${1//,/ }; do
+		curl -sf "http://$ep/metrics"
+	done | awk '/^grpc_server_handled_total/ && /grpc_service="etcdserverpb.KV"/ {
+			match($0, /grpc_method="[A-Za-z]*"/)
+			n[substr($0, RSTART + 13, RLENGTH - 14)] += $2
+		}
+		END { printf "Range %d Txn %d Put %d DeleteRange %d\n", n["Range"], n["Txn"], n["Put"], n["DeleteRange"] }'
+}
