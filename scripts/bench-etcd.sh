@@ -19,22 +19,30 @@
 #     the documents with containers (the kernel keeps the listing, so each
 #     name it gave no attributes is stat'ed) and stat of the names a glob
 #     found.
+#  0. first (alone with `scripts/bench-etcd.sh leaves`): cp -a of 1,000 small
+#     text files into an LMDB mount and into an etcd mount, seconds and
+#     ratio (issue 35 wants at most 5x), the FUSE requests per file by kind
+#     (user.kvfs.stats) and the cluster's requests per file by kind (the
+#     members' /metrics); then one file's copy replayed call by call, as
+#     cp -a makes them, on 100 more files (scripts/bench-cp-steps.py): what
+#     each call costs in FUSE requests and in round trips to the cluster.
 # Starts its own cluster (scripts/etcd-cluster.sh, KVFS_ETCD_PORT default
 # 24890) and stops it again; unmounts what it mounted. Only the ratios mean
 # much: the cluster's three members share this machine's CPUs.
 set -eu
 cd "$(dirname "$0")/.."
+. scripts/bench-lib.sh
+part=${1:-all}
 bin=${KVFS_ETCD_STORE_TEST:-build/etcd/test_etcd_store}
 kvfs=${KVFS_BIN:-$PWD/kvfs}
 export KVFS_ETCD_PORT=${KVFS_ETCD_PORT:-24890}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kvfs-bench-etcd.XXXXXX")
 export KVFS_ETCD_DIR=$tmp/etcd
-pids=()
 cleanup() {
 	for m in "$tmp"/mnt-*; do	# (set -e: a failed unmount must not end the cleanup)
 		if grep -q " $m " /proc/mounts; then fusermount3 -u "$m" 2>/dev/null || true; fi
 	done
-	for p in "${pids[@]}"; do
+	for p in "${bench_pids[@]}"; do
 		wait "$p" 2>/dev/null || true
 	done
 	scripts/etcd-cluster.sh stop >/dev/null 2>&1
@@ -43,13 +51,6 @@ cleanup() {
 trap cleanup EXIT
 url=$(scripts/etcd-cluster.sh start)
 
-echo "# store level (ms; ratio etcd / LMDB)"
-for per in 3 100; do
-	"$bin" bench "$tmp/lmdb-$per" "$per"
-	"$bin" bench "$url/bench-$per" "$per"
-done
-
-# ---- mount level ----
 now() { date +%s.%N; }
 secs() { # secs CMD...: seconds CMD took (its output dropped)
 	local t0
@@ -57,6 +58,54 @@ secs() { # secs CMD...: seconds CMD took (its output dropped)
 	"$@" >/dev/null
 	echo "$(now) - $t0" | bc
 }
+
+# ---- cp -a of 1,000 small leaves: seconds, and requests per file ----
+mkdir -p "$tmp/leaves"
+for ((i = 0; i < 1000; i++)); do echo "leaf $i" >"$tmp/leaves/l$i"; done
+fuse_kinds() { # fuse_kinds MNT: "kind count" lines of the daemon's answered requests
+	getfattr --absolute-names --only-values -n user.kvfs.stats "$1" |
+		awk '$1 !~ /^(notify_|ahead_|store_|transport)/ && $2 ~ /^[0-9]+$/'
+}
+per_file() { # per_file BEFORE AFTER: "kind count/1000" for each kind that moved
+	join "$1" "$2" | awk '$3 != $2 { printf " %s %.2f", $1, ($3 - $2) / 1000 }'
+}
+declare -A leaves
+for side in lmdb etcd; do
+	store=$tmp/store-leaves
+	[ "$side" = etcd ] && store=$url/bench-leaves
+	m=$tmp/mnt-leaves-$side
+	bench_mount "$m" "$tmp/leaves-$side.log" "$store"
+	fuse_kinds "$m" | sort >"$tmp/fuse0"
+	bench_etcd_requests "${url#etcd://}" | xargs -n2 | sort >"$tmp/kv0"
+	leaves[$side,secs]=$(secs cp -a "$tmp/leaves" "$m/")
+	fuse_kinds "$m" | sort >"$tmp/fuse1"
+	bench_etcd_requests "${url#etcd://}" | xargs -n2 | sort >"$tmp/kv1"
+	leaves[$side,fuse]=$(per_file "$tmp/fuse0" "$tmp/fuse1")
+	leaves[$side,kv]=$(per_file "$tmp/kv0" "$tmp/kv1")
+	diff -r "$tmp/leaves" "$m/leaves" >/dev/null || echo "# $side: the copied leaves differ from the source" >&2
+	steps=""
+	[ "$side" = etcd ] && steps=$(python3 scripts/bench-cp-steps.py "$m/steps" "${url#etcd://}" 100)
+	leaves[$side,steps]=$steps
+	fusermount3 -u "$m"
+done
+echo "# cp -a of 1,000 small leaves in (one directory; load $(cut -d' ' -f1-3 /proc/loadavg))"
+printf '%-8s %10s   %s\n' side seconds 'per file: FUSE requests by kind | the cluster'"'"'s requests by kind'
+for side in lmdb etcd; do
+	printf '%-8s %10.3f  %s |%s\n' "$side" "${leaves[$side,secs]}" "${leaves[$side,fuse]}" "${leaves[$side,kv]:- none}"
+done
+printf 'etcd / LMDB: %.1fx (issue 35: at most 5x)\n' "$(echo "${leaves[etcd,secs]} / ${leaves[lmdb,secs]}" | bc -l)"
+echo "# one file's copy, call by call (etcd; mean of 100 files): FUSE requests | cluster requests"
+echo "${leaves[etcd,steps]}"
+[ "$part" = leaves ] && exit 0
+
+echo
+echo "# store level (ms; ratio etcd / LMDB)"
+for per in 3 100; do
+	"$bin" bench "$tmp/lmdb-$per" "$per"
+	"$bin" bench "$url/bench-$per" "$per"
+done
+
+# ---- mount level ----
 best3() { # best3 CMD...: the least of three runs
 	local a b c
 	a=$(secs "$@") b=$(secs "$@") c=$(secs "$@")
@@ -100,16 +149,7 @@ for ((i = 0; i < 300; i++)); do echo "line $i of a small text file" >"$src/text/
 } >"$tmp/deep.json"
 
 mount_one() { # mount_one NAME STORE: mounts STORE at $tmp/mnt-NAME
-	local m=$tmp/mnt-$1 i
-	mkdir -p "$m"
-	"$kvfs" mount -f --create "$2" "$m" >"$tmp/$1.log" 2>&1 &
-	pids+=($!)
-	for ((i = 0; i < 200; i++)); do
-		grep -q " $m " /proc/mounts && return 0
-		sleep 0.05
-	done
-	cat "$tmp/$1.log" >&2
-	return 1
+	bench_mount "$tmp/mnt-$1" "$tmp/$1.log" "$2"
 }
 mkdir -p "$tmp/want"
 cp -a "$src/text" "$src/docs/dir0/"*.json "$tmp/want/"	# what a copy out must hold
