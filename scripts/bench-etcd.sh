@@ -39,12 +39,7 @@ export KVFS_ETCD_PORT=${KVFS_ETCD_PORT:-24890}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kvfs-bench-etcd.XXXXXX")
 export KVFS_ETCD_DIR=$tmp/etcd
 cleanup() {
-	for m in "$tmp"/mnt-*; do	# (set -e: a failed unmount must not end the cleanup)
-		if grep -q " $m " /proc/mounts; then fusermount3 -u "$m" 2>/dev/null || true; fi
-	done
-	for p in "${bench_pids[@]}"; do
-		wait "$p" 2>/dev/null || true
-	done
+	bench_unmount_all "$tmp"
 	scripts/etcd-cluster.sh stop >/dev/null 2>&1
 	rm -rf "$tmp"
 }

@@ -10,6 +10,8 @@
 #                            --create in the background, its output in LOG, its
 #                            pid added to bench_pids) and waits up to 10 s
 #                            for the mount (bench-etcd.sh, bench-meta.sh).
+#   bench_unmount_all DIR    unmounts whatever is mounted at DIR/mnt-* and waits
+#                            for the daemons bench_mount started (a cleanup's).
 #   bench_fuse_requests MNT  the FUSE requests MNT's daemon has answered, summed
 #                            from user.kvfs.stats.
 #   bench_etcd_requests ENDPOINTS  "Range N Txn N Put N DeleteRange N": the
@@ -47,6 +49,16 @@ bench_mount() {
 	done
 	cat "$log" >&2
 	return 1
+}
+
+bench_unmount_all() {
+	local m p
+	for m in "$1"/mnt-*; do	# (set -e: a failed unmount must not end the cleanup)
+		if grep -q " $m " /proc/mounts; then fusermount3 -u "$m" 2>/dev/null || true; fi
+	done
+	for p in "${bench_pids[@]}"; do
+		wait "$p" 2>/dev/null || true
+	done
 }
 
 bench_fuse_requests() {

@@ -26,13 +26,7 @@ tmp=$(mktemp -d "${KVFS_META_DIR:-/dev/shm}/kvfs-bench-meta.XXXXXX")
 export KVFS_ETCD_DIR=$tmp/etcd
 cluster=0
 cleanup() {
-	local m p
-	for m in "$tmp"/mnt-*; do	# (set -e: a failed unmount must not end the cleanup)
-		if grep -q " $m " /proc/mounts; then fusermount3 -u "$m" 2>/dev/null || true; fi
-	done
-	for p in "${bench_pids[@]}"; do
-		wait "$p" 2>/dev/null || true
-	done
+	bench_unmount_all "$tmp"
 	[ "$cluster" = 0 ] || scripts/etcd-cluster.sh stop >/dev/null 2>&1 || true
 	rm -rf "$tmp"
 }
