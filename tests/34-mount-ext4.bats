@@ -181,8 +181,15 @@ PY
 	assert_output $'b\'aaaa\'\nb\'bbaa\'\nb\'cccc\''
 }
 
+# On etcd 1,000 operations, not 4,000, as each commit there is round
+# trips: in a coverage build (2026-11-29) they ran every line of store/
+# and lib/etcd/ that 4,000 ran but one, a race of two transactions over a
+# snapshot's answer (etcd_snap.c); fs/ lost 7 rare lines, which the asan
+# pass runs at 4,000 on LMDB.
 @test "random mapped and plain writes, reads and truncates match a model (seeded)" {
-	run -0 python3 - "$MNT/fsx" <<'PY'
+	local ops=4000
+	is_etcd && ops=1000
+	run -0 python3 - "$MNT/fsx" "$ops" <<'PY'
 # What fsx checks, small: every operation is mirrored on a bytearray and
 # every read (plain or mapped) must equal it; the file is closed and
 # reopened now and then, which commits it.
@@ -197,7 +204,7 @@ def check(what, got, want):
         sys.exit("op %d %s: got %d bytes, want %d, first diff at %s" % (
             op, what, len(got), len(want),
             next((i for i in range(min(len(got), len(want))) if got[i] != want[i]), "end")))
-for op in range(4000):
+for op in range(int(sys.argv[2])):
     kind = rng.choice("wWrRtcs")
     size = len(model)
     if kind == "w":

@@ -31,16 +31,25 @@ teardown() {
 	[ -z "${SOLO_PID:-}" ] || solo_stop
 }
 
+# The children of big/ with a subtree each: 60 of 76 data keys, 4,560 in
+# all, over ETCD_BIG_KEYS (4,096) as 150 of 36 (5,400) were (counted with
+# etcdctl): big/ then has its first page end at its first child's hint.
+# Each subtree is over ETCD_PAGE / ETCD_KIDS_WALK (256 / 16) keys, so a
+# walk skips fewer than 16 children a page and reads the children space.
+# Each child is a kvfs import, a commit of about ten requests: 150 were
+# most of the suite's time.
+KIDS=60
+
 # docs DIR: the children's documents, written by one python call (a loop of
 # printf and $(...) per key cost 170 ms a document): DIR/cI.json for I in
-# 0..149, 999 and 5000, each a JSON object of about 40 keys at three depths,
-# named by I.
+# 0..KIDS-1, 999 and 5000, each a JSON object of 76 keys at three
+# depths, named by I.
 docs() {
-	python3 - "$1" <<'EOF'
+	python3 - "$1" "$KIDS" <<'EOF'
 import sys
 d = sys.argv[1]
-for i in list(range(150)) + [999, 5000]:
-    obj = ",".join('"f%d":"v%d-%d"' % (j, i, j) for j in range(15))
+for i in list(range(int(sys.argv[2]))) + [999, 5000]:
+    obj = ",".join('"f%d":"v%d-%d"' % (j, i, j) for j in range(55))
     arr = ",".join('{"n":%d}' % j for j in range(20))
     with open("%s/c%d.json" % (d, i), "w") as f:
         f.write('{"id":%d,"obj":{%s},"arr":[%s]}\n' % (i, obj, arr))
@@ -56,14 +65,14 @@ child_doc() {
 	cat "$BATS_FILE_TMPDIR/docs/c$1.json"
 }
 
-# fill STORE: under big/, 150 documents of ~40 keys (one import, one commit
+# fill STORE: under big/, KIDS documents of 76 keys (one import, one commit
 # each), 5 leaves, an empty object, and a child whose subtree was removed
 # again.
 fill() {
 	local st=$1 i d=$BATS_FILE_TMPDIR/docs
 	child_doc 0 >/dev/null
 	kvfs mkdir --create "$st" big
-	for ((i = 0; i < 150; i++)); do
+	for ((i = 0; i < KIDS; i++)); do
 		kvfs import "$st" "big/c$i" "$d/c$i.json" >/dev/null
 	done
 	for i in 1 2 3 4 5; do
@@ -76,7 +85,7 @@ fill() {
 }
 
 # filled_store: sets STORE to the file's etcd store filled by fill, filling
-# it the first time (150 commits on etcd, each a kvfs process of about ten
+# it the first time (KIDS commits on etcd, each a kvfs process of about ten
 # requests: most of the suite's time, paid once). Test 1 only reads it; test
 # 2 then adds tok_a and renames it back and forth, after test 1 is done.
 filled_store() {
@@ -104,7 +113,7 @@ etcd_children() {
 	wait "$lfill"
 	run -0 kvfs ls "$LSTORE" big
 	local want=$output
-	[ "${#lines[@]}" -eq 156 ]
+	[ "${#lines[@]}" -eq $((KIDS + 6)) ]
 	run -0 kvfs ls "$STORE" big
 	assert_output "$want"
 	# the same through a mount, and one level down
@@ -119,7 +128,7 @@ etcd_children() {
 	# the children space names each container child of big/ (gone's entry may
 	# outlive its subtree: the listings above skipped it, as LMDB's has no gone)
 	run -0 etcd_children "${STORE#etcd://*/}"
-	[ "$(grep -c -E '^kbigc[0-9]+$' <<<"$output")" -eq 150 ]
+	[ "$(grep -c -E '^kbigc[0-9]+$' <<<"$output")" -eq "$KIDS" ]
 }
 
 @test "ls on etcd is one snapshot while another mount renames a child back and forth" {
@@ -142,7 +151,7 @@ etcd_children() {
 		n=$((n + 1))
 		local toks
 		toks=$(printf '%s\n' "${lines[@]}" | grep -c '^tok_' || true)
-		if [ "$toks" -ne 1 ] || [ "${#lines[@]}" -ne 157 ]; then
+		if [ "$toks" -ne 1 ] || [ "${#lines[@]}" -ne $((KIDS + 7)) ]; then
 			echo "listing $n: $toks tok_ entries, ${#lines[@]} lines" >&2
 			bad=$((bad + 1))
 		fi
