@@ -144,7 +144,10 @@ tsan: deps
 demo:
 	@PREFIX='$(PREFIX)' DESTDIR='$(DESTDIR)' bash scripts/demo.sh
 
-# Read and write workloads in one run, one table of ratios and one CSV (root).
+# kvfs beside tmpfs, the floor (over /dev/fuse and io_uring), mergerfs and
+# bindfs on writes and reads, one table of ratios to tmpfs and one CSV (root;
+# installs mergerfs and bindfs when missing). docs/SPEED.md, "Beside other
+# FUSE file systems".
 bench: all floor
 	@KVFS_FLOOR=$(CURDIR)/$(BUILD)/fuse-floor bash scripts/bench.sh
 
@@ -161,8 +164,10 @@ $(BUILD)/bench-meta: scripts/bench-meta.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $<
 
+# The read workloads against tmpfs (without KVFS_BENCH_WRITE=0,
+# scripts/bench-read.sh runs bench-write.sh after them: one table of both).
 bench-read: all
-	@KVFS_BENCH_WRITE=0 bash scripts/bench.sh
+	@KVFS_BENCH_WRITE=0 bash scripts/bench-read.sh
 
 # Write workloads (restores, documents, parallel writers); root, the store on disk.
 bench-write: all floor
