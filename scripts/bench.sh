@@ -144,7 +144,25 @@ kinds=(empty empty tree tree)
 files=("$nfiles" 500 "$nfiles" "$nfiles")
 declare -A t rq cs
 
+row() { printf '%-38s' "$1"; shift; printf ' %11s' "$@"; echo; }
+# one workload's row, printed as soon as its rounds are done, and its CSV lines
+print_row() {
+	local k=$1 w=${names[$1]} side cells=()
+	for side in "${sides[@]}"; do
+		if [ "$side" = tmpfs ]; then
+			cells+=("${t[$w/tmpfs]}")
+		else
+			cells+=("$(ratio "${t[$w/$side]}" "${t[$w/tmpfs]}")")
+		fi
+		echo "\"${labels[$k]}\",$side,${t[$w/$side]},$(ratio "${t[$w/$side]}" "${t[$w/tmpfs]}"),${rq[$w/$side]:-},${cs[$w/$side]:-}" >>"$csv"
+	done
+	row "${labels[$k]}" "${cells[@]}"
+}
+
 echo "# load before: $(uptime)"
+echo "# ratio to tmpfs, best of $rounds (tmpfs: its seconds); $nfiles leaves in $dirs directories"
+row workload "${sides[@]}"
+echo "workload,side,seconds,ratio,requests_per_file,daemon_cpu_s" >"$csv"
 for ((k = 0; k < ${#names[@]}; k++)); do
 	w=${names[$k]}
 	for ((r = 0; r < rounds; r++)); do
@@ -165,27 +183,9 @@ for ((k = 0; k < ${#names[@]}; k++)); do
 			fi
 		done
 	done
+	print_row "$k"
 done
 echo "# load after: $(uptime)"
-
-# ---- the tables ----
-row() { printf '%-38s' "$1"; shift; printf ' %11s' "$@"; echo; }
-echo
-echo "# ratio to tmpfs, best of $rounds (tmpfs: its seconds); $nfiles leaves in $dirs directories"
-row workload "${sides[@]}"
-echo "workload,side,seconds,ratio,requests_per_file,daemon_cpu_s" >"$csv"
-for ((k = 0; k < ${#names[@]}; k++)); do
-	w=${names[$k]} cells=()
-	for side in "${sides[@]}"; do
-		if [ "$side" = tmpfs ]; then
-			cells+=("${t[$w/tmpfs]}")
-		else
-			cells+=("$(ratio "${t[$w/$side]}" "${t[$w/tmpfs]}")")
-		fi
-		echo "\"${labels[$k]}\",$side,${t[$w/$side]},$(ratio "${t[$w/$side]}" "${t[$w/tmpfs]}"),${rq[$w/$side]:-},${cs[$w/$side]:-}" >>"$csv"
-	done
-	row "${labels[$k]}" "${cells[@]}"
-done
 echo
 echo "# FUSE requests per file (the daemon's count; - where it keeps none)"
 row workload "${sides[@]:1}"
