@@ -78,13 +78,14 @@ $(BUILD)/tests/test_model%: tests/unit/test_model%.c tests/unit/unit.h tests/uni
 
 unit: $(UNIT_STORE) $(UNIT_MODEL)
 
-# The write benchmarks' floor (scripts/fuse-floor.c): a FUSE file system that
+# The benchmarks' floor (scripts/fuse-floor.c): a FUSE file system that
 # answers the same requests and keeps nothing, to show what the round trips
-# cost by themselves. Built by make test too, so that it keeps compiling.
+# cost by themselves; it links fs/uring.c alone for -o io_uring. Built by
+# make test too, so that it keeps compiling.
 floor: $(BUILD)/fuse-floor
-$(BUILD)/fuse-floor: scripts/fuse-floor.c
+$(BUILD)/fuse-floor: scripts/fuse-floor.c fs/uring.c fs/uring_int.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(PKG_LIBS) -lpthread
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ scripts/fuse-floor.c fs/uring.c $(PKG_LIBS) -lpthread
 
 deps:
 	@bash scripts/deps.sh
@@ -143,7 +144,10 @@ tsan: deps
 demo:
 	@PREFIX='$(PREFIX)' DESTDIR='$(DESTDIR)' bash scripts/demo.sh
 
-# Read and write workloads in one run, one table of ratios and one CSV (root).
+# kvfs beside tmpfs, the floor (over /dev/fuse and io_uring), mergerfs and
+# bindfs on writes and reads, one table of ratios to tmpfs and one CSV (root;
+# installs mergerfs and bindfs when missing). docs/SPEED.md, "Beside other
+# FUSE file systems".
 bench: all floor
 	@KVFS_FLOOR=$(CURDIR)/$(BUILD)/fuse-floor bash scripts/bench.sh
 
@@ -160,8 +164,10 @@ $(BUILD)/bench-meta: scripts/bench-meta.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $<
 
+# The read workloads against tmpfs (without KVFS_BENCH_WRITE=0,
+# scripts/bench-read.sh runs bench-write.sh after them: one table of both).
 bench-read: all
-	@KVFS_BENCH_WRITE=0 bash scripts/bench.sh
+	@KVFS_BENCH_WRITE=0 bash scripts/bench-read.sh
 
 # Write workloads (restores, documents, parallel writers); root, the store on disk.
 bench-write: all floor

@@ -24,7 +24,8 @@
  * thread is serving, and the handlers of write and open ask for it
  * (fs_req_kills_suidgid); the node id is compared as a check. No splice:
  * libfuse reads every request through read below. A ring thread notes its
- * request the same way before serving it (fs_transport_note).
+ * request the same way before serving it (transport_note, the rings' host
+ * call).
  *
  * io_uring (-o io_uring, uring.c). INIT's reply also says
  * FUSE_OVER_IO_URING when the kernel offered it, and once that reply is
@@ -60,21 +61,6 @@ static _Thread_local struct {
 	bool kill;
 } served;
 
-/* The INIT request: which flags the kernel offered, and the reply to amend. */
-static void note_init(struct fs_ctx *ctx, const struct fuse_in_header *in, size_t len)
-{
-	const struct fuse_init_in *arg = (const void *)(in + 1);
-	uint64_t flags;
-
-	if (len < sizeof(*in) + offsetof(struct fuse_init_in, flags2) || arg->major != 7)
-		return;	/* a major above 7 is answered and asked again */
-	flags = arg->flags;
-	if ((flags & FUSE_INIT_EXT) && len >= sizeof(*in) + sizeof(*arg))
-		flags |= (uint64_t)arg->flags2 << 32;
-	atomic_store(&ctx->transport.offered, flags);
-	atomic_store(&ctx->transport.init_unique, in->unique);
-}
-
 /* A write or open that asks for set-ID bits to be cleared (HANDLE_KILLPRIV_V2). */
 static bool asks_kill(const struct fuse_in_header *in, size_t len)
 {
@@ -87,15 +73,20 @@ static bool asks_kill(const struct fuse_in_header *in, size_t len)
 	return false;
 }
 
-void fs_transport_note(struct fs_ctx *ctx, const void *buf, size_t len)
+/* The request this thread is about to serve (read here, or by a ring thread). */
+static void transport_note(void *userdata, const void *buf, size_t len)
 {
+	struct fs_ctx *ctx = userdata;
 	const struct fuse_in_header *in = buf;
+	uint64_t offered;
 
 	served.kill = false;
 	if (len < sizeof(*in))
 		return;
-	if (in->opcode == FUSE_INIT)
-		note_init(ctx, in, len);
+	if ((offered = fs_uring_init_offered(in, len)) != 0) {
+		atomic_store(&ctx->transport.offered, offered);
+		atomic_store(&ctx->transport.init_unique, in->unique);
+	}
 	served.kill = asks_kill(in, len);
 	served.nodeid = in->nodeid;
 }
@@ -105,76 +96,57 @@ static ssize_t transport_read(int fd, void *buf, size_t len, void *userdata)
 	ssize_t n = read(fd, buf, len);
 
 	/* below a header: libfuse reports the error (errno is read's) */
-	fs_transport_note(userdata, buf, n > 0 ? (size_t)n : 0);
+	transport_note(userdata, buf, n > 0 ? (size_t)n : 0);
 	return n;
-}
-
-/*
- * -o io_uring in INIT's reply: FUSE_OVER_IO_URING when the kernel offered
- * it (flags2, which needs FUSE_INIT_EXT). The payload size the rings need
- * (the kernel's: max_write, max_pages, 8 KiB at least), or 0 for none.
- */
-static size_t amend_init_uring(struct fs_ctx *ctx, const struct iovec *arg_iov,
-			       uint64_t offered)
-{
-	struct fuse_init_out *arg = arg_iov->iov_base;
-	size_t page = (size_t)sysconf(_SC_PAGESIZE), payload = 8192;
-
-	if (!ctx->transport.want_uring)
-		return 0;
-	if (!(offered & FUSE_OVER_IO_URING) || !(arg->flags & FUSE_INIT_EXT) ||
-	    arg_iov->iov_len < offsetof(struct fuse_init_out, flags2) + sizeof(arg->flags2)) {
-		fs_log(ctx, LOG_WARNING, "io_uring: the kernel did not offer FUSE over io_uring at "
-		       "INIT (is %s Y?): serving through /dev/fuse", TRANSPORT_URING_PARAM);
-		return 0;
-	}
-	arg->flags2 |= (uint32_t)(FUSE_OVER_IO_URING >> 32);
-	if (arg->max_write > payload)
-		payload = arg->max_write;
-	if ((arg->flags & FUSE_MAX_PAGES) && arg->max_pages * page > payload)
-		payload = arg->max_pages * page;
-	return payload;
 }
 
 /*
  * INIT's reply (iov[0] its header): libfuse's flags, and those the kernel
  * offered that libfuse cannot send. The payload size the rings need, or 0
- * when none are wanted.
+ * when none are wanted or the kernel cannot have them (said in the log).
  */
 static size_t amend_init(struct fs_ctx *ctx, struct iovec *iov, int count)
 {
-	const struct fuse_out_header *out = iov[0].iov_base;
-	uint64_t offered = atomic_load(&ctx->transport.offered), added;
-	struct fuse_init_out *arg;
-	size_t payload;
+	uint64_t offered = atomic_load(&ctx->transport.offered);
+	bool uring = ctx->transport.want_uring;
+	size_t payload = fs_uring_init_amend(iov, count, offered, TRANSPORT_ADDED_FLAGS, uring);
 
-	if (count < 2 || out->error != 0 ||
-	    iov[1].iov_len < offsetof(struct fuse_init_out, max_background))
-		return 0;
-	arg = iov[1].iov_base;
-	if (arg->major != 7)
-		return 0;
-	added = offered & TRANSPORT_ADDED_FLAGS;
-	arg->flags |= (uint32_t)added;
-	payload = amend_init_uring(ctx, &iov[1], offered);
-	fs_trace(ctx, "init: kernel offered 0x%llx, kvfs added 0x%llx, reply flags 0x%x",
-		 (unsigned long long)offered, (unsigned long long)added, arg->flags);
+	if (uring && !payload)
+		fs_log(ctx, LOG_WARNING, "io_uring: the kernel did not offer FUSE over io_uring at "
+		       "INIT (is %s Y?): serving through /dev/fuse", TRANSPORT_URING_PARAM);
+	fs_trace(ctx, "init: kernel offered 0x%llx, kvfs added 0x%llx",
+		 (unsigned long long)offered, (unsigned long long)(offered & TRANSPORT_ADDED_FLAGS));
 	return payload;
+}
+
+/* A line of the rings' for the daemon's log. */
+static void transport_log(void *userdata, int prio, const char *line)
+{
+	fs_log(userdata, prio, "%s", line);
 }
 
 /* INIT's reply: amended, written, and then (-o io_uring) the rings registered. */
 static ssize_t write_init(struct fs_ctx *ctx, int fd, struct iovec *iov, int count)
 {
+	const struct fs_uring_host host = {
+		.se = ctx->se, .arg = ctx, .log = transport_log, .note = transport_note,
+	};
 	size_t payload = amend_init(ctx, iov, count);
+	struct fs_uring *u;
 	ssize_t n;
 	int ret;
 
 	atomic_store(&ctx->transport.init_done, true);
 	n = writev(fd, iov, count);
 	/* the kernel took the reply in writev: registering is allowed from now on */
-	if (n >= 0 && payload && (ret = fs_uring_start(ctx, payload)) < 0)
+	if (n < 0 || !payload)
+		return n;
+	ret = fs_uring_start(&host, payload, &u);
+	if (ret < 0)
 		fs_log(ctx, LOG_WARNING, "io_uring: %s: serving through /dev/fuse",
 		       strerror(-ret));
+	else
+		atomic_store(&ctx->transport.uring, u);
 	return n;
 }
 
@@ -237,13 +209,13 @@ int fs_transport_check_uring(void)
 
 void fs_transport_stop(struct fs_ctx *ctx)
 {
-	fs_uring_stop(ctx);
+	fs_uring_stop(atomic_exchange(&ctx->transport.uring, NULL));
 }
 
 size_t fs_transport_format(struct fs_ctx *ctx, char *buf, size_t cap)
 {
 	int n = snprintf(buf, cap, "transport %s\n",
-			 fs_uring_serving(ctx) ? "io_uring" : "dev_fuse");
+			 fs_uring_serving(atomic_load(&ctx->transport.uring)) ? "io_uring" : "dev_fuse");
 
 	return n > 0 && (size_t)n < cap ? (size_t)n : 0;
 }

@@ -1,8 +1,10 @@
 /*
  * fs/uring.c - FUSE over io_uring (-o io_uring): the ring entries, the
- * threads that serve them, and the raw io_uring calls under them. Which
- * requests take this way and the INIT exchange are transport.c's; the
- * kernel's structures are in uring_int.h.
+ * threads that serve them, the raw io_uring calls under them, and the
+ * INIT fields that ask for them. Which requests take this way is
+ * transport.c's; the kernel's structures are in uring_int.h. It knows
+ * nothing of kvfs (a struct fs_uring_host names the session and the log),
+ * so scripts/fuse-floor.c links it too.
  *
  * The protocol (Linux 6.14+, Documentation/filesystems/fuse-io-uring.rst).
  * Once INIT's reply said FUSE_OVER_IO_URING, the daemon registers ring
@@ -21,30 +23,34 @@
  * issuer, task work deferred to its own waits), so no lock is shared
  * between entries: a thread waits for its request, hands it to libfuse
  * (fuse_session_process_buf) as if /dev/fuse had given it, and the
- * handler's reply comes back through transport.c's writev, which gives it
- * to fs_uring_reply while this thread is the one serving (thread-local
- * `serving`). Several entries per queue keep requests of one CPU served in
+ * handler's reply comes back through the daemon's writev (transport.c's),
+ * which gives it to fs_uring_reply while this thread is the one serving
+ * (thread-local `serving`). Several entries per queue keep requests of one CPU served in
  * parallel, as libfuse's worker threads do on /dev/fuse.
  *
  * The end. Unmounting aborts the connection, and the kernel completes every
  * waiting command with -ENOTCONN; a thread also wakes every second to see
  * fs_uring_stop's flag, for a session ended by a signal while mounted.
  */
+#define FUSE_USE_VERSION 312	/* as fs/fs_int.h: this file does without it */
 #include <errno.h>
+#include <fuse_lowlevel.h>
 #include <linux/fuse.h>
 #include <linux/io_uring.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "fs/fs_int.h"
 #include "fs/uring_int.h"
 
 #define URING_PER_QUEUE 8	/* entries (and threads) per queue */
@@ -81,7 +87,7 @@ struct uring_ent {
 };
 
 struct fs_uring {
-	struct fs_ctx *ctx;
+	struct fs_uring_host host;	/* a copy of the daemon's */
 	int fuse_fd;
 	size_t payload;
 	unsigned nents;
@@ -93,6 +99,19 @@ struct fs_uring {
 };
 
 static _Thread_local struct uring_ent *serving;
+
+/* A line for the daemon's log (the host's; it adds the newline). */
+__attribute__((format(printf, 3, 4)))
+static void uring_log(struct fs_uring *u, int prio, const char *fmt, ...)
+{
+	char line[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	u->host.log(u->host.arg, prio, line);
+}
 
 /* ---- raw io_uring ---- */
 
@@ -297,8 +316,8 @@ static void ent_serve(struct uring_ent *e)
 
 	e->replied = false;
 	if (ent_request(e, &fb) < 0) {
-		fs_log(u->ctx, LOG_ERR, "io_uring: a request that does not add up (queue %u)",
-		       e->qid);
+		uring_log(u, LOG_ERR, "io_uring: a request that does not add up (queue %u)",
+			  e->qid);
 		ent_reply_error(e, EIO);
 		return;
 	}
@@ -306,13 +325,14 @@ static void ent_serve(struct uring_ent *e)
 		ent_reply_error(e, ENOTCONN);
 		return;
 	}
-	fs_transport_note(u->ctx, fb.mem, fb.size);
+	if (u->host.note)
+		u->host.note(u->host.arg, fb.mem, fb.size);
 	serving = e;
-	fuse_session_process_buf(u->ctx->se, &fb);
+	fuse_session_process_buf(u->host.se, &fb);
 	serving = NULL;
 	if (!e->replied) {	/* kvfs answers every request before its handler returns */
-		fs_log(u->ctx, LOG_ERR, "io_uring: request %llu left unanswered",
-		       (unsigned long long)e->unique);
+		uring_log(u, LOG_ERR, "io_uring: request %llu left unanswered",
+			  (unsigned long long)e->unique);
 		ent_reply_error(e, EIO);
 	}
 	atomic_fetch_add_explicit(&u->requests, 1, memory_order_relaxed);
@@ -321,8 +341,8 @@ static void ent_serve(struct uring_ent *e)
 static void ent_note_failure(struct uring_ent *e, const char *what, int err)
 {
 	if (atomic_fetch_add(&e->u->failed, 1) == 0)
-		fs_log(e->u->ctx, LOG_WARNING, "io_uring: %s (queue %u): %s; requests stay on "
-		       "/dev/fuse", what, e->qid, strerror(-err));
+		uring_log(e->u, LOG_WARNING, "io_uring: %s (queue %u): %s; requests stay on "
+			  "/dev/fuse", what, e->qid, strerror(-err));
 }
 
 static void *ent_main(void *arg)
@@ -358,6 +378,57 @@ static void *ent_main(void *arg)
 out_ring:
 	ring_close(&e->ring);
 	return NULL;
+}
+
+/* ---- INIT ---- */
+
+uint64_t fs_uring_init_offered(const void *req, size_t len)
+{
+	const struct fuse_in_header *in = req;
+	const struct fuse_init_in *arg = (const void *)(in + 1);
+	uint64_t flags;
+
+	if (len < sizeof(*in) + offsetof(struct fuse_init_in, flags2) ||
+	    in->opcode != FUSE_INIT || arg->major != 7)
+		return 0;	/* a major above 7 is answered and asked again */
+	flags = arg->flags;
+	if ((flags & FUSE_INIT_EXT) && len >= sizeof(*in) + sizeof(*arg))
+		flags |= (uint64_t)arg->flags2 << 32;
+	return flags;
+}
+
+/* Asks for the rings in INIT's reply argument: the payload they need (see the header). */
+static size_t init_ask_uring(struct fuse_init_out *arg, size_t len)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), payload = 8192;
+
+	if (!(arg->flags & FUSE_INIT_EXT) ||
+	    len < offsetof(struct fuse_init_out, flags2) + sizeof(arg->flags2))
+		return 0;
+	arg->flags2 |= (uint32_t)(FUSE_OVER_IO_URING >> 32);
+	if (arg->max_write > payload)
+		payload = arg->max_write;
+	if ((arg->flags & FUSE_MAX_PAGES) && arg->max_pages * page > payload)
+		payload = arg->max_pages * page;
+	return payload;
+}
+
+size_t fs_uring_init_amend(struct iovec *iov, int count, uint64_t offered, uint64_t add,
+			   bool uring)
+{
+	const struct fuse_out_header *out = iov[0].iov_base;
+	struct fuse_init_out *arg;
+
+	if (count < 2 || out->error != 0 ||
+	    iov[1].iov_len < offsetof(struct fuse_init_out, max_background))
+		return 0;
+	arg = iov[1].iov_base;
+	if (arg->major != 7)
+		return 0;
+	arg->flags |= (uint32_t)(offered & add);
+	if (!uring || !(offered & FUSE_OVER_IO_URING))
+		return 0;
+	return init_ask_uring(arg, iov[1].iov_len);
 }
 
 /* ---- the set of entries ---- */
@@ -413,7 +484,7 @@ static void uring_free(struct fs_uring *u)
 	free(u);
 }
 
-int fs_uring_start(struct fs_ctx *ctx, size_t payload)
+int fs_uring_start(const struct fs_uring_host *host, size_t payload, struct fs_uring **out)
 {
 	unsigned nqueues = possible_cpus(), nents = nqueues * URING_PER_QUEUE;
 	struct fs_uring *u;
@@ -425,8 +496,8 @@ int fs_uring_start(struct fs_ctx *ctx, size_t payload)
 	u = calloc(1, sizeof(*u) + nents * sizeof(u->ents[0]));
 	if (!u)
 		return -ENOMEM;
-	u->ctx = ctx;
-	u->fuse_fd = fuse_session_fd(ctx->se);
+	u->host = *host;
+	u->fuse_fd = fuse_session_fd(host->se);
 	u->payload = payload;
 	u->nents = nents;
 	for (unsigned i = 0; i < nents && ret == 0; i++) {
@@ -438,7 +509,6 @@ int fs_uring_start(struct fs_ctx *ctx, size_t payload)
 		uring_free(u);
 		return ret;
 	}
-	ctx->transport.uring = u;
 	/* the ring threads take no signal: libfuse's handlers end the session */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -450,30 +520,26 @@ int fs_uring_start(struct fs_ctx *ctx, size_t payload)
 			ent_note_failure(e, "cannot start a thread", -EAGAIN);
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	fs_log(ctx, LOG_INFO, "io_uring: %u queues of %u entries, %zu-byte payloads",
-	       nqueues, URING_PER_QUEUE, payload);
+	uring_log(u, LOG_INFO, "io_uring: %u queues of %u entries, %zu-byte payloads",
+		  nqueues, URING_PER_QUEUE, payload);
+	*out = u;
 	return 0;
 }
 
-void fs_uring_stop(struct fs_ctx *ctx)
+void fs_uring_stop(struct fs_uring *u)
 {
-	struct fs_uring *u = ctx->transport.uring;
-
 	if (!u)
 		return;
 	atomic_store(&u->stop, true);
 	for (unsigned i = 0; i < u->nents; i++)
 		if (u->ents[i].started)
 			pthread_join(u->ents[i].thread, NULL);
-	fs_log(ctx, LOG_INFO, "io_uring: %llu requests served through the rings",
-	       (unsigned long long)atomic_load(&u->requests));
-	ctx->transport.uring = NULL;
+	uring_log(u, LOG_INFO, "io_uring: %llu requests served through the rings",
+		  (unsigned long long)atomic_load(&u->requests));
 	uring_free(u);
 }
 
-bool fs_uring_serving(struct fs_ctx *ctx)
+bool fs_uring_serving(struct fs_uring *u)
 {
-	struct fs_uring *u = ctx->transport.uring;
-
 	return u && atomic_load(&u->failed) == 0 && atomic_load(&u->registered) == u->nents;
 }

@@ -1,10 +1,11 @@
-# scripts/bench-lib.sh - the setup both benchmarks share; sourced by
-# scripts/bench.sh and scripts/bench-backup.sh from the top of the tree,
+# scripts/bench-lib.sh - what the benchmarks share; sourced by scripts/bench.sh,
+# bench-read.sh, bench-write.sh and bench-backup.sh from the top of the tree,
 # never run on its own.
-#   bench_setup TMPFS_SIZE   sets kvfs (KVFS_BIN, else ./kvfs), work (a new
-#                            temporary directory), store, mnt and ref (the
-#                            reference side: a tmpfs of TMPFS_SIZE, needs root);
-#                            on exit unmounts both and removes work.
+#   bench_setup TMPFS_SIZE [DIR]  sets kvfs (KVFS_BIN, else ./kvfs), work (a new
+#                            temporary directory in DIR, default /tmp), store,
+#                            mnt and ref (the reference side: a tmpfs of
+#                            TMPFS_SIZE, needs root); on exit unmounts both
+#                            and removes work.
 #   now                      the time in seconds, with nanoseconds.
 #   bench_mount MNT LOG STORE [OPTION...]  mounts STORE at MNT (kvfs mount -f
 #                            --create in the background, its output in LOG, its
@@ -17,6 +18,10 @@
 #   bench_etcd_requests ENDPOINTS  "Range N Txn N Put N DeleteRange N": the
 #                            key-value requests the members at ENDPOINTS
 #                            (host:port,...) have answered, from their /metrics.
+#   seconds CMD...           wall time of one run of CMD, output discarded; a
+#                            failed run stops the benchmark (a quick failure
+#                            would pass for the best time).
+#   ratio A B, min A B       A / B to two places; the smaller (A may be empty).
 # shellcheck shell=bash disable=SC2034  # the variables are for the callers
 
 bench_cleanup() {
@@ -27,7 +32,7 @@ bench_cleanup() {
 
 bench_setup() {
 	kvfs=${KVFS_BIN:-$PWD/kvfs}
-	work=$(mktemp -d /tmp/kvfs-bench.XXXXXX)
+	work=$(mktemp -d "${2:-/tmp}/kvfs-bench.XXXXXX")
 	store=$work/store mnt=$work/mnt ref=$work/tmpfs
 	mkdir -p "$mnt" "$ref"
 	trap bench_cleanup EXIT
@@ -76,3 +81,21 @@ bench_etcd_requests() {
 		}
 		END { printf "Range %d Txn %d Put %d DeleteRange %d\n", n["Range"], n["Txn"], n["Put"], n["DeleteRange"] }'
 }
+
+seconds() {
+	local t0 t1 err
+	err=$(mktemp)
+	t0=$(now)
+	if ! "$@" >/dev/null 2>"$err"; then
+		echo "bench: failed in $PWD: $*" >&2
+		cat "$err" >&2
+		rm -f "$err"
+		return 1
+	fi
+	t1=$(now)
+	rm -f "$err"
+	awk -v a="$t1" -v b="$t0" 'BEGIN { printf "%.4f", a - b }'
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+min() { awk -v a="$1" -v b="$2" 'BEGIN { print (a == "" || b < a) ? b : a }'; }

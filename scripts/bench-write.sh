@@ -46,10 +46,7 @@ cleanup() {
 trap cleanup EXIT
 mount -t tmpfs -o size=2g tmpfs "$ref"
 
-now() { date +%s.%N; }
-seconds() { local t0 t1; t0=$(now); "$@" >/dev/null 2>&1; t1=$(now); awk -v a="$t1" -v b="$t0" 'BEGIN { printf "%.4f", a - b }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
-min() { awk -v a="$1" -v b="$2" 'BEGIN { print (a == "" || b < a) ? b : a }'; }
+. scripts/bench-lib.sh	# now, seconds, ratio, min, bench_fuse_requests (not its setup)
 generation() {
 	[ "$opts" = floor ] && { echo 0; return; }	# it commits nothing
 	"$kvfs" info "$store" | awk '/^generation:/ { print $2 }'
@@ -67,11 +64,7 @@ fresh() {
 	"${mbin:-$kvfs}" mount -o "create${opts:+,$opts}" "$store" "$mnt"
 }
 umount_kvfs() { fusermount3 -u "$mnt"; }
-# FUSE requests the daemon answered since its mount (user.kvfs.stats).
-requests() {
-	getfattr --absolute-names --only-values -n user.kvfs.stats "$mnt" |
-		awk '$1 !~ /^notify_store/ { n += $2 } END { print n + 0 }'
-}
+requests() { bench_fuse_requests "$mnt"; }
 
 echo "# building $dirs x $leaves leaves (typed, as a kvfs mount gives them), 2,000 documents"
 python3 - "$dirs" "$leaves" >"$work/tree.json" <<'PY'

@@ -1,173 +1,205 @@
 #!/usr/bin/env bash
-# Mount benchmarks. Every figure is a ratio against a reference measured in
-# the same run (the same tree on tmpfs, or a raw LMDB load of the same keys),
-# because the machines this runs on are shared and noisy.
-# Each operation is timed in ROUNDS rounds (KVFS_BENCH_ROUNDS, default 3),
-# each on a fresh mount (first pass, then second pass) and on tmpfs, and the
-# best time of each column is kept: the same rule for both sides, and the
-# least disturbed by other load on the machine.
-# Copies (cp -a, idle rsync -aX) go to a tmpfs in both cases, so the only
-# difference between the columns is where the tree is read from.
-# Then the write workloads (scripts/bench-write.sh: restores, documents,
-# echo >, parallel writers, in each commit mode; KVFS_BENCH_WRITE=0 skips
-# them), and one table of every workload's ratio to tmpfs, written as CSV
-# to $KVFS_BENCH_CSV (default: a file in /tmp, named at the end); the read
-# and write tables' own CSVs are kept beside it (NAME.read.csv,
-# NAME.write.csv). With KVFS_BENCH_STATS=1 each read operation's FUSE
-# requests per opcode (the mount root's user.kvfs.stats, first and second
-# pass of the last round) are written beside it as NAME.requests.csv.
-#   scripts/bench.sh [DIRS [LEAVES_PER_DIR]]     default 100 x 100 = 10,000 files
-# (given, DIRS and LEAVES_PER_DIR are passed on to bench-write.sh too, whose
-# default is 200 x 100 = 20,000 leaves)
+# make bench: kvfs between the floor and the FUSE daemons people already run.
+# Each workload runs on tmpfs (the reference), on scripts/fuse-floor.c over
+# /dev/fuse and over io_uring (a FUSE file system that keeps nothing: what
+# the round trips cost by themselves), on mergerfs and bindfs over tmpfs
+# (Debian's packages, installed here with apt-get when missing), and on
+# kvfs in its default mode, with -o commit=100 and with -o io_uring; every
+# figure is a ratio to tmpfs in the same run, best of KVFS_BENCH_ROUNDS
+# (default 3) on each side, since the machines this runs on are shared.
+#   scripts/bench.sh [DIRS [LEAVES_PER_DIR]]     default 50 x 100 = 5,000 leaves
+# The workloads: cp -a of the tree (typed leaves with their user.kvfs.type
+# xattrs, as a kvfs mount shows them) into an empty mount; 500 x
+# `echo N > kN` into the root of an empty mount; `find -exec cat` over the
+# tree, warm (a second pass on the same mount); `tar --xattrs -c` of the
+# tree, cold (a fresh mount). A write's requests per file are the daemon's
+# own count (kvfs's and the floor's user.kvfs.stats); the daemon's CPU
+# seconds (utime + stime of all its threads) are printed for every FUSE side.
+# The io_uring sides need /sys/module/fuse/parameters/enable_uring: it is
+# set to Y for the run and put back as it was on every way out; without it
+# (an older kernel) those columns say "-". kvfs's stores live on disk in
+# KVFS_BENCH_DIR (default /var/tmp): a commit's cost is mostly its sync.
+# Root. The CSV goes to KVFS_BENCH_CSV (default: a file in /tmp, named at
+# the end).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-dirs=${1:-100} leaves=${2:-100}
+dirs=${1:-50} leaves=${2:-100}
 rounds=${KVFS_BENCH_ROUNDS:-3}
+floor=${KVFS_FLOOR:-$PWD/build/fuse-floor}
+uring_param=/sys/module/fuse/parameters/enable_uring
 . scripts/bench-lib.sh
-bench_setup 2g
+bench_setup 2g "${KVFS_BENCH_DIR:-/var/tmp}"
+nfiles=$((dirs * leaves))
+csv=${KVFS_BENCH_CSV:-/tmp/kvfs-bench-$(date -u +%Y%m%dT%H%M%SZ).csv}
 
-# seconds CMD...: wall time of one run of CMD, output discarded; a failed
-# run stops the benchmark (a quick failure would pass for the best time)
-seconds() {
-	local t0 t1 err
-	err=$(mktemp)
-	t0=$(now)
-	if ! "$@" >/dev/null 2>"$err"; then
-		echo "bench: failed in $PWD: $*" >&2
-		cat "$err" >&2
-		rm -f "$err"
-		return 1
-	fi
-	t1=$(now)
-	rm -f "$err"
-	awk -v a="$t1" -v b="$t0" 'BEGIN { printf "%.4f", a - b }'
+# ---- the neighbours, and the io_uring switch put back on every way out ----
+for tool in mergerfs bindfs; do
+	command -v "$tool" >/dev/null && continue
+	echo "# installing $tool (Debian package)"
+	{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$tool"; } >/dev/null
+done
+uring_old=
+restore() {
+	[ -z "$uring_old" ] || echo "$uring_old" >"$uring_param"
+	bench_cleanup
 }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
-min() { awk -v a="$1" -v b="$2" 'BEGIN { print (a == "" || b < a) ? b : a }'; }
-mount_kvfs() { "$kvfs" mount "$store" "$mnt" && mountpoint -q "$mnt"; }
-umount_kvfs() { fusermount3 -u "$mnt"; }
+trap restore EXIT
+trap 'exit 130' INT TERM
+sides=(tmpfs floor floor-uring mergerfs bindfs kvfs kvfs-commit kvfs-uring)
+if [ -w "$uring_param" ]; then
+	uring_old=$(cat "$uring_param")
+	echo Y >"$uring_param"
+else
+	echo "# no $uring_param (a kernel without FUSE over io_uring): no io_uring columns"
+	sides=(tmpfs floor mergerfs bindfs kvfs kvfs-commit)
+fi
 
+# ---- the tree: typed leaves with their xattrs, as a kvfs mount shows them ----
 echo "# building a tree of $dirs x $leaves leaves"
 python3 - "$dirs" "$leaves" >"$work/tree.json" <<'PY'
 import json, sys
 d, l = int(sys.argv[1]), int(sys.argv[2])
-json.dump({"d%04d" % i: {"k%04d" % j: "value %d/%d" % (i, j) for j in range(l)} for i in range(d)}, sys.stdout)
+json.dump({"d%04d" % i: {"k%04d" % j: (j if j % 2 else "value %d/%d" % (i, j)) for j in range(l)} for i in range(d)}, sys.stdout)
 PY
-t_import=$(seconds "$kvfs" import "$store" / "$work/tree.json")
-mdb_dump -n -a "$store/data.mdb" >"$work/raw.dump" 2>/dev/null || mdb_dump -a "$store" >"$work/raw.dump"
-mkdir "$work/raw"
-t_raw=$(seconds mdb_load -f "$work/raw.dump" "$work/raw")
-echo "import of $((dirs * leaves)) leaves: ${t_import}s; raw mdb_load of the same keys: ${t_raw}s; ratio $(ratio "$t_import" "$t_raw")"
-
-# The tree is $ref/tree; copies land in $ref/dst/{tmpfs,kvfs} (the same tmpfs).
-mkdir -p "$ref/tree" "$ref/dst/tmpfs" "$ref/dst/kvfs"
-mount_kvfs
+tree_store=$work/tree-store
+"$kvfs" import --create "$tree_store" / "$work/tree.json" >/dev/null
+mkdir "$ref/tree"
+"$kvfs" mount "$tree_store" "$mnt"
 cp -a "$mnt/." "$ref/tree/"
-# idle rsync: each side's copy is brought up to date once, before timing
-rsync -aX "$mnt/" "$ref/dst/kvfs/rs/"
-umount_kvfs
-rsync -aX "$ref/tree/" "$ref/dst/tmpfs/rs/"
+fusermount3 -u "$mnt"
 
-all_csv=${KVFS_BENCH_CSV:-/tmp/kvfs-bench-$(date -u +%Y%m%dT%H%M%SZ).csv}
-csv=${all_csv%.csv}.read.csv write_csv=${all_csv%.csv}.write.csv
-stats_csv=${all_csv%.csv}.requests.csv
-echo "operation,tmpfs_s,kvfs_first_s,kvfs_second_s,ratio_first,ratio_second" >"$csv"
-[ "${KVFS_BENCH_STATS:-0}" = 1 ] && echo "operation,pass,opcode,requests" >"$stats_csv"
-
-# stats_of: the daemon's request counters, one "opcode count" a line
-stats_of() { getfattr --only-values -n user.kvfs.stats "$mnt" 2>/dev/null || true; }
-# stats_diff BEFORE AFTER OP PASS: the requests OP made, as CSV lines
-stats_diff() {
-	awk -v op="$3" -v pass="$4" 'NR == FNR { a[$1] = $2; next }
-		{ d = $2 - a[$1]; if ($1 == "getxattr") d--; if (d > 0) printf "\"%s\",%s,%s,%d\n", op, pass, $1, d }' \
-		<(printf '%s\n' "$1") <(printf '%s\n' "$2")
+# ---- one side up and down: $dir is where a workload runs, $pid its daemon ----
+# side_up SIDE empty|tree: an empty file system, or one holding the tree
+# (a fresh mount: its caches cold).
+side_up() {
+	local side=$1 what=$2 branch=$ref/out seed=()
+	pid= dir=$mnt
+	rm -rf "$ref/out" "$store"
+	mkdir "$ref/out"
+	[ "$what" = tree ] && branch=$ref/tree seed=(-o "seed=$branch")
+	case $side in
+	tmpfs) dir=$branch; return ;;
+	floor) "$floor" -f "${seed[@]}" "$mnt" 2>>"$work/daemon.log" & ;;
+	floor-uring) "$floor" -f -o io_uring "${seed[@]}" "$mnt" 2>>"$work/daemon.log" & ;;
+	# its default keeps 4 GB free on a branch: more than the tmpfs holds
+	mergerfs) mergerfs -f -o minfreespace=0 "$branch" "$mnt" 2>>"$work/daemon.log" & ;;
+	bindfs) bindfs -f "$branch" "$mnt" 2>>"$work/daemon.log" & ;;
+	kvfs*) kvfs_up "$side" "$what" & ;;
+	esac
+	pid=$!
+	wait_mounted
+	[[ $side != *uring ]] || wait_uring
+}
+# kvfs in the foreground (so that $! is the daemon): a fresh store, or the tree's
+kvfs_up() {
+	local opts=${1#kvfs} s=$store
+	opts=${opts/#-commit/commit=100} opts=${opts/#-uring/io_uring}
+	if [ "$2" = tree ]; then s=$tree_store; else opts=create${opts:+,$opts}; fi
+	exec "$kvfs" mount -f ${opts:+-o "$opts"} "$s" "$mnt" 2>>"$work/daemon.log"
+}
+wait_mounted() {
+	local i
+	for ((i = 0; i < 400; i++)); do
+		mountpoint -q "$mnt" && return
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.025
+	done
+	echo "bench: the mount at $mnt did not come up (log: $work/daemon.log)" >&2
+	exit 1
+}
+# the rings register just after INIT: wait until the daemon serves through them
+wait_uring() {
+	local i
+	for ((i = 0; i < 200; i++)); do
+		getfattr --only-values -n user.kvfs.stats "$mnt" 2>/dev/null | grep -qx 'transport io_uring' &&
+			return
+		sleep 0.025
+	done
+	echo "bench: $mnt does not serve through io_uring" >&2
+	exit 1
+}
+side_down() {
+	[ -z "$pid" ] && return
+	fusermount3 -u "$mnt"
+	wait "$pid" || true
+}
+# the daemon's CPU seconds so far (utime + stime of every thread, dead ones too)
+cpu() {
+	[ -z "$pid" ] && { echo 0; return; }
+	awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); printf "%.3f", ($12 + $13) / hz }' "/proc/$pid/stat"
+}
+requests() {
+	case $1 in floor* | kvfs*) bench_fuse_requests "$mnt" ;; *) echo "" ;; esac
 }
 
-# Each operation: "label|command" run with sh -c in the tree, DEST naming
-# the side's own directory on the destination tmpfs; "prep" runs untimed
-# before each timed run (removing the previous copy).
-ops=(
-	"find . -type f|find . -type f"
-	"find . -type f -exec stat -c %s {} +|find . -type f -exec stat -c %s {} +"
-	"ls -lR .|ls -lR ."
-	"find . -type f -exec cat {} +|find . -type f -exec cat {} +"
-	"tar -c .|tar -cf - . | cat"
-	"tar --xattrs -c .|tar --xattrs -cf - . | cat"
-	"cp -a . DEST|cp -a . \"\$DEST/cp\""
-	"rsync -aX ./ DEST (idle)|rsync -aX ./ \"\$DEST/rs/\""
-)
-prep='rm -rf "$DEST/cp"'
-timed() { (cd "$1" && export DEST=$2 && sh -c "$prep" && seconds sh -c "$3"); }
-printf '%-40s %10s %10s %10s %8s %8s\n' operation tmpfs kvfs-1st kvfs-2nd ratio1 ratio2
-for entry in "${ops[@]}"; do
-	label=${entry%%|*} op=${entry#*|}
-	t_ref='' t_first='' t_second=''
-	for ((r = 0; r < rounds; r++)); do
-		t=$(timed "$ref/tree" "$ref/dst/tmpfs" "$op") || exit 1
-		t_ref=$(min "$t_ref" "$t")
-		mount_kvfs
-		s0=$(stats_of)
-		t=$(timed "$mnt" "$ref/dst/kvfs" "$op") || exit 1
-		t_first=$(min "$t_first" "$t")
-		s1=$(stats_of)
-		t=$(timed "$mnt" "$ref/dst/kvfs" "$op") || exit 1
-		t_second=$(min "$t_second" "$t")
-		s2=$(stats_of)
-		umount_kvfs
+# ---- the workloads: run in $dir ----
+w_cp_a() { cp -a "$ref/tree/." .; }
+w_echo() { local i; for ((i = 1; i <= 500; i++)); do echo "$i" >"k$i"; done; }
+w_find_cat() { find . -type f -exec cat {} + >/dev/null; }
+w_tar() { tar --xattrs -cf - . | cat >/dev/null; }
+names=(cp_a echo find_cat tar)
+labels=("cp -a of $nfiles leaves into the mount" "500 x echo N > new"
+	"find -exec cat, warm" "tar --xattrs -c, cold")
+kinds=(empty empty tree tree)
+files=("$nfiles" 500 "$nfiles" "$nfiles")
+declare -A t rq cs
+
+row() { printf '%-38s' "$1"; shift; printf ' %11s' "$@"; echo; }
+# one workload's row, printed as soon as its rounds are done, and its CSV lines
+print_row() {
+	local k=$1 w=${names[$1]} side cells=()
+	for side in "${sides[@]}"; do
+		if [ "$side" = tmpfs ]; then
+			cells+=("${t[$w/tmpfs]}")
+		else
+			cells+=("$(ratio "${t[$w/$side]}" "${t[$w/tmpfs]}")")
+		fi
+		echo "\"${labels[$k]}\",$side,${t[$w/$side]},$(ratio "${t[$w/$side]}" "${t[$w/tmpfs]}"),${rq[$w/$side]:-},${cs[$w/$side]:-}" >>"$csv"
 	done
-	if [ "${KVFS_BENCH_STATS:-0}" = 1 ]; then
-		stats_diff "$s0" "$s1" "$label" first >>"$stats_csv"
-		stats_diff "$s1" "$s2" "$label" second >>"$stats_csv"
-	fi
-	printf '%-40s %10.3f %10.3f %10.3f %8s %8s\n' "$label" "$t_ref" "$t_first" "$t_second" \
-		"$(ratio "$t_first" "$t_ref")" "$(ratio "$t_second" "$t_ref")"
-	printf '"%s",%s,%s,%s,%s,%s\n' "$label" "$t_ref" "$t_first" "$t_second" \
-		"$(ratio "$t_first" "$t_ref")" "$(ratio "$t_second" "$t_ref")" >>"$csv"
+	row "${labels[$k]}" "${cells[@]}"
+}
+
+echo "# load before: $(uptime)"
+echo "# ratio to tmpfs, best of $rounds (tmpfs: its seconds); $nfiles leaves in $dirs directories"
+row workload "${sides[@]}"
+echo "workload,side,seconds,ratio,requests_per_file,daemon_cpu_s" >"$csv"
+for ((k = 0; k < ${#names[@]}; k++)); do
+	w=${names[$k]}
+	for ((r = 0; r < rounds; r++)); do
+		for side in "${sides[@]}"; do
+			side_up "$side" "${kinds[$k]}"
+			# warm: one untimed pass first, on the same mount
+			[ "$w" = find_cat ] && (cd "$dir" && w_find_cat)
+			c0=$(cpu)
+			s=$(cd "$dir" && seconds "w_$w")
+			c1=$(cpu)
+			n=$(requests "$side")
+			side_down
+			# the best round's requests and CPU are kept with its time
+			if [ "$(min "${t[$w/$side]:-}" "$s")" = "$s" ]; then
+				t[$w/$side]=$s
+				cs[$w/$side]=$(awk -v a="$c1" -v b="$c0" 'BEGIN { printf "%.2f", a - b }')
+				rq[$w/$side]=${n:+$(awk -v a="$n" -v f="${files[$k]}" 'BEGIN { printf "%.1f", a / f }')}
+			fi
+		done
+	done
+	print_row "$k"
 done
-rm -rf "$ref/dst"
-
-echo "# ls cost against subtree size: 10 children holding 1 key each vs 100,000 each"
-python3 - >"$work/small.json" <<'PY'
-import json, sys
-json.dump({"c%d" % i: i for i in range(10)}, sys.stdout)
-PY
-python3 - >"$work/big.json" <<'PY'
-import json, sys
-json.dump({"c%d" % i: {"k%06d" % j: j for j in range(100000)} for i in range(10)}, sys.stdout)
-PY
-"$kvfs" import "$store" /small "$work/small.json"
-"$kvfs" import "$store" /big "$work/big.json"
-mount_kvfs
-t_small=$(cd "$mnt" && seconds sh -c 'for i in $(seq 200); do ls small >/dev/null; ls -f small >/dev/null; done')
-t_big=$(cd "$mnt" && seconds sh -c 'for i in $(seq 200); do ls big >/dev/null; ls -f big >/dev/null; done')
-umount_kvfs
-echo "ls of 10 children, 200 times: small subtrees ${t_small}s, 100,000-key subtrees ${t_big}s; ratio $(ratio "$t_big" "$t_small")"
-[ "${KVFS_BENCH_STATS:-0}" = 1 ] && echo "# requests per opcode: $stats_csv"
-
-if [ "${KVFS_BENCH_WRITE:-1}" != 0 ]; then
-	echo
-	KVFS_BENCH_CSV=$write_csv bash scripts/bench-write.sh "$@"
-fi
-
-# One row per workload: kind, workload (a write's commit mode in brackets),
-# tmpfs seconds, kvfs seconds (reads: first pass on a fresh mount; then
-# the second pass), ratios, and for writes commits and requests per file.
-{
-	echo "kind,workload,tmpfs_s,kvfs_s,kvfs_warm_s,ratio,ratio_warm,commits_per_file,requests_per_file"
-	tail -n +2 "$csv" | awk -F, -v OFS=, '{ print "read", $1, $2, $3, $4, $5, $6, "", "" }'
-	printf 'store,"kvfs import of %d leaves vs mdb_load of its keys",%s,%s,,%s,,,\n' \
-		"$((dirs * leaves))" "$t_raw" "$t_import" "$(ratio "$t_import" "$t_raw")"
-	printf 'read,"ls of 100000-key subtrees vs 10-key ones (not tmpfs)",%s,%s,,%s,,,\n' \
-		"$t_small" "$t_big" "$(ratio "$t_big" "$t_small")"
-	if [ -s "$write_csv" ]; then
-		# label, mode, tmpfs, kvfs, ratio, commits, requests (bench-write.sh)
-		tail -n +2 "$write_csv" |
-			awk -F, -v OFS=, '{ print "write", "\"" $1 " [" $2 "]\"", $3, $4, "", $5, "", $6, $7 }'
-	fi
-} >"$all_csv"
+echo "# load after: $(uptime)"
 echo
-echo "# every workload: ratio kvfs / tmpfs in the same run (reads: first pass, second pass)"
-awk -F, 'function v(x) { return x == "" ? "-" : x }
-	NR > 1 { gsub(/"/, ""); printf "%-6s %-48s %8s %8s %8s %9s\n", $1, $2, $6, v($7), v($8), v($9) }' "$all_csv" |
-	{ printf '%-6s %-48s %8s %8s %8s %9s\n' kind workload ratio warm commits requests; cat; }
-echo "# CSV: $all_csv"
+echo "# FUSE requests per file (the daemon's count; - where it keeps none)"
+row workload "${sides[@]:1}"
+for ((k = 0; k < 2; k++)); do
+	w=${names[$k]} cells=()
+	for side in "${sides[@]:1}"; do cells+=("${rq[$w/$side]:--}"); done
+	row "${labels[$k]}" "${cells[@]}"
+done
+echo
+echo "# the daemon's CPU seconds in the best run (all its threads)"
+row workload "${sides[@]:1}"
+for ((k = 0; k < ${#names[@]}; k++)); do
+	w=${names[$k]} cells=()
+	for side in "${sides[@]:1}"; do cells+=("${cs[$w/$side]}"); done
+	row "${labels[$k]}" "${cells[@]}"
+done
+echo "# CSV: $csv"

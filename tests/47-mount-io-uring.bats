@@ -93,3 +93,25 @@ transport_is() {
 	remount -o no_io_uring,io_uring
 	eventually 5 transport_is io_uring
 }
+
+# The benchmarks' floor (scripts/fuse-floor.c) links fs/uring.c alone and
+# serves through the same rings: the make bench column "floor-uring".
+@test "the benchmarks' floor serves through the same rings as kvfs" {
+	local floor=${KVFS_FLOOR:-$BATS_TEST_DIRNAME/../build/fuse-floor} m=$BATS_TEST_TMPDIR/floor
+	[ -x "$floor" ] || skip "no $floor (make floor builds it)"
+	mkdir "$m"
+	"$floor" -f -o io_uring "$m" 2>"$m.log" &
+	EXTRA_PIDS+=($!) EXTRA_MNTS+=("$m")
+	eventually 5 mountpoint -q "$m"
+	floor_uring() { getfattr --only-values -n user.kvfs.stats "$m" | grep -qx 'transport io_uring'; }
+	eventually 5 floor_uring
+	mkdir "$m/d"
+	echo 12 >"$m/d/a"
+	run -0 stat -c %s "$m/d/a"
+	assert_output 3
+	run -0 ls "$m/d"
+	assert_output a
+	unmount_extras
+	run -0 sed -n 's/.*io_uring: \([0-9]*\) requests served through the rings.*/\1/p' "$m.log"
+	[ "$output" -ge 5 ]
+}
