@@ -100,10 +100,11 @@ lease_gone() {
 	echo b >"$MNT/s/tmp/deep/b"
 	echo keep >"$MNT/s/keep"
 	landed /s/tmp/a /s/tmp/deep/b /s/keep
-	setfattr -n user.kvfs.ttl -v 3 "$MNT/s/tmp"
 	# every key of the subtree (data, attributes, deadline, expiry entry) on
-	# one lease: from one snapshot read at once (each read of several came
-	# later on a loaded machine, one after the deadline: CI of 2026-11-29)
+	# one lease, read under a deadline no slow read reaches (at load 24 a
+	# read 3 s after the TTL found the keys gone); a short TTL then moves
+	# them all to a new lease, which must take every one with it
+	setfattr -n user.kvfs.ttl -v 600 "$MNT/s/tmp"
 	local keys
 	keys=$(ekeys)
 	run -0 awk '$1 ~ /^[datei]$/ && $2 ~ "^/s/tmp" { print $3 }' <<<"$keys"
@@ -115,8 +116,10 @@ lease_gone() {
 	grep -q "^d /s/tmp/deep/b $lease$" <<<"$keys"
 	run -0 bash -c 'awk '"'"'$1 ~ /^[datei]$/ && $2 ~ "^/s/keep" { print $3 }'"'"' | sort -u' <<<"$keys"
 	assert_output 0
+	setfattr -n user.kvfs.ttl -v 3 "$MNT/s/tmp"
 	unmount_store
-	# no kvfs process runs now: only etcd can remove them
+	# no kvfs process runs now: only etcd can remove them (a key left on
+	# the first lease would outlive this wait)
 	eventually 15 none_left '/s/tmp'
 	ekeys | grep -q '^d /s/keep 0$'
 	local left
@@ -135,10 +138,10 @@ lease_gone() {
 	cp "$BATS_TEST_TMPDIR/big" "$MNT/b/v"
 	landed /b/v
 	[ "$(ekeys | grep -c '^v ')" -ge 3 ]	# stored in chunks (docs/ETCD.md section 3)
-	setfattr -n user.kvfs.ttl -v 3 "$MNT/b"
-	# one snapshot read right away: a second read may come after the
-	# deadline on a loaded machine, when etcd has deleted them all
-	# (CI of 2026-11-29 failed so, its keys all on one lease)
+	# one snapshot read under a far deadline (a read after a 3 s one found
+	# them deleted on a loaded machine: CI of 2026-11-29), then a short
+	# TTL moves them to the lease that etcd ends
+	setfattr -n user.kvfs.ttl -v 600 "$MNT/b"
 	local keys
 	keys=$(ekeys)
 	run -0 awk '$1 == "d" && $2 == "/b/v" { print $3 }' <<<"$keys"
@@ -148,6 +151,7 @@ lease_gone() {
 	run -0 awk '$1 == "v" { print $3 }' <<<"$keys"
 	[ "${#lines[@]}" -ge 3 ]
 	[ "$(printf '%s\n' "${lines[@]}" | sort -u)" = "$lease" ]
+	setfattr -n user.kvfs.ttl -v 3 "$MNT/b"
 	unmount_store
 	eventually 15 none_left '/b/v'
 	[ "$(ekeys | awk '$1 == "v"' | wc -l)" -eq 0 ]	# one lease: gone in the same revision
@@ -157,7 +161,9 @@ lease_gone() {
 	people
 	row people/cy '{"email":"cy@x","age":30,"nick":"c"}'
 	landed /people/cy/nick
-	setfattr -n user.kvfs.ttl -v 2 "$MNT/people/cy"
+	# the leases read under far deadlines (reads after 2 s ones found the
+	# keys gone at load 24), then short TTLs for etcd to end
+	setfattr -n user.kvfs.ttl -v 600 "$MNT/people/cy"
 	run -0 leases_of '^i .*/cy '
 	[ "${#lines[@]}" -eq 1 ]
 	[ "${lines[0]}" != 0 ]
@@ -165,9 +171,11 @@ lease_gone() {
 	[ "${#lines[@]}" -eq 1 ]
 	[ "${lines[0]}" != 0 ]
 	# a field: the by_age entry goes with it, the row and its by_email entry stay
-	kvfs put --ttl 2 "$STORE" /people/ann/age 31
+	kvfs put --ttl 600 "$STORE" /people/ann/age 31
 	run -0 leases_of '^i .*/ann '
 	[ "${#lines[@]}" -eq 2 ]	# by_email: none; by_age: the field's lease
+	setfattr -n user.kvfs.ttl -v 2 "$MNT/people/cy"
+	kvfs put --ttl 2 "$STORE" /people/ann/age 31
 	unmount_store
 	eventually 15 none_left '/cy( |/)'
 	eventually 15 none_left '/ann/age'
@@ -184,35 +192,52 @@ lease_gone() {
 }
 
 @test "a TTL removed before its deadline leaves no lease on the keys, and the data stays" {
-	mkdir -p "$MNT/s/tmp"
-	echo a >"$MNT/s/tmp/a"
-	setfattr -n user.kvfs.ttl -v 2 "$MNT/s/tmp"
-	run -0 leases_of '/s/tmp'
-	local lease=${lines[0]}
+	# the removal must come before the deadline: where a setfattr and a
+	# read of etcd took longer (over 2 s at load 24), again on a subtree of
+	# its own with a longer TTL
+	local ttl t0 lease=
+	for ttl in 2 8 30; do
+		mkdir -p "$MNT/s/tmp$ttl"
+		echo a >"$MNT/s/tmp$ttl/a"
+		t0=$(date +%s%N)
+		setfattr -n user.kvfs.ttl -v "$ttl" "$MNT/s/tmp$ttl"
+		lease=$(leases_of "/s/tmp$ttl( |/)") || true
+		setfattr -x user.kvfs.ttl "$MNT/s/tmp$ttl" 2>/dev/null && in_time "$t0" "$ttl" && break
+		lease=
+	done
+	[ -n "$lease" ]
 	[ "$lease" != 0 ]
-	setfattr -x user.kvfs.ttl "$MNT/s/tmp"
-	run -0 leases_of '/s/tmp'
+	run -0 leases_of "/s/tmp$ttl( |/)"
 	assert_output 0
 	unmount_store
 	# the lease itself runs out: nothing was on it any more
-	eventually 15 lease_gone "$lease"
-	ekeys | grep -q '^d /s/tmp/a 0$'
-	run -0 kvfs get "$STORE" /s/tmp/a
+	eventually $((ttl + 15)) lease_gone "$lease"
+	ekeys | grep -q "^d /s/tmp$ttl/a 0$"
+	run -0 kvfs get "$STORE" "/s/tmp$ttl/a"
 	assert_output a
 	run -0 kvfs check "$STORE"
 	assert_output --partial ', 0 problems'
 }
 
 @test "a changed TTL moves the keys to another lease; a rewrite without a TTL detaches a key" {
-	mkdir -p "$MNT/s/tmp"
-	echo a >"$MNT/s/tmp/a"
-	echo b >"$MNT/s/tmp/b"
-	landed /s/tmp/a /s/tmp/b
-	setfattr -n user.kvfs.ttl -v 2 "$MNT/s/tmp"
-	run -0 leases_of '/s/tmp'
-	local first=${lines[0]}
-	setfattr -n user.kvfs.ttl -v 100 "$MNT/s/tmp"
-	run -0 leases_of '/s/tmp'
+	# the change must come before the first deadline: where it did not
+	# (a setfattr and a read of etcd over 2 s at load 24), again on a
+	# subtree of its own with a longer first TTL
+	local ttl t0 first=
+	for ttl in 2 8 30; do
+		mkdir -p "$MNT/s/tmp$ttl"
+		echo a >"$MNT/s/tmp$ttl/a"
+		echo b >"$MNT/s/tmp$ttl/b"
+		landed "/s/tmp$ttl/a" "/s/tmp$ttl/b"
+		t0=$(date +%s%N)
+		setfattr -n user.kvfs.ttl -v "$ttl" "$MNT/s/tmp$ttl"
+		first=$(leases_of "/s/tmp$ttl( |/)") || true
+		setfattr -n user.kvfs.ttl -v 100 "$MNT/s/tmp$ttl" 2>/dev/null && in_time "$t0" "$ttl" && break
+		first=
+	done
+	[ -n "$first" ]
+	[ "$first" != 0 ]
+	run -0 leases_of "/s/tmp$ttl( |/)"
 	[ "${#lines[@]}" -eq 1 ]
 	[ "${lines[0]}" != 0 ]
 	[ "${lines[0]}" != "$first" ]
@@ -226,9 +251,9 @@ lease_gone() {
 	run -0 leases_of '/s/c '
 	assert_output 0
 	unmount_store
-	eventually 15 lease_gone "$first"
+	eventually $((ttl + 15)) lease_gone "$first"
 	lease_alive "$second"
-	ekeys | grep -q "^d /s/tmp/b $second$"
+	ekeys | grep -q "^d /s/tmp$ttl/b $second$"
 	run -0 kvfs get "$STORE" /s/c
 	assert_output c2
 	run -0 kvfs check "$STORE"
@@ -276,20 +301,24 @@ json.dump({"items": [{"id": i, "name": "n %d" % i, "v": i * 7} for i in range(n)
 	unmount_store
 	big_doc "$BATS_TEST_TMPDIR/big.json" 2000
 	kvfs put "$STORE" /keep k
-	# a deadline past the import's own time and one read of its keys
-	# (several seconds on a busy machine; 30 s for twice the keys and three
-	# reads before): the etcd pass waits for it
-	run -0 kvfs import --ttl 15 "$STORE" /big "$BATS_TEST_TMPDIR/big.json"
-	local keys
-	keys=$(ekeys)
-	[ "$(grep -c '^d /big/' <<<"$keys")" -ge 6000 ]
-	run -0 awk '$1 ~ /^[datei]$/ && $0 ~ "/big(/| )" { print $3 }' <<<"$keys"
+	# the keys read before the deadline, which must be past the import's
+	# own time and that read: several seconds on a busy machine, and over
+	# 15 s at load 24, so then again under another name with a longer TTL
+	local ttl t0 keys
+	for ttl in 15 45; do
+		t0=$(date +%s%N)
+		run -0 kvfs import --ttl "$ttl" "$STORE" "/big$ttl" "$BATS_TEST_TMPDIR/big.json"
+		keys=$(ekeys)
+		in_time "$t0" "$ttl" && break
+	done
+	[ "$(grep -c "^d /big$ttl/" <<<"$keys")" -ge 6000 ]
+	run -0 awk '$1 ~ /^[datei]$/ && $0 ~ "/big'"$ttl"'(/| )" { print $3 }' <<<"$keys"
 	[ "$(printf '%s\n' "${lines[@]}" | sort -u | wc -l)" -eq 1 ]
 	[ "${lines[0]}" != 0 ]
 	# the children-space entries of its 2,000 objects take their leases too
 	[ "$(awk '$1 == "k" && $3 != 0' <<<"$keys" | wc -l)" -ge 2000 ]
 	# no kvfs process runs: only etcd can remove them
-	eventually 30 none_left '/big(/| )'
+	eventually $((ttl + 15)) none_left '/big[0-9]*(/| )'
 	ekeys | grep -q '^d /keep 0$'
 	run -0 ekeys
 	run -0 grep -c '^k ' <<<"$output"

@@ -221,6 +221,20 @@ eventually() {
 	"$@"
 }
 
+# in_time START SECONDS: true while fewer than SECONDS have passed since
+# START (date +%s%N). A check that must come before a TTL's deadline proves
+# something only when it did: a test asks this after it, and on a machine
+# too slow for the deadline tries again with a longer TTL.
+in_time() {
+	[ $(($(date +%s%N) - $1)) -lt $(($2 * 1000000000)) ]
+}
+
+# past START SECONDS: the opposite, as a command of its own (bats does not
+# fail a test on a `!` or on a group at the end of an || list).
+past() {
+	! in_time "$@"
+}
+
 # err PATH: the user.kvfs.error of PATH (fails when it has none).
 err() {
 	getfattr --absolute-names --only-values -n user.kvfs.error "$1"
