@@ -119,22 +119,28 @@ assert_same_leaves() {
 @test "a leaf made by mknod: listed and stat-able by other processes at once, one commit with its content" {
 	mkdir "$MNT/d"
 	run -0 python3 - "$MNT/d" "$KVFS_BIN" "$STORE" <<'PY'
-import os, stat, subprocess, sys
+import os, stat, subprocess, sys, time
 d, kvfs, store = sys.argv[1:]
 gen = lambda: int([l.split()[1] for l in subprocess.run([kvfs, "info", store],
         capture_output=True, text=True).stdout.splitlines() if l.startswith("generation:")][0])
 other = lambda *a: subprocess.run(list(a), capture_output=True, text=True).stdout.strip()
 g0 = gen()
 p = os.path.join(d, "m")
+t0 = time.monotonic()
 os.mknod(p, 0o640 | stat.S_IFREG)
 print("ls:", other("ls", d))
 print("stat:", other("stat", "-c", "%F %s %a", p))
 os.setxattr(p, "user.kvfs.type", b"integer")
 fd = os.open(p, os.O_WRONLY)
+late = time.monotonic() - t0 >= 1.0
 os.write(fd, b"42\n")
 os.utime(fd, (1000000000, 1000000000))
 os.close(fd)
-print("commits:", gen() - g0)
+# an open over the hold's 1 s after the mknod (two tools and an xattr took
+# that under ASan at load 30) finds the empty file committed by the watcher
+# first, as promised: then its close is the second commit
+n = gen() - g0
+print("commits:", 1 if late and n == 2 else n)
 print("store:", other(kvfs, "get", store, "/d/m"))
 print("after:", other("stat", "-c", "%s %a %Y", p))
 PY
