@@ -48,13 +48,16 @@ json_sum() {
 	python3 -c 'import json,sys,hashlib; print(hashlib.sha256(json.dumps(json.load(open(sys.argv[1])), sort_keys=True).encode()).hexdigest())' "$1"
 }
 
-# wait_sum FILE SUM: polls (bounded: 60 s) until FILE's JSON has checksum SUM.
+# wait_sum FILE SUM: polls until FILE's JSON has checksum SUM, for 60 s by
+# the clock (600 polls of a python3 start and a read each took over 10
+# minutes at load 30).
 wait_sum() {
-	local i
-	for ((i = 0; i < 600; i++)); do
+	local end=$((SECONDS + 60))
+	while [ "$SECONDS" -lt "$end" ]; do
 		[ "$(json_sum "$1" 2>/dev/null)" = "$2" ] && return 0
 		sleep 0.1
 	done
+	[ "$(json_sum "$1" 2>/dev/null)" = "$2" ] && return 0
 	echo "never: $1 has $(json_sum "$1" 2>&1), not $2" >&2
 	return 1
 }
