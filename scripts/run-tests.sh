@@ -18,8 +18,11 @@ build=${1:-build}
 cd "$(dirname "$0")/.."
 passed=0 failed=0 skipped=0
 export KVFS_BIN=${KVFS_BIN:-$PWD/kvfs}
+# ASan: UBSan's checks trap (Makefile: UBSAN_TRAP), and handle_sigill has
+# ASan report the trap, its stack naming the file and line (UBSAN_OPTIONS
+# serves a build with UBSAN_TRAP=0).
 if [ -n "${KVFS_ASAN:-}" ]; then
-	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:handle_sigill=1}
 	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 fi
 # TSan: a report goes to the daemon's log (the mount log, which the test
