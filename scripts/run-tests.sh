@@ -18,17 +18,28 @@ build=${1:-build}
 cd "$(dirname "$0")/.."
 passed=0 failed=0 skipped=0
 export KVFS_BIN=${KVFS_BIN:-$PWD/kvfs}
+# A sanitizer's report goes to a file (log_path), never to the process's
+# stderr, which a test expecting a refusal (`run kvfs ...; [ "$status"
+# -ne 0 ]`) does not read: each test's processes write into a directory of
+# the test's own, which fails the test at its teardown (common_setup in
+# tests/test_helper/common.bash); the pass's directory gets the rest (the
+# unit programs', a setup_file's), and each report there fails the pass.
+san_dir=
+if [ -n "${KVFS_ASAN:-}${KVFS_TSAN:-}" ]; then
+	san_dir=$(mktemp -d "${TMPDIR:-/tmp}/kvfs-sanitizer.XXXXXX") || exit 2
+	chmod 1777 "$san_dir"	# kvfs run as another user (as_nobody) reports too
+	export KVFS_SAN_DIR=$san_dir
+fi
 # ASan: UBSan's checks trap (Makefile: UBSAN_TRAP), and handle_sigill has
 # ASan report the trap, its stack naming the file and line (UBSAN_OPTIONS
 # serves a build with UBSAN_TRAP=0).
 if [ -n "${KVFS_ASAN:-}" ]; then
-	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:handle_sigill=1}
-	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:handle_sigill=1}:log_path=$san_dir/report
+	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}:log_path=$san_dir/report
 fi
-# TSan: a report goes to the daemon's log (the mount log, which the test
-# helper checks) and the run goes on; the daemon then exits 66.
+# TSan: the process goes on after a report, and then exits 66.
 if [ -n "${KVFS_TSAN:-}" ]; then
-	export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=0:exitcode=66:log_path=stderr:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp}
+	export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=0:exitcode=66:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp}:log_path=$san_dir/report
 fi
 # The tests call Debian's python3 (scripts/deps.sh): a version manager's
 # shim in front of it (pyenv) runs a chain of bash scripts per call, 0.1 s
@@ -39,10 +50,20 @@ export PATH
 suites=${KVFS_SUITES:-$(echo tests/*.bats)}
 jobs=${KVFS_JOBS:-2}
 
+# log_path_for PREFIX CMD...: runs CMD with its sanitizer reports to PREFIX.PID.
+log_path_for() {
+	local prefix=$1
+	shift
+	[ -n "$san_dir" ] || { "$@"; return; }
+	ASAN_OPTIONS=${ASAN_OPTIONS:-}:log_path=$prefix UBSAN_OPTIONS=${UBSAN_OPTIONS:-}:log_path=$prefix \
+		TSAN_OPTIONS=${TSAN_OPTIONS:-}:log_path=$prefix "$@"
+}
+
 # Unit programs print TAP lines: "ok N - name" / "not ok N - name".
 for t in "$build"/tests/test_*; do
 	[ -x "$t" ] || continue
-	out=$("$t" 2>&1); rc=$?
+	# its reports, if any, named for it (report.PID would not say whose)
+	out=$(log_path_for "$san_dir/${t##*/}" "$t" 2>&1); rc=$?
 	printf '%s\n' "$out"
 	p=$(grep -c '^ok ' <<<"$out"); f=$(grep -c '^not ok ' <<<"$out")
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
@@ -75,6 +96,17 @@ if ls $suites >/dev/null 2>&1; then
 		echo "not ok - bats exited with status $rc"; f=1
 	fi
 	passed=$((passed + p)); failed=$((failed + f))
+fi
+
+# Reports no test claimed: each is a failure, shown whole.
+if [ -n "$san_dir" ]; then
+	for r in "$san_dir"/*; do
+		[ -f "$r" ] || continue
+		echo "not ok - sanitizer report ${r##*/} (a unit program's, or a process outside any test):"
+		sed 's/^/# /' "$r"
+		failed=$((failed + 1))
+	done
+	rm -rf "$san_dir"
 fi
 
 [ "$skipped" -eq 0 ] || echo "# $skipped skipped (see '# skip' lines above for why)"
