@@ -863,7 +863,7 @@ int fs_mount_main(const struct fs_options *opts)
 		goto out_report;
 	}
 	if (build_args(ctx, opts, &args) < 0)
-		goto out_ctx;
+		goto out_args;	/* a refused option leaves the arguments built so far */
 	if (open_model(ctx, opts) < 0)
 		goto out_args;
 	ctx->se = fuse_session_new(&args, &fs_ops_counted, sizeof(fs_ops_counted), ctx);
@@ -886,7 +886,6 @@ out_model:
 	}
 out_args:
 	fuse_opt_free_args(&args);
-out_ctx:
 	ctx_free(ctx);
 out_report:
 	detach_report(&report, (unsigned char)code);
