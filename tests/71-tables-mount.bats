@@ -277,6 +277,7 @@ teardown() {
 	assert_output ann
 	# a change by another process (the CLI on the mounted store)
 	kvfs put "$STORE" /people/ann/age 77
+	eventually 5 test -d "$MNT/people/@by_age/77"
 	run -0 ls "$MNT/people/@by_age/"
 	assert_output 77
 	run -0 cat "$MNT/people/@by_age/77/ann/age"
@@ -296,6 +297,7 @@ teardown() {
 		printf '}'
 	} >"$BATS_TEST_TMPDIR/rows.json"
 	kvfs import "$STORE" /big "$BATS_TEST_TMPDIR/rows.json"
+	eventually 5 test -d "$MNT/big/r300"
 	run -0 bash -c "ls -f '$MNT/big/@by_n/' | grep -v '^\\.'"
 	[ "${#lines[@]}" -eq 300 ]
 	[ "$output" = "$(printf '%s\n' "${lines[@]}" | sort -n)" ]
@@ -309,6 +311,11 @@ teardown() {
 # lsf DIR: ls -f of DIR through the mount without . and ..
 lsf() {
 	ls -f "$1" | grep -v '^\.\.\?$'
+}
+
+# lists_all_300: $MNT/big lists 300 names
+lists_all_300() {
+	[ "$(lsf "$MNT/big" | wc -l)" -eq 300 ]
 }
 
 # json_keys: the member names of the JSON object on stdin, in its order.
@@ -355,6 +362,9 @@ json_keys() {
 	kvfs table create "$STORE" /big --key-depth 1 --key-fields id
 	kvfs table column "$STORE" /big id integer
 	seq 300 -1 1 | sed 's/.*/{"id":&}/' | kvfs import --lines "$STORE" /big -
+	# another process's commit: an etcd mount sees it once its watch has
+	# it (docs/ETCD.md 8a), LMDB's at once
+	eventually 5 lists_all_300
 	run -0 lsf "$MNT/big"
 	assert_output "$(seq 1 300)"
 	run -0 kvfs check "$STORE"
