@@ -17,16 +17,26 @@
 #error "define UNIT_MODEL_DIR, e.g. \"/tmp/kvfs-model-XXXXXX\", before including unit_model.h"
 #endif
 
-static char store_dir[64];
+static char store_dir[256];
 
-/* A new empty store (heap; end it with close_fresh), or NULL when it cannot be made. */
+/*
+ * A new empty store (heap; end it with close_fresh), or NULL when it cannot
+ * be made. Its directory is UNIT_MODEL_DIR's last part under $TMPDIR when
+ * that is set (the suites point it at /dev/shm), else the template as given.
+ */
 static struct model *open_fresh(void)
 {
 	struct model_error err;
 	struct model *m = NULL;
+	const char *tmp = getenv("TMPDIR");
+	const char *name = strrchr(UNIT_MODEL_DIR, '/');
+	int n;
 
-	strcpy(store_dir, UNIT_MODEL_DIR);
-	if (!mkdtemp(store_dir))
+	if (tmp && *tmp && name)
+		n = snprintf(store_dir, sizeof(store_dir), "%s%s", tmp, name);
+	else
+		n = snprintf(store_dir, sizeof(store_dir), "%s", UNIT_MODEL_DIR);
+	if (n < 0 || (size_t)n >= sizeof(store_dir) || !mkdtemp(store_dir))
 		return NULL;
 	if (model_open(store_dir, MODEL_OPEN_CREATE | MODEL_OPEN_NOSYNC, &m, &err) < 0) {
 		fprintf(stderr, "# open: %s\n", err.msg);
@@ -37,7 +47,7 @@ static struct model *open_fresh(void)
 
 static void close_fresh(struct model *m)
 {
-	char cmd[128];
+	char cmd[sizeof(store_dir) + 16];
 
 	model_close(m);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", store_dir);
