@@ -82,6 +82,17 @@ bool fs_writer_defer(struct fs_ctx *ctx, struct fs_node *node, const struct fs_d
 	if (!f)
 		return false;
 	pthread_mutex_lock(&f->lock);
+	/*
+	 * Nothing left to commit (close's flush took it all): no commit of
+	 * this writer is sure to follow, and its release may be letting go of
+	 * it now, so what were kept on it would go with it (rsync's utimensat
+	 * right after close). The change goes to the store as for a closed file.
+	 */
+	if (!f->dirty && !f->pending && !f->trunc) {
+		pthread_mutex_unlock(&f->lock);
+		fs_file_put(ctx, f);
+		return false;
+	}
 	*ret = d->type ? defer_type(ctx, f, d->type) : 0;
 	if (*ret == 0) {
 		if (d->mtime) {

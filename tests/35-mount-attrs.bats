@@ -318,3 +318,22 @@ ctime_ns() {
 	run -1 as_nobody chown 0 "$MNT/g/n"
 	assert_output --partial 'Operation not permitted'
 }
+
+# rsync sets a file's times, mode and type after it closed it, while the
+# close's release may still hold the writer (async in the kernel): each
+# must land in the store, not on a writer about to go (under ASan at load,
+# tests/40 once restored a leaf with the time of the restore). The hook
+# holds every release 600 ms between its commit and letting go.
+@test "utimensat, chmod and a type set just after close, while its release runs, are kept" {
+	KVFS_TEST_RELEASE_LAG_MS=600 mount_store
+	touch -d '2020-05-06 07:08:09.123456789' "$BATS_TEST_TMPDIR/ref"
+	printf -- '-17\n' >"$MNT/neg"
+	touch -m -d '2020-05-06 07:08:09.123456789' "$MNT/neg"
+	chmod 640 "$MNT/neg"
+	setfattr -n user.kvfs.type -v integer "$MNT/neg"
+	remount	# what the store holds, not what the kernel kept
+	run -0 stat -c '%y %a' "$MNT/neg"
+	assert_output "$(stat -c %y "$BATS_TEST_TMPDIR/ref") 640"
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/neg"
+	assert_output integer
+}
