@@ -56,6 +56,9 @@ LDLIBS   += $(PKG_LIBS) -ldl -lpthread
 # they change (git's GIT-CFLAGS): objects left by other flags are rebuilt,
 # never linked with these (libubsan's calls cannot link without libubsan).
 BUILD_FLAGS := $(BUILD)/.flags
+# The rule below is the first in the file: without this, a bare `make`
+# would only rewrite that file.
+.DEFAULT_GOAL := all
 $(BUILD_FLAGS): FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS)' | cmp -s - $@ || \
