@@ -11,7 +11,8 @@ import json, os, re, subprocess, sys
 
 LAYERS = ("fs/", "model/", "store/", "lib/")
 # A process killed with SIGKILL writes no counts: the lines only it ran
-# would be missing from its file's set, so such a file is never chosen.
+# would be missing from its file's set, so such a file is never chosen
+# (one that kills, or of the crash family: tests/60 kills through a script).
 KILLS = re.compile(r"^[^#\n]*\b(kill\s+-(9|KILL|s\s+KILL)\b|kill_daemon\b)", re.M)
 TAGS = re.compile(r"^# bats file_tags=(.*)$", re.M)
 
@@ -47,6 +48,15 @@ def reached(prefix, build):
     return lines, cli
 
 
+def failed(tap_path):
+    """Whether the file's TAP output has a failed test (or none at all)."""
+    try:
+        text = open(tap_path, encoding="utf-8", errors="replace").read()
+    except OSError:
+        return True
+    return re.search(r"^not ok ", text, re.M) is not None or re.search(r"^ok ", text, re.M) is None
+
+
 def seconds(times_path):
     """Per bats file name, its seconds in TIMES (test-times.py's lines)."""
     secs = {}
@@ -63,7 +73,7 @@ def main():
     cov, build, times, suites = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
     secs = seconds(times)
     unit, unit_cli = reached(os.path.join(cov, "counts", "unit"), build)
-    files, clis, pinned, tagged = {}, {}, set(), set()
+    files, clis, pinned, tagged, short = {}, {}, set(), set(), set()
     os.makedirs(os.path.join(cov, "lines"), exist_ok=True)
     for path in suites:
         name = os.path.basename(path)[:-5]
@@ -74,10 +84,13 @@ def main():
         with open(os.path.join(cov, "lines", name + ".txt"), "w") as f:
             f.write("".join(line + "\n" for line in sorted(files[name])))
         text = open(path, encoding="utf-8").read()
-        if KILLS.search(text):
-            pinned.add(name)
         m = TAGS.search(text)
-        if m and "covered" in m.group(1).split(","):
+        file_tags = m.group(1).split(",") if m else []
+        if KILLS.search(text) or "crash" in file_tags:
+            pinned.add(name)
+        if failed(os.path.join(cov, "tap", name + ".tap")):
+            short.add(name)
+        if "covered" in file_tags:
             tagged.add(name)
     every = set(unit).union(*files.values())
     every_cli = set(unit_cli).union(*clis.values())
@@ -89,7 +102,7 @@ def main():
     kept = set(files)
     moved = []
     for name in sorted(files, key=lambda n: -secs.get(n, 0.0)):
-        if name in pinned:
+        if name in pinned or name in short:
             continue
         if files[name] <= union(kept - {name}):
             kept.discard(name)
@@ -102,6 +115,7 @@ def main():
     for name in sorted(files, key=lambda n: -secs.get(n, 0.0)):
         only = len(files[name] - union(set(files) - {name}))
         verdict = ("pinned: kills a process (SIGKILL), whose counts are lost" if name in pinned
+                   else "pinned: a test failed on the coverage build, so its lines may be short" if name in short
                    else "can go" if name in moved
                    else f"kept: {len(files[name] - union(kept - {name}))} lines no other kept file reaches")
         print(f"  {name:28} {secs.get(name, 0.0):6.1f} {len(files[name]):6} {only:7}  {verdict}")
