@@ -3,7 +3,7 @@
 # table (its views); anywhere else they are ordinary keys, shown verbatim
 # and writable (node_modules/@types, a JSON-LD "@context", "@timestamp").
 
-# bats file_tags=tables,mount,backends
+# bats file_tags=tables,mount,backends,covered
 
 load 'test_helper/common'
 
