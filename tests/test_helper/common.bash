@@ -124,13 +124,14 @@ assert_file_bytes() {
 # foreground, in the background of the test; sets MNT, MOUNT_PID, MOUNT_LOG.
 # Fails (with the daemon's log) when the mount does not appear within 10 s.
 # KVFS_MOUNT_OPTS (e.g. entry_timeout=0,attr_timeout=0: make test-nocache)
-# is passed to every mount_store and mount_extra as one more -o list.
+# is passed to every mount_store and mount_extra as one more -o list, and
+# so is KVFS_TRANSPORT's (mount_transport), both before the test's own.
 mount_store() {
 	MNT=$BATS_TEST_TMPDIR/mnt
 	MOUNT_LOG=$BATS_TEST_TMPDIR/mount.log
 	mkdir -p "$MNT"
-	"$KVFS_BIN" mount -f --create ${KVFS_MOUNT_OPTS:+-o "$KVFS_MOUNT_OPTS"} "$@" "$STORE" "$MNT" \
-		>>"$MOUNT_LOG" 2>&1 3>&- &
+	"$KVFS_BIN" mount -f --create ${KVFS_MOUNT_OPTS:+-o "$KVFS_MOUNT_OPTS"} $(mount_transport) \
+		"$@" "$STORE" "$MNT" >>"$MOUNT_LOG" 2>&1 3>&- &
 	MOUNT_PID=$!
 	export MNT MOUNT_PID MOUNT_LOG
 	local i
@@ -147,6 +148,19 @@ mount_store() {
 	echo "mount_store: $MNT not mounted after 10 s; log:" >&2
 	cat "$MOUNT_LOG" >&2
 	return 1
+}
+
+# mount_transport: the -o a pass's KVFS_TRANSPORT forces on the mount
+# helpers (scripts/test-all.sh): fuse (-o no_io_uring) or io_uring (-o
+# io_uring: the mount is refused when the kernel has it off); unset or
+# empty, nothing: kvfs's default.
+mount_transport() {
+	case ${KVFS_TRANSPORT:-} in
+	fuse) echo -o no_io_uring ;;
+	io_uring) echo -o io_uring ;;
+	'') ;;
+	*) echo "KVFS_TRANSPORT=$KVFS_TRANSPORT: give fuse or io_uring" >&2; echo -o "$KVFS_TRANSPORT" ;;
+	esac
 }
 
 # Waits up to $2 tenths of a second for process $1 to end; fails if it does not.
@@ -213,8 +227,8 @@ unmount_store() {
 # DIR.log. mount_teardown unmounts every extra mount through daemon_stop.
 mount_extra() {
 	mkdir -p "$1"
-	"$KVFS_BIN" mount -f --create ${KVFS_MOUNT_OPTS:+-o "$KVFS_MOUNT_OPTS"} "$2" "$1" \
-		>>"$1.log" 2>&1 3>&- &
+	"$KVFS_BIN" mount -f --create ${KVFS_MOUNT_OPTS:+-o "$KVFS_MOUNT_OPTS"} $(mount_transport) \
+		"$2" "$1" >>"$1.log" 2>&1 3>&- &
 	EXTRA_PIDS+=("$!")
 	EXTRA_MNTS+=("$1")
 	eventually 10 mountpoint -q "$1"
