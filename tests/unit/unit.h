@@ -8,9 +8,27 @@
 #include <stdio.h>
 #include <string.h>
 
+/*
+ * The counters. A program of one file keeps them static. A program built
+ * from several files (its tests in parts beside its main) must share one
+ * set, or a part's failed CHECK would set a flag no TEST reads: each of
+ * its files defines UNIT_SHARED before including this header, and the
+ * file with main also UNIT_MAIN, which defines them.
+ */
+#ifdef UNIT_SHARED
+extern int unit_test_number;
+extern int unit_failures;
+extern int unit_current_failed;
+#ifdef UNIT_MAIN
+int unit_test_number;
+int unit_failures;
+int unit_current_failed;
+#endif
+#else
 static int unit_test_number;
 static int unit_failures;
 static int unit_current_failed;
+#endif
 
 #define CHECK(cond) do { \
 	if (!(cond)) { \
