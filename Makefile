@@ -79,8 +79,11 @@ FS_OBJ    := $(FS_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
 
 # Unit tests: tests/unit/test_store_*.c link the store layer only,
-# tests/unit/test_model_*.c link model and store.
-UNIT_STORE := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_store*.c))
+# tests/unit/test_model_*.c link model and store. A program of several
+# files is test_X.c (its main and fixtures) and its parts test_X_*.c, which
+# are no programs of their own: test_store_lmdb, and the etcd ones below.
+UNIT_LMDB_PARTS := $(wildcard tests/unit/test_store_lmdb_*.c)
+UNIT_STORE := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(filter-out $(UNIT_LMDB_PARTS),$(wildcard tests/unit/test_store*.c)))
 UNIT_MODEL := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_model*.c))
 
 .PHONY: all store model unit floor test test-nocache test-etcd test-partition asan tsan coverage install uninstall clean deps bench bench-read bench-write bench-etcd bench-meta demo
@@ -99,7 +102,9 @@ $(BUILD)/%.o: %.c $(wildcard */*.h */*/*.h) $(BUILD_FLAGS)
 
 $(BUILD)/tests/test_store%: tests/unit/test_store%.c tests/unit/unit.h $(STORE_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STORE_OBJ) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c,$^) $(STORE_OBJ) $(LDLIBS)
+# its parts, linked in by the rule above
+$(BUILD)/tests/test_store_lmdb: $(UNIT_LMDB_PARTS) tests/unit/test_store_lmdb.h
 
 $(BUILD)/tests/test_model%: tests/unit/test_model%.c tests/unit/unit.h tests/unit/unit_model.h $(MODEL_OBJ) $(STORE_OBJ)
 	@mkdir -p $(dir $@)
@@ -279,17 +284,19 @@ ETCD_TEST := $(BUILD)/etcd/test_etcd_client
 etcd-client-test: $(ETCD_TEST)
 
 ETCD_CLIENT_SRC := $(wildcard lib/etcd/*.c)
-$(ETCD_TEST): tests/unit/test_etcd_client.c $(wildcard tests/unit/etcd_*) tests/unit/unit.h \
+ETCD_TEST_SRC := tests/unit/test_etcd_client.c $(wildcard tests/unit/test_etcd_client_*.c) tests/unit/etcd_tool.c
+$(ETCD_TEST): $(ETCD_TEST_SRC) tests/unit/etcd_test.h tests/unit/unit.h \
 		$(ETCD_CLIENT_SRC) $(wildcard lib/etcd/*.h) store/etcd/etcd_buf.c store/etcd/etcd_buf.h \
 		$(BUILD_FLAGS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ tests/unit/test_etcd_client.c tests/unit/etcd_tool.c \
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(ETCD_TEST_SRC) \
 		store/etcd/etcd_buf.c $(ETCD_CLIENT_SRC) $(ETCD_LIBS) -ldl -lpthread
 
 ETCD_STORE_TEST := $(BUILD)/etcd/test_etcd_store
 .PHONY: etcd-store-test
 etcd-store-test: $(ETCD_STORE_TEST)
 
-$(ETCD_STORE_TEST): tests/unit/test_etcd_store.c tests/unit/unit.h $(STORE_OBJ)
+$(ETCD_STORE_TEST): tests/unit/test_etcd_store.c $(wildcard tests/unit/test_etcd_store_*.c) \
+		tests/unit/test_etcd_store.h tests/unit/unit.h $(STORE_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STORE_OBJ) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c,$^) $(STORE_OBJ) $(LDLIBS)

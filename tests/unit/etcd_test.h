@@ -1,11 +1,15 @@
 /*
- * tests/unit/etcd_test.h - what test_etcd_client.c shares with its verbs
- * (tests/unit/etcd_tool.c): the cluster, a per-run key prefix, a handle.
+ * tests/unit/etcd_test.h - what test_etcd_client.c shares with its parts
+ * (test_etcd_client_*.c) and its verbs (tests/unit/etcd_tool.c): the
+ * cluster, a per-run key prefix, a handle; and the tests the parts hold.
  */
 #ifndef KVFS_ETCD_TEST_H
 #define KVFS_ETCD_TEST_H
 
 #include <stddef.h>
+
+#define UNIT_SHARED
+#include "tests/unit/unit.h"
 
 struct etcd_client;
 
@@ -19,5 +23,30 @@ const char *key(int slot, const char *name, size_t *len);
 double now_ms(void);
 /* Runs verb argv[0]: its exit status, or -1 when there is no such verb. */
 int etcd_tool_run(int argc, char **argv);
+
+/* test_etcd_client_calls.c */
+void test_base64(void);
+void test_prefix_end(void);
+void test_open_errors(void);
+void test_put_get(void);
+void test_range_options(void);
+void test_txn_guards(void);
+void test_txn_many_ops(void);
+void test_leases(void);
+
+/* test_etcd_client_watch.c */
+void test_watch(void);
+void test_compacted(void);
+
+/* test_etcd_client_faults.c */
+void test_failover(void);
+void test_hung_member(void);
+void test_deadline(void);
+void test_too_large(void);
+
+/* test_etcd_client_buf.c */
+void test_buf_reads(void);
+void test_buf_commit_gaps(void);
+void test_buf_guards(void);
 
 #endif

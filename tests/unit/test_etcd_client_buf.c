@@ -1,0 +1,184 @@
+/*
+ * tests/unit/test_etcd_client_buf.c - the write buffer (store/etcd/etcd_buf.c)
+ * over the client: reads through it, a subtree replaced in one Txn, and the
+ * guards that fail a commit when another client changed what was read.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "store/etcd/etcd_buf.h"
+#include "lib/etcd/etcd_client.h"
+#include "tests/unit/etcd_test.h"
+
+/* Reads through the buffer: written, deleted (by key or range), untouched. */
+void test_buf_reads(void)
+{
+	struct etcd_buf *b = NULL;
+	const void *v;
+	size_t vl;
+
+	CHECK_EQ_INT(etcd_buf_new(&b), 0);
+	if (!b)
+		return;
+	CHECK_EQ_INT(etcd_buf_put(b, "k/a", 3, "1", 1), 0);
+	CHECK_EQ_INT(etcd_buf_put(b, "k/b", 3, "2", 1), 0);
+	CHECK_EQ_INT(etcd_buf_put(b, "k/a", 3, "one", 3), 0);	/* last write wins */
+	CHECK_EQ_INT(etcd_buf_get(b, "k/a", 3, &v, &vl), 1);
+	CHECK_MEM(v, vl, "one", 3);
+	CHECK_EQ_INT(etcd_buf_get(b, "k/z", 3, &v, &vl), -ENOENT);
+	CHECK_EQ_INT(etcd_buf_del(b, "k/z", 3), 0);
+	CHECK_EQ_INT(etcd_buf_get(b, "k/z", 3, &v, &vl), 0);
+	CHECK_EQ_INT(etcd_buf_del_range(b, "k/", 2, "k0", 2), 0);
+	CHECK_EQ_INT(etcd_buf_get(b, "k/a", 3, &v, &vl), 0);	/* gone with the range */
+	CHECK_EQ_INT(etcd_buf_get(b, "k/never", 7, &v, &vl), 0);	/* covered */
+	CHECK_EQ_INT(etcd_buf_get(b, "l", 1, &v, &vl), -ENOENT);
+	CHECK_EQ_INT(etcd_buf_put(b, "k/b", 3, "again", 5), 0);
+	CHECK_EQ_INT(etcd_buf_get(b, "k/b", 3, &v, &vl), 1);
+	CHECK_MEM(v, vl, "again", 5);
+	CHECK_EQ_INT(etcd_buf_put(b, "k/empty", 7, NULL, 0), 0);	/* an empty value, not a delete */
+	CHECK_EQ_INT(etcd_buf_get(b, "k/empty", 7, &v, &vl), 1);
+	CHECK_EQ_INT(vl, 0);
+	/* a range to the end of the keyspace (etcd's "\0") covers everything after its start */
+	CHECK_EQ_INT(etcd_buf_del_range(b, "m", 1, "", 1), 0);
+	CHECK_EQ_INT(etcd_buf_get(b, "zzz", 3, &v, &vl), 0);
+	CHECK_EQ_INT(etcd_buf_get(b, "l", 1, &v, &vl), -ENOENT);
+	etcd_buf_free(b);
+}
+
+/* Lists the keys and values under p at the newest revision as "k=v;..." (k without p). */
+static void list_under(struct etcd_client *c, const char *p, size_t pl, char *out, size_t len)
+{
+	struct etcd_range_result r;
+	uint8_t end[300];
+	struct etcd_range_opts o = { .range_end = end, .range_end_len = etcd_prefix_end(p, pl, end) };
+	size_t n = 0;
+
+	out[0] = '\0';
+	if (etcd_client_range(c, p, pl, &o, &r) < 0)
+		return;
+	for (size_t i = 0; i < r.len && n < len; i++)
+		n += (size_t)snprintf(out + n, len - n, "%.*s=%.*s;",
+				      (int)(r.kvs[i].key_len - pl), (const char *)r.kvs[i].key + pl,
+				      (int)r.kvs[i].val_len, (const char *)r.kvs[i].val);
+	etcd_range_result_release(&r);
+}
+
+/* A subtree replaced in one Txn: deleted ranges go out as gaps around the puts inside them. */
+void test_buf_commit_gaps(void)
+{
+	struct etcd_client *c = client();
+	struct etcd_buf *b = NULL;
+	char p[128], k[160], got[512];
+	uint8_t end[300];
+	size_t pl, el;
+	bool ok = false;
+	int64_t rev = 0;
+	const char *bp = key(0, "buf/", &pl);
+
+	memcpy(p, bp, pl);
+	el = etcd_prefix_end(p, pl, end);
+	for (const char *n = "abcd"; *n; n++) {
+		snprintf(k, sizeof(k), "%.*s%c", (int)pl, p, *n);
+		CHECK_EQ_INT(etcd_client_put(c, k, strlen(k), "old", 3, 0, NULL), 0);
+	}
+	CHECK_EQ_INT(etcd_buf_new(&b), 0);
+	if (!b)
+		return;
+	CHECK_EQ_INT(etcd_buf_del_range(b, p, pl, end, el), 0);
+	snprintf(k, sizeof(k), "%.*sb", (int)pl, p);
+	CHECK_EQ_INT(etcd_buf_put(b, k, strlen(k), "B", 1), 0);
+	snprintf(k, sizeof(k), "%.*se", (int)pl, p);
+	CHECK_EQ_INT(etcd_buf_put(b, k, strlen(k), "E", 1), 0);
+	snprintf(k, sizeof(k), "%.*szz", (int)pl, p);
+	CHECK_EQ_INT(etcd_buf_del(b, k, strlen(k)), 0);	/* covered: dropped */
+	/* two overlapping ranges merge: [a, c) and [b, d) with a put of bb inside */
+	char ka[160], kc[160], kb[160], kd[160];
+	snprintf(ka, sizeof(ka), "%.*sa", (int)pl, p);
+	snprintf(kb, sizeof(kb), "%.*sb", (int)pl, p);
+	snprintf(kc, sizeof(kc), "%.*sc", (int)pl, p);
+	snprintf(kd, sizeof(kd), "%.*sd", (int)pl, p);
+	CHECK_EQ_INT(etcd_buf_del_range(b, ka, strlen(ka), kc, strlen(kc)), 0);
+	CHECK_EQ_INT(etcd_buf_del_range(b, kb, strlen(kb), kd, strlen(kd)), 0);
+	snprintf(k, sizeof(k), "%.*sbb", (int)pl, p);
+	CHECK_EQ_INT(etcd_buf_put(b, k, strlen(k), "BB", 2), 0);
+	CHECK(etcd_buf_ops(b) >= 3);
+	CHECK_EQ_INT(etcd_buf_commit(b, c, &ok, &rev), 0);
+	CHECK(ok);
+	CHECK(rev > 0);
+	etcd_buf_free(b);
+	/* b was dropped by the second range (put before it), bb and e were put after */
+	list_under(c, p, pl, got, sizeof(got));
+	CHECK(strcmp(got, "bb=BB;e=E;") == 0);
+	if (strcmp(got, "bb=BB;e=E;") != 0)
+		fprintf(stderr, "#   got %s\n", got);
+	CHECK_EQ_INT(etcd_client_delete_range(c, p, pl, end, el, NULL, NULL), 0);
+	etcd_client_close(c);
+}
+
+/* Key guards (present and absent) and range guards fail when another client changed what was read. */
+void test_buf_guards(void)
+{
+	struct etcd_client *c = client(), *other = client();
+	struct etcd_range_result r;
+	struct etcd_buf *b = NULL;
+	uint8_t end[300];
+	char p[128];
+	size_t pl, kl, el;
+	bool ok = true;
+	const char *gp = key(0, "guard/", &pl);
+
+	memcpy(p, gp, pl);
+	el = etcd_prefix_end(p, pl, end);
+	const char *k = key(1, "guard/k", &kl);
+	CHECK_EQ_INT(etcd_client_put(c, k, kl, "v", 1, 0, NULL), 0);
+
+	/* 1: a key read, then changed by another client */
+	CHECK_EQ_INT(etcd_client_range(c, k, kl, NULL, &r), 0);
+	int64_t mod = r.len ? r.kvs[0].mod_rev : -1;
+	etcd_range_result_release(&r);
+	CHECK_EQ_INT(etcd_buf_new(&b), 0);
+	CHECK_EQ_INT(etcd_buf_guard_key(b, k, kl, mod), 0);
+	CHECK_EQ_INT(etcd_buf_guard_key(b, k, kl, mod), 0);	/* read twice: one compare */
+	CHECK_EQ_INT(etcd_buf_put(b, k, kl, "mine", 4), 0);
+	CHECK_EQ_INT(etcd_client_put(other, k, kl, "theirs", 6, 0, NULL), 0);
+	CHECK_EQ_INT(etcd_buf_commit(b, c, &ok, NULL), 0);
+	CHECK(!ok);
+	etcd_buf_free(b);
+
+	/* 2: an absent key read, then created by another client */
+	const char *absent = key(2, "guard/new", &kl);
+	CHECK_EQ_INT(etcd_buf_new(&b), 0);
+	CHECK_EQ_INT(etcd_buf_guard_key(b, absent, kl, 0), 0);
+	CHECK_EQ_INT(etcd_buf_put(b, absent, kl, "mine", 4), 0);
+	CHECK_EQ_INT(etcd_client_put(other, absent, kl, "theirs", 6, 0, NULL), 0);
+	CHECK_EQ_INT(etcd_buf_commit(b, c, &ok, NULL), 0);
+	CHECK(!ok);
+	etcd_buf_free(b);
+
+	/* 3: a range read at R; untouched it commits, a put into it makes it fail */
+	CHECK_EQ_INT(etcd_client_range(c, p, pl, &(struct etcd_range_opts){ .range_end = end,
+		.range_end_len = el, .keys_only = true }, &r), 0);
+	int64_t at = r.revision;
+	etcd_range_result_release(&r);
+	const char *x = key(3, "elsewhere", &kl);
+	CHECK_EQ_INT(etcd_buf_new(&b), 0);
+	CHECK_EQ_INT(etcd_buf_guard_range(b, p, pl, end, el, at), 0);
+	CHECK_EQ_INT(etcd_buf_put(b, x, kl, "1", 1), 0);
+	CHECK_EQ_INT(etcd_buf_commit(b, c, &ok, NULL), 0);
+	CHECK(ok);
+	etcd_buf_free(b);
+	CHECK_EQ_INT(etcd_buf_new(&b), 0);
+	CHECK_EQ_INT(etcd_buf_guard_range(b, p, pl, end, el, at), 0);
+	CHECK_EQ_INT(etcd_buf_put(b, x, kl, "2", 1), 0);
+	const char *in = key(2, "guard/in", &kl);
+	CHECK_EQ_INT(etcd_client_put(other, in, kl, "theirs", 6, 0, NULL), 0);
+	CHECK_EQ_INT(etcd_buf_commit(b, c, &ok, NULL), 0);
+	CHECK(!ok);
+	etcd_buf_free(b);
+	CHECK_EQ_INT(etcd_client_delete_range(c, p, pl, end, el, NULL, NULL), 0);
+	x = key(3, "elsewhere", &kl);
+	CHECK_EQ_INT(etcd_client_delete_range(c, x, kl, NULL, 0, NULL, NULL), 0);
+	etcd_client_close(other);
+	etcd_client_close(c);
+}
