@@ -13,7 +13,7 @@
 #define UNIT_MAIN
 #include "tests/unit/test_store_lmdb.h"
 
-static char tmp_root[64];
+static char tmp_root[96];	/* under 128: the tests' own dir buffers */
 static int dir_serial;
 
 /* A fresh, not yet existing path under the test's temporary directory. */
@@ -138,10 +138,11 @@ int count_under(struct store *st, const char *name)
 
 int main(void)
 {
-	int rc;
+	const char *tmp = getenv("TMPDIR");
+	int rc, n;
 
-	snprintf(tmp_root, sizeof(tmp_root), "/tmp/kvfs-store-XXXXXX");
-	if (!mkdtemp(tmp_root)) {
+	n = snprintf(tmp_root, sizeof(tmp_root), "%s/kvfs-store-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (n < 0 || (size_t)n >= sizeof(tmp_root) || !mkdtemp(tmp_root)) {
 		perror("mkdtemp");
 		return 1;
 	}
