@@ -203,7 +203,7 @@ int store_room(struct store *st, struct store_room *out);
  * 0 when this handle's reads may be served from what it learnt of the
  * store earlier (etcd: a snapshot and the watch, docs/ETCD.md section 8a)
  * but it knows of every commit made up to a moment ago (etcd: its watch's
- * member confirmed within the last 3 s that it was current), and always
+ * member confirmed within the last 5 s that it was current), and always
  * for a store in local files; 1 when it cannot tell, *out saying since
  * when and why. Cheap (no call to a server), any thread.
  */

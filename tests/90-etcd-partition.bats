@@ -32,7 +32,7 @@ HEAL_BOUND=3
 CONVERGE_BOUND=5
 # The longest from a cut to the cut-off host's mount saying its reads may
 # be stale (user.kvfs.stale: its watch's member confirms it is current every
-# second, and 3 s without is stale, docs/ETCD.md section 12; the rest is a
+# 2 s, and 5 s without is stale, docs/ETCD.md section 12; the rest is a
 # loaded machine's delays), and from the heal to its saying so no more.
 STALE_BOUND=10
 

@@ -52,7 +52,7 @@ struct etcd_client;
 #define ETCD_MEMBERS_MAX 16	/* members one client knows at most */
 #define ETCD_DOWN_MS 30000	/* a member that stopped answering is passed over this long */
 #define ETCD_READ_TRY_MS 2000	/* a read waits this long for a member while others may answer */
-#define ETCD_CONFIRM_MS 1000	/* a watch asks its member this often whether it is current */
+#define ETCD_CONFIRM_MS 2000	/* a watch asks its member this often whether it is current */
 #define ETCD_PROBE_MS 2000	/* ... and, silent, ends when it does not answer within this */
 
 /*

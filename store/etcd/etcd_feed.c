@@ -24,10 +24,10 @@
 #define FEED_MINE 256	/* revisions of our own recent commits kept */
 /*
  * A watch whose member confirmed this recently that it is current (every
- * ETCD_CONFIRM_MS while all is well) is fresh: 1 to 2 s of probes, and
- * a loaded machine's delays.
+ * ETCD_CONFIRM_MS while all is well) is fresh: 2 to 3 s between probes
+ * (libcurl looks in about once a second), and a loaded machine's delays.
  */
-#define ETCD_FRESH_MS 3000
+#define ETCD_FRESH_MS 5000
 
 struct feed_ev {
 	uint64_t rev;
