@@ -126,6 +126,12 @@ struct fs_watcher {
 	uint64_t feed_pos;	/* generation the feed was read up to */
 	uint64_t feed_want;	/* a foreign commit was seen at this generation: read to it */
 	uint64_t reap_lo, reap_hi;	/* the reaper's last commits: ours, read as another's */
+	/*
+	 * feed_pos once the poll that reached it queued its invalidations:
+	 * every commit up to it is in what the mount serves (the kernel's
+	 * caches once the worker sent them). Any thread: user.kvfs.stats.
+	 */
+	atomic_uint_fast64_t position;
 	pthread_mutex_t lock;	/* stop, started */
 	pthread_cond_t cond;
 	bool stop, started;

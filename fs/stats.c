@@ -4,9 +4,11 @@
  * request by opcode, and the counts read back as the mount root's xattr
  * user.kvfs.stats ("opcode count" lines), so that a benchmark can tell
  * where a workload's round trips go; then the transport serving them
- * (transport.c's "transport" line); the last line,
- * store_keys_read, is what the store's reads handed out (model_keys_read), so that a test can
- * tell what an operation costs the store.
+ * (transport.c's "transport" line); store_keys_read, what the store's
+ * reads handed out (model_keys_read), so that a test can tell what an
+ * operation costs the store; and position, the generation (etcd: the
+ * revision) up to which the mount has taken in every commit (watcher.c),
+ * to compare with `kvfs info`'s.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -54,8 +56,9 @@ size_t fs_stats_format(struct fs_ctx *ctx, char *buf, size_t cap)
 		used += (size_t)n;
 	}
 	used += fs_transport_format(ctx, buf + used, cap - used);
-	n = snprintf(buf + used, cap - used, "store_keys_read %llu\n",
-		     (unsigned long long)model_keys_read(ctx->model));
+	n = snprintf(buf + used, cap - used, "store_keys_read %llu\nposition %llu\n",
+		     (unsigned long long)model_keys_read(ctx->model),
+		     (unsigned long long)atomic_load(&ctx->watch.position));
 	if (n > 0 && (size_t)n < cap - used)
 		used += (size_t)n;
 	return used;

@@ -162,6 +162,7 @@ static void *watch_main(void *arg)
 		fs_rmhold_settle(ctx, false);	/* removals in rows no rmdir took */
 		fs_table_settle(ctx, FS_SETTLE_IDLE);	/* schemas waiting for their rows */
 		feed_poll(ctx);
+		atomic_store(&ctx->watch.position, ctx->watch.feed_pos);
 		pthread_mutex_lock(&ctx->watch.lock);
 	}
 	pthread_mutex_unlock(&ctx->watch.lock);
@@ -174,6 +175,7 @@ int fs_watch_start(struct fs_ctx *ctx)
 
 	model_changed_elsewhere(ctx->model);	/* what came before the mount is no news */
 	ctx->watch.feed_pos = ctx->watch.feed_want = model_generation(ctx->model);
+	atomic_store(&ctx->watch.position, ctx->watch.feed_pos);
 	pthread_mutex_lock(&ctx->watch.lock);
 	ret = pthread_create(&ctx->watch.thread, NULL, watch_main, ctx);
 	ctx->watch.started = ret == 0;

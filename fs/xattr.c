@@ -1,6 +1,6 @@
 /*
  * fs/xattr.c - extended attributes (user.kvfs.type, user.kvfs.error,
- * user.kvfs.pid; user.kvfs.ttl and user.kvfs.expires handed to ttl.c,
+ * user.kvfs.stale, user.kvfs.pid; user.kvfs.ttl and user.kvfs.expires handed to ttl.c,
  * user.kvfs.schema to table.c; the refusal of every other name), a type
  * kept for the
  * next commit of an empty leaf, and statfs.
@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fs/fs_int.h"
@@ -21,6 +22,7 @@
 
 /* Not listed, so that cp -a and rsync -X never copy them: */
 #define FS_XATTR_ERROR "user.kvfs.error"	/* the last refusal for a path (below a directory) */
+#define FS_XATTR_STALE "user.kvfs.stale"	/* any path: since when reads may miss commits */
 
 #define FS_XATTR_PID "user.kvfs.pid"		/* the root: the daemon's pid, for kvfs umount */
 #define FS_XATTR_STATS "user.kvfs.stats"	/* the root: requests by opcode (stats.c) */
@@ -181,6 +183,35 @@ static void reply_error_xattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		reply_xattr_value(req, size, msg, strlen(msg));
 }
 
+/*
+ * user.kvfs.stale, the same on every path: ENODATA while the mount knows of
+ * every commit made up to a moment ago, else "since TIME (N s ago): why".
+ * Asks no server, so it answers on a host cut off from them.
+ */
+static void reply_stale_xattr(fuse_req_t req, size_t size)
+{
+	struct fs_ctx *ctx = fs_req_ctx(req);
+	struct model_stale st;
+	struct timespec now;
+	struct tm tm;
+	char when[32], line[sizeof(st.why) + 96];
+	time_t secs;
+
+	if (model_stale(ctx->model, &st) <= 0) {
+		fs_reply_err(req, -ENODATA);
+		return;
+	}
+	clock_gettime(CLOCK_REALTIME, &now);
+	secs = (time_t)(st.since_ns / 1000000000);
+	gmtime_r(&secs, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(line, sizeof(line), "since %s.%03dZ (%.1f s ago): %s", when,
+		 (int)(st.since_ns / 1000000 % 1000),
+		 (double)((int64_t)now.tv_sec * 1000000000 + now.tv_nsec - st.since_ns) / 1e9,
+		 st.why);
+	reply_xattr_value(req, size, line, strlen(line));
+}
+
 void fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
 	struct fs_ctx *ctx = fs_req_ctx(req);
@@ -190,6 +221,10 @@ void fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t siz
 
 	if (strcmp(name, FS_XATTR_ERROR) == 0) {
 		reply_error_xattr(req, ino, size);
+		return;
+	}
+	if (strcmp(name, FS_XATTR_STALE) == 0) {
+		reply_stale_xattr(req, size);
 		return;
 	}
 	if (fs_ttl_is_name(name)) {

@@ -186,6 +186,20 @@ struct model_room {
  * a store in local files (the caller asks its file system).
  */
 int model_room(struct model *m, struct model_room *out);
+
+/* Since when what this handle reads may miss commits (store_stale). */
+struct model_stale {
+	uint64_t generation;	/* reads are served from what was committed up to it */
+	int64_t since_ns;	/* CLOCK_REALTIME: commits made after this may be missed */
+	char why[200];		/* one line */
+};
+
+/*
+ * 0 when reads know of every commit made up to a moment ago (always for a
+ * store in local files); 1 when they may be stale, *out saying since when
+ * and why. Asks no server.
+ */
+int model_stale(struct model *m, struct model_stale *out);
 /*
  * Cheap (no transaction): changes whenever any process commits to the
  * store; the position model_changes_read counts in.

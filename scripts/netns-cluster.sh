@@ -173,8 +173,13 @@ stop_delay() {
 	rm -f "$dir/delay.pid"
 }
 
+# Every cut goes in one batch, so that the hosts meet again all at once
+# (rule by rule, one ip process each, took 2-3 s at load 40), then the delay.
 cmd_heal() {
-	del_rules "$pref_cut"
+	ip -n "$router" rule show pref "$pref_cut" |
+		sed -n "s/^$pref_cut:[[:space:]]*/rule del pref $pref_cut /p" |
+		ip -n "$router" -batch - 2>/dev/null || true
+	del_rules "$pref_cut"	# (any the batch left)
 	stop_delay
 }
 

@@ -21,6 +21,10 @@
 #       slowest refusal and reason's read of the cut.
 #   same EXPORT MNT...   exits 0 when every mount shows the store's tree
 #       (EXPORT "-": the same tree as each other)
+#   heal DIR MNT0 MNT1 BOUND   from when DIR/phase says "healed", the
+#       seconds until MNT0 has taken in every commit MNT1 had taken in then
+#       (the position lines of their roots' user.kvfs.stats); exits 1 past
+#       BOUND. Started before the heal, so that no process start is timed.
 import errno, json, os, sys, time
 
 DOCS, LEAVES = 3, 4
@@ -221,6 +225,29 @@ def same(export_path, mounts):
     return 0 if all(v == views[0] for v in views) else 1
 
 
+def position(mnt):
+    for line in os.getxattr(mnt, "user.kvfs.stats").decode().splitlines():
+        name, value = line.split()
+        if name == "position":
+            return int(value)
+    raise SystemExit("%s: no position in user.kvfs.stats" % mnt)
+
+
+def heal(d, behind, ahead, bound):
+    while phase(d) != "healed":
+        if os.path.exists(os.path.join(d, "stop")):
+            return 1  # the test ended first
+        time.sleep(0.01)
+    t = time.monotonic()
+    want = position(ahead)
+    while position(behind) < want and time.monotonic() - t < bound + 30:
+        time.sleep(0.01)
+    secs = time.monotonic() - t
+    print("took in revision %d, the other mount's at the heal, %.2f s after it (bound %s s)" % (
+        want, secs, bound))
+    return 0 if secs <= bound else 1
+
+
 def main():
     a = sys.argv[1:]
     if a[0] == "write":
@@ -229,6 +256,8 @@ def main():
         sys.exit(check(a[1], a[2], float(a[3]), float(a[4]), float(a[5]), a[6:]))
     elif a[0] == "same":
         sys.exit(same(a[1], a[2:]))
+    elif a[0] == "heal":
+        sys.exit(heal(a[1], a[2], a[3], float(a[4])))
     else:
         sys.exit("usage: partition-check.py write|check|same ...")
 

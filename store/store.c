@@ -250,6 +250,12 @@ bool store_interrupted(const struct store *st)
 	return st->interrupt && *st->interrupt;
 }
 
+int store_stale(struct store *st, struct store_stale *out)
+{
+	memset(out, 0, sizeof(*out));
+	return st->ops->ability.stale ? st->ops->ability.stale(st, out) : 0;
+}
+
 int store_room(struct store *st, struct store_room *out)
 {
 	memset(out, 0, sizeof(*out));

@@ -144,6 +144,13 @@ struct store_room {
 	bool total_assumed;	/* the servers did not say: total is the backend's default */
 };
 
+/* Since when this handle's reads may miss commits (store_stale). */
+struct store_stale {
+	uint64_t position;	/* the position its reads are served from */
+	int64_t since_ns;	/* CLOCK_REALTIME: it may miss commits made after this */
+	char why[200];		/* one line, why it cannot tell */
+};
+
 /*
  * Opens (or with STORE_OPEN_CREATE creates) the store named `name`: a
  * directory (created mode 0700, its files 0600) or a URL of a backend
@@ -192,6 +199,15 @@ int store_usage(struct store *st, struct store_usage *out);
  * -ENOTSUP for a store in local files: the file system's statvfs says.
  */
 int store_room(struct store *st, struct store_room *out);
+/*
+ * 0 when this handle's reads may be served from what it learnt of the
+ * store earlier (etcd: a snapshot and the watch, docs/ETCD.md section 8a)
+ * but it knows of every commit made up to a moment ago (etcd: its watch's
+ * member confirmed within the last 5 s that it was current), and always
+ * for a store in local files; 1 when it cannot tell, *out saying since
+ * when and why. Cheap (no call to a server), any thread.
+ */
+int store_stale(struct store *st, struct store_stale *out);
 /*
  * Clears reader slots left by processes that died inside a read transaction
  * (they pin old pages, so the file grows, and then jam the reader table).

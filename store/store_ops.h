@@ -249,6 +249,8 @@ struct store_ability_ops {
 	void (*end_calls)(struct store *st, unsigned ms);
 	/* As store_deadline; NULL: no call waits on a server. */
 	void (*deadline)(struct store *st, unsigned ms);
+	/* As store_stale (out zeroed); NULL: reads are never stale (a local store). */
+	int (*stale)(struct store *st, struct store_stale *out);
 };
 
 /* The same answers, cheaper: NULL, store.c does without (each line says how). */

@@ -282,3 +282,22 @@ wait_content() {
 	run -0 wait_content "$MNT2/f" before
 	run -0 wait_content "$MNT2/g" after
 }
+
+@test "a watch that is healthy says fresh; a mount's position reaches another's commit, also when one of its own overtook it" {
+	echo 1 >"$MNT/x"
+	# no user.kvfs.stale (a loaded machine may delay a confirmation a moment)
+	eventually 10 mount_fresh "$MNT/x"
+	# a mount whose watch brings every event 300 ms late (the backend's test hook)
+	export KVFS_ETCD_TEST_WATCH_LAG_MS=300
+	mount_extra "$BATS_TEST_TMPDIR/mnt3" "$STORE"
+	unset KVFS_ETCD_TEST_WATCH_LAG_MS
+	local m3=$BATS_TEST_TMPDIR/mnt3 g
+	run -0 stat -c %s "$m3/x"	# (its attributes cached now)
+	assert_output 2
+	kvfs put "$STORE" x 22222
+	g=$(gen)
+	echo 1 >"$m3/y"	# committed before its watch brings the put
+	eventually 15 mount_reached "$g" "$m3"
+	# and the put shows (before, the mount's own commit made it skip the put's changes)
+	eventually 2 test "$(stat -c %s "$m3/x")" = 6
+}

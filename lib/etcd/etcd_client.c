@@ -56,6 +56,8 @@ struct etcd_client {
 	/* the watch stream, while etcd_client_watch runs */
 	bool streaming;
 	int64_t heard_ns;	/* when its member last sent bytes or answered a probe */
+	int64_t asked_ns;	/* when the probe last asked it (0: not since the stream began) */
+	_Atomic int64_t confirmed_ns;	/* etcd_client_confirmed_ns */
 	CURL *probe;	/* a second connection, asking whether the watch's member answers */
 	etcd_watch_fn watch_fn;
 	void *watch_arg;
@@ -202,18 +204,20 @@ static void note_down(struct etcd_client *c)
 }
 
 /*
- * Whether the watch's member still answers a linearizable read (which a
- * member cut off from the leader cannot) on a connection of its own:
- * any HTTP answer will do. Cannot tell (no memory): it does.
+ * Asks the watch's member for a linearizable read (which a member cut off
+ * from the leader cannot answer) on a connection of its own: 1 when it
+ * answered it, 0 when it answered with an error (it lives, but cannot say
+ * it is current), -1 when it did not answer. Cannot tell (no memory): 0.
  */
-static bool member_answers(struct etcd_client *c)
+static int member_answers(struct etcd_client *c)
 {
 	char url[320];
+	long status = 0;
 
 	if (!c->probe) {
 		c->probe = curl_easy_init();
 		if (!c->probe)
-			return true;
+			return 0;
 		etcd_client_connection_setup(c, c->probe);
 		curl_easy_setopt(c->probe, CURLOPT_TIMEOUT_MS, (long)ETCD_PROBE_MS);
 		curl_easy_setopt(c->probe, CURLOPT_WRITEFUNCTION, discard_body);
@@ -222,33 +226,49 @@ static bool member_answers(struct etcd_client *c)
 	snprintf(url, sizeof(url), "%s/v3/kv/range", c->eps[c->cur]);
 	curl_easy_setopt(c->probe, CURLOPT_URL, url);
 	curl_easy_setopt(c->probe, CURLOPT_HTTPHEADER, c->headers);	/* the token too */
-	return curl_easy_perform(c->probe) == CURLE_OK;
+	if (curl_easy_perform(c->probe) != CURLE_OK)
+		return -1;
+	curl_easy_getinfo(c->probe, CURLINFO_RESPONSE_CODE, &status);
+	return status == 200;
 }
 
 /*
  * libcurl calls it at least once a second during a transfer. A watch is
- * silent while nothing changes, and also when its member hangs: after
- * ETCD_QUIET_MS of silence the member is asked on another connection, and
- * one that does not answer ends the watch (its caller resumes elsewhere).
+ * silent while nothing changes, and also when its member hangs or is cut
+ * off: every ETCD_CONFIRM_MS the member is asked on another connection
+ * whether it is current, which confirms every commit up to the question;
+ * one that does not answer while the stream sent nothing either ends the
+ * watch (its caller resumes elsewhere).
  */
 static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
 	struct etcd_client *c = arg;
-	int64_t now;
+	int64_t asked;
+	int answer;
 
 	(void)dt, (void)dn, (void)ut, (void)un;
 	if (atomic_load(&c->cancel))
 		return 1;
-	if (!c->streaming || (now = now_ns()) - c->heard_ns < (int64_t)ETCD_QUIET_MS * 1000000)
+	if (!c->streaming || (asked = now_ns()) - c->asked_ns < (int64_t)ETCD_CONFIRM_MS * 1000000)
 		return 0;
-	if (member_answers(c)) {
-		c->heard_ns = now_ns();
-		return 0;
+	c->asked_ns = asked;
+	answer = member_answers(c);
+	if (answer == 1)
+		atomic_store(&c->confirmed_ns, asked);
+	if (answer >= 0 || c->heard_ns > asked) {
+		if (answer >= 0)
+			c->heard_ns = now_ns();
+		return 0;	/* (a stream that sent meanwhile works, if slowly) */
 	}
 	note_down(c);
 	c->watch_rc = etcd_client_fail(c, -ETIMEDOUT, "etcd %s: the watch's member stopped answering",
 				       c->eps[c->cur]);
 	return 1;
+}
+
+int64_t etcd_client_confirmed_ns(const struct etcd_client *c)
+{
+	return atomic_load(&c->confirmed_ns);
 }
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -855,6 +875,7 @@ int etcd_client_watch(struct etcd_client *c, const void *key, size_t key_len,
 	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_watch_body);
 	c->streaming = true;
 	c->heard_ns = now_ns();
+	c->asked_ns = 0;	/* the new stream's member is asked at once */
 	rc = post(c, "/v3/watch", body, true, ETCD_CALL_READ, NULL);
 	c->streaming = false;
 	/* an answer without a final newline (an error object) is a line too */

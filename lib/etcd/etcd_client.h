@@ -52,8 +52,8 @@ struct etcd_client;
 #define ETCD_MEMBERS_MAX 16	/* members one client knows at most */
 #define ETCD_DOWN_MS 30000	/* a member that stopped answering is passed over this long */
 #define ETCD_READ_TRY_MS 2000	/* a read waits this long for a member while others may answer */
-#define ETCD_QUIET_MS 5000	/* a watch silent this long asks whether its member answers */
-#define ETCD_PROBE_MS 2000	/* ... and ends when it does not, within this */
+#define ETCD_CONFIRM_MS 2000	/* a watch asks its member this often whether it is current */
+#define ETCD_PROBE_MS 2000	/* ... and, silent, ends when it does not answer within this */
 
 /*
  * Members that stopped answering: until when each is passed over
@@ -294,14 +294,22 @@ typedef int (*etcd_watch_fn)(const struct etcd_event *ev, void *arg);
  * the transport's error), or start_rev was compacted (-ESTALE; then
  * *compact_rev, may be NULL, is the oldest revision still available).
  * Not failed over mid-stream: the caller resumes from the last revision seen + 1.
- * A stream silent for ETCD_QUIET_MS asks its member, on a second connection,
- * for a linearizable read; one that gets no answer within ETCD_PROBE_MS ends
+ * Every ETCD_CONFIRM_MS the stream asks its member, on a second connection,
+ * for a linearizable read (which a member cut off from the leader cannot
+ * answer): an answer confirms the member current (etcd_client_confirmed_ns);
+ * none within ETCD_PROBE_MS while the stream sent nothing either ends it
  * with -ETIMEDOUT and notes the member in the health table (a hung member,
  * or one cut off from the others, would keep a watch silent for good).
  */
 int etcd_client_watch(struct etcd_client *c, const void *key, size_t key_len,
 	       const void *range_end, size_t range_end_len, int64_t start_rev,
 	       etcd_watch_fn fn, void *arg, int64_t *compact_rev);
+/*
+ * When the member of c's watch last answered its linearizable read
+ * (CLOCK_MONOTONIC ns; 0: never): every commit up to then reaches the watch.
+ * Any thread, while c is open.
+ */
+int64_t etcd_client_confirmed_ns(const struct etcd_client *c);
 
 /* Base64 (RFC 4648, padded), exposed for tests. encode: out >= 4*((n+2)/3)+1 bytes, NUL-ended. */
 size_t etcd_b64_encode(const void *in, size_t n, char *out);

@@ -115,6 +115,20 @@ int model_room(struct model *m, struct model_room *out)
 	return 0;
 }
 
+int model_stale(struct model *m, struct model_stale *out)
+{
+	struct store_stale s;
+	int ret = store_stale(m->st, &s);
+
+	memset(out, 0, sizeof(*out));
+	if (ret <= 0)
+		return ret;
+	out->generation = s.position;
+	out->since_ns = s.since_ns;
+	snprintf(out->why, sizeof(out->why), "%s", s.why);
+	return 1;
+}
+
 int model_info(struct model *m, struct model_info *out)
 {
 	struct store_usage usage = { 0 };

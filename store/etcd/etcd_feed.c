@@ -6,17 +6,28 @@
  * first call that needs it (a mount's watcher), so one-shot verbs never
  * run it. A watch that broke resumes after the last revision it applied;
  * one that fell behind compaction, or a ring that overflowed, makes the
- * next read answer -ESTALE (re-check everything).
+ * next read answer -ESTALE (re-check everything). Also whether what the
+ * handle reads may be stale (store_stale): the watch is down, or its
+ * member has not confirmed for ETCD_FRESH_MS that it is current.
  */
 #include "store/etcd/etcd_int.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define FEED_RING 8192	/* events kept */
 #define FEED_MINE 256	/* revisions of our own recent commits kept */
+/*
+ * A watch whose member confirmed this recently that it is current (every
+ * ETCD_CONFIRM_MS while all is well) is fresh: 2 to 3 s between probes
+ * (libcurl looks in about once a second), and a loaded machine's delays.
+ */
+#define ETCD_FRESH_MS 5000
 
 struct feed_ev {
 	uint64_t rev;
@@ -38,10 +49,21 @@ struct etcd_feed {
 	uint64_t applied;	/* every change up to here is in the ring */
 	uint64_t seen;	/* store_changed_elsewhere looked up to here */
 	bool live;	/* the watch is established (etcd_feed_current) */
+	int64_t start_ns;	/* CLOCK_MONOTONIC when start was read: current then */
+	char why[160];	/* why the last watch ended ("": none has) */
 	unsigned test_lag_us;	/* the test hook KVFS_ETCD_TEST_WATCH_LAG_MS: each event waits so long */
 	uint64_t mine[FEED_MINE];
 	size_t mine_head;
 };
+
+/* CLOCK_MONOTONIC now, in ns. */
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 static void ring_push(struct etcd_feed *f, uint64_t rev, enum store_change_kind kind,
 		      const uint8_t *key, size_t len)
@@ -149,6 +171,7 @@ static void *feed_main(void *arg)
 			pthread_mutex_lock(&f->st->snap_lock);
 			pthread_mutex_lock(&f->lock);
 			f->live = false;
+			snprintf(f->why, sizeof(f->why), "%s", etcd_client_error(f->c));
 			old = etcd_snap_unset(f->st, INT64_MAX);
 			pthread_mutex_unlock(&f->lock);
 			pthread_mutex_unlock(&f->st->snap_lock);
@@ -194,6 +217,7 @@ static int feed_start(struct store_etcd *st)
 	}
 	f->st = st;
 	f->start = f->applied = f->seen = now;
+	f->start_ns = mono_ns();
 	if (getenv("KVFS_ETCD_TEST_WATCH_LAG_MS"))
 		f->test_lag_us = (unsigned)atoi(getenv("KVFS_ETCD_TEST_WATCH_LAG_MS")) * 1000u;
 	pthread_mutex_init(&f->lock, NULL);
@@ -293,6 +317,51 @@ uint64_t store_etcd_position(struct store *sb)
 	return pos > mine ? pos : mine;
 }
 
+/*
+ * Fresh while the watch is established and its member confirmed within
+ * ETCD_FRESH_MS that it is current (or the feed began, having read the
+ * newest revision); else stale since then. No feed (a one-shot verb):
+ * every read asks the cluster, so fresh.
+ */
+int store_etcd_stale(struct store *sb, struct store_stale *out)
+{
+	struct store_etcd *st = ETCD(sb);
+	struct etcd_feed *f;
+	char why[sizeof(f->why)];
+	int64_t since, age;
+	struct timespec real;
+	bool live;
+
+	pthread_mutex_lock(&st->feed_lock);
+	f = st->feed;
+	if (!f) {
+		pthread_mutex_unlock(&st->feed_lock);
+		return 0;
+	}
+	since = etcd_client_confirmed_ns(f->c);
+	pthread_mutex_lock(&f->lock);
+	live = f->live;
+	out->position = f->applied;
+	snprintf(why, sizeof(why), "%s", f->why[0] ? f->why : "not yet established");
+	if (since < f->start_ns)
+		since = f->start_ns;
+	pthread_mutex_unlock(&f->lock);
+	pthread_mutex_unlock(&st->feed_lock);
+	age = mono_ns() - since;
+	if (live && age <= (int64_t)ETCD_FRESH_MS * 1000000)
+		return 0;
+	clock_gettime(CLOCK_REALTIME, &real);
+	out->since_ns = (int64_t)real.tv_sec * 1000000000 + real.tv_nsec - age;
+	if (live)
+		snprintf(out->why, sizeof(out->why), "the watch's member has not confirmed for %.1f s "
+			 "that it is current; reads are served from revision %" PRIu64,
+			 (double)age / 1e9, out->position);
+	else
+		snprintf(out->why, sizeof(out->why), "the watch is down (%.120s); reads are served from "
+			 "revision %" PRIu64, why, out->position);
+	return 1;
+}
+
 bool store_etcd_changed_elsewhere(struct store *sb)
 {
 	struct store_etcd *st = ETCD(sb);
@@ -303,7 +372,12 @@ bool store_etcd_changed_elsewhere(struct store *sb)
 		return true;
 	f = st->feed;
 	pthread_mutex_lock(&f->lock);
-	if (f->lost > f->seen)
+	/*
+	 * A commit of ours the watch has not brought back yet: others may
+	 * have committed before it, and store_position already counts it, so
+	 * the caller must read the feed (to what it applied) or skip theirs.
+	 */
+	if (f->lost > f->seen || atomic_load(&st->last_commit) > f->applied)
 		changed = true;
 	for (size_t i = 0; !changed && i < f->count; i++) {
 		const struct feed_ev *e = &f->ring[(f->head + FEED_RING - 1 - i) % FEED_RING];

@@ -338,6 +338,7 @@ void store_etcd_deadline(struct store *st, unsigned ms);
 /* store_room: a member's quota and database (etcd_client_status), kept in st->room. */
 int store_etcd_room(struct store *st, struct store_room *out);
 uint64_t store_etcd_position(struct store *st);
+int store_etcd_stale(struct store *st, struct store_stale *out);
 bool store_etcd_changed_elsewhere(struct store *st);
 int store_etcd_read_begin(struct store *st, struct store_txn *txn);
 void store_etcd_read_end(struct store_txn *txn);

@@ -43,6 +43,7 @@ const struct store_ops store_etcd_ops = {
 		.expire_puts = store_etcd_expire_puts,
 		.end_calls = store_etcd_end_calls,
 		.deadline = store_etcd_deadline,
+		.stale = store_etcd_stale,
 	},
 	.hint = {
 		.space_is_empty = store_etcd_space_is_empty,

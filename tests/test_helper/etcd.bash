@@ -89,3 +89,30 @@ etcd_requests() {
 	done
 	echo "$total"
 }
+
+# mount_position MNT: the generation (etcd: revision) up to which the mount
+# has taken in every commit, from its root's user.kvfs.stats
+mount_position() {
+	getfattr --absolute-names --only-values -n user.kvfs.stats "$1" | awk '$1 == "position" { print $2 }'
+}
+
+# mount_reached GEN MNT...: every mount's position is GEN or past it
+mount_reached() {
+	local gen=$1 m p
+	shift
+	for m in "$@"; do
+		p=$(mount_position "$m") && [ "${p:-0}" -ge "$gen" ] || return 1
+	done
+}
+
+# mount_stale PATH: the mount says its reads may be stale (user.kvfs.stale,
+# "since ..."); mount_fresh PATH: it has no such attribute
+mount_stale() {
+	getfattr --absolute-names --only-values -n user.kvfs.stale "$1" 2>/dev/null | grep -q '^since '
+}
+
+mount_fresh() {
+	local out
+	out=$(getfattr --absolute-names --only-values -n user.kvfs.stale "$1" 2>&1) && return 1
+	[[ "$out" == *"No such attribute"* ]]
+}
