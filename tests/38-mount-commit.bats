@@ -30,7 +30,7 @@ teardown() {
 	g0=$(gen)
 	cp -a "$src"/k* "$MNT/d/"
 	g1=$(gen)
-	[ "$((g1 - g0))" -eq 20 ]
+	commits_were 20 "$((g1 - g0))"
 	# each landed whole: another process (the CLI) sees it typed, right after cp
 	run -0 kvfs export --compact "$STORE" /d
 	assert_output --partial '"k5":5'
@@ -42,6 +42,19 @@ teardown() {
 	assert_line "$(stat -c %Y "$src/k2") 644"
 }
 
+# commits_were N COUNT: a generation moved by COUNT where the test made N
+# commits: exactly, on LMDB; on etcd the generation is the cluster's
+# revision, which any commit on the cluster moves, another test's daemon
+# finishing its exit too (a clean-clone etcd pass counted one more, twice in
+# 38; alone these counts are exact every time), so up to 2 more there.
+commits_were() {
+	if is_etcd; then
+		[ "$2" -ge "$1" ] && [ "$2" -le $(($1 + 2)) ]
+	else
+		[ "$2" -eq "$1" ]
+	fi
+}
+
 @test "cp of documents and echo > leaf: one commit per file" {
 	docs=$BATS_TEST_TMPDIR/docs
 	mkdir -p "$docs"
@@ -51,14 +64,14 @@ teardown() {
 	g0=$(gen)
 	cp "$docs"/*.json "$MNT/"
 	g1=$(gen)
-	[ "$((g1 - g0))" -eq 12 ]
+	commits_were 12 "$((g1 - g0))"
 	run -0 cat "$MNT/doc7/n/x"
 	assert_output 7
 	mkdir "$MNT/e"
 	g1=$(gen)
 	for i in $(seq 15); do echo "v$i" >"$MNT/e/k$i"; done
 	g2=$(gen)
-	[ "$((g2 - g1))" -eq 15 ]
+	commits_were 15 "$((g2 - g1))"
 	run -0 kvfs get "$STORE" /e/k15
 	assert_output v15
 }
