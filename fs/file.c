@@ -672,28 +672,6 @@ static bool truncation_only(struct fs_ctx *ctx, struct fs_file *f)
 	return last;
 }
 
-static pthread_once_t lag_once = PTHREAD_ONCE_INIT;
-static unsigned lag_us;
-
-static void lag_read(void)
-{
-	const char *s = getenv("KVFS_TEST_RELEASE_LAG_MS");
-
-	lag_us = s ? (unsigned)atoi(s) * 1000u : 0;
-}
-
-/*
- * The test hook KVFS_TEST_RELEASE_LAG_MS: each release waits so long
- * between its commit and letting go of the file, where a tool's touch
- * right after close may come (fs/defer.c; tests/35).
- */
-static void release_test_lag(void)
-{
-	pthread_once(&lag_once, lag_read);
-	if (lag_us)
-		usleep(lag_us);
-}
-
 void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs_ctx *ctx = fs_req_ctx(req);
@@ -722,7 +700,13 @@ void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fs_file_publish(ctx, f);
 		fs_file_hold_done(ctx, f);
 		pthread_mutex_unlock(&f->lock);
-		release_test_lag();
+		/*
+		 * The test hook KVFS_TEST_RELEASE_LAG_MS: a wait between the
+		 * commit and letting go of the file, where a tool's touch right
+		 * after close may come (fs/defer.c; tests/35).
+		 */
+		if (ctx->release_lag_us)
+			usleep(ctx->release_lag_us);
 		fs_file_put(ctx, f);
 	}
 	/* the kernel may hold the unsaved attributes (fs/attr.c): the store's now */

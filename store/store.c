@@ -161,6 +161,14 @@ int64_t store_now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+int64_t store_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 /* Tells this handle's log entries from other writers'; unique enough at random. */
 static uint64_t writer_id(void)
 {

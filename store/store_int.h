@@ -137,6 +137,8 @@ static inline int store_key_cmp(const void *a, size_t a_len, const void *b, size
 
 /* Wall-clock nanoseconds (the meta "created" stamp). */
 int64_t store_now_ns(void);
+/* CLOCK_MONOTONIC nanoseconds, for ages and intervals. */
+int64_t store_mono_ns(void);
 
 /* Whether the handle's interrupt flag (store_set_interrupt) is raised. */
 bool store_interrupted(const struct store *st);

@@ -56,15 +56,6 @@ struct etcd_feed {
 	size_t mine_head;
 };
 
-/* CLOCK_MONOTONIC now, in ns. */
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void ring_push(struct etcd_feed *f, uint64_t rev, enum store_change_kind kind,
 		      const uint8_t *key, size_t len)
 {
@@ -217,7 +208,7 @@ static int feed_start(struct store_etcd *st)
 	}
 	f->st = st;
 	f->start = f->applied = f->seen = now;
-	f->start_ns = mono_ns();
+	f->start_ns = store_mono_ns();
 	if (getenv("KVFS_ETCD_TEST_WATCH_LAG_MS"))
 		f->test_lag_us = (unsigned)atoi(getenv("KVFS_ETCD_TEST_WATCH_LAG_MS")) * 1000u;
 	pthread_mutex_init(&f->lock, NULL);
@@ -347,7 +338,7 @@ int store_etcd_stale(struct store *sb, struct store_stale *out)
 		since = f->start_ns;
 	pthread_mutex_unlock(&f->lock);
 	pthread_mutex_unlock(&st->feed_lock);
-	age = mono_ns() - since;
+	age = store_mono_ns() - since;
 	if (live && age <= (int64_t)ETCD_FRESH_MS * 1000000)
 		return 0;
 	clock_gettime(CLOCK_REALTIME, &real);

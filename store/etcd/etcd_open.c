@@ -337,12 +337,9 @@ static int room_ask(struct store_etcd *st, struct store_room *out)
 int store_etcd_room(struct store *sb, struct store_room *out)
 {
 	struct store_etcd *st = ETCD(sb);
-	struct timespec ts;
-	int64_t now;
+	int64_t now = store_mono_ns();
 	int rc = 0;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 	/* one asker at a time: the others of a df storm wait for its answer and take it */
 	pthread_mutex_lock(&st->room_lock);
 	if (!st->room_ns || now - st->room_ns >= (int64_t)ETCD_ROOM_MS * 1000000) {
