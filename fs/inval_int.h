@@ -50,7 +50,8 @@ struct fs_inval_worker {
 	unsigned npush;		/* items on that list (at most FS_PUSH_QUEUE_MAX) */
 	pthread_t thread;	/* written before the thread runs, joined after stop */
 	uint64_t queued, sent;	/* items ever queued / handled, for fs_inval_wait */
-	pthread_cond_t sent_cond;	/* broadcast when sent moves or the worker stops */
+	uint64_t foreign_asked, foreign_done;	/* whole re-checks asked for / finished */
+	pthread_cond_t sent_cond;	/* broadcast when sent or foreign_done moves, or the worker stops */
 };
 void fs_inval_entry(struct fs_ctx *ctx, fuse_ino_t parent, const char *name, size_t len);
 void fs_inval_node(struct fs_ctx *ctx, fuse_ino_t ino, enum fs_inval_kind kind);
@@ -90,6 +91,12 @@ void fs_inval_stop(struct fs_ctx *ctx);
  * Gives up after a second.
  */
 void fs_inval_wait(struct fs_ctx *ctx);
+/*
+ * Waits up to ms for the worker to have handled every item queued and
+ * every whole re-check asked for before the call; true when it has (or
+ * the worker does not run). The watcher's, before it publishes its position.
+ */
+bool fs_inval_drained(struct fs_ctx *ctx, long ms);
 
 /* ---- invalidation after commits (invalidate.c) ---- */
 
@@ -127,9 +134,11 @@ struct fs_watcher {
 	uint64_t feed_want;	/* a foreign commit was seen at this generation: read to it */
 	uint64_t reap_lo, reap_hi;	/* the reaper's last commits: ours, read as another's */
 	/*
-	 * feed_pos once the poll that reached it queued its invalidations:
-	 * every commit up to it is in what the mount serves (the kernel's
-	 * caches once the worker sent them). Any thread: user.kvfs.stats.
+	 * feed_pos once the worker has sent the invalidations of the poll
+	 * that reached it: every commit up to it is in what the mount serves,
+	 * the kernel's caches included, so that a user (or a test) who waits
+	 * for it after another process's write then sees that write whole.
+	 * Any thread: user.kvfs.stats.
 	 */
 	atomic_uint_fast64_t position;
 	pthread_mutex_t lock;	/* stop, started */

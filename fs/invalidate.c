@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "fs/fs_int.h"
@@ -203,6 +204,7 @@ void fs_inval_foreign(struct fs_ctx *ctx)
 {
 	pthread_mutex_lock(&ctx->inval.lock);
 	ctx->inval.foreign = true;
+	ctx->inval.foreign_asked++;
 	pthread_cond_signal(&ctx->inval.cond);
 	pthread_mutex_unlock(&ctx->inval.lock);
 }
@@ -253,10 +255,14 @@ static void *inval_main(void *arg)
 		if (ctx->inval.stop)
 			break;
 		if (ctx->inval.foreign) {
+			uint64_t asked = ctx->inval.foreign_asked;
+
 			ctx->inval.foreign = false;
 			pthread_mutex_unlock(&ctx->inval.lock);
 			fs_node_revalidate_all(ctx);
 			pthread_mutex_lock(&ctx->inval.lock);
+			ctx->inval.foreign_done = asked;
+			pthread_cond_broadcast(&ctx->inval.sent_cond);
 			continue;
 		}
 		push = !ctx->inval.head;
@@ -274,6 +280,12 @@ static void *inval_main(void *arg)
 			ctx->inval.npush--;
 		}
 		pthread_mutex_unlock(&ctx->inval.lock);
+		/*
+		 * The test hook KVFS_TEST_INVAL_LAG_MS: a worker behind its queue,
+		 * as under load (tests/36: position waits for what it sends).
+		 */
+		if (ctx->inval_lag_us && !push)
+			usleep(ctx->inval_lag_us);
 		inval_send(ctx, iv);
 		free(iv);
 		pthread_mutex_lock(&ctx->inval.lock);
@@ -288,23 +300,48 @@ static void *inval_main(void *arg)
 }
 
 /*
+ * Waits until the worker handled the items up to sent and the re-checks up
+ * to foreign (or stopped), at most ms; true when it did. ctx->inval.lock held.
+ */
+static bool inval_wait_for(struct fs_ctx *ctx, uint64_t sent, uint64_t foreign, long ms)
+{
+	struct timespec deadline;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += ms / 1000;
+	deadline.tv_nsec += (ms % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_nsec -= 1000000000L;
+		deadline.tv_sec++;
+	}
+	while (ctx->inval.started && !ctx->inval.stop &&
+	       (ctx->inval.sent < sent || ctx->inval.foreign_done < foreign))
+		if (pthread_cond_timedwait(&ctx->inval.sent_cond, &ctx->inval.lock, &deadline) != 0)
+			break;
+	return !ctx->inval.started || ctx->inval.stop ||
+	       (ctx->inval.sent >= sent && ctx->inval.foreign_done >= foreign);
+}
+
+/*
  * Bounded: were every daemon thread parked here while the worker waits for
  * a directory lock held by a process whose lookup needs a thread, the wait
  * would never end; after a second the names are left to follow a little late.
  */
 void fs_inval_wait(struct fs_ctx *ctx)
 {
-	struct timespec deadline;
-	uint64_t target;
-
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_sec += 1;
 	pthread_mutex_lock(&ctx->inval.lock);
-	target = ctx->inval.queued;
-	while (ctx->inval.started && !ctx->inval.stop && ctx->inval.sent < target)
-		if (pthread_cond_timedwait(&ctx->inval.sent_cond, &ctx->inval.lock, &deadline) != 0)
-			break;
+	inval_wait_for(ctx, ctx->inval.queued, 0, 1000);
 	pthread_mutex_unlock(&ctx->inval.lock);
+}
+
+bool fs_inval_drained(struct fs_ctx *ctx, long ms)
+{
+	bool done;
+
+	pthread_mutex_lock(&ctx->inval.lock);
+	done = inval_wait_for(ctx, ctx->inval.queued, ctx->inval.foreign_asked, ms);
+	pthread_mutex_unlock(&ctx->inval.lock);
+	return done;
 }
 
 int fs_inval_start(struct fs_ctx *ctx)

@@ -162,7 +162,9 @@ static void *watch_main(void *arg)
 		fs_rmhold_settle(ctx, false);	/* removals in rows no rmdir took */
 		fs_table_settle(ctx, FS_SETTLE_IDLE);	/* schemas waiting for their rows */
 		feed_poll(ctx);
-		atomic_store(&ctx->watch.position, ctx->watch.feed_pos);
+		/* not before the kernel was told: else the next tick publishes it */
+		if (fs_inval_drained(ctx, FS_WATCH_MS))
+			atomic_store(&ctx->watch.position, ctx->watch.feed_pos);
 		pthread_mutex_lock(&ctx->watch.lock);
 	}
 	pthread_mutex_unlock(&ctx->watch.lock);

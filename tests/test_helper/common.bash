@@ -316,6 +316,30 @@ gen() {
 	kvfs info "$STORE" | awk '/^generation:/ { print $2 }'
 }
 
+# mount_position MNT: the generation (etcd: revision) up to which the mount
+# has taken in every commit, the kernel's caches told, from its root's
+# user.kvfs.stats
+mount_position() {
+	getfattr --absolute-names --only-values -n user.kvfs.stats "$1" | awk '$1 == "position" { print $2 }'
+}
+
+# mount_reached GEN MNT...: every mount's position is GEN or past it
+mount_reached() {
+	local gen=$1 m p
+	shift
+	for m in "$@"; do
+		p=$(mount_position "$m") && [ "${p:-0}" -ge "$gen" ] || return 1
+	done
+}
+
+# caught_up [MNT]: waits (bounded) until the mount ($MNT) has taken in every
+# commit of $STORE so far: after another process's write (the CLI, another
+# mount), before reading through the mount what that write changed; the
+# mount notices such commits within a watcher tick (150 ms), not at once.
+caught_up() {
+	eventually 10 mount_reached "$(gen)" "${1:-$MNT}"
+}
+
 # peak_kib CMD...: runs CMD, prints the largest peak resident size (KiB) of
 # its processes (a shell pipeline's too).
 peak_kib() {

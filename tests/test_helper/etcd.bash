@@ -90,21 +90,6 @@ etcd_requests() {
 	echo "$total"
 }
 
-# mount_position MNT: the generation (etcd: revision) up to which the mount
-# has taken in every commit, from its root's user.kvfs.stats
-mount_position() {
-	getfattr --absolute-names --only-values -n user.kvfs.stats "$1" | awk '$1 == "position" { print $2 }'
-}
-
-# mount_reached GEN MNT...: every mount's position is GEN or past it
-mount_reached() {
-	local gen=$1 m p
-	shift
-	for m in "$@"; do
-		p=$(mount_position "$m") && [ "${p:-0}" -ge "$gen" ] || return 1
-	done
-}
-
 # mount_stale PATH: the mount says its reads may be stale (user.kvfs.stale,
 # "since ..."); mount_fresh PATH: it has no such attribute
 mount_stale() {
