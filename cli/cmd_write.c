@@ -360,12 +360,25 @@ static int lines_atomic(struct lines_run *r, const char *name)
 	return ret;
 }
 
+/*
+ * LINES_BATCH_ROWS, or the test hook KVFS_TEST_LINES_BATCH_ROWS: tests/72
+ * crosses batch boundaries with fewer rows where each row costs round
+ * trips (an etcd store).
+ */
+static uint64_t lines_batch_rows(void)
+{
+	const char *s = getenv("KVFS_TEST_LINES_BATCH_ROWS");
+	long long n = s ? atoll(s) : 0;
+
+	return n > 0 ? (uint64_t)n : LINES_BATCH_ROWS;
+}
+
 /* Streams the input: memory holds one batch, whatever the input's size. */
 static int lines_stream(struct lines_run *r, FILE *in, const char *name)
 {
 	char *line = NULL, *batch = NULL;
 	size_t line_cap = 0, len = 0, cap = 0;
-	uint64_t nlines = 0;
+	uint64_t nlines = 0, rows_max = lines_batch_rows();
 	int ret = CLI_EXIT_OK;
 	ssize_t n;
 
@@ -383,7 +396,7 @@ static int lines_stream(struct lines_run *r, FILE *in, const char *name)
 		}
 		memcpy(batch + len, line, (size_t)n);
 		len += (size_t)n;
-		if (++nlines >= LINES_BATCH_ROWS || len >= LINES_BATCH_BYTES) {
+		if (++nlines >= rows_max || len >= LINES_BATCH_BYTES) {
 			ret = lines_batch(r, batch, len, nlines);
 			len = 0;
 			nlines = 0;

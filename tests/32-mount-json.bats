@@ -176,7 +176,10 @@ teardown() {
 }
 
 @test "concurrent readers never see half a document" {
-	local i
+	# on etcd fewer rounds (each document is 2,000-4,000 keys through the
+	# cluster): the readers still overlap every write
+	local i writes=30 reads=40
+	! is_etcd || writes=12 reads=16
 	python3 -c '
 import json
 for i in range(2):
@@ -185,14 +188,14 @@ for i in range(2):
 '
 	cp "$BATS_TEST_TMPDIR/d0.json" "$MNT/c.json"
 	(
-		for ((i = 0; i < 30; i++)); do
+		for ((i = 0; i < writes; i++)); do
 			cp "$BATS_TEST_TMPDIR/d$((i % 2)).json" "$MNT/c.json" || exit 1
 		done
 	) 3>&- &
 	local writer=$!
 	readers() {
 		local j
-		for ((j = 0; j < 40; j++)); do
+		for ((j = 0; j < reads; j++)); do
 			jq -e '.v as $v | (.pad | length) == 2000 * ($v + 1)' "$MNT/c.json" >/dev/null || return 1
 		done
 	}
@@ -215,9 +218,11 @@ for i in range(2):
 	assert_output "$MNT/doc"$'\na\nb\n2'
 }
 
-@test "after a view's close, cached names already follow kinds that changed (50 rounds)" {
-	local round	# not i: bats' run changes a global i
-	for round in $(seq 50); do
+@test "after a view's close, cached names already follow kinds that changed (50 rounds, 15 on etcd)" {
+	local round rounds=50	# not i: bats' run changes a global i
+	# the race is fs/'s, the same over either store: LMDB's rounds hunt it
+	! is_etcd || rounds=15
+	for round in $(seq "$rounds"); do
 		echo '{"a": {"b": 1}}' >"$MNT/x.json"
 		ls "$MNT/x/a" >/dev/null
 		echo '{"a": "leaf '"$round"'"}' >"$MNT/x.json"

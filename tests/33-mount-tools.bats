@@ -160,10 +160,14 @@ JSON
 	# sed -i, editors and rsync replace a file by renaming a new one over it;
 	# a reader that resolved the path just before (rsync -aX reading types)
 	# used to get ENODATA ("No such attribute") from the replaced node
+	# (fs/'s race, the same over either store: etcd, where each rename is
+	# round trips, runs 60 of LMDB's 150)
+	local renames=150
+	! is_etcd || renames=60
 	echo 0 >"$MNT/x"
 	setfattr -n user.kvfs.type -v integer "$MNT/x"
 	(
-		for ((i = 1; i <= 150; i++)); do
+		for ((i = 1; i <= renames; i++)); do
 			echo "$i" >"$MNT/t$i"
 			setfattr -n user.kvfs.type -v integer "$MNT/t$i"
 			mv "$MNT/t$i" "$MNT/x"
@@ -181,7 +185,7 @@ JSON
 		reads=$((reads + 1))
 	done
 	wait "$writer"
-	echo "# $reads reads of the type while 150 renames replaced the leaf; $gone found no name" >&3
+	echo "# $reads reads of the type while $renames renames replaced the leaf; $gone found no name" >&3
 	[ "$reads" -gt 20 ]
 	[ "$bad" -eq 0 ]	# never "No such attribute" for a name that resolved
 	# With the kernel's caches on (the default) the name never vanishes
@@ -192,5 +196,5 @@ JSON
 		[ "$gone" -eq 0 ]
 	fi
 	run -0 cat "$MNT/x"
-	assert_output 150
+	assert_output "$renames"
 }

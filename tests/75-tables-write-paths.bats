@@ -44,6 +44,7 @@ setup_file() {
 # mounted store by another process, as kvfs table create would be.
 towns() {
 	kvfs load "$STORE" "$BATS_FILE_TMPDIR/towns.dump"
+	caught_up	# an etcd mount sees another process's commit once its watch did
 	mkdir "$MNT/people/p1" "$MNT/people/p2"
 }
 

@@ -84,6 +84,13 @@ san_check() {
 	return "$status"
 }
 
+# is_sanitized: the kvfs under test is an ASan or TSan build (the asan and
+# tsan passes set KVFS_ASAN or KVFS_TSAN): a test whose volume only makes
+# a sanitizer slower takes a smaller size there, the same path.
+is_sanitized() {
+	[ -n "${KVFS_ASAN:-}${KVFS_TSAN:-}" ]
+}
+
 # True under make test-etcd.
 is_etcd() {
 	[ "${KVFS_TEST_BACKEND:-}" = etcd ]
@@ -198,6 +205,11 @@ daemon_stop() {
 	fi
 	if ! wait_gone "$pid" 100; then
 		echo "kvfs at $dir did not exit after unmounting; killing it" >&2
+		# where each of its threads waits, for whoever reads the failure
+		if command -v gdb >/dev/null; then
+			timeout 20 gdb -batch -p "$pid" -ex 'thread apply all bt 12' 2>/dev/null |
+				grep -E '^(Thread|#[0-9]+ )' | sed 's/^/  /' >&2
+		fi
 		kill -9 "$pid" 2>/dev/null
 		# a killed daemon's mount answers ENOTCONN, which mountpoint -q
 		# takes for no mount: detach it whatever mountpoint says
