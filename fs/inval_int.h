@@ -91,12 +91,19 @@ void fs_inval_stop(struct fs_ctx *ctx);
  * Gives up after a second.
  */
 void fs_inval_wait(struct fs_ctx *ctx);
+/* How far the worker's queue reached at one moment (fs_inval_mark). */
+struct fs_inval_mark {
+	uint64_t queued, foreign;
+};
+/* Takes the mark of every item queued and every whole re-check asked for so far. */
+void fs_inval_mark(struct fs_ctx *ctx, struct fs_inval_mark *mark);
 /*
- * Waits up to ms for the worker to have handled every item queued and
- * every whole re-check asked for before the call; true when it has (or
- * the worker does not run). The watcher's, before it publishes its position.
+ * Waits up to ms for the worker to have handled everything up to mark;
+ * true when it has (or the worker does not run). The watcher's, before it
+ * publishes its position: items queued after the mark (a writer's) never
+ * hold it back.
  */
-bool fs_inval_drained(struct fs_ctx *ctx, long ms);
+bool fs_inval_reached(struct fs_ctx *ctx, const struct fs_inval_mark *mark, long ms);
 
 /* ---- invalidation after commits (invalidate.c) ---- */
 
@@ -134,8 +141,15 @@ struct fs_watcher {
 	uint64_t feed_want;	/* a foreign commit was seen at this generation: read to it */
 	uint64_t reap_lo, reap_hi;	/* the reaper's last commits: ours, read as another's */
 	/*
-	 * feed_pos once the worker has sent the invalidations of the poll
-	 * that reached it: every commit up to it is in what the mount serves,
+	 * The position waiting to be published: mark_pos once the worker
+	 * reached mark (marked: one waits).
+	 */
+	struct fs_inval_mark mark;
+	uint64_t mark_pos;
+	bool marked;
+	/*
+	 * feed_pos once the worker has sent the invalidations queued when the
+	 * poll reached it: every commit up to it is in what the mount serves,
 	 * the kernel's caches included, so that a user (or a test) who waits
 	 * for it after another process's write then sees that write whole.
 	 * Any thread: user.kvfs.stats.

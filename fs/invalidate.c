@@ -334,12 +334,20 @@ void fs_inval_wait(struct fs_ctx *ctx)
 	pthread_mutex_unlock(&ctx->inval.lock);
 }
 
-bool fs_inval_drained(struct fs_ctx *ctx, long ms)
+void fs_inval_mark(struct fs_ctx *ctx, struct fs_inval_mark *mark)
+{
+	pthread_mutex_lock(&ctx->inval.lock);
+	mark->queued = ctx->inval.queued;
+	mark->foreign = ctx->inval.foreign_asked;
+	pthread_mutex_unlock(&ctx->inval.lock);
+}
+
+bool fs_inval_reached(struct fs_ctx *ctx, const struct fs_inval_mark *mark, long ms)
 {
 	bool done;
 
 	pthread_mutex_lock(&ctx->inval.lock);
-	done = inval_wait_for(ctx, ctx->inval.queued, ctx->inval.foreign_asked, ms);
+	done = inval_wait_for(ctx, mark->queued, mark->foreign, ms);
 	pthread_mutex_unlock(&ctx->inval.lock);
 	return done;
 }
