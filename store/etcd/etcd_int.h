@@ -158,6 +158,7 @@ struct store_etcd_txn {
 	struct etcd_buf *buf;	/* write: the attempt's buffer */
 	bool stamp_guarded;	/* write: the delete stamp's guard is recorded */
 	bool sent;	/* write: a commit of it was sent (it may have landed) */
+	int64_t landed;	/* write: the revision its one-Txn commit landed at (0: none or unknown) */
 	/*
 	 * write: the prefixes it deleted, for the other mounts' feeds (the
 	 * watch shows each deleted key, not that a whole subtree went): put
@@ -664,6 +665,15 @@ void etcd_snap_retire(struct store_etcd *st, int64_t seen);
 /* The same in two steps, for a caller that holds snap_lock: unset under it, drop after. */
 struct etcd_snap *etcd_snap_unset(struct store_etcd *st, int64_t seen);
 void etcd_snap_drop(struct etcd_snap *s);
+/*
+ * After write t committed at rev, one revision after the snapshot it read
+ * in (so nobody else committed in between): that snapshot with t's buffer
+ * applied becomes the current one at rev, when the watch has seen nothing
+ * newer, so that the reads after a commit of ours find what the write and
+ * the reads before it read. Nothing when it cannot tell (a big value,
+ * leases) or runs out of memory: the next read reads anew.
+ */
+void etcd_snap_carry(struct store_etcd_txn *t, int64_t rev);
 void etcd_txn_keep(struct store_etcd_txn *t, struct etcd_kept *k);
 /* Frees a list of kept answers (linked by next) and their ranges. */
 void etcd_kept_release(struct etcd_kept *list);
