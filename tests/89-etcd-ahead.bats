@@ -205,7 +205,8 @@ $MNT/odd/n099 2"
 # them to its revision (docs/ETCD.md section 8a, "Carried"), so the next
 # file's lookup, create and commit ask the cluster little. 12.3 requests
 # a file before (docs/SPEED.md); about 2 after, plus a fresh read of the
-# directory once a second and the mkdir.
+# directory whenever a snapshot is over 1 s old and the mkdir: 52 at load
+# 44 (291 before), 102 with the ASan build at load 40 (2.7 s a file).
 @test "cp -a of 20 leaves into an etcd mount asks the cluster a few requests a file" {
 	local i before after
 	mkdir "$BATS_TEST_TMPDIR/src"
@@ -218,5 +219,5 @@ $MNT/odd/n099 2"
 	# what the cluster holds, read through a mount of its own
 	mount_extra "$BATS_TEST_TMPDIR/m2" "$STORE"
 	run -0 diff -r "$BATS_TEST_TMPDIR/src" "$BATS_TEST_TMPDIR/m2/src"
-	[ $((after - before)) -le 70 ]
+	[ $((after - before)) -le 150 ]
 }
