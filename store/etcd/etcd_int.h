@@ -53,6 +53,7 @@
 #define ETCD_BIG_MAX 64	/* big containers a handle remembers */
 #define ETCD_ROOM_MS 1000	/* store_room asks the cluster at most this often */
 #define ETCD_QUOTA_DEFAULT (2ull << 30)	/* etcd's storage quota when a member does not tell its own */
+#define ETCD_SILENT_TRY_MS ETCD_READ_TRY_MS	/* a request begun in the cluster's known silence waits this */
 
 struct etcd_feed;
 struct etcd_snap;
@@ -77,6 +78,16 @@ struct store_etcd {
 	 */
 	int64_t writer_rev;
 	struct etcd_health health;	/* members that stopped answering, for all its clients */
+	/*
+	 * The cluster's silence as a request met it (docs/ETCD.md section 12):
+	 * health.answered_ns when a request last waited its whole deadline,
+	 * silent_span_ns long, with no answer to any client. While nothing has
+	 * answered since, a request with a deadline no longer than that waits
+	 * ETCD_SILENT_TRY_MS for a first answer (store_etcd_deadline), not a
+	 * whole deadline again: one file-system call is several requests.
+	 */
+	_Atomic int64_t silent_answered_ns;
+	_Atomic int64_t silent_span_ns;	/* 0: no silence met yet */
 	pthread_mutex_t pool_lock;	/* guards pool[] and n_pool */
 	struct etcd_client *pool[ETCD_POOL_MAX];
 	size_t n_pool;
@@ -435,6 +446,7 @@ int etcd_client_open_for(struct store_etcd *st, struct etcd_client **out, char *
 			 size_t why_len);
 /* The handle pool: one client per thread in a call. */
 int etcd_client_take(struct store_etcd *st, struct etcd_client **out);
+/* Back to the pool; notes the cluster's silence when the thread's request met its deadline. */
 void etcd_client_give(struct store_etcd *st, struct etcd_client *c);
 
 /* ---- the children space (store/etcd/etcd_kids_*.c) ---- */

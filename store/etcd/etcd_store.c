@@ -94,8 +94,28 @@ int etcd_client_take(struct store_etcd *st, struct etcd_client **out)
 	return etcd_client_open_for(st, out, NULL, 0);
 }
 
+/*
+ * The calling thread's request waited its whole deadline and nothing
+ * answered any client of st since the span began: the cluster is silent,
+ * noted for the requests after it (store_etcd_deadline). A shorter span
+ * (the root's getattr) does not replace a longer one's mark.
+ */
+static void note_silence(struct store_etcd *st)
+{
+	struct etcd_deadline d = etcd_deadline_mine();
+	int64_t answered = atomic_load(&st->health.answered_ns);
+
+	if (!etcd_deadline_passed() || !d.span_ns || store_mono_ns() - answered < d.span_ns)
+		return;
+	if (atomic_load(&st->silent_answered_ns) == answered && atomic_load(&st->silent_span_ns) >= d.span_ns)
+		return;
+	atomic_store(&st->silent_span_ns, d.span_ns);
+	atomic_store(&st->silent_answered_ns, answered);
+}
+
 void etcd_client_give(struct store_etcd *st, struct etcd_client *c)
 {
+	note_silence(st);	/* every request's calls end here, before its answer goes out */
 	if (!c)
 		return;
 	pthread_mutex_lock(&st->pool_lock);
