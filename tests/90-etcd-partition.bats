@@ -37,6 +37,11 @@ CONVERGE_BOUND=5
 # 2 s, and 5 s without is stale, docs/ETCD.md section 12; the rest is a
 # loaded machine's delays), and from the heal to its saying so no more.
 STALE_BOUND=10
+# Once a request waited its whole deadline with no answer, each request
+# after it waits 2 s for one (docs/ETCD.md section 12, "Known silence"): a
+# write, a lookup and a create at most, refused within this (10 s a request
+# before, 20 s for a write whose revalidated name was looked up again).
+SILENT_BOUND=7
 
 net() {
 	"$NET_SH" "$@"
@@ -75,6 +80,7 @@ setup() {
 teardown() {
 	mark teardown
 	touch "$H/stop"
+	[ -z "${FROZEN:-}" ] || members_signal -CONT
 	net heal
 	local pid
 	for pid in "${WRITERS[@]}"; do
@@ -209,6 +215,16 @@ disturb() {
 	fi
 }
 
+# members_signal SIG: sends SIG to every member's processes (-STOP freezes
+# them: their ports still take connections, and nothing answers)
+members_signal() {
+	local m
+	for m in m0 m1 m2; do
+		# shellcheck disable=SC2046 # one pid a word
+		kill "$1" $(ip netns pids "$KVFS_NET-$m")
+	done
+}
+
 # a member that does not lead now
 follower() {
 	printf '%s\n' m0 m1 m2 | grep -v "$(net leader)" | head -1
@@ -232,4 +248,31 @@ follower() {
 
 @test "200 ms delay and 5% loss on both kvfs hosts' links: writes go on, slower, and nothing is lost" {
 	disturb ok delay 200 5 k0 k1
+}
+
+@test "every member frozen: the first write is refused at its deadline, each one after it within a try, not a deadline again" {
+	local t0 secs i
+	FROZEN=1
+	members_signal -STOP
+	t0=$(date +%s.%N)
+	run bash -c 'echo 0 >"$1"' _ "$M0/k0/frozen0"
+	secs=$(secs_since "$t0")
+	echo "# the first write was refused after $secs s: $output" >&3
+	[ "$status" -ne 0 ]
+	(($(echo "$secs < $OP_BOUND" | bc)))
+	for i in 1 2 3; do
+		t0=$(date +%s.%N)
+		run bash -c 'echo "$2" >"$1"' _ "$M0/k0/frozen$i" "$i"
+		secs=$(secs_since "$t0")
+		echo "# write $i was refused after $secs s: $output" >&3
+		[ "$status" -ne 0 ]
+		(($(echo "$secs < $SILENT_BOUND" | bc)))
+	done
+	run -0 err "$M0"
+	assert_output --regexp 'timed out|did not answer'
+	members_signal -CONT
+	FROZEN=
+	# the members, passed over for 30 s, are tried at once all the same
+	eventually 30 bash -c 'echo after >"$1"' _ "$M0/k0/frozen0"
+	eventually 20 grep -qx after "$M1/k0/frozen0"
 }

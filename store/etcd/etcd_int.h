@@ -53,6 +53,7 @@
 #define ETCD_BIG_MAX 64	/* big containers a handle remembers */
 #define ETCD_ROOM_MS 1000	/* store_room asks the cluster at most this often */
 #define ETCD_QUOTA_DEFAULT (2ull << 30)	/* etcd's storage quota when a member does not tell its own */
+#define ETCD_SILENT_TRY_MS ETCD_READ_TRY_MS	/* a request begun in the cluster's known silence waits this */
 
 struct etcd_feed;
 struct etcd_snap;
@@ -77,6 +78,16 @@ struct store_etcd {
 	 */
 	int64_t writer_rev;
 	struct etcd_health health;	/* members that stopped answering, for all its clients */
+	/*
+	 * The cluster's silence as a request met it (docs/ETCD.md section 12):
+	 * health.answered_ns when a request last waited its whole deadline,
+	 * silent_span_ns long, with no answer to any client. While nothing has
+	 * answered since, a request with a deadline no longer than that waits
+	 * ETCD_SILENT_TRY_MS for a first answer (store_etcd_deadline), not a
+	 * whole deadline again: one file-system call is several requests.
+	 */
+	_Atomic int64_t silent_answered_ns;
+	_Atomic int64_t silent_span_ns;	/* 0: no silence met yet */
 	pthread_mutex_t pool_lock;	/* guards pool[] and n_pool */
 	struct etcd_client *pool[ETCD_POOL_MAX];
 	size_t n_pool;
@@ -158,6 +169,7 @@ struct store_etcd_txn {
 	struct etcd_buf *buf;	/* write: the attempt's buffer */
 	bool stamp_guarded;	/* write: the delete stamp's guard is recorded */
 	bool sent;	/* write: a commit of it was sent (it may have landed) */
+	int64_t landed;	/* write: the revision its one-Txn commit landed at (0: none or unknown) */
 	/*
 	 * write: the prefixes it deleted, for the other mounts' feeds (the
 	 * watch shows each deleted key, not that a whole subtree went): put
@@ -434,6 +446,7 @@ int etcd_client_open_for(struct store_etcd *st, struct etcd_client **out, char *
 			 size_t why_len);
 /* The handle pool: one client per thread in a call. */
 int etcd_client_take(struct store_etcd *st, struct etcd_client **out);
+/* Back to the pool; notes the cluster's silence when the thread's request met its deadline. */
 void etcd_client_give(struct store_etcd *st, struct etcd_client *c);
 
 /* ---- the children space (store/etcd/etcd_kids_*.c) ---- */
@@ -664,6 +677,15 @@ void etcd_snap_retire(struct store_etcd *st, int64_t seen);
 /* The same in two steps, for a caller that holds snap_lock: unset under it, drop after. */
 struct etcd_snap *etcd_snap_unset(struct store_etcd *st, int64_t seen);
 void etcd_snap_drop(struct etcd_snap *s);
+/*
+ * After write t committed at rev, one revision after the snapshot it read
+ * in (so nobody else committed in between): that snapshot with t's buffer
+ * applied becomes the current one at rev, when the watch has seen nothing
+ * newer, so that the reads after a commit of ours find what the write and
+ * the reads before it read. Nothing when it cannot tell (a big value,
+ * leases) or runs out of memory: the next read reads anew.
+ */
+void etcd_snap_carry(struct store_etcd_txn *t, int64_t rev);
 void etcd_txn_keep(struct store_etcd_txn *t, struct etcd_kept *k);
 /* Frees a list of kept answers (linked by next) and their ranges. */
 void etcd_kept_release(struct etcd_kept *list);

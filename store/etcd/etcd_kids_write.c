@@ -193,6 +193,35 @@ static int hints_live(struct store_etcd_txn *t, struct etcd_op *ops, size_t n, b
 }
 
 /*
+ * The entries ops[0..n) name, into got[]: from the snapshot the write reads
+ * in when it holds them all (one carried across this handle's last commit
+ * holds the entries that commit put), else read at the newest revision in
+ * one Txn, into *res (the caller releases it; empty when not used).
+ */
+static int entries_read(struct store_etcd_txn *t, const struct etcd_op *ops, size_t n,
+			struct etcd_txn_result *res, const struct etcd_range_result **got)
+{
+	static const struct etcd_range_result none;
+	size_t i;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	for (i = 0; i < n; i++) {
+		const struct etcd_kept *k = etcd_snap_point(t, ops[i].key, ops[i].key_len);
+
+		if (!k)
+			break;
+		got[i] = &k->r;
+	}
+	if (i == n)
+		return 0;
+	rc = etcd_client_txn(t->c, NULL, 0, ops, n, NULL, 0, res);
+	for (i = 0; rc == 0 && i < n; i++)
+		got[i] = i < res->len ? &res->ranges[i] : &none;
+	return rc;
+}
+
+/*
  * Keeps an older hint where it is smaller than this commit's and this
  * commit does not delete it. Read without a guard, so writers of one
  * directory never conflict on entries; in a store whose listings trust
@@ -207,7 +236,8 @@ static int keep_older(struct store_etcd_txn *t, struct key_list *h)
 	uint8_t (*dks)[ETCD_KEY_MAX] = calloc(n_max ? n_max : 1, sizeof(*dks));
 	size_t *which = calloc(n_max ? n_max : 1, sizeof(*which));
 	bool *live = calloc(n_max ? n_max : 1, sizeof(*live));
-	int rc = ops && hops && dks && which && live ? 0 : -ENOMEM;
+	const struct etcd_range_result **got = calloc(n_max ? n_max : 1, sizeof(*got));
+	int rc = ops && hops && dks && which && live && got ? 0 : -ENOMEM;
 
 	for (size_t from = 0; rc == 0 && from < h->n; from += KIDS_TXN_OPS) {
 		size_t n = h->n - from < KIDS_TXN_OPS ? h->n - from : KIDS_TXN_OPS, n_keep = 0;
@@ -216,11 +246,11 @@ static int keep_older(struct store_etcd_txn *t, struct key_list *h)
 		for (size_t i = 0; i < n; i++)
 			ops[i] = (struct etcd_op){ .type = ETCD_OP_RANGE, .key = h->keys[from + i],
 						   .key_len = h->lens[from + i] };
-		rc = etcd_client_txn(t->c, NULL, 0, ops, n, NULL, 0, &res);
+		rc = entries_read(t, ops, n, &res, got);
 		if (rc)
 			break;
-		for (size_t i = 0; i < n && i < res.len; i++) {
-			const struct etcd_range_result *r = &res.ranges[i];
+		for (size_t i = 0; i < n; i++) {
+			const struct etcd_range_result *r = got[i];
 			const uint8_t *ek = h->keys[from + i], *old;
 			size_t el = h->lens[from + i], dl;
 
@@ -236,7 +266,7 @@ static int keep_older(struct store_etcd_txn *t, struct key_list *h)
 		if (t->st->kids_trust)
 			rc = hints_live(t, hops, n_keep, live);
 		for (size_t j = 0; rc == 0 && j < n_keep; j++) {
-			const struct etcd_kv *kv = &res.ranges[which[j]].kvs[0];
+			const struct etcd_kv *kv = &got[which[j]]->kvs[0];
 
 			if (!t->st->kids_trust) {
 				rc = etcd_buf_put(t->buf, h->keys[from + which[j]], h->lens[from + which[j]],
@@ -257,6 +287,7 @@ static int keep_older(struct store_etcd_txn *t, struct key_list *h)
 	free(dks);
 	free(which);
 	free(live);
+	free(got);
 	return rc;
 }
 

@@ -265,10 +265,28 @@ void store_etcd_end_calls(struct store *sb, unsigned ms)
 	etcd_health_end_calls(&ETCD(sb)->health, (long)ms);
 }
 
+/*
+ * The thread's deadline, whichever clients of the pool it takes. When an
+ * earlier request waited a deadline at least as long and nothing answered
+ * since, the cluster is known silent: this one counts as begun ms -
+ * ETCD_SILENT_TRY_MS ago, so it waits that long for a first answer, and
+ * the whole ms from any answer on. So a file-system call made of several
+ * requests (a lookup the kernel sends again after its revalidation failed,
+ * a flush and a release) is refused within one deadline and a try.
+ */
 void store_etcd_deadline(struct store *sb, unsigned ms)
 {
-	(void)sb;	/* the thread's, whichever clients of the pool it takes */
+	struct store_etcd *st = ETCD(sb);
+	int64_t span = (int64_t)ms * 1000000;
+
 	etcd_deadline_begin((long)ms);
+	if (ms > ETCD_SILENT_TRY_MS && atomic_load(&st->silent_span_ns) >= span &&
+	    atomic_load(&st->health.answered_ns) == atomic_load(&st->silent_answered_ns)) {
+		struct etcd_deadline d = etcd_deadline_mine();
+
+		d.start_ns -= span - (int64_t)ETCD_SILENT_TRY_MS * 1000000;
+		etcd_deadline_adopt(d);
+	}
 }
 
 /* The keys of the data space at the newest revision (*count), and that revision (*rev). */

@@ -15,6 +15,7 @@
 #define SNAP_BYTES_MAX (16u << 20)	/* keys and values it holds before it serves no new ones */
 #define SNAP_PAGES_MAX 1024u	/* pages (searched one by one) before the same */
 #define SNAP_POINTS_MAX 16384u	/* point answers before the same */
+#define SNAP_CARRY_BYTES (256u << 10)	/* what a commit copies to carry it, at most */
 
 /* A point get's answer, by its etcd key (open addressing). */
 struct snap_point {
@@ -450,4 +451,298 @@ bool etcd_snap_below_keep(struct store_etcd_txn *t, struct etcd_window *w, struc
 	}
 	pthread_mutex_unlock(&s->lock);
 	return kept;
+}
+
+/* ---- carried across a commit of ours (docs/ETCD.md section 8a, "Carried") ---- */
+
+/* A copy of kv (value too unless keys_only): 0 or -ENOMEM. */
+static int kv_copy(struct etcd_kv *to, const uint8_t *key, size_t key_len, const void *val,
+		   size_t val_len, bool keys_only)
+{
+	memset(to, 0, sizeof(*to));
+	to->key = malloc(key_len ? key_len : 1);
+	if (!to->key)
+		return -ENOMEM;
+	memcpy(to->key, key, key_len);
+	to->key_len = key_len;
+	if (keys_only || !val)
+		return 0;
+	to->val = malloc(val_len + 1);	/* a NUL after the bytes, as the wire's */
+	if (!to->val) {
+		free(to->key);
+		return -ENOMEM;
+	}
+	memcpy(to->val, val, val_len);
+	to->val[val_len] = 0;
+	to->val_len = val_len;
+	return 0;
+}
+
+/*
+ * kv (there when `was`) at revision rev: as it was (b left it alone), as
+ * b put it (written at rev), or none: 1 when out holds a key, 0 when not.
+ */
+static int kv_after(const struct etcd_buf *b, const struct etcd_kv *kv, bool was, bool keys_only,
+		    int64_t rev, struct etcd_kv *out)
+{
+	const void *v;
+	size_t vl;
+	int w = etcd_buf_get(b, kv->key, kv->key_len, &v, &vl), rc;
+
+	if (w == 0 || (w < 0 && !was))
+		return 0;
+	if (w < 0) {
+		v = kv->val;
+		vl = kv->val_len;
+	}
+	rc = kv_copy(out, kv->key, kv->key_len, v, vl, keys_only);
+	if (rc)
+		return rc;
+	out->create_rev = kv->create_rev;
+	out->mod_rev = w < 0 ? kv->mod_rev : rev;
+	out->version = w < 0 ? kv->version : kv->version + 1;
+	return 1;
+}
+
+/* Appends kv to r (capacity *cap): 0 or -ENOMEM (kv released then). */
+static int result_push(struct etcd_range_result *r, size_t *cap, struct etcd_kv *kv)
+{
+	if (r->len == *cap) {
+		size_t n = *cap ? 2 * *cap : 4;
+		struct etcd_kv *g = realloc(r->kvs, n * sizeof(*g));
+
+		if (!g) {
+			free(kv->key);
+			free(kv->val);
+			return -ENOMEM;
+		}
+		r->kvs = g;
+		*cap = n;
+	}
+	r->kvs[r->len++] = *kv;
+	return 0;
+}
+
+/*
+ * Page k at revision rev: its keys merged with the buffer's puts inside
+ * [from, end) and without its deletes, so that it still holds every key
+ * of that range. Heap; NULL when out of memory.
+ */
+static struct etcd_kept *page_after(const struct etcd_kept *k, const struct etcd_buf *b,
+				    int64_t rev)
+{
+	struct etcd_kept *n = calloc(1, sizeof(*n));
+	const uint8_t *from = k->from;
+	size_t from_len = k->from_len, cap = 0, i = 0;
+	bool incl = true;
+	int rc = n ? 0 : -ENOMEM;
+
+	if (rc)
+		return NULL;
+	memcpy(n->from, k->from, k->from_len);
+	memcpy(n->end, k->end, k->end_len);
+	memcpy(n->scan_hi, k->scan_hi, k->scan_hi_len);
+	n->from_len = k->from_len;
+	n->end_len = k->end_len;
+	n->scan_hi_len = k->scan_hi_len;
+	n->has_vals = k->has_vals;
+	n->reader = k->reader;
+	n->r.more = k->r.more;
+	n->r.revision = rev;
+	while (rc == 0) {
+		const void *pk = NULL, *pv = NULL;
+		size_t pkl = 0, pvl = 0;
+		bool put = etcd_buf_next_put(b, from, from_len, incl, k->end, k->end_len, &pk, &pkl,
+					     &pv, &pvl) == 1;
+		struct etcd_kv kv;
+		int c;
+
+		/* the page's next key, or the buffer's next put, whichever sorts first */
+		c = i == k->r.len ? 1 : !put ? -1 :
+		    store_key_cmp(k->r.kvs[i].key, k->r.kvs[i].key_len, pk, pkl);
+		if (i == k->r.len && !put)
+			break;
+		if (c <= 0) {
+			rc = kv_after(b, &k->r.kvs[i], true, !k->has_vals, rev, &kv);
+			from = k->r.kvs[i].key;
+			from_len = k->r.kvs[i].key_len;
+			i++;
+			if (rc == 1)
+				rc = result_push(&n->r, &cap, &kv);
+		} else {
+			rc = kv_copy(&kv, pk, pkl, pv, pvl, !k->has_vals);
+			kv.create_rev = kv.mod_rev = rev;
+			kv.version = 1;
+			from = kv.key;
+			from_len = kv.key_len;
+			if (rc == 0)
+				rc = result_push(&n->r, &cap, &kv);
+		}
+		incl = false;
+	}
+	n->r.count = (int64_t)n->r.len + (k->r.count - (int64_t)k->r.len);
+	if (rc < 0) {
+		etcd_kept_release(n);
+		return NULL;
+	}
+	return n;
+}
+
+/* A point answer for etcd key key[0..len) at rev: 0 or -ENOMEM. */
+static int point_after(struct etcd_snap *n, const uint8_t *key, size_t len,
+		       const struct etcd_kept *old, const struct etcd_buf *b, int64_t rev)
+{
+	struct etcd_kept *k = calloc(1, sizeof(*k));
+	struct snap_point *p;
+	uint8_t *copy = malloc(len ? len : 1);
+	struct etcd_kv kv, was = { .key = (uint8_t *)key, .key_len = len };
+	size_t cap = 0;
+	int rc = k && copy ? 0 : -ENOMEM;
+
+	if (rc == 0 && old && old->r.len)
+		was = old->r.kvs[0];
+	if (rc == 0 && (2 * (n->n_points + 1) > n->cap_points && !points_grow(n)))
+		rc = -ENOMEM;
+	if (rc == 0)
+		rc = kv_after(b, &was, old && old->r.len, false, rev, &kv);
+	if (rc == 1) {
+		if (!old || !old->r.len)
+			kv.create_rev = rev;	/* new: the buffer put it */
+		rc = result_push(&k->r, &cap, &kv);
+	}
+	if (rc < 0) {
+		etcd_kept_release(k);
+		free(copy);
+		return rc;
+	}
+	k->r.revision = rev;
+	k->next = n->kept;
+	n->kept = k;
+	n->bytes += answer_bytes(&k->r) + len;
+	memcpy(copy, key, len);
+	p = point_slot(n, copy, len);
+	free((void *)p->key);	/* (a key put twice: the later answer is the same) */
+	if (!p->key)
+		n->n_points++;
+	*p = (struct snap_point){ .key = copy, .len = len, .kept = k };
+	return 0;
+}
+
+struct carry_puts {
+	struct etcd_snap *n;
+	const struct etcd_buf *b;
+	int64_t rev;
+};
+
+/* etcd_buf_walk: every key the buffer wrote or deleted (a range's start too) gets an answer. */
+static int carry_put(const uint8_t *key, size_t len, void *arg)
+{
+	struct carry_puts *c = arg;
+	const void *v;
+	size_t vl;
+
+	if (etcd_buf_get(c->b, key, len, &v, &vl) < 0 ||
+	    (c->n->cap_points && point_slot(c->n, key, len)->key))
+		return 0;
+	return point_after(c->n, key, len, NULL, c->b, c->rev);
+}
+
+/* s at rev, b applied: heap, one reference (the handle's); NULL when it cannot be made. */
+static struct etcd_snap *snap_after(struct etcd_snap *s, const struct etcd_buf *b, int64_t rev)
+{
+	struct etcd_snap *n = calloc(1, sizeof(*n));
+	struct etcd_kept *pages[SNAP_PAGES_MAX];
+	size_t np = 0;
+	int rc = n ? 0 : -ENOMEM;
+
+	if (rc)
+		return NULL;
+	pthread_mutex_init(&n->lock, NULL);
+	n->rev = rev;
+	/* as fresh as a first read: the commit's answer says nobody committed since s */
+	n->born_ns = now_ns();
+	n->refs = 1;
+	pthread_mutex_lock(&s->lock);
+	for (struct etcd_kept *k = atomic_load_explicit(&s->pages, memory_order_acquire);
+	     k && np < SNAP_PAGES_MAX; k = k->next_page)
+		pages[np++] = k;
+	while (rc == 0 && np) {	/* oldest first: the newest stays first in the list */
+		struct etcd_kept *k = page_after(pages[--np], b, rev);
+
+		if (!k) {
+			rc = -ENOMEM;
+			break;
+		}
+		k->next = n->kept;
+		n->kept = k;
+		k->next_page = atomic_load_explicit(&n->pages, memory_order_relaxed);
+		atomic_store_explicit(&n->pages, k, memory_order_relaxed);
+		n->n_pages++;
+		n->bytes += answer_bytes(&k->r);
+	}
+	for (size_t i = 0; rc == 0 && i < s->cap_points; i++)
+		if (s->points[i].key)
+			rc = point_after(n, s->points[i].key, s->points[i].len, s->points[i].kept, b, rev);
+	pthread_mutex_unlock(&s->lock);
+	if (rc == 0)
+		rc = etcd_buf_walk(b, carry_put, &(struct carry_puts){ n, b, rev });
+	if (rc) {
+		snap_free(n);
+		return NULL;
+	}
+	return n;
+}
+
+static size_t snap_bytes(struct etcd_snap *s)
+{
+	size_t n;
+
+	pthread_mutex_lock(&s->lock);
+	n = s->bytes;
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
+/* Whether the buffer puts what a copy cannot follow: chunks of a big value, leases. */
+static bool buf_uncarried(const struct store_etcd *st, const struct etcd_buf *b)
+{
+	uint8_t lo[ETCD_KEY_MAX], hi[ETCD_KEY_MAX];
+	size_t ll = etcd_key(st, ETCD_SPACE_VALUE, NULL, 0, lo), hl = etcd_prefix_end(lo, ll, hi);
+	const void *k, *v;
+	size_t kl, vl;
+
+	return etcd_buf_has_leases(b) ||
+	       etcd_buf_next_put(b, lo, ll, true, hi, hl, &k, &kl, &v, &vl) == 1;
+}
+
+void etcd_snap_carry(struct store_etcd_txn *t, int64_t rev)
+{
+	struct store_etcd *st = t->st;
+	struct etcd_snap *s = t->snap, *n, *old = NULL;
+	bool ok;
+
+	/* one revision after the snapshot's: no commit of anyone's came between */
+	if (!s || s->rev != t->rev || rev != s->rev + 1 || !snap_serves(s) ||
+	    snap_bytes(s) > SNAP_CARRY_BYTES || buf_uncarried(st, t->buf))
+		return;
+	n = snap_after(s, t->buf, rev);
+	if (!n)
+		return;
+	pthread_mutex_lock(&st->snap_lock);
+	/*
+	 * Not if a transaction pinned a newer revision, the watch applied one
+	 * (another's commit) or broke, or another snapshot began meanwhile;
+	 * the watch retiring s for this very commit is no reason.
+	 */
+	ok = (st->snap == s || !st->snap) && st->snap_floor <= rev && etcd_feed_current(st, rev);
+	if (ok) {
+		old = st->snap;
+		st->snap = n;
+		st->snap_floor = rev;
+		st->snap_epoch++;
+	}
+	pthread_mutex_unlock(&st->snap_lock);
+	etcd_snap_drop(old);
+	if (!ok)
+		snap_free(n);
 }

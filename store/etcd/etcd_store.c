@@ -94,8 +94,28 @@ int etcd_client_take(struct store_etcd *st, struct etcd_client **out)
 	return etcd_client_open_for(st, out, NULL, 0);
 }
 
+/*
+ * The calling thread's request waited its whole deadline and nothing
+ * answered any client of st since the span began: the cluster is silent,
+ * noted for the requests after it (store_etcd_deadline). A shorter span
+ * (the root's getattr) does not replace a longer one's mark.
+ */
+static void note_silence(struct store_etcd *st)
+{
+	struct etcd_deadline d = etcd_deadline_mine();
+	int64_t answered = atomic_load(&st->health.answered_ns);
+
+	if (!etcd_deadline_passed() || !d.span_ns || store_mono_ns() - answered < d.span_ns)
+		return;
+	if (atomic_load(&st->silent_answered_ns) == answered && atomic_load(&st->silent_span_ns) >= d.span_ns)
+		return;
+	atomic_store(&st->silent_span_ns, d.span_ns);
+	atomic_store(&st->silent_answered_ns, answered);
+}
+
 void etcd_client_give(struct store_etcd *st, struct etcd_client *c)
 {
+	note_silence(st);	/* every request's calls end here, before its answer goes out */
 	if (!c)
 		return;
 	pthread_mutex_lock(&st->pool_lock);
@@ -599,6 +619,8 @@ static int commit_attempt(struct store_etcd_txn *t, uint64_t first, uint64_t seq
 		return writer_settle(t, first, seq, committed);	/* the answer was lost: did it land? */
 	if (rc == 0 && *committed) {
 		t->st->writer_rev = rev;
+		t->landed = rev;
+		etcd_snap_carry(t, rev);	/* before note_commit: the position moves after it */
 		note_commit(t->st, (uint64_t)rev);
 	} else if (rc == 0) {
 		/* a guard failed: maybe ours on the writer key, as an earlier attempt landed late */
@@ -612,6 +634,7 @@ int store_etcd_write(struct store *sb, store_write_fn fn, void *arg)
 	struct store_etcd *st = ETCD(sb);
 	unsigned delay_us = 1000;
 	uint64_t first = 0;
+	int64_t landed = 0;
 	bool sent = false;
 	int rc = -EBUSY;
 
@@ -662,6 +685,7 @@ int store_etcd_write(struct store *sb, store_write_fn fn, void *arg)
 		if (rc == 0 && committed && t->kids_upgrade)
 			st->kids_records = true;	/* under write_lock; a repair's process (the CLI) */
 		sent = sent || t->sent;
+		landed = t->landed;
 		txn_release(t);
 		free(t);
 		if ((rc == 0 || rc == -ESTALE) && !committed) {
@@ -682,9 +706,12 @@ int store_etcd_write(struct store *sb, store_write_fn fn, void *arg)
 		}
 		break;
 	}
-	/* what readers shared is older than this commit now (or than one that may have landed) */
+	/*
+	 * What readers shared is older than this commit now (or than one that
+	 * may have landed); a snapshot carried to the commit's revision stays.
+	 */
 	if (sent)
-		etcd_snap_retire(st, INT64_MAX);
+		etcd_snap_retire(st, landed ? landed : INT64_MAX);
 	pthread_mutex_unlock(&st->write_lock);
 	return rc;
 }
@@ -696,6 +723,23 @@ static int check_write(const struct store_etcd_txn *t, size_t key_len)
 	if (!t->base.write)
 		return -EROFS;
 	return key_len > STORE_KEY_MAX ? -ENAMETOOLONG : 0;
+}
+
+/* Whether page k holds etcd key key[0..len): *at its index, or where it would go. */
+static bool page_find(const struct etcd_kept *k, const uint8_t *key, size_t len, size_t *at)
+{
+	size_t lo = 0, hi = k->r.len;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (store_key_cmp(k->r.kvs[mid].key, k->r.kvs[mid].key_len, key, len) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*at = lo;
+	return lo < k->r.len && !store_key_cmp(k->r.kvs[lo].key, k->r.kvs[lo].key_len, key, len);
 }
 
 int store_etcd_get(struct store_txn *tb, enum store_space space,
@@ -723,24 +767,18 @@ int store_etcd_get(struct store_txn *tb, enum store_space space,
 			return -ENOENT;
 	}
 	struct etcd_kept *page = etcd_txn_page_covering(txn, k, kl, true);
+	size_t lo;
+
 	if (!page && !txn->base.write)
 		page = etcd_read_ahead(txn, k, kl);
+	if (!page && (page = etcd_txn_page_covering(txn, k, kl, false)) != NULL &&
+	    page_find(page, k, kl, &lo))
+		page = NULL;	/* a page of keys alone holds it: its value is asked for below */
 	if (page) {
 		etcd_read_ahead_served(txn, page);
 		/* a scan read this place already (and guarded it, unless another transaction did) */
-		size_t lo = 0, hi = page->r.len;
-		bool found;
+		bool found = page_find(page, k, kl, &lo);
 
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (store_key_cmp(page->r.kvs[mid].key, page->r.kvs[mid].key_len, k, kl) < 0)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		found = lo < page->r.len &&
-			!store_key_cmp(page->r.kvs[lo].key, page->r.kvs[lo].key_len, k, kl);
 		if ((rc = etcd_txn_guard_page(txn, page)))
 			return rc;
 		if (!found)
