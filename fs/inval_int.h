@@ -50,8 +50,7 @@ struct fs_inval_worker {
 	unsigned npush;		/* items on that list (at most FS_PUSH_QUEUE_MAX) */
 	pthread_t thread;	/* written before the thread runs, joined after stop */
 	uint64_t queued, sent;	/* items ever queued / handled, for fs_inval_wait */
-	uint64_t foreign_asked, foreign_done;	/* whole re-checks asked for / finished */
-	pthread_cond_t sent_cond;	/* broadcast when sent or foreign_done moves, or the worker stops */
+	pthread_cond_t sent_cond;	/* broadcast when sent moves or the worker stops */
 };
 void fs_inval_entry(struct fs_ctx *ctx, fuse_ino_t parent, const char *name, size_t len);
 void fs_inval_node(struct fs_ctx *ctx, fuse_ino_t ino, enum fs_inval_kind kind);
@@ -91,19 +90,6 @@ void fs_inval_stop(struct fs_ctx *ctx);
  * Gives up after a second.
  */
 void fs_inval_wait(struct fs_ctx *ctx);
-/* How far the worker's queue reached at one moment (fs_inval_mark). */
-struct fs_inval_mark {
-	uint64_t queued, foreign;
-};
-/* Takes the mark of every item queued and every whole re-check asked for so far. */
-void fs_inval_mark(struct fs_ctx *ctx, struct fs_inval_mark *mark);
-/*
- * Waits up to ms for the worker to have handled everything up to mark;
- * true when it has (or the worker does not run). The watcher's, before it
- * publishes its position: items queued after the mark (a writer's) never
- * hold it back.
- */
-bool fs_inval_reached(struct fs_ctx *ctx, const struct fs_inval_mark *mark, long ms);
 
 /* ---- invalidation after commits (invalidate.c) ---- */
 
@@ -141,18 +127,9 @@ struct fs_watcher {
 	uint64_t feed_want;	/* a foreign commit was seen at this generation: read to it */
 	uint64_t reap_lo, reap_hi;	/* the reaper's last commits: ours, read as another's */
 	/*
-	 * The position waiting to be published: mark_pos once the worker
-	 * reached mark (marked: one waits).
-	 */
-	struct fs_inval_mark mark;
-	uint64_t mark_pos;
-	bool marked;
-	/*
-	 * feed_pos once the worker has sent the invalidations queued when the
-	 * poll reached it: every commit up to it is in what the mount serves,
-	 * the kernel's caches included, so that a user (or a test) who waits
-	 * for it after another process's write then sees that write whole.
-	 * Any thread: user.kvfs.stats.
+	 * feed_pos once the poll that reached it queued its invalidations:
+	 * every commit up to it is in what the mount serves (the kernel's
+	 * caches once the worker sent them). Any thread: user.kvfs.stats.
 	 */
 	atomic_uint_fast64_t position;
 	pthread_mutex_t lock;	/* stop, started */

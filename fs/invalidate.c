@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <time.h>
 
 #include "fs/fs_int.h"
@@ -204,7 +203,6 @@ void fs_inval_foreign(struct fs_ctx *ctx)
 {
 	pthread_mutex_lock(&ctx->inval.lock);
 	ctx->inval.foreign = true;
-	ctx->inval.foreign_asked++;
 	pthread_cond_signal(&ctx->inval.cond);
 	pthread_mutex_unlock(&ctx->inval.lock);
 }
@@ -255,14 +253,10 @@ static void *inval_main(void *arg)
 		if (ctx->inval.stop)
 			break;
 		if (ctx->inval.foreign) {
-			uint64_t asked = ctx->inval.foreign_asked;
-
 			ctx->inval.foreign = false;
 			pthread_mutex_unlock(&ctx->inval.lock);
 			fs_node_revalidate_all(ctx);
 			pthread_mutex_lock(&ctx->inval.lock);
-			ctx->inval.foreign_done = asked;
-			pthread_cond_broadcast(&ctx->inval.sent_cond);
 			continue;
 		}
 		push = !ctx->inval.head;
@@ -280,12 +274,6 @@ static void *inval_main(void *arg)
 			ctx->inval.npush--;
 		}
 		pthread_mutex_unlock(&ctx->inval.lock);
-		/*
-		 * The test hook KVFS_TEST_INVAL_LAG_MS: a worker behind its queue,
-		 * as under load (tests/36: position waits for what it sends).
-		 */
-		if (ctx->inval_lag_us && !push)
-			usleep(ctx->inval_lag_us);
 		inval_send(ctx, iv);
 		free(iv);
 		pthread_mutex_lock(&ctx->inval.lock);
@@ -300,56 +288,23 @@ static void *inval_main(void *arg)
 }
 
 /*
- * Waits until the worker handled the items up to sent and the re-checks up
- * to foreign (or stopped), at most ms; true when it did. ctx->inval.lock held.
- */
-static bool inval_wait_for(struct fs_ctx *ctx, uint64_t sent, uint64_t foreign, long ms)
-{
-	struct timespec deadline;
-
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_sec += ms / 1000;
-	deadline.tv_nsec += (ms % 1000) * 1000000L;
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_nsec -= 1000000000L;
-		deadline.tv_sec++;
-	}
-	while (ctx->inval.started && !ctx->inval.stop &&
-	       (ctx->inval.sent < sent || ctx->inval.foreign_done < foreign))
-		if (pthread_cond_timedwait(&ctx->inval.sent_cond, &ctx->inval.lock, &deadline) != 0)
-			break;
-	return !ctx->inval.started || ctx->inval.stop ||
-	       (ctx->inval.sent >= sent && ctx->inval.foreign_done >= foreign);
-}
-
-/*
  * Bounded: were every daemon thread parked here while the worker waits for
  * a directory lock held by a process whose lookup needs a thread, the wait
  * would never end; after a second the names are left to follow a little late.
  */
 void fs_inval_wait(struct fs_ctx *ctx)
 {
-	pthread_mutex_lock(&ctx->inval.lock);
-	inval_wait_for(ctx, ctx->inval.queued, 0, 1000);
-	pthread_mutex_unlock(&ctx->inval.lock);
-}
+	struct timespec deadline;
+	uint64_t target;
 
-void fs_inval_mark(struct fs_ctx *ctx, struct fs_inval_mark *mark)
-{
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += 1;
 	pthread_mutex_lock(&ctx->inval.lock);
-	mark->queued = ctx->inval.queued;
-	mark->foreign = ctx->inval.foreign_asked;
+	target = ctx->inval.queued;
+	while (ctx->inval.started && !ctx->inval.stop && ctx->inval.sent < target)
+		if (pthread_cond_timedwait(&ctx->inval.sent_cond, &ctx->inval.lock, &deadline) != 0)
+			break;
 	pthread_mutex_unlock(&ctx->inval.lock);
-}
-
-bool fs_inval_reached(struct fs_ctx *ctx, const struct fs_inval_mark *mark, long ms)
-{
-	bool done;
-
-	pthread_mutex_lock(&ctx->inval.lock);
-	done = inval_wait_for(ctx, mark->queued, mark->foreign, ms);
-	pthread_mutex_unlock(&ctx->inval.lock);
-	return done;
 }
 
 int fs_inval_start(struct fs_ctx *ctx)

@@ -768,8 +768,6 @@ static int open_model(struct fs_ctx *ctx, const struct fs_options *opts)
 	fs_ahead_start(ctx);
 	if (getenv("KVFS_TEST_RELEASE_LAG_MS"))
 		ctx->release_lag_us = (unsigned)atoi(getenv("KVFS_TEST_RELEASE_LAG_MS")) * 1000u;
-	if (getenv("KVFS_TEST_INVAL_LAG_MS"))
-		ctx->inval_lag_us = (unsigned)atoi(getenv("KVFS_TEST_INVAL_LAG_MS")) * 1000u;
 	/* -o commit=MS: writes are checked and queued, committed together (docs/COMMITS.md) */
 	if (ctx->commit_ms && !opts->read_only &&
 	    (ret = model_queue_start(ctx->model, ctx->commit_ms, MODEL_QUEUE_ALL)) < 0) {

@@ -131,26 +131,6 @@ static void readers_check(struct fs_ctx *ctx)
 		fs_log(ctx, LOG_INFO, "cleared %u reader slots of dead processes", cleared);
 }
 
-/*
- * Publishes the position the feed reached once the worker sent what was
- * queued when it got there; a later position waits for the next tick's
- * mark, so the position lags the worker's queue but always moves on.
- */
-static void position_publish(struct fs_ctx *ctx)
-{
-	struct fs_watcher *w = &ctx->watch;
-
-	if (!w->marked && w->feed_pos > atomic_load(&w->position)) {
-		fs_inval_mark(ctx, &w->mark);
-		w->mark_pos = w->feed_pos;
-		w->marked = true;
-	}
-	if (w->marked && fs_inval_reached(ctx, &w->mark, FS_WATCH_MS)) {
-		atomic_store(&w->position, w->mark_pos);
-		w->marked = false;
-	}
-}
-
 static void *watch_main(void *arg)
 {
 	struct fs_ctx *ctx = arg;
@@ -182,7 +162,7 @@ static void *watch_main(void *arg)
 		fs_rmhold_settle(ctx, false);	/* removals in rows no rmdir took */
 		fs_table_settle(ctx, FS_SETTLE_IDLE);	/* schemas waiting for their rows */
 		feed_poll(ctx);
-		position_publish(ctx);
+		atomic_store(&ctx->watch.position, ctx->watch.feed_pos);
 		pthread_mutex_lock(&ctx->watch.lock);
 	}
 	pthread_mutex_unlock(&ctx->watch.lock);

@@ -73,22 +73,6 @@ size_is() {
 	[ "$(full_lines)" -eq "$full" ]
 }
 
-# user.kvfs.stats's position is the promise a user (and caught_up) waits
-# on: once it reaches a commit, stat and ls show it. The hook holds each of
-# the worker's invalidations 700 ms, as a loaded machine would: position
-# must wait for them (it was published as soon as they were queued, and
-# tests/46's tar then saw the root change under it).
-@test "position reaches another process's commit only once the kernel was told: stat shows it at once" {
-	unmount_store
-	KVFS_TEST_INVAL_LAG_MS=700 mount_store
-	run -0 stat -c %s "$MNT/t/a"
-	assert_output 4
-	kvfs put "$STORE" /t/a 'a longer value'
-	caught_up
-	run -0 stat -c %s "$MNT/t/a"
-	assert_output 15
-}
-
 # pread_is TEXT: fd 7 reads TEXT at offset 0 (the kernel's pages, when it keeps them).
 pread_is() {
 	[ "$(python3 -c 'import os, sys; sys.stdout.write(os.pread(7, 100, 0).decode())')" = "$1" ]

@@ -329,8 +329,7 @@ gen() {
 }
 
 # mount_position MNT: the generation (etcd: revision) up to which the mount
-# has taken in every commit, the kernel's caches told, from its root's
-# user.kvfs.stats
+# has taken in every commit, from its root's user.kvfs.stats
 mount_position() {
 	getfattr --absolute-names --only-values -n user.kvfs.stats "$1" | awk '$1 == "position" { print $2 }'
 }
