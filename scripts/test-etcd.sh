@@ -111,15 +111,14 @@ run_file() {
 export -f run_file
 out=$work/out
 # longest first, so that no long file starts last and runs alone: the
-# files whose tests took over 35 s on etcd in the clean-clone run of
-# 68b431e (2026-11-30, the sums of their tests' times: 86 94 s, 40 92,
-# 81 87, 85 77, 87 71, 83 61, 75 51, 72 47, 32 46, 39 42, 82 42, 84 38,
-# 88 36, 74 36; 81 was not named and started in the middle), then the
-# others by size, which stands for time; the per-file wall times each pass
-# prints below keep this list right
-slow='86-etcd-kids 40-backup 81-etcd-mounts 85-etcd-ttl 87-etcd-values 83-etcd-big
-	75-tables-write-paths 72-import-lines 32-mount-json 39-mount-bigdoc 82-etcd-store
-	84-etcd-list 88-etcd-limits 74-ttl'
+# files whose wall time in the clean-clone run of f52a8f3 (2026-11-30, one
+# 1-member cluster per slot) was over 15 s (83 52 s, 87 48, 81 47, 85 44,
+# 82 30, 86 30, 39 27, 74 26, 88 23, 75 23, 40 21, 80 20, 89 19, 84 16),
+# then the others by size, which stands for time; the per-file wall times
+# each pass prints below keep this list right
+slow='83-etcd-big 87-etcd-values 81-etcd-mounts 85-etcd-ttl 82-etcd-store 86-etcd-kids
+	39-mount-bigdoc 74-ttl 88-etcd-limits 75-tables-write-paths 40-backup 80-etcd-client
+	89-etcd-ahead 84-etcd-list'
 order() {
 	local f name rank
 	for f in "$@"; do
