@@ -1,7 +1,8 @@
 /*
  * model/tree/name.c - object keys as file names and back (docs/FORMAT.md,
  * "Names"): %-escaping, the length rule, array indices, the `.json` view
- * and `@` index names, and a tuple key printed as a path.
+ * and `@` index names, and a tuple key printed as a path; and the names of
+ * leaf types and node kinds.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -230,4 +231,50 @@ void tree_name_problem(const char *name, size_t len, char *buf, size_t cap)
 		return;
 	}
 	snprintf(buf, cap, "too long");
+}
+
+/* ---- names of types and kinds ---- */
+
+static const char *const type_names[] = {
+	[MODEL_TYPE_STRING] = "string",
+	[MODEL_TYPE_INTEGER] = "integer",
+	[MODEL_TYPE_DOUBLE] = "double",
+	[MODEL_TYPE_BOOLEAN] = "boolean",
+	[MODEL_TYPE_NULL] = "null",
+	[MODEL_TYPE_BYTES] = "bytes",
+};
+
+const char *model_type_name(enum model_type type)
+{
+	if (type < MODEL_TYPE_STRING || type > MODEL_TYPE_BYTES)
+		return "unknown";
+	return type_names[type];
+}
+
+int model_type_parse(const char *name, enum model_type *out)
+{
+	for (int t = MODEL_TYPE_STRING; t <= MODEL_TYPE_BYTES; t++) {
+		if (strcmp(name, type_names[t]) == 0) {
+			*out = (enum model_type)t;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+const char *model_kind_name(enum model_kind kind)
+{
+	switch (kind) {
+	case MODEL_KIND_LEAF:
+		return "leaf";
+	case MODEL_KIND_OBJECT:
+		return "object";
+	case MODEL_KIND_ARRAY:
+		return "array";
+	case MODEL_KIND_VIEW:
+		return "view";
+	case MODEL_KIND_LINK:
+		return "link";
+	}
+	return "unknown";
 }

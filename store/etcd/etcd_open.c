@@ -3,8 +3,9 @@
  * etcd://HOST:PORT[,HOST:PORT...]/PREFIX (docs/ETCD.md section 3): the URL,
  * the meta keys written at creation or checked at open (a prefix holding
  * anything else is refused), removal of a store this handle created, the
- * store-wide reads (info, the newest revision), and the end of its calls
- * (at exit, and each request's deadline).
+ * store-wide reads (info, the newest revision), the end of its calls
+ * (at exit, and each request's deadline), and the cluster's limits on a
+ * Txn as the handle learns them.
  */
 #include "store/etcd/etcd_int.h"
 
@@ -390,3 +391,36 @@ uint64_t etcd_newest_revision(struct store_etcd *st)
 	return rev;
 }
 
+/* ---- the cluster's limits ---- */
+
+size_t etcd_txn_ops(struct store_etcd *st)
+{
+	return atomic_load_explicit(&st->txn_ops, memory_order_relaxed);
+}
+
+size_t etcd_txn_bytes(struct store_etcd *st)
+{
+	return atomic_load_explicit(&st->txn_bytes, memory_order_relaxed);
+}
+
+bool etcd_limits_lower(struct store_etcd *st, int rc, size_t used, size_t largest)
+{
+	bool ops = rc == -EMSGSIZE;
+	atomic_size_t *limit = ops ? &st->txn_ops : &st->txn_bytes;
+	size_t low = ops ? ETCD_TXN_OPS_LOW : ETCD_TXN_BYTES_LOW;
+	size_t least = ops ? 8 : 64u << 10;
+	size_t now = atomic_load(limit), next;
+
+	if (rc != -EMSGSIZE && rc != -E2BIG)
+		return false;
+	if (now < used)
+		return true;	/* another thread lowered it since: planning again is enough */
+	if (!ops && now <= largest)
+		return false;	/* one put is the budget already: it is too big by itself */
+	next = now > low ? low : now / 2;
+	if (next < least)
+		return false;	/* nothing this small is refused for its size: give up */
+	/* a lost race means someone else lowered it: that serves as well */
+	(void)atomic_compare_exchange_strong(limit, &now, next);
+	return true;
+}
