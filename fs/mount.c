@@ -751,6 +751,7 @@ static int open_model(struct fs_ctx *ctx, const struct fs_options *opts)
 	unsigned flags = (opts->create ? MODEL_OPEN_CREATE : 0) |
 			 (opts->read_only ? MODEL_OPEN_READONLY : MODEL_OPEN_SYNC_ONCE);
 	struct model_error err = { 0 };
+	const char *lag;
 	struct stat st;
 	int ret;
 
@@ -766,8 +767,9 @@ static int open_model(struct fs_ctx *ctx, const struct fs_options *opts)
 		return -1;
 	}
 	fs_ahead_start(ctx);
-	if (getenv("KVFS_TEST_RELEASE_LAG_MS"))
-		ctx->release_lag_us = (unsigned)atoi(getenv("KVFS_TEST_RELEASE_LAG_MS")) * 1000u;
+	lag = getenv("KVFS_TEST_RELEASE_LAG_MS");
+	if (lag)
+		ctx->release_lag_us = (unsigned)atoi(lag) * 1000u;
 	/* -o commit=MS: writes are checked and queued, committed together (docs/COMMITS.md) */
 	if (ctx->commit_ms && !opts->read_only &&
 	    (ret = model_queue_start(ctx->model, ctx->commit_ms, MODEL_QUEUE_ALL)) < 0) {

@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define SNAP_AGE_NS (1000ull * 1000 * 1000)	/* a snapshot serves new transactions for 1 s at most */
 #define SNAP_BYTES_MAX (16u << 20)	/* keys and values it holds before it serves no new ones */
@@ -36,14 +35,6 @@ struct etcd_snap {
 	size_t cap_points, n_points, n_pages, bytes;
 	struct etcd_window *windows;	/* listings' skeletons, newest first (etcd_kids_list.c) */
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static size_t answer_bytes(const struct etcd_range_result *r)
 {
@@ -89,7 +80,7 @@ static bool snap_serves(struct etcd_snap *s)
 
 	pthread_mutex_lock(&s->lock);
 	ok = s->bytes < SNAP_BYTES_MAX && s->n_pages < SNAP_PAGES_MAX &&
-	     s->n_points < SNAP_POINTS_MAX && now_ns() - s->born_ns < SNAP_AGE_NS;
+	     s->n_points < SNAP_POINTS_MAX && (uint64_t)store_mono_ns() - s->born_ns < SNAP_AGE_NS;
 	pthread_mutex_unlock(&s->lock);
 	return ok;
 }
@@ -128,7 +119,7 @@ void etcd_snap_start(struct store_etcd_txn *t)
 	if (!t->base.write && (s = calloc(1, sizeof(*s))) != NULL) {
 		pthread_mutex_init(&s->lock, NULL);
 		s->rev = t->rev;
-		s->born_ns = now_ns();
+		s->born_ns = (uint64_t)store_mono_ns();
 		s->refs = 2;	/* t, and the handle */
 	}
 	pthread_mutex_lock(&st->snap_lock);
@@ -660,7 +651,7 @@ static struct etcd_snap *snap_after(struct etcd_snap *s, const struct etcd_buf *
 	pthread_mutex_init(&n->lock, NULL);
 	n->rev = rev;
 	/* as fresh as a first read: the commit's answer says nobody committed since s */
-	n->born_ns = now_ns();
+	n->born_ns = (uint64_t)store_mono_ns();
 	n->refs = 1;
 	pthread_mutex_lock(&s->lock);
 	for (struct etcd_kept *k = atomic_load_explicit(&s->pages, memory_order_acquire);
