@@ -117,7 +117,7 @@ EOF
 # bats test_tags=plain
 @test "a big string in a document: the input is given back as it is parsed" {
 	skip_on_etcd "a big value on etcd is chunked and staged: the daemon peaks at a few times it, not 1.5x (docs/ETCD.md section 3)"
-	[ -z "${KVFS_ASAN:-}${KVFS_TSAN:-}" ] || skip "a sanitizer's shadow memory and quarantine make the peak meaningless"
+	! is_sanitized || skip "a sanitizer's shadow memory and quarantine make the peak meaningless"
 	python3 -c "import sys; sys.stdout.write('{\"big\":\"' + 'x' * 40000000 + '\",\"n\":1}')" >"$T/s.json"
 	peak=$(peak_kib "$KVFS_BIN" import "$STORE" / "$T/s.json")
 	echo "peak $peak KiB for a 40 MB document" >&3

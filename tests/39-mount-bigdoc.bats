@@ -88,7 +88,7 @@ same_doc() {
 # bats test_tags=plain
 @test "a 100 MB document through cp: exact, and the daemon's peak at most 1.5x" {
 	skip_on_etcd "100 MB staged and applied, with 10 minutes of history, weighs on etcd's 2 GiB quota; the 20 MB variant below runs on etcd"
-	[ -z "${KVFS_ASAN:-}${KVFS_TSAN:-}" ] || skip "100 MB through a sanitizer takes minutes and its shadow memory makes the peak meaningless; the 20 MB variant below runs everywhere"
+	! is_sanitized || skip "100 MB through a sanitizer takes minutes and its shadow memory makes the peak meaningless; the 20 MB variant below runs everywhere"
 	# 100 MB: the daemon's baseline (about 20 MB) is small beside it, so a
 	# second whole copy (2x and more) could not pass the 1.5x bound
 	big_doc 100 "$T/big.json"
@@ -129,7 +129,7 @@ anon_peak_kib() {
 # bats test_tags=plain
 @test "reading a 40 MB view holds no copy of it in the daemon" {
 	skip_on_etcd "an etcd read transaction keeps every answer it read until it ends (docs/ETCD.md section 4), so a view's reads are held there"
-	[ -z "${KVFS_ASAN:-}${KVFS_TSAN:-}" ] || skip "a sanitizer's shadow memory and quarantine make the peak meaningless"
+	! is_sanitized || skip "a sanitizer's shadow memory and quarantine make the peak meaningless"
 	big_doc 40 "$T/big.json"
 	kvfs import "$STORE" /big "$T/big.json"
 	size=$(stat -c %s "$MNT/big.json")
@@ -207,7 +207,7 @@ anon_peak_kib() {
 # bats test_tags=plain
 @test "a 200 MB string leaf written with a pipe peaks at most at 1.5x in the daemon" {
 	skip_on_etcd "a big value on etcd is chunked and staged: the daemon peaks at a few times it, not 1.5x (docs/ETCD.md section 3)"
-	[ -z "${KVFS_ASAN:-}${KVFS_TSAN:-}" ] || skip "a sanitizer's shadow memory makes the peak meaningless; the 24 MB leaf above runs everywhere"
+	! is_sanitized || skip "a sanitizer's shadow memory makes the peak meaningless; the 24 MB leaf above runs everywhere"
 	head -c $((200 * 1024 * 1024)) /dev/zero | tr '\0' a >"$MNT/big"
 	peak=$(hwm_kib)
 	echo "daemon VmHWM $peak KiB for a 200 MiB leaf" >&3

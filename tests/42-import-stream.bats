@@ -73,7 +73,7 @@ EOF
 
 # bats test_tags=plain
 @test "a piped document is not held in memory: the peak is a file import's" {
-	[ -z "${KVFS_ASAN:-}${KVFS_TSAN:-}" ] || skip "a sanitizer's shadow memory and quarantine make the peak meaningless"
+	! is_sanitized || skip "a sanitizer's shadow memory and quarantine make the peak meaningless"
 	make_doc 20 "$T/doc.json"
 	bytes=$(stat -c %s "$T/doc.json")
 	file=$(peak_kib "$KVFS_BIN" import "$T/a" / "$T/doc.json")
