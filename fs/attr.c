@@ -531,6 +531,8 @@ static int setattr_size(fuse_req_t req, struct fs_ctx *ctx, struct fs_node *node
 			f->len = 0;
 	} else {
 		ret = fs_file_resize(f, (size_t)size);
+		if (ret == 0 && size == 0)
+			f->loaded = false;	/* what follows is wholly the writer's */
 		if (ret == 0) {
 			f->dirty = true;
 			f->wmtime_ns = fs_now_ns();

@@ -87,6 +87,31 @@ void fs_file_put(struct fs_ctx *ctx, struct fs_file *f)
 		file_free(f);
 }
 
+void fs_file_handle_add(struct fs_ctx *ctx, struct fs_file *f)
+{
+	pthread_mutex_lock(&ctx->lock);
+	f->handles++;
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+/* Ends one of f's handles (not its ref): true when it was the last. */
+static bool file_handle_end(struct fs_ctx *ctx, struct fs_file *f)
+{
+	bool last;
+
+	pthread_mutex_lock(&ctx->lock);
+	assert(f->handles > 0);
+	last = --f->handles == 0;
+	pthread_mutex_unlock(&ctx->lock);
+	return last;
+}
+
+void fs_file_handle_lost(struct fs_ctx *ctx, struct fs_file *f)
+{
+	file_handle_end(ctx, f);
+	fs_file_put(ctx, f);
+}
+
 /*
  * f->lock held. The mode and owner getattr shows for a leaf writer: a
  * created leaf's, then the deferred chmod/chown (a dropped field shows the
@@ -214,7 +239,22 @@ static int file_commit_leaf(struct fs_ctx *ctx, struct fs_file *f, const char *p
 				       .deadline_ns = f->want_deadline_ns,
 				       .flags = f->spilled ? MODEL_WRITE_MAPPED : 0 };
 
-	return model_write_file(ctx->model, path, f->len ? f->buf : "", f->len, &c, err);
+	int ret = model_write_file(ctx->model, path, f->len ? f->buf : "", f->len, &c, err);
+
+	/*
+	 * Removed by another process after this mount last saw it (an etcd
+	 * mount sees that once its watch does): a writer that holds only
+	 * what it was given (`echo c > f`, an editor's O_TRUNC save) says
+	 * what f is from its close on, and puts it back, with the defaults
+	 * of a new leaf. One that started from the stored text is dropped
+	 * by the caller, as on unlink. The parent gone too: ENOENT again.
+	 */
+	if (ret == -ENOENT && !c.create && !f->loaded) {
+		c.create = true;
+		memset(err, 0, sizeof(*err));
+		ret = model_write_file(ctx->model, path, f->len ? f->buf : "", f->len, &c, err);
+	}
+	return ret;
 }
 
 /*
@@ -480,8 +520,9 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fs_trace(ctx, "open %s 0%o", path, (unsigned)fi->flags);
 	if (fs_held_join(ctx, node, fi, &f)) {	/* made by mknod: committed at this close */
 		free(path);
+		fs_file_handle_add(ctx, f);
 		if (fuse_reply_open(req, fi) < 0)
-			fs_file_put(ctx, f);
+			fs_file_handle_lost(ctx, f);
 		return;
 	}
 	fs_node_settle(ctx, node);	/* a created leaf another handle has open: in the store now */
@@ -510,10 +551,13 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	free(path);
 	if (ret == 0)
 		fs_file_set_opener(req, ctx, f);
-	if (ret < 0)
+	if (ret < 0) {
 		fs_reply_err(req, fs_gone_name(ret));
-	else if (fuse_reply_open(req, fi) < 0)
-		fs_file_put(ctx, f);
+		return;
+	}
+	fs_file_handle_add(ctx, f);
+	if (fuse_reply_open(req, fi) < 0)
+		fs_file_handle_lost(ctx, f);
 }
 
 void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -679,6 +723,23 @@ void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	bool dropped = false, refused, waits;
 
+	/*
+	 * The test hook KVFS_TEST_RELEASE_LATE_MS: the kernel sends release
+	 * after close has returned, and a loaded daemon may take it up after
+	 * the next open of the name (tests/75).
+	 */
+	if (ctx->release_late_us)
+		usleep(ctx->release_late_us);
+	if (f && !file_handle_end(ctx, f)) {
+		/*
+		 * Another open shares this writer (the kernel sends release
+		 * in the background: the next `echo >` may have joined it):
+		 * its content and its fate are theirs now. Each close's flush
+		 * committed what it wrote.
+		 */
+		fs_file_put(ctx, f);
+		f = NULL;
+	}
 	if (f) {
 		pthread_mutex_lock(&f->lock);
 		if (f->trunc)

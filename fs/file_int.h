@@ -46,6 +46,8 @@ struct fs_file {
 	pid_t writer_pid;	/* f->lock: the thread of the last write (fs_node_fresh) */
 	struct fs_file *prev, *next;	/* ctx->files (ctx->lock) */
 	unsigned refs;		/* the kernel's handles + committers at work (ctx->lock) */
+	unsigned handles;	/* of refs, the kernel's handles (ctx->lock): a release
+				 * that leaves others open leaves the writer to them */
 	bool pend;		/* getattr answers pend_len/pend_mtime (ctx->lock) */
 	uint64_t pend_len;	/* (ctx->lock) */
 	int64_t pend_mtime;	/* (ctx->lock) */
@@ -83,6 +85,11 @@ struct fs_file {
 				 * like any O_TRUNC, committed at release when not
 				 * written; else (touch) at the first flush */
 	bool refused;		/* the model refused buf as it is: not parsed again */
+	bool loaded;		/* a leaf writer's buf starts from the stored text (an
+				 * open without O_TRUNC), not emptied since: a commit
+				 * that finds the leaf removed elsewhere drops it, as
+				 * on unlink; one holding only what it was given
+				 * puts it back (file.c) */
 	bool onto_held;		/* created onto a name whose removal was held
 				 * (rmhold.c): its first commit's outcome says
 				 * whether that removal stands */
@@ -141,6 +148,13 @@ void fs_files_commit_all(struct fs_ctx *ctx);
 struct fs_file *fs_file_new(struct fs_ctx *ctx, struct fs_node *node);
 
 void fs_file_put(struct fs_ctx *ctx, struct fs_file *f);
+/*
+ * Counts the handle the kernel is about to get for f (the ref it holds):
+ * before the reply, as its release may come at once. When the reply
+ * fails, fs_file_handle_lost drops it and that ref.
+ */
+void fs_file_handle_add(struct fs_ctx *ctx, struct fs_file *f);
+void fs_file_handle_lost(struct fs_ctx *ctx, struct fs_file *f);
 
 /* f->lock held. Shows getattr what f holds now. */
 void fs_file_publish(struct fs_ctx *ctx, struct fs_file *f);

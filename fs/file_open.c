@@ -37,6 +37,7 @@ static int file_load(struct fs_ctx *ctx, struct fs_file *f, const char *path, in
 		return 0;
 	}
 	/* a view's starting content is rendered for its opener (view_set_opener) */
+	f->loaded = !view;
 	return fs_file_take_text(ctx, f, path, view ? &f->who : NULL);
 }
 
@@ -46,6 +47,7 @@ static void writer_trunc_locked(struct fs_ctx *ctx, struct fs_file *f)
 	f->len = 0;
 	f->trunc = true;
 	f->refused = false;
+	f->loaded = false;
 	f->wmtime_ns = fs_now_ns();
 	fs_file_publish(ctx, f);
 }

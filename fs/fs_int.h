@@ -162,6 +162,7 @@ struct fs_ctx {
 				 * (fs_node_fresh; fixed once serving) */
 	bool reads_locally;	/* model_reads_locally: fixed once serving */
 	unsigned release_lag_us;	/* the test hook KVFS_TEST_RELEASE_LAG_MS (file.c); 0: none */
+	unsigned release_late_us;	/* the test hook KVFS_TEST_RELEASE_LATE_MS (file.c); 0: none */
 	int log_fd;		/* lines go here when >= 0 (-o log=, or no syslog): else syslog */
 
 	struct fs_errors err;	/* the kept refusals (mount.c) */

@@ -770,6 +770,9 @@ static int open_model(struct fs_ctx *ctx, const struct fs_options *opts)
 	lag = getenv("KVFS_TEST_RELEASE_LAG_MS");
 	if (lag)
 		ctx->release_lag_us = (unsigned)atoi(lag) * 1000u;
+	lag = getenv("KVFS_TEST_RELEASE_LATE_MS");
+	if (lag)
+		ctx->release_late_us = (unsigned)atoi(lag) * 1000u;
 	/* -o commit=MS: writes are checked and queued, committed together (docs/COMMITS.md) */
 	if (ctx->commit_ms && !opts->read_only &&
 	    (ret = model_queue_start(ctx->model, ctx->commit_ms, MODEL_QUEUE_ALL)) < 0) {

@@ -233,8 +233,9 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	fs_file_set_opener(req, ctx, f);
 out_reply_create:
 	free(path);
+	fs_file_handle_add(ctx, f);
 	if (fuse_reply_create(req, &e, fi) < 0) {
-		fs_file_put(ctx, f);
+		fs_file_handle_lost(ctx, f);
 		fs_node_forget(ctx, e.ino, 1);
 	}
 	return;

@@ -139,6 +139,30 @@ pread_is() {
 	eventually 5 size_is "$MNT/t/a" 6
 }
 
+# An etcd mount learns of another process's removal when its watch brings
+# it: an `echo >` just after `kvfs rm` may open the leaf as still there,
+# and its close dropped the text as if the leaf had been unlinked while
+# open (exit 0, nothing stored: the test above, in a CI etcd pass). A
+# writer that holds only what it was given puts the leaf back; one that
+# started from the stored text (>>) is dropped, as on unlink. The extra
+# mount's watch brings every event 500 ms late (etcd's test hook; LMDB
+# mounts read the store itself and find the leaf gone).
+@test "echo > a leaf another process has just removed stores it, however late the mount learns of the removal" {
+	local m2=$BATS_TEST_TMPDIR/mnt2
+	KVFS_ETCD_TEST_WATCH_LAG_MS=500 mount_extra "$m2" "$STORE"
+	run -0 cat "$m2/t/a"	# the mount knows the leaf
+	kvfs rm "$STORE" /t/a
+	echo new >"$m2/t/a"
+	run -0 kvfs get "$STORE" /t/a
+	assert_output new
+	run -0 cat "$m2/t/sub/b"
+	kvfs rm "$STORE" /t/sub/b
+	printf 'x\n' >"$m2/t/sub/b"
+	run -0 kvfs get "$STORE" /t/sub/b
+	assert_output x
+	eventually 5 test "$(cat "$m2/t/sub/b")" = x
+}
+
 @test "an outside import replaces a subtree: old names go, new ones show" {
 	local full=$(full_lines)
 	printf '{"sub": {"x": 1, "deep": [true]}, "y": "why"}' >"$BATS_TEST_TMPDIR/doc.json"
