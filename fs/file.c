@@ -308,7 +308,7 @@ static int file_check_empty_locked(struct fs_ctx *ctx, struct fs_file *f)
  */
 static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 {
-	bool view = fs_file_is_view(f), leaf = f->kind == FS_FILE_WRITER;
+	bool view = fs_file_is_view(f), leaf = f->kind == FS_FILE_WRITER, type_waits = false;
 	struct fs_shape_mark mark;
 	unsigned flags = MODEL_WRITE_TEXT |
 			 (f->kind == FS_FILE_VIEW_APPEND ? MODEL_WRITE_APPEND_JSON : 0) |
@@ -353,8 +353,16 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 				     file_who(f), &err);
 	}
 	if (ret < 0 && type && err.reason == MODEL_REASON_TYPE_MISMATCH) {
-		/* the type set on the empty leaf does not fit the text: inferred instead */
-		fs_log_model(ctx, ret, &err, path);
+		/*
+		 * The type set on the empty leaf does not fit the text: inferred
+		 * instead. Text that is empty waits for content, as a type set
+		 * on a stored empty leaf does (xattr.c's want_type_later): the
+		 * commit of `: > f` may come after `setfattr` (its release is
+		 * the kernel's, in the background).
+		 */
+		type_waits = f->len == 0;
+		if (!type_waits)
+			fs_log_model(ctx, ret, &err, path);
 		err.msg[0] = '\0';
 		ret = leaf ? file_commit_leaf(ctx, f, path, 0, &err) :
 		      model_write_as(ctx->model, path, f->len ? f->buf : "", f->len, 0, flags,
@@ -373,7 +381,7 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 		fs_write_end_leaf(ctx);	/* after the carry: no rename may move the node meanwhile */
 	else
 		fs_write_end(ctx, ret);
-	if (type)
+	if (type && !type_waits)
 		fs_want_type_clear(ctx, f->node);	/* one attempt, whatever came of it */
 	if (ret == -ENOENT && !view) {
 		/* removed by another process since it was opened: dropped, as on unlink */

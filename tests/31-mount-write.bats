@@ -413,3 +413,20 @@ PY
 	run -0 cat "$MNT/s"
 	assert_output def
 }
+
+# `: > n` is committed at its release, which the kernel sends after close
+# returns; a daemon that took it after the setfattr that followed committed
+# the empty text with the type, had it refused, and forgot the type (the
+# next `echo 5 >` made a string). The test hook holds every release 100 ms.
+@test "a type set on an empty leaf before its release is committed waits for its content" {
+	unmount_store
+	KVFS_TEST_RELEASE_LATE_MS=100 mount_store
+	: >"$MNT/n"
+	setfattr -n user.kvfs.type -v integer "$MNT/n"
+	eventually 5 kvfs get "$STORE" /n	# the empty leaf, committed at its release
+	echo 5 >"$MNT/n"
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/n"
+	assert_output integer
+	run -0 kvfs export --compact "$STORE" /
+	assert_output '{"n":5}'
+}
