@@ -148,7 +148,7 @@ JSON
 	kvfs rm -r "$STORE" /arr
 	# another process's commit: the mount has it once its watcher (etcd:
 	# its watch) does, LMDB's within a tick (0.6 s was assumed)
-	eventually 5 test ! -e "$MNT/arr/.tmp"
+	eventually 10 test ! -e "$MNT/arr/.tmp"
 	# the removal wholly taken in before /arr is made again: the lookup above
 	# may answer ENOENT while the worker has yet to revalidate /arr, which
 	# then reads the new array and keeps the pending file (seen on etcd under
@@ -158,7 +158,7 @@ JSON
 	caught_up
 	echo '{}' >"$MNT/barrier.json"
 	echo '[3]' | kvfs import "$STORE" /arr -
-	eventually 5 test -e "$MNT/arr/0"
+	eventually 10 test -e "$MNT/arr/0"
 	run ! stat "$MNT/arr/.tmp"
 	run -0 ls -A "$MNT/arr"
 	assert_output 0
