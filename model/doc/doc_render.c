@@ -145,6 +145,8 @@ static int render_path(struct render *r, const uint8_t *k, size_t klen)
 	struct tuple_elem e, next;
 	size_t common = 0, pos;
 
+	if (klen > sizeof(r->prev))
+		return -EIO;	/* no key is so long: a damaged store (its checks say where) */
 	while (common < klen && common < r->prev_len && k[common] == r->prev[common])
 		common++;
 	/* A container stays open while k starts with its whole key; 0xFF after

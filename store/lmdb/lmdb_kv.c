@@ -392,6 +392,9 @@ int lmdb_scan_next(struct store_scan *scan, struct store_val *key, struct store_
 	rc = scan_move(s, &k, &v);
 	if (rc == 0 && !within_span(lmdb_txn_of(scan->txn), &k, &v))
 		rc = MDB_CORRUPTED;
+	/* every reader copies a key into STORE_KEY_MAX bytes: a longer one is a damaged size */
+	if (rc == 0 && k.mv_size > STORE_KEY_MAX)
+		rc = scan_damaged(s, "a key longer than any written (a leaf page is damaged)");
 	if (rc == 0 && !has_prefix(&k, scan->prefix, scan->prefix_len))
 		rc = end_verify(s, &k);
 	if (rc) {
