@@ -407,16 +407,25 @@ int fs_cache_read(struct fs_ctx *ctx, struct fs_file *f, fuse_req_t req, size_t 
 		  off_t off)
 {
 	struct fs_file *w = writer_get(ctx, f->node);
+	bool unsaved = false;
 	char *path;
 	int ret;
 
 	if (w) {
-		/* what the kernel's pages hold already: the unsaved content */
+		/*
+		 * What the kernel's pages hold already: the unsaved content.
+		 * Content committed already, or refused by a close, is the
+		 * store's business (another commit may have followed: a view's
+		 * while this writer's release was still to come).
+		 */
 		pthread_mutex_lock(&w->lock);
-		reply_slice(req, w->buf, w->len, size, off);
+		unsaved = !w->refused && (w->dirty || w->trunc || w->pending);
+		if (unsaved)
+			reply_slice(req, w->buf, w->len, size, off);
 		pthread_mutex_unlock(&w->lock);
 		fs_file_put(ctx, w);
-		return 0;
+		if (unsaved)
+			return 0;
 	}
 	ret = fs_node_path(ctx, f->node, NULL, &path);
 	pthread_mutex_lock(&f->lock);

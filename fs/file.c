@@ -155,11 +155,14 @@ static struct model_attr file_pend_attr(const struct fs_ctx *ctx, const struct f
 void fs_file_publish(struct fs_ctx *ctx, struct fs_file *f)
 {
 	struct model_attr a = file_pend_attr(ctx, f);
+	/* content refused at a close (or no JSON): what getattr shows is the store's */
+	bool shown = !f->refused;
 
 	pthread_mutex_lock(&ctx->lock);
-	file_set_pend_locked(f, f->pending || ((f->dirty || f->trunc) && f->kind != FS_FILE_VIEW_APPEND));
+	file_set_pend_locked(f, shown && (f->pending || ((f->dirty || f->trunc) &&
+							 f->kind != FS_FILE_VIEW_APPEND)));
 	f->pend_view = f->writable && fs_file_is_view(f) && f->pending;
-	f->pend_leaf = f->kind == FS_FILE_WRITER && f->pending;
+	f->pend_leaf = shown && f->kind == FS_FILE_WRITER && f->pending;
 	f->pend_ino = f->ino;
 	f->pend_attr = a;
 	f->pend_len = f->len;
@@ -207,7 +210,7 @@ int fs_file_resize(struct fs_file *f, size_t len)
 
 	if (len > FS_FILE_MAX)
 		return -EFBIG;
-	f->refused = false;
+	f->refused = 0;
 	ret = file_reserve(f, len);
 	if (ret < 0)
 		return ret;
@@ -321,7 +324,7 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 	if (!f->dirty)
 		return 0;
 	if (f->refused)
-		return -EINVAL;	/* the same content again: refused without parsing it twice */
+		return f->refused;	/* the same content again: refused without trying it twice */
 	if (f->spilled)
 		flags |= MODEL_WRITE_MAPPED;
 	ret = fs_tmp_flush_locked(ctx, f);
@@ -397,7 +400,7 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 		else
 			fs_log_model(ctx, ret, &err, path);
 		/* the text itself is refused: the same text is not parsed again */
-		f->refused = view && err.reason == MODEL_REASON_BAD_JSON;
+		f->refused = view && err.reason == MODEL_REASON_BAD_JSON ? ret : 0;
 		free(path);
 		return ret;
 	}
@@ -637,7 +640,7 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	else if (ret == 0)
 		memcpy(f->buf + start, buf, size);
 	if (ret == 0) {
-		f->refused = false;
+		f->refused = 0;
 		f->dirty = true;
 		f->trunc = false;
 		f->wmtime_ns = fs_now_ns();
@@ -656,14 +659,27 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs_ctx *ctx = fs_req_ctx(req);
 	struct fs_file *f = fs_fi_file(fi);
+	bool refused = false;
 	int ret = 0;
 
-	(void)ino;
 	if (f && f->writable) {
 		pthread_mutex_lock(&f->lock);
 		if (f->kind == FS_FILE_WRITER && f->pending && !f->new_trunc)
 			f->dirty = true;	/* touch: the empty leaf is there when close returns */
 		ret = file_commit_locked(ctx, f);
+		/*
+		 * Refused at a close: the release after it (the kernel's, in
+		 * the background, maybe after the next open and close) does
+		 * not try the same content again, nor report it again over
+		 * what came since (user.kvfs.error); close said it.
+		 */
+		if (ret < 0) {
+			f->refused = ret;
+			refused = true;
+			fs_file_publish(ctx, f);	/* getattr: the store's again */
+			if (f->kind == FS_FILE_WRITER)	/* the kernel's pages hold the writes */
+				fs_cache_forget(ctx, f->node);
+		}
 		if (ret == 0 && f->kind == FS_FILE_WRITER && f->pending && f->trunc && !f->dirty) {
 			ret = file_check_empty_locked(ctx, f);
 			if (ret < 0)	/* for a >> that follows */
@@ -673,10 +689,15 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		if (ret == 0 && fs_file_is_view(f) && f->trunc && !f->dirty)
 			ret = -EINVAL;
 		fs_file_hold_done(ctx, f);	/* a leaf made by mknod: committed by its close */
+		if (refused && f->kind == FS_FILE_WRITER && f->pending)
+			fs_file_hold_forget(ctx, f);	/* a created leaf refused: no name now */
 		pthread_mutex_unlock(&f->lock);
 		/* a view's commit may change kinds below it: names follow before close returns */
 		if (ret == 0 && fs_file_is_view(f))
 			fs_inval_wait(ctx);
+		/* the kernel keeps the size the writes gave it: the store's now */
+		if (refused)
+			fs_inval_attr_now(ctx, ino);
 	}
 	fs_reply_err(req, ret);
 }

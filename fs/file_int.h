@@ -84,7 +84,9 @@ struct fs_file {
 	bool new_trunc;		/* pending leaf created with O_TRUNC (the shell's >):
 				 * like any O_TRUNC, committed at release when not
 				 * written; else (touch) at the first flush */
-	bool refused;		/* the model refused buf as it is: not parsed again */
+	int refused;		/* 0, or the -errno with which buf as it is was
+				 * refused (text that is no JSON, or a close):
+				 * not tried again until it changes (file.c) */
 	bool loaded;		/* a leaf writer's buf starts from the stored text (an
 				 * open without O_TRUNC), not emptied since: a commit
 				 * that finds the leaf removed elsewhere drops it, as

@@ -46,7 +46,7 @@ static void writer_trunc_locked(struct fs_ctx *ctx, struct fs_file *f)
 {
 	f->len = 0;
 	f->trunc = true;
-	f->refused = false;
+	f->refused = 0;
 	f->loaded = false;
 	f->wmtime_ns = fs_now_ns();
 	fs_file_publish(ctx, f);

@@ -158,6 +158,8 @@ p1_is() {
 	towns
 	# an empty string is a name; an empty integer is no integer
 	: >"$MNT/people/p1/name"
+	# (committed at its release, which the kernel sends after close returns)
+	eventually 5 kvfs get "$STORE" /people/p1/name
 	p1_is '{"name":""}'
 	run -0 write_close "$MNT/people/p1/age" '' trunc
 	assert_output 'close failed EINVAL'
