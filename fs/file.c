@@ -156,7 +156,7 @@ void fs_file_publish(struct fs_ctx *ctx, struct fs_file *f)
 {
 	struct model_attr a = file_pend_attr(ctx, f);
 	/* content refused at a close (or no JSON): what getattr shows is the store's */
-	bool shown = !f->refused;
+	bool shown = !f->refused && !f->empty_told;
 
 	pthread_mutex_lock(&ctx->lock);
 	file_set_pend_locked(f, shown && (f->pending || ((f->dirty || f->trunc) &&
@@ -641,6 +641,7 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		memcpy(f->buf + start, buf, size);
 	if (ret == 0) {
 		f->refused = 0;
+		f->empty_told = false;
 		f->dirty = true;
 		f->trunc = false;
 		f->wmtime_ns = fs_now_ns();
@@ -686,8 +687,11 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 				fs_file_hold_empty(ctx, f);
 		}
 		/* A view emptied and not written: close reports the refusal release makes. */
-		if (ret == 0 && fs_file_is_view(f) && f->trunc && !f->dirty)
+		if (ret == 0 && fs_file_is_view(f) && f->trunc && !f->dirty) {
 			ret = -EINVAL;
+			f->empty_told = refused = true;
+			fs_file_publish(ctx, f);
+		}
 		fs_file_hold_done(ctx, f);	/* a leaf made by mknod: committed by its close */
 		if (refused && f->kind == FS_FILE_WRITER && f->pending)
 			fs_file_hold_forget(ctx, f);	/* a created leaf refused: no name now */

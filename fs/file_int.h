@@ -87,6 +87,9 @@ struct fs_file {
 	int refused;		/* 0, or the -errno with which buf as it is was
 				 * refused (text that is no JSON, or a close):
 				 * not tried again until it changes (file.c) */
+	bool empty_told;	/* a view emptied and not written whose close said
+				 * EINVAL: shown as stored until a write (its
+				 * release makes the refusal) */
 	bool loaded;		/* a leaf writer's buf starts from the stored text (an
 				 * open without O_TRUNC), not emptied since: a commit
 				 * that finds the leaf removed elsewhere drops it, as

@@ -299,5 +299,6 @@ wait_content() {
 	echo 1 >"$m3/y"	# committed before its watch brings the put
 	eventually 15 mount_reached "$g" "$m3"
 	# and the put shows (before, the mount's own commit made it skip the put's changes)
-	eventually 2 test "$(stat -c %s "$m3/x")" = 6
+	m3_size_is_6() { [ "$(stat -c %s "$m3/x")" = 6 ]; }
+	eventually 2 m3_size_is_6
 }
