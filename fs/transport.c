@@ -95,6 +95,15 @@ static ssize_t transport_read(int fd, void *buf, size_t len, void *userdata)
 {
 	ssize_t n = read(fd, buf, len);
 
+	/*
+	 * A read that took a request as the unmount shut the connection
+	 * down fails with ECONNABORTED (the kernel's fuse_dev_do_read), not
+	 * ENODEV: the same end, which libfuse would log and count as a
+	 * failure (exit 1 after a plain fusermount3 -u, with releases still
+	 * queued). The rings take it as the end too (uring.c).
+	 */
+	if (n < 0 && errno == ECONNABORTED)
+		errno = ENODEV;
 	/* below a header: libfuse reports the error (errno is read's) */
 	transport_note(userdata, buf, n > 0 ? (size_t)n : 0);
 	return n;
