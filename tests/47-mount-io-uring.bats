@@ -4,7 +4,8 @@
 # the rings (user.kvfs.stats says "transport io_uring"; the daemon logs
 # how many requests the rings served when it unmounts)
 # while the shell's tools work as over /dev/fuse; with it off the mount is
-# refused naming the parameter; `-o no_io_uring` keeps /dev/fuse. Each test
+# refused naming the parameter; `-o no_io_uring` keeps /dev/fuse; without
+# either, the rings when the parameter is on, else /dev/fuse. Each test
 # turns the parameter on and puts the old value back in teardown; without
 # root or without the parameter (a kernel before 6.14) they skip. The whole
 # of tests/30 and 31 over the rings: KVFS_MOUNT_OPTS=io_uring with the
@@ -80,18 +81,34 @@ transport_is() {
 	run ! mountpoint -q "$BATS_TEST_TMPDIR/m2"
 }
 
-@test "-o no_io_uring, the default, and the last of the two given keep /dev/fuse" {
+@test "-o no_io_uring and the last of the two given keep /dev/fuse" {
 	mount_store -o io_uring,no_io_uring
 	echo x >"$MNT/a"
 	run -0 cat "$MNT/a"
 	assert_output x
 	transport_is dev_fuse
-	if [[ ${KVFS_MOUNT_OPTS:-} != *io_uring* ]]; then
-		remount
-		transport_is dev_fuse
-	fi
 	remount -o no_io_uring,io_uring
 	eventually 5 transport_is io_uring
+}
+
+# Without either option kvfs serves through the rings when the fuse module
+# does (the parameter Y), and through /dev/fuse, saying nothing, when it
+# has them off (KVFS_TRANSPORT emptied: the mount helpers add no option).
+@test "without either option: the rings when the kernel serves them, else /dev/fuse and no complaint" {
+	KVFS_TRANSPORT= mount_store
+	echo x >"$MNT/a"
+	run -0 cat "$MNT/a"
+	assert_output x
+	eventually 5 transport_is io_uring
+	unmount_store
+	local before
+	before=$(wc -l <"$MOUNT_LOG")
+	echo N >"$URING_PARAM"
+	KVFS_TRANSPORT= mount_store
+	run -0 cat "$MNT/a"
+	assert_output x
+	transport_is dev_fuse
+	run ! grep -i 'io_uring' <(tail -n +"$((before + 1))" "$MOUNT_LOG")
 }
 
 # The benchmarks' floor (scripts/fuse-floor.c) links fs/uring.c alone and
