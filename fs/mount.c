@@ -701,8 +701,13 @@ enum fs_mount_state fs_mount_probe(const char *dir, char *fstype, size_t cap)
 	}
 	free(line);
 	fclose(in);
-	/* statfs always reaches the daemon (stat may be answered from the cache) */
-	if (state == FS_MOUNT_LIVE && statvfs(path, &sv) < 0 && errno == ENOTCONN)
+	/*
+	 * statfs always reaches the daemon (stat may be answered from the
+	 * cache). A dead daemon's mount answers ENOTCONN over /dev/fuse, and
+	 * ECONNABORTED over io_uring (the rings' teardown aborts the link).
+	 */
+	if (state == FS_MOUNT_LIVE && statvfs(path, &sv) < 0 &&
+	    (errno == ENOTCONN || errno == ECONNABORTED))
 		state = FS_MOUNT_DEAD;
 	free(path);
 	return state;
