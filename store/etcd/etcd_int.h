@@ -54,6 +54,12 @@
 #define ETCD_ROOM_MS 1000	/* store_room asks the cluster at most this often */
 #define ETCD_QUOTA_DEFAULT (2ull << 30)	/* etcd's storage quota when a member does not tell its own */
 #define ETCD_SILENT_TRY_MS ETCD_READ_TRY_MS	/* a request begun in the cluster's known silence waits this */
+/*
+ * The known silence is forgotten this long after it was noted: the next
+ * request waits its whole deadline again, so that a cluster that answers,
+ * but slower than ETCD_SILENT_TRY_MS, is heard at least that often.
+ */
+#define ETCD_SILENT_KEEP_MS 30000
 
 struct etcd_feed;
 struct etcd_snap;
@@ -85,9 +91,15 @@ struct store_etcd {
 	 * answered since, a request with a deadline no longer than that waits
 	 * ETCD_SILENT_TRY_MS for a first answer (store_etcd_deadline), not a
 	 * whole deadline again: one file-system call is several requests.
+	 * Until ETCD_SILENT_KEEP_MS after silent_noted_ns. All three under
+	 * silent_lock, so that no request reads half of a mark.
 	 */
-	_Atomic int64_t silent_answered_ns;
-	_Atomic int64_t silent_span_ns;	/* 0: no silence met yet */
+	pthread_mutex_t silent_lock;
+	int64_t silent_answered_ns;
+	int64_t silent_span_ns;	/* 0: no silence met yet */
+	int64_t silent_noted_ns;
+	int64_t silent_keep_ns;	/* fixed: ETCD_SILENT_KEEP_MS, or the test hook
+				 * KVFS_ETCD_TEST_SILENT_KEEP_MS (tests/90) */
 	pthread_mutex_t pool_lock;	/* guards pool[] and n_pool */
 	struct etcd_client *pool[ETCD_POOL_MAX];
 	size_t n_pool;

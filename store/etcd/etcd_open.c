@@ -188,6 +188,7 @@ static void release(struct store_etcd *st)
 	pthread_mutex_destroy(&st->snap_lock);
 	pthread_mutex_destroy(&st->big_lock);
 	pthread_mutex_destroy(&st->room_lock);
+	pthread_mutex_destroy(&st->silent_lock);
 	free(st->endpoints);
 	st->endpoints = NULL;
 }
@@ -205,6 +206,10 @@ int store_etcd_open(struct store *sb, const char *url, unsigned flags, char *why
 	pthread_mutex_init(&st->snap_lock, NULL);
 	pthread_mutex_init(&st->big_lock, NULL);
 	pthread_mutex_init(&st->room_lock, NULL);
+	pthread_mutex_init(&st->silent_lock, NULL);
+	st->silent_keep_ns = (int64_t)ETCD_SILENT_KEEP_MS * 1000000;
+	if (getenv("KVFS_ETCD_TEST_SILENT_KEEP_MS"))
+		st->silent_keep_ns = atoll(getenv("KVFS_ETCD_TEST_SILENT_KEEP_MS")) * 1000000;
 	atomic_init(&st->txn_ops, ETCD_TXN_OPS);
 	atomic_init(&st->txn_bytes, ETCD_TXN_BYTES);
 	atomic_init(&st->limits_probed, false);
@@ -273,16 +278,25 @@ void store_etcd_end_calls(struct store *sb, unsigned ms)
  * ETCD_SILENT_TRY_MS ago, so it waits that long for a first answer, and
  * the whole ms from any answer on. So a file-system call made of several
  * requests (a lookup the kernel sends again after its revalidation failed,
- * a flush and a release) is refused within one deadline and a try.
+ * a flush and a release) is refused within one deadline and a try. The
+ * mark is kept ETCD_SILENT_KEEP_MS: then a request waits its whole
+ * deadline again (and, unanswered, notes the silence anew).
  */
 void store_etcd_deadline(struct store *sb, unsigned ms)
 {
 	struct store_etcd *st = ETCD(sb);
 	int64_t span = (int64_t)ms * 1000000;
+	bool silent;
 
 	etcd_deadline_begin((long)ms);
-	if (ms > ETCD_SILENT_TRY_MS && atomic_load(&st->silent_span_ns) >= span &&
-	    atomic_load(&st->health.answered_ns) == atomic_load(&st->silent_answered_ns)) {
+	if (ms <= ETCD_SILENT_TRY_MS)
+		return;
+	pthread_mutex_lock(&st->silent_lock);
+	silent = st->silent_span_ns >= span &&
+		 atomic_load(&st->health.answered_ns) == st->silent_answered_ns &&
+		 store_mono_ns() - st->silent_noted_ns < st->silent_keep_ns;
+	pthread_mutex_unlock(&st->silent_lock);
+	if (silent) {
 		struct etcd_deadline d = etcd_deadline_mine();
 
 		d.start_ns -= span - (int64_t)ETCD_SILENT_TRY_MS * 1000000;

@@ -105,12 +105,18 @@ static void note_silence(struct store_etcd *st)
 	struct etcd_deadline d = etcd_deadline_mine();
 	int64_t answered = atomic_load(&st->health.answered_ns);
 
-	if (!etcd_deadline_passed() || !d.span_ns || store_mono_ns() - answered < d.span_ns)
+	int64_t now = store_mono_ns();
+
+	if (!etcd_deadline_passed() || !d.span_ns || now - answered < d.span_ns)
 		return;
-	if (atomic_load(&st->silent_answered_ns) == answered && atomic_load(&st->silent_span_ns) >= d.span_ns)
-		return;
-	atomic_store(&st->silent_span_ns, d.span_ns);
-	atomic_store(&st->silent_answered_ns, answered);
+	pthread_mutex_lock(&st->silent_lock);
+	if (st->silent_answered_ns != answered || st->silent_span_ns < d.span_ns ||
+	    now - st->silent_noted_ns >= st->silent_keep_ns) {
+		st->silent_span_ns = d.span_ns;
+		st->silent_answered_ns = answered;
+		st->silent_noted_ns = now;
+	}
+	pthread_mutex_unlock(&st->silent_lock);
 }
 
 void etcd_client_give(struct store_etcd *st, struct etcd_client *c)
