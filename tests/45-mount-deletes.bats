@@ -167,6 +167,7 @@ flat_costs() {
 	awk 'BEGIN { printf "{\"p\": {"; for (i = 1; i <= 32; i++) printf "\"d%d\": {}, \"f%d\": %d, ", i, i, i
 		     printf "\"z\": 0}, \"q\": {}}\n" }' >"$BATS_TEST_TMPDIR/pq.json"
 	kvfs import "$STORE" / "$BATS_TEST_TMPDIR/pq.json"
+	caught_up	# an etcd mount sees another process's commit once its watch did
 	stat "$MNT/p" "$MNT/q" >/dev/null
 	# another process makes directories in both while the mount removes and moves
 	(for i in $(seq 15); do
