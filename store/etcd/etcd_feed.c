@@ -322,7 +322,8 @@ uint64_t store_etcd_position(struct store *sb)
  * Fresh while the watch is established and its member confirmed within
  * ETCD_FRESH_MS that it is current (or the feed began, having read the
  * newest revision); else stale since then. No feed (a one-shot verb):
- * every read asks the cluster, so fresh.
+ * fresh, as it reads at a revision that was the newest less than
+ * SNAP_AGE_NS before (docs/ETCD.md 8a).
  */
 int store_etcd_stale(struct store *sb, struct store_stale *out)
 {

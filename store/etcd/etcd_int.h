@@ -679,7 +679,8 @@ void etcd_lease_forget(struct store_etcd *st);
  * (t->rev set). etcd_snap_start: after a transaction's first read pinned
  * t->rev, notes that revision as seen (an older snapshot then serves no
  * one) and, for a read transaction, makes its answers the first of a new
- * current snapshot when the watch runs and has seen nothing after t->rev.
+ * current snapshot when the watch runs and has seen nothing after t->rev,
+ * or in a one-shot handle that runs none (etcd_snap_current).
  * etcd_snap_detach: at its end. etcd_snap_retire: the current snapshot
  * serves no new transaction when its revision is below `seen` (a commit
  * of ours, one the watch saw; INT64_MAX: always); those in it go on.
