@@ -326,7 +326,8 @@ int cli_open(const char *dir, enum cli_open_mode mode, struct model **out)
 int cli_open_ret(const char *dir, enum cli_open_mode mode, struct model **out, int *open_err)
 {
 	struct model_error err = { .msg = "" };
-	unsigned flags = 0;
+	/* a verb follows no other writer's commits as a mount does: it reads one moment */
+	unsigned flags = MODEL_OPEN_ONESHOT;
 	struct stat st;
 	int ret;
 

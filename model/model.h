@@ -62,6 +62,7 @@ enum model_open_flags {
 	MODEL_OPEN_READONLY = 1 << 1,
 	MODEL_OPEN_NOSYNC = 1 << 2,
 	MODEL_OPEN_SYNC_ONCE = 1 << 3,	/* one sync per commit: STORE_OPEN_SYNC_ONCE */
+	MODEL_OPEN_ONESHOT = 1 << 4,	/* a one-shot verb, not a mount: STORE_OPEN_ONESHOT */
 };
 
 enum model_kind {

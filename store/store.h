@@ -44,6 +44,13 @@ enum store_open_flags {
 	 * whose every commit is durable (no STORE_CAN_SYNC) ignores it.
 	 */
 	STORE_OPEN_SYNC_ONCE = 1 << 3,
+	/*
+	 * A short-lived process (the offline CLI) that follows no other
+	 * writer's commits: a backend whose reads are round trips may let its
+	 * read transactions share answers for a bounded time, each of its own
+	 * commits ending that, instead of asking again (docs/ETCD.md 8a).
+	 */
+	STORE_OPEN_ONESHOT = 1 << 4,
 };
 
 struct store;

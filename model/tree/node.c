@@ -29,6 +29,7 @@ int model_open(const char *dir, unsigned flags, struct model **out, struct model
 	sflags |= (flags & MODEL_OPEN_READONLY) ? STORE_OPEN_READONLY : 0;
 	sflags |= (flags & MODEL_OPEN_NOSYNC) ? STORE_OPEN_NOSYNC : 0;
 	sflags |= (flags & MODEL_OPEN_SYNC_ONCE) ? STORE_OPEN_SYNC_ONCE : 0;
+	sflags |= (flags & MODEL_OPEN_ONESHOT) ? STORE_OPEN_ONESHOT : 0;
 	ret = store_open(dir, sflags, &m->st, why, sizeof(why));
 	if (ret < 0) {
 		/* The store's reasons mostly name the directory already. */

@@ -224,6 +224,9 @@ static int feed_start(struct store_etcd *st)
 		st->feed = f;
 	}
 	pthread_mutex_unlock(&st->feed_lock);
+	/* a one-shot handle's snapshot had no watch to retire it: from now on the watch's rules */
+	if (rc == 0 && st->oneshot)
+		etcd_snap_retire(st, INT64_MAX);
 	return rc;
 }
 
@@ -300,6 +303,13 @@ uint64_t store_etcd_position(struct store *sb)
 	struct store_etcd *st = ETCD(sb);
 	uint64_t pos, mine = atomic_load(&st->last_commit);
 
+	if (st->oneshot && !etcd_feed_running(st)) {
+		/* a one-shot verb: where its reads stand, with no watch started for it */
+		pos = (uint64_t)etcd_snap_position(st);
+		if (!pos)
+			pos = etcd_oneshot_pin(st);
+		return pos > mine ? pos : mine;
+	}
 	if (feed_start(st) != 0)
 		return etcd_newest_revision(st);
 	pthread_mutex_lock(&st->feed->lock);
@@ -312,7 +322,8 @@ uint64_t store_etcd_position(struct store *sb)
  * Fresh while the watch is established and its member confirmed within
  * ETCD_FRESH_MS that it is current (or the feed began, having read the
  * newest revision); else stale since then. No feed (a one-shot verb):
- * every read asks the cluster, so fresh.
+ * fresh, as it reads at a revision that was the newest less than
+ * SNAP_AGE_NS before (docs/ETCD.md 8a).
  */
 int store_etcd_stale(struct store *sb, struct store_stale *out)
 {

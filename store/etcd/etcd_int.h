@@ -120,8 +120,15 @@ struct store_etcd {
 	struct etcd_feed *feed;	/* the watch (store/etcd/etcd_feed.c), started by the first feed call */
 	pthread_mutex_t feed_lock;	/* guards starting it */
 	/*
+	 * Opened with STORE_OPEN_ONESHOT (fixed at open): store_position
+	 * starts no watch, and until one runs a snapshot is shared with no
+	 * watch to retire it (etcd_snap_current).
+	 */
+	bool oneshot;
+	/*
 	 * The answers read transactions share while the watch shows no commit
-	 * after theirs (store/etcd/etcd_snap.c); NULL when none. Lock order:
+	 * after theirs, or in a one-shot handle for SNAP_AGE_NS
+	 * (store/etcd/etcd_snap.c); NULL when none. Lock order:
 	 * snap_lock, then feed_lock, then the feed's own.
 	 */
 	pthread_mutex_t snap_lock;
@@ -672,7 +679,8 @@ void etcd_lease_forget(struct store_etcd *st);
  * (t->rev set). etcd_snap_start: after a transaction's first read pinned
  * t->rev, notes that revision as seen (an older snapshot then serves no
  * one) and, for a read transaction, makes its answers the first of a new
- * current snapshot when the watch runs and has seen nothing after t->rev.
+ * current snapshot when the watch runs and has seen nothing after t->rev,
+ * or in a one-shot handle that runs none (etcd_snap_current).
  * etcd_snap_detach: at its end. etcd_snap_retire: the current snapshot
  * serves no new transaction when its revision is below `seen` (a commit
  * of ours, one the watch saw; INT64_MAX: always); those in it go on.
@@ -738,6 +746,22 @@ bool etcd_feed_current(struct store_etcd *st, int64_t rev);
  * and what it learns of big containers serve the reads after this one.
  */
 bool etcd_feed_running(struct store_etcd *st);
+/*
+ * Whether nobody else's commit after rev is known to the handle, so that
+ * a snapshot at rev may serve (under snap_lock): the watch is current
+ * (etcd_feed_current); or a one-shot handle runs no watch, and only its
+ * own commits (which retire it) and its age bound what it serves.
+ */
+bool etcd_snap_current(struct store_etcd *st, int64_t rev);
+/* The revision of the snapshot new transactions would read, or 0 when none. */
+int64_t etcd_snap_position(struct store_etcd *st);
+/*
+ * A one-shot handle's newest revision, pinned by a read transaction's
+ * first read (etcd_store.c): the snapshot it starts serves the reads that
+ * come next, where a bare read of the revision served nothing. 0 when
+ * unreachable.
+ */
+uint64_t etcd_oneshot_pin(struct store_etcd *st);
 
 /* ---- commits over one request (store/etcd/etcd_big.c) ---- */
 

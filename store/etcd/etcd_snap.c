@@ -1,8 +1,9 @@
 /*
- * store/etcd/etcd_snap.c - answers shared by a mount's read transactions
+ * store/etcd/etcd_snap.c - answers shared by a handle's read transactions
  * (docs/ETCD.md section 8a): while the watch shows no commit after
- * revision R, every read transaction that begins reads at R and finds
- * there what the others read, instead of asking etcd again.
+ * revision R (a mount's), or for 1 s in a one-shot process that runs no
+ * watch (a CLI verb's), every read transaction that begins reads at R and
+ * finds there what the others read, instead of asking etcd again.
  */
 #include "store/etcd/etcd_int.h"
 
@@ -85,6 +86,29 @@ static bool snap_serves(struct etcd_snap *s)
 	return ok;
 }
 
+bool etcd_snap_current(struct store_etcd *st, int64_t rev)
+{
+	/*
+	 * A one-shot process follows nobody else's commits: what it reads
+	 * first is no older than its start, and a snapshot ages out in
+	 * SNAP_AGE_NS as a mount's does when its watch is stuck.
+	 */
+	if (st->oneshot && !etcd_feed_running(st))
+		return true;
+	return etcd_feed_current(st, rev);
+}
+
+int64_t etcd_snap_position(struct store_etcd *st)
+{
+	int64_t rev = 0;
+
+	pthread_mutex_lock(&st->snap_lock);
+	if (st->snap && snap_serves(st->snap))
+		rev = st->snap->rev;
+	pthread_mutex_unlock(&st->snap_lock);
+	return rev;
+}
+
 void etcd_snap_attach(struct store_etcd_txn *t)
 {
 	struct store_etcd *st = t->st;
@@ -124,7 +148,7 @@ void etcd_snap_start(struct store_etcd_txn *t)
 	}
 	pthread_mutex_lock(&st->snap_lock);
 	refuse = !s || t->rev < st->snap_floor || st->snap_epoch != t->snap_epoch ||
-		 !etcd_feed_current(st, t->rev);
+		 !etcd_snap_current(st, t->rev);
 	/* a newer state was read: what an older snapshot answers would go back in time */
 	if (t->rev > st->snap_floor)
 		st->snap_floor = t->rev;
@@ -133,7 +157,7 @@ void etcd_snap_start(struct store_etcd_txn *t)
 		/*
 		 * A write; or a commit of ours or one the watch saw since t began
 		 * may be newer than t->rev, or another transaction read a newer
-		 * state; or no watch runs to retire it.
+		 * state; or no watch runs to retire it (in a mount).
 		 */
 		pthread_mutex_unlock(&st->snap_lock);
 		etcd_snap_drop(old);
@@ -725,7 +749,7 @@ void etcd_snap_carry(struct store_etcd_txn *t, int64_t rev)
 	 * (another's commit) or broke, or another snapshot began meanwhile;
 	 * the watch retiring s for this very commit is no reason.
 	 */
-	ok = (st->snap == s || !st->snap) && st->snap_floor <= rev && etcd_feed_current(st, rev);
+	ok = (st->snap == s || !st->snap) && st->snap_floor <= rev && etcd_snap_current(st, rev);
 	if (ok) {
 		old = st->snap;
 		st->snap = n;

@@ -342,6 +342,23 @@ uint64_t store_etcd_txn_id(const struct store_txn *ctxn)
 	return (uint64_t)txn->rev;
 }
 
+uint64_t etcd_oneshot_pin(struct store_etcd *st)
+{
+	struct store_txn *txn;
+	struct etcd_range_result *r;
+	uint8_t k[ETCD_KEY_MAX];
+	size_t kl = etcd_key(st, STORE_SPACE_META, "format", 6, k);
+	uint64_t rev = 0;
+
+	if (store_read_begin(&st->base, &txn) < 0)
+		return 0;
+	/* a key's read, not a count: a count would be read again at the pinned revision */
+	if (etcd_txn_range(ETXN(txn), k, kl, NULL, &r) == 0)
+		rev = (uint64_t)ETXN(txn)->rev;
+	store_txn_end(txn);
+	return rev;
+}
+
 /*
  * The answer for etcd key k: the snapshot's, when another read at its
  * revision asked; else read now (and offered to the snapshot). Borrowed.
