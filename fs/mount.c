@@ -242,9 +242,11 @@ struct fs_optvals {
 	/*
 	 * -o io_uring 1, -o no_io_uring 0 (the default), the last given wins;
 	 * -1 would take the rings whenever the kernel serves them. Not the
-	 * default yet: over the rings a daemon was seen not to exit after its
-	 * unmount, its /dev/fuse readers never woken (2 of 567 tests under
-	 * ASan in one run, none in two others; docs/SPEED.md).
+	 * default yet: the one clean-clone run with a pass over the rings had
+	 * two daemons that did not exit after their unmount, since traced to
+	 * the test network's `ip netns exec` holding their mounts
+	 * (scripts/netns-cluster.sh), not to the rings; a run after that fix
+	 * comes first (tests/README.md, "Transports").
 	 */
 	int io_uring;
 };

@@ -64,7 +64,14 @@ ns() { addr "$1" >/dev/null && echo "$net-$1"; }
 
 url() { echo "etcd://$(addr m0):2379,$(addr m1):2379,$(addr m2):2379"; }
 
-in_router() { ip netns exec "$router" "$@"; }
+# Every command in a namespace enters its network namespace only (nsenter
+# --net), never `ip netns exec`: that one makes a mount namespace of its
+# own, a copy of ours, and this machine's mounts are private, so every FUSE
+# mount alive at that moment stayed mounted in the copy while the command
+# ran: the daemon of another suite's test (make test runs the asan pass
+# beside this one) did not exit after its unmount until the delay process
+# ended (two asan tests killed after 10 s, 2026-11-30).
+in_router() { nsenter --net="/run/netns/$router" -- "$@"; }
 
 # One host: its namespace, a veth pair to the router (eth0 inside, the
 # host's name in the router), a /32 address and a default route via the
@@ -191,7 +198,7 @@ cmd_delay() {
 	shift 2
 	[ $# -gt 0 ] || die "delay: which hosts?"
 	stop_delay
-	ip netns exec "$router" setsid python3 "$here/netns-delay.py" dly "$ms" "$pct" \
+	in_router setsid python3 "$here/netns-delay.py" dly "$ms" "$pct" \
 		</dev/null >>"$dir/delay.log" 2>&1 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
 	echo $! >"$dir/delay.pid"
 	for ((tries = 0; tries < 100; tries++)); do
