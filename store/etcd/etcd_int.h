@@ -458,6 +458,9 @@ static inline bool etcd_read_again(int rc)
 /* A range, tried again for about 4 s while a member is gone or a leader is elected. */
 int etcd_range_retry(struct etcd_client *c, const void *key, size_t key_len,
 		     const struct etcd_range_opts *o, struct etcd_range_result *out);
+/* The same for a Txn of ranges only (a read), with no compares. */
+int etcd_read_txn_retry(struct etcd_client *c, const struct etcd_op *ops, size_t n_ops,
+			struct etcd_txn_result *out);
 /* The newest revision, read from the cluster (one round trip); 0 when unreachable. */
 uint64_t etcd_newest_revision(struct store_etcd *st);
 /* A new client of st's members, noting and passing over hung ones with st's other clients. */

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 /* ---- open and close ---- */
 
@@ -105,11 +104,7 @@ static int meta_read(struct store_etcd *st, struct etcd_client *c, struct etcd_t
 	int rc = etcd_client_txn(c, NULL, 0, ops, 3, NULL, 0, r);
 
 	if (rc && rc != -ECONNREFUSED)
-		for (int tries = 0; etcd_read_again(rc) && tries < 40; tries++) {
-			if (tries)
-				usleep(100 * 1000);
-			rc = etcd_client_txn(c, NULL, 0, ops, 3, NULL, 0, r);
-		}
+		rc = etcd_read_txn_retry(c, ops, 3, r);
 	if (rc == 0 && r->len != 3) {
 		etcd_txn_result_release(r);
 		rc = -EPROTO;

@@ -70,6 +70,20 @@ int etcd_range_retry(struct etcd_client *c, const void *key, size_t key_len,
 	}
 }
 
+int etcd_read_txn_retry(struct etcd_client *c, const struct etcd_op *ops, size_t n_ops,
+			struct etcd_txn_result *out)
+{
+	int rc;
+
+	for (int tries = 0;; tries++) {
+		rc = etcd_client_txn(c, NULL, 0, ops, n_ops, NULL, 0, out);
+		if (!etcd_read_again(rc) || tries >= 40)
+			return rc;
+		if (tries)
+			usleep(100 * 1000);
+	}
+}
+
 /* ---- the handle pool: one client per thread in a call ---- */
 
 int etcd_client_open_for(struct store_etcd *st, struct etcd_client **out, char *why,
