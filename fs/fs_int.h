@@ -135,7 +135,8 @@ struct fs_transport {
 	_Atomic uint64_t offered;	/* the kernel's INIT flags (flags2 above bit 31) */
 	_Atomic uint64_t init_unique;	/* the INIT request's id; 0 until it is read */
 	atomic_bool init_done;	/* its reply has been amended and sent */
-	bool want_uring;	/* -o io_uring; fixed before the session runs */
+	bool want_uring;	/* rings if INIT offers them; fixed before the session runs */
+	bool need_uring;	/* -o io_uring: a kernel that does not offer them is logged */
 	struct fs_uring *_Atomic uring;	/* uring.c's, set once after INIT; NULL: none */
 };
 

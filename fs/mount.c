@@ -240,12 +240,13 @@ struct fs_optvals {
 	char *log;	/* heap (fuse_opt) */
 	int commit_ms;	/* -o commit=MS; -1 when not given */
 	/*
-	 * -o io_uring 1, -o no_io_uring 0 (the default): the last given wins.
-	 * The rings are not the default yet: the one clean-clone run with a
-	 * pass over them had two daemons that did not exit after their
-	 * unmount, since traced to the test network's `ip netns exec` holding
-	 * their mounts (scripts/netns-cluster.sh), not to the rings; a run
-	 * after that fix comes first (tests/README.md, "Transports").
+	 * -o io_uring 1, -o no_io_uring 0 (the default), the last given wins;
+	 * -1 would take the rings whenever the kernel serves them. Not the
+	 * default yet: the one clean-clone run with a pass over the rings had
+	 * two daemons that did not exit after their unmount, since traced to
+	 * the test network's `ip netns exec` holding their mounts
+	 * (scripts/netns-cluster.sh), not to the rings; a run after that fix
+	 * comes first (tests/README.md, "Transports").
 	 */
 	int io_uring;
 };
@@ -339,9 +340,11 @@ static int build_args(struct fs_ctx *ctx, const struct fs_options *opts, struct 
 	}
 	ctx->commit_ms = v.commit_ms > 0 ? (unsigned)v.commit_ms : 0;
 	/* asked for and impossible: refused here, with the reason, not silently dropped */
-	if (v.io_uring && fs_transport_check_uring() < 0)
+	if (v.io_uring == 1 && fs_transport_check_uring() < 0)
 		return -1;
-	ctx->transport.want_uring = v.io_uring;
+	/* -1: FUSE over io_uring where the fuse module serves it, else /dev/fuse */
+	ctx->transport.want_uring = v.io_uring == 1 || (v.io_uring == -1 && fs_transport_uring_on());
+	ctx->transport.need_uring = v.io_uring == 1;
 	ctx->entry_timeout = v.entry_timeout;
 	ctx->attr_timeout = v.attr_timeout;
 	ctx->debug = opts->debug || v.debug;

@@ -41,6 +41,8 @@ int fs_transport_start(struct fs_ctx *ctx);
  * io_uring, or -1 after saying on stderr why not (the parameter named).
  */
 int fs_transport_check_uring(void);
+/* Without either option: whether the fuse module serves FUSE over io_uring now. */
+bool fs_transport_uring_on(void);
 /* Ends the io_uring rings, if any, once the session loop has returned. */
 void fs_transport_stop(struct fs_ctx *ctx);
 /*

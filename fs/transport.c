@@ -120,9 +120,11 @@ static size_t amend_init(struct fs_ctx *ctx, struct iovec *iov, int count)
 	bool uring = ctx->transport.want_uring;
 	size_t payload = fs_uring_init_amend(iov, count, offered, TRANSPORT_ADDED_FLAGS, uring);
 
-	if (uring && !payload)
+	if (uring && !payload && ctx->transport.need_uring)
 		fs_log(ctx, LOG_WARNING, "io_uring: the kernel did not offer FUSE over io_uring at "
 		       "INIT (is %s Y?): serving through /dev/fuse", TRANSPORT_URING_PARAM);
+	else if (uring && !payload)
+		fs_trace(ctx, "io_uring: not offered at INIT: serving through /dev/fuse");
 	fs_trace(ctx, "init: kernel offered 0x%llx, kvfs added 0x%llx",
 		 (unsigned long long)offered, (unsigned long long)(offered & TRANSPORT_ADDED_FLAGS));
 	return payload;
@@ -194,19 +196,34 @@ bool fs_req_kills_suidgid(fuse_ino_t ino)
 	return served.kill && served.nodeid == ino;
 }
 
-int fs_transport_check_uring(void)
+/* The fuse module's enable_uring: its first character, or EOF when there is none. */
+static int uring_param(void)
 {
 	FILE *f = fopen(TRANSPORT_URING_PARAM, "re");
 	int c;
 
-	if (!f) {
+	if (!f)
+		return EOF;
+	c = fgetc(f);
+	fclose(f);
+	return c;
+}
+
+bool fs_transport_uring_on(void)
+{
+	return uring_param() == 'Y';
+}
+
+int fs_transport_check_uring(void)
+{
+	int c = uring_param();
+
+	if (c == EOF) {
 		fprintf(stderr, "kvfs: mount: io_uring: this kernel has no FUSE over io_uring "
 			"(no %s: Linux 6.14 or later with CONFIG_FUSE_IO_URING, fuse loaded)\n",
 			TRANSPORT_URING_PARAM);
 		return -1;
 	}
-	c = fgetc(f);
-	fclose(f);
 	if (c != 'Y') {
 		fprintf(stderr, "kvfs: mount: io_uring: FUSE over io_uring is off in this kernel: "
 			"%s is N (root can write Y to it); mount without -o io_uring to use "
