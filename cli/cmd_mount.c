@@ -32,8 +32,8 @@ const struct cli_opt cli_opts_mount[] = {
 	  "create (as --create), log=FILE (append the\n"
 	  "daemon's log to FILE), commit=MS (close checks\n"
 	  "and queues; committed together within MS),\n"
-	  "io_uring (FUSE over io_uring) or no_io_uring\n"
-	  "(/dev/fuse, the default),\n"
+	  "io_uring or no_io_uring (the transport; neither:\n"
+	  "FUSE over io_uring when the kernel has it on),\n"
 	  "and any FUSE option (allow_other, noatime, ...)" },
 	{ OPT_CREATE, 0, "create", NULL, "create the store when it does not exist" },
 	{ OPT_DEBUG, 'd', "debug", NULL, "the same as -o debug" },

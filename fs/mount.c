@@ -239,16 +239,8 @@ struct fs_optvals {
 	int debug;
 	char *log;	/* heap (fuse_opt) */
 	int commit_ms;	/* -o commit=MS; -1 when not given */
-	/*
-	 * -o io_uring 1, -o no_io_uring 0 (the default), the last given wins;
-	 * -1 would take the rings whenever the kernel serves them. Not the
-	 * default yet: the one clean-clone run with a pass over the rings had
-	 * two daemons that did not exit after their unmount, since traced to
-	 * the test network's `ip netns exec` holding their mounts
-	 * (scripts/netns-cluster.sh), not to the rings; a run after that fix
-	 * comes first (tests/README.md, "Transports").
-	 */
-	int io_uring;
+	int io_uring;	/* -o io_uring 1, -o no_io_uring 0, neither -1 (the rings when the
+			 * kernel serves them): the last given wins */
 };
 
 #define FS_OPT(t, field) { t, offsetof(struct fs_optvals, field), 1 }
@@ -312,7 +304,7 @@ static int log_open(struct fs_ctx *ctx, const char *file)
  */
 static int build_args(struct fs_ctx *ctx, const struct fs_options *opts, struct fuse_args *args)
 {
-	struct fs_optvals v = { FS_TIMEOUT_DEFAULT, FS_TIMEOUT_DEFAULT, 0, NULL, -1, 0 };
+	struct fs_optvals v = { FS_TIMEOUT_DEFAULT, FS_TIMEOUT_DEFAULT, 0, NULL, -1, -1 };
 	char *fsname = NULL, *shown;
 	int ret = -1;
 
@@ -342,7 +334,7 @@ static int build_args(struct fs_ctx *ctx, const struct fs_options *opts, struct 
 	/* asked for and impossible: refused here, with the reason, not silently dropped */
 	if (v.io_uring == 1 && fs_transport_check_uring() < 0)
 		return -1;
-	/* -1: FUSE over io_uring where the fuse module serves it, else /dev/fuse */
+	/* neither option: FUSE over io_uring where the fuse module serves it, else /dev/fuse */
 	ctx->transport.want_uring = v.io_uring == 1 || (v.io_uring == -1 && fs_transport_uring_on());
 	ctx->transport.need_uring = v.io_uring == 1;
 	ctx->entry_timeout = v.entry_timeout;

@@ -4,8 +4,8 @@
 # the rings (user.kvfs.stats says "transport io_uring"; the daemon logs
 # how many requests the rings served when it unmounts)
 # while the shell's tools work as over /dev/fuse; with it off the mount is
-# refused naming the parameter; `-o no_io_uring`, the default, keeps
-# /dev/fuse. Each test
+# refused naming the parameter; `-o no_io_uring` keeps /dev/fuse; without
+# either, the rings when the parameter is on, else /dev/fuse. Each test
 # turns the parameter on and puts the old value back in teardown; without
 # root or without the parameter (a kernel before 6.14) they skip. The whole
 # of tests/30 and 31 over the rings: KVFS_MOUNT_OPTS=io_uring with the
@@ -100,10 +100,20 @@ not_in_uring_pass() {
 	eventually 5 transport_is io_uring
 }
 
-# Without either option kvfs serves through /dev/fuse even with the
-# parameter on (KVFS_TRANSPORT emptied: the mount helpers add no option),
-# and says nothing of io_uring.
-@test "without either option: /dev/fuse, also when the kernel serves the rings" {
+# Without either option kvfs serves through the rings when the fuse module
+# does (the parameter Y), and through /dev/fuse, saying nothing, when it
+# has them off (KVFS_TRANSPORT emptied: the mount helpers add no option).
+@test "without either option: the rings when the kernel serves them" {
+	KVFS_TRANSPORT= mount_store
+	echo x >"$MNT/a"
+	run -0 cat "$MNT/a"
+	assert_output x
+	eventually 5 transport_is io_uring
+}
+
+@test "without either option and the parameter off: /dev/fuse, and no complaint" {
+	not_in_uring_pass
+	echo N >"$URING_PARAM"
 	KVFS_TRANSPORT= mount_store
 	echo x >"$MNT/a"
 	run -0 cat "$MNT/a"
