@@ -114,13 +114,14 @@ in_memory() {
 # ---- the transport each pass mounts over (tests/README.md, "Passes") ----
 # FUSE over io_uring (kvfs mount -o io_uring) needs the fuse module's
 # enable_uring: it is set to Y for the run (root only) and put back on
-# every way out, for tests/47 and for KVFS_TRANSPORT=io_uring. Each pass's
+# every way out, for tests/47 and for the passes over the rings. Each pass's
 # mount helpers are forced onto one transport (KVFS_TRANSPORT, common.bash's
-# mount_transport): /dev/fuse, kvfs's default, until the whole suite has
-# passed over io_uring twice on every build (tests/README.md says what ran);
-# KVFS_TRANSPORT=io_uring set for the run forces every pass onto the rings,
-# and where the parameter cannot be Y (no such file: a kernel before 6.14;
-# not root) every pass mounts over /dev/fuse, said once.
+# mount_transport): the asan pass, every mount suite but the plain-tagged,
+# over io_uring, the others over /dev/fuse, so that each transport serves
+# the mount suites in every run (the whole suite passed over io_uring twice
+# on 2026-11-30: tests/README.md). KVFS_TRANSPORT set for the run forces
+# every pass onto one; where the parameter cannot be Y (no such file: a
+# kernel before 6.14; not root) every pass mounts over /dev/fuse, said once.
 uring_param=/sys/module/fuse/parameters/enable_uring
 uring_old=
 uring_on() {
@@ -137,12 +138,20 @@ uring_restore() {
 	[ -z "$uring_old" ] || echo "$uring_old" >"$uring_param"
 	uring_old=
 }
-# pass_transport PASS: KVFS_TRANSPORT when given and possible, else fuse.
+# pass_transport PASS: KVFS_TRANSPORT when given, else io_uring for the
+# asan pass and fuse for the others; fuse where the rings are impossible.
 pass_transport() {
-	if [ "${KVFS_TRANSPORT:-fuse}" = io_uring ] && [ "$(cat "$uring_param" 2>/dev/null)" != Y ]; then
+	local want=${KVFS_TRANSPORT:-}
+	if [ -z "$want" ]; then
+		case $1 in
+		asan) want=io_uring ;;
+		*) want=fuse ;;
+		esac
+	fi
+	if [ "$want" = io_uring ] && [ "$(cat "$uring_param" 2>/dev/null)" != Y ]; then
 		echo fuse
 	else
-		echo "${KVFS_TRANSPORT:-fuse}"
+		echo "$want"
 	fi
 }
 

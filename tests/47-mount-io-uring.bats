@@ -46,6 +46,8 @@ transport_is() {
 # not_in_uring_pass: skips a test that turns the parameter off when the
 # pass mounts every file over the rings (KVFS_TRANSPORT=io_uring): the
 # files beside it (bats -j) would have their mounts refused meanwhile.
+# Such tests are tagged plain: make test runs them in the plain pass, over
+# /dev/fuse (the asan pass mounts over the rings).
 not_in_uring_pass() {
 	[ "${KVFS_TRANSPORT:-}" != io_uring ] ||
 		skip "turns $URING_PARAM off, which would refuse the mounts of the files beside it in a pass over io_uring"
@@ -81,6 +83,7 @@ not_in_uring_pass() {
 	[ "$output" -ge 40 ]
 }
 
+# bats test_tags=plain
 @test "-o io_uring is refused, naming the parameter, when the kernel has it off" {
 	not_in_uring_pass
 	echo N >"$URING_PARAM"
@@ -111,6 +114,7 @@ not_in_uring_pass() {
 	eventually 5 transport_is io_uring
 }
 
+# bats test_tags=plain
 @test "without either option and the parameter off: /dev/fuse, and no complaint" {
 	not_in_uring_pass
 	echo N >"$URING_PARAM"
