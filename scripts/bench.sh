@@ -4,7 +4,8 @@
 # /dev/fuse and over io_uring (a FUSE file system that keeps nothing: what
 # the round trips cost by themselves), on mergerfs and bindfs over tmpfs
 # (Debian's packages, installed here with apt-get when missing), and on
-# kvfs in its default mode, with -o commit=100 and with -o io_uring; every
+# kvfs in its default mode and with -o commit=100, over /dev/fuse
+# (-o no_io_uring) and over io_uring (-o io_uring); every
 # figure is a ratio to tmpfs in the same run, best of KVFS_BENCH_ROUNDS
 # (default 3) on each side, since the machines this runs on are shared.
 #   scripts/bench.sh [DIRS [LEAVES_PER_DIR]]     default 50 x 100 = 5,000 leaves
@@ -45,7 +46,7 @@ restore() {
 }
 trap restore EXIT
 trap 'exit 130' INT TERM
-sides=(tmpfs floor floor-uring mergerfs bindfs kvfs kvfs-commit kvfs-uring)
+sides=(tmpfs floor floor-uring mergerfs bindfs kvfs kvfs-commit kvfs-uring kvfs-commit-uring)
 if [ -w "$uring_param" ]; then
 	uring_old=$(cat "$uring_param")
 	echo Y >"$uring_param"
@@ -91,11 +92,14 @@ side_up() {
 	[[ $side != *uring ]] || wait_uring
 }
 # kvfs in the foreground (so that $! is the daemon): a fresh store, or the tree's
+# side, and its transport named (without either option kvfs takes the rings
+# when the parameter is Y, which this script sets)
 kvfs_up() {
-	local opts=${1#kvfs} s=$store
-	opts=${opts/#-commit/commit=100} opts=${opts/#-uring/io_uring}
-	if [ "$2" = tree ]; then s=$tree_store; else opts=create${opts:+,$opts}; fi
-	exec "$kvfs" mount -f ${opts:+-o "$opts"} "$s" "$mnt" 2>>"$work/daemon.log"
+	local opts=no_io_uring s=$store
+	[[ $1 != *-uring ]] || opts=io_uring
+	[[ $1 != *-commit* ]] || opts+=,commit=100
+	[ "$2" = tree ] && s=$tree_store || opts+=,create
+	exec "$kvfs" mount -f -o "$opts" "$s" "$mnt" 2>>"$work/daemon.log"
 }
 wait_mounted() {
 	local i
