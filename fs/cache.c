@@ -29,6 +29,18 @@ void fs_cache_forget(struct fs_ctx *ctx, struct fs_node *node)
 	fs_inval_node(ctx, fs_node_ino(ctx, node), FS_INVAL_DATA);
 }
 
+void fs_cache_committed(struct fs_ctx *ctx, struct fs_node *node, bool created)
+{
+	bool filled;
+
+	pthread_mutex_lock(&ctx->lock);
+	filled = node->cache_known;
+	pthread_mutex_unlock(&ctx->lock);
+	if (created && !filled)
+		return;	/* the pages hold what was written, which is what was committed */
+	fs_cache_forget(ctx, node);
+}
+
 /*
  * ctx->push_lock and the write section held. Reads the leaf at path and
  * stores its text in the kernel's pages; *n gets the version stored (the

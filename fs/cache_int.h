@@ -47,6 +47,19 @@ enum fs_push_state {
 void fs_cache_forget(struct fs_ctx *ctx, struct fs_node *node);
 
 /*
+ * After the commit of a leaf's writer: fs_cache_forget, unless the leaf was
+ * created by this writer (created: pending until this commit) and no open
+ * but its writers' recorded pages since (cache_known false; opens of a
+ * created leaf join its writer, and the commit that made it forgot them).
+ * Then the kernel's pages hold only what was written through them, which is
+ * what was committed (a create gives the inode size 0, which drops any
+ * older pages), so nothing needs dropping, and the invalidation worker is
+ * not woken for it: one wake-up and two thread switches less per file in
+ * `cp -a`, `tar -x` or `echo > new`.
+ */
+void fs_cache_committed(struct fs_ctx *ctx, struct fs_node *node, bool created);
+
+/*
  * An open of leaf node missed the page cache: when its directory was
  * listed (FS_PUSH_LISTED), queues the push of the directory's leaves.
  */

@@ -412,9 +412,9 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 	f->want_unset = 0;
 	if (f->kind == FS_FILE_VIEW_APPEND)
 		f->len = 0;
-	f->pending = false;
 	if (!view)
-		fs_cache_forget(ctx, f->node);
+		fs_cache_committed(ctx, f->node, f->pending);
+	f->pending = false;
 	if (f->kind == FS_FILE_WRITER)
 		fs_node_fresh_set(ctx, f->node, f->writer_pid);
 	fs_file_publish(ctx, f);
