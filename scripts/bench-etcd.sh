@@ -59,7 +59,7 @@ mkdir -p "$tmp/leaves"
 for ((i = 0; i < 1000; i++)); do echo "leaf $i" >"$tmp/leaves/l$i"; done
 fuse_kinds() { # fuse_kinds MNT: "kind count" lines of the daemon's answered requests
 	getfattr --absolute-names --only-values -n user.kvfs.stats "$1" |
-		awk '$1 !~ /^(notify_|ahead_|store_|transport)/ && $2 ~ /^[0-9]+$/'
+		awk '$1 !~ /^(notify_|ahead_|store_|transport|position)/ && $2 ~ /^[0-9]+$/'
 }
 per_file() { # per_file BEFORE AFTER: "kind count/1000" for each kind that moved
 	join "$1" "$2" | awk '$3 != $2 { printf " %s %.2f", $1, ($3 - $2) / 1000 }'

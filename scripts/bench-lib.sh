@@ -68,7 +68,7 @@ bench_unmount_all() {
 
 bench_fuse_requests() {
 	getfattr --absolute-names --only-values -n user.kvfs.stats "$1" |
-		awk '$1 !~ /^(notify_|ahead_|store_|transport)/ { s += $2 } END { print s + 0 }'
+		awk '$1 !~ /^(notify_|ahead_|store_|transport|position)/ { s += $2 } END { print s + 0 }'
 }
 
 bench_etcd_requests() {
