@@ -233,6 +233,8 @@ static void inval_send(struct fs_ctx *ctx, const struct fs_inval *iv)
 		fs_cache_push_dir(ctx, fs_node_from_ino(ctx, iv->ino));
 		return;		/* the item's ref is given back there */
 	}
+	/* counted sent: the cost of a wake-up is the worker's, whatever the kernel held */
+	fs_stat_add(ctx, FS_STAT_INVAL, 1);
 	if (ret < 0 && ret != -ENOENT)
 		fs_trace(ctx, "invalidate %lu %s: %s", (unsigned long)iv->ino, iv->name,
 			 strerror(-ret));

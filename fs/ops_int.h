@@ -21,6 +21,7 @@ enum fs_stat {
 	FS_STAT_STORE,		/* fuse_lowlevel_notify_store calls that succeeded */
 	FS_STAT_STORE_BYTES,	/* and the bytes they pushed */
 	FS_STAT_STORE_DIRS,	/* directories whose leaves the worker went through */
+	FS_STAT_INVAL,		/* entries, attributes and pages the worker invalidated */
 	FS_STAT_AHEAD_READS,	/* listings read ahead for stats (ahead.c) */
 	FS_STAT_AHEAD_HITS,	/* stats they served */
 	FS_STAT_MAX

@@ -3,7 +3,8 @@
  * session runs wraps ops.c's, adding one relaxed atomic increment per
  * request by opcode, and the counts read back as the mount root's xattr
  * user.kvfs.stats ("opcode count" lines), so that a benchmark can tell
- * where a workload's round trips go; then the transport serving them
+ * where a workload's round trips go (with the pages pushed, notify_store,
+ * and the invalidation worker's notifications, notify_inval); then the transport serving them
  * (transport.c's "transport" line); store_keys_read, what the store's
  * reads handed out (model_keys_read), so that a test can tell what an
  * operation costs the store; and position, the generation (etcd: the
@@ -31,7 +32,7 @@ static const char *const stat_names[FS_STAT_MAX] = {
 	[FS_STAT_GETXATTR] = "getxattr", [FS_STAT_LISTXATTR] = "listxattr",
 	[FS_STAT_REMOVEXATTR] = "removexattr", [FS_STAT_CREATE] = "create",
 	[FS_STAT_STORE] = "notify_store", [FS_STAT_STORE_BYTES] = "notify_store_bytes",
-	[FS_STAT_STORE_DIRS] = "notify_store_dirs",
+	[FS_STAT_STORE_DIRS] = "notify_store_dirs", [FS_STAT_INVAL] = "notify_inval",
 	[FS_STAT_AHEAD_READS] = "ahead_reads", [FS_STAT_AHEAD_HITS] = "ahead_hits",
 };
 

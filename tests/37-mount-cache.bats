@@ -30,6 +30,11 @@ pushed_at_least() {
 	[ "$(count notify_store)" -ge "$1" ]
 }
 
+# invalidated_at_least N: the invalidation worker has sent N notifications
+invalidated_at_least() {
+	[ "$(count notify_inval)" -ge "$1" ]
+}
+
 # reads_as FILE TEXT: FILE reads as TEXT (and a newline) now
 reads_as() {
 	[ "$(cat "$1")" = "$2" ]
@@ -98,6 +103,23 @@ make_dir() {
 	run -0 cat "$MNT/d/k0" "$MNT/d/k5"
 	run -0 count notify_store
 	[ "$output" -eq 19 ]
+}
+
+@test "leaves their writers created commit without waking the invalidation worker; a leaf read before has its pages dropped" {
+	local leaf
+	for leaf in $(seq 1 20); do echo "v$leaf" >"$MNT/n$leaf"; done
+	for leaf in $(seq 1 20); do
+		run -0 cat "$MNT/n$leaf"
+		assert_output "v$leaf"
+	done
+	# their pages hold what was written: nothing to drop, no wake-up per file
+	run -0 count notify_inval
+	assert_output 0
+	# read (its pages recorded), then rewritten with a text of the same size
+	echo w1 >"$MNT/n1"
+	eventually 10 invalidated_at_least 1
+	run -0 cat "$MNT/n1"
+	assert_output w1
 }
 
 @test "pushed pages follow later writes through the mount, same size or not" {
