@@ -13,6 +13,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -55,6 +56,8 @@ struct etcd_client {
 	char err[256];
 	/* the watch stream, while etcd_client_watch runs */
 	bool streaming;
+	bool created;	/* its member answered that the watch is created */
+	int64_t began_ns;	/* when it was sent */
 	int64_t heard_ns;	/* when its member last sent bytes or answered a probe */
 	int64_t asked_ns;	/* when the probe last asked it (0: not since the stream began) */
 	_Atomic int64_t confirmed_ns;	/* etcd_client_confirmed_ns */
@@ -233,12 +236,40 @@ static int member_answers(struct etcd_client *c)
 }
 
 /*
+ * Whether the stream's connection holds bytes not read yet: the member
+ * sent while the probe held this thread (a probe waits up to
+ * ETCD_PROBE_MS, and a watch's backlog can come in meanwhile).
+ */
+static bool stream_unread(struct etcd_client *c)
+{
+	struct pollfd p[ETCD_CLIENT_SOCKETS];
+	nfds_t n = 0;
+
+	pthread_mutex_lock(&c->sock_lock);
+	for (size_t i = 0; i < ETCD_CLIENT_SOCKETS; i++)
+		if (c->socks[i] >= 0)
+			p[n++] = (struct pollfd){ .fd = c->socks[i], .events = POLLIN };
+	pthread_mutex_unlock(&c->sock_lock);
+	if (poll(p, n, 0) <= 0)
+		return false;
+	for (nfds_t i = 0; i < n; i++)
+		if (p[i].revents & POLLIN)
+			return true;
+	return false;
+}
+
+/*
  * libcurl calls it at least once a second during a transfer. A watch is
  * silent while nothing changes, and also when its member hangs or is cut
  * off: every ETCD_CONFIRM_MS the member is asked on another connection
  * whether it is current, which confirms every commit up to the question;
  * one that does not answer while the stream sent nothing either ends the
- * watch (its caller resumes elsewhere).
+ * watch (its caller resumes elsewhere). The first question waits for the
+ * watch to be created (or ETCD_CONFIRM_MS without): a member that has the
+ * commits serves a watch without a leader, which the question needs, and
+ * a question asked during the connect held this thread past the connect's
+ * limit (after a heal, with the members electing, the backlog then came
+ * only once a leader answered, seconds later).
  */
 static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
@@ -251,11 +282,13 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
 		return 1;
 	if (!c->streaming || (asked = now_ns()) - c->asked_ns < (int64_t)ETCD_CONFIRM_MS * 1000000)
 		return 0;
+	if (!c->created && asked - c->began_ns < (int64_t)ETCD_CONFIRM_MS * 1000000)
+		return 0;	/* being connected or created: its own limits bound that */
 	c->asked_ns = asked;
 	answer = member_answers(c);
 	if (answer == 1)
 		atomic_store(&c->confirmed_ns, asked);
-	if (answer >= 0 || c->heard_ns > asked) {
+	if (answer >= 0 || c->heard_ns > asked || stream_unread(c)) {
 		if (answer >= 0)
 			c->heard_ns = now_ns();
 		return 0;	/* (a stream that sent meanwhile works, if slowly) */
@@ -471,6 +504,12 @@ static int post(struct etcd_client *c, const char *path, const char *body, bool 
 			break;	/* the others are passed over too (or time is up): no more tries */
 		ep = c->eps[c->cur];
 		seen = atomic_load(&c->health->down_until_ns[c->cur]);
+		if (stream) {
+			/* each member's stream: asked as soon as it is created (on_progress) */
+			c->created = false;
+			c->began_ns = c->heard_ns = now_ns();
+			c->asked_ns = 0;
+		}
 		c->resp.len = 0;
 		snprintf(url, sizeof(url), "%s%s", ep, path);
 		curl_easy_setopt(c->curl, CURLOPT_URL, url);
@@ -797,6 +836,7 @@ static int watch_line(struct etcd_client *c, const char *line, size_t len)
 		goto out;
 	}
 	if (etcd_wire_get_bool(res, "created")) {
+		c->created = true;
 		rc = c->watch_fn(NULL, c->watch_arg);
 		goto out;
 	}
@@ -880,8 +920,6 @@ int etcd_client_watch(struct etcd_client *c, const void *key, size_t key_len,
 	c->compact_rev = 0;
 	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_watch_body);
 	c->streaming = true;
-	c->heard_ns = now_ns();
-	c->asked_ns = 0;	/* the new stream's member is asked at once */
 	rc = post(c, "/v3/watch", body, true, ETCD_CALL_READ, NULL);
 	c->streaming = false;
 	/* an answer without a final newline (an error object) is a line too */

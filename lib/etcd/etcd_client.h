@@ -300,6 +300,8 @@ typedef int (*etcd_watch_fn)(const struct etcd_event *ev, void *arg);
  * none within ETCD_PROBE_MS while the stream sent nothing either ends it
  * with -ETIMEDOUT and notes the member in the health table (a hung member,
  * or one cut off from the others, would keep a watch silent for good).
+ * The first question is asked once the member has created the watch, or
+ * ETCD_CONFIRM_MS after it was sent when it has not.
  */
 int etcd_client_watch(struct etcd_client *c, const void *key, size_t key_len,
 	       const void *range_end, size_t range_end_len, int64_t start_rev,
