@@ -59,7 +59,7 @@ struct etcd_client {
 	bool created;	/* its member answered that the watch is created */
 	int64_t began_ns;	/* when it was sent */
 	int64_t heard_ns;	/* when its member last sent bytes or answered a probe */
-	int64_t asked_ns;	/* when the probe last asked it (0: not since the stream began) */
+	int64_t asked_ns;	/* when the probe's last question ended (0: none since the stream began) */
 	_Atomic int64_t confirmed_ns;	/* etcd_client_confirmed_ns */
 	CURL *probe;	/* a second connection, asking whether the watch's member answers */
 	etcd_watch_fn watch_fn;
@@ -259,6 +259,16 @@ static bool stream_unread(struct etcd_client *c)
 }
 
 /*
+ * Whether a member other than the watch's answered a call of a client
+ * sharing c's health table after `since`: the cluster answers there.
+ */
+static bool answered_elsewhere(const struct etcd_client *c, int64_t since)
+{
+	return atomic_load(&c->health->answered_ns) > since &&
+	       atomic_load(&c->health->answered_member) != c->cur;
+}
+
+/*
  * libcurl calls it at least once a second during a transfer. A watch is
  * silent while nothing changes, and also when its member hangs or is cut
  * off: every ETCD_CONFIRM_MS the member is asked on another connection
@@ -269,7 +279,13 @@ static bool stream_unread(struct etcd_client *c)
  * commits serves a watch without a leader, which the question needs, and
  * a question asked during the connect held this thread past the connect's
  * limit (after a heal, with the members electing, the backlog then came
- * only once a leader answered, seconds later).
+ * only once a leader answered, seconds later). The question holds this
+ * thread, so what the stream sent meanwhile is still unread when it ends
+ * (stream_unread), and the next one waits ETCD_CONFIRM_MS from its end:
+ * asked back to back, slow questions left a backlog unread for seconds.
+ * But a member that does not answer while another does is behind (one
+ * cut off with this host, applying after the heal what the others
+ * committed meanwhile took it 5 s once): the watch goes to that other.
  */
 static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
@@ -284,15 +300,16 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
 		return 0;
 	if (!c->created && asked - c->began_ns < (int64_t)ETCD_CONFIRM_MS * 1000000)
 		return 0;	/* being connected or created: its own limits bound that */
-	c->asked_ns = asked;
 	answer = member_answers(c);
+	c->asked_ns = now_ns();
 	if (answer == 1)
 		atomic_store(&c->confirmed_ns, asked);
-	if (answer >= 0 || c->heard_ns > asked || stream_unread(c)) {
-		if (answer >= 0)
-			c->heard_ns = now_ns();
-		return 0;	/* (a stream that sent meanwhile works, if slowly) */
+	if (answer >= 0) {
+		c->heard_ns = c->asked_ns;
+		return 0;
 	}
+	if (!answered_elsewhere(c, asked) && (c->heard_ns > asked || stream_unread(c)))
+		return 0;	/* (a stream that sent meanwhile works, if slowly) */
 	note_down(c);
 	c->watch_rc = etcd_client_fail(c, -ETIMEDOUT, "etcd %s: the watch's member stopped answering",
 				       c->eps[c->cur]);
@@ -353,6 +370,21 @@ static bool pick_member(struct etcd_client *c, bool next)
 		}
 	}
 	return false;
+}
+
+/*
+ * A watch starts on the member that answered a call of a client sharing
+ * c's table last, within ETCD_DOWN_MS: it answers, where the one the last
+ * stream was on may be behind, and after a heal the members that were
+ * passed over in the cut are all still marked, so that every stream
+ * went back to that one.
+ */
+static void start_where_answered(struct etcd_client *c)
+{
+	int64_t at = atomic_load(&c->health->answered_ns);
+
+	if (at && now_ns() - at < (int64_t)ETCD_DOWN_MS * 1000000)
+		c->cur = atomic_load(&c->health->answered_member) % c->n_eps;
 }
 
 /* Whether a member other than c->cur is not passed over: a read may move on to it. */
@@ -493,6 +525,8 @@ static int post(struct etcd_client *c, const char *path, const char *body, bool 
 					"cluster's calls is up", ep);
 	if (!stream && deadline_left(c) == 0)
 		return deadline_fail(c);
+	if (stream)
+		start_where_answered(c);
 	/* every member passed over (all hung, say): one try, as the first of them */
 	if (!pick_member(c, false))
 		last = 1;
@@ -555,6 +589,7 @@ static int post(struct etcd_client *c, const char *path, const char *body, bool 
 		*reply = NULL;
 		return rc;
 	}
+	atomic_store(&c->health->answered_member, c->cur);
 	atomic_store(&c->health->answered_ns, now_ns());	/* the cluster answers: deadlines move on */
 	return 0;
 }

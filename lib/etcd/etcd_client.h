@@ -65,6 +65,7 @@ struct etcd_health {
 	_Atomic int64_t down_until_ns[ETCD_MEMBERS_MAX];
 	_Atomic int64_t calls_end_ns;	/* set by etcd_health_end_calls */
 	_Atomic int64_t answered_ns;	/* when a call of a client sharing it was last answered */
+	_Atomic size_t answered_member;	/* ... and by which member (its place in the URL's list) */
 };
 
 /* One key-value as etcd returns it. key/val are heap, owned by the result holding them. */
@@ -301,7 +302,12 @@ typedef int (*etcd_watch_fn)(const struct etcd_event *ev, void *arg);
  * with -ETIMEDOUT and notes the member in the health table (a hung member,
  * or one cut off from the others, would keep a watch silent for good).
  * The first question is asked once the member has created the watch, or
- * ETCD_CONFIRM_MS after it was sent when it has not.
+ * ETCD_CONFIRM_MS after it was sent when it has not; the next one
+ * ETCD_CONFIRM_MS after an answer. A member that does not answer while
+ * another answers a call of a client sharing c's health table is left
+ * even when its stream sends (it is behind: one cut off with this host
+ * and catching up after the heal), and a watch starts on the member that
+ * answered such a call last, within ETCD_DOWN_MS.
  */
 int etcd_client_watch(struct etcd_client *c, const void *key, size_t key_len,
 	       const void *range_end, size_t range_end_len, int64_t start_rev,
