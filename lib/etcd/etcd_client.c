@@ -57,6 +57,7 @@ struct etcd_client {
 	/* the watch stream, while etcd_client_watch runs */
 	bool streaming;
 	bool created;	/* its member answered that the watch is created */
+	bool long_connect;	/* the last stream's short connect limit ran out: the next gets ETCD_CONNECT_MS */
 	int64_t began_ns;	/* when it was sent */
 	int64_t heard_ns;	/* when its member last sent bytes or answered a probe */
 	int64_t asked_ns;	/* when the probe's last question ended (0: none since the stream began) */
@@ -154,7 +155,7 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* TLS, no signals, a 1 s limit to connect (etcd_client_int.h). */
+/* TLS, no signals, ETCD_CONNECT_MS to connect (etcd_client_int.h). */
 void etcd_client_connection_setup(struct etcd_client *c, CURL *h)
 {
 	if (c->cacert)
@@ -164,7 +165,7 @@ void etcd_client_connection_setup(struct etcd_client *c, CURL *h)
 	if (c->key)
 		curl_easy_setopt(h, CURLOPT_SSLKEY, c->key);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 1000L);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)ETCD_CONNECT_MS);
 }
 
 /* libcurl's socket maker: the socket is noted for etcd_client_cancel. */
@@ -550,15 +551,22 @@ static int post(struct etcd_client *c, const char *path, const char *body, bool 
 		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
 		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
 		curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, try_limit(c, stream, kind));
+		curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, stream && !c->long_connect ?
+				 (long)ETCD_WATCH_CONNECT_MS : (long)ETCD_CONNECT_MS);
 		cc = curl_easy_perform(c->curl);
 		if (cc == CURLE_OPERATION_TIMEDOUT) {
 			/* hung, or cut off: the others are asked first for a while */
 			curl_easy_getinfo(c->curl, CURLINFO_REQUEST_SIZE, &sent);
+			/* every other try of a stream's the whole 1 s: a slow handshake still gets through */
+			if (stream)
+				c->long_connect = sent == 0 && !c->long_connect;
 			note_down(c);
 			if (sent == 0 || kind == ETCD_CALL_READ)
 				continue;	/* nothing reached it, or asking again is harmless */
 			break;	/* a write: its caller learns whether it landed (SETTLED) or waits */
 		}
+		if (stream)
+			c->long_connect = false;
 		if (!not_sent(cc))
 			break;
 	}

@@ -32,7 +32,7 @@ int etcd_client_call(struct etcd_client *c, const char *path, cJSON *req, enum e
 /*
  * What every connection of c carries (h: c's own, or another one made for
  * c): TLS (the CA that signed the members' certificates, our certificate
- * and key), no signals (threads: no SIGALRM), a 1 s limit to connect.
+ * and key), no signals (threads: no SIGALRM), ETCD_CONNECT_MS to connect.
  */
 void etcd_client_connection_setup(struct etcd_client *c, CURL *h);
 
