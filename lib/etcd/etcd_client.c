@@ -57,7 +57,7 @@ struct etcd_client {
 	/* the watch stream, while etcd_client_watch runs */
 	bool streaming;
 	bool created;	/* its member answered that the watch is created */
-	bool long_connect;	/* the last stream's short connect limit ran out: the next gets ETCD_CONNECT_MS */
+	bool long_connect;	/* the last stream's TLS handshake ran out of time: the next gets ETCD_CONNECT_MS */
 	int64_t began_ns;	/* when it was sent */
 	int64_t heard_ns;	/* when its member last sent bytes or answered a probe */
 	int64_t asked_ns;	/* when the probe's last question ended (0: none since the stream began) */
@@ -557,9 +557,13 @@ static int post(struct etcd_client *c, const char *path, const char *body, bool 
 		if (cc == CURLE_OPERATION_TIMEDOUT) {
 			/* hung, or cut off: the others are asked first for a while */
 			curl_easy_getinfo(c->curl, CURLINFO_REQUEST_SIZE, &sent);
-			/* every other try of a stream's the whole 1 s: a slow handshake still gets through */
-			if (stream)
-				c->long_connect = sent == 0 && !c->long_connect;
+			if (stream) {
+				curl_off_t tcp = 0;
+
+				/* connected, and the handshake not done: the next try gets the whole 1 s */
+				curl_easy_getinfo(c->curl, CURLINFO_CONNECT_TIME_T, &tcp);
+				c->long_connect = sent == 0 && tcp > 0 && !c->long_connect;
+			}
 			note_down(c);
 			if (sent == 0 || kind == ETCD_CALL_READ)
 				continue;	/* nothing reached it, or asking again is harmless */

@@ -56,11 +56,11 @@ struct etcd_client;
 #define ETCD_PROBE_MS 2000	/* ... and, silent, ends when it does not answer within this */
 #define ETCD_CONNECT_MS 1000	/* a connection not made within this is given up */
 /*
- * ... a watch's within this (every other try after a miss: ETCD_CONNECT_MS,
- * for a TLS handshake on a loaded machine), and tried again 0.2 s later
- * (store/etcd's feed): a SYN dropped in a cut is sent again only after
- * 1 s, so after the heal a watch waited out up to 1 s for an attempt
- * begun in the cut.
+ * ... a watch's within this, and tried again 0.2 s later (store/etcd's
+ * feed): a SYN dropped in a cut is sent again only after 1 s, so after the
+ * heal a watch waited out up to 1 s for an attempt begun in the cut. A
+ * try whose TLS handshake this cut short is followed by one with
+ * ETCD_CONNECT_MS (a handshake on a loaded machine).
  */
 #define ETCD_WATCH_CONNECT_MS 500
 
