@@ -57,6 +57,7 @@ struct etcd_client {
 	/* the watch stream, while etcd_client_watch runs */
 	bool streaming;
 	bool created;	/* its member answered that the watch is created */
+	bool kept;	/* it sent while a question went unanswered: the next such ends it */
 	bool long_connect;	/* the last stream's TLS handshake ran out of time: the next gets ETCD_CONNECT_MS */
 	int64_t began_ns;	/* when it was sent */
 	int64_t heard_ns;	/* when its member last sent bytes or answered a probe */
@@ -286,7 +287,8 @@ static bool answered_elsewhere(const struct etcd_client *c, int64_t since)
  * asked back to back, slow questions left a backlog unread for seconds.
  * But a member that does not answer while another does is behind (one
  * cut off with this host, applying after the heal what the others
- * committed meanwhile took it 5 s once): the watch goes to that other.
+ * committed meanwhile took it 5 s once): the watch goes to that other;
+ * and a stream is kept so only once: the second question unanswered ends it.
  */
 static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
@@ -309,8 +311,10 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
 		c->heard_ns = c->asked_ns;
 		return 0;
 	}
-	if (!answered_elsewhere(c, asked) && (c->heard_ns > asked || stream_unread(c)))
-		return 0;	/* (a stream that sent meanwhile works, if slowly) */
+	if (!c->kept && !answered_elsewhere(c, asked) && (c->heard_ns > asked || stream_unread(c))) {
+		c->kept = true;
+		return 0;	/* (a stream that sent meanwhile works, if slowly: once) */
+	}
 	note_down(c);
 	c->watch_rc = etcd_client_fail(c, -ETIMEDOUT, "etcd %s: the watch's member stopped answering",
 				       c->eps[c->cur]);
@@ -375,17 +379,19 @@ static bool pick_member(struct etcd_client *c, bool next)
 
 /*
  * A watch starts on the member that answered a call of a client sharing
- * c's table last, within ETCD_DOWN_MS: it answers, where the one the last
- * stream was on may be behind, and after a heal the members that were
- * passed over in the cut are all still marked, so that every stream
- * went back to that one.
+ * c's table last, when one answered since the last stream began: it
+ * answers, where the one the last stream was on may be behind; else on
+ * the member after the last stream's. After a heal the members passed
+ * over in the cut are all still marked, so that every stream went back
+ * to one member: in a minority cut, the one cut off with this host, which
+ * then took up to 5 s to apply what the others had committed meanwhile.
  */
 static void start_where_answered(struct etcd_client *c)
 {
-	int64_t at = atomic_load(&c->health->answered_ns);
-
-	if (at && now_ns() - at < (int64_t)ETCD_DOWN_MS * 1000000)
+	if (atomic_load(&c->health->answered_ns) > c->began_ns)
 		c->cur = atomic_load(&c->health->answered_member) % c->n_eps;
+	else
+		c->cur = (c->cur + 1) % c->n_eps;
 }
 
 /* Whether a member other than c->cur is not passed over: a read may move on to it. */
@@ -541,7 +547,7 @@ static int post(struct etcd_client *c, const char *path, const char *body, bool 
 		seen = atomic_load(&c->health->down_until_ns[c->cur]);
 		if (stream) {
 			/* each member's stream: asked as soon as it is created (on_progress) */
-			c->created = false;
+			c->created = c->kept = false;
 			c->began_ns = c->heard_ns = now_ns();
 			c->asked_ns = 0;
 		}

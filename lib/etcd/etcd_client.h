@@ -315,8 +315,10 @@ typedef int (*etcd_watch_fn)(const struct etcd_event *ev, void *arg);
  * ETCD_CONFIRM_MS after an answer. A member that does not answer while
  * another answers a call of a client sharing c's health table is left
  * even when its stream sends (it is behind: one cut off with this host
- * and catching up after the heal), and a watch starts on the member that
- * answered such a call last, within ETCD_DOWN_MS.
+ * and catching up after the heal), and so is one whose stream sent
+ * through two unanswered questions; a watch starts on the member that
+ * answered such a call last, when one did since the last stream began,
+ * else on the member after the last stream's.
  */
 int etcd_client_watch(struct etcd_client *c, const void *key, size_t key_len,
 	       const void *range_end, size_t range_end_len, int64_t start_rev,
