@@ -57,7 +57,7 @@ struct etcd_client {
 	/* the watch stream, while etcd_client_watch runs */
 	bool streaming;
 	bool created;	/* its member answered that the watch is created */
-	bool kept;	/* it sent while a question went unanswered: the next such ends it */
+	bool kept;	/* it sent while a question went unanswered: the next unanswered one ends it */
 	bool long_connect;	/* the last stream's TLS handshake ran out of time: the next gets ETCD_CONNECT_MS */
 	int64_t began_ns;	/* when it was sent */
 	int64_t heard_ns;	/* when its member last sent bytes or answered a probe */
@@ -288,7 +288,7 @@ static bool answered_elsewhere(const struct etcd_client *c, int64_t since)
  * But a member that does not answer while another does is behind (one
  * cut off with this host, applying after the heal what the others
  * committed meanwhile took it 5 s once): the watch goes to that other;
- * and a stream is kept so only once: the second question unanswered ends it.
+ * and a stream is kept so only once: the next question unanswered ends it.
  */
 static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
@@ -309,6 +309,7 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
 		atomic_store(&c->confirmed_ns, asked);
 	if (answer >= 0) {
 		c->heard_ns = c->asked_ns;
+		c->kept = false;
 		return 0;
 	}
 	if (!c->kept && !answered_elsewhere(c, asked) && (c->heard_ns > asked || stream_unread(c))) {
