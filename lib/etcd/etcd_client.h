@@ -316,7 +316,7 @@ typedef int (*etcd_watch_fn)(const struct etcd_event *ev, void *arg);
  * another answers a call of a client sharing c's health table is left
  * even when its stream sends (it is behind: one cut off with this host
  * and catching up after the heal), and so is one whose stream sent
- * through two unanswered questions; a watch starts on the member that
+ * through two unanswered questions in a row; a watch starts on the member that
  * answered such a call last, when one did since the last stream began,
  * else on the member after the last stream's.
  */
