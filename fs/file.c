@@ -236,6 +236,7 @@ static int file_commit_leaf(struct fs_ctx *ctx, struct fs_file *f, const char *p
 			    enum model_type type, struct model_error *err)
 {
 	struct model_file_commit c = { .type = type, .create = f->pending,
+				       .excl = f->pending && f->excl,
 				       .new_attr = f->new_attr, .mtime_set = f->want_mtime,
 				       .mtime_ns = f->wmtime_ns, .set = f->want_set,
 				       .unset = f->want_unset,

@@ -69,6 +69,8 @@ struct fs_file {
 	bool trunc;		/* opened with O_TRUNC, not written: commit at release */
 	bool pending;		/* created view, not yet in the store (others see it
 				 * as pend_view, after fs_file_publish) */
+	bool excl;		/* a pending leaf created with O_EXCL: its commit
+				 * refuses a name made meanwhile (docs/COMMITS.md) */
 	int64_t wmtime_ns;	/* time of the last change to buf, or the mtime set */
 	/*
 	 * Leaf writers: what the tool set on the descriptor before closing it

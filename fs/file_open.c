@@ -127,6 +127,7 @@ int fs_leaf_pending_open(struct fs_ctx *ctx, struct fs_node *node, struct fuse_f
 	f->trunc = true;	/* empty: committed at release when nothing is written */
 	f->new_attr = *attr;
 	f->new_trunc = fi->flags & O_TRUNC;
+	f->excl = fi->flags & O_EXCL;
 	f->ino = ino;
 	f->wmtime_ns = fs_now_ns();
 	fs_file_publish(ctx, f);

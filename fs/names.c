@@ -178,11 +178,14 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	/*
 	 * A leaf is only checked: it is committed at close with its content,
 	 * type, mode and mtime, one commit per file (fs_leaf_pending_open).
+	 * That commit judges the name again (O_EXCL: refused if another
+	 * writer made it meanwhile), so the check's success is not confirmed
+	 * at etcd's newest revision: a round trip a file fewer.
 	 */
 	if (view)
 		ret = model_create_as(ctx->model, path, &a, &err);
 	else
-		ret = model_create_check(ctx->model, path, &a, &ino, &err);
+		ret = model_create_check_unconfirmed(ctx->model, path, &a, &ino, &err);
 	fs_write_end(ctx, ret);
 	if (ret < 0 && !view && err.reason == MODEL_REASON_NOT_AN_INDEX) {
 		/* a name that is no index in an array: a pending temporary file */

@@ -453,6 +453,8 @@ int model_create(struct model *m, const char *path, struct model_error *err);
 struct model_file_commit {
 	enum model_type type;	/* 0: keep or infer (model_write's rule) */
 	bool create;		/* the leaf may be new: then it gets new_attr */
+	bool excl;		/* with create: it must be new (-EEXIST when the name is
+				 * there: an O_EXCL create's check left to the commit) */
 	struct model_attr new_attr;	/* as model_create_as's attr */
 	bool mtime_set;		/* mtime_ns instead of now (utimens) */
 	int64_t mtime_ns;
@@ -474,6 +476,16 @@ int model_write_file_check(struct model *m, const char *path, const void *data, 
  */
 int model_create_check(struct model *m, const char *path, const struct model_attr *attr,
 		       uint64_t *ino, struct model_error *err);
+/*
+ * model_create_check for a leaf whose commit follows (model_write_file
+ * with c->create): a success is what the check read, which an etcd store
+ * does not confirm at the newest revision (a round trip fewer); the
+ * commit judges the name again, and refuses it with c->excl when it was
+ * made meanwhile (docs/COMMITS.md, "O_EXCL at close").
+ */
+int model_create_check_unconfirmed(struct model *m, const char *path,
+				   const struct model_attr *attr, uint64_t *ino,
+				   struct model_error *err);
 /* Whether text (file text, as written) parses as the type named name: 0 or -EINVAL. */
 int model_type_check(const char *name, const void *text, size_t len);
 /* Imports a JSON document at path (one transaction); progress(arg, done, total) may be NULL. */

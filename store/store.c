@@ -428,6 +428,11 @@ void *store_txn_owner(const struct store_txn *txn)
 	return txn->owner;
 }
 
+void store_txn_unconfirmed(struct store_txn *txn)
+{
+	txn->unconfirmed = true;
+}
+
 /* A write whose store watches an interrupt flag: raised by the time fn is done, it aborts. */
 struct write_watch {
 	store_write_fn fn;

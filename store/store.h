@@ -281,6 +281,15 @@ uint64_t store_txn_id(const struct store_txn *txn);
 void store_txn_set_owner(struct store_txn *txn, void *owner);
 void *store_txn_owner(const struct store_txn *txn);
 /*
+ * In a write's fn: when fn ends with a positive code (a dry run that
+ * commits nothing), its outcome is taken as read, not confirmed at the
+ * newest revision. A backend that reads a write from shared answers
+ * (etcd: docs/ETCD.md section 8a) confirms such an outcome with a round
+ * trip of its own; this is for a check whose later commit judges the
+ * same thing again (an O_EXCL create: model_create_check_unconfirmed).
+ */
+void store_txn_unconfirmed(struct store_txn *txn);
+/*
  * Hides key[0..len] of the data or index space and everything under it
  * (its tuple subtree, not siblings that merely continue its bytes) from
  * this read transaction: store_get gives -ENOENT and scans step over it

@@ -237,6 +237,7 @@ struct node_op {
 	const struct model_attr *attr;	/* create, mkdir: the new node's; set_attr */
 	const struct model_file_commit *fc;	/* model_write_file */
 	uint64_t ino;		/* model_create_check's answer */
+	bool unconfirmed;	/* model_create_check_unconfirmed: the answer stands as read */
 	bool mtime_set;		/* model_set_times: mtime_ns applies */
 	const struct model_cred *who;	/* a view's write: on whose behalf (NULL: unchecked) */
 	const char *const *known;	/* model_remove_known: the names it may take */
@@ -518,18 +519,34 @@ static int create_check_txn(struct store_txn *txn, void *arg)
 		ret = tree_resolve(txn, op->path, TREE_FOR_CREATE, &p, op->err);
 	if (ret == 0)
 		op->ino = tree_ino(p.key, p.len, p.is_view);
+	if (ret == 0 && op->unconfirmed)
+		store_txn_unconfirmed(txn);	/* a refusal is still confirmed: it is final */
+	return ret;
+}
+
+static int create_check(struct model *m, const char *path, const struct model_attr *attr,
+			bool unconfirmed, uint64_t *ino, struct model_error *err)
+{
+	struct node_op op = { .m = m, .path = path, .attr = attr, .unconfirmed = unconfirmed,
+			      .err = err };
+	int ret = tree_write_dry(m, path, create_check_txn, &op, true, err);
+
+	if (ret == 0 && ino)
+		*ino = op.ino;
 	return ret;
 }
 
 int model_create_check(struct model *m, const char *path, const struct model_attr *attr,
 		       uint64_t *ino, struct model_error *err)
 {
-	struct node_op op = { .m = m, .path = path, .attr = attr, .err = err };
-	int ret = tree_write_dry(m, path, create_check_txn, &op, true, err);
+	return create_check(m, path, attr, false, ino, err);
+}
 
-	if (ret == 0 && ino)
-		*ino = op.ino;
-	return ret;
+int model_create_check_unconfirmed(struct model *m, const char *path,
+				   const struct model_attr *attr, uint64_t *ino,
+				   struct model_error *err)
+{
+	return create_check(m, path, attr, true, ino, err);
 }
 
 int model_type_check(const char *name, const void *text, size_t len)
@@ -581,6 +598,10 @@ static int write_file_txn(struct store_txn *txn, void *arg)
 	ret = tree_lookup(txn, p.key, p.len, &before);
 	if (ret < 0)
 		return tree_fail(op->err, ret, "%s: %s", op->path, strerror(-ret));
+	/* an O_EXCL create whose check was not confirmed: the name is judged here */
+	if (c->create && c->excl && before.exists)
+		return tree_fail(op->err, -EEXIST, "%s: already exists (made by another writer since "
+				 "this file was created)", op->path);
 	ret = write_leaf(txn, op, &p);
 	if (ret < 0)
 		return ret;

@@ -16,6 +16,7 @@
 #define SNAP_PAGES_MAX 1024u	/* pages (searched one by one) before the same */
 #define SNAP_POINTS_MAX 16384u	/* point answers before the same */
 #define SNAP_CARRY_BYTES (256u << 10)	/* what a commit copies to carry it, at most */
+#define SNAP_CARRY_POINTS 256u	/* older point answers a carry copies, at most */
 
 /* A point get's answer, by its etcd key (open addressing). */
 struct snap_point {
@@ -662,7 +663,12 @@ static int carry_put(const uint8_t *key, size_t len, void *arg)
 	return point_after(c->n, key, len, NULL, c->b, c->rev);
 }
 
-/* s at rev, b applied: heap, one reference (the handle's); NULL when it cannot be made. */
+/*
+ * s at rev, b applied: heap, one reference (the handle's); NULL when it
+ * cannot be made. Its point answers go only while there are few (each is
+ * a copy of its own, and a bulk copy's files never read one another's):
+ * past SNAP_CARRY_POINTS, only the pages and the buffer's keys go.
+ */
 static struct etcd_snap *snap_after(struct etcd_snap *s, const struct etcd_buf *b, int64_t rev)
 {
 	struct etcd_snap *n = calloc(1, sizeof(*n));
@@ -695,7 +701,7 @@ static struct etcd_snap *snap_after(struct etcd_snap *s, const struct etcd_buf *
 		n->n_pages++;
 		n->bytes += answer_bytes(&k->r);
 	}
-	for (size_t i = 0; rc == 0 && i < s->cap_points; i++)
+	for (size_t i = 0; rc == 0 && s->n_points <= SNAP_CARRY_POINTS && i < s->cap_points; i++)
 		if (s->points[i].key)
 			rc = point_after(n, s->points[i].key, s->points[i].len, s->points[i].kept, b, rev);
 	pthread_mutex_unlock(&s->lock);
@@ -708,12 +714,18 @@ static struct etcd_snap *snap_after(struct etcd_snap *s, const struct etcd_buf *
 	return n;
 }
 
-static size_t snap_bytes(struct etcd_snap *s)
+/* What a carry of s copies: its pages, and its points while there are few. */
+static size_t snap_carry_bytes(struct etcd_snap *s)
 {
-	size_t n;
+	size_t n = 0;
 
 	pthread_mutex_lock(&s->lock);
-	n = s->bytes;
+	if (s->n_points <= SNAP_CARRY_POINTS)
+		n = s->bytes;
+	else
+		for (struct etcd_kept *k = atomic_load_explicit(&s->pages, memory_order_relaxed); k;
+		     k = k->next_page)
+			n += answer_bytes(&k->r);
 	pthread_mutex_unlock(&s->lock);
 	return n;
 }
@@ -730,26 +742,60 @@ static bool buf_uncarried(const struct store_etcd *st, const struct etcd_buf *b)
 	       etcd_buf_next_put(b, lo, ll, true, hi, hl, &k, &kl, &v, &vl) == 1;
 }
 
+/*
+ * A write that read outside any snapshot (none was current when it began:
+ * the mount's first writes, before its watch is established) and landed
+ * one revision after its own reads: its pages, at rev with its buffer
+ * applied, begin the snapshot, as its reads would have had it joined
+ * one. NULL when there is nothing to carry.
+ */
+static struct etcd_snap *own_after(struct store_etcd_txn *t, int64_t rev)
+{
+	struct etcd_snap own = { .rev = t->rev, .refs = 1 }, *n;
+
+	if (!t->pages || rev != t->rev + 1)
+		return NULL;
+	pthread_mutex_init(&own.lock, NULL);
+	atomic_init(&own.pages, t->pages);	/* t's own, read at t->rev: borrowed for the copy */
+	for (struct etcd_kept *k = t->pages; k; k = k->next_page) {
+		own.bytes += answer_bytes(&k->r);
+		own.n_pages++;
+	}
+	n = own.bytes <= SNAP_CARRY_BYTES && own.n_pages < SNAP_PAGES_MAX ?
+	    snap_after(&own, t->buf, rev) : NULL;
+	pthread_mutex_destroy(&own.lock);
+	return n;
+}
+
 void etcd_snap_carry(struct store_etcd_txn *t, int64_t rev)
 {
 	struct store_etcd *st = t->st;
 	struct etcd_snap *s = t->snap, *n, *old = NULL;
 	bool ok;
 
-	/* one revision after the snapshot's: no commit of anyone's came between */
-	if (!s || s->rev != t->rev || rev != s->rev + 1 || !snap_serves(s) ||
-	    snap_bytes(s) > SNAP_CARRY_BYTES || buf_uncarried(st, t->buf))
+	if (buf_uncarried(st, t->buf))
 		return;
-	n = snap_after(s, t->buf, rev);
+	if (!s) {
+		n = own_after(t, rev);
+	} else {
+		/* one revision after the snapshot's: no commit of anyone's came between */
+		if (s->rev != t->rev || rev != s->rev + 1 || !snap_serves(s) ||
+		    snap_carry_bytes(s) > SNAP_CARRY_BYTES)
+			return;
+		n = snap_after(s, t->buf, rev);
+	}
 	if (!n)
 		return;
 	pthread_mutex_lock(&st->snap_lock);
 	/*
-	 * Not if a transaction pinned a newer revision, the watch applied one
-	 * (another's commit) or broke, or another snapshot began meanwhile;
-	 * the watch retiring s for this very commit is no reason.
+	 * Not if a transaction pinned a newer revision, or the watch applied
+	 * one (another's commit) or broke. The watch retiring s for this very
+	 * commit is no reason, nor a snapshot a read began meanwhile at rev
+	 * (after that retirement) or before: the state at rev is the same,
+	 * and n holds what the reads before the commit found.
 	 */
-	ok = (st->snap == s || !st->snap) && st->snap_floor <= rev && etcd_snap_current(st, rev);
+	ok = (!st->snap || st->snap == s || st->snap->rev <= rev) && st->snap_floor <= rev &&
+	     etcd_snap_current(st, rev);
 	if (ok) {
 		old = st->snap;
 		st->snap = n;

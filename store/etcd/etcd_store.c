@@ -666,8 +666,13 @@ int store_etcd_write(struct store *sb, store_write_fn fn, void *arg)
 		t->attempt = (unsigned)attempt;
 		etcd_snap_attach(t);	/* reads at its revision; the commit's guards say if it still holds */
 		rc = fn(&t->base, arg);
+		/*
+		 * A check whose commit judges it again (rc > 0, unconfirmed)
+		 * stands as read: the create's dry run before an O_EXCL
+		 * file's commit at close, one round trip a file fewer.
+		 */
 		if (t->snap && rc != -ESTALE && (rc != 0 || (etcd_buf_empty(t->buf) && !t->resv)) &&
-		    !outcome_holds(t)) {
+		    !(rc > 0 && t->base.unconfirmed) && !outcome_holds(t)) {
 			/* shared answers it read no longer hold: run it again at the newest revision */
 			txn_release(t);
 			free(t);
