@@ -2,7 +2,8 @@
 # tests/38-mount-commit.bats - the commit model: one commit per file however
 # the tool orders its calls (create, write, utimens, setxattr, chmod, close),
 # commits counted by the store's generation; a created leaf is in the store
-# only once it is closed; refusals at close; group commit of parallel writers;
+# only once it is closed; refusals at close (an O_EXCL create whose name
+# another process stored meanwhile among them); group commit of parallel writers;
 # -o commit=MS: changes queued at close, committed together later.
 
 # bats file_tags=mount,backends,threads
@@ -107,6 +108,33 @@ PY
 	assert_output ''
 	: >"$MNT/empty2"
 	eventually 5 kvfs get "$STORE" /empty2
+}
+
+# docs/COMMITS.md, "O_EXCL at close": the open's check is not confirmed at
+# an etcd store's newest revision, so the commit judges the name again.
+# Before, it wrote the leaf over the other's.
+@test "an O_EXCL create whose name another process stored before its close fails at close with EEXIST" {
+	# the put starts before the file is opened: a fork would duplicate
+	# the descriptor, and its close at exec flushes (commits) it
+	run -0 python3 - "$MNT" "$KVFS_BIN" "$STORE" <<'PY'
+import os, subprocess, sys
+mnt, kvfs, store = sys.argv[1:]
+put = subprocess.Popen(["sh", "-c", 'read go; "$0" put "$1" /race second', kvfs, store],
+                       stdin=subprocess.PIPE, text=True)
+fd = os.open(os.path.join(mnt, "race"), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+os.write(fd, b"first\n")
+put.communicate("go\n")
+assert put.returncode == 0, put.returncode
+try:
+    os.close(fd)
+except OSError as e:
+    print(os.strerror(e.errno))
+    sys.exit(0)
+print("closed without an error")
+PY
+	assert_output 'File exists'
+	run -0 kvfs get "$STORE" /race
+	assert_output second
 }
 
 @test "a type that the text written does not parse as is refused at once; close reports a refused commit" {
