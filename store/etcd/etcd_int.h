@@ -203,8 +203,15 @@ struct store_etcd_txn {
 	struct etcd_snap *snap;
 	uint64_t snap_epoch;	/* the handle's when it began */
 	uint64_t id;	/* from the handle's txn_ids */
-	/* write: the snapshot's pages it took answers from, each guarded once (heap) */
-	const struct etcd_kept **guarded;
+	/*
+	 * write: the snapshot's pages it took answers from (heap): how many
+	 * stretches of each it guarded, and whether it guarded one whole
+	 */
+	struct etcd_guarded {
+		const struct etcd_kept *page;
+		unsigned parts;
+		bool whole;
+	} *guarded;
 	size_t n_guarded, cap_guarded;
 	/*
 	 * The pages among them, searched by every read: a whole-store pass
@@ -236,6 +243,7 @@ struct store_etcd_txn {
 	} ahead[ETCD_AHEAD_MAX];
 	int n_ahead;
 	bool kids_upgrade;	/* a repair that makes the store keep records' entries (marker "2") */
+	int guard_rc;	/* write: a guard a scan's close could not record (-ENOMEM): no commit */
 	unsigned attempt;	/* write: attempts of this write before this one */
 };
 
@@ -333,6 +341,14 @@ struct store_etcd_scan {
 	/* where its first window of children ends (an etcd key; 0: none read yet) */
 	uint8_t first_end[ETCD_KEY_MAX + 1];
 	size_t first_end_len;
+	/*
+	 * A write's scan in another transaction's page (gpage): what it has
+	 * looked at of it, [gfrom, gupto), guarded when it leaves the page
+	 * or closes (etcd_txn_guard_page), not the page's whole range
+	 */
+	const struct etcd_kept *gpage;
+	uint8_t gfrom[ETCD_KEY_MAX], gupto[ETCD_KEY_MAX + 1];
+	size_t gfrom_len, gupto_len;
 };
 
 static inline struct store_etcd *ETCD(struct store *st)
@@ -713,11 +729,15 @@ void etcd_txn_keep(struct store_etcd_txn *t, struct etcd_kept *k);
 /* Frees a list of kept answers (linked by next) and their ranges. */
 void etcd_kept_release(struct etcd_kept *list);
 /*
- * In a write transaction in a snapshot: guards the range of page k (read
- * by another transaction) the first time it takes an answer from it, as a
- * page it read itself was when it read it. 0 or -ENOMEM.
+ * In a write transaction in a snapshot: guards what a scan over [lo, hi)
+ * takes from page k (read by another transaction): that stretch of it,
+ * not the whole page, whose range may hold a whole space (the probes')
+ * or every child of a big directory, which etcd reads key by key to
+ * judge a range compare at every commit. After ETCD_PAGE_PARTS
+ * stretches of one page, the page whole, once. 0 or -ENOMEM.
  */
-int etcd_txn_guard_page(struct store_etcd_txn *t, const struct etcd_kept *k);
+int etcd_txn_guard_page(struct store_etcd_txn *t, const struct etcd_kept *k, const uint8_t *lo,
+			size_t lo_len, const uint8_t *hi, size_t hi_len);
 void etcd_txn_keep_page(struct store_etcd_txn *t, struct etcd_kept *k);
 struct etcd_kept *etcd_txn_pages(const struct store_etcd_txn *t);
 struct etcd_kept *etcd_snap_point(struct store_etcd_txn *t, const uint8_t *k, size_t len);

@@ -26,9 +26,40 @@ int store_etcd_scan_open(struct store_scan *sb)
 	return 0;
 }
 
+/* Guards what the scan looked at of another transaction's page, if any: 0 or -ENOMEM. */
+static int guard_flush(struct store_etcd_scan *s)
+{
+	int rc = 0;
+
+	if (s->gpage && s->gupto_len)
+		rc = etcd_txn_guard_page(s->txn, s->gpage, s->gfrom, s->gfrom_len, s->gupto,
+					 s->gupto_len);
+	s->gpage = NULL;
+	s->gupto_len = 0;
+	return rc;
+}
+
+/* The scan looked at [.., up) of its page: what guard_flush guards grows to there. */
+static void guard_upto(struct store_etcd_scan *s, const uint8_t *up, size_t len)
+{
+	if (!s->gpage || s->page != &s->gpage->r)
+		return;
+	if (s->gupto_len == 1 && !s->gupto[0])
+		return;	/* to etcd's end already */
+	if (!s->gupto_len || (len == 1 && !up[0]) || store_key_cmp(up, len, s->gupto, s->gupto_len) > 0) {
+		memcpy(s->gupto, up, len);
+		s->gupto_len = len;
+	}
+}
+
 void store_etcd_scan_close(struct store_scan *scan)
 {
-	etcd_kids_scan_release(ESCAN(scan));	/* its pages belong to the transaction */
+	struct store_etcd_scan *s = ESCAN(scan);
+	int rc = guard_flush(s);
+
+	if (rc && !s->txn->guard_rc)
+		s->txn->guard_rc = rc;	/* the write fails rather than commit unguarded */
+	etcd_kids_scan_release(s);	/* its pages belong to the transaction */
 }
 
 /* A listing: the first fetch reads the children space, not a page of the whole range. */
@@ -283,8 +314,14 @@ static int fetch(struct store_etcd_scan *s)
 		}
 	}
 	kept = etcd_txn_page_covering(s->txn, from, fl, !s->keys_only);
-	if (kept && (rc = etcd_txn_guard_page(s->txn, kept)))
-		return rc;	/* another transaction read it: this write guards it as its own */
+	if ((rc = guard_flush(s)))	/* the page it leaves: what it looked at there */
+		return rc;
+	if (kept && s->txn->base.write && s->txn->snap && kept->reader != s->txn->id) {
+		/* another transaction read it: this write guards what it looks at, as it goes */
+		s->gpage = kept;
+		memcpy(s->gfrom, from, fl);
+		s->gfrom_len = fl;
+	}
 	if (!kept && (prev = etcd_txn_page_before(s->txn, from, fl, !s->keys_only))) {
 		/* from here on in that earlier range, in a big page: the next scans find it read */
 		const uint8_t *hi = prev->scan_hi;
@@ -359,18 +396,29 @@ static int etcd_next(struct store_etcd_scan *s, const struct etcd_kv **out)
 			int rc;
 
 			if (s->page && ((s->pend_len == 1 && s->pend[0] == 0) ||
-					store_key_cmp(s->pend, s->pend_len, s->hi, s->hi_len) >= 0))
+					store_key_cmp(s->pend, s->pend_len, s->hi, s->hi_len) >= 0)) {
+				guard_upto(s, s->hi, s->hi_len);
 				return 0;	/* the page held everything up to the end */
+			}
 			if (store_key_cmp(s->cur, s->cur_len, s->hi, s->hi_len) >= 0)
 				return 0;	/* sought past the prefix */
+			if (s->page)
+				guard_upto(s, s->pend, s->pend_len);	/* it went through the page */
 			rc = fetch(s);
 			if (rc)
 				return rc;
 			continue;
 		}
 		kv = &s->page->kvs[s->idx];
-		if (store_key_cmp(kv->key, kv->key_len, s->hi, s->hi_len) >= 0)
+		if (store_key_cmp(kv->key, kv->key_len, s->hi, s->hi_len) >= 0) {
+			guard_upto(s, s->hi, s->hi_len);
 			return 0;	/* a page of a wider scan: past this one's end */
+		}
+		if (s->gpage) {
+			uint8_t up[ETCD_KEY_MAX + 1];
+
+			guard_upto(s, up, etcd_key_after(kv, up));
+		}
 		if (!past_cur(s, kv->key, kv->key_len) ||
 		    (s->skip_len && store_key_cmp(kv->key, kv->key_len, s->skip, s->skip_len) < 0)) {
 			s->idx++;

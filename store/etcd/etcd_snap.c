@@ -194,28 +194,58 @@ void etcd_snap_detach(struct store_etcd_txn *t)
 	t->n_guarded = t->cap_guarded = 0;
 }
 
-int etcd_txn_guard_page(struct store_etcd_txn *t, const struct etcd_kept *k)
+#define ETCD_PAGE_PARTS 8	/* stretches of one page a write guards before it guards it whole */
+
+/* Whether range end a sorts after range end b ("\0": etcd's end of every key). */
+static bool end_after(const uint8_t *a, size_t al, const uint8_t *b, size_t bl)
 {
-	int rc;
+	bool a_inf = al == 1 && !a[0], b_inf = bl == 1 && !b[0];
 
-	if (!t->base.write || !t->snap)
+	if (a_inf || b_inf)
+		return a_inf && !b_inf;
+	return store_key_cmp(a, al, b, bl) > 0;
+}
+
+int etcd_txn_guard_page(struct store_etcd_txn *t, const struct etcd_kept *k, const uint8_t *lo,
+			size_t lo_len, const uint8_t *hi, size_t hi_len)
+{
+	struct etcd_guarded *g = NULL;
+
+	if (!t->base.write || !t->snap || k->reader == t->id)
 		return 0;	/* a page of its own was guarded when it read it */
-	for (size_t i = 0; i < t->n_guarded; i++)
-		if (t->guarded[i] == k)
-			return 0;
-	if (t->n_guarded == t->cap_guarded) {
-		size_t cap = t->cap_guarded ? 2 * t->cap_guarded : 16;
-		const struct etcd_kept **g = realloc(t->guarded, cap * sizeof(*g));
+	for (size_t i = 0; i < t->n_guarded && !g; i++)
+		if (t->guarded[i].page == k)
+			g = &t->guarded[i];
+	if (g && g->whole)
+		return 0;
+	if (!g) {
+		if (t->n_guarded == t->cap_guarded) {
+			size_t cap = t->cap_guarded ? 2 * t->cap_guarded : 16;
+			struct etcd_guarded *n = realloc(t->guarded, cap * sizeof(*n));
 
-		if (!g)
-			return -ENOMEM;
-		t->guarded = g;
-		t->cap_guarded = cap;
+			if (!n)
+				return -ENOMEM;
+			t->guarded = n;
+			t->cap_guarded = cap;
+		}
+		g = &t->guarded[t->n_guarded++];
+		*g = (struct etcd_guarded){ .page = k };
 	}
-	rc = etcd_txn_guard_range(t, k->from, k->from_len, k->end, k->end_len);
-	if (rc == 0)
-		t->guarded[t->n_guarded++] = k;
-	return rc;
+	if (g->parts == ETCD_PAGE_PARTS) {
+		g->whole = true;
+		return etcd_txn_guard_range(t, k->from, k->from_len, k->end, k->end_len);
+	}
+	g->parts++;
+	/* [lo, hi) within the page's range: what the scan can take from it */
+	if (store_key_cmp(lo, lo_len, k->from, k->from_len) < 0) {
+		lo = k->from;
+		lo_len = k->from_len;
+	}
+	if (end_after(hi, hi_len, k->end, k->end_len)) {
+		hi = k->end;
+		hi_len = k->end_len;
+	}
+	return etcd_txn_guard_range(t, lo, lo_len, hi, hi_len);
 }
 
 struct etcd_snap *etcd_snap_unset(struct store_etcd *st, int64_t seen)

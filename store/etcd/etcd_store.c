@@ -666,6 +666,8 @@ int store_etcd_write(struct store *sb, store_write_fn fn, void *arg)
 		t->attempt = (unsigned)attempt;
 		etcd_snap_attach(t);	/* reads at its revision; the commit's guards say if it still holds */
 		rc = fn(&t->base, arg);
+		if (rc >= 0 && t->guard_rc)
+			rc = t->guard_rc;	/* a scan's guard went unrecorded: nothing may land */
 		/*
 		 * A check whose commit judges it again (rc > 0, unconfirmed)
 		 * stands as read: the create's dry run before an O_EXCL
@@ -787,7 +789,13 @@ int store_etcd_get(struct store_txn *tb, enum store_space space,
 		/* a scan read this place already (and guarded it, unless another transaction did) */
 		bool found = page_find(page, k, kl, &lo);
 
-		if ((rc = etcd_txn_guard_page(txn, page)))
+		/*
+		 * A write guards the key alone, as a point read's answer: the
+		 * page's range may be a whole space (the probes' first read)
+		 * that etcd would read key by key at the commit.
+		 */
+		if (txn->base.write && txn->snap && page->reader != txn->id &&
+		    (rc = etcd_buf_guard_key(txn->buf, k, kl, found ? page->r.kvs[lo].mod_rev : 0)))
 			return rc;
 		if (!found)
 			return -ENOENT;
