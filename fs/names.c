@@ -179,11 +179,16 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	 * A leaf is only checked: it is committed at close with its content,
 	 * type, mode and mtime, one commit per file (fs_leaf_pending_open).
 	 * That commit judges the name again (O_EXCL: refused if another
-	 * writer made it meanwhile), so the check's success is not confirmed
-	 * at etcd's newest revision: a round trip a file fewer.
+	 * writer made it meanwhile). Without O_EXCL the check's success is
+	 * not confirmed at etcd's newest revision (a round trip a file
+	 * fewer): a name made meanwhile is written over at close, as an
+	 * O_TRUNC open of it would. With O_EXCL it is: the open's answer is
+	 * what a lock file taken from two hosts relies on.
 	 */
 	if (view)
 		ret = model_create_as(ctx->model, path, &a, &err);
+	else if (fi->flags & O_EXCL)
+		ret = model_create_check(ctx->model, path, &a, &ino, &err);
 	else
 		ret = model_create_check_unconfirmed(ctx->model, path, &a, &ino, &err);
 	fs_write_end(ctx, ret);
