@@ -254,6 +254,23 @@ pread_is() {
 	refute_output --regexp 're-checking (every node|[1-9][0-9]* paths)'
 }
 
+# On etcd the watch may bring a commit of the mount's own before the
+# commit's answer is read (a loaded machine; the snapshot's carry comes
+# between): its events are held back from the feed's reader until then,
+# not taken for another's. The hook reads every commit's answer 300 ms
+# late, so the watch always brings it first (1 in 6 runs without it).
+@test "the daemon's own writes need no re-check on etcd, however late a commit's answer is read" {
+	is_etcd || skip "etcd's watch and a commit's answer race; LMDB's log is written in the commit"
+	KVFS_ETCD_TEST_NOTE_LATE_MS=300 remount -o debug
+	echo changed >"$MNT/t/a"
+	mkdir "$MNT/t/made"
+	run -0 cat "$MNT/t/a"
+	assert_output changed
+	sleep 0.5	# several polls: none may re-check anything
+	run grep 'changed elsewhere' "$MOUNT_LOG"
+	refute_output --regexp 're-checking (every node|[1-9][0-9]* paths)'
+}
+
 @test "kvfs check accepts the log; dump does not carry it" {
 	skip_on_etcd "the change log kept in LMDB"
 	kvfs put "$STORE" /t/a x

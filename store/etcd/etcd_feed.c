@@ -265,6 +265,46 @@ void store_etcd_feed_mine(struct store_etcd *st, uint64_t rev)
 	pthread_mutex_unlock(&st->feed_lock);
 }
 
+int etcd_feed_commit_begin(struct store_etcd *st)
+{
+	uint64_t floor;
+
+	pthread_mutex_lock(&st->feed_lock);
+	if (!st->feed) {
+		pthread_mutex_unlock(&st->feed_lock);
+		return -1;
+	}
+	pthread_mutex_lock(&st->feed->lock);
+	floor = st->feed->applied;	/* the commit's revision will be past it */
+	pthread_mutex_unlock(&st->feed->lock);
+	pthread_mutex_unlock(&st->feed_lock);
+	for (int i = 0; i < ETCD_INFLIGHT; i++) {
+		uint_fast64_t free_slot = 0;
+
+		if (atomic_compare_exchange_strong(&st->inflight[i], &free_slot, floor + 1))
+			return i;
+	}
+	return -1;	/* its events may pass for another's: a needless re-check at worst */
+}
+
+void etcd_feed_commit_end(struct store_etcd *st, int slot)
+{
+	if (slot >= 0)
+		atomic_store(&st->inflight[slot], 0);
+}
+
+/* How far the feed may hand out events from applied: short of any commit of ours under way. */
+static uint64_t feed_handout_upto(struct store_etcd *st, uint64_t applied)
+{
+	for (size_t i = 0; i < ETCD_INFLIGHT; i++) {
+		uint64_t slot = atomic_load(&st->inflight[i]);
+
+		if (slot && slot - 1 < applied)
+			applied = slot - 1;
+	}
+	return applied;
+}
+
 /* Under f->lock. */
 static bool is_mine(const struct etcd_feed *f, uint64_t rev)
 {
@@ -409,7 +449,7 @@ int store_etcd_feed_read(struct store *sb, uint64_t after, store_feed_fn fn, voi
 	}
 	f = st->feed;
 	pthread_mutex_lock(&f->lock);
-	*upto = f->applied;
+	*upto = feed_handout_upto(st, f->applied);
 	if (after < f->start || f->lost > after) {
 		pthread_mutex_unlock(&f->lock);
 		return -ESTALE;

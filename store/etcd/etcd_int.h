@@ -61,6 +61,9 @@
  */
 #define ETCD_SILENT_KEEP_MS 30000
 
+/* Commits of one handle under way that the feed tells apart from others' (etcd_feed.c). */
+#define ETCD_INFLIGHT 16
+
 struct etcd_feed;
 struct etcd_snap;
 struct etcd_blob;
@@ -74,6 +77,15 @@ struct store_etcd {
 	size_t prefix_len;	/* including the 0x00 */
 	bool created;	/* this handle created the store */
 	atomic_uint_fast64_t last_commit;
+	/*
+	 * Commits of ours under way (etcd_feed_commit_begin): each slot 1 + the
+	 * revision the watch had applied when it was sent, 0 when free. The
+	 * feed hands out no event past the lowest: it may be that commit's,
+	 * not yet noted as ours (store_etcd_feed_mine).
+	 */
+	atomic_uint_fast64_t inflight[ETCD_INFLIGHT];
+	unsigned test_note_late_us;	/* fixed: the test hook KVFS_ETCD_TEST_NOTE_LATE_MS,
+					 * a commit's answer read so late (tests/36) */
 	atomic_uint_fast64_t seq;	/* write attempts made, the value of the writer key */
 	atomic_uint_fast64_t txn_ids;	/* transactions begun: each one's id (etcd_kept.reader) */
 	pthread_mutex_t write_lock;	/* one write transaction at a time per handle */
@@ -442,6 +454,14 @@ int store_etcd_feed_read(struct store *st, uint64_t after, store_feed_fn fn, voi
 void store_etcd_feed_stop(struct store_etcd *st);
 /* Notes the revision of one of our own commits (the feed marks its events mine). */
 void store_etcd_feed_mine(struct store_etcd *st, uint64_t rev);
+/*
+ * Around a commit's Txn, up to its store_etcd_feed_mine: the watch may
+ * bring the commit's events before its answer is read, and they are held
+ * back from the feed's readers meanwhile, not taken for another's. begin
+ * gives the slot for end (-1: no watch, or every slot taken).
+ */
+int etcd_feed_commit_begin(struct store_etcd *st);
+void etcd_feed_commit_end(struct store_etcd *st, int slot);
 /*
  * The cluster's limits (docs/ETCD.md section 5): etcd_txn_ops and
  * etcd_txn_bytes are the handle's budget per Txn. etcd_limits_lower: the

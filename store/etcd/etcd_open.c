@@ -226,6 +226,8 @@ int store_etcd_open(struct store *sb, const char *url, unsigned flags, char *why
 	st->silent_keep_ns = (int64_t)ETCD_SILENT_KEEP_MS * 1000000;
 	if (getenv("KVFS_ETCD_TEST_SILENT_KEEP_MS"))
 		st->silent_keep_ns = atoll(getenv("KVFS_ETCD_TEST_SILENT_KEEP_MS")) * 1000000;
+	if (getenv("KVFS_ETCD_TEST_NOTE_LATE_MS"))
+		st->test_note_late_us = (unsigned)atoi(getenv("KVFS_ETCD_TEST_NOTE_LATE_MS")) * 1000u;
 	st->oneshot = st->base.flags & STORE_OPEN_ONESHOT;
 	atomic_init(&st->txn_ops, ETCD_TXN_OPS);
 	atomic_init(&st->txn_bytes, ETCD_TXN_BYTES);

@@ -541,7 +541,7 @@ static int commit_attempt(struct store_etcd_txn *t, uint64_t first, uint64_t seq
 	size_t max_cmps = max_ops - ETCD_TXN_ROOM < ETCD_CMPS_MAX ? max_ops - ETCD_TXN_ROOM
 								 : ETCD_CMPS_MAX;
 	int64_t rev = 0;
-	int rc;
+	int rc, slot;
 
 	*committed = true;
 	if ((rc = etcd_val_flush(t)))
@@ -595,9 +595,11 @@ static int commit_attempt(struct store_etcd_txn *t, uint64_t first, uint64_t seq
 		return rc;
 	if (etcd_buf_ops(t->buf) > max_ops || etcd_buf_bytes(t->buf) > max_bytes) {
 		/* over one request: staged, flipped, applied (store/etcd/etcd_big.c) */
+		slot = etcd_feed_commit_begin(t->st);
 		rc = etcd_big_commit(t, seq, committed, &rev);
 		if (rc == 0 && *committed && rev)
 			note_commit(t->st, (uint64_t)rev);
+		etcd_feed_commit_end(t->st, slot);
 		/* applying the record puts the writer key again, maybe by another process */
 		t->st->writer_rev = -1;
 		if (rc == 0 && !*committed)
@@ -606,7 +608,17 @@ static int commit_attempt(struct store_etcd_txn *t, uint64_t first, uint64_t seq
 			rc = 0;	/* staged or flipped over the cluster's limits: nothing visible, plan again */
 		return rc;
 	}
+	slot = etcd_feed_commit_begin(t->st);
 	rc = etcd_buf_commit(t->buf, t->c, committed, &rev);
+	if (t->st->test_note_late_us)
+		usleep(t->st->test_note_late_us);	/* the watch may bring it first */
+	if (rc == 0 && *committed) {
+		t->st->writer_rev = rev;
+		t->landed = rev;
+		etcd_snap_carry(t, rev);	/* before note_commit: the position moves after it */
+		note_commit(t->st, (uint64_t)rev);
+	}
+	etcd_feed_commit_end(t->st, slot);
 	if (rc && too_big_again(t, rc, max_ops, max_bytes)) {
 		/* refused whole (nothing applied): run again, within the limits just learned */
 		*committed = false;
@@ -620,12 +632,7 @@ static int commit_attempt(struct store_etcd_txn *t, uint64_t first, uint64_t seq
 	}
 	if (rc && etcd_outcome_unknown(rc))
 		return writer_settle(t, first, seq, committed);	/* the answer was lost: did it land? */
-	if (rc == 0 && *committed) {
-		t->st->writer_rev = rev;
-		t->landed = rev;
-		etcd_snap_carry(t, rev);	/* before note_commit: the position moves after it */
-		note_commit(t->st, (uint64_t)rev);
-	} else if (rc == 0) {
+	if (rc == 0 && !*committed) {
 		/* a guard failed: maybe ours on the writer key, as an earlier attempt landed late */
 		rc = writer_settle(t, first, seq, committed);
 	}
