@@ -12,6 +12,7 @@
 #include "store/store_int.h"
 
 #define FEED_TRIM_BATCH 64	/* old entries deleted per scan while trimming */
+#define FEED_TRIM_SLACK 16	/* the log may hold keep + keep / this before a trim */
 
 /* ---- tuple boundaries ---- */
 
@@ -256,12 +257,19 @@ int feed_entry_next(struct feed_entry *e, struct store_change *c)
 
 /* ---- the log in the store ---- */
 
-/* Deletes the entries below position lo, a batch per scan (normally one). */
-static int feed_trim(struct store_txn *txn, uint64_t lo)
+/*
+ * Deletes the entries below position lo, a batch per scan (normally one),
+ * but only once the oldest is slack or more below lo: deleting a few at a
+ * time would rewrite the log's first page (and the pages above it) in
+ * every commit, beside the last page its new entry goes to; this way one
+ * commit in slack does. Reading the first entry dirties nothing.
+ */
+static int feed_trim(struct store_txn *txn, uint64_t lo, uint64_t slack)
 {
 	uint8_t old[FEED_TRIM_BATCH][FEED_KEY_LEN];
 	struct store_val k, v;
 	struct store_scan *scan;
+	bool first = true;
 	unsigned n;
 	int ret;
 
@@ -271,10 +279,13 @@ static int feed_trim(struct store_txn *txn, uint64_t lo)
 			return ret;
 		n = 0;
 		while (n < FEED_TRIM_BATCH && (ret = store_scan_next(scan, &k, &v)) == 1) {
-			if (k.len == FEED_KEY_LEN && get_be(k.data, FEED_KEY_LEN) >= lo)
-				break;
 			if (k.len != FEED_KEY_LEN)
 				continue;	/* not ours: left for kvfs check to report */
+			if (get_be(k.data, FEED_KEY_LEN) >= lo)
+				break;
+			if (first && get_be(k.data, FEED_KEY_LEN) + slack >= lo)
+				break;	/* not yet slack behind: left for a later commit */
+			first = false;
 			memcpy(old[n++], k.data, FEED_KEY_LEN);
 		}
 		store_scan_close(scan);
@@ -307,7 +318,7 @@ int feed_txn_commit(struct store_txn *txn, const struct feed_set *s, uint64_t wr
 	ret = store_put(txn, STORE_SPACE_FEED, key, FEED_KEY_LEN, val, len);
 	free(val);
 	if (ret == 0 && pos > keep)
-		ret = feed_trim(txn, pos - keep + 1);
+		ret = feed_trim(txn, pos - keep + 1, keep / FEED_TRIM_SLACK);
 	return ret;
 }
 

@@ -306,6 +306,54 @@ static void test_trim(void)
 	store_close(st);
 }
 
+/* The oldest position store_feed_read still gives without a gap, after start. */
+static uint64_t oldest_kept(struct store *st, uint64_t start)
+{
+	struct got g = { 0 };
+	uint64_t upto, after = start;
+
+	while (store_feed_read(st, after, collect, &g, &upto) == -ESTALE)
+		after++;
+	return after + 1;
+}
+
+/*
+ * With a long log the trim waits until keep / 16 entries are over, then
+ * deletes them in one commit: the commits between touch only the log's
+ * last page, not its first one too.
+ */
+static void test_trim_in_batches(void)
+{
+	char dir[128];
+	struct store *st;
+	uint8_t k[64];
+	struct kv kv = { k, key_of(k, "x", NULL) };
+	uint64_t start, oldest, prev = 0;
+	int moves = 0, past = 0;
+
+	snprintf(dir, sizeof(dir), "%s/s%d", tmp_root, dir_serial++);
+	setenv("KVFS_CHANGES_KEEP", "64", 1);
+	CHECK_EQ_INT(store_open(dir, STORE_OPEN_CREATE, &st, NULL, 0), 0);
+	unsetenv("KVFS_CHANGES_KEEP");
+	start = store_position(st);
+	for (int i = 0; i < 100; i++) {
+		CHECK_EQ_INT(store_write(st, put_fn, &kv), 0);
+		oldest = oldest_kept(st, start);
+		/* between keep and keep + keep / 16 entries, never fewer */
+		CHECK(store_position(st) - oldest + 1 <= 64 + 4);
+		if (store_position(st) - start > 64) {
+			CHECK(store_position(st) - oldest + 1 >= 64);
+			past++;
+		}
+		moves += prev && oldest != prev;
+		prev = oldest;
+	}
+	/* one trim in five commits at most (was: every commit past keep) */
+	CHECK(past > 30);
+	CHECK(moves <= past / 5 + 1);
+	store_close(st);
+}
+
 int main(void)
 {
 	int rc;
@@ -321,6 +369,7 @@ int main(void)
 	TEST(test_decode_strict);
 	TEST(test_log_in_store);
 	TEST(test_trim);
+	TEST(test_trim_in_batches);
 	rc = UNIT_DONE();
 	nftw(tmp_root, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 	return rc;
