@@ -179,18 +179,20 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	 * A leaf is only checked: it is committed at close with its content,
 	 * type, mode and mtime, one commit per file (fs_leaf_pending_open).
 	 * That commit judges the name again (O_EXCL: refused if another
-	 * writer made it meanwhile). Without O_EXCL the check's success is
-	 * not confirmed at etcd's newest revision (a round trip a file
-	 * fewer): a name made meanwhile is written over at close, as an
-	 * O_TRUNC open of it would. With O_EXCL it is: the open's answer is
-	 * what a lock file taken from two hosts relies on.
+	 * writer made it meanwhile). With O_TRUNC and without O_EXCL (the
+	 * shell's >) the check's success is not confirmed at etcd's newest
+	 * revision (a round trip a file fewer): a name made meanwhile is
+	 * written over at close, as the O_TRUNC open of it would have. Else
+	 * it is: an O_EXCL open's answer is what a lock file taken from two
+	 * hosts relies on, and an append (>>) must not replace what another
+	 * host made.
 	 */
 	if (view)
 		ret = model_create_as(ctx->model, path, &a, &err);
-	else if (fi->flags & O_EXCL)
-		ret = model_create_check(ctx->model, path, &a, &ino, &err);
-	else
+	else if ((fi->flags & (O_TRUNC | O_EXCL)) == O_TRUNC)
 		ret = model_create_check_unconfirmed(ctx->model, path, &a, &ino, &err);
+	else
+		ret = model_create_check(ctx->model, path, &a, &ino, &err);
 	fs_write_end(ctx, ret);
 	if (ret < 0 && !view && err.reason == MODEL_REASON_NOT_AN_INDEX) {
 		/* a name that is no index in an array: a pending temporary file */

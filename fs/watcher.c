@@ -19,8 +19,19 @@
  */
 static bool store_changed_elsewhere(struct fs_ctx *ctx, uint64_t *gen)
 {
+	bool changed;
+
 	*gen = model_generation(ctx->model);
-	return model_changed_elsewhere(ctx->model);
+	changed = model_changed_elsewhere(ctx->model);
+	/*
+	 * Changed: what it looked at may be past the generation read before
+	 * (another's commit came between), and is not looked at again: the
+	 * feed is read up to the generation as it is now, which covers it.
+	 * Unchanged: everything up to the earlier generation was ours.
+	 */
+	if (changed)
+		*gen = model_generation(ctx->model);
+	return changed;
 }
 
 /* ---- the change feed: what other commits touched ---- */

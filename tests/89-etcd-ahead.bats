@@ -283,7 +283,16 @@ EOF
 	assert_output --partial 'cannot overwrite existing file'
 	run -0 kvfs get "$STORE" /lock
 	assert_output first
-	# without O_EXCL the create asks nothing more: the name is written over
+	# an append (O_CREAT without O_TRUNC) is confirmed too: it must not
+	# replace what another process has just made
+	run -0 ls "$m2"	# a snapshot of now, without the name
+	kvfs put "$STORE" /log first
+	echo more >>"$m2/log"
+	run -0 kvfs get "$STORE" /log
+	assert_output "$(printf 'first\nmore')"
+	# with O_TRUNC and without O_EXCL the create asks nothing more: the
+	# name is written over, as the shell's > would have
+	run -0 ls "$m2"	# a snapshot of now, without the name
 	kvfs put "$STORE" /plain first
 	echo second >"$m2/plain"
 	run -0 kvfs get "$STORE" /plain

@@ -595,11 +595,14 @@ static int commit_attempt(struct store_etcd_txn *t, uint64_t first, uint64_t seq
 		return rc;
 	if (etcd_buf_ops(t->buf) > max_ops || etcd_buf_bytes(t->buf) > max_bytes) {
 		/* over one request: staged, flipped, applied (store/etcd/etcd_big.c) */
-		slot = etcd_feed_commit_begin(t->st);
+		/*
+		 * No feed slot (etcd_feed_commit_begin): its staging can take
+		 * seconds, and would hold back every other host's events that
+		 * long; its own, taken for another's, cost a re-check at worst.
+		 */
 		rc = etcd_big_commit(t, seq, committed, &rev);
 		if (rc == 0 && *committed && rev)
 			note_commit(t->st, (uint64_t)rev);
-		etcd_feed_commit_end(t->st, slot);
 		/* applying the record puts the writer key again, maybe by another process */
 		t->st->writer_rev = -1;
 		if (rc == 0 && !*committed)
@@ -608,6 +611,7 @@ static int commit_attempt(struct store_etcd_txn *t, uint64_t first, uint64_t seq
 			rc = 0;	/* staged or flipped over the cluster's limits: nothing visible, plan again */
 		return rc;
 	}
+	/* until it is noted as ours, or known not to have landed: */
 	slot = etcd_feed_commit_begin(t->st);
 	rc = etcd_buf_commit(t->buf, t->c, committed, &rev);
 	if (t->st->test_note_late_us)
@@ -617,26 +621,40 @@ static int commit_attempt(struct store_etcd_txn *t, uint64_t first, uint64_t seq
 		t->landed = rev;
 		etcd_snap_carry(t, rev);	/* before note_commit: the position moves after it */
 		note_commit(t->st, (uint64_t)rev);
-	}
-	etcd_feed_commit_end(t->st, slot);
-	if (rc && too_big_again(t, rc, max_ops, max_bytes)) {
+	} else if (rc && too_big_again(t, rc, max_ops, max_bytes)) {
 		/* refused whole (nothing applied): run again, within the limits just learned */
 		*committed = false;
-		return 0;
-	}
-	if (rc == -ENOENT && etcd_buf_has_leases(t->buf)) {
+		rc = 0;
+	} else if (rc == -ENOENT && etcd_buf_has_leases(t->buf)) {
 		/* a cached TTL lease is gone (refused, nothing applied): grant anew and run again */
 		etcd_lease_forget(t->st);
 		*committed = false;
-		return 0;
-	}
-	if (rc && etcd_outcome_unknown(rc))
-		return writer_settle(t, first, seq, committed);	/* the answer was lost: did it land? */
-	if (rc == 0 && !*committed) {
-		/* a guard failed: maybe ours on the writer key, as an earlier attempt landed late */
+		rc = 0;
+	} else if ((rc && etcd_outcome_unknown(rc)) || rc == 0) {
+		/*
+		 * The answer was lost, or a guard failed (maybe ours on the
+		 * writer key, as an earlier attempt landed late): did one land?
+		 */
 		rc = writer_settle(t, first, seq, committed);
 	}
+	etcd_feed_commit_end(t->st, slot);
 	return rc;
+}
+
+/*
+ * fn refused at attempt seq after an earlier attempt of the same write was
+ * sent and not known to have landed: when one did (held by a member, late),
+ * the refusal judged the state it made (an O_EXCL create finding its own
+ * leaf), and that attempt is the write. *landed gets its revision.
+ */
+static bool earlier_landed(struct store_etcd_txn *t, uint64_t first, uint64_t seq, int64_t *landed)
+{
+	bool committed = false;
+
+	if (seq <= first || writer_settle(t, first, seq - 1, &committed) != 0 || !committed)
+		return false;
+	*landed = t->st->writer_rev;
+	return true;
 }
 
 int store_etcd_write(struct store *sb, store_write_fn fn, void *arg)
@@ -675,6 +693,12 @@ int store_etcd_write(struct store *sb, store_write_fn fn, void *arg)
 		rc = fn(&t->base, arg);
 		if (rc >= 0 && t->guard_rc)
 			rc = t->guard_rc;	/* a scan's guard went unrecorded: nothing may land */
+		if (rc < 0 && rc != -ESTALE && sent && earlier_landed(t, first, seq, &landed)) {
+			txn_release(t);
+			free(t);
+			rc = 0;
+			break;
+		}
 		/*
 		 * A check whose commit judges it again (rc > 0, unconfirmed)
 		 * stands as read: the create's dry run before an O_EXCL
