@@ -480,9 +480,10 @@ int model_create_check(struct model *m, const char *path, const struct model_att
  * model_create_check for a leaf whose commit follows (model_write_file
  * with c->create): a success is what the check read, which an etcd store
  * does not confirm at the newest revision (a round trip fewer); the
- * commit judges the name again, and refuses it with c->excl when it was
- * made meanwhile (docs/COMMITS.md, "O_EXCL at close"). For creates without
- * O_EXCL: an O_EXCL open's EEXIST is a promise model_create_check keeps.
+ * commit writes the leaf over a name made meanwhile. For creates with
+ * O_TRUNC and without O_EXCL (docs/COMMITS.md, "O_EXCL at close"): an
+ * O_EXCL open's EEXIST is a promise model_create_check keeps, and an
+ * append must not replace what another host has just made.
  */
 int model_create_check_unconfirmed(struct model *m, const char *path,
 				   const struct model_attr *attr, uint64_t *ino,

@@ -285,8 +285,9 @@ void *store_txn_owner(const struct store_txn *txn);
  * commits nothing), its outcome is taken as read, not confirmed at the
  * newest revision. A backend that reads a write from shared answers
  * (etcd: docs/ETCD.md section 8a) confirms such an outcome with a round
- * trip of its own; this is for a check whose later commit judges the
- * same thing again (an O_EXCL create: model_create_check_unconfirmed).
+ * trip of its own; this is for a check whose later commit makes the
+ * outcome right anyway (a create with O_TRUNC, whose commit writes over a
+ * name made meanwhile: model_create_check_unconfirmed).
  */
 void store_txn_unconfirmed(struct store_txn *txn);
 /*

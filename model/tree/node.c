@@ -598,7 +598,7 @@ static int write_file_txn(struct store_txn *txn, void *arg)
 	ret = tree_lookup(txn, p.key, p.len, &before);
 	if (ret < 0)
 		return tree_fail(op->err, ret, "%s: %s", op->path, strerror(-ret));
-	/* an O_EXCL create whose check was not confirmed: the name is judged here */
+	/* an O_EXCL create: another writer may have made the name since its open's check */
 	if (c->create && c->excl && before.exists)
 		return tree_fail(op->err, -EEXIST, "%s: already exists (made by another writer since "
 				 "this file was created)", op->path);

@@ -700,9 +700,9 @@ int store_etcd_write(struct store *sb, store_write_fn fn, void *arg)
 			break;
 		}
 		/*
-		 * A check whose commit judges it again (rc > 0, unconfirmed)
-		 * stands as read: the create's dry run before an O_EXCL
-		 * file's commit at close, one round trip a file fewer.
+		 * A check whose later commit makes the outcome right anyway
+		 * (rc > 0, unconfirmed) stands as read: the dry run of a create
+		 * with O_TRUNC, one round trip a file fewer.
 		 */
 		if (t->snap && rc != -ESTALE && (rc != 0 || (etcd_buf_empty(t->buf) && !t->resv)) &&
 		    !(rc > 0 && t->base.unconfirmed) && !outcome_holds(t)) {
