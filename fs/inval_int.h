@@ -120,8 +120,9 @@ struct fs_watcher {
 	/*
 	 * The change feed (model_changes_read): the watcher reads what other
 	 * commits touched from feed_pos on, and has the worker revalidate only
-	 * those nodes; when the store cannot tell, every node. Only the
-	 * watcher thread touches these (fs_watch_start sets them before).
+	 * those nodes; when the store cannot tell, every node. Under lock
+	 * (the watcher and the reaper on the chores thread; fs_watch_start
+	 * sets them before either runs).
 	 */
 	uint64_t feed_pos;	/* generation the feed was read up to */
 	uint64_t feed_want;	/* a foreign commit was seen at this generation: read to it */
@@ -132,11 +133,16 @@ struct fs_watcher {
 	 * caches once the worker sent them). Any thread: user.kvfs.stats.
 	 */
 	atomic_uint_fast64_t position;
-	pthread_mutex_t lock;	/* stop, started */
+	pthread_mutex_t lock;	/* the feed's fields above, stop, started */
 	pthread_cond_t cond;
 	bool stop, started;
-	pthread_t thread;
+	pthread_t thread;	/* the watcher: the feed */
+	pthread_t chores;	/* the reaper, held leaves and removals, waiting schemas */
 };
+/* reap_hi while a reap runs: every commit of ours from reap_lo on is read as another's */
+#define FS_REAP_OPEN UINT64_MAX
+uint64_t fs_watch_reap_begin(struct fs_ctx *ctx, uint64_t before);
+void fs_watch_reap_end(struct fs_ctx *ctx, uint64_t after, uint64_t hi);
 int fs_watch_start(struct fs_ctx *ctx);
 void fs_watch_stop(struct fs_ctx *ctx);
 

@@ -192,12 +192,13 @@ void fs_ttl_removexattr(fuse_req_t req, fuse_ino_t ino)
 void fs_ttl_reap(struct fs_ctx *ctx)
 {
 	struct model_error err = { 0 };
-	uint64_t reaped = 0, before, after;
+	uint64_t reaped = 0, before, after, hi;
 	int ret;
 
 	if (ctx->read_only)
 		return;
 	before = model_generation(ctx->model);
+	hi = fs_watch_reap_begin(ctx, before);	/* the feed reads these commits of ours as another's */
 	ret = model_ttl_reap(ctx->model, FS_TTL_REAP_BATCHES, &reaped, &err);
 	if (ret < 0)
 		fs_log_model(ctx, ret, &err, "ttl reaper");
@@ -205,14 +206,7 @@ void fs_ttl_reap(struct fs_ctx *ctx)
 	if (reaped && ctx->commit_ms && model_sync(ctx->model) < 0)
 		fs_log(ctx, LOG_ERR, "ttl reaper: cannot commit the queued changes");
 	after = model_generation(ctx->model);
-	if (reaped && after > before) {
-		/* the feed reads these commits of ours as another's (watcher thread only) */
-		if (ctx->watch.reap_hi <= ctx->watch.feed_pos)
-			ctx->watch.reap_lo = before + 1;
-		ctx->watch.reap_hi = after;
-		if (after > ctx->watch.feed_want)
-			ctx->watch.feed_want = after;
-	}
+	fs_watch_reap_end(ctx, reaped && after > before ? after : 0, hi);
 	/* No invalidation here: the reaper commits outside the write section,
 	 * so the change feed names what it removed to the watcher as if
 	 * another process had (and nodes that may expire are never cached). */

@@ -1,8 +1,8 @@
 /*
- * fs/watcher.c - the watcher thread, each tick: notices commits by other
+ * fs/watcher.c - two threads ticking: the watcher notices commits by other
  * processes and has the worker re-check only what the change feed says they
- * touched; runs the TTL reaper, commits held leaves, tries held removals,
- * retries waiting schemas.
+ * touched; the chores thread runs the TTL reaper, commits held leaves,
+ * tries held removals, retries waiting schemas.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -85,6 +85,15 @@ static void batch_free(struct feed_batch *b)
 	b->head = b->tail = NULL;
 }
 
+/* The feed was read up to pos, its invalidations queued (the watcher thread). */
+static void feed_publish(struct fs_ctx *ctx, uint64_t pos)
+{
+	pthread_mutex_lock(&ctx->watch.lock);
+	if (pos > ctx->watch.feed_pos)
+		ctx->watch.feed_pos = pos;
+	pthread_mutex_unlock(&ctx->watch.lock);
+}
+
 /*
  * Runs on the watcher thread, once per poll. When no other process
  * committed, the generation moved by our own commits only: nothing to
@@ -94,26 +103,38 @@ static void batch_free(struct feed_batch *b)
  */
 static void feed_poll(struct fs_ctx *ctx)
 {
-	struct feed_batch b = { NULL, NULL, 0, ctx->watch.reap_lo, ctx->watch.reap_hi };
-	uint64_t gen, upto = ctx->watch.feed_pos;
+	struct fs_watcher *w = &ctx->watch;
+	struct feed_batch b = { NULL, NULL, 0, 0, 0 };
+	uint64_t gen, pos, want, upto;
+	bool changed = store_changed_elsewhere(ctx, &gen);
 	int ret;
 
-	if (store_changed_elsewhere(ctx, &gen) && gen > ctx->watch.feed_want)
-		ctx->watch.feed_want = gen;
-	if (ctx->watch.feed_pos >= ctx->watch.feed_want) {
-		if (gen > ctx->watch.feed_pos)
-			ctx->watch.feed_pos = gen;
+	pthread_mutex_lock(&w->lock);
+	if (changed && gen > w->feed_want)
+		w->feed_want = gen;
+	/* a reap under way: its commits may be in, and are read as another's */
+	if (w->reap_hi == FS_REAP_OPEN && gen > w->feed_want)
+		w->feed_want = gen;
+	if (w->feed_pos >= w->feed_want && gen > w->feed_pos)
+		w->feed_pos = gen;
+	b.reap_lo = w->reap_lo;
+	b.reap_hi = w->reap_hi;
+	pos = upto = w->feed_pos;
+	want = w->feed_want;
+	pthread_mutex_unlock(&w->lock);
+	if (pos >= want)
 		return;
-	}
-	ret = model_changes_read(ctx->model, ctx->watch.feed_pos, feed_one, &b, &upto);
-	ctx->watch.feed_pos = upto > ctx->watch.feed_pos ? upto : ctx->watch.feed_pos;
+	ret = model_changes_read(ctx->model, pos, feed_one, &b, &upto);
+	if (upto > pos)
+		pos = upto;
 	if (ret < 0) {
 		batch_free(&b);
 		fs_trace(ctx, "the store changed elsewhere (%s): re-checking every node",
 			 ret == -ESTALE ? "the change log cannot tell what" : strerror(-ret));
-		if (ret != -ESTALE || ctx->watch.feed_pos < ctx->watch.feed_want)
-			ctx->watch.feed_pos = ctx->watch.feed_want;	/* the re-check covers it */
+		if (ret != -ESTALE || pos < want)
+			pos = want;	/* the re-check covers it */
 		fs_inval_foreign(ctx);
+		feed_publish(ctx, pos);
 		return;
 	}
 	fs_trace(ctx, "the store changed elsewhere: re-checking %u paths", b.n);
@@ -124,6 +145,7 @@ static void feed_poll(struct fs_ctx *ctx)
 		iv->next = NULL;
 		fs_inval_queue(ctx, iv);
 	}
+	feed_publish(ctx, pos);
 }
 
 /*
@@ -143,42 +165,59 @@ static void readers_check(struct fs_ctx *ctx)
 }
 
 /*
- * The feed read and the position published: at both ends of a tick, as the
- * work between can wait on the store's servers (the TTL reaper's read, say,
- * up to its limit once they stop answering) and the watch meanwhile
- * brings in what the position waits for: traced after a heal, the reaper
- * held a backlog the watch had applied 0.8 s out of the position.
+ * Waits out one tick from now; false once the threads are to stop. Called
+ * and returning with ctx->watch.lock held.
  */
-static void feed_step(struct fs_ctx *ctx)
+static bool tick_wait(struct fs_ctx *ctx)
 {
-	feed_poll(ctx);
-	atomic_store(&ctx->watch.position, ctx->watch.feed_pos);
+	struct timespec until;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_nsec += FS_WATCH_MS * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_nsec -= 1000000000L;
+		until.tv_sec++;
+	}
+	while (!ctx->watch.stop &&
+	       pthread_cond_timedwait(&ctx->watch.cond, &ctx->watch.lock, &until) != ETIMEDOUT)
+		;
+	return !ctx->watch.stop;
 }
 
+/*
+ * The watcher: the feed read and the position published, each tick, and
+ * nothing else. The chores wait on the store's servers (the TTL reaper's
+ * read, up to its limit and more once they stop answering): on this
+ * thread they held the position back after a heal, 6.8 s once when the
+ * reaper took 25 s in a cut, while the watch had what it waited for.
+ */
 static void *watch_main(void *arg)
 {
 	struct fs_ctx *ctx = arg;
-	struct timespec until;
+
+	pthread_mutex_lock(&ctx->watch.lock);
+	while (tick_wait(ctx)) {
+		uint64_t pos;
+
+		pthread_mutex_unlock(&ctx->watch.lock);
+		feed_poll(ctx);
+		pthread_mutex_lock(&ctx->watch.lock);
+		pos = ctx->watch.feed_pos;
+		atomic_store(&ctx->watch.position, pos);
+	}
+	pthread_mutex_unlock(&ctx->watch.lock);
+	return NULL;
+}
+
+/* The chores, each tick; each may wait on the store. */
+static void *chores_main(void *arg)
+{
+	struct fs_ctx *ctx = arg;
 	unsigned ticks = 0;
 
 	pthread_mutex_lock(&ctx->watch.lock);
-	long tick_ms = FS_WATCH_MS;
-
-	while (!ctx->watch.stop) {
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_nsec += tick_ms * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_nsec -= 1000000000L;
-			until.tv_sec++;
-		}
-		while (!ctx->watch.stop &&
-		       pthread_cond_timedwait(&ctx->watch.cond, &ctx->watch.lock,
-					      &until) != ETIMEDOUT)
-			;
-		if (ctx->watch.stop)
-			break;
+	while (tick_wait(ctx)) {
 		pthread_mutex_unlock(&ctx->watch.lock);
-		feed_step(ctx);
 		if (++ticks % FS_READERS_CHECK_TICKS == 0)
 			readers_check(ctx);
 		fs_ttl_reap(ctx);
@@ -186,11 +225,42 @@ static void *watch_main(void *arg)
 			fs_held_commit(ctx, false);	/* leaves made by mknod and never opened */
 		fs_rmhold_settle(ctx, false);	/* removals in rows no rmdir took */
 		fs_table_settle(ctx, FS_SETTLE_IDLE);	/* schemas waiting for their rows */
-		feed_step(ctx);
 		pthread_mutex_lock(&ctx->watch.lock);
 	}
 	pthread_mutex_unlock(&ctx->watch.lock);
 	return NULL;
+}
+
+/*
+ * The reaper's commits are ours, and the feed must read them as another's
+ * (they were made outside any operation, nothing invalidated them): from
+ * before on, every commit of ours is read so until fs_watch_reap_end.
+ * Returns what to hand back to it. The chores thread.
+ */
+uint64_t fs_watch_reap_begin(struct fs_ctx *ctx, uint64_t before)
+{
+	struct fs_watcher *w = &ctx->watch;
+	uint64_t hi;
+
+	pthread_mutex_lock(&w->lock);
+	hi = w->reap_hi;
+	if (w->reap_hi <= w->feed_pos)
+		w->reap_lo = before + 1;	/* the last reap's range read: a new one */
+	w->reap_hi = FS_REAP_OPEN;
+	pthread_mutex_unlock(&w->lock);
+	return hi;
+}
+
+/* The reap ended at generation after (0: it committed nothing); hi from fs_watch_reap_begin. */
+void fs_watch_reap_end(struct fs_ctx *ctx, uint64_t after, uint64_t hi)
+{
+	struct fs_watcher *w = &ctx->watch;
+
+	pthread_mutex_lock(&w->lock);
+	w->reap_hi = after > hi ? after : hi;
+	if (after > w->feed_want)
+		w->feed_want = after;
+	pthread_mutex_unlock(&w->lock);
 }
 
 int fs_watch_start(struct fs_ctx *ctx)
@@ -202,6 +272,17 @@ int fs_watch_start(struct fs_ctx *ctx)
 	atomic_store(&ctx->watch.position, ctx->watch.feed_pos);
 	pthread_mutex_lock(&ctx->watch.lock);
 	ret = pthread_create(&ctx->watch.thread, NULL, watch_main, ctx);
+	if (ret == 0) {
+		ret = pthread_create(&ctx->watch.chores, NULL, chores_main, ctx);
+		if (ret != 0) {
+			ctx->watch.stop = true;
+			pthread_cond_broadcast(&ctx->watch.cond);
+			pthread_mutex_unlock(&ctx->watch.lock);
+			pthread_join(ctx->watch.thread, NULL);
+			pthread_mutex_lock(&ctx->watch.lock);
+			ctx->watch.stop = false;
+		}
+	}
 	ctx->watch.started = ret == 0;
 	pthread_mutex_unlock(&ctx->watch.lock);
 	return -ret;
@@ -215,8 +296,9 @@ void fs_watch_stop(struct fs_ctx *ctx)
 		return;
 	}
 	ctx->watch.stop = true;
-	pthread_cond_signal(&ctx->watch.cond);
+	pthread_cond_broadcast(&ctx->watch.cond);
 	pthread_mutex_unlock(&ctx->watch.lock);
 	pthread_join(ctx->watch.thread, NULL);
+	pthread_join(ctx->watch.chores, NULL);
 	ctx->watch.started = false;
 }
