@@ -59,6 +59,8 @@ struct etcd_client {
 	bool created;	/* its member answered that the watch is created */
 	bool kept;	/* it sent while a question went unanswered: the next unanswered one ends it */
 	bool long_connect;	/* the last stream's TLS handshake ran out of time: the next gets ETCD_CONNECT_MS */
+	bool stay;	/* the last stream's watch_fn asked for ETCD_WATCH_AGAIN: the next starts on its member */
+	int64_t created_rev;	/* etcd_client_watch_created_rev */
 	int64_t began_ns;	/* when it was sent */
 	int64_t heard_ns;	/* when its member last sent bytes or answered a probe */
 	int64_t asked_ns;	/* when the probe's last question ended (0: none since the stream began) */
@@ -209,32 +211,76 @@ static void note_down(struct etcd_client *c)
 }
 
 /*
- * Asks the watch's member for a linearizable read (which a member cut off
- * from the leader cannot answer) on a connection of its own: 1 when it
- * answered it, 0 when it answered with an error (it lives, but cannot say
- * it is current), -1 when it did not answer. Cannot tell (no memory): 0.
+ * Asks member m for a linearizable read (which a member cut off from the
+ * leader cannot answer) on the probe's connection, within limit_ms: 1 when
+ * it answered it, 0 when it answered with an error (it lives, but cannot
+ * say it is current), -1 when it did not answer. Cannot tell (no memory): 0.
  */
-static int member_answers(struct etcd_client *c)
+static int member_answers(struct etcd_client *c, size_t m, long limit_ms)
 {
 	char url[320];
 	long status = 0;
+	CURLcode cc;
 
 	if (!c->probe) {
 		c->probe = curl_easy_init();
 		if (!c->probe)
 			return 0;
 		etcd_client_connection_setup(c, c->probe);
-		curl_easy_setopt(c->probe, CURLOPT_TIMEOUT_MS, (long)ETCD_PROBE_MS);
 		curl_easy_setopt(c->probe, CURLOPT_WRITEFUNCTION, discard_body);
 		curl_easy_setopt(c->probe, CURLOPT_POSTFIELDS, "{\"key\":\"AA==\",\"count_only\":true}");
 	}
-	snprintf(url, sizeof(url), "%s/v3/kv/range", c->eps[c->cur]);
+	snprintf(url, sizeof(url), "%s/v3/kv/range", c->eps[m]);
 	curl_easy_setopt(c->probe, CURLOPT_URL, url);
 	curl_easy_setopt(c->probe, CURLOPT_HTTPHEADER, c->headers);	/* the token too */
-	if (curl_easy_perform(c->probe) != CURLE_OK)
+	curl_easy_setopt(c->probe, CURLOPT_TIMEOUT_MS, limit_ms);
+	curl_easy_setopt(c->probe, CURLOPT_CONNECTTIMEOUT_MS, limit_ms);
+	cc = curl_easy_perform(c->probe);
+	if (cc != CURLE_OK)
 		return -1;
 	curl_easy_getinfo(c->probe, CURLINFO_RESPONSE_CODE, &status);
 	return status == 200;
+}
+
+/*
+ * Whether the watch's member is current, asked for up to ETCD_PROBE_MS as
+ * member_answers says. While it is silent, the other members are asked
+ * too, each in turn: one that answers is current where the watch's member
+ * is not (behind: cut off with this host and still applying after the
+ * heal, when its question, asked in the cut, waited out the whole probe
+ * and left the watch there 1.5 s after a heal); it is noted as the member
+ * that answered last, where the next watch starts, and the answer is -1.
+ */
+static int watch_member_current(struct etcd_client *c)
+{
+	int64_t end = now_ns() + (int64_t)ETCD_PROBE_MS * 1000000;
+	size_t other = c->cur;
+
+	for (;;) {
+		int64_t left_ms = (end - now_ns()) / 1000000;
+		int answer;
+
+		if (left_ms <= 0)
+			return -1;
+		answer = member_answers(c, c->cur, left_ms < ETCD_PROBE_TURN_MS ? left_ms
+										 : ETCD_PROBE_TURN_MS);
+		if (answer >= 0)
+			return answer;
+		for (size_t i = 1; i < c->n_eps; i++) {
+			other = (other + 1) % c->n_eps;
+			if (other != c->cur)
+				break;
+		}
+		left_ms = (end - now_ns()) / 1000000;
+		if (other == c->cur || left_ms <= 0)
+			continue;
+		if (member_answers(c, other, left_ms < ETCD_PROBE_OTHER_MS ? left_ms
+									: ETCD_PROBE_OTHER_MS) == 1) {
+			atomic_store(&c->health->answered_member, other);
+			atomic_store(&c->health->answered_ns, now_ns());
+			return -1;
+		}
+	}
 }
 
 /*
@@ -303,7 +349,7 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
 		return 0;
 	if (!c->created && asked - c->began_ns < (int64_t)ETCD_CONFIRM_MS * 1000000)
 		return 0;	/* being connected or created: its own limits bound that */
-	answer = member_answers(c);
+	answer = watch_member_current(c);
 	c->asked_ns = now_ns();
 	if (answer == 1)
 		atomic_store(&c->confirmed_ns, asked);
@@ -325,6 +371,11 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
 int64_t etcd_client_confirmed_ns(const struct etcd_client *c)
 {
 	return atomic_load(&c->confirmed_ns);
+}
+
+int64_t etcd_client_watch_created_rev(const struct etcd_client *c)
+{
+	return c->created_rev;
 }
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -389,6 +440,10 @@ static bool pick_member(struct etcd_client *c, bool next)
  */
 static void start_where_answered(struct etcd_client *c)
 {
+	if (c->stay) {
+		c->stay = false;
+		return;
+	}
 	if (atomic_load(&c->health->answered_ns) > c->began_ns)
 		c->cur = atomic_load(&c->health->answered_member) % c->n_eps;
 	else
@@ -549,6 +604,7 @@ static int post(struct etcd_client *c, const char *path, const char *body, bool 
 		if (stream) {
 			/* each member's stream: asked as soon as it is created (on_progress) */
 			c->created = c->kept = false;
+			c->created_rev = 0;
 			c->began_ns = c->heard_ns = now_ns();
 			c->asked_ns = 0;
 		}
@@ -891,6 +947,7 @@ static int watch_line(struct etcd_client *c, const char *line, size_t len)
 	}
 	if (etcd_wire_get_bool(res, "created")) {
 		c->created = true;
+		c->created_rev = rev;
 		rc = c->watch_fn(NULL, c->watch_arg);
 		goto out;
 	}
@@ -972,6 +1029,7 @@ int etcd_client_watch(struct etcd_client *c, const void *key, size_t key_len,
 	c->watch_arg = arg;
 	c->watch_rc = 0;
 	c->compact_rev = 0;
+	c->created_rev = 0;
 	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_watch_body);
 	c->streaming = true;
 	rc = post(c, "/v3/watch", body, true, ETCD_CALL_READ, NULL);
@@ -984,6 +1042,7 @@ int etcd_client_watch(struct etcd_client *c, const void *key, size_t key_len,
 	c->resp.len = 0;
 	if (compact_rev)
 		*compact_rev = c->compact_rev;
+	c->stay = rc == ETCD_WATCH_AGAIN;
 	/* A stream that ends by itself (member gone) is a broken watch. */
 	if (rc == 0)
 		rc = etcd_client_fail(c, -EPIPE, "etcd %s: watch stream ended", c->eps[c->cur]);

@@ -54,6 +54,8 @@ struct etcd_client;
 #define ETCD_READ_TRY_MS 2000	/* a read waits this long for a member while others may answer */
 #define ETCD_CONFIRM_MS 2000	/* a watch asks its member this often whether it is current */
 #define ETCD_PROBE_MS 2000	/* ... and, silent, ends when it does not answer within this */
+#define ETCD_PROBE_TURN_MS 500	/* ... asked in turns of this, ... */
+#define ETCD_PROBE_OTHER_MS 300	/* ... with another member asked this long between */
 #define ETCD_CONNECT_MS 1000	/* a connection not made within this is given up */
 /*
  * ... a watch's within this, and tried again 0.2 s later (store/etcd's
@@ -296,6 +298,14 @@ struct etcd_event {
  * Return 0 to go on, anything else to end the watch (etcd_watch returns it).
  */
 typedef int (*etcd_watch_fn)(const struct etcd_event *ev, void *arg);
+/*
+ * What a watch_fn returns to end the stream and have the next
+ * etcd_client_watch on the same client start on the same member (one that
+ * just answered): a caller resuming from a later revision than the stream
+ * would have sent (a backlog it will not read, say). Any other non-zero
+ * value only ends it.
+ */
+#define ETCD_WATCH_AGAIN 2
 
 /*
  * Watches [key, range_end) (range_end NULL: the key alone) from start_rev
@@ -310,6 +320,9 @@ typedef int (*etcd_watch_fn)(const struct etcd_event *ev, void *arg);
  * none within ETCD_PROBE_MS while the stream sent nothing either ends it
  * with -ETIMEDOUT and notes the member in the health table (a hung member,
  * or one cut off from the others, would keep a watch silent for good).
+ * While it is silent the other members are asked in turn (each
+ * ETCD_PROBE_OTHER_MS, between turns of ETCD_PROBE_TURN_MS on its own): one
+ * that answers ends the stream at once, and the next starts there.
  * The first question is asked once the member has created the watch, or
  * ETCD_CONFIRM_MS after it was sent when it has not; the next one
  * ETCD_CONFIRM_MS after an answer. A member that does not answer while
@@ -329,6 +342,13 @@ int etcd_client_watch(struct etcd_client *c, const void *key, size_t key_len,
  * Any thread, while c is open.
  */
 int64_t etcd_client_confirmed_ns(const struct etcd_client *c);
+/*
+ * The revision the member of the running watch had when it created it
+ * (its answer's header): what it sends first after a start_rev below it
+ * is the backlog up to there. 0 before the watch is created. The watch's
+ * thread (its watch_fn), while etcd_client_watch runs.
+ */
+int64_t etcd_client_watch_created_rev(const struct etcd_client *c);
 
 /* Base64 (RFC 4648, padded), exposed for tests. encode: out >= 4*((n+2)/3)+1 bytes, NUL-ended. */
 size_t etcd_b64_encode(const void *in, size_t n, char *out);

@@ -36,6 +36,7 @@ void test_leases(void);
 
 /* test_etcd_client_watch.c */
 void test_watch(void);
+void test_watch_skip(void);
 void test_compacted(void);
 
 /* test_etcd_client_faults.c */

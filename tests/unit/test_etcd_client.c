@@ -70,6 +70,7 @@ int main(int argc, char **argv)
 	TEST(test_txn_many_ops);
 	TEST(test_leases);
 	TEST(test_watch);
+	TEST(test_watch_skip);
 	TEST(test_failover);
 	TEST(test_hung_member);
 	TEST(test_deadline);

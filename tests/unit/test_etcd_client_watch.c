@@ -1,7 +1,8 @@
 /*
  * tests/unit/test_etcd_client_watch.c - watches: another handle's puts and
- * delete reaching a prefix watch in order, a replay from a revision, and
- * what compaction leaves of reads and watches from before it.
+ * delete reaching a prefix watch in order, a replay from a revision, a
+ * watch ended at its creation to skip a backlog, and what compaction
+ * leaves of reads and watches from before it.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -170,6 +171,69 @@ void test_watch(void)
 	CHECK_EQ_INT(etcd_client_delete_range(c, p, pl, end, etcd_prefix_end(p, pl, end), NULL, NULL), 0);
 	etcd_client_close(c);
 }
+struct skip_log {
+	struct etcd_client *c;
+	int64_t created;	/* the member's revision at the creation */
+	int events;
+	char first[64];	/* the first event's key */
+};
+
+/* Skips the backlog at the creation (ETCD_WATCH_AGAIN); then ends at the first event. */
+static int skip_event(const struct etcd_event *ev, void *arg)
+{
+	struct skip_log *s = arg;
+	size_t l;
+
+	if (!ev) {
+		s->created = etcd_client_watch_created_rev(s->c);
+		return s->events ? 0 : ETCD_WATCH_AGAIN;
+	}
+	l = ev->kv->key_len < 63 ? ev->kv->key_len : 63;
+	memcpy(s->first, ev->kv->key, l);
+	s->first[l] = '\0';
+	return 1;
+}
+
+/*
+ * A watch from an old revision learns at its creation how far its member
+ * is (the backlog it would send first); a callback that ends it there
+ * with ETCD_WATCH_AGAIN gets that back, and a watch from past the backlog
+ * sees only what came after.
+ */
+void test_watch_skip(void)
+{
+	struct etcd_client *c = client();
+	struct skip_log s = { .c = client() };
+	int64_t first = 0, last = 0;
+	uint8_t end[300];
+	char p[128];
+	size_t pl, kl;
+	const char *wp = key(0, "skip/", &pl);
+
+	memcpy(p, wp, pl);
+	for (int i = 0; i < 5; i++) {
+		const char *k = key(1, i ? "skip/old" : "skip/first", &kl);
+
+		CHECK_EQ_INT(etcd_client_put(c, k, kl, "x", 1, 0, i ? &last : &first), 0);
+	}
+	CHECK_EQ_INT(etcd_client_watch_created_rev(s.c), 0);
+	CHECK_EQ_INT(etcd_client_watch(s.c, p, pl, end, etcd_prefix_end(p, pl, end), first,
+				       skip_event, &s, NULL), ETCD_WATCH_AGAIN);
+	CHECK(s.created >= last);	/* the member had the backlog: it would have come first */
+	CHECK(s.first[0] == '\0');	/* and none of it did */
+
+	/* from past the backlog: the next put is the first event */
+	s.events = 1;
+	const char *kn = key(1, "skip/new", &kl);
+	CHECK_EQ_INT(etcd_client_put(c, kn, kl, "y", 1, 0, NULL), 0);
+	CHECK_EQ_INT(etcd_client_watch(s.c, p, pl, end, etcd_prefix_end(p, pl, end), s.created + 1,
+				       skip_event, &s, NULL), 1);
+	CHECK(strstr(s.first, "skip/new") != NULL);
+	CHECK_EQ_INT(etcd_client_delete_range(c, p, pl, end, etcd_prefix_end(p, pl, end), NULL, NULL), 0);
+	etcd_client_close(s.c);
+	etcd_client_close(c);
+}
+
 static int count_event(const struct etcd_event *ev, void *arg)
 {
 	(void)arg;
