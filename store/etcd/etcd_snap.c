@@ -634,6 +634,93 @@ static struct etcd_kept *page_after(const struct etcd_kept *k, const struct etcd
 	return n;
 }
 
+/*
+ * Page k at revision rev, as page_after makes it, but in place: its keys
+ * move to the new array and only what the buffer put is copied, so a
+ * carry costs a pointer per key, not two allocations (a directory's page
+ * holds every child, and a cp -a commits once a child). 0, or -ENOMEM
+ * with k left holding no key (its snapshot must serve nobody then).
+ */
+static int page_advance(struct etcd_kept *k, const struct etcd_buf *b, int64_t rev)
+{
+	struct etcd_range_result old = k->r;
+	const uint8_t *from = k->from;
+	const void *pk = NULL, *pv = NULL;
+	size_t from_len = k->from_len, cap = old.len + 4, i = 0, pkl = 0, pvl = 0;
+	bool incl = true, put = false, next = true;
+	int rc = 0;
+
+	k->r.kvs = malloc(cap * sizeof(*k->r.kvs));
+	k->r.len = 0;
+	if (!k->r.kvs) {
+		k->r = old;	/* untouched: it still holds its keys at the old revision */
+		return -ENOMEM;
+	}
+	while (rc == 0) {
+		const void *v;
+		size_t vl;
+		struct etcd_kv kv, *o = i < old.len ? &old.kvs[i] : NULL;
+		int c, w;
+
+		/* the buffer's next put, asked again only once the page has passed it */
+		if (next)
+			put = etcd_buf_next_put(b, from, from_len, incl, k->end, k->end_len, &pk, &pkl,
+						&pv, &pvl) == 1;
+		next = false;
+		if (!o && !put)
+			break;
+		c = !o ? 1 : !put ? -1 : store_key_cmp(o->key, o->key_len, pk, pkl);
+		incl = false;
+		next = c >= 0;
+		if (c > 0) {
+			rc = kv_copy(&kv, pk, pkl, pv, pvl, !k->has_vals);
+			kv.create_rev = kv.mod_rev = rev;
+			kv.version = 1;
+			from = kv.key;
+			from_len = kv.key_len;
+			if (rc == 0)
+				rc = result_push(&k->r, &cap, &kv);
+			continue;
+		}
+		/* the old key stays in old.kvs until the end: from points into it */
+		from = o->key;
+		from_len = o->key_len;
+		i++;
+		w = etcd_buf_get(b, o->key, o->key_len, &v, &vl);
+		if (w == 0)
+			continue;	/* deleted: freed with old below */
+		kv = *o;
+		if (w > 0) {
+			uint8_t *nv = NULL;
+
+			if (k->has_vals && !(nv = malloc(vl + 1))) {
+				rc = -ENOMEM;
+				break;
+			}
+			if (nv) {
+				memcpy(nv, v, vl);
+				nv[vl] = 0;	/* as the wire's */
+			}
+			free(o->val);
+			o->val = NULL;
+			kv.val = nv;
+			kv.val_len = nv ? vl : 0;
+			kv.mod_rev = rev;
+			kv.version++;
+			kv.lease = 0;
+		}
+		o->key = NULL;
+		o->val = NULL;	/* moved */
+		rc = result_push(&k->r, &cap, &kv);
+	}
+	k->r.count = (int64_t)k->r.len + (old.count - (int64_t)old.len);
+	k->r.revision = rev;
+	etcd_range_result_release(&old);	/* what was deleted, and what did not move */
+	if (rc < 0)
+		etcd_range_result_release(&k->r);
+	return rc;
+}
+
 /* A point answer for etcd key key[0..len) at rev: 0 or -ENOMEM. */
 static int point_after(struct etcd_snap *n, const uint8_t *key, size_t len,
 		       const struct etcd_kept *old, const struct etcd_buf *b, int64_t rev)
@@ -694,25 +781,61 @@ static int carry_put(const uint8_t *key, size_t len, void *arg)
 }
 
 /*
- * s at rev, b applied: heap, one reference (the handle's); NULL when it
- * cannot be made. Its point answers go only while there are few (each is
- * a copy of its own, and a bulk copy's files never read one another's):
- * past SNAP_CARRY_POINTS, only the pages and the buffer's keys go.
+ * n's point answers at rev from s's (under s->lock): only while s has few
+ * (each is a copy of its own, and a bulk copy's files never read one
+ * another's); then one for every key b wrote or deleted. 0 or -ENOMEM.
+ */
+static int points_after(struct etcd_snap *n, struct etcd_snap *s, const struct etcd_buf *b,
+			int64_t rev)
+{
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && s->n_points <= SNAP_CARRY_POINTS && i < s->cap_points; i++)
+		if (s->points[i].key)
+			rc = point_after(n, s->points[i].key, s->points[i].len, s->points[i].kept, b, rev);
+	return rc;
+}
+
+/* A snapshot at rev, fresh, empty, one reference (the handle's): heap; NULL when out of memory. */
+static struct etcd_snap *snap_new(int64_t rev)
+{
+	struct etcd_snap *n = calloc(1, sizeof(*n));
+
+	if (!n)
+		return NULL;
+	pthread_mutex_init(&n->lock, NULL);
+	n->rev = rev;
+	/* as fresh as a first read: the commit's answer says nobody committed since */
+	n->born_ns = (uint64_t)store_mono_ns();
+	n->refs = 1;
+	return n;
+}
+
+/* Puts page k in n, in front of the newer ones (n's lock unneeded: n is unpublished). */
+static void snap_add_page(struct etcd_snap *n, struct etcd_kept *k)
+{
+	k->next = n->kept;
+	n->kept = k;
+	k->next_page = atomic_load_explicit(&n->pages, memory_order_relaxed);
+	atomic_store_explicit(&n->pages, k, memory_order_relaxed);
+	n->n_pages++;
+	n->bytes += answer_bytes(&k->r);
+}
+
+/*
+ * s at rev, b applied, every page copied: heap, one reference (the
+ * handle's); NULL when it cannot be made. Past SNAP_CARRY_POINTS point
+ * answers, only the pages and the buffer's keys go.
  */
 static struct etcd_snap *snap_after(struct etcd_snap *s, const struct etcd_buf *b, int64_t rev)
 {
-	struct etcd_snap *n = calloc(1, sizeof(*n));
+	struct etcd_snap *n = snap_new(rev);
 	struct etcd_kept *pages[SNAP_PAGES_MAX];
 	size_t np = 0;
 	int rc = n ? 0 : -ENOMEM;
 
 	if (rc)
 		return NULL;
-	pthread_mutex_init(&n->lock, NULL);
-	n->rev = rev;
-	/* as fresh as a first read: the commit's answer says nobody committed since s */
-	n->born_ns = (uint64_t)store_mono_ns();
-	n->refs = 1;
 	pthread_mutex_lock(&s->lock);
 	for (struct etcd_kept *k = atomic_load_explicit(&s->pages, memory_order_acquire);
 	     k && np < SNAP_PAGES_MAX; k = k->next_page)
@@ -720,20 +843,116 @@ static struct etcd_snap *snap_after(struct etcd_snap *s, const struct etcd_buf *
 	while (rc == 0 && np) {	/* oldest first: the newest stays first in the list */
 		struct etcd_kept *k = page_after(pages[--np], b, rev);
 
-		if (!k) {
+		if (!k)
 			rc = -ENOMEM;
-			break;
-		}
-		k->next = n->kept;
-		n->kept = k;
-		k->next_page = atomic_load_explicit(&n->pages, memory_order_relaxed);
-		atomic_store_explicit(&n->pages, k, memory_order_relaxed);
-		n->n_pages++;
-		n->bytes += answer_bytes(&k->r);
+		else
+			snap_add_page(n, k);
 	}
-	for (size_t i = 0; rc == 0 && s->n_points <= SNAP_CARRY_POINTS && i < s->cap_points; i++)
-		if (s->points[i].key)
-			rc = point_after(n, s->points[i].key, s->points[i].len, s->points[i].kept, b, rev);
+	if (rc == 0)
+		rc = points_after(n, s, b, rev);
+	pthread_mutex_unlock(&s->lock);
+	if (rc == 0)
+		rc = etcd_buf_walk(b, carry_put, &(struct carry_puts){ n, b, rev });
+	if (rc) {
+		snap_free(n);
+		return NULL;
+	}
+	return n;
+}
+
+/*
+ * s's point answers and its other answers, moved to n (under s->lock): a
+ * point the buffer b wrote, deleted or took into a deleted range gets its
+ * answer at rev; the others hold at rev as they did, as nobody else
+ * committed between. 0 or -ENOMEM.
+ */
+static int points_take(struct etcd_snap *n, struct etcd_snap *s, const struct etcd_buf *b,
+		       int64_t rev)
+{
+	struct etcd_kept **tail = &s->kept;
+	int rc = 0;
+
+	for (struct etcd_kept *k = s->kept; k; k = k->next) {
+		n->bytes += answer_bytes(&k->r);
+		tail = &k->next;
+	}
+	*tail = n->kept;	/* the pages after them */
+	n->kept = s->kept;
+	s->kept = NULL;
+	n->points = s->points;
+	n->cap_points = s->cap_points;
+	n->n_points = s->n_points;
+	s->points = NULL;
+	s->cap_points = s->n_points = 0;
+	/* room now for one more, so that no answer below grows the table under the walk */
+	if (n->cap_points && 2 * (n->n_points + 1) > n->cap_points && !points_grow(n))
+		return -ENOMEM;
+	for (size_t i = 0; rc == 0 && i < n->cap_points; i++) {
+		struct snap_point *p = &n->points[i];
+		const void *v;
+		size_t vl;
+
+		if (!p->key)
+			continue;
+		n->bytes += p->len;
+		if (etcd_buf_get(b, p->key, p->len, &v, &vl) != -ENOENT)
+			rc = point_after(n, p->key, p->len, p->kept, b, rev);
+	}
+	return rc;
+}
+
+static int page_ptr_cmp(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)*(struct etcd_kept *const *)a;
+	uintptr_t y = (uintptr_t)*(struct etcd_kept *const *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * s at rev, b applied, its pages taken from it and advanced in place
+ * (page_advance): for a snapshot only the committing write holds, as no
+ * reader can see its pages change. Heap, one reference (the handle's).
+ * NULL when out of memory, and then s has lost its pages: the caller
+ * retires it (nobody else reads it, and its write has committed).
+ */
+static struct etcd_snap *snap_take(struct etcd_snap *s, const struct etcd_buf *b, int64_t rev)
+{
+	struct etcd_snap *n = snap_new(rev);
+	struct etcd_kept *pages[SNAP_PAGES_MAX], *sorted[SNAP_PAGES_MAX], **at;
+	size_t np = 0;
+	int rc = n ? 0 : -ENOMEM;
+
+	if (rc)
+		return NULL;
+	pthread_mutex_lock(&s->lock);
+	for (struct etcd_kept *k = atomic_load_explicit(&s->pages, memory_order_relaxed);
+	     k && np < SNAP_PAGES_MAX; k = k->next_page)
+		pages[np++] = k;
+	/* out of s's answers (s frees the rest when its write ends) */
+	memcpy(sorted, pages, np * sizeof(*pages));
+	qsort(sorted, np, sizeof(*sorted), page_ptr_cmp);
+	for (at = &s->kept; *at;) {
+		if (np && bsearch(at, sorted, np, sizeof(*sorted), page_ptr_cmp))
+			*at = (*at)->next;
+		else
+			at = &(*at)->next;
+	}
+	atomic_store_explicit(&s->pages, NULL, memory_order_relaxed);
+	s->n_pages = 0;
+	while (np) {	/* oldest first: the newest stays first in the list */
+		struct etcd_kept *k = pages[--np];
+
+		k->next = NULL;
+		if (rc == 0)
+			rc = page_advance(k, b, rev);
+		if (rc == 0)
+			snap_add_page(n, k);
+		else
+			etcd_kept_release(k);
+	}
+	if (rc == 0 && s->n_points <= SNAP_CARRY_POINTS)
+		rc = points_take(n, s, b, rev);
 	pthread_mutex_unlock(&s->lock);
 	if (rc == 0)
 		rc = etcd_buf_walk(b, carry_put, &(struct carry_puts){ n, b, rev });
@@ -797,6 +1016,63 @@ static struct etcd_snap *own_after(struct store_etcd_txn *t, int64_t rev)
 	return n;
 }
 
+/*
+ * Whether st may make a snapshot at rev current, replacing st->snap (under
+ * st->snap_lock). Not if a transaction pinned a newer revision, or the
+ * watch applied one (another's commit) or broke. The watch retiring s for
+ * this very commit is no reason, nor a snapshot a read began meanwhile at
+ * rev (after that retirement) or before: the state at rev is the same,
+ * and the carried one holds what the reads before the commit found.
+ */
+static bool carry_fits(struct store_etcd *st, const struct etcd_snap *s, int64_t rev)
+{
+	return (!st->snap || st->snap == s || st->snap->rev <= rev) && st->snap_floor <= rev &&
+	       etcd_snap_current(st, rev);
+}
+
+/* Makes n current at rev (under st->snap_lock): the one it replaces, for the caller to drop. */
+static struct etcd_snap *carry_publish(struct store_etcd *st, struct etcd_snap *n, int64_t rev)
+{
+	struct etcd_snap *old = st->snap;
+
+	st->snap = n;
+	st->snap_floor = rev;
+	st->snap_epoch++;
+	return old;
+}
+
+/*
+ * The carry of t's snapshot s when t alone reads in it (and the handle
+ * holds it): its pages advanced in place (snap_take), under st->snap_lock
+ * so that nobody joins s meanwhile. False when another transaction reads
+ * in s: the caller copies instead.
+ */
+static bool carry_alone(struct store_etcd_txn *t, int64_t rev)
+{
+	struct store_etcd *st = t->st;
+	struct etcd_snap *s = t->snap, *n = NULL, *old = NULL;
+	bool alone;
+
+	pthread_mutex_lock(&st->snap_lock);
+	pthread_mutex_lock(&s->lock);
+	alone = s->refs == 1u + (st->snap == s);
+	pthread_mutex_unlock(&s->lock);
+	if (!alone) {
+		pthread_mutex_unlock(&st->snap_lock);
+		return false;
+	}
+	if (carry_fits(st, s, rev)) {
+		n = snap_take(s, t->buf, rev);
+		if (n)
+			old = carry_publish(st, n, rev);
+		else if (st->snap == s)
+			old = etcd_snap_unset(st, INT64_MAX);	/* s lost its pages: nobody may join it */
+	}
+	pthread_mutex_unlock(&st->snap_lock);
+	etcd_snap_drop(old);
+	return true;
+}
+
 void etcd_snap_carry(struct store_etcd_txn *t, int64_t rev)
 {
 	struct store_etcd *st = t->st;
@@ -809,29 +1085,20 @@ void etcd_snap_carry(struct store_etcd_txn *t, int64_t rev)
 		n = own_after(t, rev);
 	} else {
 		/* one revision after the snapshot's: no commit of anyone's came between */
-		if (s->rev != t->rev || rev != s->rev + 1 || !snap_serves(s) ||
-		    snap_carry_bytes(s) > SNAP_CARRY_BYTES)
+		if (s->rev != t->rev || rev != s->rev + 1 || !snap_serves(s))
 			return;
+		if (carry_alone(t, rev))
+			return;
+		if (snap_carry_bytes(s) > SNAP_CARRY_BYTES)
+			return;	/* the copy is per commit */
 		n = snap_after(s, t->buf, rev);
 	}
 	if (!n)
 		return;
 	pthread_mutex_lock(&st->snap_lock);
-	/*
-	 * Not if a transaction pinned a newer revision, or the watch applied
-	 * one (another's commit) or broke. The watch retiring s for this very
-	 * commit is no reason, nor a snapshot a read began meanwhile at rev
-	 * (after that retirement) or before: the state at rev is the same,
-	 * and n holds what the reads before the commit found.
-	 */
-	ok = (!st->snap || st->snap == s || st->snap->rev <= rev) && st->snap_floor <= rev &&
-	     etcd_snap_current(st, rev);
-	if (ok) {
-		old = st->snap;
-		st->snap = n;
-		st->snap_floor = rev;
-		st->snap_epoch++;
-	}
+	ok = carry_fits(st, s, rev);
+	if (ok)
+		old = carry_publish(st, n, rev);
 	pthread_mutex_unlock(&st->snap_lock);
 	etcd_snap_drop(old);
 	if (!ok)
