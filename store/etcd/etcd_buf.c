@@ -338,6 +338,36 @@ int etcd_buf_next_put(const struct etcd_buf *b, const void *key, size_t key_len,
 	return 0;
 }
 
+int etcd_buf_next_touch(const struct etcd_buf *b, const void *key, size_t key_len, bool inclusive,
+			const void **k, size_t *k_len)
+{
+	const struct brange *r = range_at(b, key, key_len);
+	const struct brange *next = r ? r + 1 : b->ranges;
+	size_t i = keys_lower(b, key, key_len);
+
+	if (r && range_covers(r, key, key_len)) {
+		*k = key;	/* inside a deleted range: every key from here may be touched */
+		*k_len = key_len;
+		return 1;
+	}
+	if (!inclusive && i < b->n_keys &&
+	    store_key_cmp(b->keys[i].key, b->keys[i].key_len, key, key_len) == 0)
+		i++;
+	if (next == b->ranges + b->n_ranges)
+		next = NULL;
+	if (i < b->n_keys && (!next || store_key_cmp(b->keys[i].key, b->keys[i].key_len, next->key,
+						     next->key_len) < 0)) {
+		*k = b->keys[i].key;
+		*k_len = b->keys[i].key_len;
+		return 1;
+	}
+	if (!next)
+		return 0;
+	*k = next->key;
+	*k_len = next->key_len;
+	return 1;
+}
+
 int etcd_buf_covering(const struct etcd_buf *b, const void *key, size_t key_len,
 		      const void **end, size_t *end_len)
 {

@@ -59,6 +59,15 @@ int etcd_buf_next_put(const struct etcd_buf *b, const void *key, size_t key_len,
 		      const void **v, size_t *v_len);
 int etcd_buf_covering(const struct etcd_buf *b, const void *key, size_t key_len,
 		      const void **end, size_t *end_len);
+/*
+ * The first key at or after key (after it when !inclusive) that the buffer
+ * wrote or deleted, or where a deleted range starts; key itself when a
+ * deleted range covers it. 1 with *k borrowed (valid until the next write
+ * to b), 0 when none: every key before *k is one etcd_buf_get leaves
+ * alone (-ENOENT), so a walk of many keys asks it per stretch, not per key.
+ */
+int etcd_buf_next_touch(const struct etcd_buf *b, const void *key, size_t key_len, bool inclusive,
+			const void **k, size_t *k_len);
 /* Whether the attempt writes anything, and whether it deletes anything. */
 bool etcd_buf_empty(const struct etcd_buf *b);
 /*

@@ -634,20 +634,87 @@ static struct etcd_kept *page_after(const struct etcd_kept *k, const struct etcd
 	return n;
 }
 
+/* The first of r's keys at or after index lo that sorts at or after key. */
+static size_t kvs_lower(const struct etcd_range_result *r, size_t lo, const void *key, size_t len)
+{
+	size_t hi = r->len;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (store_key_cmp(r->kvs[mid].key, r->kvs[mid].key_len, key, len) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Moves from[0..n) to the end of r (capacity *cap): 0 or -ENOMEM (nothing moved then). */
+static int result_move(struct etcd_range_result *r, size_t *cap, struct etcd_kv *from, size_t n)
+{
+	if (r->len + n > *cap) {
+		size_t c = *cap ? 2 * *cap : 4;
+		struct etcd_kv *g;
+
+		while (c < r->len + n)
+			c *= 2;
+		g = realloc(r->kvs, c * sizeof(*g));
+		if (!g)
+			return -ENOMEM;
+		r->kvs = g;
+		*cap = c;
+	}
+	memcpy(r->kvs + r->len, from, n * sizeof(*from));
+	memset(from, 0, n * sizeof(*from));	/* moved: the old array frees none of them */
+	r->len += n;
+	return 0;
+}
+
 /*
- * Page k at revision rev, as page_after makes it, but in place: its keys
- * move to the new array and only what the buffer put is copied, so a
- * carry costs a pointer per key, not two allocations (a directory's page
- * holds every child, and a cp -a commits once a child). 0, or -ENOMEM
- * with k left holding no key (its snapshot must serve nobody then).
+ * Old key o at rev into r, as b left it: moved, or with b's value (w 1,
+ * v[0..vl)), or left in place for the old array to free (w 0, deleted).
+ * 0 or -ENOMEM.
+ */
+static int kv_advance(struct etcd_range_result *r, size_t *cap, struct etcd_kv *o, bool has_vals,
+		      int w, const void *v, size_t vl, int64_t rev)
+{
+	uint8_t *nv = NULL;
+
+	if (w == 0)
+		return 0;
+	if (w > 0 && has_vals) {
+		if (!(nv = malloc(vl + 1)))
+			return -ENOMEM;
+		memcpy(nv, v, vl);
+		nv[vl] = 0;	/* as the wire's */
+	}
+	if (w > 0) {
+		free(o->val);
+		o->val = nv;
+		o->val_len = nv ? vl : 0;
+		o->mod_rev = rev;
+		o->version++;
+		o->lease = 0;
+	}
+	return result_move(r, cap, o, 1);
+}
+
+/*
+ * Page k at revision rev, as page_after makes it, but in place: the keys
+ * between two the buffer touched move to the new array as a stretch
+ * (found by bisection, no key of theirs read), and only what the buffer
+ * put is copied, so a carry costs a few compares and a copy of the array,
+ * not two allocations a key (a directory's page holds every child, and a
+ * cp -a commits once a child). 0, or -ENOMEM with k left holding no key
+ * (its snapshot must serve nobody then).
  */
 static int page_advance(struct etcd_kept *k, const struct etcd_buf *b, int64_t rev)
 {
 	struct etcd_range_result old = k->r;
 	const uint8_t *from = k->from;
-	const void *pk = NULL, *pv = NULL;
-	size_t from_len = k->from_len, cap = old.len + 4, i = 0, pkl = 0, pvl = 0;
-	bool incl = true, put = false, next = true;
+	size_t from_len = k->from_len, cap = old.len + 4, i = 0;
+	bool incl = true;
 	int rc = 0;
 
 	k->r.kvs = malloc(cap * sizeof(*k->r.kvs));
@@ -657,22 +724,31 @@ static int page_advance(struct etcd_kept *k, const struct etcd_buf *b, int64_t r
 		return -ENOMEM;
 	}
 	while (rc == 0) {
-		const void *v;
-		size_t vl;
-		struct etcd_kv kv, *o = i < old.len ? &old.kvs[i] : NULL;
+		const void *tk, *pk = NULL, *pv = NULL, *v = NULL;
+		size_t tkl, pkl = 0, pvl = 0, vl = 0, j = old.len;
+		struct etcd_kv kv, *o;
+		bool put;
 		int c, w;
 
-		/* the buffer's next put, asked again only once the page has passed it */
-		if (next)
-			put = etcd_buf_next_put(b, from, from_len, incl, k->end, k->end_len, &pk, &pkl,
-						&pv, &pvl) == 1;
-		next = false;
+		if (etcd_buf_next_touch(b, from, from_len, incl, &tk, &tkl) == 1)
+			j = kvs_lower(&old, i, tk, tkl);
+		if (j > i) {	/* the keys before the buffer's next touch, as they were */
+			rc = result_move(&k->r, &cap, old.kvs + i, j - i);
+			if (rc)
+				break;
+			i = j;
+			from = k->r.kvs[k->r.len - 1].key;
+			from_len = k->r.kvs[k->r.len - 1].key_len;
+			incl = false;
+		}
+		put = etcd_buf_next_put(b, from, from_len, incl, k->end, k->end_len, &pk, &pkl, &pv,
+					&pvl) == 1;
+		o = i < old.len ? &old.kvs[i] : NULL;
 		if (!o && !put)
 			break;
 		c = !o ? 1 : !put ? -1 : store_key_cmp(o->key, o->key_len, pk, pkl);
 		incl = false;
-		next = c >= 0;
-		if (c > 0) {
+		if (c > 0) {	/* a key the buffer made */
 			rc = kv_copy(&kv, pk, pkl, pv, pvl, !k->has_vals);
 			kv.create_rev = kv.mod_rev = rev;
 			kv.version = 1;
@@ -682,36 +758,12 @@ static int page_advance(struct etcd_kept *k, const struct etcd_buf *b, int64_t r
 				rc = result_push(&k->r, &cap, &kv);
 			continue;
 		}
-		/* the old key stays in old.kvs until the end: from points into it */
+		/* a deleted key stays in old.kvs until the end: from may point into it */
 		from = o->key;
 		from_len = o->key_len;
 		i++;
 		w = etcd_buf_get(b, o->key, o->key_len, &v, &vl);
-		if (w == 0)
-			continue;	/* deleted: freed with old below */
-		kv = *o;
-		if (w > 0) {
-			uint8_t *nv = NULL;
-
-			if (k->has_vals && !(nv = malloc(vl + 1))) {
-				rc = -ENOMEM;
-				break;
-			}
-			if (nv) {
-				memcpy(nv, v, vl);
-				nv[vl] = 0;	/* as the wire's */
-			}
-			free(o->val);
-			o->val = NULL;
-			kv.val = nv;
-			kv.val_len = nv ? vl : 0;
-			kv.mod_rev = rev;
-			kv.version++;
-			kv.lease = 0;
-		}
-		o->key = NULL;
-		o->val = NULL;	/* moved */
-		rc = result_push(&k->r, &cap, &kv);
+		rc = kv_advance(&k->r, &cap, o, k->has_vals, w, v, vl, rev);
 	}
 	k->r.count = (int64_t)k->r.len + (old.count - (int64_t)old.len);
 	k->r.revision = rev;
@@ -861,24 +913,24 @@ static struct etcd_snap *snap_after(struct etcd_snap *s, const struct etcd_buf *
 }
 
 /*
- * s's point answers and its other answers, moved to n (under s->lock): a
- * point the buffer b wrote, deleted or took into a deleted range gets its
- * answer at rev; the others hold at rev as they did, as nobody else
- * committed between. 0 or -ENOMEM.
+ * s's point answers, moved to n with their answers (the list kept, taken
+ * out of s's): a point the buffer b wrote, deleted or took into a deleted
+ * range gets its answer at rev; the others hold at rev as they did, as
+ * nobody else committed between. Under s->lock; 0 or -ENOMEM.
  */
-static int points_take(struct etcd_snap *n, struct etcd_snap *s, const struct etcd_buf *b,
-		       int64_t rev)
+static int points_take(struct etcd_snap *n, struct etcd_snap *s, struct etcd_kept *kept,
+		       const struct etcd_buf *b, int64_t rev)
 {
-	struct etcd_kept **tail = &s->kept;
 	int rc = 0;
 
-	for (struct etcd_kept *k = s->kept; k; k = k->next) {
+	while (kept) {
+		struct etcd_kept *k = kept;
+
+		kept = k->next;
+		k->next = n->kept;
+		n->kept = k;
 		n->bytes += answer_bytes(&k->r);
-		tail = &k->next;
 	}
-	*tail = n->kept;	/* the pages after them */
-	n->kept = s->kept;
-	s->kept = NULL;
 	n->points = s->points;
 	n->cap_points = s->cap_points;
 	n->n_points = s->n_points;
@@ -920,7 +972,9 @@ static struct etcd_snap *snap_take(struct etcd_snap *s, const struct etcd_buf *b
 {
 	struct etcd_snap *n = snap_new(rev);
 	struct etcd_kept *pages[SNAP_PAGES_MAX], *sorted[SNAP_PAGES_MAX], **at;
-	size_t np = 0;
+	struct etcd_kept *pointed[SNAP_CARRY_POINTS], *moved = NULL;
+	size_t np = 0, npt = 0;
+	bool points;
 	int rc = n ? 0 : -ENOMEM;
 
 	if (rc)
@@ -929,14 +983,30 @@ static struct etcd_snap *snap_take(struct etcd_snap *s, const struct etcd_buf *b
 	for (struct etcd_kept *k = atomic_load_explicit(&s->pages, memory_order_relaxed);
 	     k && np < SNAP_PAGES_MAX; k = k->next_page)
 		pages[np++] = k;
-	/* out of s's answers (s frees the rest when its write ends) */
 	memcpy(sorted, pages, np * sizeof(*pages));
 	qsort(sorted, np, sizeof(*sorted), page_ptr_cmp);
+	points = s->n_points <= SNAP_CARRY_POINTS;
+	for (size_t i = 0; points && i < s->cap_points; i++)
+		if (s->points[i].key)
+			pointed[npt++] = s->points[i].kept;
+	qsort(pointed, npt, sizeof(*pointed), page_ptr_cmp);
+	/*
+	 * Out of s's answers: its pages, and the answers of its points when
+	 * they go too. What stays (answers superseded, a listing's) s frees
+	 * when its write ends: n holds only what it can still serve.
+	 */
 	for (at = &s->kept; *at;) {
-		if (np && bsearch(at, sorted, np, sizeof(*sorted), page_ptr_cmp))
-			*at = (*at)->next;
-		else
-			at = &(*at)->next;
+		struct etcd_kept *k = *at;
+
+		if (np && bsearch(at, sorted, np, sizeof(*sorted), page_ptr_cmp)) {
+			*at = k->next;
+		} else if (npt && bsearch(at, pointed, npt, sizeof(*pointed), page_ptr_cmp)) {
+			*at = k->next;
+			k->next = moved;
+			moved = k;
+		} else {
+			at = &k->next;
+		}
 	}
 	atomic_store_explicit(&s->pages, NULL, memory_order_relaxed);
 	s->n_pages = 0;
@@ -951,8 +1021,17 @@ static struct etcd_snap *snap_take(struct etcd_snap *s, const struct etcd_buf *b
 		else
 			etcd_kept_release(k);
 	}
-	if (rc == 0 && s->n_points <= SNAP_CARRY_POINTS)
-		rc = points_take(n, s, b, rev);
+	if (points && rc == 0) {
+		rc = points_take(n, s, moved, b, rev);
+		moved = NULL;
+	}
+	while (moved) {	/* not taken: back to s, whose points still name them */
+		struct etcd_kept *k = moved;
+
+		moved = k->next;
+		k->next = s->kept;
+		s->kept = k;
+	}
 	pthread_mutex_unlock(&s->lock);
 	if (rc == 0)
 		rc = etcd_buf_walk(b, carry_put, &(struct carry_puts){ n, b, rev });
