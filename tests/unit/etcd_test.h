@@ -47,6 +47,7 @@ void test_too_large(void);
 
 /* test_etcd_client_buf.c */
 void test_buf_reads(void);
+void test_buf_next_touch(void);
 void test_buf_commit_gaps(void);
 void test_buf_guards(void);
 

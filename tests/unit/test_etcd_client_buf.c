@@ -46,6 +46,40 @@ void test_buf_reads(void)
 	etcd_buf_free(b);
 }
 
+/* The buffer's next touch at or after k (after it when !incl) is expect ("": none). */
+static void check_touch(const struct etcd_buf *b, const char *k, bool incl, const char *expect)
+{
+	const void *t = NULL;
+	size_t tl = 0;
+	int rc = etcd_buf_next_touch(b, k, strlen(k), incl, &t, &tl);
+
+	CHECK_EQ_INT(rc, expect[0] ? 1 : 0);
+	if (rc == 1 && expect[0])
+		CHECK_MEM(t, tl, expect, strlen(expect));
+}
+
+/* The next key a buffer touches: a put, a tombstone, a range's start, or a key a range covers. */
+void test_buf_next_touch(void)
+{
+	struct etcd_buf *b = NULL;
+
+	CHECK_EQ_INT(etcd_buf_new(&b), 0);
+	if (!b)
+		return;
+	check_touch(b, "a", true, "");
+	CHECK_EQ_INT(etcd_buf_put(b, "k/b", 3, "1", 1), 0);
+	CHECK_EQ_INT(etcd_buf_del(b, "k/d", 3), 0);
+	CHECK_EQ_INT(etcd_buf_del_range(b, "m/", 2, "m0", 2), 0);
+	check_touch(b, "a", true, "k/b");
+	check_touch(b, "k/b", true, "k/b");
+	check_touch(b, "k/b", false, "k/d");	/* a tombstone counts */
+	check_touch(b, "k/c", true, "k/d");
+	check_touch(b, "k/d", false, "m/");	/* a range's start */
+	check_touch(b, "m/x", false, "m/x");	/* inside a range: the key itself */
+	check_touch(b, "m0", true, "");
+	etcd_buf_free(b);
+}
+
 /* Lists the keys and values under p at the newest revision as "k=v;..." (k without p). */
 static void list_under(struct etcd_client *c, const char *p, size_t pl, char *out, size_t len)
 {
