@@ -634,6 +634,12 @@ static struct etcd_kept *page_after(const struct etcd_kept *k, const struct etcd
 	return n;
 }
 
+/* Whether key sorts before range end end ("\0": etcd's end of every key). */
+static bool key_before_end(const void *key, size_t len, const uint8_t *end, size_t end_len)
+{
+	return (end_len == 1 && !end[0]) || store_key_cmp(key, len, end, end_len) < 0;
+}
+
 /* The first of r's keys at or after index lo that sorts at or after key. */
 static size_t kvs_lower(const struct etcd_range_result *r, size_t lo, const void *key, size_t len)
 {
@@ -713,10 +719,16 @@ static int page_advance(struct etcd_kept *k, const struct etcd_buf *b, int64_t r
 {
 	struct etcd_range_result old = k->r;
 	const uint8_t *from = k->from;
-	size_t from_len = k->from_len, cap = old.len + 4, i = 0;
+	const void *tk;
+	size_t from_len = k->from_len, cap = old.len + 4, i = 0, tkl;
 	bool incl = true;
 	int rc = 0;
 
+	if (etcd_buf_next_touch(b, from, from_len, true, &tk, &tkl) == 0 ||
+	    !key_before_end(tk, tkl, k->end, k->end_len)) {
+		k->r.revision = rev;	/* the buffer touched nothing in its range */
+		return 0;
+	}
 	k->r.kvs = malloc(cap * sizeof(*k->r.kvs));
 	k->r.len = 0;
 	if (!k->r.kvs) {
@@ -724,8 +736,8 @@ static int page_advance(struct etcd_kept *k, const struct etcd_buf *b, int64_t r
 		return -ENOMEM;
 	}
 	while (rc == 0) {
-		const void *tk, *pk = NULL, *pv = NULL, *v = NULL;
-		size_t tkl, pkl = 0, pvl = 0, vl = 0, j = old.len;
+		const void *pk = NULL, *pv = NULL, *v = NULL;
+		size_t pkl = 0, pvl = 0, vl = 0, j = old.len;
 		struct etcd_kv kv, *o;
 		bool put;
 		int c, w;
