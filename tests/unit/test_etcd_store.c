@@ -277,6 +277,7 @@ int main(int argc, char **argv)
 	TEST_UNLESS_SKIPPED(test_big_value);
 	TEST_UNLESS_SKIPPED(test_feed);
 	TEST_UNLESS_SKIPPED(test_shared);
+	TEST_UNLESS_SKIPPED(test_carry);
 	TEST_UNLESS_SKIPPED(test_kids_hints);
 	TEST_UNLESS_SKIPPED(test_kids_windows);
 	TEST_UNLESS_SKIPPED(test_kids_big);

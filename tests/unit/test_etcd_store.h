@@ -69,6 +69,9 @@ void test_big_value(void);
 void test_feed(void);
 void test_shared(void);
 
+/* test_etcd_store_carry.c */
+void test_carry(void);
+
 /* test_etcd_store_kids.c */
 void test_kids_hints(void);
 void test_kids_windows(void);
