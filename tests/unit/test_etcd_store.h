@@ -71,6 +71,7 @@ void test_shared(void);
 
 /* test_etcd_store_carry.c */
 void test_carry(void);
+void test_carry_readers(void);
 
 /* test_etcd_store_kids.c */
 void test_kids_hints(void);
