@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,7 +257,7 @@ void test_carry(void)
 
 struct race {
 	struct store *st;
-	volatile int done;	/* the writer's last commit returned */
+	atomic_bool done;	/* the writer's last commit returned */
 	int reads, mixed, changed;
 };
 
@@ -296,7 +297,7 @@ static void *race_reader(void *arg)
 	struct race *r = arg;
 	char a[1024], b[1024], held[16];
 
-	while (!r->done) {
+	while (!atomic_load(&r->done)) {
 		struct store_txn *t;
 		struct store_val v;
 		bool ok;
@@ -346,7 +347,7 @@ void test_carry_readers(void)
 	CHECK_EQ_INT(pthread_create(&th, NULL, race_reader, &r), 0);
 	for (g = 1; g <= RACE_WRITES; g++)
 		CHECK_EQ_INT(store_etcd_write(r.st, race_write_fn, &g), 0);
-	r.done = 1;
+	atomic_store(&r.done, true);
 	pthread_join(th, NULL);
 	CHECK(r.reads > 0);
 	CHECK_EQ_INT(r.mixed, 0);
