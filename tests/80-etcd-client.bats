@@ -3,7 +3,8 @@
 # 3-member cluster (scripts/etcd-cluster.sh, under $BATS_FILE_TMPDIR): the
 # client's own tests (build/etcd/test_etcd_client, `make etcd-client-test`),
 # a guarded Txn conflict, a watch seeing another client's put, losing one
-# member while writes go on, and a value over etcd's default request limit.
+# member while writes go on, a value over etcd's default request limit, and
+# a Txn of compares alone refused by a member without a quorum.
 
 # bats file_tags=etcd,asan
 
@@ -142,6 +143,24 @@ etcdc() {
 	done
 	KVFS_ETCD_ENDPOINTS=$gone run -0 etcdc get "loss/$$/5"
 	assert_output v5
+}
+
+@test "a Txn of compares alone is judged at the newest revision: a member without a quorum does not answer it" {
+	local k=absent/$$ m0=${KVFS_ETCD_ENDPOINTS%%,*}
+	KVFS_ETCD_ENDPOINTS=$m0 run -0 etcdc absent "$k"
+	assert_output absent
+	run -0 etcdc put "$k" v
+	KVFS_ETCD_ENDPOINTS=$m0 run -1 etcdc absent "$k"
+	assert_output present
+	# member 0 alone: what it holds may be old (a create's check would
+	# pass on a name the others made meanwhile); it must not judge alone
+	run -0 "$REPO/scripts/etcd-cluster.sh" stop-one 1
+	run -0 "$REPO/scripts/etcd-cluster.sh" stop-one 2
+	KVFS_ETCD_ENDPOINTS=$m0 run -2 etcdc absent "$k/other"
+	refute_line absent
+	run -0 "$REPO/scripts/etcd-cluster.sh" start
+	KVFS_ETCD_ENDPOINTS=$m0 run -0 etcdc absent "$k/other"
+	assert_output absent
 }
 
 @test "start refuses ports another cluster already serves, and names them" {

@@ -243,6 +243,9 @@ void etcd_txn_result_release(struct etcd_txn_result *r);
 /*
  * Runs one Txn: if every compare holds, the success ops, else the failure
  * ops, atomically. A failed compare is not an error (0, succeeded false).
+ * Its compares are judged at the cluster's newest revision (linearizable),
+ * a Txn of compares alone too: it is sent with a range that etcd must
+ * serve linearizably, whose answer is not returned (out->len 0).
  */
 int etcd_client_txn(struct etcd_client *c, const struct etcd_cmp *cmps, size_t n_cmps,
 	     const struct etcd_op *success, size_t n_success,

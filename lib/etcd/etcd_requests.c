@@ -251,16 +251,46 @@ static bool txn_reads_only(const struct etcd_op *success, size_t n_success,
 	return true;
 }
 
+/*
+ * Makes a Txn of compares alone linearizable: etcd serves a Txn as a
+ * serializable read, from the answering member's own state without asking
+ * the leader (ReadIndex), when none of its operations is a linearizable
+ * range, and a Txn with no operation at all is such a Txn (etcdserver's
+ * isTxnSerializable). A member behind the others, or cut off from them,
+ * would then judge the compares on what it has. One range that only counts
+ * the first compare's key makes the member confirm it is current first;
+ * its answer is dropped (txn_call).
+ */
+static int txn_confirm(cJSON *req, const struct etcd_cmp *first)
+{
+	cJSON *s = cJSON_GetObjectItemCaseSensitive(req, "success");
+	struct etcd_range_opts ro = { .count_only = true };
+	cJSON *wrap = cJSON_CreateObject(), *o = cJSON_CreateObject();
+
+	if (!wrap || !o || !cJSON_AddItemToObject(wrap, "request_range", o)) {
+		cJSON_Delete(wrap);
+		cJSON_Delete(o);
+		return -ENOMEM;
+	}
+	if (!cJSON_AddItemToArray(s, wrap)) {
+		cJSON_Delete(wrap);
+		return -ENOMEM;
+	}
+	return range_request(o, first->key, first->key_len, &ro);
+}
+
 /* A Txn sent as `kind` (a Txn of ranges only is a read whatever the caller says). */
 static int txn_call(struct etcd_client *c, enum etcd_call_kind kind, const struct etcd_cmp *cmps,
 		    size_t n_cmps, const struct etcd_op *success, size_t n_success,
 		    const struct etcd_op *failure, size_t n_failure, struct etcd_txn_result *out)
 {
 	cJSON *req = cJSON_CreateObject(), *reply = NULL;
+	bool confirm = n_cmps > 0 && n_success == 0 && n_failure == 0;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if (!req || txn_request(req, cmps, n_cmps, success, n_success, failure, n_failure) < 0) {
+	if (!req || txn_request(req, cmps, n_cmps, success, n_success, failure, n_failure) < 0 ||
+	    (confirm && txn_confirm(req, &cmps[0]) < 0)) {
 		cJSON_Delete(req);
 		return etcd_client_fail(c, -ENOMEM, "etcd: out of memory building a txn");
 	}
@@ -274,6 +304,15 @@ static int txn_call(struct etcd_client *c, enum etcd_call_kind kind, const struc
 	if (rc < 0) {
 		etcd_txn_result_release(out);
 		return etcd_client_fail(c, rc, "etcd: bad txn answer");
+	}
+	if (confirm) {
+		/* the caller asked for no operation: the count is not its answer */
+		struct etcd_txn_result t = *out;
+
+		t.succeeded = false;
+		etcd_txn_result_release(&t);
+		out->ranges = NULL;
+		out->len = 0;
 	}
 	return 0;
 }

@@ -1,6 +1,6 @@
 /*
  * tests/unit/etcd_tool.c - the verbs of test_etcd_client for
- * tests/80-etcd-client.bats (put, get, bigput, incr, conflict, watch-one)
+ * tests/80-etcd-client.bats (put, get, absent, bigput, incr, conflict, watch-one)
  * and `bench`, which measures the figures quoted in docs/ETCD.md.
  */
 #include <errno.h>
@@ -45,6 +45,37 @@ static int verb_get(int argc, char **argv)
 	if (r.len == 1)
 		printf("%.*s\n", (int)r.kvs[0].val_len, (const char *)r.kvs[0].val);
 	etcd_range_result_release(&r);
+	etcd_client_close(c);
+	return rc;
+}
+
+/*
+ * absent KEY: asks with one Txn of a single compare, and no operation,
+ * whether KEY is absent: prints "absent" (exit 0) or "present" (exit 1);
+ * exits 2 on an error, such as a member that cannot confirm it is current
+ * within 3 s.
+ */
+static int verb_absent(int argc, char **argv)
+{
+	struct etcd_client *c = client();
+	struct etcd_cmp cmp = { .target = ETCD_CMP_CREATE, .result = ETCD_CMP_EQUAL, .rev = 0 };
+	struct etcd_txn_result t;
+	int rc = -EINVAL;
+
+	etcd_client_set_timeout(c, 3000);
+	if (argc == 1) {
+		cmp.key = argv[0];
+		cmp.key_len = strlen(argv[0]);
+		rc = etcd_client_txn(c, &cmp, 1, NULL, 0, NULL, 0, &t);
+	}
+	if (rc < 0) {
+		fprintf(stderr, "absent: %s (%d)\n", etcd_client_error(c), rc);
+		etcd_client_close(c);
+		return 2;
+	}
+	rc = t.succeeded ? 0 : 1;
+	printf("%s\n", t.succeeded ? "absent" : "present");
+	etcd_txn_result_release(&t);
 	etcd_client_close(c);
 	return rc;
 }
@@ -446,7 +477,8 @@ fail:
 int etcd_tool_run(int argc, char **argv)
 {
 	static const struct { const char *name; int (*fn)(int, char **); } verbs[] = {
-		{ "put", verb_put }, { "get", verb_get }, { "bigput", verb_bigput },
+		{ "put", verb_put }, { "get", verb_get }, { "absent", verb_absent },
+		{ "bigput", verb_bigput },
 		{ "incr", verb_incr }, { "conflict", verb_conflict }, { "watch-one", verb_watch_one },
 	};
 
