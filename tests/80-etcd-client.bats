@@ -50,6 +50,10 @@ etcdc() {
 	"$KVFS_ETCD_TEST" "$@"
 }
 
+scripts_endpoints() {
+	"$REPO/scripts/etcd-cluster.sh" endpoints
+}
+
 @test "etcd-cluster.sh start prints the etcd:// URL of three healthy members" {
 	[[ "$ETCD_URL" =~ ^etcd://127\.0\.0\.1:[0-9]+,127\.0\.0\.1:[0-9]+,127\.0\.0\.1:[0-9]+$ ]]
 	run -0 "$REPO/scripts/etcd-cluster.sh" status
@@ -161,6 +165,19 @@ etcdc() {
 	run -0 "$REPO/scripts/etcd-cluster.sh" start
 	KVFS_ETCD_ENDPOINTS=$m0 run -0 etcdc absent "$k/other"
 	assert_output absent
+}
+
+@test "a client moves to the leader when its list names the cluster's members, and keeps a list that names another address" {
+	local leader
+	leader=$(ETCDCTL_API=3 etcdctl --endpoints="$(scripts_endpoints)" endpoint status |
+		awk -F', ' '$5 == "true" { print $1 }')
+	[ -n "$leader" ]
+	run -0 etcdc leader
+	assert_output "0 $leader"
+	# a relay or proxy in the list (here an address nobody serves) is not a member
+	# (-ENOENT: it stays where the status call found an answer)
+	KVFS_ETCD_ENDPOINTS=127.0.0.1:1,$KVFS_ETCD_ENDPOINTS run -1 etcdc leader
+	assert_output --regexp "^-2 http://"
 }
 
 @test "start refuses ports another cluster already serves, and names them" {

@@ -892,6 +892,30 @@ void etcd_client_spread(struct etcd_client *c, size_t i)
 void etcd_client_share_health(struct etcd_client *c, struct etcd_health *h)
 {
 	c->health = h ? h : &c->own_health;
+	c->cur = atomic_load(&c->health->preferred) % c->n_eps;
+}
+
+size_t etcd_client_members(const struct etcd_client *c)
+{
+	return c->n_eps;
+}
+
+int etcd_client_place(const struct etcd_client *c, const char *url)
+{
+	size_t n = strlen(url);
+
+	while (n && url[n - 1] == '/')
+		n--;
+	for (size_t i = 0; i < c->n_eps; i++)
+		if (strlen(c->eps[i]) == n && memcmp(c->eps[i], url, n) == 0)
+			return (int)i;
+	return -1;
+}
+
+void etcd_client_prefer(struct etcd_client *c, size_t place)
+{
+	c->cur = place % c->n_eps;
+	atomic_store(&c->health->preferred, c->cur);
 }
 
 void etcd_health_end_calls(struct etcd_health *h, long ms)

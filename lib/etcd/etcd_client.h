@@ -77,6 +77,7 @@ struct etcd_health {
 	_Atomic int64_t calls_end_ns;	/* set by etcd_health_end_calls */
 	_Atomic int64_t answered_ns;	/* when a call of a client sharing it was last answered */
 	_Atomic size_t answered_member;	/* ... and by which member (its place in the URL's list) */
+	_Atomic size_t preferred;	/* where a client given it starts: etcd_client_prefer_leader */
 };
 
 /* One key-value as etcd returns it. key/val are heap, owned by the result holding them. */
@@ -277,6 +278,22 @@ struct etcd_status {
  * be read either.
  */
 int etcd_client_status(struct etcd_client *c, struct etcd_status *out);
+
+/*
+ * Moves c, and every client that shares its health table from then on,
+ * to the cluster's leader, asked of the current member (Maintenance
+ * Status, then the member list): a request the leader gets saves the hops
+ * a follower makes to it (a commit is forwarded to the leader, and waits
+ * for the leader's word that it is committed; a linearizable read asks
+ * the leader for its index). Only when the endpoint list names exactly
+ * the cluster's members by their advertised client URLs: a list that
+ * names another address (a proxy, a relay) keeps its order. 0 when c
+ * moved or stays on the leader; -ENOENT when the list is not the
+ * cluster's or no leader is known; -errno of a failed call. Nothing moves
+ * on a failure, and a later change of leader moves nothing either (the
+ * members pass requests on to it).
+ */
+int etcd_client_prefer_leader(struct etcd_client *c);
 
 /* Leases: grant (ttl seconds; *id out, *granted may be NULL), revoke, one keep-alive round. */
 int etcd_client_lease_grant(struct etcd_client *c, int64_t ttl, int64_t *id, int64_t *granted);

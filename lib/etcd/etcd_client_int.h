@@ -36,6 +36,13 @@ int etcd_client_call(struct etcd_client *c, const char *path, cJSON *req, enum e
  */
 void etcd_client_connection_setup(struct etcd_client *c, CURL *h);
 
+/* How many members c's endpoint list names. */
+size_t etcd_client_members(const struct etcd_client *c);
+/* The place in c's list of the member whose base URL is url ("http://HOST:PORT[/]"); -1: none. */
+int etcd_client_place(const struct etcd_client *c, const char *url);
+/* c, and the clients that share its health table from then on, start at member place. */
+void etcd_client_prefer(struct etcd_client *c, size_t place);
+
 /* Keeps a printf-style message as the handle's last error; returns rc. */
 int etcd_client_fail(struct etcd_client *c, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

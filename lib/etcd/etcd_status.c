@@ -2,7 +2,9 @@
  * lib/etcd/etcd_status.c - how much room a member has (etcd_client_status):
  * its database's size and the part in use from the Maintenance Status call,
  * and the storage quota in effect from the same answer (etcd 3.6) or else
- * from the member's /metrics page, the one place etcd 3.4 and 3.5 show it.
+ * from the member's /metrics page, the one place etcd 3.4 and 3.5 show it;
+ * and which member leads (etcd_client_prefer_leader), from the same call
+ * and the member list.
  */
 #include "lib/etcd/etcd_dl.h"
 #include "lib/etcd/etcd_client.h"
@@ -95,4 +97,73 @@ int etcd_client_status(struct etcd_client *c, struct etcd_status *out)
 	if (out->quota <= 0)
 		out->quota = metrics_quota(c);
 	return 0;
+}
+
+/* The string at obj.name (an ID: the gateway prints uint64 as a string), or NULL. */
+static const char *id_of(const cJSON *obj, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/*
+ * The place in c's list of the member whose ID is leader, from the
+ * member list `members`: -1 unless every member of c's list is one of
+ * those members (by an advertised client URL) and the leader is one.
+ */
+static int leader_place(const struct etcd_client *c, const cJSON *members, const char *leader)
+{
+	bool named[ETCD_MEMBERS_MAX] = { false };
+	const cJSON *m, *u;
+	int found = -1;
+
+	cJSON_ArrayForEach(m, members) {
+		const char *id = id_of(m, "ID");
+
+		cJSON_ArrayForEach(u, cJSON_GetObjectItemCaseSensitive(m, "clientURLs")) {
+			int i = cJSON_IsString(u) ? etcd_client_place(c, u->valuestring) : -1;
+
+			if (i < 0)
+				continue;
+			named[i] = true;
+			if (id && strcmp(id, leader) == 0)
+				found = i;
+		}
+	}
+	for (size_t i = 0; i < etcd_client_members(c); i++)
+		if (!named[i])
+			return -1;	/* an address that is not a member's own: the list's order stands */
+	return found;
+}
+
+int etcd_client_prefer_leader(struct etcd_client *c)
+{
+	cJSON *req = cJSON_CreateObject(), *status = NULL, *list = NULL;
+	const char *leader;
+	int rc, place;
+
+	if (!req)
+		return etcd_client_fail(c, -ENOMEM, "etcd: out of memory building a status request");
+	rc = etcd_client_call(c, "/v3/maintenance/status", req, ETCD_CALL_READ, &status);
+	if (rc < 0)
+		return rc;
+	leader = id_of(status, "leader");
+	req = cJSON_CreateObject();
+	if (!leader || !req) {
+		cJSON_Delete(req);
+		rc = leader ? -ENOMEM : -ENOENT;
+		goto out_status;
+	}
+	rc = etcd_client_call(c, "/v3/cluster/member/list", req, ETCD_CALL_READ, &list);
+	if (rc < 0)
+		goto out_status;
+	place = leader_place(c, cJSON_GetObjectItemCaseSensitive(list, "members"), leader);
+	rc = place < 0 ? -ENOENT : 0;
+	if (place >= 0)
+		etcd_client_prefer(c, (size_t)place);
+	cJSON_Delete(list);
+out_status:
+	cJSON_Delete(status);
+	return rc;
 }

@@ -253,6 +253,14 @@ int store_etcd_open(struct store *sb, const char *url, unsigned flags, char *why
 	}
 	if (rc)
 		goto close_client;
+	/*
+	 * A mount's requests go to the leader: a follower passes each commit
+	 * and each confirmed read on to it and waits for its answer (about
+	 * 1 ms a copied file of two requests, docs/SPEED.md). Best effort; a
+	 * one-shot CLI call is not worth its two requests.
+	 */
+	if (!st->oneshot)
+		(void)etcd_client_prefer_leader(c);
 	etcd_client_give(st, c);
 	return 0;
 close_client:

@@ -1,6 +1,7 @@
 /*
  * tests/unit/etcd_tool.c - the verbs of test_etcd_client for
- * tests/80-etcd-client.bats (put, get, absent, bigput, incr, conflict, watch-one)
+ * tests/80-etcd-client.bats (put, get, absent, leader, bigput, incr, conflict,
+ * watch-one)
  * and `bench`, which measures the figures quoted in docs/ETCD.md.
  */
 #include <errno.h>
@@ -78,6 +79,18 @@ static int verb_absent(int argc, char **argv)
 	etcd_txn_result_release(&t);
 	etcd_client_close(c);
 	return rc;
+}
+
+/* leader: moves to the leader (etcd_client_prefer_leader); prints its answer and the member. */
+static int verb_leader(int argc, char **argv)
+{
+	struct etcd_client *c = client();
+	int rc = argc == 0 ? etcd_client_prefer_leader(c) : -EINVAL;
+
+	(void)argv;
+	printf("%d %s\n", rc, etcd_client_endpoint(c));
+	etcd_client_close(c);
+	return rc < 0;
 }
 
 /* bigput KEY BYTES: writes BYTES bytes, reads them back, prints the length read. */
@@ -478,6 +491,7 @@ int etcd_tool_run(int argc, char **argv)
 {
 	static const struct { const char *name; int (*fn)(int, char **); } verbs[] = {
 		{ "put", verb_put }, { "get", verb_get }, { "absent", verb_absent },
+		{ "leader", verb_leader },
 		{ "bigput", verb_bigput },
 		{ "incr", verb_incr }, { "conflict", verb_conflict }, { "watch-one", verb_watch_one },
 	};
