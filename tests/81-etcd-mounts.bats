@@ -175,9 +175,22 @@ wait_content() {
 	run -0 ls "$MNT2"
 	base=$(($(now_ms) - t0))
 	remount	# nothing cached: every name is asked for again
-	# the mount asks the first member of the URL first: that one hangs
-	run -0 "$ETCD_REPO/scripts/etcd-cluster.sh" hang-one 0
+	# the mount asks the leader first (its URL names the cluster's
+	# members): that one hangs
+	local eps lead m others=""
+	eps=$("$ETCD_REPO/scripts/etcd-cluster.sh" endpoints)
+	lead=$(ETCDCTL_API=3 etcdctl --endpoints="$eps" endpoint status |
+		awk -F', ' '$5 == "true" { print $1 }')
+	IFS=, read -r -a eps <<<"$eps"
+	for m in 0 1 2; do
+		[ "${eps[$m]}" = "$lead" ] && break
+	done
+	[ "${eps[$m]}" = "$lead" ]
+	run -0 "$ETCD_REPO/scripts/etcd-cluster.sh" hang-one "$m"
 	HUNG=1
+	for i in 0 1 2; do
+		[ "$i" = "$m" ] || others+="${others:+,}${eps[$i]#http://}"
+	done
 	t0=$(now_ms)
 	run -0 cat "$MNT/h1"	# a read waits 2 s for a member while others may answer
 	assert_output 1
@@ -200,7 +213,6 @@ wait_content() {
 	# another host's write, through the members that answer: the mount's
 	# watch went to the hung one, which leaves it silent, so it asks the
 	# member itself after 5 s of silence and goes on elsewhere
-	local others=${ETCD_URL#etcd://*,}
 	kvfs put "etcd://$others/$PREFIX" /elsewhere '"from another host"'
 	t0=$(now_ms)
 	eventually 20 listed "$MNT" elsewhere
