@@ -1,8 +1,8 @@
 /*
  * lib/etcd/etcd_client.c - the etcd v3 JSON-gateway client (lib/etcd/etcd_client.h):
  * the handle, its auth token (the URL's parts: lib/etcd/etcd_url.c), HTTP/1.1 POSTs through one
- * libcurl easy handle per client, and the watch stream; the KV, Txn and lease
- * requests are built in lib/etcd/etcd_requests.c.
+ * libcurl easy handle per client; the watch stream is in lib/etcd/etcd_watch.c, the KV,
+ * Txn and lease requests are built in lib/etcd/etcd_requests.c.
  */
 #include "lib/etcd/etcd_dl.h"
 #include "lib/etcd/etcd_client.h"
@@ -13,7 +13,6 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -23,54 +22,6 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-
-/* A growing byte buffer for answers (and the watch stream's partial line). */
-#define ETCD_CLIENT_SOCKETS 4	/* a connection, and a few being tried beside it */
-
-struct buf {
-	char *data;
-	size_t len, cap;
-};
-
-struct etcd_client {
-	CURL *curl;
-	struct curl_slist *headers;
-	char *eps[ETCD_MEMBERS_MAX];	/* "http://HOST:PORT", heap */
-	size_t n_eps;
-	size_t cur;	/* member that answered last */
-	struct etcd_health *health;	/* members passed over: own_health or a shared one */
-	struct etcd_health own_health;
-	/* the URL's options (etcdctl's names), heap or NULL */
-	char *user, *password, *cacert, *cert, *key;
-	char *token;	/* from /v3/auth/authenticate, sent as Authorization */
-	long timeout_ms;
-	atomic_bool cancel;	/* set by etcd_client_cancel from any thread */
-	/*
-	 * The sockets c->curl holds open, so that a cancel wakes a watch at
-	 * once (libcurl looks at the cancel flag only about once a second
-	 * while a stream is silent: every daemon's exit waited on it).
-	 */
-	pthread_mutex_t sock_lock;
-	int socks[ETCD_CLIENT_SOCKETS];	/* -1: free */
-	struct buf resp;
-	char err[256];
-	/* the watch stream, while etcd_client_watch runs */
-	bool streaming;
-	bool created;	/* its member answered that the watch is created */
-	bool kept;	/* it sent while a question went unanswered: the next unanswered one ends it */
-	bool long_connect;	/* the last stream's TLS handshake ran out of time: the next gets ETCD_CONNECT_MS */
-	bool stay;	/* the last stream's watch_fn asked for ETCD_WATCH_AGAIN: the next starts on its member */
-	int64_t created_rev;	/* etcd_client_watch_created_rev */
-	int64_t began_ns;	/* when it was sent */
-	int64_t heard_ns;	/* when its member last sent bytes or answered a probe */
-	int64_t asked_ns;	/* when the probe's last question ended (0: none since the stream began) */
-	_Atomic int64_t confirmed_ns;	/* etcd_client_confirmed_ns */
-	CURL *probe;	/* a second connection, asking whether the watch's member answers */
-	etcd_watch_fn watch_fn;
-	void *watch_arg;
-	int watch_rc;	/* why the stream was ended from inside (0: it was not) */
-	int64_t compact_rev;
-};
 
 /* ---- errors ---- */
 
@@ -85,7 +36,7 @@ int etcd_client_fail(struct etcd_client *c, int rc, const char *fmt, ...)
 }
 
 /* An {"error":..., "code":N} object (the gateway's failure form) as -errno. */
-static int gateway_error(struct etcd_client *c, const cJSON *obj)
+int etcd_client_gateway_error(struct etcd_client *c, const cJSON *obj)
 {
 	const cJSON *code = cJSON_GetObjectItemCaseSensitive(obj, "code");
 	const cJSON *msg = cJSON_GetObjectItemCaseSensitive(obj, "message");
@@ -117,7 +68,7 @@ static int gateway_error(struct etcd_client *c, const cJSON *obj)
 
 /* ---- transport ---- */
 
-static int buf_append(struct buf *b, const char *p, size_t n)
+int etcd_client_buf_append(struct buf *b, const char *p, size_t n)
 {
 	if (b->len + n + 1 > b->cap) {
 		size_t cap = b->cap ? b->cap : 4096;
@@ -137,20 +88,20 @@ static int buf_append(struct buf *b, const char *p, size_t n)
 	return 0;
 }
 
-static size_t on_body(char *p, size_t size, size_t n, void *arg)
+size_t etcd_client_on_body(char *p, size_t size, size_t n, void *arg)
 {
 	struct etcd_client *c = arg;
 
-	return buf_append(&c->resp, p, size * n) == 0 ? size * n : 0;
+	return etcd_client_buf_append(&c->resp, p, size * n) == 0 ? size * n : 0;
 }
 
-static size_t discard_body(char *p, size_t size, size_t n, void *arg)
+size_t etcd_client_discard_body(char *p, size_t size, size_t n, void *arg)
 {
 	(void)p, (void)arg;
 	return size * n;
 }
 
-static int64_t now_ns(void)
+int64_t etcd_client_now_ns(void)
 {
 	struct timespec ts;
 
@@ -205,177 +156,9 @@ static int on_close_socket(void *arg, curl_socket_t fd)
 }
 
 /* Notes that member c->cur stopped answering: every client sharing c's table passes it over. */
-static void note_down(struct etcd_client *c)
+void etcd_client_note_down(struct etcd_client *c)
 {
-	atomic_store(&c->health->down_until_ns[c->cur], now_ns() + (int64_t)ETCD_DOWN_MS * 1000000);
-}
-
-/*
- * Asks member m for a linearizable read (which a member cut off from the
- * leader cannot answer) on the probe's connection, within limit_ms: 1 when
- * it answered it, 0 when it answered with an error (it lives, but cannot
- * say it is current), -1 when it did not answer. Cannot tell (no memory): 0.
- */
-static int member_answers(struct etcd_client *c, size_t m, long limit_ms)
-{
-	char url[320];
-	long status = 0;
-	CURLcode cc;
-
-	if (!c->probe) {
-		c->probe = curl_easy_init();
-		if (!c->probe)
-			return 0;
-		etcd_client_connection_setup(c, c->probe);
-		curl_easy_setopt(c->probe, CURLOPT_WRITEFUNCTION, discard_body);
-		curl_easy_setopt(c->probe, CURLOPT_POSTFIELDS, "{\"key\":\"AA==\",\"count_only\":true}");
-	}
-	snprintf(url, sizeof(url), "%s/v3/kv/range", c->eps[m]);
-	curl_easy_setopt(c->probe, CURLOPT_URL, url);
-	curl_easy_setopt(c->probe, CURLOPT_HTTPHEADER, c->headers);	/* the token too */
-	curl_easy_setopt(c->probe, CURLOPT_TIMEOUT_MS, limit_ms);
-	curl_easy_setopt(c->probe, CURLOPT_CONNECTTIMEOUT_MS, limit_ms);
-	cc = curl_easy_perform(c->probe);
-	if (cc != CURLE_OK)
-		return -1;
-	curl_easy_getinfo(c->probe, CURLINFO_RESPONSE_CODE, &status);
-	return status == 200;
-}
-
-/*
- * Whether the watch's member is current, asked for up to ETCD_PROBE_MS as
- * member_answers says. While it is silent, the other members are asked
- * too, each in turn: one that answers is current where the watch's member
- * is not (behind: cut off with this host and still applying after the
- * heal, when its question, asked in the cut, waited out the whole probe
- * and left the watch there 1.5 s after a heal); it is noted as the member
- * that answered last, where the next watch starts, and the answer is -1.
- */
-static int watch_member_current(struct etcd_client *c)
-{
-	int64_t end = now_ns() + (int64_t)ETCD_PROBE_MS * 1000000;
-	size_t other = c->cur;
-
-	for (;;) {
-		int64_t left_ms = (end - now_ns()) / 1000000;
-		int answer;
-
-		if (left_ms <= 0)
-			return -1;
-		answer = member_answers(c, c->cur, left_ms < ETCD_PROBE_TURN_MS ? left_ms
-										 : ETCD_PROBE_TURN_MS);
-		if (answer >= 0)
-			return answer;
-		for (size_t i = 1; i < c->n_eps; i++) {
-			other = (other + 1) % c->n_eps;
-			if (other != c->cur)
-				break;
-		}
-		left_ms = (end - now_ns()) / 1000000;
-		if (other == c->cur || left_ms <= 0)
-			continue;
-		if (member_answers(c, other, left_ms < ETCD_PROBE_OTHER_MS ? left_ms
-									: ETCD_PROBE_OTHER_MS) == 1) {
-			atomic_store(&c->health->answered_member, other);
-			atomic_store(&c->health->answered_ns, now_ns());
-			return -1;
-		}
-	}
-}
-
-/*
- * Whether the stream's connection holds bytes not read yet: the member
- * sent while the probe held this thread (a probe waits up to
- * ETCD_PROBE_MS, and a watch's backlog can come in meanwhile).
- */
-static bool stream_unread(struct etcd_client *c)
-{
-	struct pollfd p[ETCD_CLIENT_SOCKETS];
-	nfds_t n = 0;
-
-	pthread_mutex_lock(&c->sock_lock);
-	for (size_t i = 0; i < ETCD_CLIENT_SOCKETS; i++)
-		if (c->socks[i] >= 0)
-			p[n++] = (struct pollfd){ .fd = c->socks[i], .events = POLLIN };
-	pthread_mutex_unlock(&c->sock_lock);
-	if (poll(p, n, 0) <= 0)
-		return false;
-	for (nfds_t i = 0; i < n; i++)
-		if (p[i].revents & POLLIN)
-			return true;
-	return false;
-}
-
-/*
- * Whether a member other than the watch's answered a call of a client
- * sharing c's health table after `since`: the cluster answers there.
- */
-static bool answered_elsewhere(const struct etcd_client *c, int64_t since)
-{
-	return atomic_load(&c->health->answered_ns) > since &&
-	       atomic_load(&c->health->answered_member) != c->cur;
-}
-
-/*
- * libcurl calls it at least once a second during a transfer. A watch is
- * silent while nothing changes, and also when its member hangs or is cut
- * off: every ETCD_CONFIRM_MS the member is asked on another connection
- * whether it is current, which confirms every commit up to the question;
- * one that does not answer while the stream sent nothing either ends the
- * watch (its caller resumes elsewhere). The first question waits for the
- * watch to be created (or ETCD_CONFIRM_MS without): a member that has the
- * commits serves a watch without a leader, which the question needs, and
- * a question asked during the connect held this thread past the connect's
- * limit (after a heal, with the members electing, the backlog then came
- * only once a leader answered, seconds later). The question holds this
- * thread, so what the stream sent meanwhile is still unread when it ends
- * (stream_unread), and the next one waits ETCD_CONFIRM_MS from its end:
- * asked back to back, slow questions left a backlog unread for seconds.
- * But a member that does not answer while another does is behind (one
- * cut off with this host, applying after the heal what the others
- * committed meanwhile took it 5 s once): the watch goes to that other;
- * and a stream is kept so only once: the next question unanswered ends it.
- */
-static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
-{
-	struct etcd_client *c = arg;
-	int64_t asked;
-	int answer;
-
-	(void)dt, (void)dn, (void)ut, (void)un;
-	if (atomic_load(&c->cancel))
-		return 1;
-	if (!c->streaming || (asked = now_ns()) - c->asked_ns < (int64_t)ETCD_CONFIRM_MS * 1000000)
-		return 0;
-	if (!c->created && asked - c->began_ns < (int64_t)ETCD_CONFIRM_MS * 1000000)
-		return 0;	/* being connected or created: its own limits bound that */
-	answer = watch_member_current(c);
-	c->asked_ns = now_ns();
-	if (answer == 1)
-		atomic_store(&c->confirmed_ns, asked);
-	if (answer >= 0) {
-		c->heard_ns = c->asked_ns;
-		c->kept = false;
-		return 0;
-	}
-	if (!c->kept && !answered_elsewhere(c, asked) && (c->heard_ns > asked || stream_unread(c))) {
-		c->kept = true;
-		return 0;	/* (a stream that sent meanwhile works, if slowly: once) */
-	}
-	note_down(c);
-	c->watch_rc = etcd_client_fail(c, -ETIMEDOUT, "etcd %s: the watch's member stopped answering",
-				       c->eps[c->cur]);
-	return 1;
-}
-
-int64_t etcd_client_confirmed_ns(const struct etcd_client *c)
-{
-	return atomic_load(&c->confirmed_ns);
-}
-
-int64_t etcd_client_watch_created_rev(const struct etcd_client *c)
-{
-	return c->created_rev;
+	atomic_store(&c->health->down_until_ns[c->cur], etcd_client_now_ns() + (int64_t)ETCD_DOWN_MS * 1000000);
 }
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -416,7 +199,7 @@ static int curl_errno(struct etcd_client *c, CURLcode cc, const char *ep)
  */
 static bool pick_member(struct etcd_client *c, bool next)
 {
-	int64_t now = now_ns();
+	int64_t now = etcd_client_now_ns();
 
 	for (size_t i = next; i < c->n_eps; i++) {
 		size_t m = (c->cur + i) % c->n_eps;
@@ -453,7 +236,7 @@ static void start_where_answered(struct etcd_client *c)
 /* Whether a member other than c->cur is not passed over: a read may move on to it. */
 static bool others_up(const struct etcd_client *c)
 {
-	int64_t now = now_ns();
+	int64_t now = etcd_client_now_ns();
 
 	for (size_t i = 1; i < c->n_eps; i++)
 		if (atomic_load(&c->health->down_until_ns[(c->cur + i) % c->n_eps]) <= now)
@@ -472,7 +255,7 @@ static _Thread_local bool deadline_hit;
 void etcd_deadline_begin(long ms)
 {
 	deadline_span_ns = ms > 0 ? (int64_t)ms * 1000000 : 0;
-	deadline_start_ns = now_ns();
+	deadline_start_ns = etcd_client_now_ns();
 	deadline_hit = false;
 }
 
@@ -506,7 +289,7 @@ static long deadline_left(const struct etcd_client *c)
 		return -1;
 	if (base < deadline_start_ns)
 		base = deadline_start_ns;
-	left = base + deadline_span_ns - now_ns();
+	left = base + deadline_span_ns - etcd_client_now_ns();
 	/*
 	 * Under a millisecond left is none: libcurl's clock is in whole ms, so
 	 * a try limited to the rest can end a fraction early, and the call
@@ -523,7 +306,7 @@ static bool calls_ended(const struct etcd_client *c)
 {
 	int64_t end = atomic_load(&c->health->calls_end_ns);
 
-	return end && now_ns() >= end;
+	return end && etcd_client_now_ns() >= end;
 }
 
 /*
@@ -544,7 +327,7 @@ static long try_limit(const struct etcd_client *c, bool stream, enum etcd_call_k
 		ms = op > 0 ? op : 1;	/* the operation's deadline comes first */
 	if (!end)
 		return ms;
-	left = (end - now_ns()) / 1000000;
+	left = (end - etcd_client_now_ns()) / 1000000;
 	if (left < 1)
 		left = 1;	/* (0 would be no limit at all) */
 	return ms == 0 || left < ms ? (long)left : ms;
@@ -572,7 +355,7 @@ static int deadline_fail(struct etcd_client *c)
  * watch parser). On success *reply (unary calls) is the parsed answer,
  * heap, freed by the caller with cJSON_Delete.
  */
-static int post(struct etcd_client *c, const char *path, const char *body, bool stream,
+int etcd_client_post(struct etcd_client *c, const char *path, const char *body, bool stream,
 		enum etcd_call_kind kind, cJSON **reply)
 {
 	size_t tries, last = c->n_eps;
@@ -602,10 +385,10 @@ static int post(struct etcd_client *c, const char *path, const char *body, bool 
 		ep = c->eps[c->cur];
 		seen = atomic_load(&c->health->down_until_ns[c->cur]);
 		if (stream) {
-			/* each member's stream: asked as soon as it is created (on_progress) */
+			/* each member's stream: asked as soon as it is created (etcd_client_on_progress) */
 			c->created = c->kept = false;
 			c->created_rev = 0;
-			c->began_ns = c->heard_ns = now_ns();
+			c->began_ns = c->heard_ns = etcd_client_now_ns();
 			c->asked_ns = 0;
 		}
 		c->resp.len = 0;
@@ -627,7 +410,7 @@ static int post(struct etcd_client *c, const char *path, const char *body, bool 
 				curl_easy_getinfo(c->curl, CURLINFO_CONNECT_TIME_T, &tcp);
 				c->long_connect = sent == 0 && tcp > 0 && !c->long_connect;
 			}
-			note_down(c);
+			etcd_client_note_down(c);
 			if (sent == 0 || kind == ETCD_CALL_READ)
 				continue;	/* nothing reached it, or asking again is harmless */
 			break;	/* a write: its caller learns whether it landed (SETTLED) or waits */
@@ -658,14 +441,14 @@ static int post(struct etcd_client *c, const char *path, const char *body, bool 
 		return etcd_client_fail(c, -EPROTO, "etcd %s: HTTP %ld, answer is not JSON", c->eps[c->cur], status);
 	}
 	if (status != 200 || cJSON_GetObjectItemCaseSensitive(*reply, "error")) {
-		int rc = gateway_error(c, *reply);
+		int rc = etcd_client_gateway_error(c, *reply);
 
 		cJSON_Delete(*reply);
 		*reply = NULL;
 		return rc;
 	}
 	atomic_store(&c->health->answered_member, c->cur);
-	atomic_store(&c->health->answered_ns, now_ns());	/* the cluster answers: deadlines move on */
+	atomic_store(&c->health->answered_ns, etcd_client_now_ns());	/* the cluster answers: deadlines move on */
 	return 0;
 }
 
@@ -701,7 +484,7 @@ static int set_headers(struct etcd_client *c)
 }
 
 /* Trades the URL's user and password for a token (POST /v3/auth/authenticate). */
-static int authenticate(struct etcd_client *c)
+int etcd_client_authenticate(struct etcd_client *c)
 {
 	cJSON *req = cJSON_CreateObject(), *reply = NULL;
 	const cJSON *tok;
@@ -723,7 +506,7 @@ static int authenticate(struct etcd_client *c)
 	cJSON_Delete(req);
 	if (!body)
 		return etcd_client_fail(c, -ENOMEM, "etcd: out of memory building a request");
-	rc = post(c, "/v3/auth/authenticate", body, false, ETCD_CALL_WRITE, &reply);
+	rc = etcd_client_post(c, "/v3/auth/authenticate", body, false, ETCD_CALL_WRITE, &reply);
 	free(body);
 	if (rc < 0) {
 		char why[sizeof(c->err)];
@@ -750,14 +533,14 @@ int etcd_client_call(struct etcd_client *c, const char *path, cJSON *req, enum e
 	cJSON_Delete(req);
 	if (!body)
 		return etcd_client_fail(c, -ENOMEM, "etcd: out of memory building a request");
-	rc = (c->user && !c->token) ? authenticate(c) : 0;
+	rc = (c->user && !c->token) ? etcd_client_authenticate(c) : 0;
 	if (rc == 0)
-		rc = post(c, path, body, false, kind, reply);
+		rc = etcd_client_post(c, path, body, false, kind, reply);
 	if (rc == -EACCES && c->user && strstr(c->err, "invalid auth token")) {
 		/* the token expired (or the member restarted): one more, fresh one */
-		rc = authenticate(c);
+		rc = etcd_client_authenticate(c);
 		if (rc == 0)
-			rc = post(c, path, body, false, kind, reply);
+			rc = etcd_client_post(c, path, body, false, kind, reply);
 	}
 	free(body);
 	return rc;
@@ -829,9 +612,9 @@ int etcd_client_open(const char *endpoints, struct etcd_client **out, char *why,
 		goto out_close;
 	etcd_client_connection_setup(c, c->curl);
 	curl_easy_setopt(c->curl, CURLOPT_TCP_NODELAY, 1L);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, etcd_client_on_body);
 	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, c);
-	curl_easy_setopt(c->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(c->curl, CURLOPT_XFERINFOFUNCTION, etcd_client_on_progress);
 	curl_easy_setopt(c->curl, CURLOPT_XFERINFODATA, c);
 	curl_easy_setopt(c->curl, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(c->curl, CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
@@ -920,7 +703,7 @@ void etcd_client_prefer(struct etcd_client *c, size_t place)
 
 void etcd_health_end_calls(struct etcd_health *h, long ms)
 {
-	atomic_store(&h->calls_end_ns, now_ns() + (int64_t)ms * 1000000);
+	atomic_store(&h->calls_end_ns, etcd_client_now_ns() + (int64_t)ms * 1000000);
 }
 
 void etcd_client_set_timeout(struct etcd_client *c, long ms)
@@ -937,138 +720,4 @@ void etcd_client_cancel(struct etcd_client *c)
 		if (c->socks[i] >= 0)
 			shutdown(c->socks[i], SHUT_RDWR);
 	pthread_mutex_unlock(&c->sock_lock);
-}
-
-/* ---- watch ---- */
-
-/* One line of the stream: {"result": WatchResponse} or {"error": ...}. */
-static int watch_line(struct etcd_client *c, const char *line, size_t len)
-{
-	cJSON *o = cJSON_ParseWithLength(line, len);
-	const cJSON *res, *events, *ev;
-	int64_t rev;
-	int rc = 0;
-
-	if (!o)
-		return etcd_client_fail(c, -EPROTO, "etcd: watch line is not JSON");
-	res = cJSON_GetObjectItemCaseSensitive(o, "result");
-	if (!res) {
-		const cJSON *e = cJSON_GetObjectItemCaseSensitive(o, "error");
-
-		rc = gateway_error(c, e ? e : o);
-		goto out;
-	}
-	rev = etcd_wire_get_i64(cJSON_GetObjectItemCaseSensitive(res, "header"), "revision");
-	if (etcd_wire_get_i64(res, "compact_revision") > 0) {
-		c->compact_rev = etcd_wire_get_i64(res, "compact_revision");
-		rc = etcd_client_fail(c, -ESTALE, "etcd: watch start revision compacted (oldest %" PRId64 ")",
-			  c->compact_rev);
-		goto out;
-	}
-	if (etcd_wire_get_bool(res, "canceled")) {
-		rc = etcd_client_fail(c, -EPIPE, "etcd: watch canceled by the server");
-		goto out;
-	}
-	if (etcd_wire_get_bool(res, "created")) {
-		c->created = true;
-		c->created_rev = rev;
-		rc = c->watch_fn(NULL, c->watch_arg);
-		goto out;
-	}
-	events = cJSON_GetObjectItemCaseSensitive(res, "events");
-	cJSON_ArrayForEach(ev, events) {
-		const cJSON *type = cJSON_GetObjectItemCaseSensitive(ev, "type");
-		struct etcd_kv kv;
-		struct etcd_event e = { .kv = &kv, .revision = rev };
-
-		e.is_delete = cJSON_IsString(type) && strcmp(type->valuestring, "DELETE") == 0;
-		e.last = ev->next == NULL;
-		rc = etcd_wire_parse_kv(cJSON_GetObjectItemCaseSensitive(ev, "kv"), &kv);
-		if (rc < 0) {
-			rc = etcd_client_fail(c, rc, "etcd: bad watch event");
-			goto out;
-		}
-		rc = c->watch_fn(&e, c->watch_arg);
-		etcd_wire_kv_release(&kv);
-		if (rc != 0)
-			break;
-	}
-out:
-	cJSON_Delete(o);
-	return rc;
-}
-
-/* Cuts the stream into lines; a non-zero watch_rc ends the transfer. */
-static size_t on_watch_body(char *p, size_t size, size_t n, void *arg)
-{
-	struct etcd_client *c = arg;
-	size_t start = 0, i;
-
-	c->heard_ns = now_ns();
-	if (buf_append(&c->resp, p, size * n) < 0) {
-		c->watch_rc = etcd_client_fail(c, -ENOMEM, "etcd: out of memory reading a watch");
-		return 0;
-	}
-	for (i = 0; i < c->resp.len; i++) {
-		if (c->resp.data[i] != '\n')
-			continue;
-		if (i > start)
-			c->watch_rc = watch_line(c, c->resp.data + start, i - start);
-		start = i + 1;
-		if (c->watch_rc != 0)
-			return 0;
-	}
-	memmove(c->resp.data, c->resp.data + start, c->resp.len - start);
-	c->resp.len -= start;
-	return size * n;
-}
-
-int etcd_client_watch(struct etcd_client *c, const void *key, size_t key_len,
-		      const void *range_end, size_t range_end_len, int64_t start_rev,
-		      etcd_watch_fn fn, void *arg, int64_t *compact_rev)
-{
-	cJSON *req = cJSON_CreateObject(), *cr = cJSON_CreateObject();
-	char *body = NULL;
-	int rc = req && cr && cJSON_AddItemToObject(req, "create_request", cr) ? 0 : -ENOMEM;
-
-	if (rc < 0)
-		cJSON_Delete(cr);
-	if (rc == 0)
-		rc = etcd_wire_add_b64(cr, "key", key, key_len);
-	if (rc == 0 && range_end)
-		rc = etcd_wire_add_b64(cr, "range_end", range_end, range_end_len);
-	if (rc == 0 && start_rev > 0)
-		rc = etcd_wire_add_i64(cr, "start_revision", start_rev);
-	if (rc == 0 && !(body = cJSON_PrintUnformatted(req)))
-		rc = -ENOMEM;
-	cJSON_Delete(req);
-	if (rc < 0)
-		return etcd_client_fail(c, rc, "etcd: out of memory building a watch");
-	/* a watch carries the token too (a fresh one: the stream may outlive an old one) */
-	if (c->user && (rc = authenticate(c)) < 0) {
-		free(body);
-		return rc;
-	}
-	c->watch_fn = fn;
-	c->watch_arg = arg;
-	c->watch_rc = 0;
-	c->compact_rev = 0;
-	c->created_rev = 0;
-	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_watch_body);
-	c->streaming = true;
-	rc = post(c, "/v3/watch", body, true, ETCD_CALL_READ, NULL);
-	c->streaming = false;
-	/* an answer without a final newline (an error object) is a line too */
-	if (rc == 0 && c->resp.len > 0)
-		rc = watch_line(c, c->resp.data, c->resp.len);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_body);
-	free(body);
-	c->resp.len = 0;
-	if (compact_rev)
-		*compact_rev = c->compact_rev;
-	c->stay = rc == ETCD_WATCH_AGAIN;
-	/* A stream that ends by itself (member gone) is a broken watch. */
-	if (rc == 0)
-		rc = etcd_client_fail(c, -EPIPE, "etcd %s: watch stream ended", c->eps[c->cur]);
-	return rc;
 }

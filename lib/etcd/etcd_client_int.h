@@ -1,17 +1,70 @@
 /*
  * lib/etcd/etcd_client_int.h - PRIVATE to the etcd client's files
- * (lib/etcd/etcd_client.c, etcd_requests.c, etcd_status.c, etcd_url.c):
- * the one call path every request goes through, the handle's error
- * message, the set-up of a connection of a handle's own, and the URL's parts.
+ * (lib/etcd/etcd_client.c, etcd_watch.c, etcd_requests.c, etcd_status.c,
+ * etcd_url.c): the handle itself, the one call path every request goes
+ * through, the handle's error message, the set-up of a connection of a
+ * handle's own, and the URL's parts.
  */
 #ifndef KVFS_ETCD_CLIENT_INT_H
 #define KVFS_ETCD_CLIENT_INT_H
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "lib/etcd/etcd_client.h"
+
+#define ETCD_CLIENT_SOCKETS 4	/* a connection, and a few being tried beside it */
+
+/* A growing byte buffer for answers (and the watch stream's partial line). */
+struct buf {
+	char *data;
+	size_t len, cap;
+};
+
+struct etcd_client {
+	CURL *curl;
+	struct curl_slist *headers;
+	char *eps[ETCD_MEMBERS_MAX];	/* "http://HOST:PORT", heap */
+	size_t n_eps;
+	size_t cur;	/* member that answered last */
+	struct etcd_health *health;	/* members passed over: own_health or a shared one */
+	struct etcd_health own_health;
+	/* the URL's options (etcdctl's names), heap or NULL */
+	char *user, *password, *cacert, *cert, *key;
+	char *token;	/* from /v3/auth/authenticate, sent as Authorization */
+	long timeout_ms;
+	atomic_bool cancel;	/* set by etcd_client_cancel from any thread */
+	/*
+	 * The sockets c->curl holds open, so that a cancel wakes a watch at
+	 * once (libcurl looks at the cancel flag only about once a second
+	 * while a stream is silent: every daemon's exit waited on it).
+	 */
+	pthread_mutex_t sock_lock;
+	int socks[ETCD_CLIENT_SOCKETS];	/* -1: free */
+	struct buf resp;
+	char err[256];
+	/* the watch stream, while etcd_client_watch runs */
+	bool streaming;
+	bool created;	/* its member answered that the watch is created */
+	bool kept;	/* it sent while a question went unanswered: the next unanswered one ends it */
+	bool long_connect;	/* the last stream's TLS handshake ran out of time: the next gets ETCD_CONNECT_MS */
+	bool stay;	/* the last stream's watch_fn asked for ETCD_WATCH_AGAIN: the next starts on its member */
+	int64_t created_rev;	/* etcd_client_watch_created_rev */
+	int64_t began_ns;	/* when it was sent */
+	int64_t heard_ns;	/* when its member last sent bytes or answered a probe */
+	int64_t asked_ns;	/* when the probe's last question ended (0: none since the stream began) */
+	_Atomic int64_t confirmed_ns;	/* etcd_client_confirmed_ns */
+	CURL *probe;	/* a second connection, asking whether the watch's member answers */
+	etcd_watch_fn watch_fn;
+	void *watch_arg;
+	int watch_rc;	/* why the stream was ended from inside (0: it was not) */
+	int64_t compact_rev;
+};
+
 
 /* What a request does, which decides how long a member that does not answer is waited for. */
 enum etcd_call_kind {
@@ -66,5 +119,31 @@ int etcd_url_endpoint(const char *s, size_t n, bool tls, char **out);
  * escape or key= without cert=.
  */
 int etcd_url_options(const char *q, char **slot[ETCD_URL_OPTIONS], char *why, size_t why_len);
+
+/* ---- shared by etcd_client.c and etcd_watch.c ---- */
+
+/*
+ * POSTs body to the gateway's path on c's member, moving on to the
+ * others as kind allows; a stream (the watch) delivers its answer to the
+ * write callback set on c->curl and returns c->watch_rc. Otherwise *reply
+ * is the parsed answer (heap, the caller's to cJSON_Delete). 0 or -errno.
+ */
+int etcd_client_post(struct etcd_client *c, const char *path, const char *body, bool stream,
+		     enum etcd_call_kind kind, cJSON **reply);
+/* Trades the URL's user and password for a token: 0 or -errno. */
+int etcd_client_authenticate(struct etcd_client *c);
+/* An {"error":..., "code":N} object (the gateway's failure form) as -errno, the message kept. */
+int etcd_client_gateway_error(struct etcd_client *c, const cJSON *obj);
+/* Appends n bytes to b, NUL-ended: 0 or -ENOMEM. */
+int etcd_client_buf_append(struct buf *b, const char *p, size_t n);
+/* libcurl write callbacks: into c->resp, and nowhere (a probe's answer). */
+size_t etcd_client_on_body(char *p, size_t size, size_t n, void *arg);
+size_t etcd_client_discard_body(char *p, size_t size, size_t n, void *arg);
+/* CLOCK_MONOTONIC in ns. */
+int64_t etcd_client_now_ns(void);
+/* Notes that member c->cur stopped answering: every client sharing c's table passes it over. */
+void etcd_client_note_down(struct etcd_client *c);
+/* libcurl's progress callback on c->curl: a watch's probe (lib/etcd/etcd_watch.c). */
+int etcd_client_on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un);
 
 #endif
