@@ -12,10 +12,12 @@ etcd_port_busy() {
 	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
-# A base port whose six ports (3 members x client+peer) are all free.
+# A base port whose six ports (3 members x client+peer) are all free,
+# from KVFS_ETCD_PORT_FROM on (default 25000): a run beside another's
+# (a CI rehearsal's clusters) keeps to ports of its own.
 etcd_pick_port() {
-	local base p busy
-	for ((base = 25000 + ($$ % 50) * 20; base < 40000; base += 1000)); do
+	local base p busy from=${KVFS_ETCD_PORT_FROM:-25000}
+	for ((base = from + ($$ % 50) * 20; base < 40000; base += 1000)); do
 		busy=0
 		for ((p = base; p < base + 6; p++)); do
 			etcd_port_busy "$p" && busy=1 && break
