@@ -54,8 +54,6 @@ struct etcd_client;
 #define ETCD_READ_TRY_MS 2000	/* a read waits this long for a member while others may answer */
 #define ETCD_CONFIRM_MS 2000	/* a watch asks its member this often whether it is current */
 #define ETCD_PROBE_MS 2000	/* ... and, silent, ends when it does not answer within this */
-#define ETCD_PROBE_TURN_MS 500	/* ... asked in turns of this, ... */
-#define ETCD_PROBE_OTHER_MS 300	/* ... with another member asked this long between */
 #define ETCD_CONNECT_MS 1000	/* a connection not made within this is given up */
 /*
  * ... a watch's within this, and tried again 0.2 s later (store/etcd's
@@ -340,9 +338,6 @@ typedef int (*etcd_watch_fn)(const struct etcd_event *ev, void *arg);
  * none within ETCD_PROBE_MS while the stream sent nothing either ends it
  * with -ETIMEDOUT and notes the member in the health table (a hung member,
  * or one cut off from the others, would keep a watch silent for good).
- * While it is silent the other members are asked in turn (each
- * ETCD_PROBE_OTHER_MS, between turns of ETCD_PROBE_TURN_MS on its own): one
- * that answers ends the stream at once, and the next starts there.
  * The first question is asked once the member has created the watch, or
  * ETCD_CONFIRM_MS after it was sent when it has not; the next one
  * ETCD_CONFIRM_MS after an answer. A member that does not answer while

@@ -53,47 +53,6 @@ static int member_answers(struct etcd_client *c, size_t m, long limit_ms)
 }
 
 /*
- * Whether the watch's member is current, asked for up to ETCD_PROBE_MS as
- * member_answers says. While it is silent, the other members are asked
- * too, each in turn: one that answers is current where the watch's member
- * is not (behind: cut off with this host and still applying after the
- * heal, when its question, asked in the cut, waited out the whole probe
- * and left the watch there 1.5 s after a heal); it is noted as the member
- * that answered last, where the next watch starts, and the answer is -1.
- */
-static int watch_member_current(struct etcd_client *c)
-{
-	int64_t end = etcd_client_now_ns() + (int64_t)ETCD_PROBE_MS * 1000000;
-	size_t other = c->cur;
-
-	for (;;) {
-		int64_t left_ms = (end - etcd_client_now_ns()) / 1000000;
-		int answer;
-
-		if (left_ms <= 0)
-			return -1;
-		answer = member_answers(c, c->cur, left_ms < ETCD_PROBE_TURN_MS ? left_ms
-										 : ETCD_PROBE_TURN_MS);
-		if (answer >= 0)
-			return answer;
-		for (size_t i = 1; i < c->n_eps; i++) {
-			other = (other + 1) % c->n_eps;
-			if (other != c->cur)
-				break;
-		}
-		left_ms = (end - etcd_client_now_ns()) / 1000000;
-		if (other == c->cur || left_ms <= 0)
-			continue;
-		if (member_answers(c, other, left_ms < ETCD_PROBE_OTHER_MS ? left_ms
-									: ETCD_PROBE_OTHER_MS) == 1) {
-			atomic_store(&c->health->answered_member, other);
-			atomic_store(&c->health->answered_ns, etcd_client_now_ns());
-			return -1;
-		}
-	}
-}
-
-/*
  * Whether the stream's connection holds bytes not read yet: the member
  * sent while the probe held this thread (a probe waits up to
  * ETCD_PROBE_MS, and a watch's backlog can come in meanwhile).
@@ -159,7 +118,7 @@ int etcd_client_on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t 
 		return 0;
 	if (!c->created && asked - c->began_ns < (int64_t)ETCD_CONFIRM_MS * 1000000)
 		return 0;	/* being connected or created: its own limits bound that */
-	answer = watch_member_current(c);
+	answer = member_answers(c, c->cur, ETCD_PROBE_MS);
 	c->asked_ns = etcd_client_now_ns();
 	if (answer == 1)
 		atomic_store(&c->confirmed_ns, asked);
