@@ -21,32 +21,29 @@
 /* ---- whether the watch's member is current ---- */
 
 /*
- * Asks member m for a linearizable read (which a member cut off from the
- * leader cannot answer) on the probe's connection, within limit_ms: 1 when
- * it answered it, 0 when it answered with an error (it lives, but cannot
- * say it is current), -1 when it did not answer. Cannot tell (no memory): 0.
+ * Asks the watch's member for a linearizable read (which a member cut off
+ * from the leader cannot answer) on a connection of its own: 1 when it
+ * answered it, 0 when it answered with an error (it lives, but cannot say
+ * it is current), -1 when it did not answer. Cannot tell (no memory): 0.
  */
-static int member_answers(struct etcd_client *c, size_t m, long limit_ms)
+static int member_answers(struct etcd_client *c)
 {
 	char url[320];
 	long status = 0;
-	CURLcode cc;
 
 	if (!c->probe) {
 		c->probe = curl_easy_init();
 		if (!c->probe)
 			return 0;
 		etcd_client_connection_setup(c, c->probe);
+		curl_easy_setopt(c->probe, CURLOPT_TIMEOUT_MS, (long)ETCD_PROBE_MS);
 		curl_easy_setopt(c->probe, CURLOPT_WRITEFUNCTION, etcd_client_discard_body);
 		curl_easy_setopt(c->probe, CURLOPT_POSTFIELDS, "{\"key\":\"AA==\",\"count_only\":true}");
 	}
-	snprintf(url, sizeof(url), "%s/v3/kv/range", c->eps[m]);
+	snprintf(url, sizeof(url), "%s/v3/kv/range", c->eps[c->cur]);
 	curl_easy_setopt(c->probe, CURLOPT_URL, url);
 	curl_easy_setopt(c->probe, CURLOPT_HTTPHEADER, c->headers);	/* the token too */
-	curl_easy_setopt(c->probe, CURLOPT_TIMEOUT_MS, limit_ms);
-	curl_easy_setopt(c->probe, CURLOPT_CONNECTTIMEOUT_MS, limit_ms);
-	cc = curl_easy_perform(c->probe);
-	if (cc != CURLE_OK)
+	if (curl_easy_perform(c->probe) != CURLE_OK)
 		return -1;
 	curl_easy_getinfo(c->probe, CURLINFO_RESPONSE_CODE, &status);
 	return status == 200;
@@ -118,7 +115,7 @@ int etcd_client_on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t 
 		return 0;
 	if (!c->created && asked - c->began_ns < (int64_t)ETCD_CONFIRM_MS * 1000000)
 		return 0;	/* being connected or created: its own limits bound that */
-	answer = member_answers(c, c->cur, ETCD_PROBE_MS);
+	answer = member_answers(c);
 	c->asked_ns = etcd_client_now_ns();
 	if (answer == 1)
 		atomic_store(&c->confirmed_ns, asked);
