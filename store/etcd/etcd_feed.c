@@ -98,6 +98,19 @@ static void ring_push(struct etcd_feed *f, uint64_t rev, enum store_change_kind 
 	f->head = (f->head + 1) % FEED_RING;
 }
 
+/*
+ * What came up to rev is unknown (a backlog skipped, a start revision
+ * compacted): the reader re-checks every node. Under f->lock.
+ */
+static void lose_upto(struct etcd_feed *f, uint64_t rev)
+{
+	if (rev <= f->applied)
+		return;
+	if (rev > f->lost)
+		f->lost = rev;
+	f->applied = rev;
+}
+
 static int on_event(const struct etcd_event *ev, void *arg)
 {
 	struct etcd_feed *f = arg;
@@ -181,11 +194,14 @@ static void *feed_main(void *arg)
 			pthread_mutex_lock(&f->st->snap_lock);
 			pthread_mutex_lock(&f->lock);
 			f->live = false;
-			if (rc == ETCD_WATCH_AGAIN)
+			if (rc == ETCD_WATCH_AGAIN) {
 				snprintf(f->why, sizeof(f->why), "resumed past a backlog of %" PRIu64
 					 " revisions", f->skip_to - f->applied);
-			else
+				lose_upto(f, f->skip_to);
+				f->skip_to = 0;
+			} else {
 				snprintf(f->why, sizeof(f->why), "%s", etcd_client_error(f->c));
+			}
 			old = etcd_snap_unset(f->st, INT64_MAX);
 			pthread_mutex_unlock(&f->lock);
 			pthread_mutex_unlock(&f->st->snap_lock);
@@ -193,26 +209,14 @@ static void *feed_main(void *arg)
 		}
 		if (atomic_load(&f->stop))
 			break;
-		if (rc == ETCD_WATCH_AGAIN) {
-			/* what the skipped backlog held is unknown: the reader re-checks everything */
-			pthread_mutex_lock(&f->lock);
-			if (f->skip_to > f->applied) {
-				f->lost = f->skip_to > f->lost ? f->skip_to : f->lost;
-				f->applied = f->skip_to;
-			}
-			f->skip_to = 0;
-			pthread_mutex_unlock(&f->lock);
-			continue;
-		}
+		if (rc == ETCD_WATCH_AGAIN)
+			continue;	/* at once, past the backlog (lost above) */
 		if (rc == -ESTALE) {
 			/* fell behind compaction: what happened in between is unknown */
 			uint64_t now = etcd_newest_revision(f->st);
 
 			pthread_mutex_lock(&f->lock);
-			if (now > f->applied) {
-				f->lost = now;
-				f->applied = now;
-			}
+			lose_upto(f, now);
 			pthread_mutex_unlock(&f->lock);
 			continue;
 		}
