@@ -845,6 +845,23 @@ static int carry_put(const uint8_t *key, size_t len, void *arg)
 }
 
 /*
+ * The carry n of a snapshot to rev, its pages and points made (rc: how
+ * that went): the keys b put that no point answers yet are added. n, or
+ * NULL (n freed) on any failure.
+ */
+static struct etcd_snap *carry_finish(struct etcd_snap *n, const struct etcd_buf *b, int64_t rev,
+				      int rc)
+{
+	if (rc == 0)
+		rc = etcd_buf_walk(b, carry_put, &(struct carry_puts){ n, b, rev });
+	if (rc) {
+		snap_free(n);
+		return NULL;
+	}
+	return n;
+}
+
+/*
  * n's point answers at rev from s's (under s->lock): only while s has few
  * (each is a copy of its own, and a bulk copy's files never read one
  * another's); then one for every key b wrote or deleted. 0 or -ENOMEM.
@@ -915,13 +932,7 @@ static struct etcd_snap *snap_after(struct etcd_snap *s, const struct etcd_buf *
 	if (rc == 0)
 		rc = points_after(n, s, b, rev);
 	pthread_mutex_unlock(&s->lock);
-	if (rc == 0)
-		rc = etcd_buf_walk(b, carry_put, &(struct carry_puts){ n, b, rev });
-	if (rc) {
-		snap_free(n);
-		return NULL;
-	}
-	return n;
+	return carry_finish(n, b, rev, rc);
 }
 
 /*
@@ -1045,13 +1056,7 @@ static struct etcd_snap *snap_take(struct etcd_snap *s, const struct etcd_buf *b
 		s->kept = k;
 	}
 	pthread_mutex_unlock(&s->lock);
-	if (rc == 0)
-		rc = etcd_buf_walk(b, carry_put, &(struct carry_puts){ n, b, rev });
-	if (rc) {
-		snap_free(n);
-		return NULL;
-	}
-	return n;
+	return carry_finish(n, b, rev, rc);
 }
 
 /* What a carry of s copies: its pages, and its points while there are few. */
