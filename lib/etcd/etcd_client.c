@@ -385,7 +385,7 @@ int etcd_client_post(struct etcd_client *c, const char *path, const char *body, 
 		ep = c->eps[c->cur];
 		seen = atomic_load(&c->health->down_until_ns[c->cur]);
 		if (stream) {
-			/* each member's stream: asked as soon as it is created (etcd_client_on_progress) */
+			/* each member's stream: asked as soon as it is created (lib/etcd/etcd_watch.c) */
 			c->created = c->kept = false;
 			c->created_rev = 0;
 			c->began_ns = c->heard_ns = etcd_client_now_ns();
@@ -399,7 +399,7 @@ int etcd_client_post(struct etcd_client *c, const char *path, const char *body, 
 		curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, try_limit(c, stream, kind));
 		curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, stream && !c->long_connect ?
 				 (long)ETCD_WATCH_CONNECT_MS : (long)ETCD_CONNECT_MS);
-		cc = curl_easy_perform(c->curl);
+		cc = stream ? etcd_client_stream_perform(c) : curl_easy_perform(c->curl);
 		if (cc == CURLE_OPERATION_TIMEDOUT) {
 			/* hung, or cut off: the others are asked first for a while */
 			curl_easy_getinfo(c->curl, CURLINFO_REQUEST_SIZE, &sent);
@@ -637,10 +637,9 @@ void etcd_client_close(struct etcd_client *c)
 {
 	if (!c)
 		return;
+	etcd_client_questions_release(c);	/* the multi handle first, as libcurl asks */
 	if (c->curl)
 		curl_easy_cleanup(c->curl);
-	if (c->probe)
-		curl_easy_cleanup(c->probe);
 	curl_slist_free_all(c->headers);
 	for (size_t i = 0; i < c->n_eps; i++)
 		free(c->eps[i]);

@@ -56,6 +56,11 @@ struct etcd_client;
 #define ETCD_PROBE_MS 2000	/* ... and, silent, ends when it does not answer within this */
 #define ETCD_CONNECT_MS 1000	/* a connection not made within this is given up */
 /*
+ * A watch's member whose question is slower than this (and four times its
+ * last answer) is asked of another member too, in turns of this long.
+ */
+#define ETCD_QUESTION_TURN_MS 500
+/*
  * ... a watch's within this, and tried again 0.2 s later (store/etcd's
  * feed): a SYN dropped in a cut is sent again only after 1 s, so after the
  * heal a watch waited out up to 1 s for an attempt begun in the cut. A
@@ -324,6 +329,12 @@ typedef int (*etcd_watch_fn)(const struct etcd_event *ev, void *arg);
  * value only ends it.
  */
 #define ETCD_WATCH_AGAIN 2
+/*
+ * What etcd_client_watch returns when it left its member for another that
+ * answered while it did not (it is behind, or cut off): the caller resumes
+ * at once, and the next stream starts on the member that answered.
+ */
+#define ETCD_WATCH_MOVED 3
 
 /*
  * Watches [key, range_end) (range_end NULL: the key alone) from start_rev
@@ -332,21 +343,25 @@ typedef int (*etcd_watch_fn)(const struct etcd_event *ev, void *arg);
  * the transport's error), or start_rev was compacted (-ESTALE; then
  * *compact_rev, may be NULL, is the oldest revision still available).
  * Not failed over mid-stream: the caller resumes from the last revision seen + 1.
- * Every ETCD_CONFIRM_MS the stream asks its member, on a second connection,
- * for a linearizable read (which a member cut off from the leader cannot
- * answer): an answer confirms the member current (etcd_client_confirmed_ns);
- * none within ETCD_PROBE_MS while the stream sent nothing either ends it
- * with -ETIMEDOUT and notes the member in the health table (a hung member,
- * or one cut off from the others, would keep a watch silent for good).
- * The first question is asked once the member has created the watch, or
- * ETCD_CONFIRM_MS after it was sent when it has not; the next one
- * ETCD_CONFIRM_MS after an answer. A member that does not answer while
- * another answers a call of a client sharing c's health table is left
- * even when its stream sends (it is behind: one cut off with this host
- * and catching up after the heal), and so is one whose stream sent
- * through two unanswered questions in a row; a watch starts on the member that
- * answered such a call last, when one did since the last stream began,
- * else on the member after the last stream's.
+ * Every ETCD_CONFIRM_MS the stream asks its member, on a connection of
+ * its own driven beside the stream, for a linearizable read (which a
+ * member cut off from the leader cannot answer): an answer confirms the
+ * member current (etcd_client_confirmed_ns); none within ETCD_PROBE_MS
+ * while the stream sent nothing either ends it with -ETIMEDOUT and notes
+ * the member in the health table (a hung member, or one cut off from the
+ * others, would keep a watch silent for good); a stream that sent through
+ * an unanswered question is kept once. The first question is asked once
+ * the member has created the watch, or ETCD_CONFIRM_MS after it was sent
+ * when it has not; the next one ETCD_CONFIRM_MS after an answer. While a
+ * question is slow (past ETCD_QUESTION_TURN_MS and four times the
+ * member's last answer), or while no member confirmed since one failed
+ * to, the other members are asked in turn, and the stream ends with
+ * ETCD_WATCH_MOVED, its member noted, once one of them (or a call of a
+ * client sharing c's health table) answered where its own did not: it is
+ * behind, as one cut off with this host is while it catches up after the
+ * heal. A watch starts on the member that answered such a call or
+ * question last, when one did since the last stream began, else on the
+ * member after the last stream's.
  */
 int etcd_client_watch(struct etcd_client *c, const void *key, size_t key_len,
 	       const void *range_end, size_t range_end_len, int64_t start_rev,

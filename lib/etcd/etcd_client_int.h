@@ -19,6 +19,14 @@
 
 #define ETCD_CLIENT_SOCKETS 4	/* a connection, and a few being tried beside it */
 
+/* A linearizable read sent to a member on a connection of its own: is it current? */
+struct etcd_question {
+	CURL *easy;	/* made at the first question */
+	bool busy;	/* sent, no answer yet */
+	size_t member;	/* asked of eps[member] */
+	int64_t sent_ns;	/* when the last one was sent */
+};
+
 /* A growing byte buffer for answers (and the watch stream's partial line). */
 struct buf {
 	char *data;
@@ -55,10 +63,19 @@ struct etcd_client {
 	bool stay;	/* the last stream's watch_fn asked for ETCD_WATCH_AGAIN: the next starts on its member */
 	int64_t created_rev;	/* etcd_client_watch_created_rev */
 	int64_t began_ns;	/* when it was sent */
-	int64_t heard_ns;	/* when its member last sent bytes or answered a probe */
-	int64_t asked_ns;	/* when the probe's last question ended (0: none since the stream began) */
+	int64_t heard_ns;	/* when its member last sent bytes or answered a question */
+	int64_t asked_ns;	/* when the last question to its member ended (0: none since the stream began) */
 	_Atomic int64_t confirmed_ns;	/* etcd_client_confirmed_ns */
-	CURL *probe;	/* a second connection, asking whether the watch's member answers */
+	/*
+	 * Whether a member is current (lib/etcd/etcd_watch.c): `mine` asks the
+	 * stream's member, `other` the others in turn while it does not answer.
+	 * The watch's thread drives them beside the stream in one multi handle.
+	 */
+	CURLM *multi;
+	struct etcd_question mine, other;
+	int64_t answer_ns;	/* how long the stream's member took over the last question it answered (0: none yet) */
+	int64_t doubt_ns;	/* since when no member of ours confirmed it is current (0: the last one did) */
+	int64_t other_ns;	/* when the other question was last answered */
 	etcd_watch_fn watch_fn;
 	void *watch_arg;
 	int watch_rc;	/* why the stream was ended from inside (0: it was not) */
@@ -143,7 +160,15 @@ size_t etcd_client_discard_body(char *p, size_t size, size_t n, void *arg);
 int64_t etcd_client_now_ns(void);
 /* Notes that member c->cur stopped answering: every client sharing c's table passes it over. */
 void etcd_client_note_down(struct etcd_client *c);
-/* libcurl's progress callback on c->curl: a watch's probe (lib/etcd/etcd_watch.c). */
+/* libcurl's progress callback on c->curl: a cancel ends the transfer. */
 int etcd_client_on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un);
+/*
+ * Performs the watch's transfer, set up on c->curl, with its questions
+ * beside it (lib/etcd/etcd_watch.c): its result as curl_easy_perform's;
+ * a question's verdict ending it sets c->watch_rc.
+ */
+CURLcode etcd_client_stream_perform(struct etcd_client *c);
+/* Frees what c's questions hold (the stream's multi handle, their connections). */
+void etcd_client_questions_release(struct etcd_client *c);
 
 #endif

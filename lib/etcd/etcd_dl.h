@@ -21,6 +21,13 @@ struct etcd_dl {
 	CURLcode (*easy_getinfo)(CURL *curl, CURLINFO info, ...);
 	void (*easy_cleanup)(CURL *curl);
 	const char *(*easy_strerror)(CURLcode code);
+	CURLM *(*multi_init)(void);
+	CURLMcode (*multi_add_handle)(CURLM *multi, CURL *curl);
+	CURLMcode (*multi_remove_handle)(CURLM *multi, CURL *curl);
+	CURLMcode (*multi_perform)(CURLM *multi, int *running);
+	CURLMcode (*multi_poll)(CURLM *multi, struct curl_waitfd extra[], unsigned int n, int ms, int *ret);
+	CURLMsg *(*multi_info_read)(CURLM *multi, int *left);
+	CURLMcode (*multi_cleanup)(CURLM *multi);
 	struct curl_slist *(*slist_append)(struct curl_slist *list, const char *s);
 	void (*slist_free_all)(struct curl_slist *list);
 	cJSON *(*parse_with_length)(const char *value, size_t len);
@@ -58,6 +65,13 @@ const struct etcd_dl *etcd_dl_table(void);
 #define curl_easy_getinfo (etcd_dl_table()->easy_getinfo)
 #define curl_easy_cleanup (etcd_dl_table()->easy_cleanup)
 #define curl_easy_strerror (etcd_dl_table()->easy_strerror)
+#define curl_multi_init (etcd_dl_table()->multi_init)
+#define curl_multi_add_handle (etcd_dl_table()->multi_add_handle)
+#define curl_multi_remove_handle (etcd_dl_table()->multi_remove_handle)
+#define curl_multi_perform (etcd_dl_table()->multi_perform)
+#define curl_multi_poll (etcd_dl_table()->multi_poll)
+#define curl_multi_info_read (etcd_dl_table()->multi_info_read)
+#define curl_multi_cleanup (etcd_dl_table()->multi_cleanup)
 #define curl_slist_append (etcd_dl_table()->slist_append)
 #define curl_slist_free_all (etcd_dl_table()->slist_free_all)
 #define cJSON_ParseWithLength (etcd_dl_table()->parse_with_length)

@@ -1,7 +1,7 @@
 /*
  * lib/etcd/etcd_watch.c - the watch stream (etcd_client_watch): its lines
- * cut into events, and the probe that asks, on a connection of its own,
- * whether the stream's member is current (libcurl's progress callback).
+ * cut into events, and the questions that ask, on connections of their
+ * own driven beside it, whether the stream's member is current.
  */
 #include "lib/etcd/etcd_dl.h"
 #include "lib/etcd/etcd_client.h"
@@ -12,7 +12,6 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -20,61 +19,64 @@
 
 /* ---- whether the watch's member is current ---- */
 
+/* How often the watch's thread looks at its questions when nothing comes in. */
+#define STREAM_TICK_MS 100
+
 /*
- * Asks the watch's member for a linearizable read (which a member cut off
- * from the leader cannot answer) on a connection of its own: 1 when it
- * answered it, 0 when it answered with an error (it lives, but cannot say
- * it is current), -1 when it did not answer. Cannot tell (no memory): 0.
+ * Sends q to member m: a linearizable read (which a member cut off from
+ * the leader cannot answer) on q's own connection, limit_ms in all and
+ * connect_ms to connect, driven beside the stream. 0 or -ENOMEM.
  */
-static int member_answers(struct etcd_client *c)
+static int question_send(struct etcd_client *c, struct etcd_question *q, size_t m, long limit_ms,
+			 long connect_ms)
 {
 	char url[320];
+
+	if (!q->easy) {
+		q->easy = curl_easy_init();
+		if (!q->easy)
+			return -ENOMEM;
+		etcd_client_connection_setup(c, q->easy);
+		curl_easy_setopt(q->easy, CURLOPT_WRITEFUNCTION, etcd_client_discard_body);
+		curl_easy_setopt(q->easy, CURLOPT_POSTFIELDS, "{\"key\":\"AA==\",\"count_only\":true}");
+	}
+	snprintf(url, sizeof(url), "%s/v3/kv/range", c->eps[m]);
+	curl_easy_setopt(q->easy, CURLOPT_URL, url);
+	/* the token too (c->headers changes only between streams, on this thread) */
+	curl_easy_setopt(q->easy, CURLOPT_HTTPHEADER, c->headers);
+	curl_easy_setopt(q->easy, CURLOPT_TIMEOUT_MS, limit_ms);
+	curl_easy_setopt(q->easy, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
+	q->sent_ns = etcd_client_now_ns();
+	if (curl_multi_add_handle(c->multi, q->easy) != CURLM_OK)
+		return -ENOMEM;
+	q->busy = true;
+	q->member = m;
+	return 0;
+}
+
+/* Takes q out of the stream's transfers, answered or not. */
+static void question_drop(struct etcd_client *c, struct etcd_question *q)
+{
+	if (!q->busy)
+		return;
+	curl_multi_remove_handle(c->multi, q->easy);
+	q->busy = false;
+}
+
+/* 1: q's member answered it, 0: with an error (it lives, but cannot say it is current), -1: not. */
+static int question_answer(struct etcd_question *q, CURLcode cc)
+{
 	long status = 0;
 
-	if (!c->probe) {
-		c->probe = curl_easy_init();
-		if (!c->probe)
-			return 0;
-		etcd_client_connection_setup(c, c->probe);
-		curl_easy_setopt(c->probe, CURLOPT_TIMEOUT_MS, (long)ETCD_PROBE_MS);
-		curl_easy_setopt(c->probe, CURLOPT_WRITEFUNCTION, etcd_client_discard_body);
-		curl_easy_setopt(c->probe, CURLOPT_POSTFIELDS, "{\"key\":\"AA==\",\"count_only\":true}");
-	}
-	snprintf(url, sizeof(url), "%s/v3/kv/range", c->eps[c->cur]);
-	curl_easy_setopt(c->probe, CURLOPT_URL, url);
-	curl_easy_setopt(c->probe, CURLOPT_HTTPHEADER, c->headers);	/* the token too */
-	if (curl_easy_perform(c->probe) != CURLE_OK)
+	if (cc != CURLE_OK)
 		return -1;
-	curl_easy_getinfo(c->probe, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_getinfo(q->easy, CURLINFO_RESPONSE_CODE, &status);
 	return status == 200;
 }
 
 /*
- * Whether the stream's connection holds bytes not read yet: the member
- * sent while the probe held this thread (a probe waits up to
- * ETCD_PROBE_MS, and a watch's backlog can come in meanwhile).
- */
-static bool stream_unread(struct etcd_client *c)
-{
-	struct pollfd p[ETCD_CLIENT_SOCKETS];
-	nfds_t n = 0;
-
-	pthread_mutex_lock(&c->sock_lock);
-	for (size_t i = 0; i < ETCD_CLIENT_SOCKETS; i++)
-		if (c->socks[i] >= 0)
-			p[n++] = (struct pollfd){ .fd = c->socks[i], .events = POLLIN };
-	pthread_mutex_unlock(&c->sock_lock);
-	if (poll(p, n, 0) <= 0)
-		return false;
-	for (nfds_t i = 0; i < n; i++)
-		if (p[i].revents & POLLIN)
-			return true;
-	return false;
-}
-
-/*
- * Whether a member other than the watch's answered a call of a client
- * sharing c's health table after `since`: the cluster answers there.
+ * Whether a member other than the stream's answered after `since`: a call
+ * of a client sharing c's health table, or c's own other question.
  */
 static bool answered_elsewhere(const struct etcd_client *c, int64_t since)
 {
@@ -83,55 +85,219 @@ static bool answered_elsewhere(const struct etcd_client *c, int64_t since)
 }
 
 /*
- * libcurl calls it at least once a second during a transfer. A watch is
- * silent while nothing changes, and also when its member hangs or is cut
- * off: every ETCD_CONFIRM_MS the member is asked on another connection
- * whether it is current, which confirms every commit up to the question;
- * one that does not answer while the stream sent nothing either ends the
- * watch (its caller resumes elsewhere). The first question waits for the
- * watch to be created (or ETCD_CONFIRM_MS without): a member that has the
- * commits serves a watch without a leader, which the question needs, and
- * a question asked during the connect held this thread past the connect's
- * limit (after a heal, with the members electing, the backlog then came
- * only once a leader answered, seconds later). The question holds this
- * thread, so what the stream sent meanwhile is still unread when it ends
- * (stream_unread), and the next one waits ETCD_CONFIRM_MS from its end:
- * asked back to back, slow questions left a backlog unread for seconds.
- * But a member that does not answer while another does is behind (one
- * cut off with this host, applying after the heal what the others
- * committed meanwhile took it 5 s once): the watch goes to that other;
- * and a stream is kept so only once: the next question unanswered ends it.
+ * Ends the stream from inside: its member is passed over, the message
+ * kept; moved: another member answered (ETCD_WATCH_MOVED), else -ETIMEDOUT.
  */
+static void stream_leave(struct etcd_client *c, bool moved, const char *what)
+{
+	/*
+	 * Moved, the next stream starts on a member that just answered: no
+	 * doubt, or its other question could win over its own and move it
+	 * again, and again.
+	 */
+	if (moved)
+		c->doubt_ns = 0;
+	else if (!c->doubt_ns)
+		c->doubt_ns = etcd_client_now_ns();
+	etcd_client_note_down(c);
+	c->watch_rc = etcd_client_fail(c, moved ? ETCD_WATCH_MOVED : -ETIMEDOUT,
+				       "etcd %s: the watch's member %s", c->eps[c->cur], what);
+}
+
+/*
+ * The stream's member answered its question (answer as question_answer's).
+ * One that did not, while the stream sent nothing either, ends the stream;
+ * a stream that sent meanwhile works, if slowly: kept once. One that
+ * cannot say it is current while another member answers is behind.
+ */
+static void mine_answered(struct etcd_client *c, int answer)
+{
+	int64_t sent = c->mine.sent_ns, now = etcd_client_now_ns();
+
+	c->asked_ns = now;
+	if (answer == 1) {
+		atomic_store(&c->confirmed_ns, sent);
+		c->answer_ns = now - sent;
+		c->doubt_ns = 0;
+	} else if (!c->doubt_ns) {
+		c->doubt_ns = now;
+	}
+	if (answer >= 0) {
+		c->heard_ns = now;
+		c->kept = false;
+		if (answer == 0 && answered_elsewhere(c, sent))
+			stream_leave(c, true, "cannot say it is current, and another member answers");
+		return;
+	}
+	if (!c->kept && !answered_elsewhere(c, sent) && c->heard_ns > sent) {
+		c->kept = true;
+		return;
+	}
+	stream_leave(c, false, "stopped answering");
+}
+
+/*
+ * Another member answered the other question: the cluster answers there,
+ * which every client sharing c's table learns (a stream starts where a
+ * call was answered last).
+ */
+static void other_answered(struct etcd_client *c, int answer)
+{
+	if (answer != 1)
+		return;
+	c->other_ns = etcd_client_now_ns();
+	atomic_store(&c->health->answered_member, c->other.member);
+	atomic_store(&c->health->answered_ns, c->other_ns);
+}
+
+/* The member after the last one the other question asked, not the stream's. */
+static size_t other_member(const struct etcd_client *c)
+{
+	size_t m = c->other.easy ? c->other.member : c->cur;
+
+	m = (m + 1) % c->n_eps;
+	return m == c->cur ? (m + 1) % c->n_eps : m;
+}
+
+/* How long the stream's member may take over a question before it is slow (ns). */
+static int64_t slow_ns(const struct etcd_client *c)
+{
+	int64_t slow = c->answer_ns ? 4 * c->answer_ns : (int64_t)ETCD_PROBE_MS * 1000000;
+
+	return slow < (int64_t)ETCD_QUESTION_TURN_MS * 1000000 ?
+	       (int64_t)ETCD_QUESTION_TURN_MS * 1000000 : slow;
+}
+
+/*
+ * The other question, to the members other than the stream's in turn: a
+ * connect begun in a cut waits for its SYN to be sent again (1 s), so a
+ * short connect limit has a fresh one sent soon after the heal.
+ */
+static void other_ask(struct etcd_client *c, int64_t now)
+{
+	if (c->other.busy || c->n_eps < 2 ||
+	    now - c->other.sent_ns < (int64_t)ETCD_QUESTION_TURN_MS / 2 * 1000000)
+		return;
+	(void)question_send(c, &c->other, other_member(c), slow_ns(c) / 1000000,
+			    ETCD_QUESTION_TURN_MS / 2);
+}
+
+/*
+ * Between the stream's reads: asks the stream's member every
+ * ETCD_CONFIRM_MS (the first question once it created the watch, or
+ * ETCD_CONFIRM_MS after it was sent when it has not: a member that has
+ * the commits serves a watch without a leader, which the question needs).
+ * While a question to it is slow (over ETCD_QUESTION_TURN_MS and four
+ * times its last answer: a slow network is not a member behind), or
+ * while no member of ours confirmed since a question went unconfirmed
+ * (in a cut, say), the others are asked in turn, and the stream is left
+ * for one that answers. That is the member cut off with this host,
+ * applying after the heal what the others committed meanwhile (it took 2
+ * to 5 s), while the others have it all; and after a cut, whichever
+ * member the stream found first.
+ */
+static void questions_tick(struct etcd_client *c)
+{
+	int64_t now = etcd_client_now_ns();
+	bool slow = c->mine.busy && now - c->mine.sent_ns >= slow_ns(c);
+
+	if (c->doubt_ns || slow)
+		other_ask(c, now);
+	if (c->doubt_ns && c->other_ns > c->began_ns &&
+	    !(c->mine.busy && now - c->mine.sent_ns < 4 * c->answer_ns)) {
+		stream_leave(c, true, "has not confirmed it is current since another member did");
+		return;
+	}
+	if (slow && answered_elsewhere(c, c->mine.sent_ns)) {
+		stream_leave(c, true, "did not answer while another member did");
+		return;
+	}
+	if (c->mine.busy || now - c->asked_ns < (int64_t)ETCD_CONFIRM_MS * 1000000)
+		return;
+	if (!c->created && now - c->began_ns < (int64_t)ETCD_CONFIRM_MS * 1000000)
+		return;	/* being connected or created: its own limits bound that */
+	if (question_send(c, &c->mine, c->cur, ETCD_PROBE_MS, ETCD_CONNECT_MS) < 0)
+		c->asked_ns = now;	/* (no memory: asked again later) */
+}
+
+/* The transfers that ended: the stream's result in *stream_cc (true when it did). */
+static bool transfers_ended(struct etcd_client *c, CURLcode *stream_cc)
+{
+	bool ended = false;
+	CURLMsg *msg;
+	int left;
+
+	while ((msg = curl_multi_info_read(c->multi, &left))) {
+		if (msg->msg != CURLMSG_DONE)
+			continue;
+		if (msg->easy_handle == c->curl) {
+			*stream_cc = msg->data.result;
+			ended = true;
+		} else if (c->mine.busy && msg->easy_handle == c->mine.easy) {
+			int answer = question_answer(&c->mine, msg->data.result);
+
+			question_drop(c, &c->mine);
+			mine_answered(c, answer);
+		} else if (c->other.busy && msg->easy_handle == c->other.easy) {
+			int answer = question_answer(&c->other, msg->data.result);
+
+			question_drop(c, &c->other);
+			other_answered(c, answer);
+		}
+	}
+	return ended;
+}
+
+CURLcode etcd_client_stream_perform(struct etcd_client *c)
+{
+	CURLcode cc = CURLE_OK;
+	int running;
+
+	if (!c->multi && !(c->multi = curl_multi_init()))
+		return CURLE_OUT_OF_MEMORY;
+	if (curl_multi_add_handle(c->multi, c->curl) != CURLM_OK)
+		return CURLE_OUT_OF_MEMORY;
+	for (;;) {
+		if (curl_multi_perform(c->multi, &running) != CURLM_OK) {
+			cc = CURLE_OUT_OF_MEMORY;
+			break;
+		}
+		if (transfers_ended(c, &cc))
+			break;
+		questions_tick(c);
+		if (c->watch_rc != 0) {
+			cc = CURLE_ABORTED_BY_CALLBACK;	/* a question's verdict */
+			break;
+		}
+		if (curl_multi_poll(c->multi, NULL, 0, STREAM_TICK_MS, NULL) != CURLM_OK) {
+			cc = CURLE_OUT_OF_MEMORY;
+			break;
+		}
+	}
+	/* a question about this stream says nothing about the next */
+	question_drop(c, &c->mine);
+	question_drop(c, &c->other);
+	curl_multi_remove_handle(c->multi, c->curl);
+	return cc;
+}
+
+void etcd_client_questions_release(struct etcd_client *c)
+{
+	if (c->multi)
+		curl_multi_cleanup(c->multi);
+	if (c->mine.easy)
+		curl_easy_cleanup(c->mine.easy);
+	if (c->other.easy)
+		curl_easy_cleanup(c->other.easy);
+}
+
+/* libcurl calls it at least once a second during a transfer. */
 int etcd_client_on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
 	struct etcd_client *c = arg;
-	int64_t asked;
-	int answer;
 
 	(void)dt, (void)dn, (void)ut, (void)un;
-	if (atomic_load(&c->cancel))
-		return 1;
-	if (!c->streaming || (asked = etcd_client_now_ns()) - c->asked_ns < (int64_t)ETCD_CONFIRM_MS * 1000000)
-		return 0;
-	if (!c->created && asked - c->began_ns < (int64_t)ETCD_CONFIRM_MS * 1000000)
-		return 0;	/* being connected or created: its own limits bound that */
-	answer = member_answers(c);
-	c->asked_ns = etcd_client_now_ns();
-	if (answer == 1)
-		atomic_store(&c->confirmed_ns, asked);
-	if (answer >= 0) {
-		c->heard_ns = c->asked_ns;
-		c->kept = false;
-		return 0;
-	}
-	if (!c->kept && !answered_elsewhere(c, asked) && (c->heard_ns > asked || stream_unread(c))) {
-		c->kept = true;
-		return 0;	/* (a stream that sent meanwhile works, if slowly: once) */
-	}
-	etcd_client_note_down(c);
-	c->watch_rc = etcd_client_fail(c, -ETIMEDOUT, "etcd %s: the watch's member stopped answering",
-				       c->eps[c->cur]);
-	return 1;
+	return atomic_load(&c->cancel) ? 1 : 0;
 }
 
 int64_t etcd_client_confirmed_ns(const struct etcd_client *c)

@@ -211,6 +211,8 @@ static void *feed_main(void *arg)
 			break;
 		if (rc == ETCD_WATCH_AGAIN)
 			continue;	/* at once, past the backlog (lost above) */
+		if (rc == ETCD_WATCH_MOVED)
+			continue;	/* at once, on the member that answered */
 		if (rc == -ESTALE) {
 			/* fell behind compaction: what happened in between is unknown */
 			uint64_t now = etcd_newest_revision(f->st);

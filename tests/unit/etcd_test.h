@@ -45,6 +45,9 @@ void test_hung_member(void);
 void test_deadline(void);
 void test_too_large(void);
 
+/* test_etcd_client_behind.c */
+void test_watch_moves(void);
+
 /* test_etcd_client_buf.c */
 void test_buf_reads(void);
 void test_buf_next_touch(void);
