@@ -169,6 +169,26 @@ static int64_t slow_ns(const struct etcd_client *c)
 }
 
 /*
+ * Whether the stream's member had its turn to clear a doubt: asked since
+ * the stream began, and its question not fresh (four times its last
+ * answer, ETCD_QUESTION_TURN_MS when it has none), or not creating the
+ * watch for as long as a question may take. The doubt may be an earlier
+ * stream's, and a current member answers: left as soon as another member
+ * answered, it was passed over ETCD_DOWN_MS by every client sharing c's
+ * table (the other question is often answered first).
+ */
+static bool mine_had_its_turn(const struct etcd_client *c, int64_t now)
+{
+	int64_t fresh = c->answer_ns ? 4 * c->answer_ns : (int64_t)ETCD_QUESTION_TURN_MS * 1000000;
+
+	if (c->mine.busy)
+		return now - c->mine.sent_ns >= fresh;
+	if (c->mine.sent_ns > c->began_ns)
+		return true;	/* it answered, and not that it is current */
+	return !c->created && now - c->began_ns >= slow_ns(c);
+}
+
+/*
  * The other question, to the members other than the stream's in turn: a
  * connect begun in a cut waits for its SYN to be sent again (1 s), so a
  * short connect limit has a fresh one sent soon after the heal.
@@ -203,8 +223,7 @@ static void questions_tick(struct etcd_client *c)
 
 	if (c->doubt_ns || slow)
 		other_ask(c, now);
-	if (c->doubt_ns && c->other_ns > c->began_ns &&
-	    !(c->mine.busy && now - c->mine.sent_ns < 4 * c->answer_ns)) {
+	if (c->doubt_ns && c->other_ns > c->began_ns && mine_had_its_turn(c, now)) {
 		stream_leave(c, true, "has not confirmed it is current since another member did");
 		return;
 	}

@@ -47,6 +47,7 @@ void test_too_large(void);
 
 /* test_etcd_client_behind.c */
 void test_watch_moves(void);
+void test_watch_doubt_next(void);
 
 /* test_etcd_client_buf.c */
 void test_buf_reads(void);

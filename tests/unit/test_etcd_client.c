@@ -74,6 +74,7 @@ int main(int argc, char **argv)
 	TEST(test_failover);
 	TEST(test_hung_member);
 	TEST(test_watch_moves);
+	TEST(test_watch_doubt_next);
 	TEST(test_deadline);
 	TEST(test_too_large);
 	TEST(test_compacted);

@@ -208,3 +208,72 @@ out:
 	etcd_client_close(c);
 	behind_stop(&b);
 }
+
+/* Cancels a watch after `ms`: one that is kept runs until then. */
+struct canceller {
+	struct etcd_client *c;
+	int ms;
+	pthread_t thread;
+};
+
+static void *cancel_later(void *arg)
+{
+	struct canceller *k = arg;
+
+	usleep((useconds_t)k->ms * 1000);
+	etcd_client_cancel(k->c);
+	return NULL;
+}
+
+/*
+ * A member that stopped answering its questions is left with -ETIMEDOUT,
+ * and the doubt it leaves is for the next stream's member to clear: a
+ * current one answers its own question and keeps the watch. Before
+ * 2026-11-30's review it was left at once with ETCD_WATCH_MOVED when the
+ * other question's member answered first, and passed over ETCD_DOWN_MS by
+ * every client sharing the table.
+ */
+void test_watch_doubt_next(void)
+{
+	struct behind b;
+	struct etcd_health h = { 0 };
+	struct etcd_client *c = NULL;
+	struct canceller k = { .ms = 1500 };
+	char list[512], why[128], behind_ep[40];
+	size_t kl;
+	const char *k_ = key(0, "doubt", &kl);
+	int port = behind_start(&b, 0), rc;
+	size_t members = 2;	/* it, and the cluster's */
+
+	CHECK(port > 0);
+	if (port <= 0)
+		return;
+	for (const char *p = endpoints; *p; p++)
+		members += *p == ',';
+	snprintf(behind_ep, sizeof(behind_ep), "http://127.0.0.1:%d", port);
+	snprintf(list, sizeof(list), "127.0.0.1:%d,%s", port, endpoints);
+	CHECK_EQ_INT(etcd_client_open(list, &c, why, sizeof(why)), 0);
+	if (!c || members < 3)
+		goto out;	/* (the other question needs a third member) */
+	etcd_client_share_health(c, &h);
+	etcd_client_spread(c, members - 1);	/* a first stream starts after the last: on the first */
+	CHECK_EQ_INT(etcd_client_watch(c, k_, kl, NULL, 0, 0, no_events, NULL, NULL), -ETIMEDOUT);
+	CHECK(strcmp(etcd_client_endpoint(c), behind_ep) == 0);
+	/*
+	 * The next stream begins later than the other question's turn (the
+	 * feed waits 200 ms, then connects): that question is asked at once.
+	 */
+	usleep(ETCD_QUESTION_TURN_MS / 2 * 1000 + 50000);
+	/* the next stream, on the cluster's first member: current, kept until cancelled */
+	k.c = c;
+	CHECK(pthread_create(&k.thread, NULL, cancel_later, &k) == 0);
+	rc = etcd_client_watch(c, k_, kl, NULL, 0, 0, no_events, NULL, NULL);
+	pthread_join(k.thread, NULL);
+	CHECK_EQ_INT(rc, -ECANCELED);
+	if (rc != -ECANCELED)
+		fprintf(stderr, "# the second watch: %s\n", etcd_client_error(c));
+	CHECK(atomic_load(&h.down_until_ns[1]) == 0);
+out:
+	etcd_client_close(c);
+	behind_stop(&b);
+}
