@@ -283,6 +283,15 @@ CURLcode etcd_client_stream_perform(struct etcd_client *c)
 		}
 		if (transfers_ended(c, &cc))
 			break;
+		/*
+		 * A cancel shuts the sockets c->curl opened, but the stream may run
+		 * on one its question opened (the multi's connections are shared):
+		 * seen here, within a tick, whatever libcurl calls back.
+		 */
+		if (atomic_load(&c->cancel)) {
+			cc = CURLE_ABORTED_BY_CALLBACK;
+			break;
+		}
 		questions_tick(c);
 		if (c->watch_rc != 0) {
 			cc = CURLE_ABORTED_BY_CALLBACK;	/* a question's verdict */
