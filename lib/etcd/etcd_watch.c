@@ -91,6 +91,13 @@ static bool answered_elsewhere(const struct etcd_client *c, int64_t since)
 static void stream_leave(struct etcd_client *c, bool moved, const char *what)
 {
 	/*
+	 * The stream ended already, for its own reason (its watch_fn's, say
+	 * ETCD_WATCH_AGAIN, in the same curl_multi_perform as a question's
+	 * answer): that reason stands.
+	 */
+	if (c->watch_rc != 0)
+		return;
+	/*
 	 * Moved, the next stream starts on a member that just answered: no
 	 * doubt, or its other question could win over its own and move it
 	 * again, and again.
@@ -292,7 +299,8 @@ CURLcode etcd_client_stream_perform(struct etcd_client *c)
 			cc = CURLE_ABORTED_BY_CALLBACK;
 			break;
 		}
-		questions_tick(c);
+		if (c->watch_rc == 0)
+			questions_tick(c);	/* (after a verdict, a question sent would be dropped at once) */
 		if (c->watch_rc != 0) {
 			cc = CURLE_ABORTED_BY_CALLBACK;	/* a question's verdict */
 			break;
