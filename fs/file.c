@@ -25,6 +25,7 @@ struct fs_file *fs_file_new(struct fs_ctx *ctx, struct fs_node *node)
 	f->refs = 1;
 	f->spill_dir = ctx->store_dir;
 	f->spill_fd = -1;
+	f->stage_gen = model_generation(ctx->model);
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_mutex_lock(&ctx->lock);
 	fs_node_ref_locked(node);
@@ -243,8 +244,16 @@ static int file_commit_leaf(struct fs_ctx *ctx, struct fs_file *f, const char *p
 				       .deadline_ns = f->want_deadline_ns,
 				       .flags = f->spilled ? MODEL_WRITE_MAPPED : 0 };
 
-	int ret = model_write_file(ctx->model, path, f->len ? f->buf : "", f->len, &c, err);
+	int ret;
 
+	/*
+	 * A leaf this writer makes: not in a directory another process
+	 * removed since the open, even if one was made again at its path
+	 * (the file went with the old one, as on unlink).
+	 */
+	if (c.create && fs_parent_gone(ctx, path, f->stage_gen))
+		return -ENOENT;
+	ret = model_write_file(ctx->model, path, f->len ? f->buf : "", f->len, &c, err);
 	/*
 	 * Removed by another process after this mount last saw it (an etcd
 	 * mount sees that once its watch does): a writer that holds only
@@ -253,7 +262,7 @@ static int file_commit_leaf(struct fs_ctx *ctx, struct fs_file *f, const char *p
 	 * of a new leaf. One that started from the stored text is dropped
 	 * by the caller, as on unlink. The parent gone too: ENOENT again.
 	 */
-	if (ret == -ENOENT && !c.create && !f->loaded) {
+	if (ret == -ENOENT && !c.create && !f->loaded && !fs_parent_gone(ctx, path, f->stage_gen)) {
 		c.create = true;
 		memset(err, 0, sizeof(*err));
 		ret = model_write_file(ctx->model, path, f->len ? f->buf : "", f->len, &c, err);

@@ -612,12 +612,26 @@ static void forget_name(struct fs_ctx *ctx, struct fs_node *n)
 	pthread_mutex_unlock(&ctx->lock);
 }
 
+/* Whether the array of pending file n was removed elsewhere since gen (pinned; no lock held). */
+static bool tmp_parent_gone(struct fs_ctx *ctx, struct fs_node *n, uint64_t gen)
+{
+	char *path;
+	bool gone;
+
+	if (fs_node_path(ctx, n, NULL, &path) < 0)
+		return false;
+	gone = fs_parent_gone(ctx, path, gen);
+	free(path);
+	return gone;
+}
+
 /* One node of a revalidation (pinned by the caller; no lock held). */
 static void revalidate_one(struct fs_ctx *ctx, struct fs_node *n)
 {
 	struct model_node mn;
 	struct fs_node *parent;
 	bool tmp, known, was_dir, changed, array = false;
+	uint64_t gen = 0;
 	int ret = 0;
 
 	if (n == &ctx->inodes.root) {
@@ -626,13 +640,19 @@ static void revalidate_one(struct fs_ctx *ctx, struct fs_node *n)
 	}
 	pthread_mutex_lock(&ctx->lock);
 	tmp = n->tmp != NULL;
+	if (tmp)
+		gen = n->tmp->stage_gen;
 	known = n->nlookup > 0 && n->hashed;
 	parent = n->parent;	/* a rename may move n and free its old parent: pinned */
 	fs_node_ref_locked(parent);
 	pthread_mutex_unlock(&ctx->lock);
 	if (tmp) {
-		/* a pending file lives while its directory is an array */
-		array = path_stat(ctx, parent, &mn, &ret) && mn.kind == MODEL_KIND_ARRAY;
+		/*
+		 * A pending file lives while its directory is the array it was
+		 * made in: not one another process made again at its path.
+		 */
+		array = path_stat(ctx, parent, &mn, &ret) && mn.kind == MODEL_KIND_ARRAY &&
+			!tmp_parent_gone(ctx, n, gen);
 	}
 	pthread_mutex_lock(&ctx->lock);
 	fs_node_unref_locked(ctx, parent);

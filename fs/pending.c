@@ -26,6 +26,18 @@ static bool dir_is_array(struct fs_ctx *ctx, struct fs_node *dir)
 	return array;
 }
 
+bool fs_parent_gone(struct fs_ctx *ctx, const char *path, uint64_t gen)
+{
+	int ret = model_parent_gone(ctx->model, path, gen);
+
+	if (ret < 0)
+		fs_log(ctx, LOG_WARNING, "%s: cannot read the change feed (%s): its directory "
+		       "is taken as the one it was made in", path, strerror(-ret));
+	else if (ret)
+		fs_trace(ctx, "%s: its directory was removed elsewhere: dropped", path);
+	return ret > 0;
+}
+
 int fs_tmp_flush_locked(struct fs_ctx *ctx, struct fs_file *f)
 {
 	struct fs_tmpfile *t;
@@ -94,6 +106,7 @@ int fs_tmp_open(struct fs_ctx *ctx, struct fs_node *node, struct fuse_file_info 
 int fs_tmp_create(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
 		  struct fuse_file_info *fi, struct fuse_entry_param *e, struct fs_file **out)
 {
+	uint64_t gen = model_generation(ctx->model);	/* read outside ctx->lock */
 	struct fs_node *node;
 	bool made = false;
 	int ret = 0;
@@ -110,6 +123,7 @@ int fs_tmp_create(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
 		node->tmp = calloc(1, sizeof(*node->tmp));
 		if (node->tmp) {
 			node->tmp->mtime_ns = fs_now_ns();
+			node->tmp->stage_gen = gen;
 			fs_node_ref_locked(node);	/* held while pending */
 			made = true;
 		} else {
@@ -171,6 +185,19 @@ static int tmp_replace_locked(struct fs_ctx *ctx, struct fs_node *newdir, const 
 	return 0;
 }
 
+/* Whether the array pending file node was made in was removed elsewhere since gen. */
+static bool tmp_parent_gone(struct fs_ctx *ctx, struct fs_node *node, uint64_t gen)
+{
+	char *path;
+	bool gone;
+
+	if (fs_node_path(ctx, node, NULL, &path) < 0)
+		return false;
+	gone = fs_parent_gone(ctx, path, gen);
+	free(path);
+	return gone;
+}
+
 /*
  * Commits the pending file node (name in dir) as newname in newdir, with its
  * type and mtime, in one transaction, and moves it there in the table
@@ -185,12 +212,14 @@ static int tmp_commit(struct fs_ctx *ctx, const struct model_cred *who, struct f
 	enum model_type type = 0;
 	struct model_node n;
 	int64_t mtime = 0;
+	uint64_t gen = 0;
 	char *copy = NULL, *to;
 	size_t len = 0;
 	int ret;
 
 	pthread_mutex_lock(&ctx->lock);
 	if (node->tmp) {
+		gen = node->tmp->stage_gen;
 		len = node->tmp->len;
 		type = view ? 0 : node->tmp->type;
 		mtime = node->tmp->mtime_ns;
@@ -201,6 +230,11 @@ static int tmp_commit(struct fs_ctx *ctx, const struct model_cred *who, struct f
 	pthread_mutex_unlock(&ctx->lock);
 	if (!copy)
 		return -ENOMEM;
+	if (tmp_parent_gone(ctx, node, gen)) {
+		fs_tmp_unlink(ctx, dir, name);	/* gone with its array, as the worker drops it */
+		ret = -ENOENT;
+		goto out_free;
+	}
 	ret = fs_write_path_excl(ctx, newdir, newname, &to);
 	if (ret < 0)
 		goto out_free;

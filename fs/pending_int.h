@@ -24,9 +24,20 @@ struct fs_tmpfile {
 	size_t len;
 	int64_t mtime_ns;
 	enum model_type type;	/* 0 until set: keep the type of the leaf it replaces */
+	uint64_t stage_gen;	/* the store's generation when it was made */
 };
 
 /* ---- pending files in arrays (pending.c) ---- */
+
+/*
+ * Whether another process removed the directory of path (a node's, as the
+ * model takes it) or an ancestor since generation gen (model_parent_gone):
+ * what this mount staged there since (a created leaf, a pending file)
+ * went with it, as a file open in a directory removed on ext4 does, even
+ * when a directory was made again at its path. A feed that cannot be
+ * read says no (the commit then judges the path as it is), logged.
+ */
+bool fs_parent_gone(struct fs_ctx *ctx, const char *path, uint64_t gen);
 
 /*
  * f->lock held. When f's node is a pending file, its content becomes f's

@@ -230,6 +230,7 @@ bool model_changed_elsewhere(struct model *m);
 /* One node a commit touched (model/tree/changes.c). */
 enum model_change_flags {
 	MODEL_CHANGE_SUBTREE = 1 << 0,	/* the node and everything below it */
+	MODEL_CHANGE_GONE = 1 << 1,	/* with SUBTREE: removed (and maybe made again) */
 };
 struct model_change {
 	uint64_t generation;	/* of the commit */
@@ -248,6 +249,17 @@ typedef int (*model_change_fn)(void *arg, const struct model_change *c);
  */
 int model_changes_read(struct model *m, uint64_t after, model_change_fn fn, void *arg,
 		       uint64_t *upto);
+/*
+ * Whether another process removed the directory that holds path, or one
+ * of its ancestors (rm -r, rmdir, a move away, a document written over
+ * it), in a commit after generation `after`, so that what a mount staged
+ * there since then (a created leaf not committed yet, a pending file in
+ * an array) belongs to a directory that is gone, even if one was made
+ * again at its path: 1 yes, 0 no (or the feed cannot tell: a change log
+ * trimmed past `after`), -errno when the feed could not be read. Reads
+ * nothing while nobody committed since `after`.
+ */
+int model_parent_gone(struct model *m, const char *path, uint64_t after);
 int model_sync(struct model *m);
 /* store_end_calls: from ms from now on, nothing waits on the store's servers (a daemon's exit). */
 void model_end_calls(struct model *m, unsigned ms);

@@ -13,6 +13,7 @@
 
 #define FEED_TRIM_BATCH 64	/* old entries deleted per scan while trimming */
 #define FEED_TRIM_SLACK 16	/* the log may hold keep + keep / this before a trim */
+#define FEED_STRING_CODE 0x02	/* a string element's first byte (store/tuple.h) */
 
 /* ---- tuple boundaries ---- */
 
@@ -177,6 +178,22 @@ void feed_set_note(struct feed_set *s, enum store_space space, const void *key, 
 		set_append(s, kind, key, klen);
 }
 
+void feed_set_note_removed(struct feed_set *s, enum store_space space, const void *key,
+			   size_t len)
+{
+	uint8_t buf[STORE_KEY_MAX + 1];
+
+	if (len == 0 || len >= STORE_KEY_MAX) {
+		s->dirty = true;
+		s->all = s->all || len == 0;	/* the root: everything */
+		return;
+	}
+	/* noted as the prefix delete of its string children is: the node's subtree */
+	memcpy(buf, key, len);
+	buf[len] = FEED_STRING_CODE;
+	feed_set_note(s, space, buf, len + 1, true);
+}
+
 /* ---- entries ---- */
 
 int feed_entry_encode(const struct feed_set *s, uint64_t writer, uint8_t **out, size_t *out_len)
@@ -188,7 +205,7 @@ int feed_entry_encode(const struct feed_set *s, uint64_t writer, uint8_t **out, 
 	if (!v)
 		return -ENOMEM;
 	v[0] = FEED_VERSION;
-	v[1] = all ? FEED_FLAG_ALL : 0;
+	v[1] = all ? FEED_FLAG_ALL : s->collapsed ? FEED_FLAG_COLLAPSED : 0;
 	put_be(v + 2, writer, 8);
 	put_be(v + 10, all ? 0 : s->collapsed ? 1 : s->count, 2);
 	if (!all && s->collapsed) {
@@ -209,10 +226,12 @@ int feed_entry_decode(const void *val, size_t len, struct feed_entry *out)
 	size_t at;
 
 	memset(out, 0, sizeof(*out));
-	if (len < FEED_HEAD || v[0] != FEED_VERSION || (v[1] & ~FEED_FLAG_ALL))
+	if (len < FEED_HEAD || v[0] != FEED_VERSION ||
+	    (v[1] & ~(FEED_FLAG_ALL | FEED_FLAG_COLLAPSED)))
 		return -EINVAL;
 	out->writer = get_be(v + 2, 8);
 	out->all = v[1] & FEED_FLAG_ALL;
+	out->collapsed = v[1] & FEED_FLAG_COLLAPSED;
 	out->count = (unsigned)get_be(v + 10, 2);
 	out->items = v + FEED_HEAD;
 	out->items_len = len - FEED_HEAD;
@@ -241,6 +260,7 @@ int feed_entry_next(struct feed_entry *e, struct store_change *c)
 		if (e->seen++)
 			return 0;
 		c->kind = STORE_CHANGE_ALL;
+		c->gone = false;
 		c->key = NULL;
 		c->len = 0;
 		return 1;
@@ -248,6 +268,7 @@ int feed_entry_next(struct feed_entry *e, struct store_change *c)
 	if (e->seen >= e->count)
 		return 0;
 	c->kind = e->items[e->pos];
+	c->gone = c->kind == STORE_CHANGE_SUBTREE && !e->collapsed;	/* a prefix delete */
 	c->len = get_be(e->items + e->pos + 1, 2);
 	c->key = e->items + e->pos + 3;
 	e->pos += 3 + c->len;

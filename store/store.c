@@ -595,6 +595,17 @@ int store_del(struct store_txn *txn, enum store_space space, const void *key, si
 	return rc;
 }
 
+void store_note_removed(struct store_txn *txn, enum store_space space, const void *key,
+			size_t len)
+{
+	if (!txn->write)
+		return;
+	if (txn->feed)
+		feed_set_note_removed(txn->feed, space, key, len);
+	else if (txn->st->ops->ability.note_removed)
+		txn->st->ops->ability.note_removed(txn, space, key, len);
+}
+
 int store_del_prefix(struct store_txn *txn, enum store_space space,
 		     const void *prefix, size_t prefix_len, uint64_t *deleted)
 {

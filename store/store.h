@@ -539,12 +539,29 @@ struct store_change {
 	uint64_t pos;		/* the position of the commit */
 	bool mine;		/* committed through this store handle */
 	enum store_change_kind kind;
+	/*
+	 * STORE_CHANGE_SUBTREE: the commit deleted the node at key with its
+	 * subtree (rm -r, a move away, a document written over it; it may
+	 * have written the node again), rather than touching so many keys
+	 * below it that they were told as one subtree. Pending files staged
+	 * in a directory so removed do not outlive it (model_parent_gone).
+	 */
+	bool gone;
 	const uint8_t *key;	/* borrowed: valid during the callback only */
 	size_t len;
 };
 
 /* Called once per change, in commit order: 0, or -errno to stop the read with it. */
 typedef int (*store_feed_fn)(void *arg, const struct store_change *c);
+
+/*
+ * Tells the change feed that this write transaction removed the node at
+ * key (a whole tuple) with its subtree: a STORE_CHANGE_SUBTREE item with
+ * gone set, as its children's prefix deletes give, also when none was
+ * deleted (an empty container's marker, a leaf). Nothing is written.
+ */
+void store_note_removed(struct store_txn *txn, enum store_space space, const void *key,
+			size_t len);
 
 /*
  * The position of now: the last commit of any process. Cheap (no

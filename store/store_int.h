@@ -44,6 +44,8 @@ static inline uint64_t get_be(const uint8_t *p, size_t n)
 /* Entry layout (docs/FORMAT.md, "changes"). */
 #define FEED_VERSION 1
 #define FEED_FLAG_ALL 0x01	/* everything may have changed: no items */
+#define FEED_FLAG_COLLAPSED 0x02	/* the one subtree item stands for many keys
+					 * (collapsed), not for a subtree removed */
 #define FEED_HEAD 12		/* version, flags, writer (8), item count (2) */
 
 /*
@@ -73,6 +75,9 @@ void feed_set_release(struct feed_set *s);
  */
 void feed_set_note(struct feed_set *s, enum store_space space, const void *key, size_t len,
 		   bool prefix);
+/* store_note_removed into s: the node at key[0..len] (whole elements) and its subtree. */
+void feed_set_note_removed(struct feed_set *s, enum store_space space, const void *key,
+			   size_t len);
 
 /*
  * The entry for s, committed by writer: *out is heap (free()). 0 or
@@ -84,6 +89,7 @@ int feed_entry_encode(const struct feed_set *s, uint64_t writer, uint8_t **out, 
 struct feed_entry {
 	uint64_t writer;
 	bool all;
+	bool collapsed;		/* FEED_FLAG_COLLAPSED */
 	unsigned count;
 	const uint8_t *items;	/* borrowed from the value */
 	size_t items_len;

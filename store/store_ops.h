@@ -233,6 +233,13 @@ struct store_ability_ops {
 	int (*feed_read)(struct store *st, uint64_t after, store_feed_fn fn, void *arg,
 			 uint64_t *upto);
 	/*
+	 * As store_note_removed, for a backend with its own feed_read whose
+	 * write transactions gather their feed entry themselves (etcd: the
+	 * entry its watch reads back); NULL: store.c notes it in txn->feed.
+	 */
+	void (*note_removed)(struct store_txn *txn, enum store_space space, const void *key,
+			     size_t len);
+	/*
 	 * STORE_CAN_EXPIRE: as store_txn_expire_puts (txn is a write
 	 * transaction). etcd: a lease per deadline second, docs/ETCD.md
 	 * section 9.

@@ -690,7 +690,7 @@ static int remove_check(const struct node_op *op, const struct tree_path *p,
 
 static int remove_subtree(struct store_txn *txn, const struct tree_path *p)
 {
-	int ret = tree_delete(txn, p->key, p->len);
+	int ret = tree_remove(txn, p->key, p->len);
 
 	if (ret == 0)
 		ret = tree_keep_parent(txn, p->key, p->parent_len);

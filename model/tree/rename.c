@@ -157,7 +157,7 @@ static int rename_onto_view(struct store_txn *txn, const struct rename_op *op,
 		return tree_fail(op->err, -ENOMEM, "%s: out of memory", op->from);
 	leaf_text_read(&s->leaf, text, size, 0);
 	/* The source goes first: it may sit inside the subtree being replaced. */
-	ret = tree_delete(txn, src->key, src->len);
+	ret = tree_remove(txn, src->key, src->len);
 	if (ret == 0)
 		ret = tree_keep_parent(txn, src->key, src->parent_len);
 	if (ret == 0)
@@ -221,7 +221,7 @@ static int rename_move(struct store_txn *txn, struct rename_op *op,
 		return count;
 	retype = retypes(s, &d, types, count);
 	if (d.exists && !(retype && d.kind == MODEL_KIND_LEAF))
-		ret = tree_delete(txn, dst->key, dst->len);
+		ret = tree_remove(txn, dst->key, dst->len);
 	else if (!d.exists)
 		ret = tree_attach(txn, dst, op->err);
 	if (ret == 0 && retype)
@@ -229,7 +229,7 @@ static int rename_move(struct store_txn *txn, struct rename_op *op,
 	else if (ret == 0)
 		ret = copy_subtree(txn, src, dst, op->err);
 	if (ret == 0)
-		ret = tree_delete(txn, src->key, src->len);
+		ret = tree_remove(txn, src->key, src->len);
 	if (ret == 0)
 		ret = tree_keep_parent(txn, src->key, src->parent_len);
 	if (ret == 0)

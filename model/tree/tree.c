@@ -581,6 +581,15 @@ int tree_delete(struct store_txn *txn, const uint8_t *key, size_t len)
 	return 0;
 }
 
+int tree_remove(struct store_txn *txn, const uint8_t *key, size_t len)
+{
+	int ret = tree_delete(txn, key, len);
+
+	if (ret == 0 && len > 0)
+		store_note_removed(txn, STORE_SPACE_DATA, key, len);
+	return ret;
+}
+
 int tree_put_marker(struct store_txn *txn, const uint8_t *key, size_t len, enum model_kind kind)
 {
 	struct leaf leaf;

@@ -169,6 +169,13 @@ int tree_attach(struct store_txn *txn, const struct tree_path *p, struct model_e
 /* Deletes key[0..len] and its whole subtree. */
 int tree_delete(struct store_txn *txn, const uint8_t *key, size_t len);
 /*
+ * tree_delete of a node that goes away (rm, rmdir, a rename's source and
+ * the target it replaces), told to the change feed as removed even when
+ * it had no children (store_note_removed): a mount's files pending in it
+ * must not land in a node made again at its path (model_parent_gone).
+ */
+int tree_remove(struct store_txn *txn, const uint8_t *key, size_t len);
+/*
  * Whether nothing lies under key[0..len] in space (its node's own key
  * aside), with one seek: a delete of a subtree that is empty (a new node's
  * stale records, mostly) then skips its ten prefix deletes, each a range

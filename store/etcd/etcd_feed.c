@@ -44,6 +44,7 @@ struct feed_ev {
 	uint8_t *key;	/* heap: the tuple key */
 	size_t len;
 	enum store_change_kind kind;	/* a deleted key: its node and whatever was below it */
+	bool gone;	/* store_change's: a key deleted, or a subtree a commit's entry names deleted */
 };
 
 struct etcd_feed {
@@ -68,7 +69,7 @@ struct etcd_feed {
 };
 
 static void ring_push(struct etcd_feed *f, uint64_t rev, enum store_change_kind kind,
-		      const uint8_t *key, size_t len)
+		      bool gone, const uint8_t *key, size_t len)
 {
 	struct feed_ev *e = &f->ring[f->head];
 	uint8_t *copy = malloc(len ? len : 1);
@@ -94,6 +95,7 @@ static void ring_push(struct etcd_feed *f, uint64_t rev, enum store_change_kind 
 		e->len = len;
 		e->rev = rev;
 		e->kind = kind;
+		e->gone = gone;
 	}
 	f->head = (f->head + 1) % FEED_RING;
 }
@@ -151,12 +153,13 @@ static int on_event(const struct etcd_event *ev, void *arg)
 		struct store_change c;
 
 		if (space == 'd' || space == 'a' || space == 's')	/* the spaces naming nodes */
+			/* a key deleted: removed or replaced (a marker by a child); the entry says which */
 			ring_push(f, rev, ev->is_delete ? STORE_CHANGE_SUBTREE : STORE_CHANGE_KEY,
-				  k + 1, ev->kv->key_len - st->prefix_len - 1);
+				  false, k + 1, ev->kv->key_len - st->prefix_len - 1);
 		else if (space == 'l' && !ev->is_delete && ev->kv->val &&
 			 feed_entry_decode(ev->kv->val, ev->kv->val_len, &e) == 0)
 			while (feed_entry_next(&e, &c) == 1)	/* the subtrees a commit deleted */
-				ring_push(f, rev, c.kind, c.key, c.len);
+				ring_push(f, rev, c.kind, c.gone, c.key, c.len);
 	}
 	/* the events of one revision come in one answer: complete at its last one */
 	if (ev->last && (uint64_t)ev->revision > f->applied)
@@ -518,7 +521,7 @@ int store_etcd_feed_read(struct store *sb, uint64_t after, store_feed_fn fn, voi
 	pthread_mutex_unlock(&f->lock);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		struct store_change c = { .pos = evs[i].rev, .mine = mine[i],
-					  .kind = evs[i].kind,
+					  .kind = evs[i].kind, .gone = evs[i].gone,
 					  .key = evs[i].key, .len = evs[i].len };
 
 		if (evs[i].rev <= *upto)

@@ -412,6 +412,8 @@ int store_etcd_put_reserve(struct store_txn *txn, enum store_space space, const 
 int store_etcd_del(struct store_txn *txn, enum store_space space, const void *key, size_t key_len);
 int store_etcd_del_prefix(struct store_txn *txn, enum store_space space, const void *prefix,
 			  size_t prefix_len, uint64_t *deleted);
+void store_etcd_note_removed(struct store_txn *txn, enum store_space space, const void *key,
+			     size_t len);
 bool store_etcd_space_is_empty(struct store_txn *txn, enum store_space space);
 int store_etcd_scan_open(struct store_scan *scan);
 int store_etcd_scan_next(struct store_scan *scan, struct store_val *key, struct store_val *val);

@@ -40,6 +40,7 @@ const struct store_ops store_etcd_ops = {
 	},
 	.ability = {
 		.feed_read = store_etcd_feed_read,
+		.note_removed = store_etcd_note_removed,
 		.expire_puts = store_etcd_expire_puts,
 		.end_calls = store_etcd_end_calls,
 		.deadline = store_etcd_deadline,

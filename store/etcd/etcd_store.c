@@ -890,6 +890,13 @@ int store_etcd_del(struct store_txn *tb, enum store_space space,
 	return etcd_buf_del(txn->buf, k, kl);
 }
 
+/* Into this commit's entry, which the watch reads back as a removed subtree. */
+void store_etcd_note_removed(struct store_txn *tb, enum store_space space, const void *key,
+			     size_t len)
+{
+	feed_set_note_removed(&ETXN(tb)->feed, space, key, len);
+}
+
 int store_etcd_del_prefix(struct store_txn *tb, enum store_space space,
 			  const void *prefix, size_t prefix_len, uint64_t *deleted)
 {
