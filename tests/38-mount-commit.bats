@@ -137,6 +137,58 @@ PY
 	assert_output second
 }
 
+# docs/COMMITS.md, "A directory another process removes": a file created
+# in a directory and not closed yet goes with that directory when another
+# process removes it, as on ext4, even if the other makes it again before
+# the close. Before, the close stored the file in the new directory.
+@test "a created leaf still open goes with its directory when another process removes it and makes it again" {
+	echo '{"obj": {"a": 1}, "plain": {}, "kept": {"x": 1, "a": [], "c": {}}}' |
+		kvfs import "$STORE" / -
+	# many keys in one commit: told as one subtree changed, not removed
+	seq 0 99 | jq -s . | kvfs import "$STORE" /kept/a -
+	M2=$BATS_TEST_TMPDIR/m2
+	mount_extra "$M2" "$STORE"
+	caught_up
+	# the other process starts before the files are opened: a fork would
+	# duplicate the descriptors, and their close at exec flushes (commits)
+	run -0 python3 - "$MNT" "$KVFS_BIN" "$STORE" "$M2" <<'PY'
+import os, subprocess, sys
+mnt, kvfs, store, m2 = sys.argv[1:]
+other = subprocess.Popen(["sh", "-ec", """read go
+"$0" rm -r "$1" /obj
+echo '{"b": 2}' | "$0" import "$1" /obj -
+"$0" rm -r "$1" /plain
+"$0" mkdir "$1" /plain
+"$0" put "$1" /kept/y 2
+mv "$2/kept/a" "$2/kept/b"
+rmdir "$2/kept/c"
+mkdir "$2/kept/c"
+""", kvfs, store, m2], stdin=subprocess.PIPE, text=True)
+fds = {}
+for name in ("obj/f", "plain/g", "kept/h", "kept/c/i"):
+    fds[name] = os.open(os.path.join(mnt, name), os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+    os.write(fds[name], name.encode() + b"\n")
+other.communicate("go\n")
+assert other.returncode == 0, other.returncode
+for fd in fds.values():
+    os.close(fd)
+print("closed")
+PY
+	assert_output closed
+	# what the other process made stays exactly so; the files went with
+	# the directories they were made in
+	run -0 kvfs export "$STORE" /
+	run -0 jq -c '{obj, plain, c: .kept.c, h: .kept.h, y: .kept.y, b: (.kept.b | length)}' <<<"$output"
+	assert_output '{"obj":{"b":2},"plain":{},"c":{},"h":"kept/h","y":"2","b":100}'
+	caught_up
+	run -0 ls -A "$MNT/obj"
+	assert_output b
+	run -0 ls -A "$MNT/plain"
+	assert_output ''
+	run -0 ls -A "$MNT/kept/c"
+	assert_output ''
+}
+
 @test "a type that the text written does not parse as is refused at once; close reports a refused commit" {
 	run -0 python3 - "$MNT" <<'PY'
 import errno, os, sys
