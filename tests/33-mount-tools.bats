@@ -164,6 +164,38 @@ JSON
 	assert_output 0
 }
 
+# docs/FILES.md, "Temporary files inside arrays": the array a pending file
+# was made in, removed and made again by another process before the
+# mount's worker saw the removal, is a new array: the pending file went
+# with the old one. Before, it stayed and its rename committed it into the
+# new array, at the index it was renamed onto. An array another process
+# wrote a document over is the same array, changed: it keeps its own.
+@test "a pending file goes with its array when another process removes it and makes it again" {
+	echo '{"arr": [1, 2], "over": [1, 2], "e": [], "kept": [1]}' | kvfs import "$STORE" / -
+	caught_up
+	for a in arr over e kept; do
+		printf 'new %s' "$a" >"$MNT/$a/.tmp"
+	done
+	# no wait between: the worker may see both commits at once
+	kvfs rm -r "$STORE" /arr
+	echo '[3]' | kvfs import "$STORE" /arr -
+	echo '[4]' | kvfs import "$STORE" /over -
+	kvfs rm -r "$STORE" /e
+	echo '[]' | kvfs import "$STORE" /e -
+	kvfs put "$STORE" /kept/1 5
+	run ! mv "$MNT/arr/.tmp" "$MNT/arr/1"
+	run ! mv "$MNT/e/.tmp" "$MNT/e/0"
+	mv "$MNT/over/.tmp" "$MNT/over/1"
+	mv "$MNT/kept/.tmp" "$MNT/kept/2"
+	run -0 kvfs export "$STORE" /
+	run -0 jq -c . <<<"$output"
+	assert_output '{"arr":[3],"e":[],"kept":[1,"5","new kept"],"over":[4,"new over"]}'
+	caught_up
+	for a in arr e; do
+		run ! stat "$MNT/$a/.tmp"
+	done
+}
+
 @test "a leaf renamed over while others read its type answers its type, as ext4's replaced inode does" {
 	# sed -i, editors and rsync replace a file by renaming a new one over it;
 	# a reader that resolved the path just before (rsync -aX reading types)
