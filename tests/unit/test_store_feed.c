@@ -1,6 +1,7 @@
 /*
  * tests/unit/test_store_feed.c - the change feed: which keys a transaction
- * notes (prefix deletes as subtrees, other spaces only dirty), the entry
+ * notes (prefix deletes as subtrees, other spaces only dirty), which
+ * subtrees read back removed (gone) and which collapsed, the entry
  * encoding and its strict decoding, collapsing past the bounds, and the
  * log in a real store: entries read from a position, this handle's marked
  * mine, trimming to KVFS_CHANGES_KEEP, and gaps reported as -ESTALE.
@@ -43,6 +44,7 @@ static size_t key_of(uint8_t *buf, const char *first, ...)
 struct seen {
 	unsigned n;
 	enum store_change_kind kind[8];
+	bool gone[8];
 	uint8_t key[8][64];
 	size_t len[8];
 };
@@ -61,6 +63,7 @@ static int encode_decode(const struct feed_set *s, uint64_t writer, struct seen 
 	ret = feed_entry_decode(v, len, e);
 	while (ret == 0 && feed_entry_next(e, &c) == 1 && out->n < 8) {
 		out->kind[out->n] = c.kind;
+		out->gone[out->n] = c.gone;
 		out->len[out->n] = c.len;
 		if (c.len && c.len <= sizeof(out->key[0]))
 			memcpy(out->key[out->n], c.key, c.len);
@@ -100,6 +103,54 @@ static void test_notes_and_roundtrip(void)
 	CHECK_MEM(got.key[0], got.len[0], ab, lab);
 	CHECK_EQ_INT(got.kind[1], STORE_CHANGE_SUBTREE);
 	CHECK_MEM(got.key[1], got.len[1], a, la);
+	feed_set_release(&s);
+}
+
+/*
+ * A subtree deleted, or a node noted removed (an empty container's marker),
+ * reads back gone; keys, and many keys collapsed into one subtree, do not.
+ */
+static void test_gone(void)
+{
+	struct feed_set s;
+	struct feed_entry e;
+	struct seen got;
+	uint8_t a[64], b[64], k[64], pre[64], name[16];
+	size_t la = key_of(a, "a", NULL), lb = key_of(b, "b", NULL);
+
+	feed_set_init(&s);
+	memcpy(pre, a, la);
+	pre[la] = 0x14;	/* tree_delete's prefix of an array's elements */
+	feed_set_note(&s, STORE_SPACE_DATA, pre, la + 1, true);
+	feed_set_note_removed(&s, STORE_SPACE_DATA, b, lb);
+	feed_set_note(&s, STORE_SPACE_DATA, k, key_of(k, "c", NULL), false);
+	CHECK_EQ_INT(encode_decode(&s, 1, &got, &e), 0);
+	CHECK(!e.collapsed);
+	CHECK_EQ_INT(got.n, 3);
+	CHECK_EQ_INT(got.kind[0], STORE_CHANGE_SUBTREE);
+	CHECK(got.gone[0]);
+	CHECK_MEM(got.key[0], got.len[0], a, la);
+	CHECK_EQ_INT(got.kind[1], STORE_CHANGE_SUBTREE);
+	CHECK(got.gone[1]);
+	CHECK_MEM(got.key[1], got.len[1], b, lb);
+	CHECK_EQ_INT(got.kind[2], STORE_CHANGE_KEY);
+	CHECK(!got.gone[2]);
+	feed_set_release(&s);
+	/* a move of many keys within "a": one subtree, collapsed, not gone */
+	feed_set_init(&s);
+	feed_set_note_removed(&s, STORE_SPACE_DATA, k, key_of(k, "a", "from", NULL));
+	for (int i = 0; i < FEED_ITEMS_MAX + 1; i++) {
+		snprintf((char *)name, sizeof(name), "n%d", i);
+		feed_set_note(&s, STORE_SPACE_DATA, k, key_of(k, "a", "to", (char *)name, NULL),
+			      false);
+	}
+	CHECK(s.collapsed);
+	CHECK_EQ_INT(encode_decode(&s, 1, &got, &e), 0);
+	CHECK(e.collapsed);
+	CHECK_EQ_INT(got.n, 1);
+	CHECK_EQ_INT(got.kind[0], STORE_CHANGE_SUBTREE);
+	CHECK(!got.gone[0]);
+	CHECK_MEM(got.key[0], got.len[0], a, la);
 	feed_set_release(&s);
 }
 
@@ -194,6 +245,9 @@ static void test_decode_strict(void)
 	v[11] = 0;
 	CHECK_EQ_INT(feed_entry_decode(v, FEED_HEAD, &e), 0);
 	CHECK(e.all);
+	v[1] = FEED_FLAG_COLLAPSED;
+	CHECK_EQ_INT(feed_entry_decode(v, FEED_HEAD, &e), 0);
+	CHECK(e.collapsed);
 	v[1] = 0x80;
 	CHECK_EQ_INT(feed_entry_decode(v, FEED_HEAD, &e), -EINVAL);	/* unknown flag */
 }
@@ -365,6 +419,7 @@ int main(void)
 	}
 	TEST(test_notes_and_roundtrip);
 	TEST(test_prefix_on_boundary);
+	TEST(test_gone);
 	TEST(test_collapse);
 	TEST(test_decode_strict);
 	TEST(test_log_in_store);
