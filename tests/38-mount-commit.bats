@@ -142,7 +142,7 @@ PY
 # process removes it, as on ext4, even if the other makes it again before
 # the close. Before, the close stored the file in the new directory.
 @test "a created leaf still open goes with its directory when another process removes it and makes it again" {
-	echo '{"obj": {"a": 1}, "plain": {}, "kept": {"x": 1, "a": [], "c": {}}}' |
+	echo '{"obj": {"a": 1}, "plain": {}, "kept": {"x": 1, "a": [], "c": {}}, "t": {"x": 1}}' |
 		kvfs import "$STORE" / -
 	# many keys in one commit: told as one subtree changed, not removed
 	seq 0 99 | jq -s . | kvfs import "$STORE" /kept/a -
@@ -159,13 +159,16 @@ other = subprocess.Popen(["sh", "-ec", """read go
 echo '{"b": 2}' | "$0" import "$1" /obj -
 "$0" rm -r "$1" /plain
 "$0" mkdir "$1" /plain
+"$0" rm -r "$1" /t
+"$0" mkdir "$1" /t
 "$0" put "$1" /kept/y 2
 mv "$2/kept/a" "$2/kept/b"
 rmdir "$2/kept/c"
 mkdir "$2/kept/c"
 """, kvfs, store, m2], stdin=subprocess.PIPE, text=True)
 fds = {}
-for name in ("obj/f", "plain/g", "kept/h", "kept/c/i"):
+# t/x is stored before: emptied by this open (O_TRUNC), it is not put back in the new t
+for name in ("obj/f", "plain/g", "kept/h", "kept/c/i", "t/x"):
     fds[name] = os.open(os.path.join(mnt, name), os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
     os.write(fds[name], name.encode() + b"\n")
 other.communicate("go\n")
@@ -178,8 +181,8 @@ PY
 	# what the other process made stays exactly so; the files went with
 	# the directories they were made in
 	run -0 kvfs export "$STORE" /
-	run -0 jq -c '{obj, plain, c: .kept.c, h: .kept.h, y: .kept.y, b: (.kept.b | length)}' <<<"$output"
-	assert_output '{"obj":{"b":2},"plain":{},"c":{},"h":"kept/h","y":"2","b":100}'
+	run -0 jq -c '{obj, plain, t, c: .kept.c, h: .kept.h, y: .kept.y, b: (.kept.b | length)}' <<<"$output"
+	assert_output '{"obj":{"b":2},"plain":{},"t":{},"c":{},"h":"kept/h","y":"2","b":100}'
 	caught_up
 	run -0 ls -A "$MNT/obj"
 	assert_output b
