@@ -66,7 +66,8 @@ void fs_inval_attr_now(struct fs_ctx *ctx, fuse_ino_t ino);
  * are gone or changed between file and directory are forgotten (the kernel
  * drops their dentries), the others only lose their cached attributes and,
  * for leaves that changed, their pages, so a directory in use as a cwd
- * stays hashed. Pending files whose array is gone are dropped.
+ * stays hashed. Pending files whose array is gone, or was removed by
+ * another process since they were made (fs_parent_gone), are dropped.
  */
 void fs_inval_subtree(struct fs_ctx *ctx, struct fs_node *node);
 /*

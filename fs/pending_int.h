@@ -14,7 +14,8 @@
  * ".0.XXXXXX", sed -i's "sedXXXXXX"). An array can only hold indices, so it
  * lives only here: its content as last flushed, the type set with
  * user.kvfs.type and the mtime set with utimens. Renaming it onto an index
- * commits it (model_write_at: one transaction); unlinking it drops it. It is
+ * commits it (model_write_at: one transaction); unlinking it drops it, and
+ * so does another process's removal of its array (fs_parent_gone). It is
  * never listed and never stored. Its node holds one ref on itself while it
  * is pending, so that it outlives the kernel's lookups. Owned by pending.c;
  * every field is guarded by ctx->lock.

@@ -251,8 +251,9 @@ int model_changes_read(struct model *m, uint64_t after, model_change_fn fn, void
 		       uint64_t *upto);
 /*
  * Whether another process removed the directory that holds path, or one
- * of its ancestors (rm -r, rmdir, a move away, a document written over
- * it), in a commit after generation `after`, so that what a mount staged
+ * of its ancestors (rm -r, rmdir, a move away or over it, a document
+ * that makes it a leaf; a document written over it changes it, removing
+ * only what it does not keep), in a commit after generation `after`, so that what a mount staged
  * there since then (a created leaf not committed yet, a pending file in
  * an array) belongs to a directory that is gone, even if one was made
  * again at its path: 1 yes, 0 no (or the feed cannot tell: a change log

@@ -541,8 +541,8 @@ struct store_change {
 	enum store_change_kind kind;
 	/*
 	 * STORE_CHANGE_SUBTREE: the commit deleted the node at key with its
-	 * subtree (rm -r, a move away, a document written over it; it may
-	 * have written the node again), rather than touching so many keys
+	 * subtree (rm -r, a move away, a document that makes it a leaf; it
+	 * may have written the node again), rather than touching so many keys
 	 * below it that they were told as one subtree. Pending files staged
 	 * in a directory so removed do not outlive it (model_parent_gone).
 	 */

@@ -1,7 +1,8 @@
 /*
  * model/tree/changes.c - the store's change feed in the model's terms: the
  * keys a commit touched become the mount paths of their nodes, for a
- * daemon that re-checks only those (fs/watcher.c).
+ * daemon that re-checks only those (fs/watcher.c), and whether another
+ * process removed the directory a mount staged a file in (model_parent_gone).
  */
 #include <errno.h>
 #include <string.h>
