@@ -2,7 +2,8 @@
  * tests/unit/test_model_changes.c - the change feed in the model's terms:
  * each operation's commit names the mount paths it touched (escaped names,
  * the root's attributes as "/"), a subtree removal or rename names the
- * subtree, and reading from before the first logged commit is a gap.
+ * subtree, and reading from before the first logged commit is a gap;
+ * whether another handle removed a directory since a generation.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -108,9 +109,52 @@ static void test_escaped_names(void)
 	close_fresh(m);
 }
 
+/*
+ * model_parent_gone: another handle's removal of a directory (or of an
+ * ancestor) since a generation, even when made again; not its changes,
+ * not a removal beside it, not this handle's own.
+ */
+static void test_parent_gone(void)
+{
+	struct model_error err;
+	struct model *m = open_fresh(), *other = NULL;
+	const char *doc = "{\"d\": {\"a\": 1}, \"e\": {}, \"x\": {\"y\": [1]}}";
+	uint64_t gen;
+
+	CHECK(m);
+	if (!m)
+		return;
+	CHECK_EQ_INT(model_import(m, "/", doc, strlen(doc), NULL, NULL, &err), 0);
+	CHECK_EQ_INT(model_open(store_dir, MODEL_OPEN_NOSYNC, &other, &err), 0);
+	if (!other) {
+		close_fresh(m);
+		return;
+	}
+	gen = model_generation(m);
+	CHECK_EQ_INT(model_parent_gone(m, "/d/f", gen), 0);	/* nothing since */
+	CHECK_EQ_INT(model_write(other, "/d/b", "2", 1, 0, 0, &err), 0);
+	CHECK_EQ_INT(model_remove(other, "/d/a", 0, &err), 0);
+	CHECK_EQ_INT(model_parent_gone(m, "/d/f", gen), 0);	/* changed, not removed */
+	CHECK_EQ_INT(model_remove(other, "/e", MODEL_REMOVE_RECURSIVE, &err), 0);
+	CHECK_EQ_INT(model_mkdir(other, "/e", MODEL_KIND_OBJECT, &err), 0);
+	CHECK_EQ_INT(model_parent_gone(m, "/e/f", gen), 1);	/* an empty one, made again */
+	CHECK_EQ_INT(model_parent_gone(m, "/d/f", gen), 0);
+	CHECK_EQ_INT(model_parent_gone(m, "/e", gen), 0);	/* /e's own directory is the root */
+	gen = model_generation(m);
+	CHECK_EQ_INT(model_remove(other, "/x", MODEL_REMOVE_RECURSIVE, &err), 0);
+	CHECK_EQ_INT(model_parent_gone(m, "/x/y/.tmp", gen), 1);	/* an ancestor */
+	CHECK_EQ_INT(model_parent_gone(m, "/xy/f", gen), 0);	/* a name that continues it */
+	gen = model_generation(m);
+	CHECK_EQ_INT(model_remove(m, "/d", MODEL_REMOVE_RECURSIVE, &err), 0);
+	CHECK_EQ_INT(model_parent_gone(m, "/d/f", gen), 0);	/* its own: the mount knows */
+	model_close(other);
+	close_fresh(m);
+}
+
 int main(void)
 {
 	TEST(test_paths_of_operations);
 	TEST(test_escaped_names);
+	TEST(test_parent_gone);
 	return UNIT_DONE();
 }
