@@ -92,9 +92,9 @@ struct fs_file {
 	bool empty_told;	/* a view emptied and not written whose close said
 				 * EINVAL: shown as stored until a write (its
 				 * release makes the refusal) */
-	uint64_t stage_gen;	/* the store's generation at the open: a leaf this
-				 * writer creates is dropped when another process
-				 * removed its directory since (file.c) */
+	uint64_t stage_gen;	/* fixed: the store's generation at the open; a
+				 * leaf this writer creates is dropped when another
+				 * process removed its directory since (file.c) */
 	bool loaded;		/* a leaf writer's buf starts from the stored text (an
 				 * open without O_TRUNC), not emptied since: a commit
 				 * that finds the leaf removed elsewhere drops it, as
