@@ -196,6 +196,15 @@ void feed_set_note_removed(struct feed_set *s, enum store_space space, const voi
 
 /* ---- entries ---- */
 
+/* Whether s holds a subtree item: each one, uncollapsed, is a removal. */
+static bool set_has_subtree(const struct feed_set *s)
+{
+	for (size_t at = 0; at + 3 <= s->used; at += 3 + get_be(s->buf + at + 1, 2))
+		if (s->buf[at] == STORE_CHANGE_SUBTREE)
+			return true;
+	return false;
+}
+
 int feed_entry_encode(const struct feed_set *s, uint64_t writer, uint8_t **out, size_t *out_len)
 {
 	bool all = s->all || (s->collapsed && s->common_len == 0);
@@ -205,7 +214,12 @@ int feed_entry_encode(const struct feed_set *s, uint64_t writer, uint8_t **out, 
 	if (!v)
 		return -ENOMEM;
 	v[0] = FEED_VERSION;
-	v[1] = all ? FEED_FLAG_ALL : s->collapsed ? FEED_FLAG_COLLAPSED : 0;
+	/*
+	 * The removed flag only on entries that need it: a kvfs from before
+	 * refuses an entry with it (re-checking everything), so the rest
+	 * stay readable to it.
+	 */
+	v[1] = all ? FEED_FLAG_ALL : !s->collapsed && set_has_subtree(s) ? FEED_FLAG_REMOVED : 0;
 	put_be(v + 2, writer, 8);
 	put_be(v + 10, all ? 0 : s->collapsed ? 1 : s->count, 2);
 	if (!all && s->collapsed) {
@@ -227,11 +241,11 @@ int feed_entry_decode(const void *val, size_t len, struct feed_entry *out)
 
 	memset(out, 0, sizeof(*out));
 	if (len < FEED_HEAD || v[0] != FEED_VERSION ||
-	    (v[1] & ~(FEED_FLAG_ALL | FEED_FLAG_COLLAPSED)))
+	    (v[1] & ~(FEED_FLAG_ALL | FEED_FLAG_REMOVED)))
 		return -EINVAL;
 	out->writer = get_be(v + 2, 8);
 	out->all = v[1] & FEED_FLAG_ALL;
-	out->collapsed = v[1] & FEED_FLAG_COLLAPSED;
+	out->removed = v[1] & FEED_FLAG_REMOVED;
 	out->count = (unsigned)get_be(v + 10, 2);
 	out->items = v + FEED_HEAD;
 	out->items_len = len - FEED_HEAD;
@@ -268,7 +282,8 @@ int feed_entry_next(struct feed_entry *e, struct store_change *c)
 	if (e->seen >= e->count)
 		return 0;
 	c->kind = e->items[e->pos];
-	c->gone = c->kind == STORE_CHANGE_SUBTREE && !e->collapsed;	/* a prefix delete */
+	/* a prefix delete or a node noted removed, told so by its writer */
+	c->gone = c->kind == STORE_CHANGE_SUBTREE && e->removed;
 	c->len = get_be(e->items + e->pos + 1, 2);
 	c->key = e->items + e->pos + 3;
 	e->pos += 3 + c->len;

@@ -44,8 +44,9 @@ static inline uint64_t get_be(const uint8_t *p, size_t n)
 /* Entry layout (docs/FORMAT.md, "changes"). */
 #define FEED_VERSION 1
 #define FEED_FLAG_ALL 0x01	/* everything may have changed: no items */
-#define FEED_FLAG_COLLAPSED 0x02	/* the one subtree item stands for many keys
-					 * (collapsed), not for a subtree removed */
+#define FEED_FLAG_REMOVED 0x02	/* its subtree items are subtrees removed; without
+				 * it (collapsed, or a writer from before
+				 * 2026-11-30) they say only that keys changed */
 #define FEED_HEAD 12		/* version, flags, writer (8), item count (2) */
 
 /*
@@ -89,7 +90,7 @@ int feed_entry_encode(const struct feed_set *s, uint64_t writer, uint8_t **out, 
 struct feed_entry {
 	uint64_t writer;
 	bool all;
-	bool collapsed;		/* FEED_FLAG_COLLAPSED */
+	bool removed;		/* FEED_FLAG_REMOVED */
 	unsigned count;
 	const uint8_t *items;	/* borrowed from the value */
 	size_t items_len;

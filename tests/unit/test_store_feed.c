@@ -125,7 +125,7 @@ static void test_gone(void)
 	feed_set_note_removed(&s, STORE_SPACE_DATA, b, lb);
 	feed_set_note(&s, STORE_SPACE_DATA, k, key_of(k, "c", NULL), false);
 	CHECK_EQ_INT(encode_decode(&s, 1, &got, &e), 0);
-	CHECK(!e.collapsed);
+	CHECK(e.removed);
 	CHECK_EQ_INT(got.n, 3);
 	CHECK_EQ_INT(got.kind[0], STORE_CHANGE_SUBTREE);
 	CHECK(got.gone[0]);
@@ -146,12 +146,37 @@ static void test_gone(void)
 	}
 	CHECK(s.collapsed);
 	CHECK_EQ_INT(encode_decode(&s, 1, &got, &e), 0);
-	CHECK(e.collapsed);
+	CHECK(!e.removed);
 	CHECK_EQ_INT(got.n, 1);
 	CHECK_EQ_INT(got.kind[0], STORE_CHANGE_SUBTREE);
 	CHECK(!got.gone[0]);
 	CHECK_MEM(got.key[0], got.len[0], a, la);
 	feed_set_release(&s);
+}
+
+/*
+ * An entry as a kvfs from before 2026-11-30 writes it (still version 1): a
+ * subtree item, which stood for a prefix delete or for many keys collapsed
+ * alike, in an entry without flags. That writer cannot have said which, so
+ * it is not read as removed: a mount's pending files would be dropped for
+ * another's `kvfs import` of 65 keys into their directory.
+ */
+static void test_old_entry_not_gone(void)
+{
+	uint8_t v[FEED_HEAD + 3 + 64] = { FEED_VERSION, 0 };
+	struct feed_entry e;
+	struct store_change c;
+	size_t la = key_of(v + FEED_HEAD + 3, "a", NULL);
+
+	put_be(v + 2, 7, 8);
+	put_be(v + 10, 1, 2);
+	v[FEED_HEAD] = STORE_CHANGE_SUBTREE;
+	put_be(v + FEED_HEAD + 1, la, 2);
+	CHECK_EQ_INT(feed_entry_decode(v, FEED_HEAD + 3 + la, &e), 0);
+	CHECK_EQ_INT(feed_entry_next(&e, &c), 1);
+	CHECK_EQ_INT(c.kind, STORE_CHANGE_SUBTREE);
+	CHECK(!c.gone);
+	CHECK_MEM(c.key, c.len, v + FEED_HEAD + 3, la);
 }
 
 /* A prefix ending on an element boundary also starts siblings ("a\0b"): its parent. */
@@ -245,9 +270,9 @@ static void test_decode_strict(void)
 	v[11] = 0;
 	CHECK_EQ_INT(feed_entry_decode(v, FEED_HEAD, &e), 0);
 	CHECK(e.all);
-	v[1] = FEED_FLAG_COLLAPSED;
+	v[1] = FEED_FLAG_REMOVED;
 	CHECK_EQ_INT(feed_entry_decode(v, FEED_HEAD, &e), 0);
-	CHECK(e.collapsed);
+	CHECK(e.removed);
 	v[1] = 0x80;
 	CHECK_EQ_INT(feed_entry_decode(v, FEED_HEAD, &e), -EINVAL);	/* unknown flag */
 }
@@ -420,6 +445,7 @@ int main(void)
 	TEST(test_notes_and_roundtrip);
 	TEST(test_prefix_on_boundary);
 	TEST(test_gone);
+	TEST(test_old_entry_not_gone);
 	TEST(test_collapse);
 	TEST(test_decode_strict);
 	TEST(test_log_in_store);
