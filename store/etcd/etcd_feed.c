@@ -45,6 +45,8 @@ struct feed_ev {
 	size_t len;
 	enum store_change_kind kind;	/* a deleted key: its node and whatever was below it */
 	bool gone;	/* store_change's: a key deleted, or a subtree a commit's entry names deleted */
+	bool own;	/* from an entry this handle wrote: mine however many commits since
+			 * (the revisions kept for mine hold only the last FEED_MINE) */
 };
 
 struct etcd_feed {
@@ -69,7 +71,7 @@ struct etcd_feed {
 };
 
 static void ring_push(struct etcd_feed *f, uint64_t rev, enum store_change_kind kind,
-		      bool gone, const uint8_t *key, size_t len)
+		      bool gone, bool own, const uint8_t *key, size_t len)
 {
 	struct feed_ev *e = &f->ring[f->head];
 	uint8_t *copy = malloc(len ? len : 1);
@@ -96,6 +98,7 @@ static void ring_push(struct etcd_feed *f, uint64_t rev, enum store_change_kind 
 		e->rev = rev;
 		e->kind = kind;
 		e->gone = gone;
+		e->own = own;
 	}
 	f->head = (f->head + 1) % FEED_RING;
 }
@@ -155,11 +158,12 @@ static int on_event(const struct etcd_event *ev, void *arg)
 		if (space == 'd' || space == 'a' || space == 's')	/* the spaces naming nodes */
 			/* a key deleted: removed or replaced (a marker by a child); the entry says which */
 			ring_push(f, rev, ev->is_delete ? STORE_CHANGE_SUBTREE : STORE_CHANGE_KEY,
-				  false, k + 1, ev->kv->key_len - st->prefix_len - 1);
+				  false, false, k + 1, ev->kv->key_len - st->prefix_len - 1);
 		else if (space == 'l' && !ev->is_delete && ev->kv->val &&
 			 feed_entry_decode(ev->kv->val, ev->kv->val_len, &e) == 0)
 			while (feed_entry_next(&e, &c) == 1)	/* the subtrees a commit deleted */
-				ring_push(f, rev, c.kind, c.gone, c.key, c.len);
+				ring_push(f, rev, c.kind, c.gone, e.writer == st->base.writer,
+					  c.key, c.len);
 	}
 	/* the events of one revision come in one answer: complete at its last one */
 	if (ev->last && (uint64_t)ev->revision > f->applied)
@@ -514,7 +518,7 @@ int store_etcd_feed_read(struct store *sb, uint64_t after, store_feed_fn fn, voi
 			break;
 		}
 		memcpy(evs[i].key, e->key, e->len);
-		mine[i] = is_mine(f, e->rev);
+		mine[i] = e->own || is_mine(f, e->rev);
 	}
 	if (!evs || !mine)
 		rc = -ENOMEM;
