@@ -140,7 +140,7 @@ void fs_name_settle(struct fs_ctx *ctx, struct fs_node *dir, const char *name)
 }
 
 int fs_leaf_hold(struct fs_ctx *ctx, struct fs_node *node, const struct model_attr *attr,
-		 uint64_t ino)
+		 uint64_t ino, uint64_t as_of)
 {
 	struct fuse_file_info fi = { .flags = O_WRONLY };
 	struct fs_file *f;
@@ -152,7 +152,7 @@ int fs_leaf_hold(struct fs_ctx *ctx, struct fs_node *node, const struct model_at
 	pthread_mutex_unlock(&ctx->lock);
 	if (!ours)
 		return -EEXIST;	/* created by an open not closed yet */
-	ret = fs_leaf_pending_open(ctx, node, &fi, attr, ino, &f);
+	ret = fs_leaf_pending_open(ctx, node, &fi, attr, ino, as_of, &f);
 	if (ret < 0)
 		return ret;
 	if (!f)

@@ -207,11 +207,13 @@ struct fs_file *fs_writer_share(struct fs_ctx *ctx, struct fs_node *node, int fl
 /*
  * create of a leaf: the leaf is not committed now but at close, with its
  * content, type, mode and mtime (model_create_check said it may be made;
- * attr: its mode and owner, ino: its st_ino). The writer is the node's
- * shared one; *out holds the handle's ref.
+ * attr: its mode and owner, ino: its st_ino; as_of: the check's, the
+ * writer's stage_gen when newer than the mount's position). The writer
+ * is the node's shared one; *out holds the handle's ref.
  */
 int fs_leaf_pending_open(struct fs_ctx *ctx, struct fs_node *node, struct fuse_file_info *fi,
-			 const struct model_attr *attr, uint64_t ino, struct fs_file **out);
+			 const struct model_attr *attr, uint64_t ino, uint64_t as_of,
+			 struct fs_file **out);
 
 /*
  * A writer of a view whose node is not in the store yet (created, or opened
@@ -258,7 +260,7 @@ bool fs_writer_defer(struct fs_ctx *ctx, struct fs_node *node, const struct fs_d
 
 /*
  * mknod of a leaf in the default mode (model_create_check said it may be
- * made; attr: its mode and owner, ino: its st_ino): the leaf is held as
+ * made; attr: its mode and owner, ino: its st_ino, as_of: its as_of): the leaf is held as
  * a pending writer with no handle (f->held) and committed with what the
  * tool does next: the first close of an open of it (content, type, mode
  * and mtime in one commit), an fsync or fsyncdir anywhere in the mount,
@@ -268,7 +270,7 @@ bool fs_writer_defer(struct fs_ctx *ctx, struct fs_node *node, const struct fs_d
  */
 #define FS_HOLD_MS 1000
 int fs_leaf_hold(struct fs_ctx *ctx, struct fs_node *node, const struct model_attr *attr,
-		 uint64_t ino);
+		 uint64_t ino, uint64_t as_of);
 /*
  * An open for writing of a held leaf joins its writer (fi->fh set, *out
  * holds the handle's ref): true. False when node is no held leaf, or the

@@ -111,7 +111,8 @@ int fs_view_pending_open(struct fs_ctx *ctx, struct fs_node *node, struct fuse_f
 }
 
 int fs_leaf_pending_open(struct fs_ctx *ctx, struct fs_node *node, struct fuse_file_info *fi,
-			 const struct model_attr *attr, uint64_t ino, struct fs_file **out)
+			 const struct model_attr *attr, uint64_t ino, uint64_t as_of,
+			 struct fs_file **out)
 {
 	struct fs_file *f = fs_file_new(ctx, node);
 
@@ -129,6 +130,13 @@ int fs_leaf_pending_open(struct fs_ctx *ctx, struct fs_node *node, struct fuse_f
 	f->new_trunc = fi->flags & O_TRUNC;
 	f->excl = fi->flags & O_EXCL;
 	f->ino = ino;
+	/*
+	 * What the cluster had at the open, not only what this mount's
+	 * watch brought: a directory another host removed and made again
+	 * before it is the one the leaf goes in.
+	 */
+	if (f->stage_gen < as_of)
+		f->stage_gen = as_of;
 	f->wmtime_ns = fs_now_ns();
 	fs_file_publish(ctx, f);
 	pthread_mutex_unlock(&f->lock);

@@ -91,7 +91,7 @@ void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 	struct model_error err = { 0 };
 	struct fs_node *dir, *node;
 	struct model_attr a;
-	uint64_t ino = 0;
+	uint64_t ino = 0, as_of = 0;
 	char *path;
 	int ret;
 
@@ -121,13 +121,13 @@ void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 	 * per file (fs_leaf_hold). A table row's rules are judged then, on
 	 * the content (model_create_check judges its shape only).
 	 */
-	ret = model_create_check(ctx->model, path, &a, &ino, &err);
+	ret = model_create_check(ctx->model, path, &a, &ino, &as_of, &err);
 	fs_write_end(ctx, ret);
 	if (ret == 0) {
 		pthread_mutex_lock(&ctx->lock);
 		node = fs_node_child_locked(ctx, dir, name, true);
 		pthread_mutex_unlock(&ctx->lock);
-		ret = node ? fs_leaf_hold(ctx, node, &a, ino) : -ENOMEM;
+		ret = node ? fs_leaf_hold(ctx, node, &a, ino, as_of) : -ENOMEM;
 		if (ret < 0 && node) {
 			pthread_mutex_lock(&ctx->lock);
 			fs_node_drop_unused_locked(ctx, node);
@@ -155,7 +155,7 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	struct model_attr a;
 	struct fs_file *f = NULL;
 	bool view = model_name_is_view(name, strlen(name)), onto_held = false;
-	uint64_t ino = 0;
+	uint64_t ino = 0, as_of = 0;
 	char *path;
 	int ret = fs_name_check(name);
 
@@ -190,13 +190,13 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	if (view)
 		ret = model_create_as(ctx->model, path, &a, &err);
 	else if ((fi->flags & (O_TRUNC | O_EXCL)) == O_TRUNC)
-		ret = model_create_check_unconfirmed(ctx->model, path, &a, &ino, &err);
+		ret = model_create_check_unconfirmed(ctx->model, path, &a, &ino, &as_of, &err);
 	else
-		ret = model_create_check(ctx->model, path, &a, &ino, &err);
+		ret = model_create_check(ctx->model, path, &a, &ino, &as_of, &err);
 	fs_write_end(ctx, ret);
 	if (ret < 0 && !view && err.reason == MODEL_REASON_NOT_AN_INDEX) {
 		/* a name that is no index in an array: a pending temporary file */
-		ret = fs_tmp_create(ctx, dir, name, fi, &e, &f);
+		ret = fs_tmp_create(ctx, dir, name, fi, as_of, &e, &f);
 		if (ret == 0) {
 			fs_trace(ctx, "pending file %s", path);
 			goto out_reply_create;
@@ -220,7 +220,7 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 			goto out_free;
 		}
 		ret = view ? fs_view_pending_open(ctx, node, fi, &f) :
-		      fs_leaf_pending_open(ctx, node, fi, &a, ino, &f);
+		      fs_leaf_pending_open(ctx, node, fi, &a, ino, as_of, &f);
 		if (ret < 0) {
 			pthread_mutex_lock(&ctx->lock);
 			fs_node_drop_unused_locked(ctx, node);

@@ -104,7 +104,8 @@ int fs_tmp_open(struct fs_ctx *ctx, struct fs_node *node, struct fuse_file_info 
 }
 
 int fs_tmp_create(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
-		  struct fuse_file_info *fi, struct fuse_entry_param *e, struct fs_file **out)
+		  struct fuse_file_info *fi, uint64_t as_of, struct fuse_entry_param *e,
+		  struct fs_file **out)
 {
 	uint64_t gen = model_generation(ctx->model);	/* read outside ctx->lock */
 	struct fs_node *node;
@@ -123,7 +124,7 @@ int fs_tmp_create(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
 		node->tmp = calloc(1, sizeof(*node->tmp));
 		if (node->tmp) {
 			node->tmp->mtime_ns = fs_now_ns();
-			node->tmp->stage_gen = gen;
+			node->tmp->stage_gen = gen > as_of ? gen : as_of;
 			fs_node_ref_locked(node);	/* held while pending */
 			made = true;
 		} else {

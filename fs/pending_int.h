@@ -52,11 +52,12 @@ int fs_tmp_open(struct fs_ctx *ctx, struct fs_node *node, struct fuse_file_info 
 
 /*
  * create of a name that is no index in an array (model/ refused it with
- * MODEL_REASON_NOT_AN_INDEX): makes or opens the pending file, fills e
- * and counts a lookup.
+ * MODEL_REASON_NOT_AN_INDEX; as_of: that check's, the new pending file's
+ * stage_gen): makes or opens the pending file, fills e and counts a lookup.
  */
 int fs_tmp_create(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
-		  struct fuse_file_info *fi, struct fuse_entry_param *e, struct fs_file **out);
+		  struct fuse_file_info *fi, uint64_t as_of, struct fuse_entry_param *e,
+		  struct fs_file **out);
 
 /* unlink of a pending file: true when name in dir was one (and is gone now). */
 bool fs_tmp_unlink(struct fs_ctx *ctx, struct fs_node *dir, const char *name);

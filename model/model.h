@@ -485,10 +485,15 @@ int model_write_file_check(struct model *m, const char *path, const void *data, 
 /*
  * Whether model_create_as(path, attr) would succeed now, without writing
  * anything: 0, or its -errno and message. *ino (may be NULL) gets the
- * st_ino the leaf will have.
+ * st_ino the leaf will have. *as_of (may be NULL) gets, whatever the
+ * outcome, a generation no older than the store's newest when the check
+ * began, by any process (store_txn_as_of: an etcd mount's own generation
+ * follows its watch, which may lag): what a file opened on its answer
+ * gives model_parent_gone, so that a removal before the open is not
+ * taken for one after it.
  */
 int model_create_check(struct model *m, const char *path, const struct model_attr *attr,
-		       uint64_t *ino, struct model_error *err);
+		       uint64_t *ino, uint64_t *as_of, struct model_error *err);
 /*
  * model_create_check for a leaf whose commit follows (model_write_file
  * with c->create): a success is what the check read, which an etcd store
@@ -500,7 +505,7 @@ int model_create_check(struct model *m, const char *path, const struct model_att
  */
 int model_create_check_unconfirmed(struct model *m, const char *path,
 				   const struct model_attr *attr, uint64_t *ino,
-				   struct model_error *err);
+				   uint64_t *as_of, struct model_error *err);
 /* Whether text (file text, as written) parses as the type named name: 0 or -EINVAL. */
 int model_type_check(const char *name, const void *text, size_t len);
 /* Imports a JSON document at path (one transaction); progress(arg, done, total) may be NULL. */

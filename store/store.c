@@ -433,6 +433,12 @@ void store_txn_unconfirmed(struct store_txn *txn)
 	txn->unconfirmed = true;
 }
 
+void store_txn_as_of(struct store_txn *txn, uint64_t *as_of)
+{
+	if (txn->write)
+		txn->as_of = as_of;
+}
+
 /* A write whose store watches an interrupt flag: raised by the time fn is done, it aborts. */
 struct write_watch {
 	store_write_fn fn;

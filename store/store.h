@@ -291,6 +291,21 @@ void *store_txn_owner(const struct store_txn *txn);
  */
 void store_txn_unconfirmed(struct store_txn *txn);
 /*
+ * In a write's fn: asks for a position no older than the cluster's
+ * newest when the write began (every commit of any process that had
+ * landed by then is at or before it), raised into *as_of when the write
+ * returns (a commit, a refusal or a dry run alike). For a backend whose
+ * position may lag other processes' commits (etcd: a mount's watch):
+ * the revision of an answer the write had from the cluster (its first
+ * read at the newest revision, the confirmation of its outcome, its
+ * commit), or, when it had none (a dry run served by shared answers and
+ * taken as read), one round trip's. A backend whose position is exact
+ * (LMDB) leaves *as_of: the caller takes store_position after the write.
+ * For the open of a file whose commit asks what another process removed
+ * since (model_parent_gone).
+ */
+void store_txn_as_of(struct store_txn *txn, uint64_t *as_of);
+/*
  * Hides key[0..len] of the data or index space and everything under it
  * (its tuple subtree, not siblings that merely continue its bytes) from
  * this read transaction: store_get gives -ENOENT and scans step over it

@@ -74,6 +74,7 @@ struct store_txn {
 	unsigned format;	/* this snapshot's format; 0 = not looked up yet */
 	void *owner;		/* the caller's (store_txn_set_owner) */
 	bool unconfirmed;	/* a dry run's outcome stands as read (store_txn_unconfirmed) */
+	uint64_t *as_of;	/* write: the caller's (store_txn_as_of), or NULL */
 	struct feed_set *feed;	/* write transactions: keys touched for the log, or NULL */
 	struct hidden *hidden[2];	/* heap (read txns): data/index subtrees hidden, or NULL */
 };

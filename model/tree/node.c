@@ -238,6 +238,7 @@ struct node_op {
 	const struct model_file_commit *fc;	/* model_write_file */
 	uint64_t ino;		/* model_create_check's answer */
 	bool unconfirmed;	/* model_create_check_unconfirmed: the answer stands as read */
+	uint64_t *as_of;	/* model_create_check's (may be NULL) */
 	bool mtime_set;		/* model_set_times: mtime_ns applies */
 	const struct model_cred *who;	/* a view's write: on whose behalf (NULL: unchecked) */
 	const char *const *known;	/* model_remove_known: the names it may take */
@@ -521,32 +522,41 @@ static int create_check_txn(struct store_txn *txn, void *arg)
 		op->ino = tree_ino(p.key, p.len, p.is_view);
 	if (ret == 0 && op->unconfirmed)
 		store_txn_unconfirmed(txn);	/* a refusal is still confirmed: it is final */
+	if (op->as_of)
+		store_txn_as_of(txn, op->as_of);	/* a refusal's too: a pending file's open */
 	return ret;
 }
 
 static int create_check(struct model *m, const char *path, const struct model_attr *attr,
-			bool unconfirmed, uint64_t *ino, struct model_error *err)
+			bool unconfirmed, uint64_t *ino, uint64_t *as_of,
+			struct model_error *err)
 {
 	struct node_op op = { .m = m, .path = path, .attr = attr, .unconfirmed = unconfirmed,
-			      .err = err };
-	int ret = tree_write_dry(m, path, create_check_txn, &op, true, err);
+			      .as_of = as_of, .err = err };
+	int ret;
 
+	if (as_of)
+		*as_of = 0;
+	ret = tree_write_dry(m, path, create_check_txn, &op, true, err);
 	if (ret == 0 && ino)
 		*ino = op.ino;
+	/* where the position is exact (LMDB), it is the cluster's now */
+	if (as_of && *as_of < model_generation(m))
+		*as_of = model_generation(m);
 	return ret;
 }
 
 int model_create_check(struct model *m, const char *path, const struct model_attr *attr,
-		       uint64_t *ino, struct model_error *err)
+		       uint64_t *ino, uint64_t *as_of, struct model_error *err)
 {
-	return create_check(m, path, attr, false, ino, err);
+	return create_check(m, path, attr, false, ino, as_of, err);
 }
 
 int model_create_check_unconfirmed(struct model *m, const char *path,
 				   const struct model_attr *attr, uint64_t *ino,
-				   struct model_error *err)
+				   uint64_t *as_of, struct model_error *err)
 {
-	return create_check(m, path, attr, true, ino, err);
+	return create_check(m, path, attr, true, ino, as_of, err);
 }
 
 int model_type_check(const char *name, const void *text, size_t len)

@@ -720,7 +720,7 @@ int etcd_buf_commit(struct etcd_buf *b, struct etcd_client *c, bool *committed, 
 	return rc;
 }
 
-int etcd_buf_check(struct etcd_buf *b, struct etcd_client *c, bool *holds)
+int etcd_buf_check(struct etcd_buf *b, struct etcd_client *c, bool *holds, int64_t *revision)
 {
 	struct etcd_buf_plan p;
 	struct etcd_txn_result t;
@@ -732,6 +732,8 @@ int etcd_buf_check(struct etcd_buf *b, struct etcd_client *c, bool *holds)
 	rc = etcd_client_txn(c, p.cmps, p.n_cmps, NULL, 0, NULL, 0, &t);
 	if (rc == 0) {
 		*holds = t.succeeded;
+		if (revision)
+			*revision = t.revision;
 		etcd_txn_result_release(&t);
 	}
 	etcd_buf_plan_release(&p);

@@ -117,8 +117,12 @@ size_t etcd_buf_largest(const struct etcd_buf *b);
  * through the writer key the Txn guards (docs/ETCD.md section 4).
  */
 int etcd_buf_commit(struct etcd_buf *b, struct etcd_client *c, bool *committed, int64_t *revision);
-/* The same Txn with the guards' compares alone, no operation: *holds, whether they all pass. */
-int etcd_buf_check(struct etcd_buf *b, struct etcd_client *c, bool *holds);
+/*
+ * The same Txn with the guards' compares alone, no operation: *holds,
+ * whether they all pass; *revision (may be NULL), the store revision its
+ * answer was judged at (the cluster's newest then).
+ */
+int etcd_buf_check(struct etcd_buf *b, struct etcd_client *c, bool *holds, int64_t *revision);
 
 /*
  * The Txn etcd_buf_commit would send, for a commit split over several

@@ -201,6 +201,7 @@ struct store_etcd_txn {
 	bool stamp_guarded;	/* write: the delete stamp's guard is recorded */
 	bool sent;	/* write: a commit of it was sent (it may have landed) */
 	int64_t landed;	/* write: the revision its one-Txn commit landed at (0: none or unknown) */
+	int64_t checked;	/* write: the revision its outcome was confirmed at (0: none) */
 	/*
 	 * write: the prefixes it deleted, for the other mounts' feeds (the
 	 * watch shows each deleted key, not that a whole subtree went): put

@@ -527,7 +527,22 @@ static bool outcome_holds(struct store_etcd_txn *t)
 			return false;
 		etcd_buf_coalesce(t->buf, t->rev, t->st->prefix_len, max_cmps);
 	}
-	return etcd_buf_check(t->buf, t->c, &holds) == 0 && holds;
+	return etcd_buf_check(t->buf, t->c, &holds, &t->checked) == 0 && holds;
+}
+
+/*
+ * A revision no older than the cluster's newest when attempt t began,
+ * from an answer it had (store_txn_as_of): its commit's, its outcome's
+ * confirmation, or its first read's when no snapshot served it (that
+ * read pinned the newest revision); 0 when it had none.
+ */
+static int64_t attempt_as_of(const struct store_etcd_txn *t)
+{
+	if (t->landed)
+		return t->landed;
+	if (t->checked)
+		return t->checked;
+	return t->snap ? 0 : t->rev;
 }
 
 /*
@@ -662,7 +677,8 @@ int store_etcd_write(struct store *sb, store_write_fn fn, void *arg)
 	struct store_etcd *st = ETCD(sb);
 	unsigned delay_us = 1000;
 	uint64_t first = 0;
-	int64_t landed = 0;
+	uint64_t *as_of = NULL;	/* the caller's (store_txn_as_of) */
+	int64_t landed = 0, fresh = 0;
 	bool sent = false;
 	int rc = -EBUSY;
 
@@ -693,7 +709,9 @@ int store_etcd_write(struct store *sb, store_write_fn fn, void *arg)
 		rc = fn(&t->base, arg);
 		if (rc >= 0 && t->guard_rc)
 			rc = t->guard_rc;	/* a scan's guard went unrecorded: nothing may land */
+		as_of = t->base.as_of;
 		if (rc < 0 && rc != -ESTALE && sent && earlier_landed(t, first, seq, &landed)) {
+			fresh = landed;
 			txn_release(t);
 			free(t);
 			rc = 0;
@@ -727,6 +745,7 @@ int store_etcd_write(struct store *sb, store_write_fn fn, void *arg)
 			st->kids_records = true;	/* under write_lock; a repair's process (the CLI) */
 		sent = sent || t->sent;
 		landed = t->landed;
+		fresh = attempt_as_of(t);
 		txn_release(t);
 		free(t);
 		if ((rc == 0 || rc == -ESTALE) && !committed) {
@@ -754,6 +773,13 @@ int store_etcd_write(struct store *sb, store_write_fn fn, void *arg)
 	if (sent)
 		etcd_snap_retire(st, landed ? landed : INT64_MAX);
 	pthread_mutex_unlock(&st->write_lock);
+	if (as_of) {
+		/* none had: a dry run served by shared answers and taken as read */
+		if (!fresh)
+			fresh = (int64_t)etcd_newest_revision(st);
+		if (fresh > 0 && (uint64_t)fresh > *as_of)
+			*as_of = (uint64_t)fresh;
+	}
 	return rc;
 }
 

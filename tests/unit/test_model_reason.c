@@ -18,7 +18,7 @@ static void check_create(struct model *m, const char *path, int want_ret,
 			 enum model_reason want)
 {
 	struct model_error err = { 0 };
-	int ret = model_create_check(m, path, NULL, NULL, &err);
+	int ret = model_create_check(m, path, NULL, NULL, NULL, &err);
 
 	CHECK_EQ_INT(ret, want_ret);
 	CHECK_EQ_INT(err.reason, want);
