@@ -252,7 +252,7 @@ static int file_commit_leaf(struct fs_ctx *ctx, struct fs_file *f, const char *p
 	 * (the file went with the old one, as on unlink).
 	 */
 	if (c.create && fs_parent_gone(ctx, path, f->stage_gen))
-		return -ENOENT;
+		return fs_parent_gone_error(path, err);
 	ret = model_write_file(ctx->model, path, f->len ? f->buf : "", f->len, &c, err);
 	/*
 	 * Removed by another process after this mount last saw it (an etcd
@@ -260,9 +260,12 @@ static int file_commit_leaf(struct fs_ctx *ctx, struct fs_file *f, const char *p
 	 * what it was given (`echo c > f`, an editor's O_TRUNC save) says
 	 * what f is from its close on, and puts it back, with the defaults
 	 * of a new leaf. One that started from the stored text is dropped
-	 * by the caller, as on unlink. The parent gone too: ENOENT again.
+	 * by the caller, as on unlink. Its directory removed by another
+	 * since the open: dropped with it, ESTALE.
 	 */
-	if (ret == -ENOENT && !c.create && !f->loaded && !fs_parent_gone(ctx, path, f->stage_gen)) {
+	if (ret == -ENOENT && !c.create && !f->loaded) {
+		if (fs_parent_gone(ctx, path, f->stage_gen))
+			return fs_parent_gone_error(path, err);
 		c.create = true;
 		memset(err, 0, sizeof(*err));
 		ret = model_write_file(ctx->model, path, f->len ? f->buf : "", f->len, &c, err);
@@ -383,7 +386,7 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 	}
 	if (leaf && ret == 0)
 		fs_shape_carry(ctx, f->node, &mark);
-	if (leaf && f->onto_held && ret != -ENOENT) {
+	if (leaf && f->onto_held && ret != -ENOENT && ret != -ESTALE) {
 		f->onto_held = false;	/* created onto a held removal: it stands if refused */
 		if (ret < 0)
 			fs_rmhold_again(ctx, f->node);

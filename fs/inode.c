@@ -46,6 +46,7 @@ void fs_nodes_release(struct fs_ctx *ctx)
 		if (n->tmp)
 			free(n->tmp->buf);
 		free(n->tmp);
+		free(n->tmp_gone);
 		free(n->name);
 		free(n);
 	}
@@ -401,6 +402,7 @@ static void node_maybe_free(struct fs_ctx *ctx, struct fs_node *n)
 		if (n->next)
 			n->next->prev = n->prev;
 		children_remove(parent, n);
+		free(n->tmp_gone);
 		free(n->name);
 		free(n);
 		parent->refs--;
@@ -658,10 +660,14 @@ static void revalidate_one(struct fs_ctx *ctx, struct fs_node *n)
 	fs_node_unref_locked(ctx, parent);
 	pthread_mutex_unlock(&ctx->lock);
 	if (tmp) {
+		char *path;
+
 		if (array || (ret != -ENOENT && ret != 0))
 			return;
+		if (fs_node_path(ctx, n, NULL, &path) < 0)
+			path = NULL;
 		pthread_mutex_lock(&ctx->lock);
-		fs_node_tmp_drop_locked(ctx, n);
+		fs_tmp_gone_locked(ctx, n, path);
 		pthread_mutex_unlock(&ctx->lock);
 		forget_name(ctx, n);
 		return;

@@ -56,6 +56,9 @@ struct fs_node {
 	/* file.c, defer.c, pending.c, xattr.c */
 	unsigned npend;		/* open files whose unsaved content getattr shows (f->pend) */
 	struct fs_tmpfile *tmp;	/* a pending file (pending.c) */
+	char *tmp_gone;		/* heap: the path of the pending file dropped as
+				 * another process removed its array, whose writers'
+				 * flushes say ESTALE (fs_tmp_gone_locked); or NULL */
 	struct fs_file *wfile;	/* a leaf's one write buffer, shared by its writers */
 	enum model_type want_type;	/* set on an empty leaf whose text did not parse yet
 					 * (tar --xattrs types a file before writing it):

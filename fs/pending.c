@@ -38,17 +38,67 @@ bool fs_parent_gone(struct fs_ctx *ctx, const char *path, uint64_t gen)
 	return ret > 0;
 }
 
+int fs_parent_gone_error(const char *path, struct model_error *err)
+{
+	snprintf(err->msg, sizeof(err->msg),
+		 "%s: not stored: another process removed its directory (or one above it) "
+		 "after it was opened, and the file went with it, even if a directory "
+		 "was made again at its path", path);
+	return -ESTALE;
+}
+
+void fs_tmp_gone_locked(struct fs_ctx *ctx, struct fs_node *node, char *path)
+{
+	free(node->tmp_gone);
+	node->tmp_gone = path ? path : strdup(node->name);
+	fs_node_tmp_drop_locked(ctx, node);
+}
+
+/*
+ * f->lock held. A writer of a pending file another process's removal of
+ * its array dropped: -ESTALE, logged for user.kvfs.error; else 0.
+ */
+static int tmp_flush_gone(struct fs_ctx *ctx, struct fs_file *f)
+{
+	struct model_error err = { 0 };
+	char *path;
+	int ret;
+
+	pthread_mutex_lock(&ctx->lock);
+	path = f->node->tmp_gone ? strdup(f->node->tmp_gone) : NULL;
+	pthread_mutex_unlock(&ctx->lock);
+	if (!path)
+		return 0;
+	ret = fs_parent_gone_error(path, &err);
+	fs_log_model(ctx, ret, &err, path);
+	free(path);
+	return ret;
+}
+
 int fs_tmp_flush_locked(struct fs_ctx *ctx, struct fs_file *f)
 {
 	struct fs_tmpfile *t;
-	char *copy;
+	uint64_t gen = 0;
+	char *copy, *path;
 	bool tmp;
 
 	pthread_mutex_lock(&ctx->lock);
 	tmp = f->node->tmp != NULL;
+	if (tmp)
+		gen = f->node->tmp->stage_gen;
 	pthread_mutex_unlock(&ctx->lock);
 	if (!tmp)
-		return 0;
+		return f->kind == FS_FILE_TMP ? tmp_flush_gone(ctx, f) : 0;
+	/* its array removed by another since it was made: gone, though the worker has not seen it */
+	if (fs_node_path(ctx, f->node, NULL, &path) == 0) {
+		if (fs_parent_gone(ctx, path, gen)) {
+			pthread_mutex_lock(&ctx->lock);
+			fs_tmp_gone_locked(ctx, f->node, path);	/* the worker forgets its name */
+			pthread_mutex_unlock(&ctx->lock);
+			return tmp_flush_gone(ctx, f);
+		}
+		free(path);
+	}
 	copy = malloc(f->len ? f->len : 1);
 	if (!copy)
 		return -ENOMEM;
@@ -125,6 +175,8 @@ int fs_tmp_create(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
 		if (node->tmp) {
 			node->tmp->mtime_ns = fs_now_ns();
 			node->tmp->stage_gen = gen > as_of ? gen : as_of;
+			free(node->tmp_gone);	/* a new one, not the one its array took */
+			node->tmp_gone = NULL;
 			fs_node_ref_locked(node);	/* held while pending */
 			made = true;
 		} else {
@@ -232,7 +284,15 @@ static int tmp_commit(struct fs_ctx *ctx, const struct model_cred *who, struct f
 	if (!copy)
 		return -ENOMEM;
 	if (tmp_parent_gone(ctx, node, gen)) {
-		fs_tmp_unlink(ctx, dir, name);	/* gone with its array, as the worker drops it */
+		char *path;
+
+		/* gone with its array, as the worker drops it: its writers' closes say so */
+		if (fs_node_path(ctx, node, NULL, &path) < 0)
+			path = NULL;
+		pthread_mutex_lock(&ctx->lock);
+		fs_tmp_gone_locked(ctx, node, path);
+		pthread_mutex_unlock(&ctx->lock);
+		fs_node_detach(ctx, dir, name);
 		ret = -ENOENT;
 		goto out_free;
 	}

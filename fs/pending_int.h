@@ -39,6 +39,18 @@ struct fs_tmpfile {
  * read says no (the commit then judges the path as it is), logged.
  */
 bool fs_parent_gone(struct fs_ctx *ctx, const char *path, uint64_t gen);
+/*
+ * Why a file was dropped as fs_parent_gone said (path: its own): err's
+ * message, for user.kvfs.error; -ESTALE, what its close (and fsync) then
+ * say, as NFS does for a file whose directory another client removed.
+ */
+int fs_parent_gone_error(const char *path, struct model_error *err);
+/*
+ * ctx->lock held. Drops node's pending file as its array went (another
+ * process removed it or made it something else), keeping path (heap,
+ * taken; may be NULL) so that its open writers' flushes say ESTALE.
+ */
+void fs_tmp_gone_locked(struct fs_ctx *ctx, struct fs_node *node, char *path);
 
 /*
  * f->lock held. When f's node is a pending file, its content becomes f's
