@@ -54,7 +54,9 @@ void fs_tmp_gone_locked(struct fs_ctx *ctx, struct fs_node *node, char *path);
 
 /*
  * f->lock held. When f's node is a pending file, its content becomes f's
- * (the flush of a pending file): 1. 0 when the node is no pending file.
+ * (the flush of a pending file): 1. 0 when the node is no pending file;
+ * -ESTALE (logged) when f writes a pending file that another process's
+ * removal of its array dropped, now or before (fs_tmp_gone_locked).
  */
 int fs_tmp_flush_locked(struct fs_ctx *ctx, struct fs_file *f);
 
