@@ -305,10 +305,15 @@ static int file_check_empty_locked(struct fs_ctx *ctx, struct fs_file *f)
 	pthread_mutex_lock(&ctx->lock);
 	c.type = f->node->want_type;
 	pthread_mutex_unlock(&ctx->lock);
-	ret = model_write_file_check(ctx->model, path, "", 0, &c, &err);
-	if (ret < 0 && c.type && err.reason == MODEL_REASON_TYPE_MISMATCH) {
-		c.type = 0;	/* as the commit: the type set does not fit, inferred instead */
+	if (fs_parent_gone(ctx, path, f->stage_gen)) {
+		/* gone with its directory: release drops it, and close says so */
+		ret = fs_parent_gone_error(path, &err);
+	} else {
 		ret = model_write_file_check(ctx->model, path, "", 0, &c, &err);
+		if (ret < 0 && c.type && err.reason == MODEL_REASON_TYPE_MISMATCH) {
+			c.type = 0;	/* as the commit: the type set does not fit, inferred instead */
+			ret = model_write_file_check(ctx->model, path, "", 0, &c, &err);
+		}
 	}
 	fs_write_end_leaf(ctx);
 	if (ret < 0 && ret != -ENOENT)
@@ -696,7 +701,7 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		}
 		if (ret == 0 && f->kind == FS_FILE_WRITER && f->pending && f->trunc && !f->dirty) {
 			ret = file_check_empty_locked(ctx, f);
-			if (ret < 0)	/* for a >> that follows */
+			if (ret < 0 && ret != -ESTALE)	/* for a >> that follows */
 				fs_file_hold_empty(ctx, f);
 		}
 		/* A view emptied and not written: close reports the refusal release makes. */

@@ -169,9 +169,10 @@ mkdir "$2/kept/c"
 """, kvfs, store, m2], stdin=subprocess.PIPE, text=True)
 fds = {}
 # t/x is stored before: emptied by this open (O_TRUNC), it is not put back in the new t
-for name in ("obj/f", "plain/g", "kept/h", "kept/c/i", "t/x"):
+for name in ("obj/f", "plain/g", "plain/e", "kept/h", "kept/c/i", "t/x"):
     fds[name] = os.open(os.path.join(mnt, name), os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
-    os.write(fds[name], name.encode() + b"\n")
+    if name != "plain/e":	# created and left empty (: >), as the others go
+        os.write(fds[name], name.encode() + b"\n")
 other.communicate("go\n")
 assert other.returncode == 0, other.returncode
 # fsync and close of a file dropped with its directory say so, as NFS's stale handle
@@ -190,11 +191,12 @@ PY
 	assert_output "obj/f fsync: Stale file handle
 obj/f: Stale file handle
 plain/g: Stale file handle
+plain/e: Stale file handle
 kept/h: ok
 kept/c/i: Stale file handle
 t/x: Stale file handle"
 	run -0 getfattr --absolute-names --only-values -n user.kvfs.error "$MNT/plain"
-	assert_output "/plain/g: not stored: another process removed its directory (or one above it) after it was opened, and the file went with it, even if a directory was made again at its path"
+	assert_output "/plain/e: not stored: another process removed its directory (or one above it) after it was opened, and the file went with it, even if a directory was made again at its path"
 	# what the other process made stays exactly so; the files went with
 	# the directories they were made in
 	run -0 kvfs export "$STORE" /
