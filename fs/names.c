@@ -181,8 +181,10 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	 * That commit judges the name again (O_EXCL: refused if another
 	 * writer made it meanwhile). With O_TRUNC and without O_EXCL (the
 	 * shell's >) the check's success is not confirmed at etcd's newest
-	 * revision (a round trip a file fewer): a name made meanwhile is
-	 * written over at close, as the O_TRUNC open of it would have. Else
+	 * revision (its guards are not sent; the open's as_of, the cluster's
+	 * revision, costs a count_only read instead, docs/ETCD.md 8a): a name
+	 * made meanwhile is written over at close, as the O_TRUNC open of it
+	 * would have. Else
 	 * it is: an O_EXCL open's answer is what a lock file taken from two
 	 * hosts relies on, and an append (>>) must not replace what another
 	 * host made.
