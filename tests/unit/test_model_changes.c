@@ -151,10 +151,46 @@ static void test_parent_gone(void)
 	close_fresh(m);
 }
 
+/*
+ * model_create_check's as_of: a generation no older than every commit
+ * made before the check, by any handle, whatever its outcome, so that a
+ * removal before an open is not taken for one after it.
+ */
+static void test_create_check_as_of(void)
+{
+	struct model_error err;
+	struct model *m = open_fresh(), *other = NULL;
+	uint64_t gen, as_of = 0;
+
+	CHECK(m);
+	if (!m)
+		return;
+	CHECK_EQ_INT(model_mkdir(m, "/d", MODEL_KIND_OBJECT, &err), 0);
+	CHECK_EQ_INT(model_open(store_dir, MODEL_OPEN_NOSYNC, &other, &err), 0);
+	if (!other) {
+		close_fresh(m);
+		return;
+	}
+	gen = model_generation(m);
+	CHECK_EQ_INT(model_remove(other, "/d", MODEL_REMOVE_RECURSIVE, &err), 0);
+	CHECK_EQ_INT(model_mkdir(other, "/d", MODEL_KIND_OBJECT, &err), 0);
+	CHECK_EQ_INT(model_create_check(m, "/d/f", NULL, NULL, &as_of, &err), 0);
+	CHECK(as_of >= model_generation(other));
+	CHECK_EQ_INT(model_parent_gone(m, "/d/f", gen), 1);	/* since before the removal */
+	CHECK_EQ_INT(model_parent_gone(m, "/d/f", as_of), 0);	/* the open came after it */
+	/* a refusal's too (the check of a pending file in an array) */
+	CHECK_EQ_INT(model_import(other, "/a", "[1]", 3, NULL, NULL, &err), 0);
+	CHECK(model_create_check(m, "/a/.tmp", NULL, NULL, &as_of, &err) < 0);
+	CHECK(as_of >= model_generation(other));
+	model_close(other);
+	close_fresh(m);
+}
+
 int main(void)
 {
 	TEST(test_paths_of_operations);
 	TEST(test_escaped_names);
 	TEST(test_parent_gone);
+	TEST(test_create_check_as_of);
 	return UNIT_DONE();
 }
