@@ -240,6 +240,29 @@ t/x: Stale file handle"
 	assert_output new
 }
 
+# A removal only counts against the files that were under it: a leaf
+# created in d and still open, whose mount moves d into e after another
+# process removed e and made it again, was never in the removed e, and is
+# stored where d went. Fails on revarray2 at 1149174 (cat's close says
+# ESTALE and the leaf is dropped: the commit read the removal of e, an
+# ancestor of the leaf's path at its close, not at its open).
+@test "a created leaf still open whose directory its mount moves into one another process made again is stored there" {
+	echo '{"d": {"old": 1}, "e": {"x": 1}}' | kvfs import "$STORE" / -
+	caught_up
+	exec 5>"$MNT/d/F"
+	kvfs rm -r "$STORE" /e 5>&-
+	kvfs mkdir "$STORE" /e 5>&-
+	caught_up
+	mv "$MNT/d" "$MNT/e/d"
+	printf 'data\n' >"$BATS_TEST_TMPDIR/data"
+	run sh -c 'exec cat "$0" >&5' "$BATS_TEST_TMPDIR/data"
+	exec 5>&-
+	assert_success
+	run -0 kvfs export "$STORE" /e
+	run -0 jq -c . <<<"$output"
+	assert_output '{"d":{"F":"data","old":1}}'
+}
+
 # The other way round from the test above: another host removed the
 # directory and made it again, and only then is a leaf created in it,
 # while this mount's watch has not brought those commits yet. The open
