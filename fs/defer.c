@@ -139,6 +139,47 @@ void fs_name_settle(struct fs_ctx *ctx, struct fs_node *dir, const char *name)
 	pthread_mutex_unlock(&ctx->lock);
 }
 
+/* ctx->lock held. Whether node is top or lies beneath it. */
+static bool node_under_locked(const struct fs_node *node, const struct fs_node *top)
+{
+	for (; node; node = node->parent)
+		if (node == top)
+			return true;
+	return false;
+}
+
+void fs_subtree_settle(struct fs_ctx *ctx, struct fs_node *dir, const char *name)
+{
+	struct fs_node *top, **todo = NULL;
+	struct fs_file *f;
+	size_t n = 0, max = 0;
+
+	pthread_mutex_lock(&ctx->lock);
+	top = fs_node_child_locked(ctx, dir, name, false);
+	/* the leaf itself is fs_name_settle's; only a directory has leaves beneath */
+	for (f = ctx->files; top && f; f = f->next)
+		max += f->pend_leaf && f->node != top && node_under_locked(f->node, top);
+	if (max)
+		todo = calloc(max, sizeof(*todo));
+	for (f = ctx->files; todo && f && n < max; f = f->next) {
+		if (f->pend_leaf && f->node != top && node_under_locked(f->node, top)) {
+			fs_node_ref_locked(f->node);
+			todo[n++] = f->node;
+		}
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	if (max && !todo)
+		fs_log(ctx, LOG_WARNING, "%s: cannot commit %zu created leaves before its rename: "
+		       "no memory", name, max);
+	for (size_t i = 0; i < n; i++)
+		fs_node_settle(ctx, todo[i]);	/* a failure is logged; close reports it */
+	pthread_mutex_lock(&ctx->lock);
+	for (size_t i = 0; i < n; i++)
+		fs_node_unref_locked(ctx, todo[i]);
+	pthread_mutex_unlock(&ctx->lock);
+	free(todo);
+}
+
 int fs_leaf_hold(struct fs_ctx *ctx, struct fs_node *node, const struct model_attr *attr,
 		 uint64_t ino, uint64_t as_of)
 {

@@ -229,6 +229,19 @@ int fs_file_resize(struct fs_file *f, size_t len)
 }
 
 /*
+ * f->lock held. Whether the leaf f creates went with a directory another
+ * process removed since the open. Once found, for good: a rename of its
+ * directory after (the rename moves the one made again) gives it a path
+ * no removal since the open names.
+ */
+static bool file_stage_gone(struct fs_ctx *ctx, struct fs_file *f, const char *path)
+{
+	if (!f->stage_gone)
+		f->stage_gone = fs_parent_gone(ctx, path, f->stage_gen);
+	return f->stage_gone;
+}
+
+/*
  * f->lock held. A leaf writer's commit: content, type, and what was set on
  * the descriptor (mtime, mode, owner), creating the leaf when it is
  * pending, all in one transaction.
@@ -251,7 +264,7 @@ static int file_commit_leaf(struct fs_ctx *ctx, struct fs_file *f, const char *p
 	 * removed since the open, even if one was made again at its path
 	 * (the file went with the old one, as on unlink).
 	 */
-	if (c.create && fs_parent_gone(ctx, path, f->stage_gen))
+	if (c.create && file_stage_gone(ctx, f, path))
 		return fs_parent_gone_error(path, err);
 	ret = model_write_file(ctx->model, path, f->len ? f->buf : "", f->len, &c, err);
 	/*
@@ -264,7 +277,7 @@ static int file_commit_leaf(struct fs_ctx *ctx, struct fs_file *f, const char *p
 	 * since the open: dropped with it, ESTALE.
 	 */
 	if (ret == -ENOENT && !c.create && !f->loaded) {
-		if (fs_parent_gone(ctx, path, f->stage_gen))
+		if (file_stage_gone(ctx, f, path))
 			return fs_parent_gone_error(path, err);
 		c.create = true;
 		memset(err, 0, sizeof(*err));
@@ -305,7 +318,7 @@ static int file_check_empty_locked(struct fs_ctx *ctx, struct fs_file *f)
 	pthread_mutex_lock(&ctx->lock);
 	c.type = f->node->want_type;
 	pthread_mutex_unlock(&ctx->lock);
-	if (fs_parent_gone(ctx, path, f->stage_gen)) {
+	if (file_stage_gone(ctx, f, path)) {
 		/* gone with its directory: release drops it, and close says so */
 		ret = fs_parent_gone_error(path, &err);
 	} else {

@@ -95,6 +95,8 @@ struct fs_file {
 	uint64_t stage_gen;	/* fixed: the store's generation at the open; a
 				 * leaf this writer creates is dropped when another
 				 * process removed its directory since (file.c) */
+	bool stage_gone;	/* found so once: for good, though a rename of its
+				 * directory after gives it a path that was not */
 	bool loaded;		/* a leaf writer's buf starts from the stored text (an
 				 * open without O_TRUNC), not emptied since: a commit
 				 * that finds the leaf removed elsewhere drops it, as
@@ -310,6 +312,13 @@ void fs_held_commit(struct fs_ctx *ctx, bool all);
  * committed now (an unlink, rename or open from elsewhere needs it there).
  */
 void fs_name_settle(struct fs_ctx *ctx, struct fs_node *dir, const char *name);
+/*
+ * The same for every created leaf beneath the directory called name in
+ * dir, before a rename moves it: once moved, a removal by another process
+ * of a directory on its new path, made before the rename, would read as
+ * its own (the leaf was never in it).
+ */
+void fs_subtree_settle(struct fs_ctx *ctx, struct fs_node *dir, const char *name);
 /* The same for node; true when it was such a leaf. */
 bool fs_node_settle(struct fs_ctx *ctx, struct fs_node *node);
 

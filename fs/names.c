@@ -377,6 +377,7 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		mflags |= MODEL_RENAME_EXCHANGE;
 	/* created leaves still open are committed first: the store moves them */
 	fs_name_settle(ctx, fs_node_from_ino(ctx, parent), name);
+	fs_subtree_settle(ctx, fs_node_from_ino(ctx, parent), name);
 	fs_name_settle(ctx, newdir, newname);
 	fs_held_commit(ctx, true);	/* a directory replaced must not hide a leaf made by mknod */
 	/* onto a held name: the target is new to the caller; the hold ends if the rename succeeds */

@@ -263,6 +263,30 @@ t/x: Stale file handle"
 	assert_output '{"d":{"F":"data","old":1}}'
 }
 
+# And the other way: the leaf's own directory d is removed by another
+# process and made again, and this mount then moves the new d into e. The
+# leaf went with the old d: its close says ESTALE, and the moved d holds
+# what the other made. Fails on revarray2 at 1149174 (cat exits 0: the
+# close read the removals against the path e/d/F, which none names, and
+# stored the leaf in the other's d).
+@test "a created leaf still open whose directory another process made again, then its mount moved, goes with the old one" {
+	echo '{"d": {"old": 1}, "e": {"x": 1}}' | kvfs import "$STORE" / -
+	caught_up
+	exec 5>"$MNT/d/F"
+	kvfs rm -r "$STORE" /d 5>&-
+	echo '{"new": 2}' | kvfs import "$STORE" /d - 5>&-
+	caught_up
+	mv "$MNT/d" "$MNT/e/d"
+	printf 'data\n' >"$BATS_TEST_TMPDIR/data"
+	run sh -c 'exec cat "$0" >&5' "$BATS_TEST_TMPDIR/data"
+	exec 5>&-
+	assert_failure 1
+	assert_output --partial 'Stale file handle'
+	run -0 kvfs export "$STORE" /e
+	run -0 jq -c . <<<"$output"
+	assert_output '{"d":{"new":2},"x":1}'
+}
+
 # The other way round from the test above: another host removed the
 # directory and made it again, and only then is a leaf created in it,
 # while this mount's watch has not brought those commits yet. The open
