@@ -353,6 +353,7 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct model_error err = { 0 };
 	struct fs_node *dir, *newdir = fs_node_from_ino(ctx, newparent);
 	struct model_moved moved = { 0 };
+	struct fs_tmp_moving tmps;
 	struct fs_shape_mark mark;
 	struct model_cred who;
 	const struct model_cred *whop = NULL;
@@ -403,6 +404,7 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fs_reply_err(req, ret);
 		return;
 	}
+	fs_tmp_move_begin(ctx, dir, name, &tmps);
 	/* a tool's file just written, moved into place (rsync): with its next commit */
 	if (!model_name_is_view(newname, strlen(newname)) &&
 	    fs_node_fresh_child(ctx, dir, name, fuse_req_ctx(req)->pid))
@@ -421,6 +423,7 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (ret == 0)	/* a document written onto a view: what it replaced is held no more */
 		fs_rmhold_view_written(ctx, newdir, newname);
 	fs_write_end(ctx, ret);
+	fs_tmp_move_end(ctx, &tmps, ret == 0);	/* past the rename's commit */
 	if (ret < 0) {
 		fs_log_model(ctx, ret, &err, to ? to : from);
 		goto out_free;

@@ -251,6 +251,87 @@ static bool tmp_parent_gone(struct fs_ctx *ctx, struct fs_node *node, uint64_t g
 	return gone;
 }
 
+/* ctx->lock held. The node after n in a walk of top's subtree (children lists, depth first). */
+static struct fs_node *next_below_locked(struct fs_node *n, const struct fs_node *top)
+{
+	if (n->children)
+		return n->children;
+	for (; n && n != top; n = n->parent)
+		if (n->sib_next)
+			return n->sib_next;
+	return NULL;
+}
+
+void fs_tmp_move_begin(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
+		       struct fs_tmp_moving *mv)
+{
+	struct fs_node *top, *n;
+	size_t max = 0, kept = 0;
+
+	mv->v = NULL;
+	mv->n = 0;
+	pthread_mutex_lock(&ctx->lock);
+	top = fs_node_child_locked(ctx, dir, name, false);
+	/* top itself is fs_tmp_rename's; only a directory has pending files beneath */
+	for (n = top ? top->children : NULL; n; n = next_below_locked(n, top))
+		max += n->tmp != NULL;
+	if (max)
+		mv->v = calloc(max, sizeof(*mv->v));
+	for (n = top && mv->v ? top->children : NULL; n && mv->n < max;
+	     n = next_below_locked(n, top)) {
+		if (n->tmp) {
+			fs_node_ref_locked(n);
+			mv->v[mv->n++] = n;
+		}
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	if (max && !mv->v)
+		fs_log(ctx, LOG_WARNING, "%s: cannot keep %zu pending files across its rename: "
+		       "no memory", name, max);
+	for (size_t i = 0; i < mv->n; i++) {
+		uint64_t gen = 0;
+		bool tmp;
+
+		n = mv->v[i];
+		pthread_mutex_lock(&ctx->lock);
+		tmp = n->tmp != NULL;
+		if (tmp)
+			gen = n->tmp->stage_gen;
+		pthread_mutex_unlock(&ctx->lock);
+		if (tmp && tmp_parent_gone(ctx, n, gen)) {
+			char *path;
+
+			if (fs_node_path(ctx, n, NULL, &path) < 0)
+				path = NULL;
+			pthread_mutex_lock(&ctx->lock);
+			fs_tmp_gone_locked(ctx, n, path);
+			fs_node_unref_locked(ctx, n);
+			pthread_mutex_unlock(&ctx->lock);
+			continue;
+		}
+		mv->v[kept++] = n;
+	}
+	mv->n = kept;
+}
+
+void fs_tmp_move_end(struct fs_ctx *ctx, struct fs_tmp_moving *mv, bool moved)
+{
+	uint64_t now = moved && mv->n ? model_generation(ctx->model) : 0;
+
+	pthread_mutex_lock(&ctx->lock);
+	for (size_t i = 0; i < mv->n; i++) {
+		struct fs_tmpfile *t = mv->v[i]->tmp;
+
+		if (t && t->stage_gen < now)
+			t->stage_gen = now;
+		fs_node_unref_locked(ctx, mv->v[i]);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	free(mv->v);
+	mv->v = NULL;
+	mv->n = 0;
+}
+
 /*
  * Commits the pending file node (name in dir) as newname in newdir, with its
  * type and mtime, in one transaction, and moves it there in the table

@@ -73,6 +73,27 @@ int fs_tmp_create(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
 		  struct fuse_file_info *fi, uint64_t as_of, struct fuse_entry_param *e,
 		  struct fs_file **out);
 
+/* The pending files beneath a directory a rename moves (fs_tmp_move_begin). */
+struct fs_tmp_moving {
+	struct fs_node **v;	/* pinned */
+	size_t n;
+};
+
+/*
+ * Before a rename of the directory called name in dir: pins the pending
+ * files beneath it into mv, dropping now (fs_tmp_gone_locked) each one
+ * whose array another process removed since it was made, while its path
+ * still says so.
+ */
+void fs_tmp_move_begin(struct fs_ctx *ctx, struct fs_node *dir, const char *name,
+		       struct fs_tmp_moving *mv);
+/*
+ * After it (moved: it succeeded): the rest are staged as of the store's
+ * position now, past the rename, for a removal made before it of a
+ * directory on their new path was not theirs. Unpins them.
+ */
+void fs_tmp_move_end(struct fs_ctx *ctx, struct fs_tmp_moving *mv, bool moved);
+
 /* unlink of a pending file: true when name in dir was one (and is gone now). */
 bool fs_tmp_unlink(struct fs_ctx *ctx, struct fs_node *dir, const char *name);
 
