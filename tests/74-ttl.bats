@@ -152,6 +152,7 @@ ttl_wait() {
 	local t0
 	t0=$(date +%s%N)
 	kvfs put --ttl 100 "$STORE" /k v
+	caught_up	# (etcd: the mount's shared answers hold until its watch brings the put)
 	ttl_left "$MNT/k" 100 "$t0"
 	# a write through the mount is an overwrite
 	echo w >"$MNT/k"
@@ -160,9 +161,11 @@ ttl_wait() {
 	setfattr -n user.kvfs.ttl -v 50 "$MNT/k"
 	ttl_left "$MNT/k" 50 "$t0"
 	kvfs put "$STORE" /k again
+	caught_up
 	run -1 getfattr --absolute-names -n user.kvfs.ttl "$MNT/k"
 	t0=$(date +%s%N)
 	kvfs put --ttl 30 "$STORE" /k again
+	caught_up
 	ttl_left "$MNT/k" 30 "$t0"
 	# removexattr clears it; a bad value is refused and changes nothing
 	setfattr -x user.kvfs.ttl "$MNT/k"
