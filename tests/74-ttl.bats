@@ -129,6 +129,7 @@ ttl_wait() {
 	[ "$status" -ne 0 ] || [ "$output" = 1 ]
 	t0=$(date +%s%N)
 	kvfs put --ttl 2 "$STORE" /stay2 v
+	caught_up	# (etcd: the mount's shared answers hold until its watch brings the put)
 	run cat "$MNT/stay2"
 	[ "$status" -eq 0 ] || past "$t0" 2
 	[ "$status" -ne 0 ] || [ "$output" = v ]
@@ -147,12 +148,13 @@ ttl_wait() {
 
 @test "getfattr counts down; no TTL is ENODATA; an overwrite clears the TTL unless --ttl gives it again" {
 	kvfs put "$STORE" /k v
+	caught_up
 	run -1 getfattr --absolute-names -n user.kvfs.ttl "$MNT/k"
 	assert_output --partial 'No such attribute'
 	local t0
 	t0=$(date +%s%N)
 	kvfs put --ttl 100 "$STORE" /k v
-	caught_up	# (etcd: the mount's shared answers hold until its watch brings the put)
+	caught_up
 	ttl_left "$MNT/k" 100 "$t0"
 	# a write through the mount is an overwrite
 	echo w >"$MNT/k"
@@ -189,6 +191,7 @@ ttl_wait() {
 	local t0
 	t0=$(date +%s%N)
 	kvfs import --ttl 100 "$STORE" /doc "$BATS_TEST_TMPDIR/doc.json"
+	caught_up
 	ttl_left "$MNT/doc" 100 "$t0"
 	mv "$MNT/doc" "$MNT/moved"
 	ttl_left "$MNT/moved" 100 "$t0"
@@ -196,6 +199,7 @@ ttl_wait() {
 	run -2 kvfs import --ttl 5 --lines "$STORE" /rows "$BATS_TEST_TMPDIR/doc.json"
 	t0=$(date +%s%N)
 	kvfs import --ttl 2 "$STORE" /short "$BATS_TEST_TMPDIR/doc.json"
+	caught_up
 	# read until the deadline; a read after it (ASan at load 30) finds it gone
 	run cat "$MNT/short/a/b"
 	[ "$status" -eq 0 ] || past "$t0" 2
