@@ -614,19 +614,6 @@ static void forget_name(struct fs_ctx *ctx, struct fs_node *n)
 	pthread_mutex_unlock(&ctx->lock);
 }
 
-/* Whether the array of pending file n was removed elsewhere since gen (pinned; no lock held). */
-static bool tmp_parent_gone(struct fs_ctx *ctx, struct fs_node *n, uint64_t gen)
-{
-	char *path;
-	bool gone;
-
-	if (fs_node_path(ctx, n, NULL, &path) < 0)
-		return false;
-	gone = fs_parent_gone(ctx, path, gen);
-	free(path);
-	return gone;
-}
-
 /* One node of a revalidation (pinned by the caller; no lock held). */
 static void revalidate_one(struct fs_ctx *ctx, struct fs_node *n)
 {
@@ -654,7 +641,7 @@ static void revalidate_one(struct fs_ctx *ctx, struct fs_node *n)
 		 * made in: not one another process made again at its path.
 		 */
 		array = path_stat(ctx, parent, &mn, &ret) && mn.kind == MODEL_KIND_ARRAY &&
-			!tmp_parent_gone(ctx, n, gen);
+			!fs_node_parent_gone(ctx, n, gen);
 	}
 	pthread_mutex_lock(&ctx->lock);
 	fs_node_unref_locked(ctx, parent);

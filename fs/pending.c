@@ -26,6 +26,18 @@ static bool dir_is_array(struct fs_ctx *ctx, struct fs_node *dir)
 	return array;
 }
 
+bool fs_node_parent_gone(struct fs_ctx *ctx, struct fs_node *node, uint64_t gen)
+{
+	char *path;
+	bool gone;
+
+	if (fs_node_path(ctx, node, NULL, &path) < 0)
+		return false;
+	gone = fs_parent_gone(ctx, path, gen);
+	free(path);
+	return gone;
+}
+
 bool fs_parent_gone(struct fs_ctx *ctx, const char *path, uint64_t gen)
 {
 	int ret = model_parent_gone(ctx->model, path, gen);
@@ -238,19 +250,6 @@ static int tmp_replace_locked(struct fs_ctx *ctx, struct fs_node *newdir, const 
 	return 0;
 }
 
-/* Whether the array pending file node was made in was removed elsewhere since gen. */
-static bool tmp_parent_gone(struct fs_ctx *ctx, struct fs_node *node, uint64_t gen)
-{
-	char *path;
-	bool gone;
-
-	if (fs_node_path(ctx, node, NULL, &path) < 0)
-		return false;
-	gone = fs_parent_gone(ctx, path, gen);
-	free(path);
-	return gone;
-}
-
 /* ctx->lock held. The node after n in a walk of top's subtree (children lists, depth first). */
 static struct fs_node *next_below_locked(struct fs_node *n, const struct fs_node *top)
 {
@@ -298,7 +297,7 @@ void fs_tmp_move_begin(struct fs_ctx *ctx, struct fs_node *dir, const char *name
 		if (tmp)
 			gen = n->tmp->stage_gen;
 		pthread_mutex_unlock(&ctx->lock);
-		if (tmp && tmp_parent_gone(ctx, n, gen)) {
+		if (tmp && fs_node_parent_gone(ctx, n, gen)) {
 			char *path;
 
 			if (fs_node_path(ctx, n, NULL, &path) < 0)
@@ -364,7 +363,7 @@ static int tmp_commit(struct fs_ctx *ctx, const struct model_cred *who, struct f
 	pthread_mutex_unlock(&ctx->lock);
 	if (!copy)
 		return -ENOMEM;
-	if (tmp_parent_gone(ctx, node, gen)) {
+	if (fs_node_parent_gone(ctx, node, gen)) {
 		char *path;
 
 		/* gone with its array, as the worker drops it: its writers' closes say so */

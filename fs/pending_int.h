@@ -39,6 +39,8 @@ struct fs_tmpfile {
  * read says no (the commit then judges the path as it is), logged.
  */
 bool fs_parent_gone(struct fs_ctx *ctx, const char *path, uint64_t gen);
+/* fs_parent_gone for node's path (node pinned; no lock held); no memory: no. */
+bool fs_node_parent_gone(struct fs_ctx *ctx, struct fs_node *node, uint64_t gen);
 /*
  * Why a file was dropped as fs_parent_gone said (path: its own): err's
  * message, for user.kvfs.error; -ESTALE, what its close (and fsync) then
