@@ -265,7 +265,7 @@ JSON
 	run -0 ls "$M2/arr"
 	kvfs rm -r "$STORE" /arr
 	echo '[3]' | kvfs import "$STORE" /arr -
-	target=$(gen)
+	target=$(store_gen)
 	printf 'new' >"$M2/arr/.tmp"
 	# closed before the watch brought the removal: so was the open
 	run -0 mount_position "$M2"

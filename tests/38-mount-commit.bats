@@ -302,7 +302,7 @@ t/x: Stale file handle"
 	run -0 ls "$M2/d"
 	kvfs rm -r "$STORE" /d
 	kvfs mkdir "$STORE" /d
-	target=$(gen)
+	target=$(store_gen)
 	# no process started after the open: its exec would flush the file
 	run -0 python3 - "$M2" "$target" <<'PY'
 import os, sys, time

@@ -307,7 +307,7 @@ wait_content() {
 	run -0 stat -c %s "$m3/x"	# (its attributes cached now)
 	assert_output 2
 	kvfs put "$STORE" x 22222
-	g=$(gen)
+	g=$(store_gen)
 	echo 1 >"$m3/y"	# committed before its watch brings the put
 	eventually 15 mount_reached "$g" "$m3"
 	# and the put shows (before, the mount's own commit made it skip the put's changes)
