@@ -188,9 +188,7 @@ JSON
 	run ! mv "$MNT/e/.tmp" "$MNT/e/0"
 	mv "$MNT/over/.tmp" "$MNT/over/1"
 	mv "$MNT/kept/.tmp" "$MNT/kept/2"
-	run -0 kvfs export "$STORE" /
-	run -0 jq -c . <<<"$output"
-	assert_output '{"arr":[3],"e":[],"kept":[1,"5","new kept"],"over":[4,"new over"]}'
+	export_is / '{"arr":[3],"e":[],"kept":[1,"5","new kept"],"over":[4,"new over"]}'
 	caught_up
 	for a in arr e; do
 		run ! stat "$MNT/$a/.tmp"
@@ -219,9 +217,7 @@ JSON
 	mv "$MNT/p" "$MNT/e/p"
 	mv "$MNT/e/d/arr/.tmp" "$MNT/e/d/arr/2"
 	run ! mv "$MNT/e/p/arr/.tmp" "$MNT/e/p/arr/1"
-	run -0 kvfs export "$STORE" /e
-	run -0 jq -c . <<<"$output"
-	assert_output '{"d":{"arr":[1,2,"new d"]},"p":{"arr":[7]}}'
+	export_is /e '{"d":{"arr":[1,2,"new d"]},"p":{"arr":[7]}}'
 }
 
 # The test above with a descriptor held open on the pending file (exec 5>,
@@ -237,15 +233,12 @@ JSON
 	kvfs rm -r "$STORE" /arr
 	echo '[3]' | kvfs import "$STORE" /arr -
 	caught_up
-	printf 'new\n' >"$BATS_TEST_TMPDIR/data"
-	run sh -c 'exec cat "$0" >&5' "$BATS_TEST_TMPDIR/data"
+	write_held 'new'
 	exec 5>&-
 	assert_failure 1
 	assert_output --partial 'Stale file handle'
 	run ! mv "$MNT/arr/.tmp" "$MNT/arr/1"
-	run -0 kvfs export "$STORE" /arr
-	run -0 jq -c . <<<"$output"
-	assert_output '[3]'
+	export_is /arr '[3]'
 	run -0 getfattr --absolute-names --only-values -n user.kvfs.error "$MNT/arr"
 	assert_output --partial "/arr/.tmp: not stored: another process removed its directory"
 }
@@ -272,9 +265,7 @@ JSON
 	[ "$output" -lt "$target" ]
 	eventually 10 mount_reached "$target" "$M2"
 	mv "$M2/arr/.tmp" "$M2/arr/1"
-	run -0 kvfs export "$STORE" /arr
-	run -0 jq -c . <<<"$output"
-	assert_output '[3,"new"]'
+	export_is /arr '[3,"new"]'
 }
 
 @test "a leaf renamed over while others read its type answers its type, as ext4's replaced inode does" {

@@ -226,14 +226,11 @@ t/x: Stale file handle"
 	kvfs rm -r "$STORE" /d
 	echo '{"new": 2}' | kvfs import "$STORE" /d -
 	caught_up
-	printf 'data\n' >"$BATS_TEST_TMPDIR/data"
-	run sh -c 'exec cat "$0" >&5' "$BATS_TEST_TMPDIR/data"
+	write_held 'data'
 	exec 5>&-
 	assert_failure 1
 	assert_output --partial 'Stale file handle'
-	run -0 kvfs export "$STORE" /d
-	run -0 jq -c . <<<"$output"
-	assert_output '{"new":2}'
+	export_is /d '{"new":2}'
 	run -0 getfattr --absolute-names --only-values -n user.kvfs.error "$MNT/d"
 	assert_output --partial "/d/F: not stored: another process removed its directory"
 	run -0 ls -A "$MNT/d"
@@ -254,13 +251,10 @@ t/x: Stale file handle"
 	kvfs mkdir "$STORE" /e 5>&-
 	caught_up
 	mv "$MNT/d" "$MNT/e/d"
-	printf 'data\n' >"$BATS_TEST_TMPDIR/data"
-	run sh -c 'exec cat "$0" >&5' "$BATS_TEST_TMPDIR/data"
+	write_held 'data'
 	exec 5>&-
 	assert_success
-	run -0 kvfs export "$STORE" /e
-	run -0 jq -c . <<<"$output"
-	assert_output '{"d":{"F":"data","old":1}}'
+	export_is /e '{"d":{"F":"data","old":1}}'
 }
 
 # And the other way: the leaf's own directory d is removed by another
@@ -277,14 +271,11 @@ t/x: Stale file handle"
 	echo '{"new": 2}' | kvfs import "$STORE" /d - 5>&-
 	caught_up
 	mv "$MNT/d" "$MNT/e/d"
-	printf 'data\n' >"$BATS_TEST_TMPDIR/data"
-	run sh -c 'exec cat "$0" >&5' "$BATS_TEST_TMPDIR/data"
+	write_held 'data'
 	exec 5>&-
 	assert_failure 1
 	assert_output --partial 'Stale file handle'
-	run -0 kvfs export "$STORE" /e
-	run -0 jq -c . <<<"$output"
-	assert_output '{"d":{"new":2},"x":1}'
+	export_is /e '{"d":{"new":2},"x":1}'
 }
 
 # The other way round from the test above: another host removed the

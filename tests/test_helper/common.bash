@@ -362,6 +362,22 @@ store_gen() {
 	fi
 }
 
+# write_held TEXT: writes TEXT and a newline through descriptor 5, which
+# the test holds open on a file of the mount, from a tool of its own (cat)
+# whose exit status and message `run` keeps; the tool's close is the
+# file's first, the test's own comes after (exec 5>&-).
+write_held() {
+	printf '%s\n' "$1" >"$BATS_TEST_TMPDIR/held-data"
+	run sh -c 'exec cat "$0" >&5' "$BATS_TEST_TMPDIR/held-data"
+}
+
+# export_is PATH JSON: kvfs export of PATH in $STORE is JSON (compact form).
+export_is() {
+	run -0 kvfs export "$STORE" "$1"
+	run -0 jq -c . <<<"$output"
+	assert_output "$2"
+}
+
 # caught_up [MNT]: waits (bounded) until the mount ($MNT) has taken in every
 # commit of $STORE so far: after another process's write (the CLI, another
 # mount), before reading through the mount what that write changed; the
