@@ -311,8 +311,11 @@ static int file_check_empty_locked(struct fs_ctx *ctx, struct fs_file *f)
 	struct model_file_commit c = { .create = true, .new_attr = f->new_attr };
 	struct model_error err = { 0 };
 	char *path;
-	int ret = fs_write_path_leaf(ctx, f->node, &path);
+	int ret;
 
+	if (f->gone_told)
+		return -ESTALE;
+	ret = fs_write_path_leaf(ctx, f->node, &path);
 	if (ret < 0)
 		return ret == -ENOENT ? 0 : ret;
 	pthread_mutex_lock(&ctx->lock);
@@ -331,6 +334,7 @@ static int file_check_empty_locked(struct fs_ctx *ctx, struct fs_file *f)
 	fs_write_end_leaf(ctx);
 	if (ret < 0 && ret != -ENOENT)
 		fs_log_model(ctx, ret, &err, path);
+	f->gone_told = ret == -ESTALE && f->stage_gone;
 	free(path);
 	return ret == -ENOENT ? 0 : ret;
 }
@@ -356,6 +360,8 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 		return 0;
 	if (f->refused)
 		return f->refused;	/* the same content again: refused without trying it twice */
+	if (f->gone_told)
+		return -ESTALE;
 	if (f->spilled)
 		flags |= MODEL_WRITE_MAPPED;
 	ret = fs_tmp_flush_locked(ctx, f);
@@ -432,6 +438,7 @@ static int file_commit_locked(struct fs_ctx *ctx, struct fs_file *f)
 			fs_log_model(ctx, ret, &err, path);
 		/* the text itself is refused: the same text is not parsed again */
 		f->refused = view && err.reason == MODEL_REASON_BAD_JSON ? ret : 0;
+		f->gone_told = ret == -ESTALE && f->stage_gone;
 		free(path);
 		return ret;
 	}

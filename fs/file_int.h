@@ -97,6 +97,11 @@ struct fs_file {
 				 * process removed its directory since (file.c) */
 	bool stage_gone;	/* found so once: for good, though a rename of its
 				 * directory after gives it a path that was not */
+	bool gone_told;		/* dropped with its directory (stage_gone, a pending
+				 * file's tmp_gone) and said so once, in the log and
+				 * user.kvfs.error: each later close of the file says
+				 * ESTALE alone (a script's children closing inherited
+				 * copies logged it 107 times once) */
 	bool loaded;		/* a leaf writer's buf starts from the stored text (an
 				 * open without O_TRUNC), not emptied since: a commit
 				 * that finds the leaf removed elsewhere drops it, as

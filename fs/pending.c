@@ -83,6 +83,7 @@ static int tmp_flush_gone(struct fs_ctx *ctx, struct fs_file *f)
 		return 0;
 	ret = fs_parent_gone_error(path, &err);
 	fs_log_model(ctx, ret, &err, path);
+	f->gone_told = true;
 	free(path);
 	return ret;
 }

@@ -227,9 +227,16 @@ t/x: Stale file handle"
 	echo '{"new": 2}' | kvfs import "$STORE" /d -
 	caught_up
 	write_held 'data'
-	exec 5>&-
 	assert_failure 1
 	assert_output --partial 'Stale file handle'
+	# more writes and closes through it: each says ESTALE, the log said it once
+	write_held 'more'
+	assert_failure 1
+	assert_output --partial 'Stale file handle'
+	run sh -c 'echo x >&5; exit 0'
+	exec 5>&-
+	run -0 grep -c '/d/F: not stored' "$MOUNT_LOG"
+	assert_output 1
 	export_is /d '{"new":2}'
 	run -0 getfattr --absolute-names --only-values -n user.kvfs.error "$MNT/d"
 	assert_output --partial "/d/F: not stored: another process removed its directory"
