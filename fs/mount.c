@@ -704,10 +704,13 @@ enum fs_mount_state fs_mount_probe(const char *dir, char *fstype, size_t cap)
 	/*
 	 * statfs always reaches the daemon (stat may be answered from the
 	 * cache). A dead daemon's mount answers ENOTCONN over /dev/fuse, and
-	 * ECONNABORTED over io_uring (the rings' teardown aborts the link).
+	 * ECONNABORTED over io_uring (the rings' teardown aborts the link);
+	 * ECANCELED while that teardown, which the kernel runs after the
+	 * process is gone, has not finished (a clean-clone run's ls got it
+	 * right after kill -9 and wait).
 	 */
 	if (state == FS_MOUNT_LIVE && statvfs(path, &sv) < 0 &&
-	    (errno == ENOTCONN || errno == ECONNABORTED))
+	    (errno == ENOTCONN || errno == ECONNABORTED || errno == ECANCELED))
 		state = FS_MOUNT_DEAD;
 	free(path);
 	return state;

@@ -308,12 +308,16 @@ teardown() {
 	kill -9 "$MOUNT_PID"
 	wait "$MOUNT_PID" || true
 	MOUNT_PID=
-	run ls "$MNT"
-	# ENOTCONN over /dev/fuse; over io_uring the rings' end aborts the link
-	assert_output --regexp 'Transport endpoint is not connected|Software caused connection abort'
+	# at once: over io_uring the kernel tears the rings down after the
+	# process is gone, and a request meanwhile is cancelled (ECANCELED),
+	# which mount took for a live daemon in 5 of 8 tries at load 6
 	run -1 kvfs mount "$STORE" "$MNT"
 	assert_output --partial 'a dead mount is left there'
 	assert_output --partial "kvfs umount $MNT"
+	run ls "$MNT"
+	# ENOTCONN over /dev/fuse; over io_uring the rings' end aborts the link
+	# (or, while it has not ended, cancels: once in a clean-clone run)
+	assert_output --regexp 'Transport endpoint is not connected|Software caused connection abort|Operation canceled'
 	run -0 kvfs umount "$MNT"
 	run -32 mountpoint -q "$MNT"
 	mount_store
