@@ -406,22 +406,29 @@ out:
 }
 
 /* Cuts the stream into lines; a non-zero watch_rc ends the transfer. */
+/*
+ * What libcurl read of the stream: its complete lines are handed on, the
+ * rest kept for the next call. Only the new bytes are searched: what was
+ * kept has no newline. (Searched from the start, one commit's answer of
+ * 100,000 events, tens of MB in 16 KiB pieces, took the watch's thread
+ * 36% of the daemon's time in a cp of a 20,000-record document.)
+ */
 static size_t on_watch_body(char *p, size_t size, size_t n, void *arg)
 {
 	struct etcd_client *c = arg;
-	size_t start = 0, i;
+	size_t start = 0, i = c->resp.len;
+	const char *nl;
 
 	c->heard_ns = etcd_client_now_ns();
 	if (etcd_client_buf_append(&c->resp, p, size * n) < 0) {
 		c->watch_rc = etcd_client_fail(c, -ENOMEM, "etcd: out of memory reading a watch");
 		return 0;
 	}
-	for (i = 0; i < c->resp.len; i++) {
-		if (c->resp.data[i] != '\n')
-			continue;
+	while (i < c->resp.len && (nl = memchr(c->resp.data + i, '\n', c->resp.len - i))) {
+		i = (size_t)(nl - c->resp.data);
 		if (i > start)
 			c->watch_rc = watch_line(c, c->resp.data + start, i - start);
-		start = i + 1;
+		start = ++i;
 		if (c->watch_rc != 0)
 			return 0;
 	}

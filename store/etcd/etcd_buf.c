@@ -185,6 +185,58 @@ int etcd_buf_put(struct etcd_buf *b, const void *key, size_t key_len, const void
 	return set_key(b, key, key_len, val ? val : "", val_len);
 }
 
+int etcd_buf_put_sorted(struct etcd_buf *b, const struct etcd_buf_kv *kvs, size_t n)
+{
+	struct bkey *fresh, *m;
+	size_t i = 0, j, o = 0, cap = b->n_keys + n;
+
+	if (!n)
+		return 0;
+	fresh = calloc(n, sizeof(*fresh));
+	m = malloc(cap * sizeof(*m));
+	if (!fresh || !m)
+		goto free_copies;
+	/* every copy first: past this loop nothing can fail, and b is changed only then */
+	for (j = 0; j < n; j++) {
+		fresh[j].key = dup_bytes(kvs[j].key, kvs[j].key_len);
+		fresh[j].key_len = kvs[j].key_len;
+		fresh[j].val = dup_bytes(kvs[j].val, kvs[j].val_len);
+		fresh[j].val_len = kvs[j].val_len;
+		if (!fresh[j].key || !fresh[j].val)
+			goto free_copies;
+	}
+	for (j = 0; i < b->n_keys || j < n;) {
+		int c = i == b->n_keys ? 1 : j == n ? -1 :
+			store_key_cmp(b->keys[i].key, b->keys[i].key_len, fresh[j].key, fresh[j].key_len);
+
+		if (c < 0) {
+			m[o++] = b->keys[i++];
+			continue;
+		}
+		if (c == 0) {	/* replaced */
+			free(b->keys[i].key);
+			free(b->keys[i].val);
+			i++;
+		}
+		m[o++] = fresh[j++];
+	}
+	free(b->keys);
+	free(fresh);
+	b->keys = m;
+	b->n_keys = o;
+	b->cap_keys = cap;
+	return 0;
+
+free_copies:
+	for (j = 0; fresh && j < n; j++) {
+		free(fresh[j].key);
+		free(fresh[j].val);
+	}
+	free(fresh);
+	free(m);
+	return -ENOMEM;
+}
+
 int etcd_buf_del(struct etcd_buf *b, const void *key, size_t key_len)
 {
 	return set_key(b, key, key_len, NULL, 0);

@@ -27,6 +27,21 @@ void etcd_buf_free(struct etcd_buf *b);
 /* Buffered writes (the bytes are copied). 0 or -ENOMEM. */
 int etcd_buf_put(struct etcd_buf *b, const void *key, size_t key_len,
 		 const void *val, size_t val_len);
+
+/* One put of a batch for etcd_buf_put_sorted (the bytes are copied). */
+struct etcd_buf_kv {
+	const void *key, *val;
+	size_t key_len, val_len;
+};
+
+/*
+ * Puts kvs[0..n) at once, in one merge with what b holds: kvs sorted by
+ * key, no key twice; a key b holds already takes the new value. A put at a
+ * time moves the array's tail at each: a commit putting many keys that
+ * sort before others it holds (the children space's entries of a big
+ * document) spent 88% of its time in that memmove. 0 or -ENOMEM (b as it was).
+ */
+int etcd_buf_put_sorted(struct etcd_buf *b, const struct etcd_buf_kv *kvs, size_t n);
 int etcd_buf_del(struct etcd_buf *b, const void *key, size_t key_len);
 /*
  * A put of val_len zero bytes whose value the caller fills in: *out points

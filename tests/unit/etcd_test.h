@@ -52,6 +52,7 @@ void test_watch_doubt_next(void);
 /* test_etcd_client_buf.c */
 void test_buf_reads(void);
 void test_buf_next_touch(void);
+void test_buf_put_sorted(void);
 void test_buf_commit_gaps(void);
 void test_buf_guards(void);
 

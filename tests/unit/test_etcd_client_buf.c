@@ -47,6 +47,51 @@ void test_buf_reads(void)
 }
 
 /* The buffer's next touch at or after k (after it when !incl) is expect ("": none). */
+/*
+ * etcd_buf_put_sorted merges a batch into what the buffer holds: new keys
+ * in order among the old, a key held (a value or a tombstone) takes the
+ * batch's value, the rest stay; reads and the in-order walk agree.
+ */
+void test_buf_put_sorted(void)
+{
+	struct etcd_buf *b = NULL;
+	const struct etcd_buf_kv kvs[] = {
+		{ .key = "a", .key_len = 1, .val = "A", .val_len = 1 },
+		{ .key = "k/b", .key_len = 3, .val = "new b", .val_len = 5 },
+		{ .key = "k/c", .key_len = 3, .val = "C", .val_len = 1 },
+		{ .key = "k/d", .key_len = 3, .val = "", .val_len = 0 },
+		{ .key = "z", .key_len = 1, .val = "Z", .val_len = 1 },
+	};
+	const char *order[] = { "a", "k/a", "k/b", "k/c", "k/d", "k/e", "z" };
+	const void *k = "", *v;
+	size_t kl = 0, vl, i = 0;
+	bool incl = true;
+
+	CHECK_EQ_INT(etcd_buf_new(&b), 0);
+	if (!b)
+		return;
+	CHECK_EQ_INT(etcd_buf_put(b, "k/a", 3, "1", 1), 0);
+	CHECK_EQ_INT(etcd_buf_put(b, "k/b", 3, "2", 1), 0);
+	CHECK_EQ_INT(etcd_buf_del(b, "k/d", 3), 0);
+	CHECK_EQ_INT(etcd_buf_put(b, "k/e", 3, "5", 1), 0);
+	CHECK_EQ_INT(etcd_buf_put_sorted(b, kvs, 5), 0);
+	CHECK_EQ_INT(etcd_buf_get(b, "k/a", 3, &v, &vl), 1);
+	CHECK(vl == 1 && memcmp(v, "1", 1) == 0);
+	CHECK_EQ_INT(etcd_buf_get(b, "k/b", 3, &v, &vl), 1);
+	CHECK(vl == 5 && memcmp(v, "new b", 5) == 0);
+	CHECK_EQ_INT(etcd_buf_get(b, "k/d", 3, &v, &vl), 1);	/* the tombstone replaced */
+	CHECK_EQ_INT((int)vl, 0);
+	while (etcd_buf_next_put(b, k, kl, incl, "\0", 1, &k, &kl, &v, &vl) == 1 && i < 7) {
+		CHECK(kl == strlen(order[i]) && memcmp(k, order[i], kl) == 0);
+		incl = false;
+		i++;
+	}
+	CHECK_EQ_INT((int)i, 7);
+	CHECK_EQ_INT((int)etcd_buf_ops(b), 7);
+	CHECK_EQ_INT(etcd_buf_put_sorted(b, kvs, 0), 0);
+	etcd_buf_free(b);
+}
+
 static void check_touch(const struct etcd_buf *b, const char *k, bool incl, const char *expect)
 {
 	const void *t = NULL;
