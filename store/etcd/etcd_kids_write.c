@@ -433,9 +433,9 @@ size_t etcd_kids_parent_of(const uint8_t *tk, size_t len, unsigned *depth)
  * The leaf flag of the container that holds the leaf tk[0..len): a listing
  * of a container without one has no leaf children to look for between its
  * containers. Put again by every commit that puts a leaf there (etcd keeps
- * one value whatever the order), deleted with the container whole.
+ * one value whatever the order), deleted with the container whole. Within
+ * a pass of etcd_kids_note, into its batch nb; else (nb NULL) at once.
  */
-/* etcd_kids_note_leaf within a pass of etcd_kids_note: into its batch. */
 static int note_leaf(struct store_etcd_txn *t, const uint8_t *tk, size_t len, struct note_batch *nb)
 {
 	uint8_t k[ETCD_KEY_MAX];
@@ -447,25 +447,15 @@ static int note_leaf(struct store_etcd_txn *t, const uint8_t *tk, size_t len, st
 	if (parent == SIZE_MAX || depth >= KIDS_DEPTH_MAX)
 		return 0;
 	kl = etcd_kids_leaf_flag_key(t->st, depth, tk, parent, k);
-	if (etcd_buf_get(t->buf, k, kl, &v, &vl) == 1 || batch_made(nb, nb->last_flag, depth, k, kl))
+	if (etcd_buf_get(t->buf, k, kl, &v, &vl) == 1 ||
+	    (nb && batch_made(nb, nb->last_flag, depth, k, kl)))
 		return 0;	/* put by this commit already */
-	return batch_add(nb, nb->last_flag, depth, k, kl, "", 0);
+	return nb ? batch_add(nb, nb->last_flag, depth, k, kl, "", 0) : etcd_buf_put(t->buf, k, kl, "", 0);
 }
 
 int etcd_kids_note_leaf(struct store_etcd_txn *t, const uint8_t *tk, size_t len)
 {
-	uint8_t k[ETCD_KEY_MAX];
-	unsigned depth;
-	size_t parent = etcd_kids_parent_of(tk, len, &depth), kl;
-	const void *v;
-	size_t vl;
-
-	if (parent == SIZE_MAX || depth >= KIDS_DEPTH_MAX)
-		return 0;
-	kl = etcd_kids_leaf_flag_key(t->st, depth, tk, parent, k);
-	if (etcd_buf_get(t->buf, k, kl, &v, &vl) == 1)
-		return 0;	/* put by this commit already */
-	return etcd_buf_put(t->buf, k, kl, "", 0);
+	return note_leaf(t, tk, len, NULL);
 }
 
 int etcd_kids_note(struct store_etcd_txn *t)
