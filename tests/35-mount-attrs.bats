@@ -117,6 +117,56 @@ teardown() {
 	run -0 kvfs check "$STORE"
 }
 
+# kind_attrs DIR: "NAME MODE UID GID MTIME" of DIR/0 and DIR/1.
+kind_attrs() {
+	stat -c '%n %a %u %g %y' "$1/0" "$1/1" | sed "s|^$1/||"
+}
+
+@test "an object <-> array change keeps its children's modes, owners, times and deadlines; cp -a and tar --xattrs restore them" {
+	mount_store
+	local T=$BATS_TEST_TMPDIR want
+	want=$'0 700 1000 1000 2000-01-01 00:00:00.123456789 +0000\n1 600 0 0 2001-02-03 00:00:00.000000000 +0000'
+	mkdir -p "$MNT/t/0"
+	echo x >"$MNT/t/1"
+	chmod 700 "$MNT/t/0"
+	chmod 600 "$MNT/t/1"
+	chown 1000:1000 "$MNT/t/0"
+	touch -d '2000-01-01 00:00:00.123456789 UTC' "$MNT/t/0"
+	touch -d '2001-02-03 UTC' "$MNT/t/1"
+	setfattr -n user.kvfs.expires -v 2099-01-02T03:04:05Z "$MNT/t/1"
+	run -0 env TZ=UTC0 bash -c "$(declare -f kind_attrs); kind_attrs '$MNT/t'"
+	assert_output "$want"
+	for kind in array object array; do
+		setfattr -n user.kvfs.type -v $kind "$MNT/t"
+		run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/t"
+		assert_output $kind
+		run -0 env TZ=UTC0 bash -c "$(declare -f kind_attrs); kind_attrs '$MNT/t'"
+		assert_output "$want"
+		run -0 getfattr --absolute-names --only-values -n user.kvfs.expires "$MNT/t/1"
+		assert_output '2099-01-02T03:04:05.000000000Z'
+	done
+	# the everyday form: a backup of the array, restored by cp -a and tar --xattrs
+	cp -a "$MNT/t" "$T/bk"
+	tar --xattrs -cf "$T/t.tar" -C "$MNT" t
+	rm -r "$MNT/t"
+	cp -a "$T/bk" "$MNT/t"
+	remount
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/t"
+	assert_output array
+	run -0 env TZ=UTC0 bash -c "$(declare -f kind_attrs); kind_attrs '$MNT/t'"
+	assert_output "$want"
+	rm -r "$MNT/t"
+	tar --xattrs -xf "$T/t.tar" -C "$MNT"
+	remount
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/t"
+	assert_output array
+	run -0 env TZ=UTC0 bash -c "$(declare -f kind_attrs); kind_attrs '$MNT/t'"
+	assert_output "$want"
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.expires "$MNT/t/1"
+	assert_output '2099-01-02T03:04:05.000000000Z'
+	run -0 kvfs check "$STORE"
+}
+
 @test "with allow_other, modes and owners keep an unprivileged user out (and let it in)" {
 	open_tmpdir_to_others
 	mount_store -o allow_other

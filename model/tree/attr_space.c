@@ -291,6 +291,64 @@ int attr_move_subtree(struct store_txn *txn, const uint8_t *src, size_t src_len,
 	return ret;
 }
 
+struct attr_rekeyed {
+	uint8_t old[STORE_KEY_MAX];
+	size_t old_len;
+	struct attr_moved to;
+	bool valid;	/* false: a corrupt record, dropped with its old key */
+};
+
+int attr_rekey_subtree(struct store_txn *txn, const uint8_t *key, size_t len, attr_rekey_fn fn,
+		       void *arg)
+{
+	struct attr_rekeyed *moved = NULL, *grown;
+	size_t n = 0, cap = 0;
+	struct store_scan *scan;
+	struct store_val k, v;
+	int ret;
+
+	if (len == 0)
+		return -EINVAL;	/* the root's record key is not a node key */
+	ret = ttl_rekey_subtree(txn, key, len, fn, arg);
+	if (ret < 0)
+		return ret;
+	ret = store_scan_open(txn, STORE_SPACE_ATTR, key, len, &scan);
+	if (ret < 0)
+		return ret;
+	/* Collected first: puts while the cursor walks could move it. */
+	while ((ret = store_scan_next(scan, &k, &v)) == 1) {
+		if (k.len == len || !in_subtree(k.data, k.len, len))
+			continue;	/* the node itself, or a sibling continuing its name */
+		if (n == cap) {
+			cap = cap ? 2 * cap : 8;
+			grown = realloc(moved, cap * sizeof(*moved));
+			if (!grown) {
+				ret = -ENOMEM;
+				break;
+			}
+			moved = grown;
+		}
+		ret = fn(arg, k.data, k.len, moved[n].to.key, &moved[n].to.len);
+		if (ret < 0)
+			break;
+		if (ret == 0)
+			continue;
+		memcpy(moved[n].old, k.data, k.len);
+		moved[n].old_len = k.len;
+		moved[n].valid = attr_decode(k.data, k.len, v.data, v.len, &moved[n].to.a) == 0;
+		n++;
+	}
+	store_scan_close(scan);
+	/* every old key goes before any new one is put: fn maps no new key again */
+	for (size_t i = 0; ret == 0 && i < n; i++)
+		ret = store_del(txn, STORE_SPACE_ATTR, moved[i].old, moved[i].old_len);
+	for (size_t i = 0; ret == 0 && i < n; i++)
+		if (moved[i].valid)
+			ret = attr_put(txn, moved[i].to.key, moved[i].to.len, &moved[i].to.a);
+	free(moved);
+	return ret;
+}
+
 /* Drops the records under key[0..len] whose node is gone (after a view write). */
 int attr_prune(struct store_txn *txn, const uint8_t *key, size_t len)
 {

@@ -320,19 +320,20 @@ int model_rename_as(struct model *m, const char *from, const char *to, unsigned 
 
 /* ---- types ---- */
 
-/* Writes the key k (child element e ending at elem_end) re-keyed for the other kind. */
-static int rekey_one(struct store_txn *txn, const struct tree_path *p, const struct store_val *k,
-		     const struct store_val *v, const struct tuple_elem *e, size_t elem_end,
-		     bool to_array, struct strbuf *val)
+/*
+ * The key k (child element e of p ending at elem_end) re-keyed for the
+ * other kind into key (room for STORE_KEY_MAX + 1 bytes): its length, or
+ * -ENAMETOOLONG.
+ */
+static int rekey_key(const struct tree_path *p, const uint8_t *k, size_t k_len,
+		     const struct tuple_elem *e, size_t elem_end, bool to_array, uint8_t *key)
 {
-	uint8_t key[STORE_KEY_MAX + 1];
 	char raw[STORE_KEY_MAX], num[NUMBER_TEXT_MAX];
-	size_t rest = k->len - elem_end;
+	size_t rest = k_len - elem_end;
 	struct tuple_writer w;
 	int64_t index = 0;
-	int ret;
 
-	tuple_writer_init(&w, key, sizeof(key));
+	tuple_writer_init(&w, key, STORE_KEY_MAX + 1);
 	memcpy(key, p->key, p->len);
 	w.len = p->len;
 	if (to_array) {
@@ -344,16 +345,72 @@ static int rekey_one(struct store_txn *txn, const struct tree_path *p, const str
 	}
 	if (w.overflow || w.len + rest > STORE_KEY_MAX)
 		return -ENAMETOOLONG;
-	memcpy(key + w.len, (const uint8_t *)k->data + elem_end, rest);
+	memcpy(key + w.len, k + elem_end, rest);
+	return (int)(w.len + rest);
+}
+
+/* Writes the key k (child element e ending at elem_end) re-keyed for the other kind. */
+static int rekey_one(struct store_txn *txn, const struct tree_path *p, const struct store_val *k,
+		     const struct store_val *v, const struct tuple_elem *e, size_t elem_end,
+		     bool to_array, struct strbuf *val)
+{
+	uint8_t key[STORE_KEY_MAX + 1];
+	int len = rekey_key(p, k->data, k->len, e, elem_end, to_array, key);
+	int ret;
+
+	if (len < 0)
+		return len;
 	/* Re-sealed for its new key, into val: the put may move the page under v. */
 	strbuf_reset(val);
-	ret = leaf_record_rekey(store_txn_format(txn), k->data, k->len, key, w.len + rest,
+	ret = leaf_record_rekey(store_txn_format(txn), k->data, k->len, key, (size_t)len,
 				v->data, v->len, val);
 	if (ret < 0)
 		return ret == -ENOMEM ? ret : -EIO;
-	ret = table_touch(txn, key, w.len + rest, false);
-	return ret < 0 ? ret : store_put(txn, STORE_SPACE_DATA, key, w.len + rest, val->buf,
+	ret = table_touch(txn, key, (size_t)len, false);
+	return ret < 0 ? ret : store_put(txn, STORE_SPACE_DATA, key, (size_t)len, val->buf,
 					 val->len);
+}
+
+struct rekey_attr_arg {
+	const struct tree_path *p;
+	bool to_array;
+};
+
+/*
+ * An attr_rekey_fn: the new key of a node under p whose child element is
+ * of the old kind (a name for an array, an index for an object).
+ */
+static int rekey_attr_key(void *arg, const uint8_t *key, size_t len, uint8_t *out,
+			  size_t *out_len)
+{
+	const struct rekey_attr_arg *a = arg;
+	uint8_t buf[STORE_KEY_MAX + 1];
+	struct tuple_reader r;
+	struct tuple_elem e;
+	int new_len;
+
+	if (len <= a->p->len)
+		return 0;
+	tuple_reader_init(&r, key + a->p->len, len - a->p->len);
+	if (tuple_next(&r, &e) != 1)
+		return 0;	/* not a node's key: kvfs check reports it */
+	if ((e.type == TUPLE_TYPE_INT) == a->to_array ||
+	    (e.type != TUPLE_TYPE_INT && e.type != TUPLE_TYPE_STRING))
+		return 0;	/* already of the new kind */
+	if (a->to_array) {
+		char raw[STORE_KEY_MAX];
+		int64_t index;
+
+		tuple_elem_copy(&e, raw);
+		if (!tree_name_index(raw, e.len, &index))
+			return 0;	/* no node: check_indices refused any other name */
+	}
+	new_len = rekey_key(a->p, key, len, &e, a->p->len + r.pos, a->to_array, buf);
+	if (new_len < 0)
+		return 0;	/* no node: the data re-key refused such a key first */
+	memcpy(out, buf, (size_t)new_len);
+	*out_len = (size_t)new_len;
+	return 1;
 }
 
 /*
@@ -468,6 +525,9 @@ static int set_kind(struct store_txn *txn, const struct rename_op *op, const str
 	ret = rekey_children(txn, p, to_array);
 	if (ret == 0)
 		ret = delete_children(txn, p, !to_array);
+	if (ret == 0)
+		ret = attr_rekey_subtree(txn, p->key, p->len, rekey_attr_key,
+					 &(struct rekey_attr_arg){ .p = p, .to_array = to_array });
 	return ret;
 }
 
@@ -517,14 +577,11 @@ static int set_type_txn(struct store_txn *txn, void *arg)
 	{
 		if (n.kind == MODEL_KIND_LEAF)
 			return set_leaf_type(txn, op, &p, &n, 0);
-		ret = set_kind(txn, op, &p, &n, false);
-		return ret < 0 ? ret : attr_prune(txn, p.key, p.len);
+		return set_kind(txn, op, &p, &n, false);
 	}
-	if (strcmp(op->type, "object") == 0 || strcmp(op->type, "array") == 0) {
-		ret = set_kind(txn, op, &p, &n, strcmp(op->type, "array") == 0);
-		/* children re-keyed ("0" <-> 0) lose their attribute records */
-		return ret < 0 ? ret : attr_prune(txn, p.key, p.len);
-	}
+	/* children re-keyed ("0" <-> 0) take their attribute records and deadlines */
+	if (strcmp(op->type, "object") == 0 || strcmp(op->type, "array") == 0)
+		return set_kind(txn, op, &p, &n, strcmp(op->type, "array") == 0);
 	if (model_type_parse(op->type, &type) < 0)
 		return tree_fail(op->err, -EINVAL, "%s: unknown type %s", op->from, op->type);
 	return set_leaf_type(txn, op, &p, &n, type);

@@ -1,7 +1,7 @@
 /*
  * tests/unit/test_model_attr.c - the attr space through the model: records
- * only where attributes differ, kept by create/mkdir, moved by rename,
- * dropped by remove, imports and kind changes, and checked by model_check.
+ * only where attributes differ, kept by create/mkdir, moved by rename and
+ * kind changes, dropped by remove and imports, and checked by model_check.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -122,11 +122,62 @@ static void test_imports_and_kinds_prune(void)
 	CHECK_EQ_INT(attr_records(m), 1);
 	CHECK_EQ_INT(model_import(m, "/a", "{\"x\":1}", 7, NULL, NULL, &err), 0);
 	CHECK_EQ_INT(attr_records(m), 0);
-	/* an object of "0", "1" becoming an array re-keys its children */
-	CHECK_EQ_INT(model_import(m, "/o", "{\"0\":1,\"1\":2}", 13, NULL, NULL, &err), 0);
-	CHECK_EQ_INT(model_set_attr(m, "/o/0", &mode, 0, &err), 0);
-	CHECK_EQ_INT(model_set_type(m, "/o", "array", &err), 0);
 	CHECK_EQ_INT((int)problems_of(m), 0);
+	close_fresh(m);
+}
+
+/* The children of a container whose kind changes ("0" <-> 0) keep their records and deadlines. */
+static void check_kept(struct model *m, int64_t deadline_ns)
+{
+	struct model_error err;
+	struct model_node n = stat_of(m, "/o/0");
+	int64_t d = 0;
+
+	CHECK_EQ_INT((int)n.attr.mode, 0700);
+	CHECK_EQ_INT((int)n.attr.uid, 1000);
+	CHECK_EQ_INT(n.mtime_ns, 946684800000000000LL);
+	CHECK_EQ_INT((int)stat_of(m, "/o/0/g").attr.mode, 0600);
+	CHECK_EQ_INT((int)stat_of(m, "/o/10").attr.mode, 0640);
+	CHECK_EQ_INT(stat_of(m, "/o/1").attr.have, 0);
+	CHECK_EQ_INT(model_ttl_get_at(m, "/o/1", &d, &err), 0);
+	CHECK_EQ_INT(d, deadline_ns);
+	CHECK_EQ_INT(attr_records(m), 3);
+	CHECK_EQ_INT((int)problems_of(m), 0);
+}
+
+static void test_kinds_carry(void)
+{
+	struct model *m = open_fresh();
+	struct model_error err;
+	struct model_attr priv = { .have = MODEL_ATTR_MODE | MODEL_ATTR_UID, .mode = 0700,
+				   .uid = 1000 };
+	struct model_attr leaf = { .have = MODEL_ATTR_MODE, .mode = 0600 };
+	struct model_attr ten = { .have = MODEL_ATTR_MODE, .mode = 0640 };
+	int64_t deadline = 4070908800000000000LL;	/* 2099-01-01 */
+
+	CHECK(m != NULL);
+	CHECK_EQ_INT(model_import(m, "/o", "{\"0\":{\"g\":1},\"1\":2,\"10\":3}", 26, NULL, NULL,
+				  &err), 0);
+	CHECK_EQ_INT(model_set_attr(m, "/o/0", &priv, 0, &err), 0);
+	CHECK_EQ_INT(model_set_mtime(m, "/o/0", 946684800000000000LL, &err), 0);	/* 2000-01-01 */
+	CHECK_EQ_INT(model_set_attr(m, "/o/0/g", &leaf, 0, &err), 0);
+	CHECK_EQ_INT(model_set_attr(m, "/o/10", &ten, 0, &err), 0);
+	CHECK_EQ_INT(model_ttl_set_at(m, "/o/1", deadline, &err), 0);
+	check_kept(m, deadline);
+	CHECK_EQ_INT(model_set_type(m, "/o", "array", &err), 0);
+	CHECK_EQ_INT(stat_of(m, "/o").kind, MODEL_KIND_ARRAY);
+	check_kept(m, deadline);
+	CHECK_EQ_INT(model_set_type(m, "/o", "object", &err), 0);
+	check_kept(m, deadline);
+	CHECK_EQ_INT(model_set_type(m, "/o", "array", &err), 0);
+	CHECK_EQ_INT(model_reset_type(m, "/o", &err), 0);	/* back to an object */
+	CHECK_EQ_INT(stat_of(m, "/o").kind, MODEL_KIND_OBJECT);
+	check_kept(m, deadline);
+	/* a refused change keeps everything where it was */
+	CHECK_EQ_INT(model_write(m, "/o/x", "y", 1, 0, MODEL_WRITE_TEXT, &err), 0);
+	CHECK_EQ_INT(model_set_type(m, "/o", "array", &err), -EINVAL);
+	CHECK_EQ_INT(model_remove(m, "/o/x", 0, &err), 0);
+	CHECK_EQ_INT((int)stat_of(m, "/o/0").attr.mode, 0700);
 	close_fresh(m);
 }
 
@@ -169,6 +220,7 @@ int main(void)
 	TEST(test_defaults_cost_nothing);
 	TEST(test_set_rename_remove);
 	TEST(test_imports_and_kinds_prune);
+	TEST(test_kinds_carry);
 	TEST(test_times);
 	return UNIT_DONE();
 }
