@@ -172,7 +172,8 @@ void fs_tmp_stat_locked(const struct fs_ctx *ctx, const struct fs_node *node,
 			struct stat *st)
 {
 	struct model_node n = { .kind = MODEL_KIND_LEAF, .ino = (uint64_t)(uintptr_t)node,
-				.size = node->tmp->len, .mtime_ns = node->tmp->mtime_ns };
+				.size = node->tmp->len, .mtime_ns = node->tmp->mtime_ns,
+				.attr = node->tmp->set };
 
 	fs_stat_fill(ctx, &n, st);
 }
@@ -620,7 +621,10 @@ static void attr_choose(struct model_attr *set, unsigned *unset, unsigned bit, b
 		set->have |= bit;
 }
 
-/* chmod/chown on a leaf open for writing: kept for its commit at close. */
+/*
+ * chmod/chown on a leaf open for writing, or on a pending file in an
+ * array: kept for its commit (at close; at the rename onto an index).
+ */
 static bool owner_mode_defer(struct fs_ctx *ctx, struct fs_node *node, const struct stat *attr,
 			     int to_set, int *ret)
 {
@@ -638,14 +642,18 @@ static bool owner_mode_defer(struct fs_ctx *ctx, struct fs_node *node, const str
 		d.set.gid = attr->st_gid;
 		attr_choose(&d.set, &d.unset, MODEL_ATTR_GID, d.set.gid == ctx->gid);
 	}
+	*ret = 0;
+	if (fs_tmp_set_attr(ctx, node, &d.set, d.unset))
+		return true;
 	return fs_writer_defer(ctx, node, &d, ret);
 }
 
 /*
  * chmod and chown: kept in the attr space, a value equal to the default
  * (0644/0755, the mounting user) drops the field. The kernel checked who
- * may (default_permissions). A pending file in an array and a view accept
- * and forget them: neither has a node of its own to keep them.
+ * may (default_permissions). A pending file in an array keeps them for its
+ * commit (rsync sets them on its temporary file); a view accepts and
+ * forgets them: it has no node of its own to keep them.
  */
 static int setattr_owner_mode(struct fs_ctx *ctx, struct fs_node *node, const struct stat *attr,
 			      int to_set, bool later)
@@ -655,16 +663,10 @@ static int setattr_owner_mode(struct fs_ctx *ctx, struct fs_node *node, const st
 	unsigned unset = 0;
 	struct model_node n;
 	char *path;
-	bool tmp;
 	int ret;
 
-	pthread_mutex_lock(&ctx->lock);
-	tmp = node->tmp != NULL;
-	pthread_mutex_unlock(&ctx->lock);
-	if (tmp)
-		return 0;
 	if (owner_mode_defer(ctx, node, attr, to_set, &ret))
-		return ret;	/* committed with the content at close */
+		return ret;	/* committed with the content at close, or at the rename */
 	ret = fs_write_path(ctx, node, NULL, &path);
 	if (ret < 0)
 		return ret;

@@ -334,18 +334,18 @@ void fs_tmp_move_end(struct fs_ctx *ctx, struct fs_tmp_moving *mv, bool moved)
 
 /*
  * Commits the pending file node (name in dir) as newname in newdir, with its
- * type and mtime, in one transaction, and moves it there in the table
- * before the write section ends. Onto a view, on behalf of who.
+ * type, mtime, mode, owner and deadline, in one transaction, and moves it
+ * there in the table before the write section ends. Onto a view (a
+ * document: its nodes keep their times and attributes), on behalf of who.
  */
 static int tmp_commit(struct fs_ctx *ctx, const struct model_cred *who, struct fs_node *node,
 		      struct fs_node *dir, const char *name, struct fs_node *newdir,
 		      const char *newname, unsigned flags)
 {
 	bool view = model_name_is_view(newname, strlen(newname));
+	struct model_file_commit c = { .create = true, .mtime_set = true };
 	struct model_error err = { 0 };
-	enum model_type type = 0;
 	struct model_node n;
-	int64_t mtime = 0;
 	uint64_t gen = 0;
 	char *copy = NULL, *to;
 	size_t len = 0;
@@ -355,8 +355,11 @@ static int tmp_commit(struct fs_ctx *ctx, const struct model_cred *who, struct f
 	if (node->tmp) {
 		gen = node->tmp->stage_gen;
 		len = node->tmp->len;
-		type = view ? 0 : node->tmp->type;
-		mtime = node->tmp->mtime_ns;
+		c.type = node->tmp->type;
+		c.mtime_ns = node->tmp->mtime_ns;
+		c.set = node->tmp->set;
+		c.unset = node->tmp->unset;
+		c.deadline_ns = node->tmp->deadline_ns;
 		copy = malloc(len ? len : 1);
 		if (copy && len)
 			memcpy(copy, node->tmp->buf, len);
@@ -385,8 +388,7 @@ static int tmp_commit(struct fs_ctx *ctx, const struct model_cred *who, struct f
 	else if (view)	/* a document: its nodes keep their times */
 		ret = model_write_as(ctx->model, to, copy, len, 0, MODEL_WRITE_TEXT, who, &err);
 	else
-		ret = model_write_at(ctx->model, to, copy, len, type, MODEL_WRITE_TEXT, mtime,
-				     &err);
+		ret = model_write_file(ctx->model, to, copy, len, &c, &err);
 	if (ret == 0) {
 		pthread_mutex_lock(&ctx->lock);
 		fs_node_tmp_drop_locked(ctx, node);
@@ -482,5 +484,39 @@ bool fs_tmp_set_type(struct fs_ctx *ctx, struct fs_node *node, const char *name,
 	pthread_mutex_unlock(&ctx->lock);
 	if (!tmp)
 		*ret = 0;
+	return tmp;
+}
+
+bool fs_tmp_set_attr(struct fs_ctx *ctx, struct fs_node *node, const struct model_attr *set,
+		     unsigned unset)
+{
+	struct fs_tmpfile *t;
+	unsigned fields = MODEL_ATTR_MODE | MODEL_ATTR_UID | MODEL_ATTR_GID;
+
+	pthread_mutex_lock(&ctx->lock);
+	t = node->tmp;
+	if (t) {
+		if (set->have & MODEL_ATTR_MODE)
+			t->set.mode = set->mode;
+		if (set->have & MODEL_ATTR_UID)
+			t->set.uid = set->uid;
+		if (set->have & MODEL_ATTR_GID)
+			t->set.gid = set->gid;
+		t->set.have = (t->set.have & ~unset) | (set->have & fields);
+		t->unset = (t->unset & ~set->have) | (unset & fields);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return t != NULL;
+}
+
+bool fs_tmp_set_deadline(struct fs_ctx *ctx, struct fs_node *node, int64_t deadline_ns)
+{
+	bool tmp;
+
+	pthread_mutex_lock(&ctx->lock);
+	tmp = node->tmp != NULL;
+	if (tmp)
+		node->tmp->deadline_ns = deadline_ns;
+	pthread_mutex_unlock(&ctx->lock);
 	return tmp;
 }

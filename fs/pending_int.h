@@ -26,6 +26,10 @@ struct fs_tmpfile {
 	int64_t mtime_ns;
 	enum model_type type;	/* 0 until set: keep the type of the leaf it replaces */
 	uint64_t stage_gen;	/* the store's generation when it was made */
+	/* chmod, chown (rsync's on its temporary file, sed -i's): for the commit */
+	struct model_attr set;	/* the fields given (set.have) */
+	unsigned unset;		/* the fields set back to the default */
+	int64_t deadline_ns;	/* user.kvfs.expires, for the commit; 0 none */
 };
 
 /* ---- pending files in arrays (pending.c) ---- */
@@ -114,5 +118,13 @@ int fs_tmp_truncate(struct fs_ctx *ctx, struct fs_node *node, off_t size);
 
 /* Sets the type a pending file will have; false when node is no pending file. */
 bool fs_tmp_set_type(struct fs_ctx *ctx, struct fs_node *node, const char *name, int *ret);
+/*
+ * chmod/chown (set, unset as model_set_attr's) and user.kvfs.expires
+ * (deadline_ns; 0 drops it) of a pending file, kept for its commit: false
+ * when node is no pending file.
+ */
+bool fs_tmp_set_attr(struct fs_ctx *ctx, struct fs_node *node, const struct model_attr *set,
+		     unsigned unset);
+bool fs_tmp_set_deadline(struct fs_ctx *ctx, struct fs_node *node, int64_t deadline_ns);
 
 #endif

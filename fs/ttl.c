@@ -324,8 +324,13 @@ void fs_expires_setxattr(fuse_req_t req, fuse_ino_t ino, const char *value, size
 	}
 	(void)flags;
 	fs_trace(ctx, "expires (ino %llu) %lld", (unsigned long long)ino, (long long)d.deadline_ns);
-	/* a leaf being written (cp -a; tar: mknod, the attributes, then the text) takes
-	 * it with its content, which would otherwise drop it */
+	/* a pending file in an array (rsync -aX's temporary file) takes it at its
+	 * commit; a leaf being written (cp -a; tar: mknod, the attributes, then
+	 * the text) with its content, which would otherwise drop it */
+	if (fs_tmp_set_deadline(ctx, node, d.deadline_ns)) {
+		fs_reply_err(req, 0);
+		return;
+	}
 	if (fs_writer_defer(ctx, node, &d, &ret)) {
 		fs_reply_err(req, ret);
 		return;

@@ -122,15 +122,16 @@ kind_attrs() {
 	stat -c '%n %a %u %g %y' "$1/0" "$1/1" | sed "s|^$1/||"
 }
 
-@test "an object <-> array change keeps its children's modes, owners, times and deadlines; cp -a and tar --xattrs restore them" {
+@test "an object <-> array change keeps its children's modes, owners, times and deadlines; cp -a, tar --xattrs and rsync -aX restore them" {
 	mount_store
 	local T=$BATS_TEST_TMPDIR want
-	want=$'0 700 1000 1000 2000-01-01 00:00:00.123456789 +0000\n1 600 0 0 2001-02-03 00:00:00.000000000 +0000'
+	want=$'0 700 1000 1000 2000-01-01 00:00:00.123456789 +0000\n1 600 2000 2000 2001-02-03 00:00:00.000000000 +0000'
 	mkdir -p "$MNT/t/0"
 	echo x >"$MNT/t/1"
 	chmod 700 "$MNT/t/0"
 	chmod 600 "$MNT/t/1"
 	chown 1000:1000 "$MNT/t/0"
+	chown 2000:2000 "$MNT/t/1"
 	touch -d '2000-01-01 00:00:00.123456789 UTC' "$MNT/t/0"
 	touch -d '2001-02-03 UTC' "$MNT/t/1"
 	setfattr -n user.kvfs.expires -v 2099-01-02T03:04:05Z "$MNT/t/1"
@@ -157,6 +158,15 @@ kind_attrs() {
 	assert_output "$want"
 	rm -r "$MNT/t"
 	tar --xattrs -xf "$T/t.tar" -C "$MNT"
+	remount
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/t"
+	assert_output array
+	run -0 env TZ=UTC0 bash -c "$(declare -f kind_attrs); kind_attrs '$MNT/t'"
+	assert_output "$want"
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.expires "$MNT/t/1"
+	assert_output '2099-01-02T03:04:05.000000000Z'
+	rm -r "$MNT/t"
+	rsync -aX "$T/bk/" "$MNT/t/"
 	remount
 	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/t"
 	assert_output array
