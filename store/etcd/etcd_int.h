@@ -95,6 +95,8 @@ struct store_etcd {
 	 * write's attempts at most one can land, however late (section 4).
 	 */
 	int64_t writer_rev;
+	unsigned test_read_us;	/* fixed: the test hook KVFS_ETCD_TEST_READ_MS, each
+				 * point read of a write so late (test_turn) */
 	struct etcd_health health;	/* members that stopped answering, for all its clients */
 	/*
 	 * The cluster's silence as a request met it (docs/ETCD.md section 12):

@@ -226,6 +226,8 @@ int store_etcd_open(struct store *sb, const char *url, unsigned flags, char *why
 	st->silent_keep_ns = (int64_t)ETCD_SILENT_KEEP_MS * 1000000;
 	if (getenv("KVFS_ETCD_TEST_SILENT_KEEP_MS"))
 		st->silent_keep_ns = atoll(getenv("KVFS_ETCD_TEST_SILENT_KEEP_MS")) * 1000000;
+	if (getenv("KVFS_ETCD_TEST_READ_MS"))
+		st->test_read_us = (unsigned)atoi(getenv("KVFS_ETCD_TEST_READ_MS")) * 1000u;
 	if (getenv("KVFS_ETCD_TEST_NOTE_LATE_MS"))
 		st->test_note_late_us = (unsigned)atoi(getenv("KVFS_ETCD_TEST_NOTE_LATE_MS")) * 1000u;
 	st->oneshot = st->base.flags & STORE_OPEN_ONESHOT;

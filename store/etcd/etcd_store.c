@@ -827,6 +827,8 @@ int store_etcd_get(struct store_txn *tb, enum store_space space,
 		return rc;
 	kl = etcd_key(txn->st, space, key, key_len, k);
 	if (txn->base.write) {
+		if (txn->st->test_read_us)
+			usleep(txn->st->test_read_us);	/* (a slow read: a write that keeps losing) */
 		rc = etcd_buf_get(txn->buf, k, kl, &out->data, &out->len);
 		if (rc == 1)
 			return etcd_val_resolve(txn, k, kl, 0, &out->data, &out->len);

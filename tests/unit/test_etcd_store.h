@@ -69,6 +69,9 @@ void test_big_value(void);
 void test_feed(void);
 void test_shared(void);
 
+/* test_etcd_store_turn.c */
+void test_turn(void);
+
 /* test_etcd_store_carry.c */
 void test_carry(void);
 void test_carry_readers(void);

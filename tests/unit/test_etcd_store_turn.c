@@ -1,0 +1,118 @@
+/*
+ * tests/unit/test_etcd_store_turn.c - a write that keeps losing its guards
+ * gets a bounded turn (store/etcd/etcd_turn.c, docs/ETCD.md section 4a):
+ * one handle commits in a tight loop what another handle's slow write
+ * reads, and the slow write still completes within a bound.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/unit/test_etcd_store.h"
+
+#define TURN_READ_MS 100	/* each point read of the slow write (KVFS_ETCD_TEST_READ_MS) */
+#define TURN_FAST_S 10	/* the fast writer stops by itself after this long */
+#define TURN_BOUND_S 5	/* the slow write must end within this */
+
+struct fast_arg {
+	struct store *st;
+	atomic_int commits;
+	atomic_bool stop;
+	atomic_bool done;	/* it stopped writing */
+	int rc;	/* the first failed write's */
+};
+
+/* Commits "a" = its count, as fast as it can, until told or TURN_FAST_S have passed. */
+static void *fast_main(void *arg)
+{
+	struct fast_arg *f = arg;
+	int64_t until = now_ns() + TURN_FAST_S * INT64_C(1000000000);
+	char val[32];
+
+	while (!atomic_load(&f->stop) && now_ns() < until) {
+		struct kv_arg a = { "a", val, 0 };
+		int rc;
+
+		snprintf(val, sizeof(val), "%d", atomic_load(&f->commits) + 1);
+		rc = store_etcd_write(f->st, put_fn, &a);
+		if (rc) {
+			f->rc = rc;
+			break;
+		}
+		atomic_fetch_add(&f->commits, 1);
+	}
+	atomic_store(&f->done, true);
+	return NULL;
+}
+
+struct slow_arg {
+	int runs;
+	char seen[32];
+};
+
+/* Reads "a", "b" and "c" (each read slowed), then puts what it saw of "a" under "seen". */
+static int slow_fn(struct store_txn *t, void *arg)
+{
+	struct slow_arg *s = arg;
+	static const char *const keys[] = { "a", "b", "c" };
+	struct store_val v;
+	int rc;
+
+	s->runs++;
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		rc = store_etcd_get(t, STORE_SPACE_DATA, keys[i], 1, &v);
+		if (rc)
+			return rc;
+		if (i == 0)
+			snprintf(s->seen, sizeof(s->seen), "%.*s", (int)v.len, (const char *)v.data);
+	}
+	return store_etcd_put(t, STORE_SPACE_DATA, "seen", 4, s->seen, strlen(s->seen));
+}
+
+void test_turn(void)
+{
+	struct store *slow = open_new("turn"), *fast_st;
+	struct fast_arg f = { .rc = 0 };
+	struct slow_arg s = { 0 };
+	char why[256], buf[32];
+	pthread_t th;
+	int64_t t0, ms;
+	int at_end;
+
+	CHECK_EQ_INT(t_open(url("turn"), 0, &fast_st, why, sizeof(why)), 0);
+	put1(slow, "a", "0");
+	put1(slow, "b", "0");
+	put1(slow, "c", "0");
+	f.st = fast_st;
+	atomic_init(&f.commits, 0);
+	atomic_init(&f.stop, false);
+	atomic_init(&f.done, false);
+	CHECK_EQ_INT(pthread_create(&th, NULL, fast_main, &f), 0);
+	while (atomic_load(&f.commits) < 20 && !f.rc)
+		usleep(1000);	/* until the fast writer is in its stride */
+
+	ETCD(slow)->test_read_us = TURN_READ_MS * 1000u;
+	t0 = now_ns();
+	CHECK_EQ_INT(store_etcd_write(slow, slow_fn, &s), 0);
+	ms = (now_ns() - t0) / 1000000;
+	ETCD(slow)->test_read_us = 0;
+	at_end = atomic_load(&f.commits);
+	fprintf(stderr, "# slow write: %d runs, %lld ms; the fast writer's commits: %d before it ended\n",
+		s.runs, (long long)ms, at_end);
+	CHECK(ms < TURN_BOUND_S * 1000);
+	/* the fast writer writes on after it */
+	while (atomic_load(&f.commits) < at_end + 5 && !atomic_load(&f.done))
+		usleep(1000);
+	CHECK(atomic_load(&f.commits) >= at_end + 5);
+	atomic_store(&f.stop, true);
+	CHECK_EQ_INT(pthread_join(th, NULL), 0);
+	CHECK_EQ_INT(f.rc, 0);
+	/* what it put is what it read */
+	CHECK_EQ_INT(get1(slow, "seen", buf, sizeof(buf)), 0);
+	CHECK(strcmp(buf, s.seen) == 0);
+	t_close(fast_st, false);
+	t_close(slow, true);
+}
