@@ -45,6 +45,7 @@
 #define ETCD_SPACE_FLAGS 'f'
 #define ETCD_LEASES 64	/* leases by deadline second kept in the handle (etcd_lease.c) */
 #define ETCD_SPACE_VALUE 'v'	/* v<space><tuple key>0xfe<n> = chunk n of a big value (etcd_val.c) */
+#define ETCD_SPACE_TURN 'u'	/* u = "", on its holder's lease: one write's turn (etcd_turn.c) */
 #define ETCD_VAL_CHUNK (1u << 20)	/* bytes per chunk; a bigger data value is chunked */
 #define ETCD_VKEY_MAX (ETCD_KEY_MAX + 8)	/* a chunk's key: 'v', the full key, 0xfe, number */
 #define ETCD_CMPS_MAX 4096u	/* compares per commit Txn before key guards are coalesced */
@@ -95,6 +96,17 @@ struct store_etcd {
 	 * write's attempts at most one can land, however late (section 4).
 	 */
 	int64_t writer_rev;
+	/*
+	 * The turn (etcd_turn.c, docs/ETCD.md section 4a), all under
+	 * write_lock: the mod revision of the turn key as our last settle read
+	 * it (0: absent, -1: unknown); while our write holds the turn, the
+	 * revision of our put of it and its lease (0: not held), and the
+	 * attempts it lost while holding.
+	 */
+	int64_t turn_seen;
+	int64_t turn_rev;
+	int64_t turn_lease;
+	unsigned turn_losses;
 	unsigned test_read_us;	/* fixed: the test hook KVFS_ETCD_TEST_READ_MS, each
 				 * point read of a write so late (test_turn) */
 	struct etcd_health health;	/* members that stopped answering, for all its clients */
@@ -682,6 +694,23 @@ size_t etcd_key(const struct store_etcd *st, int space, const void *key, size_t 
 size_t etcd_writer_key(const struct store_etcd *st, uint8_t *out);
 /* The byte a space is stored under. */
 int etcd_space_byte(enum store_space space);
+
+/* etcd_turn.c: a write that keeps losing its guards takes a bounded turn (section 4a) */
+/* The turn key into out (ETCD_KEY_MAX bytes); its length. */
+size_t etcd_turn_key(const struct store_etcd *st, uint8_t *out);
+/* Notes the turn key as a settle read it (r: its range's answer, NULL when unread). */
+void etcd_turn_note(struct store_etcd *st, const struct etcd_range_result *r);
+/* In a commit: guards that the turn is ours, or nobody's. */
+int etcd_turn_guard(struct store_etcd_txn *t);
+/*
+ * Between two attempts of one write, after attempt number `lost` lost its
+ * guards (began_ns: when the write began): waits while another write
+ * holds the turn, takes it when this write is starving, and keeps or
+ * gives up one it holds. Errors are not the write's: it runs again anyway.
+ */
+void etcd_turn_between(struct store_etcd *st, unsigned lost, int64_t began_ns);
+/* At the end of a write, whatever its outcome: gives up the turn it holds. */
+void etcd_turn_release(struct store_etcd *st);
 /*
  * A range read inside the transaction, at its revision (pinning it on the
  * first read); the answer is kept until the transaction ends (*out borrowed).

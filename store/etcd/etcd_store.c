@@ -31,7 +31,8 @@ int etcd_space_byte(enum store_space space)
 
 	if ((int)space == ETCD_SPACE_STAMP || (int)space == ETCD_SPACE_WRITER ||
 	    (int)space == ETCD_SPACE_RECORD || (int)space == ETCD_SPACE_STAGE ||
-	    (int)space == ETCD_SPACE_PENDING || (int)space == ETCD_SPACE_VALUE)
+	    (int)space == ETCD_SPACE_PENDING || (int)space == ETCD_SPACE_VALUE ||
+	    (int)space == ETCD_SPACE_TURN)
 		return (int)space;	/* the private spaces are named by their byte */
 	return (unsigned)space < STORE_SPACE_COUNT ? bytes[space] : 'l';
 }
@@ -447,27 +448,40 @@ bool etcd_outcome_unknown(int rc)
  * answers) and learns its mod revision: *committed when it holds an
  * attempt of this write (first..seq), whose commit is then noted. 0, or
  * the error when no member could tell (the revision is then unknown).
+ * The turn key comes in the same request (etcd_turn_note): a failed
+ * guard may have been the turn's.
  */
 static int writer_settle(struct store_etcd_txn *t, uint64_t first, uint64_t seq, bool *committed)
 {
 	struct store_etcd *st = t->st;
-	uint8_t k[ETCD_KEY_MAX];
-	size_t kl = etcd_writer_key(st, k);
+	uint8_t k[ETCD_KEY_MAX], uk[ETCD_KEY_MAX];
+	struct etcd_op ops[2] = {
+		{ .type = ETCD_OP_RANGE, .key = k, .key_len = etcd_writer_key(st, k) },
+		{ .type = ETCD_OP_RANGE, .key = uk, .key_len = etcd_turn_key(st, uk) },
+	};
 	int rc = -EIO;
 
 	st->writer_rev = -1;
+	etcd_turn_note(st, NULL);
 	for (int tries = 0; tries < 4; tries++) {
-		struct etcd_range_result r;
+		struct etcd_txn_result x;
+		struct etcd_range_result *r;
 		uint64_t v;
 
-		rc = etcd_range_retry(t->c, k, kl, NULL, &r);
+		rc = etcd_read_txn_retry(t->c, ops, 2, &x);
+		if (rc == 0 && x.len != 2) {
+			etcd_txn_result_release(&x);
+			rc = -EPROTO;
+		}
 		if (rc == 0) {
-			v = r.len == 1 && r.kvs[0].val_len == 8 ? get_be(r.kvs[0].val, 8) : 0;
+			r = &x.ranges[0];
+			v = r->len == 1 && r->kvs[0].val_len == 8 ? get_be(r->kvs[0].val, 8) : 0;
 			*committed = v >= first && v <= seq && v;
-			st->writer_rev = r.len == 1 ? r.kvs[0].mod_rev : 0;
+			st->writer_rev = r->len == 1 ? r->kvs[0].mod_rev : 0;
 			if (*committed)
-				note_commit(st, (uint64_t)r.kvs[0].mod_rev);
-			etcd_range_result_release(&r);
+				note_commit(st, (uint64_t)r->kvs[0].mod_rev);
+			etcd_turn_note(st, &x.ranges[1]);
+			etcd_txn_result_release(&x);
 			return 0;
 		}
 		if (etcd_deadline_passed())
@@ -608,6 +622,8 @@ static int commit_attempt(struct store_etcd_txn *t, uint64_t first, uint64_t seq
 	}
 	if ((rc = writer_guard(t)))	/* after the coalescing: exact, within ETCD_TXN_ROOM */
 		return rc;
+	if ((rc = etcd_turn_guard(t)))	/* nobody's turn, or ours: exact too */
+		return rc;
 	if (etcd_buf_ops(t->buf) > max_ops || etcd_buf_bytes(t->buf) > max_bytes) {
 		/* over one request: staged, flipped, applied (store/etcd/etcd_big.c) */
 		/*
@@ -678,7 +694,8 @@ int store_etcd_write(struct store *sb, store_write_fn fn, void *arg)
 	unsigned delay_us = 1000;
 	uint64_t first = 0;
 	uint64_t *as_of = NULL;	/* the caller's (store_txn_as_of) */
-	int64_t landed = 0, fresh = 0;
+	int64_t landed = 0, fresh = 0, losing_ns = 0;
+	unsigned lost = 0;	/* attempts lost in a row (etcd_turn_between) */
 	bool sent = false;
 	int rc = -EBUSY;
 
@@ -688,10 +705,12 @@ int store_etcd_write(struct store *sb, store_write_fn fn, void *arg)
 	for (int attempt = 0; attempt < ETCD_WRITE_TRIES; attempt++) {
 		struct store_etcd_txn *t;
 		uint64_t seq = atomic_fetch_add(&st->seq, 1) + 1;
+		int64_t began_ns = store_mono_ns();
 		bool committed = false;
 
 		if (!first)
 			first = seq;	/* the attempts of this write are first..seq */
+		etcd_turn_note(st, NULL);	/* its settle, if it has one, reads the turn */
 
 		t = calloc(1, sizeof(*t));
 		if (!t) {
@@ -750,7 +769,9 @@ int store_etcd_write(struct store *sb, store_write_fn fn, void *arg)
 		free(t);
 		if ((rc == 0 || rc == -ESTALE) && !committed) {
 			/* someone changed what fn read: run it again, backing off a little */
-			if (attempt >= 2) {
+			losing_ns += store_mono_ns() - began_ns;
+			etcd_turn_between(st, ++lost, losing_ns);	/* or after a turn */
+			if (attempt >= 2 && !st->turn_rev) {
 				uint32_t r = 0;
 
 				if (getrandom(&r, sizeof(r), 0) != sizeof(r))
@@ -772,6 +793,7 @@ int store_etcd_write(struct store *sb, store_write_fn fn, void *arg)
 	 */
 	if (sent)
 		etcd_snap_retire(st, landed ? landed : INT64_MAX);
+	etcd_turn_release(st);	/* on every way out: commit, refusal, error */
 	pthread_mutex_unlock(&st->write_lock);
 	if (as_of) {
 		/* none had: a dry run served by shared answers and taken as read */

@@ -72,6 +72,25 @@ static int slow_fn(struct store_txn *t, void *arg)
 	return store_etcd_put(t, STORE_SPACE_DATA, "seen", 4, s->seen, strlen(s->seen));
 }
 
+/* Whether the store's turn key is there now (-1: the cluster did not say). */
+static int turn_present(struct store *st)
+{
+	uint8_t k[ETCD_KEY_MAX];
+	size_t kl = etcd_turn_key(ETCD(st), k);
+	struct etcd_range_result r;
+	struct etcd_client *c;
+	int n = -1;
+
+	if (etcd_client_take(ETCD(st), &c))
+		return -1;
+	if (etcd_client_range(c, k, kl, NULL, &r) == 0) {
+		n = r.len > 0;
+		etcd_range_result_release(&r);
+	}
+	etcd_client_give(ETCD(st), c);
+	return n;
+}
+
 void test_turn(void)
 {
 	struct store *slow = open_new("turn"), *fast_st;
@@ -110,9 +129,10 @@ void test_turn(void)
 	atomic_store(&f.stop, true);
 	CHECK_EQ_INT(pthread_join(th, NULL), 0);
 	CHECK_EQ_INT(f.rc, 0);
-	/* what it put is what it read */
+	/* what it put is what it read, and the turn is given up */
 	CHECK_EQ_INT(get1(slow, "seen", buf, sizeof(buf)), 0);
 	CHECK(strcmp(buf, s.seen) == 0);
+	CHECK_EQ_INT(turn_present(slow), 0);
 	t_close(fast_st, false);
 	t_close(slow, true);
 }
