@@ -2,7 +2,8 @@
  * tests/unit/test_etcd_store_turn.c - a write that keeps losing its guards
  * gets a bounded turn (store/etcd/etcd_turn.c, docs/ETCD.md section 4a):
  * one handle commits in a tight loop what another handle's slow write
- * reads, and the slow write still completes within a bound.
+ * reads, and the slow write still completes within a bound; a turn whose
+ * holder died holds the others no longer than its lease.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -16,6 +17,7 @@
 #define TURN_READ_MS 100	/* each point read of the slow write (KVFS_ETCD_TEST_READ_MS) */
 #define TURN_FAST_S 10	/* the fast writer stops by itself after this long */
 #define TURN_BOUND_S 5	/* the slow write must end within this */
+#define TURN_DEAD_S 2	/* the lease of a holder that died */
 
 struct fast_arg {
 	struct store *st;
@@ -135,4 +137,34 @@ void test_turn(void)
 	CHECK_EQ_INT(turn_present(slow), 0);
 	t_close(fast_st, false);
 	t_close(slow, true);
+}
+
+/*
+ * A turn taken by a holder that died (its key on a lease nobody renews):
+ * a write fails its guard once, waits for the key to go with the lease
+ * instead of running attempts that must fail, and lands after it.
+ */
+void test_turn_dead_holder(void)
+{
+	struct store *st = open_new("turn-dead");
+	uint8_t k[ETCD_KEY_MAX];
+	size_t kl = etcd_turn_key(ETCD(st), k);
+	struct kv_arg a = { "x", "1", 0 };
+	struct etcd_client *c;
+	int64_t lease = 0, t0, ms;
+
+	put1(st, "x", "0");	/* (the handle knows its writer key: no settle in the way) */
+	CHECK_EQ_INT(etcd_client_take(ETCD(st), &c), 0);
+	CHECK_EQ_INT(etcd_client_lease_grant(c, TURN_DEAD_S, &lease, NULL), 0);
+	CHECK_EQ_INT(etcd_client_put(c, k, kl, "", 0, lease, NULL), 0);
+	etcd_client_give(ETCD(st), c);
+	t0 = now_ns();
+	CHECK_EQ_INT(store_etcd_write(st, put_fn, &a), 0);
+	ms = (now_ns() - t0) / 1000000;
+	fprintf(stderr, "# a write behind a dead holder's turn: %d runs, %lld ms\n", a.runs,
+		(long long)ms);
+	CHECK_EQ_INT(a.runs, 2);	/* refused by the turn once, then waited */
+	CHECK(ms >= (TURN_DEAD_S - 1) * 1000 && ms < (TURN_DEAD_S + 3) * 1000);
+	CHECK_EQ_INT(turn_present(st), 0);
+	t_close(st, true);
 }
