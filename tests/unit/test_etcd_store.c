@@ -271,6 +271,7 @@ int main(int argc, char **argv)
 	TEST_UNLESS_SKIPPED(test_conflicts);
 	TEST_UNLESS_SKIPPED(test_writer_guard);
 	TEST_UNLESS_SKIPPED(test_turn);
+	TEST_UNLESS_SKIPPED(test_turn_two_slow);
 	TEST_UNLESS_SKIPPED(test_turn_dead_holder);
 	TEST_UNLESS_SKIPPED(test_big);
 	TEST_UNLESS_SKIPPED(test_big_lost_flip);

@@ -71,6 +71,7 @@ void test_shared(void);
 
 /* test_etcd_store_turn.c */
 void test_turn(void);
+void test_turn_two_slow(void);
 void test_turn_dead_holder(void);
 
 /* test_etcd_store_carry.c */

@@ -139,6 +139,70 @@ void test_turn(void)
 	t_close(slow, true);
 }
 
+struct slow_run {
+	struct store *st;
+	struct slow_arg s;
+	int rc;
+	int64_t ms;
+};
+
+/* One slow write on its own handle; its result and time in *arg. */
+static void *slow_main(void *arg)
+{
+	struct slow_run *r = arg;
+	int64_t t0 = now_ns();
+
+	r->rc = store_etcd_write(r->st, slow_fn, &r->s);
+	r->ms = (now_ns() - t0) / 1000000;
+	return NULL;
+}
+
+/*
+ * Two slow writes at once against the fast writer: both starve, both try
+ * to take the turn; one takes it, the other waits for it, and both end
+ * within the bound.
+ */
+void test_turn_two_slow(void)
+{
+	struct store *fast_st = open_new("turn2");
+	struct slow_run r[2] = { { 0 } };
+	struct fast_arg f = { .rc = 0 };
+	char why[256];
+	pthread_t fth, th[2];
+
+	put1(fast_st, "a", "0");
+	put1(fast_st, "b", "0");
+	put1(fast_st, "c", "0");
+	for (int i = 0; i < 2; i++) {
+		CHECK_EQ_INT(t_open(url("turn2"), 0, &r[i].st, why, sizeof(why)), 0);
+		ETCD(r[i].st)->test_read_us = TURN_READ_MS * 1000u;
+	}
+	f.st = fast_st;
+	atomic_init(&f.commits, 0);
+	atomic_init(&f.stop, false);
+	atomic_init(&f.done, false);
+	CHECK_EQ_INT(pthread_create(&fth, NULL, fast_main, &f), 0);
+	while (atomic_load(&f.commits) < 20 && !f.rc)
+		usleep(1000);	/* until the fast writer is in its stride */
+	for (int i = 0; i < 2; i++)
+		CHECK_EQ_INT(pthread_create(&th[i], NULL, slow_main, &r[i]), 0);
+	for (int i = 0; i < 2; i++) {
+		CHECK_EQ_INT(pthread_join(th[i], NULL), 0);
+		fprintf(stderr, "# slow write %d of 2: %d runs, %lld ms\n", i + 1, r[i].s.runs,
+			(long long)r[i].ms);
+		CHECK_EQ_INT(r[i].rc, 0);
+		CHECK(r[i].ms < TURN_BOUND_S * 1000);
+	}
+	CHECK(!atomic_load(&f.done));	/* the fast writer was still writing */
+	atomic_store(&f.stop, true);
+	CHECK_EQ_INT(pthread_join(fth, NULL), 0);
+	CHECK_EQ_INT(f.rc, 0);
+	CHECK_EQ_INT(turn_present(fast_st), 0);
+	for (int i = 0; i < 2; i++)
+		t_close(r[i].st, false);
+	t_close(fast_st, true);
+}
+
 /*
  * A turn taken by a holder that died (its key on a lease nobody renews):
  * a write fails its guard once, waits for the key to go with the lease
