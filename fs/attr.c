@@ -444,8 +444,10 @@ void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	if (ret == 0) {
-		fs_trace(ctx, "getattr %s", path);
 		ret = node_stat(req, ctx, node, path, &st, NULL, &vol, &pend);
+		fs_trace(ctx, "getattr %s: %d size %lld mtime %lld.%09ld", path, ret,
+			 ret == 0 ? (long long)st.st_size : -1LL,
+			 ret == 0 ? (long long)st.st_mtim.tv_sec : 0LL, ret == 0 ? st.st_mtim.tv_nsec : 0L);
 		free(path);
 	}
 	if (ret == -ENOENT) {	/* unlinked or renamed over: an open descriptor answers */

@@ -11,6 +11,13 @@
  * read call is served from one buffer under one lock, so it never mixes
  * two versions. Once the name is unlinked or renamed over, the reader
  * keeps the version it last held, as an open inode keeps its content.
+ *
+ * On etcd the size the kernel holds (a getattr or lookup answer) and the
+ * text a read is served can be two versions: the kernel copies up to its
+ * size, so a reader got a value cut short, or NULs up to an older, longer
+ * size (docs/ETCD.md, section 8c). A reader of a leaf that changed lately
+ * reads past the page cache there (fs_cache_reader_direct), each pass
+ * from offset 0 one version (pass_goes_on).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,12 +28,29 @@
 
 #include "fs/fs_int.h"
 
+/* node->changed_ns's clock: a change of the wall clock moves no change. */
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 void fs_cache_forget(struct fs_ctx *ctx, struct fs_node *node)
 {
 	pthread_mutex_lock(&ctx->lock);
 	node->cache_known = false;
+	node->changed_ns = node->committed_ns = mono_ns();
 	pthread_mutex_unlock(&ctx->lock);
 	fs_inval_node(ctx, fs_node_ino(ctx, node), FS_INVAL_DATA);
+}
+
+void fs_cache_changed(struct fs_ctx *ctx, struct fs_node *node)
+{
+	pthread_mutex_lock(&ctx->lock);
+	node->changed_ns = mono_ns();
+	pthread_mutex_unlock(&ctx->lock);
 }
 
 void fs_cache_committed(struct fs_ctx *ctx, struct fs_node *node, bool created)
@@ -318,6 +342,24 @@ bool fs_cache_matches(struct fs_ctx *ctx, struct fs_node *node, const struct mod
 	return match;
 }
 
+bool fs_cache_reader_direct(struct fs_ctx *ctx, struct fs_node *node,
+			    const struct model_node *n)
+{
+	int64_t now = mono_ns();
+	bool direct;
+
+	if (ctx->reads_locally)
+		return false;
+	pthread_mutex_lock(&ctx->lock);
+	direct = (node->changed_ns && now - node->changed_ns < FS_DIRECT_HOT_NS) ||
+		 (node->cache_known && (node->cache_mtime != n->mtime_ns ||
+					node->cache_size != n->size));
+	if (direct)
+		node->cache_known = false;	/* opened without keep_cache: the pages go */
+	pthread_mutex_unlock(&ctx->lock);
+	return direct;
+}
+
 void fs_cache_reader_deferred(struct fs_file *f, const struct model_node *n, bool lazy)
 {
 	f->kind = lazy ? FS_FILE_READER_LAZY : FS_FILE_READER_BIG;
@@ -365,6 +407,25 @@ static struct fs_file *writer_get(struct fs_ctx *ctx, struct fs_node *node)
 }
 
 /*
+ * f->lock held. Whether a direct reader's read past offset 0 continues the
+ * pass its last read at 0 began (FS_PASS_NS): not once a commit through
+ * this mount came since, which a read after it must see, as on a local
+ * filesystem; another host's commits have no such order with our reads.
+ */
+static bool pass_goes_on(struct fs_ctx *ctx, struct fs_file *f)
+{
+	int64_t now = mono_ns();
+	bool on;
+
+	if (f->kind != FS_FILE_READER || now - f->pass_ns >= FS_PASS_NS)
+		return false;
+	pthread_mutex_lock(&ctx->lock);
+	on = f->node->committed_ns < f->pass_ns;
+	pthread_mutex_unlock(&ctx->lock);
+	return on;
+}
+
+/*
  * f->lock held. Serves a read of the leaf at path from the store's newest
  * version: from f's buffer while the leaf is unchanged, else from a new
  * one (or, above FS_SNAPSHOT_MAX, by one model_read: one transaction).
@@ -377,8 +438,16 @@ static int reader_serve_store(struct fs_ctx *ctx, struct fs_file *f, const char 
 	struct model_node n;
 	char *buf;
 	ssize_t got;
-	int ret = model_stat(ctx->model, path, 0, &n, &err);
+	int ret;
 
+	if (f->direct && off == 0)
+		f->pass_ns = mono_ns();
+	else if (f->direct && pass_goes_on(ctx, f)) {
+		/* the rest of a pass begun at 0: the version it began with */
+		reply_slice(req, f->buf, f->len, size, off);
+		return 0;
+	}
+	ret = model_stat(ctx->model, path, 0, &n, &err);
 	if (ret == -ENOENT || (ret == 0 && n.kind != MODEL_KIND_LEAF))
 		return 1;	/* removed (or replaced by a directory) behind us */
 	if (ret < 0)
@@ -392,6 +461,9 @@ static int reader_serve_store(struct fs_ctx *ctx, struct fs_file *f, const char 
 			if (ret < 0)
 				return ret;
 		}
+		fs_trace(ctx, "read %s at %lld: %zu bytes of mtime %lld%s", path, (long long)off,
+			 (uint64_t)off < f->len ? f->len - (size_t)off : 0, (long long)f->open_mtime,
+			 f->direct ? " (direct)" : "");
 		reply_slice(req, f->buf, f->len, size, off);
 		return 0;
 	}

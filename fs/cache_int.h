@@ -40,6 +40,21 @@ enum fs_push_state {
 
 /* ---- the page-cache and reader rules (cache.c) ---- */
 
+/* A leaf changed this recently is read past the page cache on etcd (fs_cache_reader_direct). */
+#define FS_DIRECT_HOT_NS (5 * 1000000000LL)
+/*
+ * A direct reader's reads past offset 0 this soon after its last read at 0
+ * continue that pass: served the version it was served, to its end (then
+ * EOF). Later ones (tail -f at the end) are served the newest version.
+ */
+#define FS_PASS_NS (500 * 1000000LL)
+
+/*
+ * A commit of another process changed leaf node's text (the watcher saw
+ * it): recorded for fs_cache_reader_direct. fs_cache_forget records its own.
+ */
+void fs_cache_changed(struct fs_ctx *ctx, struct fs_node *node);
+
 /*
  * After a commit of a leaf: the kernel's pages (filled by readers of the old
  * text) are dropped, and the next reader does not keep them.
@@ -105,6 +120,17 @@ int fs_cache_leaf_snapshot(struct fs_ctx *ctx, struct fs_file *f, const char *pa
  * it reads what the kernel's pages still hold, and ENOENT beyond them.
  */
 bool fs_cache_matches(struct fs_ctx *ctx, struct fs_node *node, const struct model_node *n);
+
+/*
+ * Whether a reader of node that took its text at open (FS_FILE_READER)
+ * bypasses the kernel's page cache (direct_io), and so reads exactly the
+ * text it is served: on a store whose reads are round trips (etcd), of a
+ * leaf whose text changed in the last FS_DIRECT_HOT_NS, or is found at n,
+ * another version than the last open recorded (see cache.c's head). The kernel drops node's pages at such an open: they are no longer
+ * known to hold a version.
+ */
+bool fs_cache_reader_direct(struct fs_ctx *ctx, struct fs_node *node,
+			    const struct model_node *n);
 
 /* A reader that takes no text at open: a big leaf (read per call) or a lazy one. */
 void fs_cache_reader_deferred(struct fs_file *f, const struct model_node *n, bool lazy);

@@ -65,6 +65,10 @@ struct fs_file {
 	size_t len, cap;
 	int64_t open_mtime;	/* readers: the mtime and size of the version last seen */
 	uint64_t open_size;
+	bool direct;		/* a reader whose reads bypass the page cache
+				 * (fixed at open: fs_cache_reader_direct) */
+	int64_t pass_ns;	/* a direct reader: when its last read at offset 0
+				 * came (CLOCK_MONOTONIC; cache.c) */
 	bool dirty;		/* written since the last commit: commit at flush */
 	bool trunc;		/* opened with O_TRUNC, not written: commit at release */
 	bool pending;		/* created view, not yet in the store (others see it

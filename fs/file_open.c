@@ -223,6 +223,7 @@ int fs_file_open(fuse_req_t req, struct fs_ctx *ctx, struct fs_node *node, const
 	struct model_error err = { 0 };
 	int acc = fi->flags & O_ACCMODE;
 	struct model_node n;
+	bool direct = false;
 	struct fs_file *f;
 	uint64_t ino;
 	int ret;
@@ -269,10 +270,20 @@ int fs_file_open(fuse_req_t req, struct fs_ctx *ctx, struct fs_node *node, const
 	}
 	else if (n.size > FS_SNAPSHOT_MAX)
 		fs_cache_reader_deferred(f, &n, false);
-	else if (fs_cache_matches(ctx, node, &n))
+	else if (!(direct = fs_cache_reader_direct(ctx, node, &n)) &&
+		 fs_cache_matches(ctx, node, &n))
 		fs_cache_reader_deferred(f, &n, true);
 	else
 		ret = fs_cache_leaf_snapshot(ctx, f, path, &n);
+	if (ret == 0 && acc == O_RDONLY && n.kind == MODEL_KIND_LEAF)
+		fs_trace(ctx, "open %s: %s, size %llu mtime %lld", path,
+			 direct ? "direct" : f->kind == FS_FILE_READER ? "read at open" : "deferred",
+			 (unsigned long long)n.size, (long long)n.mtime_ns);
+	if (ret == 0 && direct) {
+		pthread_mutex_lock(&f->lock);
+		f->direct = true;
+		pthread_mutex_unlock(&f->lock);
+	}
 	if (ret < 0) {
 		fs_file_put(ctx, f);
 		return ret;
@@ -288,9 +299,10 @@ out_opened:
 	 * Leaves, read or written, go through the kernel's one page cache
 	 * (shared writable mmap needs it): writes reach the shared buffer
 	 * at once (no write-back cache), dirty mmap pages before flush and
-	 * fsync. Views are rendered per open and never cached.
+	 * fsync. Views are rendered per open and never cached, and so are
+	 * the readers that fs_cache_reader_direct says must be.
 	 */
-	if (fs_file_is_view(f))
+	if (fs_file_is_view(f) || f->direct)
 		fi->direct_io = 1;
 	else
 		fi->keep_cache = !n.expires_ns && fs_cache_leaf_valid(ctx, node, &n);

@@ -673,10 +673,12 @@ static void revalidate_one(struct fs_ctx *ctx, struct fs_node *n)
 	pthread_mutex_unlock(&ctx->lock);
 	if (known && was_dir != (mn.kind == MODEL_KIND_OBJECT || mn.kind == MODEL_KIND_ARRAY))
 		forget_name(ctx, n);
-	else if (mn.kind == MODEL_KIND_LEAF && changed)
+	else if (mn.kind == MODEL_KIND_LEAF && changed) {
+		fs_cache_changed(ctx, n);
 		fuse_lowlevel_notify_inval_inode(ctx->se, fs_node_ino(ctx, n), 0, 0);
-	else
+	} else {
 		fuse_lowlevel_notify_inval_inode(ctx->se, fs_node_ino(ctx, n), -1, 0);
+	}
 }
 
 void fs_node_revalidate_subtree(struct fs_ctx *ctx, struct fs_node *node)

@@ -47,6 +47,10 @@ struct fs_node {
 	bool cache_known;	/* cache_* recorded at an earlier open */
 	int64_t cache_mtime;	/* leaf mtime and size at the last open or commit */
 	uint64_t cache_size;
+	int64_t changed_ns;	/* leaves: when a commit, this mount's or another's,
+				 * was last seen to change the text (CLOCK_MONOTONIC
+				 * ns; 0: never) */
+	int64_t committed_ns;	/* leaves: when one through this mount last did */
 	enum fs_push_state push_state;	/* directories: pushing their leaves' text (cache.c) */
 	/* attr.c and dir.c: what the kernel was told */
 	uint64_t dir_gen;	/* store generation when last listed (+1; 0 never) */

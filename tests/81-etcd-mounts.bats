@@ -140,6 +140,46 @@ wait_content() {
 	echo "# $reads whole-document reads while they wrote, none torn" >&3
 }
 
+# The values rewrite_leaf writes: "I-" and I % 37 spaces, a newline.
+leaf_value() {
+	printf '%s-%*s\n' "$1" $(($1 % 37)) ''
+}
+
+@test "a leaf another mount rewrites reads as one of its values: never cut, never NUL-padded" {
+	leaf_value 0 >"$MNT/ctr"
+	eventually 10 test -f "$MNT2/ctr"
+	# 300 values of changing length, each by O_TRUNC, write, close
+	(for i in $(seq 1 300); do leaf_value "$i" >"$MNT/ctr" || exit 1; done) &
+	local w=$!
+	# the other mount stats and reads it until the writer is done
+	run -0 python3 - "$MNT2/ctr" "$w" <<'PY'
+import os, sys, time
+p, pid = sys.argv[1], int(sys.argv[2])
+ok = {('%d-%s\n' % (i, ' ' * (i % 37))).encode() for i in range(301)}
+reads = bad = 0
+start = time.time()
+def alive():
+    try:
+        os.kill(pid, 0)
+        return True
+    except OSError:
+        return False
+while alive() or reads == 0:
+    os.stat(p)
+    with open(p, 'rb') as f:
+        b = f.read()
+    reads += 1
+    if b not in ok:
+        bad += 1
+        if bad <= 5:
+            print('not written: %r' % b)
+print('%.1f s, %d reads, %d not written' % (time.time() - start, reads, bad))
+PY
+	wait "$w"
+	echo "# $output" >&3
+	assert_output --regexp ' reads, 0 not written$'
+}
+
 @test "one member stopped while writes go on: nothing lost, and it catches up when back" {
 	local i
 	for i in $(seq 1 10); do echo "$i" >"$MNT/f$i"; done
