@@ -122,6 +122,19 @@ kind_attrs() {
 	stat -c '%n %a %u %g %y' "$1/0" "$1/1" | sed "s|^$1/||"
 }
 
+# kind_is DIR KIND WANT [EXPIRES]: DIR is of KIND, kind_attrs DIR (in UTC)
+# prints WANT, and DIR/1's user.kvfs.expires is EXPIRES when given.
+kind_is() {
+	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$1"
+	assert_output "$2"
+	run -0 env TZ=UTC0 bash -c "$(declare -f kind_attrs); kind_attrs '$1'"
+	assert_output "$3"
+	if [ $# -ge 4 ]; then
+		run -0 getfattr --absolute-names --only-values -n user.kvfs.expires "$1/1"
+		assert_output "$4"
+	fi
+}
+
 @test "an object <-> array change keeps its children's modes, owners, times and deadlines; cp -a, tar --xattrs and rsync -aX restore them" {
 	mount_store
 	local T=$BATS_TEST_TMPDIR want
@@ -139,12 +152,7 @@ kind_attrs() {
 	assert_output "$want"
 	for kind in array object array; do
 		setfattr -n user.kvfs.type -v $kind "$MNT/t"
-		run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/t"
-		assert_output $kind
-		run -0 env TZ=UTC0 bash -c "$(declare -f kind_attrs); kind_attrs '$MNT/t'"
-		assert_output "$want"
-		run -0 getfattr --absolute-names --only-values -n user.kvfs.expires "$MNT/t/1"
-		assert_output '2099-01-02T03:04:05.000000000Z'
+		kind_is "$MNT/t" $kind "$want" '2099-01-02T03:04:05.000000000Z'
 	done
 	# the everyday form: a backup of the array, restored by cp -a and tar --xattrs
 	cp -a "$MNT/t" "$T/bk"
@@ -152,28 +160,15 @@ kind_attrs() {
 	rm -r "$MNT/t"
 	cp -a "$T/bk" "$MNT/t"
 	remount
-	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/t"
-	assert_output array
-	run -0 env TZ=UTC0 bash -c "$(declare -f kind_attrs); kind_attrs '$MNT/t'"
-	assert_output "$want"
+	kind_is "$MNT/t" array "$want"
 	rm -r "$MNT/t"
 	tar --xattrs -xf "$T/t.tar" -C "$MNT"
 	remount
-	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/t"
-	assert_output array
-	run -0 env TZ=UTC0 bash -c "$(declare -f kind_attrs); kind_attrs '$MNT/t'"
-	assert_output "$want"
-	run -0 getfattr --absolute-names --only-values -n user.kvfs.expires "$MNT/t/1"
-	assert_output '2099-01-02T03:04:05.000000000Z'
+	kind_is "$MNT/t" array "$want" '2099-01-02T03:04:05.000000000Z'
 	rm -r "$MNT/t"
 	rsync -aX "$T/bk/" "$MNT/t/"
 	remount
-	run -0 getfattr --absolute-names --only-values -n user.kvfs.type "$MNT/t"
-	assert_output array
-	run -0 env TZ=UTC0 bash -c "$(declare -f kind_attrs); kind_attrs '$MNT/t'"
-	assert_output "$want"
-	run -0 getfattr --absolute-names --only-values -n user.kvfs.expires "$MNT/t/1"
-	assert_output '2099-01-02T03:04:05.000000000Z'
+	kind_is "$MNT/t" array "$want" '2099-01-02T03:04:05.000000000Z'
 	run -0 kvfs check "$STORE"
 }
 
