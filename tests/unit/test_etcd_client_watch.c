@@ -217,6 +217,14 @@ void test_watch_skip(void)
 		CHECK_EQ_INT(etcd_client_put(c, k, kl, "x", 1, 0, i ? &last : &first), 0);
 	}
 	CHECK_EQ_INT(etcd_client_watch_created_rev(s.c), 0);
+	/*
+	 * A linearizable read through s.c first: its member has then applied
+	 * the puts, and the watch starts on the member that answered. Without
+	 * it the watch could start on a follower still behind `last`.
+	 */
+	struct etcd_range_result r;
+	CHECK_EQ_INT(etcd_client_range(s.c, p, pl, &(struct etcd_range_opts){ .count_only = true }, &r), 0);
+	etcd_range_result_release(&r);
 	CHECK_EQ_INT(etcd_client_watch(s.c, p, pl, end, etcd_prefix_end(p, pl, end), first,
 				       skip_event, &s, NULL), ETCD_WATCH_AGAIN);
 	CHECK(s.created >= last);	/* the member had the backlog: it would have come first */
