@@ -235,125 +235,137 @@ int attr_each(struct store_txn *txn, const uint8_t *key, size_t len, attr_each_f
 	return ret;
 }
 
-struct attr_moved {
-	uint8_t key[STORE_KEY_MAX];
-	size_t len;
-	struct model_attr a;
+/* A rename's source and target: what attr_move_key maps from and to. */
+struct attr_move {
+	size_t src_len;
+	const uint8_t *dst;
+	size_t dst_len;
 };
 
-int attr_move_subtree(struct store_txn *txn, const uint8_t *src, size_t src_len,
-		      const uint8_t *dst, size_t dst_len)
+/*
+ * The attr_rekey_fn of a rename: a key of src's subtree under dst instead.
+ * 0 for a key too long there: no node has it (the data move refuses such
+ * a key first), and the move drops it with the rest of src.
+ */
+static int attr_move_key(void *arg, const uint8_t *key, size_t len, uint8_t *out, size_t *out_len)
 {
-	struct attr_moved *moved = NULL, *grown;
-	size_t n = 0, cap = 0;
-	struct store_scan *scan;
-	struct store_val k, v;
-	int ret;
+	const struct attr_move *m = arg;
+	size_t rest = len - m->src_len;
 
-	if (src_len == 0 || dst_len == 0)
-		return -EINVAL;
-	ret = ttl_move_subtree(txn, src, src_len, dst, dst_len);
-	if (ret < 0)
-		return ret;
-	ret = store_scan_open(txn, STORE_SPACE_ATTR, src, src_len, &scan);
-	if (ret < 0)
-		return ret;
-	/* Collected first: puts while the cursor walks could move it. */
-	while ((ret = store_scan_next(scan, &k, &v)) == 1) {
-		size_t rest = k.len - src_len;
-
-		if (!in_subtree(k.data, k.len, src_len))
-			continue;
-		if (dst_len + rest > STORE_KEY_MAX)
-			continue;	/* the data move refuses such a key first */
-		if (n == cap) {
-			cap = cap ? 2 * cap : 8;
-			grown = realloc(moved, cap * sizeof(*moved));
-			if (!grown) {
-				ret = -ENOMEM;
-				break;
-			}
-			moved = grown;
-		}
-		memcpy(moved[n].key, dst, dst_len);
-		memcpy(moved[n].key + dst_len, (const uint8_t *)k.data + src_len, rest);
-		moved[n].len = dst_len + rest;
-		if (attr_decode(k.data, k.len, v.data, v.len, &moved[n].a) < 0)
-			continue;	/* a corrupt record is dropped with its old key */
-		n++;
-	}
-	store_scan_close(scan);
-	if (ret == 0)
-		ret = attr_delete_subtree(txn, src, src_len);
-	for (size_t i = 0; ret == 0 && i < n; i++)
-		ret = attr_put(txn, moved[i].key, moved[i].len, &moved[i].a);
-	free(moved);
-	return ret;
+	if (m->dst_len + rest > STORE_KEY_MAX)
+		return 0;
+	memcpy(out, m->dst, m->dst_len);
+	memcpy(out + m->dst_len, key + m->src_len, rest);
+	*out_len = m->dst_len + rest;
+	return 1;
 }
 
-struct attr_rekeyed {
-	uint8_t old[STORE_KEY_MAX];
-	size_t old_len;
-	struct attr_moved to;
-	bool valid;	/* false: a corrupt record, dropped with its old key */
+/*
+ * Records collected before any is written: a write while the scan walks
+ * its range can move the cursor (on LMDB, deleting the space's last key
+ * resets it to the first key, and the scan stops with -EIO).
+ */
+struct attr_list {
+	struct attr_rec {
+		uint8_t key[STORE_KEY_MAX];
+		size_t len;
+		struct model_attr a;
+		bool valid;	/* false: a record that does not verify */
+	} *r;
+	size_t n, cap;
 };
 
-int attr_rekey_subtree(struct store_txn *txn, const uint8_t *key, size_t len, attr_rekey_fn fn,
-		       void *arg)
+/* Appends the key k to l (its fields for the caller to fill): 0 or -ENOMEM. */
+static int attr_list_add(struct attr_list *l, const struct store_val *k)
 {
-	struct attr_rekeyed *moved = NULL, *grown;
-	size_t n = 0, cap = 0;
+	struct attr_rec *grown;
+
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 8;
+		grown = realloc(l->r, l->cap * sizeof(*l->r));
+		if (!grown)
+			return -ENOMEM;
+		l->r = grown;
+	}
+	memcpy(l->r[l->n].key, k->data, k->len);
+	l->r[l->n].len = k->len;
+	l->n++;
+	return 0;
+}
+
+/*
+ * Moves the deadlines (ttl_remap_subtree), then the records, of the
+ * subtree at key[0..len] (the node's own included) that fn maps to the
+ * keys fn gives them; a record that does not verify is dropped. whole (a
+ * rename): the subtree is then deleted whole, what fn left and all; else
+ * each moved record's old key is deleted and what fn left stays.
+ */
+static int attr_remap(struct store_txn *txn, const uint8_t *key, size_t len, attr_rekey_fn fn,
+		      void *arg, bool whole)
+{
+	uint8_t to[STORE_KEY_MAX];
+	struct attr_list l = { 0 };
 	struct store_scan *scan;
 	struct store_val k, v;
-	int ret;
+	size_t to_len;
+	int ret = ttl_remap_subtree(txn, key, len, fn, arg, whole);
 
-	if (len == 0)
-		return -EINVAL;	/* the root's record key is not a node key */
-	ret = ttl_rekey_subtree(txn, key, len, fn, arg);
+	if (ret == 0)
+		ret = store_scan_open(txn, STORE_SPACE_ATTR, key, len, &scan);
 	if (ret < 0)
 		return ret;
-	ret = store_scan_open(txn, STORE_SPACE_ATTR, key, len, &scan);
-	if (ret < 0)
-		return ret;
-	/* Collected first: puts while the cursor walks could move it. */
 	while ((ret = store_scan_next(scan, &k, &v)) == 1) {
-		if (k.len == len || !in_subtree(k.data, k.len, len))
-			continue;	/* the node itself, or a sibling continuing its name */
-		if (n == cap) {
-			cap = cap ? 2 * cap : 8;
-			grown = realloc(moved, cap * sizeof(*moved));
-			if (!grown) {
-				ret = -ENOMEM;
-				break;
-			}
-			moved = grown;
-		}
-		ret = fn(arg, k.data, k.len, moved[n].to.key, &moved[n].to.len);
+		if (!in_subtree(k.data, k.len, len))
+			continue;	/* a sibling continuing the node's name */
+		ret = fn(arg, k.data, k.len, to, &to_len);
 		if (ret < 0)
 			break;
 		if (ret == 0)
 			continue;
-		memcpy(moved[n].old, k.data, k.len);
-		moved[n].old_len = k.len;
-		moved[n].valid = attr_decode(k.data, k.len, v.data, v.len, &moved[n].to.a) == 0;
-		n++;
+		ret = attr_list_add(&l, &k);
+		if (ret < 0)
+			break;
+		l.r[l.n - 1].valid = attr_decode(k.data, k.len, v.data, v.len, &l.r[l.n - 1].a) == 0;
 	}
 	store_scan_close(scan);
-	/* every old key goes before any new one is put: fn maps no new key again */
-	for (size_t i = 0; ret == 0 && i < n; i++)
-		ret = store_del(txn, STORE_SPACE_ATTR, moved[i].old, moved[i].old_len);
-	for (size_t i = 0; ret == 0 && i < n; i++)
-		if (moved[i].valid)
-			ret = attr_put(txn, moved[i].to.key, moved[i].to.len, &moved[i].to.a);
-	free(moved);
+	if (ret == 0 && whole)
+		ret = attr_delete_subtree(txn, key, len);
+	/* fn again for the new key (it answers alike): a list of old keys holds half as much */
+	for (size_t i = 0; ret == 0 && i < l.n; i++) {
+		ret = fn(arg, l.r[i].key, l.r[i].len, to, &to_len);
+		if (ret <= 0)
+			continue;
+		/* a new key is none fn maps: no later delete takes it */
+		ret = whole ? 0 : store_del(txn, STORE_SPACE_ATTR, l.r[i].key, l.r[i].len);
+		if (ret == 0 && l.r[i].valid)
+			ret = attr_put(txn, to, to_len, &l.r[i].a);
+	}
+	free(l.r);
 	return ret;
+}
+
+int attr_move_subtree(struct store_txn *txn, const uint8_t *src, size_t src_len,
+		      const uint8_t *dst, size_t dst_len)
+{
+	struct attr_move m = { .src_len = src_len, .dst = dst, .dst_len = dst_len };
+
+	if (src_len == 0 || dst_len == 0)
+		return -EINVAL;
+	return attr_remap(txn, src, src_len, attr_move_key, &m, true);
+}
+
+int attr_rekey_subtree(struct store_txn *txn, const uint8_t *key, size_t len, attr_rekey_fn fn,
+		       void *arg)
+{
+	if (len == 0)
+		return -EINVAL;	/* the root's record key is not a node key */
+	return attr_remap(txn, key, len, fn, arg, false);
 }
 
 /* Drops the records under key[0..len] whose node is gone (after a view write). */
 int attr_prune(struct store_txn *txn, const uint8_t *key, size_t len)
 {
-	struct attr_moved *gone = NULL, *grown;
-	size_t n = 0, cap = 0;
+	struct attr_list gone = { 0 };
 	struct store_scan *scan;
 	struct store_val k, v;
 	struct tree_node node;
@@ -368,26 +380,17 @@ int attr_prune(struct store_txn *txn, const uint8_t *key, size_t len)
 			continue;
 		if (tree_lookup(txn, k.data, k.len, &node) == 0 && node.exists)
 			continue;
-		if (n == cap) {
-			cap = cap ? 2 * cap : 8;
-			grown = realloc(gone, cap * sizeof(*gone));
-			if (!grown) {
-				ret = -ENOMEM;
-				break;
-			}
-			gone = grown;
-		}
-		gone[n].len = k.len;
-		memcpy(gone[n].key, k.data, k.len);
-		n++;
+		ret = attr_list_add(&gone, &k);
+		if (ret < 0)
+			break;
 	}
 	store_scan_close(scan);
-	for (size_t i = 0; ret == 0 && i < n; i++) {
-		ret = store_del(txn, STORE_SPACE_ATTR, gone[i].key, gone[i].len);
+	for (size_t i = 0; ret == 0 && i < gone.n; i++) {
+		ret = store_del(txn, STORE_SPACE_ATTR, gone.r[i].key, gone.r[i].len);
 		if (ret == -ENOENT)
 			ret = 0;
 	}
-	free(gone);
+	free(gone.r);
 	return ret < 0 ? ret : ttl_prune(txn, key, len);
 }
 

@@ -251,17 +251,17 @@ int attr_move_subtree(struct store_txn *txn, const uint8_t *src, size_t src_len,
 /* Deletes the records under key[0..len] whose node no longer exists. */
 int attr_prune(struct store_txn *txn, const uint8_t *key, size_t len);
 /*
- * Maps a node key under a subtree to the key the node gets: 1 with the new
- * key in out (room for STORE_KEY_MAX bytes) and its length in *out_len, 0
- * when the node keeps its key, or -errno.
+ * Maps a node key of a subtree (the subtree's own included) to the key the
+ * node gets: 1 with the new key in out (room for STORE_KEY_MAX bytes) and
+ * its length in *out_len, 0 when the node keeps its key, or -errno.
  */
 typedef int (*attr_rekey_fn)(void *arg, const uint8_t *key, size_t len, uint8_t *out,
 			     size_t *out_len);
 /*
- * Moves the records and deadlines (ttl_rekey_subtree) of the nodes under
- * key[0..len], the node's own excluded, to the keys fn gives them, in one
- * scan of each space: a container's kind change ("0" <-> 0). fn's new keys
- * must not be keys it maps.
+ * Moves the records and deadlines (ttl_remap_subtree) of the nodes under
+ * key[0..len] to the keys fn gives them, in one scan of each space: a
+ * container's kind change ("0" <-> 0). fn's new keys must be keys it
+ * leaves, it leaves the node's own, and it answers a key alike each time.
  */
 int attr_rekey_subtree(struct store_txn *txn, const uint8_t *key, size_t len, attr_rekey_fn fn,
 		       void *arg);

@@ -43,18 +43,17 @@ int ttl_default(struct store_txn *txn, const uint8_t *key, size_t len, int64_t s
 int ttl_clear(struct store_txn *txn, const uint8_t *key, size_t len);
 /* Drops the deadlines of key[0..len] and every node under it. */
 int ttl_delete_subtree(struct store_txn *txn, const uint8_t *key, size_t len);
-/* Moves the deadlines of the subtree at src to dst (a rename). */
-int ttl_move_subtree(struct store_txn *txn, const uint8_t *src, size_t src_len,
-		     const uint8_t *dst, size_t dst_len);
 /*
- * Moves the deadlines of the nodes under key[0..len] to the keys fn gives
- * them (an attr_rekey_fn, model/tree/tree_int.h: 1 and the new key, 0 to
- * leave one where it is, or -errno): a container's kind change.
+ * Moves the deadlines of key[0..len] and the nodes under it to the keys fn
+ * gives them (an attr_rekey_fn, model/tree/tree_int.h: 1 and the new key,
+ * 0 to leave one where it is, or -errno; fn's new keys are keys it leaves):
+ * a rename, or a container's kind change. whole (a rename): the ones fn
+ * leaves are dropped too.
  */
-int ttl_rekey_subtree(struct store_txn *txn, const uint8_t *key, size_t len,
+int ttl_remap_subtree(struct store_txn *txn, const uint8_t *key, size_t len,
 		      int (*fn)(void *arg, const uint8_t *key, size_t len, uint8_t *out,
 				size_t *out_len),
-		      void *arg);
+		      void *arg, bool whole);
 /* Drops the deadlines under key[0..len] whose node no longer exists. */
 int ttl_prune(struct store_txn *txn, const uint8_t *key, size_t len);
 /*

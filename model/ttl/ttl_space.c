@@ -224,49 +224,27 @@ int ttl_delete_subtree(struct store_txn *txn, const uint8_t *key, size_t len)
 	return ret;
 }
 
-int ttl_move_subtree(struct store_txn *txn, const uint8_t *src, size_t src_len,
-		     const uint8_t *dst, size_t dst_len)
-{
-	struct ttl_list l = { 0 };
-	uint8_t nk[STORE_KEY_MAX];
-	int ret;
-
-	if (store_space_is_empty(txn, STORE_SPACE_TTL))
-		return 0;
-	ret = take_subtree(txn, src, src_len, &l);
-	for (size_t i = 0; ret == 0 && i < l.n; i++) {
-		size_t rest = l.e[i].len - src_len;
-
-		if (dst_len + rest > STORE_KEY_MAX || l.e[i].deadline_ns <= 0)
-			continue;	/* the data move refuses such a key first */
-		memcpy(nk, dst, dst_len);
-		memcpy(nk + dst_len, l.e[i].key + src_len, rest);
-		ret = ttl_set(txn, nk, dst_len + rest, l.e[i].deadline_ns);
-	}
-	free(l.e);
-	return ret;
-}
-
-int ttl_rekey_subtree(struct store_txn *txn, const uint8_t *key, size_t len,
+int ttl_remap_subtree(struct store_txn *txn, const uint8_t *key, size_t len,
 		      int (*fn)(void *arg, const uint8_t *key, size_t len, uint8_t *out,
 				size_t *out_len),
-		      void *arg)
+		      void *arg, bool whole)
 {
 	struct ttl_list l = { 0 };
 	uint8_t nk[STORE_KEY_MAX];
 	size_t nk_len;
-	int ret;
+	int mapped, ret;
 
 	if (store_space_is_empty(txn, STORE_SPACE_TTL))
 		return 0;
 	ret = collect_subtree(txn, key, len, &l);
 	/* each entry is dropped before it is set anew: fn maps no new key again */
 	for (size_t i = 0; ret == 0 && i < l.n; i++) {
-		ret = fn(arg, l.e[i].key, l.e[i].len, nk, &nk_len);
-		if (ret <= 0)
-			continue;
-		ret = drop_entry(txn, &l.e[i]);
-		if (ret == 0 && l.e[i].deadline_ns > 0)
+		mapped = fn(arg, l.e[i].key, l.e[i].len, nk, &nk_len);
+		if (mapped < 0)
+			ret = mapped;
+		else if (mapped || whole)
+			ret = drop_entry(txn, &l.e[i]);
+		if (ret == 0 && mapped && l.e[i].deadline_ns > 0)
 			ret = ttl_set(txn, nk, nk_len, l.e[i].deadline_ns);
 	}
 	free(l.e);
