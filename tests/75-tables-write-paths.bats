@@ -593,6 +593,62 @@ stored ['lat', 'poiName']"
 	assert_output --partial ' 0 problems'
 }
 
+# A table's declaration is kept under its directory's key: a write that
+# re-keys the directory or puts something else in its place would leave
+# the declaration naming nothing, and the rows plain. cp -a, tar --xattrs
+# and rsync -aX set user.kvfs.type while restoring; a .json file beside
+# its directory replaces it (docs/FILES.md).
+@test "a change of kind, a document or a saved view over a directory holding a table is refused (EBUSY) and keeps it whole; rm -r still removes it" {
+	local T=$BATS_TEST_TMPDIR people_schema a
+	people
+	mkdir -p "$MNT/a/0/t"
+	kvfs table create "$STORE" /a/0/t --key-depth 1
+	caught_up
+	row a/0/t/r1 '{"n":1}'
+	people_schema=$(kvfs table show "$STORE" /people)
+	a=$(kvfs export --compact "$STORE" /a)
+	# the kind of a directory above a table, and of a table itself
+	run ! setfattr -n user.kvfs.type -v array "$MNT/a"
+	assert_output --partial 'Device or resource busy'
+	run -0 err "$MNT/a"
+	assert_output --partial '/a: holds the table /a/0/t'
+	run ! setfattr -n user.kvfs.type -v array "$MNT/people"
+	assert_output --partial 'Device or resource busy'
+	run -0 err "$MNT/people"
+	assert_output --partial '/people: is a table'
+	# a document over the directory holding it: cp, an editor's rename, import
+	printf '{"x":1}' >"$T/a.json"
+	run ! cp "$T/a.json" "$MNT/a.json"
+	assert_output --partial 'Device or resource busy'
+	run -0 err "$MNT/a"
+	assert_output --partial 'would replace the table /a/0/t'
+	cp "$T/a.json" "$MNT/a.txt"
+	run ! mv "$MNT/a.txt" "$MNT/a.json"
+	assert_output --partial 'Device or resource busy'
+	rm "$MNT/a.txt"
+	run ! kvfs import "$STORE" /a "$T/a.json"
+	assert_output --partial 'would replace the table /a/0/t'
+	# the table's own document as an array or a value (as an object it is its rows)
+	for doc in '[{"age":1}]' 7; do
+		printf '%s' "$doc" >"$T/people.json"
+		run ! cp "$T/people.json" "$MNT/people.json"
+		assert_output --partial 'Device or resource busy'
+	done
+	# nothing changed: declarations, rows, index entries
+	run -0 kvfs table show "$STORE" /people
+	assert_output "$people_schema"
+	run -0 kvfs table show "$STORE" /a/0/t
+	run -0 kvfs export --compact "$STORE" /a
+	assert_output "$a"
+	run -0 kvfs find "$STORE" /people by_age --from 0 --to 100
+	assert_output 'ann'
+	run -0 kvfs check "$STORE"
+	assert_output --partial ' 0 problems'
+	# removed on purpose, a table goes with its declaration
+	run -0 rm -r "$MNT/a"
+	run -1 kvfs table show "$STORE" /a/0/t
+}
+
 # Issue 32 section 5: a reference over several fields (tables/poi_names)
 # holds on the mount's write paths as a one-field reference does.
 @test "a reference over several fields through the mount: cp of a row and echo into a field naming no row are refused; a referenced row is neither removed nor moved" {

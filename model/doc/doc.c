@@ -781,6 +781,9 @@ int doc_write(struct store_txn *txn, const struct tree_path *p, const char *json
 		ret = flat_parse(f, json, len, flags & DOC_MAPPED, progress, arg);
 	if (ret == 0 && f->append && !f->appended && (!n.exists || n.marker))
 		ret = tree_put_marker(txn, p->key, p->len, MODEL_KIND_ARRAY);
+	/* a document over a directory holding a table keeps the table's directory */
+	if (ret == 0 && !f->append && n.exists && n.kind != MODEL_KIND_LEAF)
+		ret = table_check_kept(txn, p->key, p->len, p->text, err);
 	strbuf_release(&f->bytes);
 	strbuf_release(&f->pend_str);
 	strbuf_release(&f->names);

@@ -833,25 +833,3 @@ int table_txn_flush(struct store_txn *txn, struct table_txn *tt)
 		tt->wiped[t] = false;
 	return 0;
 }
-
-int table_check_move(struct store_txn *txn, const uint8_t *key, size_t len, const char *what,
-		     struct model_error *err)
-{
-	struct store_scan *scan;
-	struct store_val k, v;
-	int ret = store_scan_open(txn, STORE_SPACE_SCHEMA, key, len, &scan);
-
-	if (ret == -ENOENT)
-		return 0;
-	if (ret < 0)
-		return ret;
-	while ((ret = store_scan_next(scan, &k, &v)) == 1) {
-		if (k.len > len && ((const uint8_t *)k.data)[len] == 0xff)
-			continue;	/* a sibling whose name goes on with a NUL */
-		ret = tree_fail(err, -EBUSY, "%s: is or holds a table; moving a table is not "
-				"supported (kvfs table drop, move, kvfs table create)", what);
-		break;
-	}
-	store_scan_close(scan);
-	return ret;
-}

@@ -197,10 +197,22 @@ int table_schema_reload(struct store_txn *txn, const uint8_t *key, size_t len);
 int table_row_pinned(struct store_txn *txn, const uint8_t *key, size_t len);
 
 /*
- * -EBUSY with a message when key[0..len] is a table or holds one: moving a
+ * The writes that would part a declaration from its rows (table_guard.c),
+ * each -EBUSY with a message in err naming what (and the table).
+ * table_check_move: key[0..len] is a table or holds one, and moving a
  * table directory would leave its declaration behind (not supported).
+ * table_check_kind: the same, for a change of kind of key[0..len]
+ * (object <-> array), which re-keys every table below it and makes a
+ * table itself no object of rows.
+ * table_check_kept: after a document replaced key[0..len] in txn, a table
+ * at or under it that is gone or no object (the write's transaction then
+ * aborts; removing a table on purpose goes by model_remove instead).
  */
 int table_check_move(struct store_txn *txn, const uint8_t *key, size_t len, const char *what,
+		     struct model_error *err);
+int table_check_kind(struct store_txn *txn, const uint8_t *key, size_t len, const char *what,
+		     struct model_error *err);
+int table_check_kept(struct store_txn *txn, const uint8_t *key, size_t len, const char *what,
 		     struct model_error *err);
 
 /* kvfs check: reports index/row disagreement through fn; repair rebuilds. */

@@ -514,6 +514,10 @@ static int set_kind(struct store_txn *txn, const struct rename_op *op, const str
 				 op->type);
 	if (p->len == 0)
 		return tree_fail(op->err, -EINVAL, "%s: the root is always an object", op->from);
+	/* a table's declaration stays at its key: it would name nothing, or an array */
+	ret = table_check_kind(txn, p->key, p->len, op->from, op->err);
+	if (ret < 0)
+		return ret;
 	if (n->marker)
 		return tree_put_marker(txn, p->key, p->len,
 				       to_array ? MODEL_KIND_ARRAY : MODEL_KIND_OBJECT);
