@@ -332,6 +332,57 @@ static void test_rules(void)
 }
 
 /*
+ * A table's declaration stays with its directory: a change of kind of the
+ * table or of a directory above it, and a document over a directory holding
+ * it that leaves it no object of rows, are refused (EBUSY) and change
+ * nothing, the store dumped the same; a removal on purpose takes it.
+ */
+static void test_table_kept(void)
+{
+	static const char *const docs[] = { "{\"x\":1}", "[1]", "7" };
+	struct model_error err;
+	struct model *m = open_fresh();
+	size_t l1 = 0, l2 = 0;
+	char *d1, *d2;
+
+	CHECK(m != NULL);
+	if (!m)
+		return;
+	CHECK_EQ_INT(put(m, "/a.json", "{\"0\":{\"t\":{\"r\":{\"n\":1}}}}", &err), 0);
+	CHECK_EQ_INT(model_table_create(m, "/a/0/t", 1, NULL, &err), 0);
+	CHECK_EQ_INT(model_index_create(m, "/a/0/t", "by_n", "n", true, &err), 0);
+	CHECK_EQ_INT(put(m, "/f", "{\"y\":2}", &err), 0);
+	d1 = dump_text(m, &l1);
+	CHECK_EQ_INT(model_set_type(m, "/a", "array", &err), -EBUSY);
+	CHECK(strstr(err.msg, "holds the table /a/0/t") != NULL);
+	CHECK_EQ_INT(model_set_type(m, "/a/0/t", "array", &err), -EBUSY);
+	CHECK(strstr(err.msg, "is a table") != NULL);
+	CHECK_EQ_INT(model_set_type(m, "/a/0/t", "object", &err), 0);	/* its kind already */
+	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		CHECK_EQ_INT(put(m, "/a.json", docs[i], &err), -EBUSY);
+		CHECK_EQ_INT(model_import(m, "/a", docs[i], strlen(docs[i]), NULL, NULL, &err),
+			     -EBUSY);
+		if (docs[i][0] != '{')
+			CHECK_EQ_INT(put(m, "/a/0/t.json", docs[i], &err), -EBUSY);
+	}
+	CHECK_EQ_INT(model_rename(m, "/f", "/a.json", 0, &err), -EBUSY);
+	CHECK(strstr(err.msg, "would replace the table /a/0/t") != NULL);
+	CHECK_EQ_INT(model_rename(m, "/a/0", "/b", 0, &err), -EBUSY);
+	d2 = dump_text(m, &l2);
+	CHECK(d1 && d2);
+	if (d1 && d2)
+		CHECK_MEM(d1, l1, d2, l2);
+	free(d1);
+	free(d2);
+	/* the table's document as an object is its rows, and the table stays */
+	CHECK_EQ_INT(put(m, "/a/0/t.json", "{\"s\":{\"n\":2}}", &err), 0);
+	CHECK_EQ_INT(put(m, "/a/0/t/u.json", "{\"n\":2}", &err), -EEXIST);	/* by_n holds */
+	CHECK_EQ_INT(model_remove(m, "/a", MODEL_REMOVE_RECURSIVE, &err), 0);
+	CHECK_EQ_INT(model_table_drop(m, "/a/0/t", &err), -ENOENT);
+	close_fresh(m);
+}
+
+/*
  * A reference over two fields holding integers names the key levels their
  * decimal text spells: it holds /t/7/1, not /t/007/1, though both read as
  * the numbers 7 and 1.
@@ -549,5 +600,6 @@ int main(void)
 	TEST(test_check_finds_corrupt_entry);
 	TEST(test_schema_record_versions);
 	TEST(test_refs_over_numbers);
+	TEST(test_table_kept);
 	return UNIT_DONE();
 }
