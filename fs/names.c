@@ -63,6 +63,41 @@ static void name_end_entry(fuse_req_t req, struct fs_node *dir, const char *name
 	free(path);
 }
 
+/*
+ * Refuses to make what a store cannot hold: EPERM, which symlink(2),
+ * link(2) and mknod(2) document for a filesystem without such things and
+ * the VFS gives for one (vfat); ENOTSUP makes cp, tar and rsync do the
+ * same with another message, and ENOSYS claims the call is missing (the
+ * kernel turns a FUSE link's into EPERM). Alone, EPERM reads as a
+ * permission problem: the reason is kept for user.kvfs.error and logged.
+ */
+static void name_refuse(fuse_req_t req, fuse_ino_t parent, const char *name, const char *what)
+{
+	struct fs_ctx *ctx = fs_req_ctx(req);
+	struct model_error err = { .msg = "" };
+	char *path;
+
+	if (fs_node_path(ctx, fs_node_from_ino(ctx, parent), name, &path) == 0) {
+		snprintf(err.msg, sizeof(err.msg), "%s: %s cannot be stored: a store holds files "
+			 "and directories only", path, what);
+		fs_log_model(ctx, -EPERM, &err, path);
+		free(path);
+	}
+	fs_reply_err(req, -EPERM);
+}
+
+/* What mknod was asked to make, for its refusal. */
+static const char *node_kind(mode_t mode)
+{
+	if (S_ISFIFO(mode))
+		return "a FIFO";
+	if (S_ISSOCK(mode))
+		return "a socket";
+	if (S_ISCHR(mode) || S_ISBLK(mode))
+		return "a device node";
+	return "a file of this type";
+}
+
 void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	struct fs_ctx *ctx = fs_req_ctx(req);
@@ -97,7 +132,7 @@ void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 
 	(void)rdev;
 	if (!S_ISREG(mode)) {
-		fs_reply_err(req, -EPERM);
+		name_refuse(req, parent, name, node_kind(mode));
 		return;
 	}
 	fs_rmhold_settle_name(ctx, fs_node_from_ino(ctx, parent), name);	/* tried first */
@@ -442,15 +477,11 @@ out_free:
 void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
 	(void)link;
-	(void)parent;
-	(void)name;
-	fs_reply_err(req, -EPERM);	/* a store holds no links */
+	name_refuse(req, parent, name, "a symbolic link");
 }
 
 void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
 	(void)ino;
-	(void)newparent;
-	(void)newname;
-	fs_reply_err(req, -EPERM);
+	name_refuse(req, newparent, newname, "a hard link");
 }
