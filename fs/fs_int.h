@@ -104,7 +104,7 @@ struct fs_file;
  * The last refusals (a path and the message the model gave), so that a user
  * without syslog can read why `cp` saw only "Invalid argument": the xattr
  * user.kvfs.error (xattr.c). A ring of FS_ERRORS_MAX, oldest overwritten,
- * guarded by ctx->err.lock (mount.c).
+ * guarded by ctx->err.lock (log.c).
  */
 #define FS_ERRORS_MAX 64
 struct fs_error {
@@ -113,7 +113,7 @@ struct fs_error {
 	char msg[512];
 };
 struct fs_errors {
-	pthread_mutex_t lock;	/* ring, next (mount.c) */
+	pthread_mutex_t lock;	/* ring, next (log.c) */
 	struct fs_error ring[FS_ERRORS_MAX];
 	unsigned next;		/* the slot the next refusal takes */
 	/* when a refusal last said the store's servers did not answer (CLOCK_MONOTONIC ns); no lock */
@@ -166,7 +166,7 @@ struct fs_ctx {
 	unsigned release_late_us;	/* the test hook KVFS_TEST_RELEASE_LATE_MS (file.c); 0: none */
 	int log_fd;		/* lines go here when >= 0 (-o log=, or no syslog): else syslog */
 
-	struct fs_errors err;	/* the kept refusals (mount.c) */
+	struct fs_errors err;	/* the kept refusals (log.c) */
 
 	pthread_mutex_t lock;	/* the fields below, every struct fs_node, fs_file links */
 	struct fs_inodes inodes;	/* inode.c's table */
@@ -190,7 +190,7 @@ struct fs_ctx {
 
 #define FS_TIMEOUT_DEFAULT 86400.0	/* entry and attr timeouts: the watcher keeps them honest */
 
-/* ---- logging (mount.c) ---- */
+/* ---- logging (log.c; where to, mount.c) ---- */
 /*
  * The -o log= file when given; else stderr in the foreground; else syslog
  * when /dev/log exists, and the stderr the mount command had when not.

@@ -18,7 +18,8 @@
  *   write_section.c  the write section around commits, nlink kept across them
  *   watcher.c        the watcher thread: other processes' commits, the change feed
  *   inode.c          the node table (struct fs_node), revalidation
- *   mount.c          options, logging, the daemon's lifetime
+ *   mount.c          options, where the log goes, the daemon's lifetime
+ *   log.c            the log's lines, the refusals kept for user.kvfs.error
  *   table.c          a table index's row links (readlink), user.kvfs.schema
  *   rmhold.c         removals held in table rows until the row goes whole (rm -r)
  *   stats.c          the request counters: the table the session runs wraps this one

@@ -67,7 +67,7 @@ size_t fs_stats_format(struct fs_ctx *ctx, char *buf, size_t cap)
 
 /*
  * Counts the request; its caller owns the refusals this thread keeps now
- * (mount.c), and what it asks of a store's servers fails within FS_OP_MS
+ * (log.c), and what it asks of a store's servers fails within FS_OP_MS
  * of their last answer, however many calls, members and tries it makes.
  */
 #define COUNT(req, which) (fs_caller_set(req), model_deadline(fs_req_ctx(req)->model, FS_OP_MS), \
