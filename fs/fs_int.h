@@ -155,7 +155,8 @@ struct fs_ctx {
 	gid_t gid;
 	double entry_timeout;	/* seconds the kernel may trust a name */
 	double attr_timeout;	/* seconds the kernel may trust attributes */
-	char *log_path;		/* -o log=FILE (absolute), or NULL */
+	char *log_path;		/* -o log=FILE, or without syslog a file of the mount's own
+				 * (mount.c, default_log): absolute; else NULL */
 	unsigned commit_ms;	/* -o commit=MS: writes are checked and queued in the
 				 * store's batch, committed at most MS later (docs/COMMITS.md,
 				 * "The commit model"); 0: committed before close returns */
@@ -193,7 +194,8 @@ struct fs_ctx {
 /* ---- logging (log.c; where to, mount.c) ---- */
 /*
  * The -o log= file when given; else stderr in the foreground; else syslog
- * when /dev/log exists, and the stderr the mount command had when not.
+ * when /dev/log exists, and when not the stderr the mount command had if a
+ * file, else a file named for the mountpoint (mount.c, default_log).
  */
 void fs_log(struct fs_ctx *ctx, int prio, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -221,21 +221,75 @@ static void detach_report(int *report, unsigned char code)
 	*report = -1;
 }
 
-/* The child, once serving: a new session, "/" as cwd, stdio on /dev/null (see the log). */
+/* Longest escaped mountpoint a log file's name holds whole (a name is at most 255 bytes). */
+#define FS_LOG_NAME_MAX 200
+
+/*
+ * The name of the default log file (without ".log") of the mount at mnt
+ * (absolute, resolved), spelled as systemd-escape --path spells the path:
+ * "/srv/a/mnt" is "srv-a-mnt"; "/" becomes "-", and "-", "\\", a leading
+ * "." and every byte but letters, digits, ":", "_" and "." become "\xNN";
+ * the root is "-". Escaped, two mountpoints never share a file, as they
+ * did by last name alone (/a/mnt and /b/mnt: one log interleaved, and
+ * one's rotation cut the other's), and the name says whose it is. One
+ * longer than FS_LOG_NAME_MAX keeps its start, then "-" and a 64-bit
+ * FNV-1a hash of the whole path. out holds FS_LOG_NAME_MAX + 18 bytes.
+ */
+static void log_name(const char *mnt, char *out)
+{
+	static const char hex[] = "0123456789abcdef";
+	uint64_t hash = 0xcbf29ce484222325ULL;
+	const char *p = mnt, *end = mnt + strlen(mnt);
+	size_t n = 0;
+	bool cut = false;
+
+	while (end > p && end[-1] == '/')
+		end--;
+	while (p < end && *p == '/')
+		p++;
+	for (const char *start = p; p < end; p++) {
+		unsigned char c = (unsigned char)*p;
+		char e[4] = { (char)c };
+		size_t k = 1;
+
+		hash = (hash ^ c) * 0x100000001b3ULL;
+		if (c == '/')
+			e[0] = '-';
+		else if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			   (c >= '0' && c <= '9') || c == ':' || c == '_' || (c == '.' && p != start))) {
+			e[0] = '\\';
+			e[1] = 'x';
+			e[2] = hex[c >> 4];
+			e[3] = hex[c & 15];
+			k = 4;
+		}
+		cut = cut || n + k > FS_LOG_NAME_MAX;
+		if (!cut) {
+			memcpy(out + n, e, k);
+			n += k;
+		}
+	}
+	if (n == 0)
+		out[n++] = '-';
+	if (cut)
+		n += (size_t)sprintf(out + n, "-%016llx", (unsigned long long)hash);
+	out[n] = '\0';
+}
+
 /*
  * Without syslog, and stderr no file: the messages go to
- * $XDG_RUNTIME_DIR/kvfs/MOUNT.log, else /tmp/kvfs-UID/MOUNT.log (MOUNT: the
- * mountpoint's last name), appended to; the path is printed (say: stderr
- * is a terminal) while the terminal is still the command's. The directory is made 0700 and must be
- * the caller's own, so no one else can plant a link there.
+ * $XDG_RUNTIME_DIR/kvfs/NAME.log, else /tmp/kvfs-UID/NAME.log (NAME: the
+ * mountpoint's whole path escaped, log_name), appended to; the path is
+ * printed (say: stderr is a terminal) while the terminal is still the
+ * command's. The directory is made 0700 and must be the caller's own, so
+ * no one else can plant a link there.
  */
 static void default_log(struct fs_ctx *ctx, bool say)
 {
-	const char *run = getenv("XDG_RUNTIME_DIR"), *base = strrchr(ctx->mountpoint, '/');
-	char dir[PATH_MAX], file[PATH_MAX + 64];
+	const char *run = getenv("XDG_RUNTIME_DIR");
+	char dir[PATH_MAX], name[FS_LOG_NAME_MAX + 18], file[PATH_MAX + sizeof(name) + 8];
 	struct stat st;
 
-	base = base && base[1] ? base + 1 : "root";
 	if (run && run[0] == '/')
 		snprintf(dir, sizeof(dir), "%s/kvfs", run);
 	else
@@ -247,12 +301,14 @@ static void default_log(struct fs_ctx *ctx, bool say)
 				"alone: the daemon's messages are lost (-o log=FILE keeps them)\n", dir);
 		return;
 	}
-	snprintf(file, sizeof(file), "%s/%s.log", dir, base);
+	log_name(ctx->mountpoint, name);
+	snprintf(file, sizeof(file), "%s/%s.log", dir, name);
 	if (log_open(ctx, file) < 0 || !say)
 		return;
 	fprintf(stderr, "kvfs: mount: no syslog here: the daemon's messages go to %s\n", file);
 }
 
+/* The child, once serving: a new session, "/" as cwd, stdio on /dev/null (see the log). */
 static void detach_finish(struct fs_ctx *ctx, int *report)
 {
 	int fd;

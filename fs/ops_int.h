@@ -64,7 +64,10 @@ bool fs_req_kills_suidgid(fuse_ino_t ino);
 /* ops.c's table, each request counted first: the one the session runs. */
 extern const struct fuse_lowlevel_ops fs_ops_counted;
 void fs_stat_add(struct fs_ctx *ctx, enum fs_stat which, uint64_t n);
-/* "opcode count" lines into buf (cap bytes, not NUL-terminated); the length used. */
+/*
+ * "opcode count" lines, then "log WHERE" (mount.c), into buf (cap bytes, not
+ * NUL-terminated); the length used.
+ */
 size_t fs_stats_format(struct fs_ctx *ctx, char *buf, size_t cap);
 
 /* ---- xattrs and statfs (xattr.c) ---- */

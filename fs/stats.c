@@ -9,7 +9,8 @@
  * reads handed out (model_keys_read), so that a test can tell what an
  * operation costs the store; and position, the generation (etcd: the
  * revision) up to which the mount has taken in every commit (watcher.c),
- * to compare with `kvfs info`'s.
+ * to compare with `kvfs info`'s; last, log, where the daemon's messages go
+ * (a file's path, stderr or syslog), so that a user can find them.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -60,6 +61,11 @@ size_t fs_stats_format(struct fs_ctx *ctx, char *buf, size_t cap)
 	n = snprintf(buf + used, cap - used, "store_keys_read %llu\nposition %llu\n",
 		     (unsigned long long)model_keys_read(ctx->model),
 		     (unsigned long long)atomic_load(&ctx->watch.position));
+	if (n > 0 && (size_t)n < cap - used)
+		used += (size_t)n;
+	/* last: the rest of the line is a path, which may hold spaces */
+	n = snprintf(buf + used, cap - used, "log %s\n", ctx->log_path ? ctx->log_path :
+		     ctx->foreground || ctx->log_fd >= 0 ? "stderr" : "syslog");
 	if (n > 0 && (size_t)n < cap - used)
 		used += (size_t)n;
 	return used;

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,7 +246,7 @@ void fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t siz
 		return;
 	}
 	if (strcmp(name, FS_XATTR_STATS) == 0 && ino == FUSE_ROOT_ID) {
-		char stats[2048];
+		char stats[2048 + PATH_MAX];	/* the counters, then the log's path */
 		size_t len = fs_stats_format(ctx, stats, sizeof(stats));
 
 		reply_xattr_value(req, size, stats, len);

@@ -13,9 +13,12 @@ setup() {
 }
 
 teardown() {
-	if mountpoint -q "$MNT" 2>/dev/null; then
-		fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -uz "$MNT" 2>/dev/null || true
-	fi
+	local m
+	for m in "$MNT" "$BATS_TEST_TMPDIR"/{a,b,d*}/mnt; do
+		if mountpoint -q "$m" 2>/dev/null; then
+			fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m" 2>/dev/null || true
+		fi
+	done
 }
 
 @test "kvfs mount serves the store and returns; kvfs umount ends it" {
@@ -75,4 +78,49 @@ teardown() {
 	run -0 cat "$MNT/a"
 	assert_output '1'
 	run -1 bash -c "echo 2 >'$MNT/a'"
+}
+
+# log_of MNT: where the daemon of the mount at MNT logs, as user.kvfs.stats says
+log_of() {
+	getfattr --absolute-names --only-values -n user.kvfs.stats "$1" | sed -n 's/^log //p'
+}
+
+@test "without syslog, mounts whose mountpoints share a name log to files of their own, which user.kvfs.stats names" {
+	if [ -e /dev/log ]; then
+		skip "this machine has syslog (/dev/log): messages go there"
+	fi
+	local run=$BATS_TEST_TMPDIR/run a=$BATS_TEST_TMPDIR/a/mnt b=$BATS_TEST_TMPDIR/b/mnt
+	mkdir -m 0700 "$run"
+	mkdir -p "$a" "$b"
+	kvfs put --create "$STORE" /x 1
+	# stderr a pipe: neither a file the daemon keeps nor a terminal it names the file on
+	XDG_RUNTIME_DIR=$run kvfs mount "$STORE" "$a" 2>&1 | cat
+	XDG_RUNTIME_DIR=$run kvfs mount "$STORE" "$b" 2>&1 | cat
+	run -0 ls "$run/kvfs"
+	assert_output "$(log_name "$a")"$'\n'"$(log_name "$b")"
+	run -0 log_of "$a"
+	assert_output "$run/kvfs/$(log_name "$a")"
+	run -0 log_of "$b"
+	assert_output "$run/kvfs/$(log_name "$b")"
+	if command -v systemd-escape >/dev/null; then
+		[ "$(log_name "$a")" = "$(systemd-escape --path "$(realpath "$a")").log" ]
+	fi
+	# a path whose escape passes a file name's length: its start, then a hash of the whole
+	local c=$BATS_TEST_TMPDIR/$(printf 'd%.0s' {1..230})/mnt name
+	mkdir -p "$c"
+	XDG_RUNTIME_DIR=$run kvfs mount "$STORE" "$c" 2>&1 | cat
+	run -0 log_of "$c"
+	name=$(log_name "$c")
+	[[ $output == "$run/kvfs/${name:0:200}-"* ]]
+	assert_output --regexp '-[0-9a-f]{16}\.log$'
+	[ -f "$output" ]
+	run -0 kvfs umount "$c"
+	run -0 kvfs umount "$a"
+	run -0 kvfs umount "$b"
+	run -0 cat "$run/kvfs/$(log_name "$a")"
+	assert_output --regexp "serving .* at $a"
+	refute_output --partial "at $b"
+	run -0 cat "$run/kvfs/$(log_name "$b")"
+	assert_output --regexp "serving .* at $b"
+	refute_output --partial "at $a"
 }

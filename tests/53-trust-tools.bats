@@ -122,13 +122,13 @@ teardown() {
 	# script(1) gives the mount a terminal; what the terminal shows is kept in $term
 	XDG_RUNTIME_DIR=$run script -qec "$KVFS_BIN mount --create $DSTORE $DMNT" "$term" >/dev/null
 	run -0 cat "$term"
-	assert_output --partial "the daemon's messages go to $run/kvfs/dmnt.log"
+	assert_output --partial "the daemon's messages go to $run/kvfs/$(log_name "$DMNT")"
 	printf '{' >"$BATS_TEST_TMPDIR/bad.json"
 	run -1 cp "$BATS_TEST_TMPDIR/bad.json" "$DMNT/x.json"
 	kvfs umount "$DMNT"
 	run -0 cat "$term"
 	refute_output --partial 'invalid JSON'
-	run -0 cat "$run/kvfs/dmnt.log"
+	run -0 cat "$run/kvfs/$(log_name "$DMNT")"
 	assert_output --partial '/x.json: invalid JSON'
 	assert_output --regexp 'kvfs\[[0-9]+\]: unmounted'
 }

@@ -323,6 +323,24 @@ err() {
 	getfattr --absolute-names --only-values -n user.kvfs.error "$1"
 }
 
+# log_name MNT: the name of a detached daemon's default log file (without
+# syslog) for the mount at MNT, its resolved path as systemd-escape --path
+# spells it (fs/mount.c, log_name): "/a/mnt" is "a-mnt.log", "-" is "\x2d".
+log_name() {
+	python3 -c '
+import os, sys
+p, out = os.path.realpath(sys.argv[1]).strip("/").encode(), ""
+for i, c in enumerate(p):
+    ch = chr(c)
+    if ch == "/":
+        out += "-"
+    elif (c < 128 and ch.isalnum()) or ch in ":_" or (ch == "." and i > 0):
+        out += ch
+    else:
+        out += "\\x%02x" % c
+print((out or "-") + ".log")' "$1"
+}
+
 # The store's generation: it moves by one per commit, by any process.
 gen() {
 	kvfs info "$STORE" | awk '/^generation:/ { print $2 }'
