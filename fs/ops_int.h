@@ -74,6 +74,12 @@ size_t fs_stats_format(struct fs_ctx *ctx, char *buf, size_t cap);
 
 /* Ends a type kept for the next commit, and the ref on node it held. */
 void fs_want_type_clear(struct fs_ctx *ctx, struct fs_node *node);
+/*
+ * Refuses a value the attribute name does not take: EINVAL, and "PATH: NAME
+ * takes TAKES" kept for user.kvfs.error and logged (setfattr shows only
+ * "Invalid argument").
+ */
+void fs_xattr_refuse(fuse_req_t req, fuse_ino_t ino, const char *name, const char *takes);
 
 /* ---- the operation handlers, by file (the table is in ops.c) ---- */
 

@@ -161,7 +161,7 @@ void fs_ttl_setxattr(fuse_req_t req, fuse_ino_t ino, const char *value, size_t s
 	int64_t seconds;
 
 	if (!parse_seconds(value, size, &seconds) || seconds < 1) {
-		fs_reply_err(req, -EINVAL);
+		fs_xattr_refuse(req, ino, FS_XATTR_TTL, "a whole number of seconds, 1 or more");
 		return;
 	}
 	if (flags & XATTR_REPLACE) {
@@ -315,7 +315,8 @@ void fs_expires_setxattr(fuse_req_t req, fuse_ino_t ino, const char *value, size
 	int ret;
 
 	if (!parse_deadline(value, size, &d.deadline_ns)) {
-		fs_reply_err(req, -EINVAL);
+		fs_xattr_refuse(req, ino, FS_XATTR_EXPIRES, "an RFC 3339 time after 1970, such as "
+				"2030-01-02T03:04:05Z");
 		return;
 	}
 	if (ctx->read_only) {

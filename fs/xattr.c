@@ -368,6 +368,21 @@ static void type_change_end(fuse_req_t req, struct fs_ctx *ctx, fuse_ino_t ino,
 	fs_reply_err(req, ret);
 }
 
+/* Names what the attribute takes, never the value: a newline in it would forge a log line. */
+void fs_xattr_refuse(fuse_req_t req, fuse_ino_t ino, const char *name, const char *takes)
+{
+	struct fs_ctx *ctx = fs_req_ctx(req);
+	struct model_error err = { .msg = "" };
+	char *path;
+
+	if (fs_node_path(ctx, fs_node_from_ino(ctx, ino), NULL, &path) == 0) {
+		snprintf(err.msg, sizeof(err.msg), "%s: %s takes %s", path, name, takes);
+		fs_log_model(ctx, -EINVAL, &err, path);
+		free(path);
+	}
+	fs_reply_err(req, -EINVAL);
+}
+
 void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 		    size_t size, int flags)
 {
@@ -406,7 +421,8 @@ void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 		return;
 	}
 	if (size >= sizeof(type)) {
-		fs_reply_err(req, -EINVAL);
+		fs_xattr_refuse(req, ino, FS_XATTR_TYPE, "a type's name: string, integer, double, "
+				"boolean, null, bytes, object or array");
 		return;
 	}
 	memcpy(type, value, size);

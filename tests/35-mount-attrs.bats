@@ -39,6 +39,23 @@ teardown() {
 	assert_output --partial 'File name too long'
 }
 
+@test "a value user.kvfs.type, .ttl or .expires does not take: EINVAL, and what it takes in user.kvfs.error" {
+	mount_store
+	echo x >"$MNT/f"
+	run -1 setfattr -n user.kvfs.ttl -v 1h "$MNT/f"
+	assert_output --partial 'Invalid argument'
+	run -0 err "$MNT/f"
+	assert_output '/f: user.kvfs.ttl takes a whole number of seconds, 1 or more'
+	run -1 setfattr -n user.kvfs.expires -v tomorrow "$MNT/f"
+	run -0 err "$MNT/f"
+	assert_output '/f: user.kvfs.expires takes an RFC 3339 time after 1970, such as 2030-01-02T03:04:05Z'
+	run -1 setfattr -n user.kvfs.type -v "$(printf 's%.0s' {1..80})" "$MNT/f"
+	run -0 err "$MNT/f"
+	assert_output --partial '/f: user.kvfs.type takes a type'
+	run -0 cat "$MNT/f"
+	assert_output x
+}
+
 @test "chmod, chown and the creator's umask persist across a remount" {
 	mount_store
 	echo v >"$MNT/f"
