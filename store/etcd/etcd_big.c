@@ -588,26 +588,38 @@ static int big_sweep(struct store_etcd *st, struct etcd_client *c)
 	return 0;
 }
 
-/* Writes the plan's ops as chunks b<id><i>; *chunks their number. */
+/*
+ * Writes the buffer's operations (etcd_buf_op_next: the plan's, one at a
+ * time, encoded as they come) as chunks b<id><i>; *chunks their number.
+ */
 static int big_stage(struct store_etcd *st, struct etcd_client *c, const struct big_id *id,
-		     const struct etcd_buf_plan *p, int64_t lease, uint32_t *chunks)
+		     const struct etcd_buf *b, int64_t lease, uint32_t *chunks)
 {
 	uint8_t *data = malloc(BIG_CHUNK_BYTES_MAX + ETCD_TXN_BYTES + 64);
 	uint8_t k[ETCD_KEY_MAX];
-	size_t i = 0, chunk_ops = etcd_txn_ops(st) - ETCD_TXN_ROOM, chunk_bytes = etcd_txn_bytes(st) / 3 * 2;
+	size_t chunk_ops = etcd_txn_ops(st) - ETCD_TXN_ROOM, chunk_bytes = etcd_txn_bytes(st) / 3 * 2;
+	struct etcd_buf_op_iter it;
+	struct etcd_op op;
 	int64_t renewed_ns = 0;
-	int rc = data ? 0 : -ENOMEM;
+	int more, rc = data ? 0 : -ENOMEM;
 
 	*chunks = 0;
-	while (rc == 0 && i < p->n_ops) {
+	etcd_buf_op_iter_init(&it);
+	more = rc ? 0 : etcd_buf_op_next(b, &it, &op);
+	while (rc == 0 && more > 0) {
 		uint8_t *w = data;
 		size_t n = 0;
 
 		/* at least one op, then as many as fit (a value is at most ETCD_TXN_BYTES) */
-		while (i < p->n_ops && n < chunk_ops &&
-		       (n == 0 || (size_t)(w - data) + op_size(&p->ops[i]) <= chunk_bytes)) {
-			w = op_encode(w, &p->ops[i++]);
+		while (more > 0 && n < chunk_ops &&
+		       (n == 0 || (size_t)(w - data) + op_size(&op) <= chunk_bytes)) {
+			w = op_encode(w, &op);
 			n++;
+			more = etcd_buf_op_next(b, &it, &op);
+		}
+		if (more < 0) {
+			rc = more;
+			break;
 		}
 		big_step_pause();
 		keep_lease(c, lease, &renewed_ns);
@@ -620,6 +632,9 @@ static int big_stage(struct store_etcd *st, struct etcd_client *c, const struct 
 		}
 		(*chunks)++;
 	}
+	if (rc == 0 && more < 0)
+		rc = more;
+	etcd_buf_op_iter_release(&it);
 	free(data);
 	return rc;
 }
@@ -806,7 +821,7 @@ int etcd_big_commit(struct store_etcd_txn *t, uint64_t seq, bool *committed, int
 	*rev = 0;
 	put_be(id.b, st->base.writer, 8);
 	put_be(id.b + 8, seq, 8);
-	rc = etcd_buf_plan(t->buf, &p);
+	rc = etcd_buf_plan_cmps(t->buf, &p);	/* the operations come from the buffer as staged */
 	if (rc)
 		return rc;
 	if (p.n_cmps + 1 > etcd_txn_ops(st)) {
@@ -823,7 +838,7 @@ int etcd_big_commit(struct store_etcd_txn *t, uint64_t seq, bool *committed, int
 	rc = etcd_client_put(c, qk, big_key(st, ETCD_SPACE_PENDING, &id, -1, qk), "", 0, lease,
 			     &marker_rev);
 	if (rc == 0)
-		rc = big_stage(st, c, &id, &p, lease, &chunks);
+		rc = big_stage(st, c, &id, t->buf, lease, &chunks);
 	if (rc)
 		goto out_unstage;
 	rc = big_flip(t, &p, &id, marker_rev, chunks, seq, committed, &rec.mod_rev);

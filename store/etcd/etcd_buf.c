@@ -752,6 +752,121 @@ int etcd_buf_plan(struct etcd_buf *b, struct etcd_buf_plan *p)
 	return rc;
 }
 
+int etcd_buf_plan_cmps(struct etcd_buf *b, struct etcd_buf_plan *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->cmps = calloc(b->n_guards + 1, sizeof(*p->cmps));
+	if (!p->cmps)
+		return -ENOMEM;
+	p->n_cmps = coalesce(b, p->cmps, build_compares(b, p->cmps), p);
+	return 0;
+}
+
+void etcd_buf_op_iter_init(struct etcd_buf_op_iter *it)
+{
+	memset(it, 0, sizeof(*it));
+}
+
+void etcd_buf_op_iter_release(struct etcd_buf_op_iter *it)
+{
+	free(it->gap);
+	etcd_buf_op_iter_init(it);
+}
+
+/* The start of the range's next gap: its start, or just after key it->after (in it->gap). */
+static int iter_gap_start(const struct etcd_buf *b, struct etcd_buf_op_iter *it,
+			  const uint8_t **start, size_t *start_len)
+{
+	const struct bkey *k;
+
+	if (it->after == SIZE_MAX) {
+		*start = b->ranges[it->r].key;
+		*start_len = b->ranges[it->r].key_len;
+		return 0;
+	}
+	k = &b->keys[it->after];
+	if (grow((void **)&it->gap, &it->gap_cap, k->key_len + 1, 1) < 0)
+		return -ENOMEM;
+	memcpy(it->gap, k->key, k->key_len);
+	it->gap[k->key_len] = 0;	/* the first key after k */
+	*start = it->gap;
+	*start_len = k->key_len + 1;
+	return 0;
+}
+
+/* The next gap of range it->r (range_ops' walk, an op a call): 1, or 0 when the range is done. */
+static int iter_range_op(const struct etcd_buf *b, struct etcd_buf_op_iter *it, struct etcd_op *op)
+{
+	const struct brange *r = &b->ranges[it->r];
+	const uint8_t *start;
+	size_t start_len;
+	int rc;
+
+	if (!it->in_range) {
+		it->i = keys_lower(b, r->key, r->key_len);
+		it->after = SIZE_MAX;
+		it->in_range = true;
+	}
+	for (; it->i < b->n_keys && before_end(b->keys[it->i].key, b->keys[it->i].key_len, r->end,
+					       r->end_len); it->i++) {
+		const struct bkey *k = &b->keys[it->i];
+
+		if (!k->val)
+			continue;	/* a tombstone inside: the range deletes it anyway */
+		if ((rc = iter_gap_start(b, it, &start, &start_len)))
+			return rc;
+		it->after = it->i;	/* the next gap starts just after k */
+		if (store_key_cmp(start, start_len, k->key, k->key_len) < 0) {
+			*op = (struct etcd_op){ .type = ETCD_OP_DELETE, .key = start, .key_len = start_len,
+						.range_end = k->key, .range_end_len = k->key_len };
+			it->i++;
+			return 1;
+		}
+	}
+	it->in_range = false;
+	if ((rc = iter_gap_start(b, it, &start, &start_len)))
+		return rc;
+	if (!before_end(start, start_len, r->end, r->end_len))
+		return 0;
+	*op = (struct etcd_op){ .type = ETCD_OP_DELETE, .key = start, .key_len = start_len,
+				.range_end = r->end, .range_end_len = r->end_len };
+	return 1;
+}
+
+int etcd_buf_op_next(const struct etcd_buf *b, struct etcd_buf_op_iter *it, struct etcd_op *op)
+{
+	int rc;
+
+	for (; it->r < b->n_ranges; it->r++) {
+		if ((rc = iter_range_op(b, it, op)) != 0) {
+			if (rc > 0 && !it->in_range)
+				it->r++;	/* its last gap: the next call starts the next range */
+			return rc;
+		}
+	}
+	if (!it->keys) {
+		it->keys = true;	/* the ranges are done: every key from the first */
+		it->i = 0;
+	}
+	for (; it->i < b->n_keys; it->i++) {
+		const struct bkey *k = &b->keys[it->i];
+
+		if (k->val) {
+			*op = (struct etcd_op){ .type = ETCD_OP_PUT, .key = k->key, .key_len = k->key_len,
+						.val = k->val, .val_len = k->val_len, .lease = k->lease };
+			it->i++;
+			return 1;
+		}
+		if (!covered(b, k->key, k->key_len)) {
+			*op = (struct etcd_op){ .type = ETCD_OP_DELETE, .key = k->key,
+						.key_len = k->key_len };
+			it->i++;
+			return 1;
+		}
+	}
+	return 0;
+}
+
 int etcd_buf_commit(struct etcd_buf *b, struct etcd_client *c, bool *committed, int64_t *revision)
 {
 	struct etcd_buf_plan p;

@@ -214,6 +214,7 @@ struct store_etcd_txn {
 	struct etcd_buf *buf;	/* write: the attempt's buffer */
 	bool stamp_guarded;	/* write: the delete stamp's guard is recorded */
 	bool sent;	/* write: a commit of it was sent (it may have landed) */
+	bool staged;	/* write: its commit went over one request (etcd_big_commit) */
 	int64_t landed;	/* write: the revision its one-Txn commit landed at (0: none or unknown) */
 	int64_t checked;	/* write: the revision its outcome was confirmed at (0: none) */
 	/*

@@ -8,6 +8,9 @@
 #include "store/etcd/etcd_int.h"
 
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -631,6 +634,7 @@ static int commit_attempt(struct store_etcd_txn *t, uint64_t first, uint64_t seq
 		 * seconds, and would hold back every other host's events that
 		 * long; its own, taken for another's, cost a re-check at worst.
 		 */
+		t->staged = true;
 		rc = etcd_big_commit(t, seq, committed, &rev);
 		if (rc == 0 && *committed && rev)
 			note_commit(t->st, (uint64_t)rev);
@@ -688,6 +692,20 @@ static bool earlier_landed(struct store_etcd_txn *t, uint64_t first, uint64_t se
 	return true;
 }
 
+/*
+ * After a staged commit, gives the freed heap back to the system. Its
+ * buffer was hundreds of thousands of small allocations, freed inside
+ * the arenas, which glibc returns only from a heap's top: a copy of a
+ * 1.4 MB document of 100,000 leaves left the daemon at 56 MB resident
+ * (11.6 MB before it) until it exited.
+ */
+static void etcd_heap_trim(void)
+{
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
+}
+
 int store_etcd_write(struct store *sb, store_write_fn fn, void *arg)
 {
 	struct store_etcd *st = ETCD(sb);
@@ -696,7 +714,7 @@ int store_etcd_write(struct store *sb, store_write_fn fn, void *arg)
 	uint64_t *as_of = NULL;	/* the caller's (store_txn_as_of) */
 	int64_t landed = 0, fresh = 0, losing_ns = 0;
 	unsigned lost = 0;	/* attempts lost in a row (etcd_turn_between) */
-	bool sent = false;
+	bool sent = false, staged = false;
 	int rc = -EBUSY;
 
 	if (sb->readonly)
@@ -763,6 +781,7 @@ int store_etcd_write(struct store *sb, store_write_fn fn, void *arg)
 		if (rc == 0 && committed && t->kids_upgrade)
 			st->kids_records = true;	/* under write_lock; a repair's process (the CLI) */
 		sent = sent || t->sent;
+		staged = staged || t->staged;
 		landed = t->landed;
 		fresh = attempt_as_of(t);
 		txn_release(t);
@@ -795,6 +814,8 @@ int store_etcd_write(struct store *sb, store_write_fn fn, void *arg)
 		etcd_snap_retire(st, landed ? landed : INT64_MAX);
 	etcd_turn_release(st);	/* on every way out: commit, refusal, error */
 	pthread_mutex_unlock(&st->write_lock);
+	if (staged)
+		etcd_heap_trim();
 	if (as_of) {
 		/* none had: a dry run served by shared answers and taken as read */
 		if (!fresh)

@@ -54,6 +54,7 @@ void test_buf_reads(void);
 void test_buf_next_touch(void);
 void test_buf_put_sorted(void);
 void test_buf_commit_gaps(void);
+void test_buf_op_next(void);
 void test_buf_guards(void);
 
 #endif

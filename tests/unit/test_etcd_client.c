@@ -82,6 +82,7 @@ int main(int argc, char **argv)
 	TEST(test_buf_next_touch);
 	TEST(test_buf_put_sorted);
 	TEST(test_buf_commit_gaps);
+	TEST(test_buf_op_next);
 	TEST(test_buf_guards);
 	return UNIT_DONE();
 }

@@ -4,6 +4,7 @@
  * guards that fail a commit when another client changed what was read.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -193,6 +194,69 @@ void test_buf_commit_gaps(void)
 		fprintf(stderr, "#   got %s\n", got);
 	CHECK_EQ_INT(etcd_client_delete_range(c, p, pl, end, el, NULL, NULL), 0);
 	etcd_client_close(c);
+}
+
+/* Whether two ops are the same operation: type, key, range end, value, lease. */
+static bool op_same(const struct etcd_op *a, const struct etcd_op *b)
+{
+	return a->type == b->type && a->key_len == b->key_len &&
+	       !memcmp(a->key, b->key, a->key_len) && !a->range_end == !b->range_end &&
+	       a->range_end_len == b->range_end_len &&
+	       (!a->range_end || !memcmp(a->range_end, b->range_end, a->range_end_len)) &&
+	       a->val_len == b->val_len && (!a->val_len || !memcmp(a->val, b->val, a->val_len)) &&
+	       a->lease == b->lease;
+}
+
+/*
+ * etcd_buf_op_next, which a staged commit encodes from one op at a time,
+ * gives etcd_buf_plan's operations in its order: ranges as the gaps
+ * around the puts inside them (a put at a range's start, one at the start
+ * of the gap after another, a tombstone inside, a range to the keyspace's
+ * end), then the puts and the deletes no range covers. No cluster needed.
+ */
+void test_buf_op_next(void)
+{
+	static const char *const puts[] = { "a", "c", "c/1", "c/2", "e", "g/x", "q" };
+	struct etcd_buf *b = NULL;
+	struct etcd_buf_plan p;
+	struct etcd_buf_op_iter it;
+	struct etcd_op op;
+	size_t n = 0;
+	int rc;
+
+	CHECK_EQ_INT(etcd_buf_new(&b), 0);
+	if (!b)
+		return;
+	CHECK_EQ_INT(etcd_buf_del_range(b, "c", 1, "d", 1), 0);
+	CHECK_EQ_INT(etcd_buf_del_range(b, "g/", 2, "g0", 2), 0);
+	CHECK_EQ_INT(etcd_buf_del_range(b, "x", 1, "", 1), 0);	/* to the end of the keyspace */
+	CHECK_EQ_INT(etcd_buf_del(b, "c/0", 3), 0);	/* a tombstone a range covers: dropped */
+	CHECK_EQ_INT(etcd_buf_del(b, "f", 1), 0);	/* one no range covers: sent */
+	for (size_t i = 0; i < sizeof(puts) / sizeof(puts[0]); i++)
+		CHECK_EQ_INT(etcd_buf_put(b, puts[i], strlen(puts[i]), puts[i], 1), 0);
+	CHECK_EQ_INT(etcd_buf_put(b, "c\0", 2, "C", 1), 0);	/* the gap after c starts at it: no gap between */
+	CHECK_EQ_INT(etcd_buf_put(b, "y", 1, "Y", 1), 0);	/* inside the last range */
+	CHECK_EQ_INT(etcd_buf_plan(b, &p), 0);
+	CHECK(p.n_ops >= 12);
+	etcd_buf_op_iter_init(&it);
+	while ((rc = etcd_buf_op_next(b, &it, &op)) == 1) {
+		CHECK(n < p.n_ops && op_same(&op, &p.ops[n]));
+		n++;
+	}
+	CHECK_EQ_INT(rc, 0);
+	CHECK_EQ_INT(n, p.n_ops);
+	CHECK_EQ_INT(etcd_buf_op_next(b, &it, &op), 0);	/* done stays done */
+	etcd_buf_op_iter_release(&it);
+	etcd_buf_plan_release(&p);
+	/* an empty buffer has no operation */
+	etcd_buf_free(b);
+	CHECK_EQ_INT(etcd_buf_new(&b), 0);
+	if (!b)
+		return;
+	etcd_buf_op_iter_init(&it);
+	CHECK_EQ_INT(etcd_buf_op_next(b, &it, &op), 0);
+	etcd_buf_op_iter_release(&it);
+	etcd_buf_free(b);
 }
 
 /* Key guards (present and absent) and range guards fail when another client changed what was read. */
