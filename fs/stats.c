@@ -7,7 +7,9 @@
  * and the invalidation worker's notifications, notify_inval); then the transport serving them
  * (transport.c's "transport" line); store_keys_read, what the store's
  * reads handed out (model_keys_read), so that a test can tell what an
- * operation costs the store; and position, the generation (etcd: the
+ * operation costs the store; view_size_renders and view_size_kept, the
+ * views' stats that rendered a view for its size and those answered by a
+ * size kept for the same state (model_view_sizes); and position, the generation (etcd: the
  * revision) up to which the mount has taken in every commit (watcher.c),
  * to compare with `kvfs info`'s; last, log, where the daemon's messages go
  * (a file's path, stderr or syslog), so that a user can find them.
@@ -44,6 +46,7 @@ void fs_stat_add(struct fs_ctx *ctx, enum fs_stat which, uint64_t n)
 
 size_t fs_stats_format(struct fs_ctx *ctx, char *buf, size_t cap)
 {
+	uint64_t rendered, kept;
 	size_t used = 0;
 	int n;
 
@@ -58,8 +61,11 @@ size_t fs_stats_format(struct fs_ctx *ctx, char *buf, size_t cap)
 		used += (size_t)n;
 	}
 	used += fs_transport_format(ctx, buf + used, cap - used);
-	n = snprintf(buf + used, cap - used, "store_keys_read %llu\nposition %llu\n",
+	model_view_sizes(ctx->model, &rendered, &kept);
+	n = snprintf(buf + used, cap - used, "store_keys_read %llu\nview_size_renders %llu\n"
+		     "view_size_kept %llu\nposition %llu\n",
 		     (unsigned long long)model_keys_read(ctx->model),
+		     (unsigned long long)rendered, (unsigned long long)kept,
 		     (unsigned long long)atomic_load(&ctx->watch.position));
 	if (n > 0 && (size_t)n < cap - used)
 		used += (size_t)n;

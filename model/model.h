@@ -217,6 +217,12 @@ uint64_t model_version(struct model *m);
  */
 uint64_t model_keys_read(struct model *m);
 /*
+ * Cheap: how many times a view's stat rendered it for its size
+ * (*rendered), and how many times the size rendered for the same state
+ * before served instead (*kept), for user.kvfs.stats.
+ */
+void model_view_sizes(struct model *m, uint64_t *rendered, uint64_t *kept);
+/*
  * The TTL reaps of this handle (which remove nodes, directories among
  * them, in commits of their own that a group commit may share with
  * others): *running whether one runs now, *begun how many ever began. A

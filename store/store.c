@@ -418,6 +418,13 @@ uint64_t store_txn_id(const struct store_txn *txn)
 	return txn->st->ops->core.txn_id(txn);
 }
 
+bool store_txn_snapshot(const struct store_txn *txn, uint64_t *id)
+{
+	if (txn->write || !txn->st->ops->core.txn_snapshot)
+		return false;
+	return txn->st->ops->core.txn_snapshot(txn, id);
+}
+
 void store_txn_set_owner(struct store_txn *txn, void *owner)
 {
 	txn->owner = owner;

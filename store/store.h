@@ -275,6 +275,19 @@ int store_read_begin(struct store *st, struct store_txn **out);
 void store_txn_end(struct store_txn *txn);
 uint64_t store_txn_id(const struct store_txn *txn);
 /*
+ * Whether every read of txn comes from one committed state that an id
+ * names exactly: true with *id when two read transactions of this handle
+ * given the same id read the same bytes, the keys each hides
+ * (store_txn_hide) aside. LMDB: its txn id, except for a read of the
+ * queued batch (its id stays while writes join it); etcd: the revision it
+ * pinned (a first read pins it: a round trip when it has read nothing
+ * yet). False for a write transaction (it reads its own puts), and where
+ * the backend cannot tell. For a cache of what a state holds
+ * (model/tree/view_size.c): a wrong true would serve another state's
+ * answer.
+ */
+bool store_txn_snapshot(const struct store_txn *txn, uint64_t *id);
+/*
  * A pointer the caller attaches to a transaction (model/ keeps the rows a
  * write touched there); NULL until set. Borrowed: the store never frees it.
  */

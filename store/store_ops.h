@@ -192,6 +192,11 @@ struct store_core_ops {
 	void (*read_end)(struct store_txn *txn);
 	/* Grows with every commit by anyone (LMDB txn id, etcd revision). */
 	uint64_t (*txn_id)(const struct store_txn *txn);
+	/*
+	 * store_txn_snapshot for a read transaction (store.c answers false for
+	 * a write); NULL: the backend cannot name what a read sees.
+	 */
+	bool (*txn_snapshot)(const struct store_txn *txn, uint64_t *id);
 	int (*write)(struct store *st, store_write_fn fn, void *arg);
 
 	/* 0 or -ENOENT (also for a space absent in this store). */

@@ -25,6 +25,11 @@ int model_open(const char *dir, unsigned flags, struct model **out, struct model
 	if (!m)
 		return tree_fail(err, -ENOMEM, "%s: out of memory", dir);
 	pthread_mutex_init(&m->reap_lock, NULL);
+	m->views = view_sizes_new();
+	if (!m->views) {
+		ret = tree_fail(err, -ENOMEM, "%s: out of memory", dir);
+		goto out_free;
+	}
 	sflags |= (flags & MODEL_OPEN_CREATE) ? STORE_OPEN_CREATE : 0;
 	sflags |= (flags & MODEL_OPEN_READONLY) ? STORE_OPEN_READONLY : 0;
 	sflags |= (flags & MODEL_OPEN_NOSYNC) ? STORE_OPEN_NOSYNC : 0;
@@ -52,6 +57,7 @@ out_close:
 	store_close(m->st);
 out_free:
 	pthread_mutex_destroy(&m->reap_lock);
+	view_sizes_free(m->views);
 	free(m);
 	return ret;
 }
@@ -62,6 +68,7 @@ void model_close(struct model *m)
 		return;
 	store_close(m->st);
 	pthread_mutex_destroy(&m->reap_lock);
+	view_sizes_free(m->views);
 	free(m);
 }
 
@@ -73,6 +80,7 @@ void model_close_discard(struct model *m)
 		return;
 	store_close_discard(m->st);
 	pthread_mutex_destroy(&m->reap_lock);
+	view_sizes_free(m->views);
 	free(m);
 }
 

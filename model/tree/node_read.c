@@ -45,36 +45,6 @@ static int count_subdirs(struct store_txn *txn, const uint8_t *key, size_t len, 
 	return ret < 0 ? ret : ret == 0;
 }
 
-/* A stream that only counts what is written to it (view_stat's size). */
-static ssize_t count_write(void *cookie, const char *buf, size_t size)
-{
-	(void)buf;
-	*(uint64_t *)cookie += size;
-	return (ssize_t)size;
-}
-
-/*
- * The size of a view is that of its rendering: counted as it is rendered,
- * never held (a stat of the root's view of a big store would hold it all).
- */
-static int view_size(struct store_txn *txn, const uint8_t *key, size_t len, uint64_t *size)
-{
-	struct strbuf sb;
-	FILE *counter;
-	int ret;
-
-	*size = 0;
-	counter = fopencookie(size, "w", (cookie_io_functions_t){ .write = count_write });
-	if (!counter)
-		return -ENOMEM;
-	strbuf_init(&sb);
-	ret = doc_render_buf(txn, key, len, 0, &sb, counter);
-	strbuf_release(&sb);
-	if (fclose(counter) != 0 && ret == 0)
-		ret = -EIO;
-	return ret;
-}
-
 /*
  * A view's stat. Its size is that of the text who may read: a subtree they
  * may not read wholly is not rendered for them, and shows size 0, as the
@@ -96,7 +66,7 @@ static int view_stat(struct model *m, struct store_txn *txn, const struct tree_p
 	else if (ret < 0)
 		return ret;
 	else
-		ret = view_size(txn, p->key, p->len, &size);
+		ret = view_size(m, txn, p->key, p->len, &size);
 	if (ret == -EIO)
 		return tree_fail_corrupt(txn, p->key, p->len, p->text, err);
 	if (ret < 0 && ret != -EACCES)

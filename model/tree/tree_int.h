@@ -34,6 +34,7 @@ struct model {
 	/* reaps that remove nodes (model_reaps): running now, begun ever */
 	atomic_uint reaps_running;
 	atomic_uint_fast64_t reaps_begun;
+	struct view_sizes *views;	/* view_size.c: views' sizes by state; its own lock */
 };
 
 /* Longest escaped name a key element can produce, with its NUL. */
@@ -339,6 +340,18 @@ enum doc_flags {
 int doc_write(struct store_txn *txn, const struct tree_path *p, const char *json, size_t len,
 	      unsigned flags, const struct model_cred *who, model_progress_fn progress,
 	      void *arg, struct model_error *err);
+/* ---- view sizes (view_size.c) ---- */
+/* Heap; NULL when out of memory. view_sizes_free takes NULL. */
+struct view_sizes *view_sizes_new(void);
+void view_sizes_free(struct view_sizes *vs);
+/*
+ * The size of the view of key[0..len): the length of its rendering in
+ * txn, kept for the next transaction that reads the same state
+ * (store_txn_snapshot) and hides nothing under it. Not who may read it:
+ * the caller checks that.
+ */
+int view_size(struct model *m, struct store_txn *txn, const uint8_t *key, size_t len,
+	      uint64_t *size);
 /* Renders the node at key[0..len] into w. -ENOENT when nothing is there. */
 int doc_render(struct store_txn *txn, const uint8_t *key, size_t len, struct json_writer *w);
 /*

@@ -418,6 +418,7 @@ bool store_etcd_changed_elsewhere(struct store *st);
 int store_etcd_read_begin(struct store *st, struct store_txn *txn);
 void store_etcd_read_end(struct store_txn *txn);
 uint64_t store_etcd_txn_id(const struct store_txn *txn);
+bool store_etcd_txn_snapshot(const struct store_txn *txn, uint64_t *id);
 int store_etcd_write(struct store *st, store_write_fn fn, void *arg);
 int store_etcd_get(struct store_txn *txn, enum store_space space, const void *key, size_t key_len,
 		   struct store_val *out);

@@ -27,6 +27,7 @@ const struct store_ops store_etcd_ops = {
 		.read_begin = store_etcd_read_begin,
 		.read_end = store_etcd_read_end,
 		.txn_id = store_etcd_txn_id,
+		.txn_snapshot = store_etcd_txn_snapshot,
 		.write = store_etcd_write,
 		.get = store_etcd_get,
 		.put = store_etcd_put,

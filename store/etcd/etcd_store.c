@@ -360,6 +360,18 @@ uint64_t store_etcd_txn_id(const struct store_txn *ctxn)
 	return (uint64_t)txn->rev;
 }
 
+/*
+ * A read transaction reads at the revision it pinned and never moves it:
+ * from etcd with `revision` set, or from a snapshot's answers at that
+ * revision (etcd_snap.c; a carried one is the state a commit of ours made
+ * one revision after it). A revision names the whole cluster's state.
+ */
+bool store_etcd_txn_snapshot(const struct store_txn *txn, uint64_t *id)
+{
+	*id = store_etcd_txn_id(txn);
+	return *id != 0;
+}
+
 uint64_t etcd_oneshot_pin(struct store_etcd *st)
 {
 	struct store_txn *txn;

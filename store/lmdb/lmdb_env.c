@@ -421,6 +421,7 @@ const struct store_ops store_lmdb_ops = {
 		.read_begin = lmdb_read_begin,
 		.read_end = lmdb_read_end,
 		.txn_id = lmdb_txn_id,
+		.txn_snapshot = lmdb_txn_snapshot,
 		.write = lmdb_write,
 		.get = lmdb_get,
 		.put = lmdb_put,

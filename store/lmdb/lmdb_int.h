@@ -188,6 +188,7 @@ void lmdb_gate_leave(struct lmdb_store *ls, bool copy);
 int lmdb_read_begin(struct store *st, struct store_txn *txn);
 void lmdb_read_end(struct store_txn *txn);
 uint64_t lmdb_txn_id(const struct store_txn *txn);
+bool lmdb_txn_snapshot(const struct store_txn *txn, uint64_t *id);
 int lmdb_write(struct store *st, store_write_fn fn, void *arg);
 int lmdb_write_later(struct store *st, store_write_fn fn, void *arg);
 uint64_t lmdb_position(struct store *st);

@@ -183,6 +183,21 @@ uint64_t lmdb_txn_id(const struct store_txn *txn)
 }
 
 /*
+ * A read transaction of its own reads the snapshot of the last commit at
+ * its begin, which its txn id names; one of the queued batch reads a
+ * write transaction that more writes join under the same id.
+ */
+bool lmdb_txn_snapshot(const struct store_txn *txn, uint64_t *id)
+{
+	const struct lmdb_txn *t = (const struct lmdb_txn *)txn;
+
+	if (t->borrowed)
+		return false;
+	*id = mdb_txn_id(t->txn);
+	return true;
+}
+
+/*
  * Group commit. Writers of this process queue their operations; the first
  * one to find no batch running becomes the leader: it takes every queued
  * operation and runs them in one LMDB transaction, each in a nested
