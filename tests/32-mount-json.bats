@@ -233,3 +233,85 @@ for i in range(2):
 		assert_output "$round"
 	done
 }
+
+# texts_are_sizes [as_nobody] VIEW...: each view's size, asked twice (the
+# second may be the size the daemon kept for the same state), is the
+# length of the text the caller reads from it (none when it may not)
+texts_are_sizes() {
+	local as=() v
+	if [ "$1" = as_nobody ]; then
+		as=(as_nobody)
+		shift
+	fi
+	for v in "$@"; do
+		run -0 "${as[@]}" stat -c %s "$v"
+		run -0 "${as[@]}" stat -c %s "$v"
+		assert_equal "$output" "$("${as[@]}" cat "$v" 2>/dev/null | wc -c)"
+	done
+}
+
+# stat_of NAME: the value of NAME in the mount's user.kvfs.stats
+stat_of() {
+	getfattr --absolute-names --only-values -n user.kvfs.stats "$MNT" | awk -v n="$1" '$1 == n { print $2 }'
+}
+
+@test "a view's size is the length of its text right after each change to its document, by anyone" {
+	open_tmpdir_to_others
+	remount -o allow_other
+	cp "$DOC" "$MNT/d.json"
+	local views=("$MNT/d.json" "$MNT/.json" "$MNT/d/nested.json") kept=$(stat_of view_size_kept)
+	texts_are_sizes "${views[@]}"
+	# the second stat of an unchanged view renders nothing: the cases below try the kept sizes
+	[ "$(stat_of view_size_kept)" -gt "$kept" ]
+	# a leaf written inside it, one byte longer; a leaf deeper, one shorter
+	printf 'Bob Smithx' >"$MNT/d/name"
+	texts_are_sizes "${views[@]}"
+	printf 'v' >"$MNT/d/nested/deep/deeper/2/k"
+	printf '' >"$MNT/d/nested/deep/deeper/2/k"
+	texts_are_sizes "${views[@]}"
+	# a rename into it: a leaf one byte shorter over one, then a new member
+	printf 'Bob Smith' >"$MNT/t"
+	mv "$MNT/t" "$MNT/d/name"
+	texts_are_sizes "${views[@]}"
+	mkdir "$MNT/s"
+	mv "$MNT/s" "$MNT/d/nested/deep/s"
+	texts_are_sizes "${views[@]}"
+	# a chmod that keeps the other user from reading it, and one that lets them again
+	texts_are_sizes as_nobody "${views[@]}"
+	chmod 600 "$MNT/d/nested/deep/deeper/2/k"
+	texts_are_sizes as_nobody "${views[@]}"
+	run -0 as_nobody stat -c %s "$MNT/d.json"
+	assert_output 0
+	texts_are_sizes "${views[@]}"
+	chmod 644 "$MNT/d/nested/deep/deeper/2/k"
+	texts_are_sizes as_nobody "${views[@]}"
+	texts_are_sizes "${views[@]}"
+	# a write through a second mount of the store, one byte longer
+	mount_extra "$BATS_TEST_TMPDIR/m2" "$STORE"
+	printf 'Bob Smithx' >"$BATS_TEST_TMPDIR/m2/d/name"
+	caught_up
+	texts_are_sizes "${views[@]}"
+	# the CLI's put, one byte shorter, and one as long
+	kvfs put "$STORE" /d/name 'Bob Smith'
+	caught_up
+	texts_are_sizes "${views[@]}"
+	kvfs put "$STORE" /d/name 'Bob Smitz'
+	caught_up
+	texts_are_sizes "${views[@]}"
+	run -0 jq -r .name "$MNT/d.json"
+	assert_output 'Bob Smitz'
+}
+
+@test "-o commit=MS: a view's size follows each queued write into the batch its stats read" {
+	skip_on_etcd "-o commit=MS queues commits in LMDB (store/lmdb/lmdb_queue.c); an etcd store refuses the option at mount"
+	remount -o commit=600000
+	cp "$DOC" "$MNT/d.json"
+	texts_are_sizes "$MNT/d.json" "$MNT/.json"
+	# each write joins the one open batch: reads of this mount see it at once
+	printf 'Bob Smithx' >"$MNT/d/name"
+	texts_are_sizes "$MNT/d.json" "$MNT/.json"
+	printf 'Bob Smithxy' >"$MNT/d/name"
+	texts_are_sizes "$MNT/d.json" "$MNT/.json"
+	printf 'Bob' >"$MNT/d/name"
+	texts_are_sizes "$MNT/d.json" "$MNT/.json"
+}
