@@ -261,8 +261,9 @@ stat_of() {
 	cp "$DOC" "$MNT/d.json"
 	local views=("$MNT/d.json" "$MNT/.json" "$MNT/d/nested.json") kept=$(stat_of view_size_kept)
 	texts_are_sizes "${views[@]}"
-	# the second stat of an unchanged view renders nothing: the cases below try the kept sizes
-	[ "$(stat_of view_size_kept)" -gt "$kept" ]
+	# the second stat of an unchanged view renders nothing: the cases below try
+	# the kept sizes (LMDB's: on etcd every stat renders, model/tree/view_size.c)
+	is_etcd || [ "$(stat_of view_size_kept)" -gt "$kept" ]
 	# a leaf written inside it, one byte longer; a leaf deeper, one shorter
 	printf 'Bob Smithx' >"$MNT/d/name"
 	texts_are_sizes "${views[@]}"
