@@ -75,14 +75,36 @@ static void snap_put(struct etcd_snap *s)
 		snap_free(s);
 }
 
-/* Whether new transactions may still begin in it (under st->snap_lock). */
+/* Whether it holds fewer answers than its bounds (under s->lock). */
+static bool snap_bounded_locked(const struct etcd_snap *s)
+{
+	return s->bytes < SNAP_BYTES_MAX && s->n_pages < SNAP_PAGES_MAX &&
+	       s->n_points < SNAP_POINTS_MAX;
+}
+
+/*
+ * Whether it may be kept: within its bounds, however old. An old one
+ * still holds the state at its revision, which a read at the newest
+ * revision may find unchanged (snap_renew) and a commit one revision
+ * after it carries (etcd_snap_carry).
+ */
+static bool snap_bounded(struct etcd_snap *s)
+{
+	bool ok;
+
+	pthread_mutex_lock(&s->lock);
+	ok = snap_bounded_locked(s);
+	pthread_mutex_unlock(&s->lock);
+	return ok;
+}
+
+/* Whether new transactions may still begin in it: bounded and young (under st->snap_lock). */
 static bool snap_serves(struct etcd_snap *s)
 {
 	bool ok;
 
 	pthread_mutex_lock(&s->lock);
-	ok = s->bytes < SNAP_BYTES_MAX && s->n_pages < SNAP_PAGES_MAX &&
-	     s->n_points < SNAP_POINTS_MAX && (uint64_t)store_mono_ns() - s->born_ns < SNAP_AGE_NS;
+	ok = snap_bounded_locked(s) && (uint64_t)store_mono_ns() - s->born_ns < SNAP_AGE_NS;
 	pthread_mutex_unlock(&s->lock);
 	return ok;
 }
@@ -117,11 +139,18 @@ void etcd_snap_attach(struct store_etcd_txn *t)
 
 	pthread_mutex_lock(&st->snap_lock);
 	s = st->snap;
-	if (s && !snap_serves(s))
-		old = etcd_snap_unset(st, INT64_MAX);	/* too old or too big: the next read starts anew */
+	if (s && !snap_serves(s)) {
+		/*
+		 * Too big: the next read starts anew. Too old: t reads at the
+		 * newest revision, and renews it if that is still its own
+		 * (etcd_snap_start); until then nobody joins it.
+		 */
+		if (!snap_bounded(s))
+			old = etcd_snap_unset(st, INT64_MAX);
+		s = NULL;
+	}
 	/* after that retirement: it was no commit, and t may start the next snapshot */
 	t->snap_epoch = st->snap_epoch;
-	s = st->snap;
 	if (s) {
 		pthread_mutex_lock(&s->lock);
 		s->refs++;
@@ -131,6 +160,47 @@ void etcd_snap_attach(struct store_etcd_txn *t)
 	}
 	pthread_mutex_unlock(&st->snap_lock);
 	etcd_snap_drop(old);
+}
+
+/*
+ * t's first read, at the newest revision, found the cluster at s's
+ * revision still: nobody committed since s was read (a revision is the
+ * whole cluster's), so s holds the state now, as fresh as t's own
+ * answers, however old it is. It serves again for SNAP_AGE_NS with t's
+ * answers added, and t reads in it. Before, the transaction that found s
+ * too old started a snapshot of its own answers alone: what s had
+ * gathered before a pause of over 1 s was lost, the pages a mkdir read
+ * of its new directory among them, and a copy into it read each file's
+ * attribute key and subtree from then on (docs/ETCD.md section 8a).
+ * Under st->snap_lock.
+ */
+static void snap_renew(struct etcd_snap *s, struct store_etcd_txn *t)
+{
+	struct etcd_kept *k, *last = NULL;
+
+	pthread_mutex_lock(&s->lock);
+	for (k = t->kept; k; k = k->next) {
+		s->bytes += answer_bytes(&k->r);
+		last = k;
+	}
+	if (last) {
+		last->next = s->kept;
+		s->kept = t->kept;
+	}
+	last = NULL;
+	for (k = t->pages; k; k = k->next_page) {
+		s->n_pages++;
+		last = k;
+	}
+	if (last) {	/* t's pages first, described whole before they are published */
+		last->next_page = atomic_load_explicit(&s->pages, memory_order_relaxed);
+		atomic_store_explicit(&s->pages, t->pages, memory_order_release);
+	}
+	s->born_ns = (uint64_t)store_mono_ns();
+	s->refs++;	/* t's */
+	pthread_mutex_unlock(&s->lock);
+	t->kept = t->pages = NULL;
+	t->snap = s;
 }
 
 void etcd_snap_start(struct store_etcd_txn *t)
@@ -154,6 +224,10 @@ void etcd_snap_start(struct store_etcd_txn *t)
 	if (t->rev > st->snap_floor)
 		st->snap_floor = t->rev;
 	old = st->snap && st->snap->rev < t->rev ? etcd_snap_unset(st, t->rev) : NULL;
+	if (!refuse && st->snap && st->snap->rev == t->rev) {
+		snap_renew(st->snap, t);	/* (older ones were retired just above) */
+		refuse = true;	/* s is not needed */
+	}
 	if (refuse) {
 		/*
 		 * A write; or a commit of ours or one the watch saw since t began
@@ -177,7 +251,7 @@ void etcd_snap_start(struct store_etcd_txn *t)
 		s->n_pages++;
 	t->kept = t->pages = NULL;
 	t->snap = s;
-	prev = st->snap;	/* one at the same revision: this one replaces it */
+	prev = st->snap;	/* none: one at t->rev was renewed, an older one retired */
 	st->snap = s;	/* the lock's release publishes s whole */
 	pthread_mutex_unlock(&st->snap_lock);
 	etcd_snap_drop(old);
@@ -1181,7 +1255,8 @@ void etcd_snap_carry(struct store_etcd_txn *t, int64_t rev)
 		n = own_after(t, rev);
 	} else {
 		/* one revision after the snapshot's: no commit of anyone's came between */
-		if (s->rev != t->rev || rev != s->rev + 1 || !snap_serves(s))
+		/* (however old s is: the state at rev is known all the same) */
+		if (s->rev != t->rev || rev != s->rev + 1 || !snap_bounded(s))
 			return;
 		if (carry_alone(t, rev))
 			return;
