@@ -77,6 +77,7 @@ void test_turn_dead_holder(void);
 /* test_etcd_store_carry.c */
 void test_carry(void);
 void test_carry_readers(void);
+void test_snap_renew(void);
 
 /* test_etcd_store_kids.c */
 void test_kids_hints(void);

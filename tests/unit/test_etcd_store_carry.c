@@ -250,6 +250,75 @@ void test_carry(void)
 	t_close(a, true);
 }
 
+/* ---- a snapshot over 1 s old (docs/ETCD.md section 8a, "Renewed") ---- */
+
+/* A write that reads in the snapshot, then takes over its 1 s before it puts. */
+static int slow_put_fn(struct store_txn *t, void *arg)
+{
+	char buf[512];
+
+	(void)arg;
+	if (list_prefix(t, "c", buf, sizeof(buf)) == UINT64_MAX)
+		return -EIO;
+	usleep(1100 * 1000);
+	return store_etcd_put(t, STORE_SPACE_DATA, "c/g", 3, "G", 1);
+}
+
+/*
+ * A snapshot over 1 s old that nobody committed after: the next read,
+ * at the newest revision, finds its revision unchanged and renews it (the
+ * page read before it serves without a request); a write that read in
+ * it and took over 1 s is carried all the same. A commit by another
+ * handle after it aged is read, not hidden: the next read reads anew.
+ * Before, each of the first two read the page again (one fetch).
+ */
+void test_snap_renew(void)
+{
+	struct store *a = open_new("renew"), *b = NULL;
+	struct store_txn *t;
+	struct etcd_kept *pc;
+	char buf[512], why[256] = "";
+
+	CHECK_EQ_INT(store_etcd_write(a, carry_fill_fn, NULL), 0);
+	(void)store_etcd_position(a);	/* starts the watch: snapshots from here */
+	CHECK(watch_caught_up(a));
+	CHECK_EQ_INT(t_read(a, &t), 0);
+	CHECK(list_prefix(t, "c", buf, sizeof(buf)) == 1);
+	CHECK(ETXN(t)->snap != NULL);
+	pc = page_of(t, "c/a");
+	CHECK(pc != NULL);
+	t_end(t);
+	usleep(1100 * 1000);	/* a clock that must move: the snapshot's 1 s */
+
+	CHECK_EQ_INT(t_read(a, &t), 0);
+	CHECK(ETXN(t)->snap == NULL);	/* too old to join at once */
+	CHECK_EQ_INT(get_in(t, "p1", buf, sizeof(buf)), 0);	/* pins the newest revision: its own */
+	CHECK(ETXN(t)->snap != NULL);
+	CHECK(page_of(t, "c/a") == pc);
+	CHECK(list_prefix(t, "c", buf, sizeof(buf)) == 0);
+	CHECK(strcmp(buf, C_BEFORE) == 0);
+	t_end(t);
+
+	CHECK_EQ_INT(store_etcd_write(a, slow_put_fn, NULL), 0);
+	CHECK_EQ_INT(t_read(a, &t), 0);
+	CHECK_EQ_INT(ETXN(t)->rev, etcd_newest_revision(ETCD(a)));	/* carried to the commit's */
+	CHECK(list_prefix(t, "c", buf, sizeof(buf)) == 0);
+	CHECK(strcmp(buf, C_BEFORE "c/g=G;") == 0);
+	t_end(t);
+
+	usleep(1100 * 1000);
+	CHECK_EQ_INT(t_open(url("renew"), 0, &b, why, sizeof(why)), 0);
+	if (b) {
+		put1(b, "c/h", "H");
+		t_close(b, false);
+	}
+	CHECK_EQ_INT(t_read(a, &t), 0);
+	CHECK(list_prefix(t, "c", buf, sizeof(buf)) == 1);	/* read anew, at the newest revision */
+	CHECK(strcmp(buf, C_BEFORE "c/g=G;c/h=H;") == 0);
+	t_end(t);
+	t_close(a, true);
+}
+
 /* ---- readers beside the carries ---- */
 
 #define RACE_KEYS 16
