@@ -85,8 +85,7 @@ static bool snap_bounded_locked(const struct etcd_snap *s)
 /*
  * Whether it may be kept: within its bounds, however old. An old one
  * still holds the state at its revision, which a read at the newest
- * revision may find unchanged (snap_renew) and a commit one revision
- * after it carries (etcd_snap_carry).
+ * revision may find unchanged (snap_renew).
  */
 static bool snap_bounded(struct etcd_snap *s)
 {
@@ -1254,9 +1253,19 @@ void etcd_snap_carry(struct store_etcd_txn *t, int64_t rev)
 	if (!s) {
 		n = own_after(t, rev);
 	} else {
-		/* one revision after the snapshot's: no commit of anyone's came between */
-		/* (however old s is: the state at rev is known all the same) */
-		if (s->rev != t->rev || rev != s->rev + 1 || !snap_bounded(s))
+		/*
+		 * One revision after the snapshot's: no commit of anyone's came
+		 * between. And only while s still serves: each carry is young
+		 * again, so carried however old, a mount whose every write read
+		 * in the last one's carry committed one round trip apart for as
+		 * long as nobody else landed, and another host's write, whose
+		 * attempts read at the newest revision round trip after round
+		 * trip, met one of those commits in every attempt and ran again
+		 * for over a minute (tests/90, the 200 ms delay). A commit over
+		 * 1 s after its snapshot was made ends the chain: that mount's
+		 * next write reads anew, as the other's does.
+		 */
+		if (s->rev != t->rev || rev != s->rev + 1 || !snap_serves(s))
 			return;
 		if (carry_alone(t, rev))
 			return;

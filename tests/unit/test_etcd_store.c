@@ -283,6 +283,7 @@ int main(int argc, char **argv)
 	TEST_UNLESS_SKIPPED(test_carry);
 	TEST_UNLESS_SKIPPED(test_carry_readers);
 	TEST_UNLESS_SKIPPED(test_snap_renew);
+	TEST_UNLESS_SKIPPED(test_snap_carry_aged);
 	TEST_UNLESS_SKIPPED(test_kids_hints);
 	TEST_UNLESS_SKIPPED(test_kids_windows);
 	TEST_UNLESS_SKIPPED(test_kids_big);

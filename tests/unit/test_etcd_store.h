@@ -78,6 +78,7 @@ void test_turn_dead_holder(void);
 void test_carry(void);
 void test_carry_readers(void);
 void test_snap_renew(void);
+void test_snap_carry_aged(void);
 
 /* test_etcd_store_kids.c */
 void test_kids_hints(void);

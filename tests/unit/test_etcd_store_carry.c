@@ -267,10 +267,9 @@ static int slow_put_fn(struct store_txn *t, void *arg)
 /*
  * A snapshot over 1 s old that nobody committed after: the next read,
  * at the newest revision, finds its revision unchanged and renews it (the
- * page read before it serves without a request); a write that read in
- * it and took over 1 s is carried all the same. A commit by another
+ * page read before it serves without a request). A commit by another
  * handle after it aged is read, not hidden: the next read reads anew.
- * Before, each of the first two read the page again (one fetch).
+ * Before, the first read the page again (one fetch).
  */
 void test_snap_renew(void)
 {
@@ -299,13 +298,6 @@ void test_snap_renew(void)
 	CHECK(strcmp(buf, C_BEFORE) == 0);
 	t_end(t);
 
-	CHECK_EQ_INT(store_etcd_write(a, slow_put_fn, NULL), 0);
-	CHECK_EQ_INT(t_read(a, &t), 0);
-	CHECK_EQ_INT(ETXN(t)->rev, etcd_newest_revision(ETCD(a)));	/* carried to the commit's */
-	CHECK(list_prefix(t, "c", buf, sizeof(buf)) == 0);
-	CHECK(strcmp(buf, C_BEFORE "c/g=G;") == 0);
-	t_end(t);
-
 	usleep(1100 * 1000);
 	CHECK_EQ_INT(t_open(url("renew"), 0, &b, why, sizeof(why)), 0);
 	if (b) {
@@ -314,7 +306,48 @@ void test_snap_renew(void)
 	}
 	CHECK_EQ_INT(t_read(a, &t), 0);
 	CHECK(list_prefix(t, "c", buf, sizeof(buf)) == 1);	/* read anew, at the newest revision */
-	CHECK(strcmp(buf, C_BEFORE "c/g=G;c/h=H;") == 0);
+	CHECK(strcmp(buf, C_BEFORE "c/h=H;") == 0);
+	t_end(t);
+	t_close(a, true);
+}
+
+/*
+ * A write that read in the snapshot and whose commit lands over 1 s
+ * after it was made, one revision after it, is not carried: the next
+ * read transaction finds no current snapshot and reads the page anew.
+ * Carried however old, a mount whose writes each read in the last one's
+ * carry committed one round trip apart for good, while another host's
+ * write, reading at the newest revision round trip after round trip,
+ * failed its guards at every attempt (tests/90's 200 ms delay: a rename
+ * acknowledged after 97 s). A commit within the 1 s is carried still.
+ */
+void test_snap_carry_aged(void)
+{
+	struct store *a = open_new("aged");
+	struct store_txn *t;
+	char buf[512];
+
+	CHECK_EQ_INT(store_etcd_write(a, carry_fill_fn, NULL), 0);
+	(void)store_etcd_position(a);	/* starts the watch: snapshots from here */
+	CHECK(watch_caught_up(a));
+	CHECK_EQ_INT(t_read(a, &t), 0);
+	CHECK(list_prefix(t, "c", buf, sizeof(buf)) == 1);
+	CHECK(ETXN(t)->snap != NULL);
+	t_end(t);
+
+	CHECK_EQ_INT(store_etcd_write(a, slow_put_fn, NULL), 0);
+	CHECK_EQ_INT(t_read(a, &t), 0);
+	CHECK(ETXN(t)->snap == NULL);	/* none current: the commit retired it */
+	CHECK(list_prefix(t, "c", buf, sizeof(buf)) == 1);	/* read anew */
+	CHECK(strcmp(buf, C_BEFORE "c/g=G;") == 0);
+	CHECK_EQ_INT(ETXN(t)->rev, etcd_newest_revision(ETCD(a)));
+	t_end(t);
+
+	/* within the 1 s: carried to the commit's revision, the page served as it was advanced */
+	CHECK_EQ_INT(store_etcd_write(a, carry_again_fn, NULL), 0);
+	CHECK_EQ_INT(t_read(a, &t), 0);
+	CHECK(ETXN(t)->snap != NULL);
+	CHECK_EQ_INT(ETXN(t)->rev, etcd_newest_revision(ETCD(a)));
 	t_end(t);
 	t_close(a, true);
 }
