@@ -336,6 +336,8 @@ void test_snap_carry_aged(void)
 	t_end(t);
 
 	CHECK_EQ_INT(store_etcd_write(a, slow_put_fn, NULL), 0);
+	/* so that the read below starts a snapshot at the commit's revision */
+	CHECK(watch_caught_up(a));
 	CHECK_EQ_INT(t_read(a, &t), 0);
 	CHECK(ETXN(t)->snap == NULL);	/* none current: the commit retired it */
 	CHECK(list_prefix(t, "c", buf, sizeof(buf)) == 1);	/* read anew */
