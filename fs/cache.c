@@ -344,20 +344,13 @@ bool fs_cache_matches(struct fs_ctx *ctx, struct fs_node *node, const struct mod
 	return match;
 }
 
-/*
- * Whether the version found at open was written in the last
- * FS_DIRECT_HOT_NS, by its mtime: as far ahead at most, for a writer's
- * clock ahead of ours; a later one was set (touch -d, tar, rsync -t), and
- * would keep the leaf off the page cache, and unmappable, until then.
- */
+/* Whether the version found at open was written in the last FS_DIRECT_HOT_NS, by its mtime. */
 static bool written_lately(const struct model_node *n)
 {
 	struct timespec ts;
-	int64_t now;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-	return n->mtime_ns > now - FS_DIRECT_HOT_NS && n->mtime_ns < now + FS_DIRECT_HOT_NS;
+	return n->mtime_ns > (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec - FS_DIRECT_HOT_NS;
 }
 
 bool fs_cache_reader_direct(struct fs_ctx *ctx, struct fs_node *node,
