@@ -59,8 +59,6 @@ void fs_cache_committed(struct fs_ctx *ctx, struct fs_node *node, bool created)
 
 	pthread_mutex_lock(&ctx->lock);
 	filled = node->cache_known;
-	if (created && !filled)
-		node->committed_ns = mono_ns();	/* a version the kernel was told */
 	pthread_mutex_unlock(&ctx->lock);
 	if (created && !filled)
 		return;	/* the pages hold what was written, which is what was committed */
@@ -344,15 +342,6 @@ bool fs_cache_matches(struct fs_ctx *ctx, struct fs_node *node, const struct mod
 	return match;
 }
 
-/* Whether the version found at open was written in the last FS_DIRECT_HOT_NS, by its mtime. */
-static bool written_lately(const struct model_node *n)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return n->mtime_ns > (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec - FS_DIRECT_HOT_NS;
-}
-
 bool fs_cache_reader_direct(struct fs_ctx *ctx, struct fs_node *node,
 			    const struct model_node *n)
 {
@@ -362,19 +351,7 @@ bool fs_cache_reader_direct(struct fs_ctx *ctx, struct fs_node *node,
 	if (ctx->reads_locally)
 		return false;
 	pthread_mutex_lock(&ctx->lock);
-	/*
-	 * The text's own mtime too: the open may find a version this mount's
-	 * watch has yet to bring (changed_ns unset), of a leaf it has never
-	 * opened, while the kernel holds the size of an older one (tests/81
-	 * read "6- " once, value 6 cut at value 0's 3 bytes, in a clean-clone
-	 * run at load). Not after a commit of this mount's own in that time:
-	 * the kernel has its size, and a MAP_SHARED mapping of a file just
-	 * written must work (tests/34). Another host's clock only moves when
-	 * that counts.
-	 */
 	direct = (node->changed_ns && now - node->changed_ns < FS_DIRECT_HOT_NS) ||
-		 (written_lately(n) &&
-		  !(node->committed_ns && now - node->committed_ns < FS_DIRECT_HOT_NS)) ||
 		 (node->cache_known && (node->cache_mtime != n->mtime_ns ||
 					node->cache_size != n->size));
 	if (direct)

@@ -125,8 +125,7 @@ bool fs_cache_matches(struct fs_ctx *ctx, struct fs_node *node, const struct mod
  * Whether a reader of node that took its text at open (FS_FILE_READER)
  * bypasses the kernel's page cache (direct_io), and so reads exactly the
  * text it is served: on a store whose reads are round trips (etcd), of a
- * leaf whose text changed in the last FS_DIRECT_HOT_NS (as this mount saw
- * it, or by the mtime of the version found at n), or is found at n,
+ * leaf whose text changed in the last FS_DIRECT_HOT_NS, or is found at n,
  * another version than the last open recorded (see cache.c's head). The kernel drops node's pages at such an open: they are no longer
  * known to hold a version.
  */
