@@ -148,7 +148,7 @@ leaf_value() {
 # Before docs/ETCD.md 8c's rules, 18-29 reads of each run were values
 # nobody wrote. Left open there: a page-cache read served a newer version
 # than the size the kernel holds, when the mount's watch lags (1 read in
-# 1,835 and in 10,400, in 2 of 7 clean-clone runs at load, 2026-11-30). Up to
+# 1,835 and in 10,400, in 2 of 5 clean-clone runs at load, 2026-11-30). Up to
 # 2 such reads a run are let through, and printed, until the sound fix
 # (the size told to the kernel, kept per leaf) makes it 0 again.
 @test "a leaf another mount rewrites reads as one of its values, but for the rare read 8c leaves open" {
