@@ -413,6 +413,17 @@ static void snap_add_page(struct etcd_snap *n, struct etcd_kept *k)
 	n->bytes += etcd_snap_answer_bytes(&k->r);
 }
 
+/* s's pages, newest first, into pages (SNAP_PAGES_MAX at most): how many (under s->lock). */
+static size_t pages_of(struct etcd_snap *s, struct etcd_kept **pages)
+{
+	size_t np = 0;
+
+	for (struct etcd_kept *k = atomic_load_explicit(&s->pages, memory_order_acquire);
+	     k && np < SNAP_PAGES_MAX; k = k->next_page)
+		pages[np++] = k;
+	return np;
+}
+
 /*
  * s at rev, b applied, every page copied: heap, one reference (the
  * handle's); NULL when it cannot be made. Past SNAP_CARRY_POINTS point
@@ -428,9 +439,7 @@ static struct etcd_snap *snap_after(struct etcd_snap *s, const struct etcd_buf *
 	if (rc)
 		return NULL;
 	pthread_mutex_lock(&s->lock);
-	for (struct etcd_kept *k = atomic_load_explicit(&s->pages, memory_order_acquire);
-	     k && np < SNAP_PAGES_MAX; k = k->next_page)
-		pages[np++] = k;
+	np = pages_of(s, pages);
 	while (rc == 0 && np) {	/* oldest first: the newest stays first in the list */
 		struct etcd_kept *k = page_after(pages[--np], b, rev);
 
@@ -513,9 +522,7 @@ static struct etcd_snap *snap_take(struct etcd_snap *s, const struct etcd_buf *b
 	if (rc)
 		return NULL;
 	pthread_mutex_lock(&s->lock);
-	for (struct etcd_kept *k = atomic_load_explicit(&s->pages, memory_order_relaxed);
-	     k && np < SNAP_PAGES_MAX; k = k->next_page)
-		pages[np++] = k;
+	np = pages_of(s, pages);
 	memcpy(sorted, pages, np * sizeof(*pages));
 	qsort(sorted, np, sizeof(*sorted), page_ptr_cmp);
 	points = s->n_points <= SNAP_CARRY_POINTS;
