@@ -156,6 +156,14 @@ static void carry_check_after(struct store_txn *t, char *buf, size_t len)
 	CHECK(strcmp(buf, U_BOTH) == 0);
 }
 
+/* Fills a (carry_fill_fn) and starts its watch, caught up: snapshots from here. */
+static void fill_watched(struct store *a)
+{
+	CHECK_EQ_INT(store_etcd_write(a, carry_fill_fn, NULL), 0);
+	(void)store_etcd_position(a);
+	CHECK(watch_caught_up(a));
+}
+
 /*
  * A write alone in its snapshot: the carry moves its pages and points
  * (the same pages, an untouched one keeping its array) and a read after
@@ -174,9 +182,7 @@ void test_carry(void)
 	char buf[512];
 	int64_t rev;
 
-	CHECK_EQ_INT(store_etcd_write(a, carry_fill_fn, NULL), 0);
-	(void)store_etcd_position(a);	/* starts the watch: snapshots from here */
-	CHECK(watch_caught_up(a));
+	fill_watched(a);
 
 	/* alone: the reader ends before the write */
 	CHECK_EQ_INT(t_read(a, &t1), 0);
@@ -222,9 +228,7 @@ void test_carry(void)
 
 	/* not alone: a reader holds the snapshot through the commit */
 	a = open_new("carry-held");
-	CHECK_EQ_INT(store_etcd_write(a, carry_fill_fn, NULL), 0);
-	(void)store_etcd_position(a);
-	CHECK(watch_caught_up(a));
+	fill_watched(a);
 	CHECK_EQ_INT(t_read(a, &hold), 0);
 	carry_read(hold, buf, sizeof(buf));
 	CHECK_EQ_INT(store_etcd_get(hold, STORE_SPACE_DATA, "c/b", 3, &held), 0);
@@ -278,9 +282,7 @@ void test_snap_renew(void)
 	struct etcd_kept *pc;
 	char buf[512], why[256] = "";
 
-	CHECK_EQ_INT(store_etcd_write(a, carry_fill_fn, NULL), 0);
-	(void)store_etcd_position(a);	/* starts the watch: snapshots from here */
-	CHECK(watch_caught_up(a));
+	fill_watched(a);
 	CHECK_EQ_INT(t_read(a, &t), 0);
 	CHECK(list_prefix(t, "c", buf, sizeof(buf)) == 1);
 	CHECK(ETXN(t)->snap != NULL);
@@ -327,9 +329,7 @@ void test_snap_carry_aged(void)
 	struct store_txn *t;
 	char buf[512];
 
-	CHECK_EQ_INT(store_etcd_write(a, carry_fill_fn, NULL), 0);
-	(void)store_etcd_position(a);	/* starts the watch: snapshots from here */
-	CHECK(watch_caught_up(a));
+	fill_watched(a);
 	CHECK_EQ_INT(t_read(a, &t), 0);
 	CHECK(list_prefix(t, "c", buf, sizeof(buf)) == 1);
 	CHECK(ETXN(t)->snap != NULL);
